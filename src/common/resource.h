@@ -122,6 +122,10 @@ class Resource {
   std::array<int64_t, kMaxResourceTypes> v_;
 };
 
+// Namespace-scope declarations so that weft::Min / weft::Max also work by qualified name.
+constexpr Resource Min(const Resource& a, const Resource& b);
+constexpr Resource Max(const Resource& a, const Resource& b);
+
 }  // namespace weft
 
 #endif  // WEFT_COMMON_RESOURCE_H_

@@ -1,0 +1,188 @@
+// Copyright Weft authors. The pure scheduling core: events in, decisions out.
+#ifndef WEFT_SCHEDULER_SCHEDULER_H_
+#define WEFT_SCHEDULER_SCHEDULER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/resource.h"
+#include "common/resource_types.h"
+#include "scheduler/config.h"
+#include "scheduler/fit_index.h"
+#include "scheduler/policy.h"
+#include "scheduler/state.h"
+#include "scheduler/types.h"
+
+namespace weft::scheduler {
+
+struct SchedulerOptions {
+  ResourceTypeRegistry registry;   // normalises and validates every ask
+  ContainerId first_container_id = 1;
+};
+
+// Counters since creation.
+struct SchedulerStats {
+  int64_t passes = 0;
+  int64_t allocations = 0;
+  int64_t node_local = 0;
+  int64_t rack_local = 0;
+  int64_t off_switch = 0;
+  int64_t contracts = 0;
+  int64_t preempted = 0;  // containers killed after their grace period
+};
+
+// The scheduling core. It holds the cluster's nodes, the apps with their request tables and
+// containers, and the queue tree, and decides allocations in global passes over the cluster.
+//
+// Pure: no I/O, no threads, no clock reads (time is an argument, in ms on the caller's clock).
+// Deterministic: the same calls in the same order give the same results.
+// Every method that takes outside input validates it fully first: on error it returns a
+// Status naming what was wrong and leaves the state unchanged.
+// Thread-compatible: the RM's event loop or the simulator owns it.
+class Scheduler {
+ public:
+  // `policy` must be the one `config.policy` names (see registry.h's CreateScheduler).
+  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(
+      const SchedulerConfig& config, SchedulerOptions options,
+      std::unique_ptr<SchedulingPolicy> policy);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Replaces the queue configuration (YARN's refreshQueues). The policy cannot change. Fails
+  // when the policy rejects the tree or when a queue that holds apps would disappear.
+  absl::Status Reconfigure(const SchedulerConfig& config);
+
+  // Nodes. Names are unique among live nodes; a removed node's name may register again.
+  absl::StatusOr<NodeId> AddNode(const NodeSpec& spec);
+  // The node's containers are lost: they are released and returned (reason kNodeLost).
+  absl::StatusOr<std::vector<ContainerKill>> RemoveNode(absl::string_view name);
+  // New capacity and health. An unhealthy node keeps its containers but gets no new ones.
+  absl::Status UpdateNode(absl::string_view name, const Resource& capacity, bool healthy);
+
+  // Apps. Fails on a duplicate id, an unknown queue or a parent queue, a STOPPED queue, or an
+  // invalid AM resource.
+  absl::Status AddApp(const AppSpec& spec, int64_t now_ms);
+  // Releases every container the app holds and returns them (reason kAppRemoved).
+  absl::StatusOr<std::vector<ContainerKill>> RemoveApp(AppId app);
+  // Applies an Allocate call's asks, releases and blacklist changes, all or nothing.
+  absl::Status UpdateRequests(AppId app, const RequestUpdate& update);
+  // A container finished (or was released through its NM). Unknown ids are NotFound.
+  absl::Status ContainerCompleted(ContainerId container);
+
+  // One global scheduling pass at time `now_ms`: kills containers whose preemption grace has
+  // expired, issues new preemption contracts, then allocates until nothing more fits.
+  PassResult Schedule(int64_t now_ms);
+
+  // Recomputes every queue's entitlement (fair share / elastic guarantee capped by demand).
+  // Schedule() does it when preemption is on; reports call it when they need the figures.
+  void RefreshEntitlements();
+
+  // Read access.
+  const ResourceTypeRegistry& registry() const { return options_.registry; }
+  const SchedulingPolicy& policy() const { return *policy_; }
+  const SchedulerConfig& config() const { return config_; }
+  const SchedulerStats& stats() const { return stats_; }
+  const Resource& cluster_total() const { return view_.total; }
+  const ClusterView& view() const { return view_; }
+  Resource cluster_allocated() const { return root_->usage; }
+  int num_nodes() const { return live_nodes_; }
+  const NodeState* node(NodeId id) const;
+  NodeId FindNode(absl::string_view name) const;  // -1 when not live
+  const std::string& rack_name(int32_t rack) const { return racks_[rack].name; }
+  const AppState* app(AppId id) const;
+  const ContainerState* container(ContainerId id) const;
+  // Queues in pre-order (root first); leaves have no children.
+  const std::vector<QueueNode*>& queues() const { return queue_list_; }
+  // By leaf name, or by path for any queue; nullptr when unknown.
+  const QueueNode* FindQueue(absl::string_view name) const;
+
+ private:
+  struct Rack {
+    std::string name;
+    FitIndex nodes;
+    std::vector<NodeId> slot_node;
+  };
+
+  Scheduler(const SchedulerConfig& config, SchedulerOptions options,
+            std::unique_ptr<SchedulingPolicy> policy);
+
+  absl::StatusOr<std::vector<std::unique_ptr<QueueNode>>> BuildTree(
+      const QueueConfig& root) const;
+  void InstallTree(std::vector<std::unique_ptr<QueueNode>> tree);
+  QueueNode* FindQueueMutable(absl::string_view name) const;
+
+  void ClusterChanged();
+  void RekeyAll();
+  void UpdateNodeIndex(NodeId id);
+  Resource NodeFree(const NodeState& n) const;
+
+  // Ordering heaps.
+  void HeapPush(QueueNode* q, Schedulable* s);
+  void HeapRemove(QueueNode* q, Schedulable* s);
+  void HeapFix(QueueNode* q, int pos);
+  bool Wants(const AppState& app) const;
+  void Activate(AppState* app);
+  void Deactivate(AppState* app);
+  void RefreshUp(QueueNode* leaf);
+  void RefreshApp(AppState* app);
+
+  // Allocation.
+  bool WithinLimits(const AppState& app, const Resource& r, bool is_am) const;
+  bool TryAllocate(AppState* app, int64_t now_ms, PassResult* out);
+  bool PlaceGroup(AppState* app, size_t group, int64_t now_ms, PassResult* out);
+  NodeId FindInRack(const AppState& app, int32_t rack, const Resource& r) const;
+  NodeId FindAnywhere(const AppState& app, const Resource& r) const;
+  bool Usable(const AppState& app, NodeId id, const Resource& r) const;
+  void Commit(AppState* app, size_t group, NodeId node, Locality locality, int64_t now_ms,
+              PassResult* out);
+  void ChargeUsage(AppState* app, const Resource& r, bool is_am, int sign);
+  void ReleaseContainer(ContainerId id);
+  void PromoteWaiting(QueueNode* leaf);
+  bool CanRun(const QueueNode* leaf) const;
+  void RecomputePending(AppState* app);
+
+  // Preemption.
+  void KillExpired(int64_t now_ms, PassResult* out);
+  void IssueContracts(int64_t now_ms, PassResult* out);
+  void WaterFill(QueueNode* parent);
+
+  SchedulerConfig config_;
+  SchedulerOptions options_;
+  std::unique_ptr<SchedulingPolicy> policy_;
+  ClusterView view_{};
+  bool keys_dirty_ = true;
+  bool in_pass_ = false;
+  uint64_t pass_id_ = 0;
+
+  std::vector<std::unique_ptr<QueueNode>> queue_storage_;
+  std::vector<QueueNode*> queue_list_;
+  QueueNode* root_ = nullptr;
+  absl::flat_hash_map<std::string, QueueNode*> queue_by_name_;  // leaf names and paths
+
+  std::vector<NodeState> nodes_;
+  absl::flat_hash_map<std::string, NodeId> node_by_name_;
+  int live_nodes_ = 0;
+  std::vector<Rack> racks_;
+  absl::flat_hash_map<std::string, int32_t> rack_by_name_;
+  FitIndex rack_index_;  // one slot per rack: the max free of its nodes
+  int32_t rack_cursor_ = 0;
+
+  absl::flat_hash_map<AppId, std::unique_ptr<AppState>> apps_;
+  uint64_t next_submit_seq_ = 0;
+  absl::flat_hash_map<ContainerId, ContainerState> containers_;
+  ContainerId next_container_id_;
+  std::vector<ContainerId> preempt_marked_;
+  std::vector<AppState*> blocked_;
+  SchedulerStats stats_;
+};
+
+}  // namespace weft::scheduler
+
+#endif  // WEFT_SCHEDULER_SCHEDULER_H_

@@ -1,0 +1,132 @@
+// Copyright Weft authors. The scheduler core's state, as policies see it (read-only).
+#ifndef WEFT_SCHEDULER_STATE_H_
+#define WEFT_SCHEDULER_STATE_H_
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "common/resource.h"
+#include "scheduler/config.h"
+#include "scheduler/fit_index.h"
+#include "scheduler/types.h"
+
+namespace weft::scheduler {
+
+// How policies order siblings: lexicographic (tier, value, tiebreak), smallest served first.
+struct OrderKey {
+  int32_t tier = 0;
+  double value = 0;
+  uint64_t tiebreak = 0;
+  friend bool operator<(const OrderKey& a, const OrderKey& b) {
+    return std::tie(a.tier, a.value, a.tiebreak) < std::tie(b.tier, b.value, b.tiebreak);
+  }
+  friend bool operator==(const OrderKey& a, const OrderKey& b) = default;
+};
+
+// Something that sits in a parent queue's ordering heap: a queue or an app.
+struct Schedulable {
+  OrderKey key;
+  int32_t heap_pos = -1;  // position in the parent's heap; -1 when not active
+  Resource usage;         // allocated to it now (for a queue: its whole subtree)
+};
+
+struct QueueNode;
+
+// One request group: YARN's scheduler key (priority, allocation_request_id, capability) with
+// its host, rack and "*" rows. `any.count` is the number of containers still wanted.
+struct RequestGroup {
+  struct Row {
+    int32_t count = 0;
+    bool relax = true;
+  };
+  int32_t priority = 0;
+  int64_t allocation_request_id = 0;
+  Resource capability;
+  bool is_am = false;
+  Row any{0, true};
+  absl::flat_hash_map<std::string, Row> racks;
+  absl::flat_hash_map<std::string, Row> hosts;
+  std::vector<std::string> host_order;  // probe order of `hosts` (may hold zero-count names)
+  std::vector<std::string> rack_order;  // probe order of `racks`
+  uint32_t host_cursor = 0;
+  uint32_t rack_cursor = 0;
+  int32_t missed_opportunities = 0;     // passes skipped waiting for locality
+  uint64_t last_missed_pass = 0;
+  int32_t live_hosts = 0;               // rows in `hosts` with count > 0
+  int32_t live_racks = 0;               // rows in `racks` with count > 0
+};
+
+struct AppState : Schedulable {
+  AppId id = 0;
+  QueueNode* queue = nullptr;  // its leaf
+  std::string user;
+  int32_t priority = 0;
+  uint64_t submit_seq = 0;     // order of AddApp calls
+  Resource am_usage;           // part of usage held by the AM container
+  Resource pending;            // sum of capability x outstanding count over groups
+  int64_t pending_containers = 0;
+  bool runnable = false;       // false while waiting on max-running-apps
+  uint64_t blocked_pass = 0;   // the pass in which it found nothing to place
+  std::vector<RequestGroup> groups;  // sorted by (is_am desc, priority, request id, capability)
+  absl::flat_hash_set<NodeId> blacklist;
+  std::vector<std::string> blacklist_names;  // as given, for nodes not registered yet
+  absl::flat_hash_set<ContainerId> containers;
+};
+
+struct QueueNode : Schedulable {
+  QueueConfig config;          // children omitted
+  std::string path;            // "root.prod.etl"
+  int32_t index = 0;           // pre-order position, a stable tiebreak
+  int32_t depth = 0;
+  QueueNode* parent = nullptr;
+  std::vector<QueueNode*> children;
+  bool is_leaf() const { return children.empty(); }
+  // Ordered heap of active children: queues for a parent, apps for a leaf.
+  std::vector<Schedulable*> heap;
+  std::vector<AppState*> apps;          // leaf: all its apps, in submission order
+  std::deque<AppState*> waiting_apps;   // leaf: apps held back by max-running-apps
+  int64_t running_apps = 0;             // runnable apps in this subtree
+  Resource am_usage;
+  Resource pending;
+  // Set by the policy (Policy::Recompute): the absolute limit this queue may not exceed, and
+  // the inputs of the shared entitlement computation.
+  Resource limit;
+  double share_weight = 1.0;   // split of the parent's entitlement among active siblings
+  Resource floor;              // entitlement never below min(floor, demand)
+  // Set by the core from the above: what the queue should have now (its instantaneous fair
+  // share or elastic guarantee, capped by its demand). Used for preemption and reports.
+  Resource entitlement;
+  int64_t starved_since_ms = -1;
+  absl::flat_hash_map<std::string, Resource> user_usage;  // leaf: per user
+};
+
+struct NodeState {
+  std::string name;
+  int32_t rack = 0;      // index into the racks table
+  int32_t rack_slot = 0; // slot in the rack's FitIndex
+  Resource capacity;
+  Resource allocated;
+  bool schedulable = true;  // healthy and not removed
+  bool removed = false;
+  std::vector<ContainerId> containers;
+};
+
+struct ContainerState {
+  ContainerId id = 0;
+  AppId app = 0;
+  NodeId node = 0;
+  Resource resource;
+  int32_t priority = 0;
+  bool is_am = false;
+  int64_t allocated_ms = 0;
+  int64_t preempt_deadline_ms = -1;  // >= 0 once named in a strict contract
+};
+
+}  // namespace weft::scheduler
+
+#endif  // WEFT_SCHEDULER_STATE_H_

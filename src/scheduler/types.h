@@ -1,0 +1,108 @@
+// Copyright Weft authors. The scheduler core's inputs and outputs (its event API's data).
+#ifndef WEFT_SCHEDULER_TYPES_H_
+#define WEFT_SCHEDULER_TYPES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/resource.h"
+
+namespace weft::scheduler {
+
+// Chosen by the caller (the RM or the simulator); unique among live apps.
+using AppId = uint64_t;
+// Assigned by the scheduler from a counter that starts at SchedulerOptions::first_container_id,
+// so the RM can put its epoch in the high bits and never reuse an id after a restart.
+using ContainerId = uint64_t;
+// Dense node index assigned by the scheduler; never reused while the scheduler lives.
+using NodeId = int32_t;
+
+inline constexpr const char* kAnyResourceName = "*";
+inline constexpr int64_t kUnlimited = int64_t{1} << 60;
+
+// A node as it registers. `rack` must start with '/', like YARN's "/default-rack".
+struct NodeSpec {
+  std::string name;
+  std::string rack = "/default-rack";
+  Resource capacity;
+};
+
+// An application as it is added to the scheduler.
+struct AppSpec {
+  AppId id = 0;
+  std::string queue = "default";  // leaf name ("prod") or full path ("root.prod")
+  std::string user = "default";
+  int32_t priority = 0;           // higher is served first (YARN application priority)
+  // The ApplicationMaster's container, allocated before any other ask of the app. Zero means
+  // no AM container (an unmanaged AM, or a caller that models none).
+  Resource am_resource;
+};
+
+// One row of YARN's ResourceRequest table. `num_containers` is absolute: it replaces the
+// outstanding count for the key (priority, allocation_request_id, capability, resource_name).
+struct ResourceRequest {
+  int32_t priority = 0;                       // lower values are served first, as in YARN
+  std::string resource_name = kAnyResourceName;  // host name, rack ("/rack1") or "*"
+  Resource capability;
+  int32_t num_containers = 0;
+  // Whether locality may be relaxed *to* this level (YARN's meaning): false on a rack entry
+  // keeps its hosts' asks off the rest of the rack; false on "*" keeps them off other racks.
+  bool relax_locality = true;
+  int64_t allocation_request_id = 0;
+};
+
+// What an ApplicationMaster's Allocate call carries to the scheduler.
+struct RequestUpdate {
+  std::vector<ResourceRequest> asks;
+  std::vector<ContainerId> releases;
+  std::vector<std::string> blacklist_additions;  // node names
+  std::vector<std::string> blacklist_removals;
+};
+
+enum class Locality : uint8_t { kNodeLocal, kRackLocal, kOffSwitch };
+const char* LocalityName(Locality l);
+
+struct Allocation {
+  ContainerId container = 0;
+  AppId app = 0;
+  NodeId node = 0;
+  Resource resource;
+  int32_t priority = 0;
+  int64_t allocation_request_id = 0;
+  bool is_am = false;
+  Locality locality = Locality::kOffSwitch;
+};
+
+// Seed 001's preemption message: the strict part names containers that will be killed at
+// `deadline_ms` unless released; the negotiable part is the resource the AM may free instead,
+// choosing its own containers.
+struct PreemptionContract {
+  AppId app = 0;
+  std::vector<ContainerId> strict_containers;
+  Resource negotiable;
+  int64_t deadline_ms = 0;
+};
+
+// Why a container left the scheduler without its app asking.
+enum class ContainerExit : uint8_t { kPreempted, kNodeLost, kAppRemoved };
+
+// A container the scheduler took back (preemption grace expired). The caller must stop it.
+struct ContainerKill {
+  ContainerId container = 0;
+  AppId app = 0;
+  NodeId node = 0;
+  Resource resource;
+  ContainerExit reason = ContainerExit::kPreempted;
+};
+
+// Everything one scheduling pass decided, in decision order.
+struct PassResult {
+  std::vector<Allocation> allocations;
+  std::vector<PreemptionContract> contracts;
+  std::vector<ContainerKill> kills;
+};
+
+}  // namespace weft::scheduler
+
+#endif  // WEFT_SCHEDULER_TYPES_H_
