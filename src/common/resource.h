@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <ostream>
 #include <string>
 
 namespace weft {
@@ -121,6 +122,10 @@ class Resource {
  private:
   std::array<int64_t, kMaxResourceTypes> v_;
 };
+
+inline std::ostream& operator<<(std::ostream& os, const Resource& r) {
+  return os << r.DebugString();
+}
 
 // Namespace-scope declarations so that weft::Min / weft::Max also work by qualified name.
 constexpr Resource Min(const Resource& a, const Resource& b);

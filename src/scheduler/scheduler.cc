@@ -745,6 +745,7 @@ void Scheduler::Commit(AppState* app, size_t gi, NodeId node, Locality locality,
     if (rk != g.racks.end()) take(rk->second, g.live_racks);
   }
   --g.any.count;
+  g.last_alloc_pass = pass_id_;
   for (QueueNode* q = app->queue; q; q = q->parent) q->pending -= r;
   app->pending -= r;
   --app->pending_containers;
@@ -790,8 +791,9 @@ bool Scheduler::PlaceGroup(AppState* app, size_t gi, int64_t now_ms, PassResult*
     }
     g.host_cursor = static_cast<uint32_t>((g.host_cursor + probes) % n);
   }
+  // A pass counts as missed only when it placed nothing of the group.
   auto miss = [&] {
-    if (g.last_missed_pass != pass_id_) {
+    if (g.last_missed_pass != pass_id_ && g.last_alloc_pass != pass_id_) {
       g.last_missed_pass = pass_id_;
       ++g.missed_opportunities;
     }
@@ -937,7 +939,7 @@ void Scheduler::WaterFill(QueueNode* parent) {
     double s = std::clamp(lambda * k.w, k.lo, k.hi);
     Resource ent;
     for (int i = 0; i < kMaxResourceTypes; ++i)
-      ent[i] = static_cast<int64_t>(std::floor(static_cast<double>(e[i]) * s));
+      ent[i] = static_cast<int64_t>(std::floor(static_cast<double>(e[i]) * s + 1e-6));
     k.q->entitlement = Min(ent, k.cap);
   }
 }

@@ -57,6 +57,7 @@ struct RequestGroup {
   uint32_t rack_cursor = 0;
   int32_t missed_opportunities = 0;     // passes skipped waiting for locality
   uint64_t last_missed_pass = 0;
+  uint64_t last_alloc_pass = 0;         // a pass that placed one of its containers
   int32_t live_hosts = 0;               // rows in `hosts` with count > 0
   int32_t live_racks = 0;               // rows in `racks` with count > 0
 };

@@ -1,0 +1,314 @@
+#include "scheduler/scheduler.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "scheduler/test_util.h"
+
+namespace weft::scheduler {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace ::weft::scheduler::testing;  // NOLINT
+
+constexpr int64_t kGb = 1024;
+
+TEST(SchedulerTest, DrfExampleFromSeed000) {
+  // 9 CPUs and 18 GB; A asks <1 CPU, 4 GB> per task, B <3 CPUs, 1 GB>: DRF gives A 3, B 2.
+  auto s = MakeScheduler("", "fair");
+  ASSERT_TRUE(s->AddNode({"n1", "/r1", Resource::Of(18 * kGb, 9)}).ok());
+  ASSERT_TRUE(s->AddApp(App(1, "default", "A"), 0).ok());
+  ASSERT_TRUE(s->AddApp(App(2, "default", "B"), 0).ok());
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(100, Resource::Of(4 * kGb, 1))})).ok());
+  ASSERT_TRUE(s->UpdateRequests(2, Asks({Ask(100, Resource::Of(1 * kGb, 3))})).ok());
+  PassResult r = s->Schedule(0);
+  EXPECT_EQ(CountFor(r, 1), 3);
+  EXPECT_EQ(CountFor(r, 2), 2);
+  // Equal dominant shares: A has 12/18 GB, B 6/9 CPUs.
+  EXPECT_DOUBLE_EQ(s->app(1)->usage.DominantShare(s->cluster_total()), 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(s->app(2)->usage.DominantShare(s->cluster_total()), 2.0 / 3.0);
+}
+
+TEST(SchedulerTest, NetworkCanBeTheDominantResource) {
+  // A is network-heavy (100 of 1000 Mbit/s = 0.1 per task), B memory-heavy (4 of 100 GB =
+  // 0.04 per task). DRF fills both up to equal dominant shares until memory runs out.
+  auto s = MakeScheduler("", "fair");
+  ASSERT_TRUE(s->AddNode({"n1", "/r1", Resource::Of(100 * kGb, 100, 1000)}).ok());
+  ASSERT_TRUE(s->AddApp(App(1, "default", "A"), 0).ok());
+  ASSERT_TRUE(s->AddApp(App(2, "default", "B"), 0).ok());
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(100, Resource::Of(1 * kGb, 1, 100))})).ok());
+  ASSERT_TRUE(s->UpdateRequests(2, Asks({Ask(100, Resource::Of(4 * kGb, 1, 0))})).ok());
+  PassResult r = s->Schedule(0);
+  const Resource& total = s->cluster_total();
+  EXPECT_EQ(s->app(1)->usage.DominantType(total), kNetworkMbps);
+  EXPECT_EQ(s->app(2)->usage.DominantType(total), kMemoryMb);
+  // Equal shares s need 110 s GB of memory, so they meet at s ~ 0.9: A 9 tasks, B 22 (88 GB).
+  // B's 23rd no longer fits in the 3 GB left; work conservation then gives A its 10th.
+  EXPECT_EQ(CountFor(r, 1), 10);
+  EXPECT_EQ(CountFor(r, 2), 22);
+  EXPECT_DOUBLE_EQ(s->app(2)->usage.DominantShare(total), 0.88);
+  EXPECT_FALSE(Resource::Of(4 * kGb, 1).FitsIn(total - s->cluster_allocated()));
+}
+
+TEST(SchedulerTest, AmContainerFirstThenAsks) {
+  auto s = MakeScheduler("", "fifo");
+  ASSERT_TRUE(s->AddNode({"n1", "/r1", Resource::Of(8 * kGb, 8)}).ok());
+  AppSpec a = App(7);
+  a.am_resource = Resource::Of(1024, 1);
+  ASSERT_TRUE(s->AddApp(a, 0).ok());
+  ASSERT_TRUE(s->UpdateRequests(7, Asks({Ask(2, Resource::Of(1024, 1))})).ok());
+  PassResult r = s->Schedule(0);
+  ASSERT_EQ(r.allocations.size(), 3u);
+  EXPECT_TRUE(r.allocations[0].is_am);
+  EXPECT_FALSE(r.allocations[1].is_am);
+  EXPECT_EQ(s->app(7)->am_usage, Resource::Of(1024, 1));
+}
+
+TEST(SchedulerTest, NodeLocalThenRackThenOffSwitchWithDelay) {
+  auto s = MakeScheduler("locality: {node-locality-delay: 1, rack-locality-delay: 1}", "fifo");
+  ASSERT_TRUE(s->AddNode({"h1", "/r1", Resource::Of(1024, 1)}).ok());
+  ASSERT_TRUE(s->AddNode({"h2", "/r1", Resource::Of(1024, 1)}).ok());
+  ASSERT_TRUE(s->AddNode({"h3", "/r2", Resource::Of(1024, 1)}).ok());
+  ASSERT_TRUE(s->AddApp(App(1), 0).ok());
+  Resource c = Resource::Of(1024, 1);
+  // Three containers wanted on h1 (its rack /r1, anywhere allowed).
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(3, c, "h1"), Ask(3, c, "/r1"), Ask(3, c, "*")})).ok());
+  PassResult p1 = s->Schedule(0);
+  ASSERT_EQ(p1.allocations.size(), 1u);
+  EXPECT_EQ(p1.allocations[0].locality, Locality::kNodeLocal);
+  EXPECT_EQ(s->node(p1.allocations[0].node)->name, "h1");
+  // h1 is full: the app waits one pass (missed opportunity), then goes rack-local to h2.
+  EXPECT_TRUE(s->Schedule(1).allocations.empty());
+  PassResult p3 = s->Schedule(2);
+  ASSERT_EQ(p3.allocations.size(), 1u);
+  EXPECT_EQ(p3.allocations[0].locality, Locality::kRackLocal);
+  EXPECT_EQ(s->node(p3.allocations[0].node)->name, "h2");
+  // Rack /r1 is full too: after one more miss, off-switch on h3.
+  EXPECT_TRUE(s->Schedule(3).allocations.empty());
+  PassResult p5 = s->Schedule(4);
+  ASSERT_EQ(p5.allocations.size(), 1u);
+  EXPECT_EQ(p5.allocations[0].locality, Locality::kOffSwitch);
+  EXPECT_EQ(s->node(p5.allocations[0].node)->name, "h3");
+  EXPECT_EQ(s->stats().node_local, 1);
+  EXPECT_EQ(s->stats().rack_local, 1);
+  EXPECT_EQ(s->stats().off_switch, 1);
+}
+
+TEST(SchedulerTest, RelaxLocalityFalseKeepsTheContainerOnItsHost) {
+  auto s = MakeScheduler("locality: {node-locality-delay: 0, rack-locality-delay: 0}", "fifo");
+  ASSERT_TRUE(s->AddNode({"h1", "/r1", Resource::Of(1024, 1)}).ok());
+  ASSERT_TRUE(s->AddNode({"h2", "/r1", Resource::Of(1024, 1)}).ok());
+  ASSERT_TRUE(s->AddApp(App(1), 0).ok());
+  Resource c = Resource::Of(1024, 1);
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(2, c, "h1"), Ask(2, c, "/r1", 1, false),
+                                         Ask(2, c, "*", 1, false)}))
+                  .ok());
+  PassResult r = s->Schedule(0);
+  ASSERT_EQ(r.allocations.size(), 1u);
+  EXPECT_EQ(s->node(r.allocations[0].node)->name, "h1");
+  for (int t = 1; t < 5; ++t) EXPECT_TRUE(s->Schedule(t).allocations.empty());
+}
+
+TEST(SchedulerTest, BlacklistedNodesNeverGetTheAppsContainers) {
+  auto s = MakeScheduler("", "fifo");
+  ASSERT_TRUE(s->AddNode({"h1", "/r1", Resource::Of(8 * kGb, 8)}).ok());
+  ASSERT_TRUE(s->AddNode({"h2", "/r1", Resource::Of(8 * kGb, 8)}).ok());
+  ASSERT_TRUE(s->AddApp(App(1), 0).ok());
+  RequestUpdate u = Asks({Ask(20, Resource::Of(1024, 1))});
+  u.blacklist_additions = {"h1", "h3"};  // h3 registers later
+  ASSERT_TRUE(s->UpdateRequests(1, u).ok());
+  ASSERT_TRUE(s->AddNode({"h3", "/r2", Resource::Of(4 * kGb, 4)}).ok());
+  PassResult r = s->Schedule(0);
+  EXPECT_EQ(r.allocations.size(), 8u);
+  for (const Allocation& a : r.allocations) EXPECT_EQ(s->node(a.node)->name, "h2");
+  RequestUpdate un;
+  un.blacklist_removals = {"h3"};
+  ASSERT_TRUE(s->UpdateRequests(1, un).ok());
+  r = s->Schedule(1);
+  EXPECT_EQ(r.allocations.size(), 4u);
+  for (const Allocation& a : r.allocations) EXPECT_EQ(s->node(a.node)->name, "h3");
+}
+
+TEST(SchedulerTest, InvalidRequestsAreRejectedAndChangeNothing) {
+  auto s = MakeScheduler("", "fair");
+  ASSERT_TRUE(s->AddNode({"h1", "/r1", Resource::Of(8 * kGb, 8)}).ok());
+  ASSERT_TRUE(s->AddApp(App(1), 0).ok());
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(2, Resource::Of(1024, 1))})).ok());
+  const Resource pending = s->app(1)->pending;
+
+  auto err = [&](RequestUpdate u) { return s->UpdateRequests(1, u); };
+  // A valid first ask with an invalid second one: nothing of the update is applied.
+  absl::Status st = err(Asks({Ask(5, Resource::Of(1024, 1)), Ask(1, Resource::Of(-5, 1))}));
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("ask #1"));
+  EXPECT_THAT(st.message(), HasSubstr("memory-mb=-5 is negative"));
+  EXPECT_THAT(err(Asks({Ask(1, Resource::Of(kGb << 30, 1))})).message(),
+              HasSubstr("above the maximum allocation"));
+  EXPECT_THAT(err(Asks({Ask(-1, Resource::Of(1024, 1))})).message(),
+              HasSubstr("num_containers -1 is negative"));
+  RequestUpdate rel;
+  rel.releases = {12345};
+  EXPECT_THAT(err(rel).message(), HasSubstr("cannot release container 12345"));
+  RequestUpdate bl;
+  bl.blacklist_additions = {"/r1"};
+  EXPECT_THAT(err(bl).message(), HasSubstr("not a node name"));
+  EXPECT_EQ(s->app(1)->pending, pending);
+  EXPECT_EQ(s->UpdateRequests(99, {}).code(), absl::StatusCode::kNotFound);
+
+  // Apps and nodes.
+  EXPECT_EQ(s->AddApp(App(1), 0).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(s->AddApp(App(2, "nope"), 0).message(), HasSubstr("unknown queue 'nope'"));
+  EXPECT_THAT(s->AddApp(App(2, "root"), 0).message(), HasSubstr("parent queue"));
+  AppSpec bad_am = App(3);
+  bad_am.am_resource = Resource::Of(-1, 1);
+  EXPECT_THAT(s->AddApp(bad_am, 0).message(), HasSubstr("AM resource"));
+  EXPECT_THAT(s->AddNode({"h2", "rack", Resource::Of(1, 1)}).status().message(),
+              HasSubstr("must start with '/'"));
+  EXPECT_EQ(s->AddNode({"h1", "/r1", Resource::Of(1, 1)}).status().code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(s->AddNode({"h9", "/r1", Resource::Of(-1, 1)}).status().message(),
+              HasSubstr("negative"));
+  EXPECT_EQ(s->num_nodes(), 1);
+  EXPECT_EQ(s->RemoveNode("zz").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(s->ContainerCompleted(777).code(), absl::StatusCode::kNotFound);
+}
+
+TEST(SchedulerTest, StoppedQueueRefusesNewApps) {
+  auto s = MakeScheduler(R"(
+queues:
+  root:
+    children:
+      a: {}
+      b: {state: STOPPED}
+)", "capacity");
+  EXPECT_TRUE(s->AddApp(App(1, "a"), 0).ok());
+  absl::Status st = s->AddApp(App(2, "b"), 0);
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(st.message(), HasSubstr("STOPPED"));
+}
+
+TEST(SchedulerTest, NodeLossReturnsItsContainersAndFreesThem) {
+  auto s = MakeScheduler("", "fifo");
+  ASSERT_TRUE(s->AddNode({"h1", "/r1", Resource::Of(2 * kGb, 2)}).ok());
+  ASSERT_TRUE(s->AddNode({"h2", "/r1", Resource::Of(2 * kGb, 2)}).ok());
+  ASSERT_TRUE(s->AddApp(App(1), 0).ok());
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(4, Resource::Of(1024, 1))})).ok());
+  ASSERT_EQ(s->Schedule(0).allocations.size(), 4u);
+  auto lost = s->RemoveNode("h1");
+  ASSERT_TRUE(lost.ok());
+  ASSERT_EQ(lost->size(), 2u);
+  EXPECT_EQ((*lost)[0].reason, ContainerExit::kNodeLost);
+  EXPECT_EQ(s->app(1)->usage, Resource::Of(2 * kGb, 2));
+  EXPECT_EQ(s->cluster_total(), Resource::Of(2 * kGb, 2));
+  EXPECT_EQ(s->FindNode("h1"), -1);
+  // The name may register again.
+  EXPECT_TRUE(s->AddNode({"h1", "/r1", Resource::Of(2 * kGb, 2)}).ok());
+}
+
+TEST(SchedulerTest, ReleaseAndCompletionFreeResources) {
+  auto s = MakeScheduler("", "fair");
+  ASSERT_TRUE(s->AddNode({"h1", "/r1", Resource::Of(2 * kGb, 2)}).ok());
+  ASSERT_TRUE(s->AddApp(App(1), 0).ok());
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(3, Resource::Of(1024, 1))})).ok());
+  PassResult r = s->Schedule(0);
+  ASSERT_EQ(r.allocations.size(), 2u);
+  RequestUpdate rel;
+  rel.releases = {r.allocations[0].container};
+  ASSERT_TRUE(s->UpdateRequests(1, rel).ok());
+  EXPECT_EQ(s->Schedule(1).allocations.size(), 1u);
+  ASSERT_TRUE(s->ContainerCompleted(r.allocations[1].container).ok());
+  EXPECT_EQ(s->app(1)->usage, Resource::Of(1024, 1));
+  EXPECT_TRUE(s->Schedule(2).allocations.empty());  // nothing pending
+  auto removed = s->RemoveApp(1);
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(removed->size(), 1u);
+  EXPECT_EQ(s->cluster_allocated(), Resource());
+}
+
+TEST(SchedulerTest, AbsoluteCountsReplaceOutstandingAsks) {
+  auto s = MakeScheduler("", "fifo");
+  ASSERT_TRUE(s->AddApp(App(1), 0).ok());
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(5, Resource::Of(1024, 1))})).ok());
+  EXPECT_EQ(s->app(1)->pending_containers, 5);
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(2, Resource::Of(1024, 1))})).ok());
+  EXPECT_EQ(s->app(1)->pending_containers, 2);
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(0, Resource::Of(1024, 1))})).ok());
+  EXPECT_EQ(s->app(1)->pending_containers, 0);
+  EXPECT_TRUE(s->app(1)->groups.empty());
+}
+
+TEST(SchedulerTest, MaxRunningAppsHoldsAppsBack) {
+  auto s = MakeScheduler(R"(
+queues:
+  root:
+    children:
+      q: {max-running-apps: 1}
+)", "fair");
+  ASSERT_TRUE(s->AddNode({"h1", "/r1", Resource::Of(8 * kGb, 8)}).ok());
+  ASSERT_TRUE(s->AddApp(App(1, "q"), 0).ok());
+  ASSERT_TRUE(s->AddApp(App(2, "q"), 0).ok());
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(1, Resource::Of(1024, 1))})).ok());
+  ASSERT_TRUE(s->UpdateRequests(2, Asks({Ask(1, Resource::Of(1024, 1))})).ok());
+  PassResult r = s->Schedule(0);
+  EXPECT_EQ(CountFor(r, 1), 1);
+  EXPECT_EQ(CountFor(r, 2), 0);
+  EXPECT_FALSE(s->app(2)->runnable);
+  ASSERT_TRUE(s->RemoveApp(1).ok());
+  EXPECT_TRUE(s->app(2)->runnable);
+  EXPECT_EQ(CountFor(s->Schedule(1), 2), 1);
+}
+
+TEST(SchedulerTest, ReconfigureKeepsAppsAndRejectsLosingTheirQueue) {
+  auto s = MakeScheduler(R"(
+queues:
+  root:
+    children:
+      a: {weight: 1}
+      b: {weight: 1}
+)", "fair");
+  ASSERT_TRUE(s->AddNode({"h1", "/r1", Resource::Of(8 * kGb, 8)}).ok());
+  ASSERT_TRUE(s->AddApp(App(1, "a"), 0).ok());
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(2, Resource::Of(1024, 1))})).ok());
+  ASSERT_EQ(s->Schedule(0).allocations.size(), 2u);
+  ResourceTypeRegistry reg;
+  auto without_a = ParseSchedulerConfig("queues: {root: {children: {b: {}}}}", reg);
+  ASSERT_TRUE(without_a.ok());
+  absl::Status st = s->Reconfigure(*without_a);
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(st.message(), HasSubstr("root.a"));
+  EXPECT_NE(s->FindQueue("a"), nullptr);  // old configuration still in force
+
+  auto more = ParseSchedulerConfig("queues: {root: {children: {a: {weight: 3}, c: {}}}}", reg);
+  ASSERT_TRUE(more.ok());
+  ASSERT_TRUE(s->Reconfigure(*more).ok()) << s->Reconfigure(*more);
+  EXPECT_EQ(s->FindQueue("a")->config.weight, 3);
+  EXPECT_EQ(s->FindQueue("a")->usage, Resource::Of(2048, 2));
+  EXPECT_EQ(s->FindQueue("root")->usage, Resource::Of(2048, 2));
+  EXPECT_EQ(s->FindQueue("b"), nullptr);
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(1, Resource::Of(1024, 1))})).ok());
+  EXPECT_EQ(s->Schedule(1).allocations.size(), 1u);
+}
+
+TEST(SchedulerTest, ContainerIdsStartWhereTheCallerSays) {
+  ResourceTypeRegistry reg;
+  auto s = CreateScheduler(DefaultSchedulerConfig(), SchedulerOptions{reg, (uint64_t{7} << 40) + 1});
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE((*s)->AddNode({"h1", "/r1", Resource::Of(8 * kGb, 8)}).ok());
+  ASSERT_TRUE((*s)->AddApp(App(1), 0).ok());
+  ASSERT_TRUE((*s)->UpdateRequests(1, Asks({Ask(2, Resource::Of(1024, 1))})).ok());
+  PassResult r = (*s)->Schedule(0);
+  ASSERT_EQ(r.allocations.size(), 2u);
+  EXPECT_EQ(r.allocations[0].container, (uint64_t{7} << 40) + 1);
+  EXPECT_EQ(r.allocations[1].container, (uint64_t{7} << 40) + 2);
+}
+
+TEST(SchedulerTest, UnknownPolicyNamesTheKnownOnes) {
+  ResourceTypeRegistry reg;
+  SchedulerConfig c = DefaultSchedulerConfig();
+  c.policy = "lottery";
+  auto s = CreateScheduler(c, SchedulerOptions{reg, 1});
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(s.status().message(), HasSubstr("fifo, fair, capacity"));
+}
+
+}  // namespace
+}  // namespace weft::scheduler
