@@ -159,7 +159,8 @@ absl::Status Scheduler::Reconfigure(const SchedulerConfig& config) {
         q->am_usage += app->am_usage;
         q->pending += app->pending;
       }
-      leaf->user_usage[app->user] += app->usage;
+      app->user_usage = &leaf->user_usage[app->user];
+      *app->user_usage += app->usage;
     }
     for (AppState* app : old->waiting_apps) leaf->waiting_apps.push_back(app);
   }
@@ -179,6 +180,11 @@ void Scheduler::ClusterChanged() {
   }
   policy_->Recompute(queue_list_, view_);
   keys_dirty_ = true;
+  // Every container holds >= 1 vcore (Normalize), so live containers <= the cluster's vcores:
+  // sizing the table for that avoids rehashing it in the middle of a pass.
+  const size_t bound = static_cast<size_t>(std::min<int64_t>(view_.total[kVcores], 1 << 22));
+  containers_.reserve(bound);
+  slab_.reserve(bound);
 }
 
 void Scheduler::RekeyAll() {
@@ -345,6 +351,7 @@ absl::StatusOr<NodeId> Scheduler::AddNode(const NodeSpec& spec) {
   nodes_.push_back(std::move(n));
   node_by_name_[spec.name] = id;
   ++live_nodes_;
+  ++topology_generation_;
   UpdateNodeIndex(id);
   view_.total += spec.capacity;
   // Blacklists may name this node before it registered.
@@ -364,10 +371,8 @@ absl::StatusOr<std::vector<ContainerKill>> Scheduler::RemoveNode(absl::string_vi
   NodeId id = it->second;
   NodeState& n = nodes_[id];
   std::vector<ContainerKill> lost;
-  std::vector<ContainerId> ids = n.containers;
-  std::sort(ids.begin(), ids.end());
-  for (ContainerId c : ids) {
-    const ContainerState& cs = containers_.at(c);
+  for (ContainerId c : NodeContainers(id)) {
+    const ContainerState& cs = slot(c);
     lost.push_back({c, cs.app, id, cs.resource, ContainerExit::kNodeLost});
     ReleaseContainer(c);
   }
@@ -377,6 +382,7 @@ absl::StatusOr<std::vector<ContainerKill>> Scheduler::RemoveNode(absl::string_vi
   UpdateNodeIndex(id);
   node_by_name_.erase(it);
   --live_nodes_;
+  ++topology_generation_;
   for (auto& [app_id, app] : apps_) app->blacklist.erase(id);
   ClusterChanged();
   return lost;
@@ -420,7 +426,27 @@ const AppState* Scheduler::app(AppId id) const {
 
 const ContainerState* Scheduler::container(ContainerId id) const {
   auto it = containers_.find(id);
-  return it == containers_.end() ? nullptr : &it->second;
+  return it == containers_.end() ? nullptr : &slab_[it->second];
+}
+
+template <typename Next>
+std::vector<ContainerId> Scheduler::ListContainers(int32_t head, Next next) const {
+  std::vector<ContainerId> ids;
+  for (int32_t i = head; i >= 0; i = next(slab_[i])) ids.push_back(slab_[i].id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+std::vector<ContainerId> Scheduler::AppContainers(AppId id) const {
+  const AppState* a = app(id);
+  if (a == nullptr) return {};
+  return ListContainers(a->first_container, [](const ContainerState& c) { return c.app_next; });
+}
+
+std::vector<ContainerId> Scheduler::NodeContainers(NodeId id) const {
+  const NodeState* n = node(id);
+  if (n == nullptr) return {};
+  return ListContainers(n->first_container, [](const ContainerState& c) { return c.node_next; });
 }
 
 bool Scheduler::CanRun(const QueueNode* leaf) const {
@@ -484,6 +510,7 @@ absl::Status Scheduler::AddApp(const AppSpec& spec, int64_t now_ms) {
     app->pending_containers = 1;
     for (QueueNode* q = leaf; q; q = q->parent) q->pending += am;
   }
+  app->user_usage = &leaf->user_usage[spec.user];
   AppState* raw = app.get();
   apps_[spec.id] = std::move(app);
   leaf->apps.push_back(raw);
@@ -501,11 +528,9 @@ absl::StatusOr<std::vector<ContainerKill>> Scheduler::RemoveApp(AppId id) {
   auto it = apps_.find(id);
   if (it == apps_.end()) return absl::NotFoundError(absl::StrCat("application ", id, " not found"));
   AppState* app = it->second.get();
-  std::vector<ContainerId> ids(app->containers.begin(), app->containers.end());
-  std::sort(ids.begin(), ids.end());
   std::vector<ContainerKill> released;
-  for (ContainerId c : ids) {
-    const ContainerState& cs = containers_.at(c);
+  for (ContainerId c : AppContainers(id)) {
+    const ContainerState& cs = slot(c);
     released.push_back({c, id, cs.node, cs.resource, ContainerExit::kAppRemoved});
     ReleaseContainer(c);
   }
@@ -523,12 +548,9 @@ absl::StatusOr<std::vector<ContainerKill>> Scheduler::RemoveApp(AppId id) {
   if (app->runnable) {
     for (QueueNode* q = leaf; q; q = q->parent) --q->running_apps;
   }
-  auto u = leaf->user_usage.find(app->user);
-  if (u != leaf->user_usage.end() && u->second.IsZero()) {
-    bool other = false;
-    for (AppState* a : leaf->apps) other |= a != app && a->user == app->user;
-    if (!other) leaf->user_usage.erase(u);
-  }
+  bool other = false;
+  for (AppState* a : leaf->apps) other |= a != app && a->user == app->user;
+  if (!other) leaf->user_usage.erase(app->user);
   apps_.erase(it);
   PromoteWaiting(leaf);
   return released;
@@ -575,8 +597,8 @@ absl::Status Scheduler::UpdateRequests(AppId id, const RequestUpdate& update) {
     normalized.push_back(*n);
   }
   for (ContainerId c : update.releases) {
-    auto cit = containers_.find(c);
-    if (cit == containers_.end() || cit->second.app != id)
+    const ContainerState* cs = container(c);
+    if (cs == nullptr || cs->app != id)
       return absl::InvalidArgumentError(
           absl::StrCat("application ", id, ": cannot release container ", c,
                        ": not allocated to this application"));
@@ -622,12 +644,17 @@ absl::Status Scheduler::UpdateRequests(AppId id, const RequestUpdate& update) {
     } else {
       bool rack = IsRackName(ask.resource_name);
       auto& rows = rack ? g.racks : g.hosts;
-      auto& order = rack ? g.rack_order : g.host_order;
       int32_t& live = rack ? g.live_racks : g.live_hosts;
-      auto [row, inserted] = rows.try_emplace(ask.resource_name);
-      if (inserted) order.push_back(ask.resource_name);
-      live += (ask.num_containers > 0) - (row->second.count > 0);
-      row->second = {ask.num_containers, ask.relax_locality};
+      auto [idx, inserted] = g.row_index.try_emplace(ask.resource_name, 0);
+      if (inserted) {
+        idx->second = static_cast<int32_t>(rows.size());
+        rows.push_back({ask.resource_name, -1, 0, true});
+        g.resolved_generation = 0;  // resolve the new row before the next probe
+      }
+      RequestGroup::LocalRow& row = rows[idx->second];
+      live += (ask.num_containers > 0) - (row.count > 0);
+      row.count = ask.num_containers;
+      row.relax = ask.relax_locality;
     }
   }
   // Drop groups with nothing outstanding at any level.
@@ -653,7 +680,7 @@ void Scheduler::ChargeUsage(AppState* app, const Resource& r, bool is_am, int si
   Resource d = r * sign;
   app->usage += d;
   if (is_am) app->am_usage += d;
-  app->queue->user_usage[app->user] += d;
+  *app->user_usage += d;
   for (QueueNode* q = app->queue; q; q = q->parent) {
     q->usage += d;
     if (is_am) q->am_usage += d;
@@ -662,14 +689,21 @@ void Scheduler::ChargeUsage(AppState* app, const Resource& r, bool is_am, int si
 
 void Scheduler::ReleaseContainer(ContainerId id) {
   auto it = containers_.find(id);
-  ContainerState c = it->second;
+  const int32_t i = it->second;
   containers_.erase(it);
+  const ContainerState c = slab_[i];
   NodeState& n = nodes_[c.node];
-  n.allocated -= c.resource;
-  n.containers.erase(std::find(n.containers.begin(), n.containers.end(), id));
-  UpdateNodeIndex(c.node);
   AppState* app = apps_.at(c.app).get();
-  app->containers.erase(id);
+  // Unlink from the node's and the app's lists.
+  (c.node_prev >= 0 ? slab_[c.node_prev].node_next : n.first_container) = c.node_next;
+  if (c.node_next >= 0) slab_[c.node_next].node_prev = c.node_prev;
+  (c.app_prev >= 0 ? slab_[c.app_prev].app_next : app->first_container) = c.app_next;
+  if (c.app_next >= 0) slab_[c.app_next].app_prev = c.app_prev;
+  --n.num_containers;
+  --app->num_containers;
+  free_slots_.push_back(i);
+  n.allocated -= c.resource;
+  UpdateNodeIndex(c.node);
   ChargeUsage(app, c.resource, c.is_am, -1);
   RefreshApp(app);
 }
@@ -718,32 +752,47 @@ NodeId Scheduler::FindAnywhere(const AppState& app, const Resource& r) const {
   return -1;
 }
 
-void Scheduler::Commit(AppState* app, size_t gi, NodeId node, Locality locality, int64_t now_ms,
-                       PassResult* out) {
+void Scheduler::Commit(AppState* app, size_t gi, NodeId node, Locality locality,
+                       int32_t host_row, int32_t rack_row, int64_t now_ms, PassResult* out) {
   RequestGroup& g = app->groups[gi];
   const Resource r = g.capability;
   ContainerId id = next_container_id_++;
   NodeState& n = nodes_[node];
   n.allocated += r;
-  n.containers.push_back(id);
   UpdateNodeIndex(node);
-  containers_.emplace(id, ContainerState{id, app->id, node, r, g.priority, g.is_am, now_ms, -1});
-  app->containers.insert(id);
+  int32_t i;
+  if (free_slots_.empty()) {
+    i = static_cast<int32_t>(slab_.size());
+    slab_.emplace_back();
+  } else {
+    i = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  ContainerState& c = slab_[i];
+  c = ContainerState{id, app->id, node, r, g.priority, g.is_am, now_ms, -1};
+  c.node_next = n.first_container;
+  if (c.node_next >= 0) slab_[c.node_next].node_prev = i;
+  n.first_container = i;
+  c.app_next = app->first_container;
+  if (c.app_next >= 0) slab_[c.app_next].app_prev = i;
+  app->first_container = i;
+  ++n.num_containers;
+  ++app->num_containers;
+  containers_.emplace(id, i);
   ChargeUsage(app, r, g.is_am, +1);
   // YARN's bookkeeping: node-local takes from the host, its rack and "*"; rack-local from the
   // rack and "*"; off-switch from "*" only.
-  auto take = [](RequestGroup::Row& row, int32_t& live) {
-    if (row.count > 0 && --row.count == 0) --live;
+  auto take = [](int32_t& count, int32_t& live) {
+    if (count > 0 && --count == 0) --live;
   };
   if (locality == Locality::kNodeLocal) {
-    auto h = g.hosts.find(n.name);
-    if (h != g.hosts.end()) take(h->second, g.live_hosts);
+    take(g.hosts[host_row].count, g.live_hosts);
     g.missed_opportunities = 0;
+    for (size_t i = 0; i < g.racks.size(); ++i) {
+      if (g.racks[i].id == n.rack) rack_row = static_cast<int32_t>(i);
+    }
   }
-  if (locality != Locality::kOffSwitch) {
-    auto rk = g.racks.find(racks_[n.rack].name);
-    if (rk != g.racks.end()) take(rk->second, g.live_racks);
-  }
+  if (locality != Locality::kOffSwitch && rack_row >= 0) take(g.racks[rack_row].count, g.live_racks);
   --g.any.count;
   g.last_alloc_pass = pass_id_;
   for (QueueNode* q = app->queue; q; q = q->parent) q->pending -= r;
@@ -776,20 +825,18 @@ bool Scheduler::PlaceGroup(AppState* app, size_t gi, int64_t now_ms, PassResult*
   bool has_hosts = g.live_hosts > 0;
   bool has_racks = g.live_racks > 0;
 
+  if (g.resolved_generation != topology_generation_) ResolveRows(&g);
   if (has_hosts) {
-    size_t n = g.host_order.size();
+    const uint32_t n = static_cast<uint32_t>(g.hosts.size());
     for (int p = 0; p < probes && p < static_cast<int>(n); ++p) {
-      const std::string& host = g.host_order[(g.host_cursor + p) % n];
-      auto row = g.hosts.find(host);
-      if (row->second.count <= 0) continue;
-      NodeId id = FindNode(host);
-      if (id >= 0 && Usable(*app, id, r)) {
-        g.host_cursor = static_cast<uint32_t>((g.host_cursor + p) % n);
-        Commit(app, gi, id, Locality::kNodeLocal, now_ms, out);
-        return true;
-      }
+      uint32_t i = (g.host_cursor + static_cast<uint32_t>(p)) % n;
+      const RequestGroup::LocalRow& row = g.hosts[i];
+      if (row.count <= 0 || row.id < 0 || !Usable(*app, row.id, r)) continue;
+      g.host_cursor = i;
+      Commit(app, gi, row.id, Locality::kNodeLocal, static_cast<int32_t>(i), -1, now_ms, out);
+      return true;
     }
-    g.host_cursor = static_cast<uint32_t>((g.host_cursor + probes) % n);
+    g.host_cursor = (g.host_cursor + static_cast<uint32_t>(probes)) % n;
   }
   // A pass counts as missed only when it placed nothing of the group.
   auto miss = [&] {
@@ -803,21 +850,19 @@ bool Scheduler::PlaceGroup(AppState* app, size_t gi, int64_t now_ms, PassResult*
 
   // Rack level: racks named by the ask itself, and (YARN) the racks of the asked hosts.
   if (has_racks) {
-    size_t n = g.rack_order.size();
+    const uint32_t n = static_cast<uint32_t>(g.racks.size());
     for (int p = 0; p < probes && p < static_cast<int>(n); ++p) {
-      const std::string& rack_name = g.rack_order[(g.rack_cursor + p) % n];
-      const RequestGroup::Row& row = g.racks.find(rack_name)->second;
-      if (row.count <= 0 || !row.relax) continue;
-      auto rit = rack_by_name_.find(rack_name);
-      if (rit == rack_by_name_.end()) continue;
-      NodeId id = FindInRack(*app, rit->second, r);
+      uint32_t i = (g.rack_cursor + static_cast<uint32_t>(p)) % n;
+      const RequestGroup::LocalRow& row = g.racks[i];
+      if (row.count <= 0 || !row.relax || row.id < 0) continue;
+      NodeId id = FindInRack(*app, row.id, r);
       if (id >= 0) {
-        g.rack_cursor = static_cast<uint32_t>((g.rack_cursor + p) % n);
-        Commit(app, gi, id, Locality::kRackLocal, now_ms, out);
+        g.rack_cursor = i;
+        Commit(app, gi, id, Locality::kRackLocal, -1, static_cast<int32_t>(i), now_ms, out);
         return true;
       }
     }
-    g.rack_cursor = static_cast<uint32_t>((g.rack_cursor + probes) % n);
+    g.rack_cursor = (g.rack_cursor + static_cast<uint32_t>(probes)) % n;
   }
   if ((has_hosts || has_racks) &&
       g.missed_opportunities < loc.node_locality_delay + loc.rack_locality_delay)
@@ -826,8 +871,17 @@ bool Scheduler::PlaceGroup(AppState* app, size_t gi, int64_t now_ms, PassResult*
 
   NodeId id = FindAnywhere(*app, r);
   if (id < 0) return false;
-  Commit(app, gi, id, Locality::kOffSwitch, now_ms, out);
+  Commit(app, gi, id, Locality::kOffSwitch, -1, -1, now_ms, out);
   return true;
+}
+
+void Scheduler::ResolveRows(RequestGroup* g) const {
+  for (RequestGroup::LocalRow& row : g->hosts) row.id = FindNode(row.name);
+  for (RequestGroup::LocalRow& row : g->racks) {
+    auto it = rack_by_name_.find(row.name);
+    row.id = it == rack_by_name_.end() ? -1 : it->second;
+  }
+  g->resolved_generation = topology_generation_;
 }
 
 bool Scheduler::TryAllocate(AppState* app, int64_t now_ms, PassResult* out) {
@@ -844,8 +898,11 @@ bool Scheduler::TryAllocate(AppState* app, int64_t now_ms, PassResult* out) {
   return false;
 }
 
-PassResult Scheduler::Schedule(int64_t now_ms) {
-  PassResult out;
+const PassResult& Scheduler::Schedule(int64_t now_ms) {
+  PassResult& out = result_;
+  out.allocations.clear();
+  out.contracts.clear();
+  out.kills.clear();
   ++stats_.passes;
   ++pass_id_;
   if (keys_dirty_) RekeyAll();
@@ -856,6 +913,9 @@ PassResult Scheduler::Schedule(int64_t now_ms) {
   }
   in_pass_ = true;
   blocked_.clear();
+  // At most one container per free vcore can be placed (Normalize gives each >= 1 vcore).
+  out.allocations.reserve(static_cast<size_t>(std::clamp<int64_t>(
+      std::min(view_.total[kVcores] - root_->usage[kVcores], root_->pending[kVcores]), 0, 1 << 22)));
   while (!root_->heap.empty()) {
     Schedulable* s = root_->heap.front();
     QueueNode* q = root_;
@@ -948,14 +1008,13 @@ void Scheduler::KillExpired(int64_t now_ms, PassResult* out) {
   if (preempt_marked_.empty()) return;
   std::vector<ContainerId> keep;
   for (ContainerId id : preempt_marked_) {
-    auto it = containers_.find(id);
-    if (it == containers_.end()) continue;  // released or completed in time
-    if (it->second.preempt_deadline_ms > now_ms) {
+    const ContainerState* c = container(id);
+    if (c == nullptr) continue;  // released or completed in time
+    if (c->preempt_deadline_ms > now_ms) {
       keep.push_back(id);
       continue;
     }
-    out->kills.push_back({id, it->second.app, it->second.node, it->second.resource,
-                          ContainerExit::kPreempted});
+    out->kills.push_back({id, c->app, c->node, c->resource, ContainerExit::kPreempted});
     ++stats_.preempted;
     ReleaseContainer(id);
   }
@@ -981,7 +1040,7 @@ void Scheduler::IssueContracts(int64_t now_ms, PassResult* out) {
   // Resource already promised back by earlier contracts, per victim queue.
   absl::flat_hash_map<const QueueNode*, Resource> marked;
   for (ContainerId id : preempt_marked_) {
-    const ContainerState& c = containers_.at(id);
+    const ContainerState& c = slot(id);
     marked[apps_.at(c.app)->queue] += c.resource;
   }
   struct Candidate {
@@ -993,12 +1052,11 @@ void Scheduler::IssueContracts(int64_t now_ms, PassResult* out) {
     if (!q->is_leaf()) continue;
     if (view_.Share(q->usage - marked[q]) <= view_.Share(q->entitlement)) continue;
     for (AppState* app : q->apps) {
-      for (ContainerId id : app->containers) {
-        if (containers_.at(id).preempt_deadline_ms < 0) candidates.push_back({id, false});
+      for (int32_t i = app->first_container; i >= 0; i = slab_[i].app_next) {
+        if (slab_[i].preempt_deadline_ms < 0) candidates.push_back({slab_[i].id, slab_[i].is_am});
       }
     }
   }
-  for (Candidate& c : candidates) c.is_am = containers_.at(c.id).is_am;
   // Newest first (ids grow with time), AM containers last.
   std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
     if (a.is_am != b.is_am) return !a.is_am;
@@ -1011,7 +1069,7 @@ void Scheduler::IssueContracts(int64_t now_ms, PassResult* out) {
     Resource need = Min(s->entitlement - s->usage, s->pending).ClampedAtZero();
     Resource freed;
     for (; next < candidates.size() && view_.Share(freed) < view_.Share(need); ++next) {
-      ContainerState& c = containers_.at(candidates[next].id);
+      ContainerState& c = slot(candidates[next].id);
       const QueueNode* vq = apps_.at(c.app)->queue;
       if (vq == s) continue;
       // Never push a victim queue below its own entitlement.

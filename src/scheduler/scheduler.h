@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -78,7 +79,9 @@ class Scheduler {
 
   // One global scheduling pass at time `now_ms`: kills containers whose preemption grace has
   // expired, issues new preemption contracts, then allocates until nothing more fits.
-  PassResult Schedule(int64_t now_ms);
+  // The result lives in a buffer the scheduler reuses: it is valid until the next call to
+  // Schedule() (reusing it keeps a busy pass from touching fresh memory every time).
+  const PassResult& Schedule(int64_t now_ms);
 
   // Recomputes every queue's entitlement (fair share / elastic guarantee capped by demand).
   // Schedule() does it when preemption is on; reports call it when they need the figures.
@@ -98,6 +101,9 @@ class Scheduler {
   const std::string& rack_name(int32_t rack) const { return racks_[rack].name; }
   const AppState* app(AppId id) const;
   const ContainerState* container(ContainerId id) const;
+  // The live containers of an app or a node, in allocation order (ascending ids).
+  std::vector<ContainerId> AppContainers(AppId id) const;
+  std::vector<ContainerId> NodeContainers(NodeId id) const;
   // Queues in pre-order (root first); leaves have no children.
   const std::vector<QueueNode*>& queues() const { return queue_list_; }
   // By leaf name, or by path for any queue; nullptr when unknown.
@@ -140,10 +146,15 @@ class Scheduler {
   NodeId FindInRack(const AppState& app, int32_t rack, const Resource& r) const;
   NodeId FindAnywhere(const AppState& app, const Resource& r) const;
   bool Usable(const AppState& app, NodeId id, const Resource& r) const;
-  void Commit(AppState* app, size_t group, NodeId node, Locality locality, int64_t now_ms,
-              PassResult* out);
+  void Commit(AppState* app, size_t group, NodeId node, Locality locality, int32_t host_row,
+              int32_t rack_row, int64_t now_ms, PassResult* out);
+  void ResolveRows(RequestGroup* g) const;
   void ChargeUsage(AppState* app, const Resource& r, bool is_am, int sign);
   void ReleaseContainer(ContainerId id);
+  ContainerState& slot(ContainerId id) { return slab_[containers_.at(id)]; }
+  const ContainerState& slot(ContainerId id) const { return slab_[containers_.at(id)]; }
+  template <typename Next>
+  std::vector<ContainerId> ListContainers(int32_t head, Next next) const;
   void PromoteWaiting(QueueNode* leaf);
   bool CanRun(const QueueNode* leaf) const;
   void RecomputePending(AppState* app);
@@ -173,13 +184,18 @@ class Scheduler {
   absl::flat_hash_map<std::string, int32_t> rack_by_name_;
   FitIndex rack_index_;  // one slot per rack: the max free of its nodes
   int32_t rack_cursor_ = 0;
+  uint64_t topology_generation_ = 1;  // bumped when a node joins or leaves
 
   absl::flat_hash_map<AppId, std::unique_ptr<AppState>> apps_;
   uint64_t next_submit_seq_ = 0;
-  absl::flat_hash_map<ContainerId, ContainerState> containers_;
+  // Live containers: a slab with a free list, and their ids' slots. Slots are reused.
+  std::vector<ContainerState> slab_;
+  std::vector<int32_t> free_slots_;
+  absl::flat_hash_map<ContainerId, int32_t> containers_;
   ContainerId next_container_id_;
   std::vector<ContainerId> preempt_marked_;
   std::vector<AppState*> blocked_;
+  PassResult result_;  // what Schedule() returns
   SchedulerStats stats_;
 };
 

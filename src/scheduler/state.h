@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
 #include "common/resource.h"
 #include "scheduler/config.h"
 #include "scheduler/fit_index.h"
@@ -44,22 +45,29 @@ struct RequestGroup {
     int32_t count = 0;
     bool relax = true;
   };
+  // A host or rack row, resolved to the node or rack index it names (-1 while unknown).
+  struct LocalRow {
+    std::string name;
+    int32_t id = -1;
+    int32_t count = 0;
+    bool relax = true;
+  };
   int32_t priority = 0;
   int64_t allocation_request_id = 0;
   Resource capability;
   bool is_am = false;
   Row any{0, true};
-  absl::flat_hash_map<std::string, Row> racks;
-  absl::flat_hash_map<std::string, Row> hosts;
-  std::vector<std::string> host_order;  // probe order of `hosts` (may hold zero-count names)
-  std::vector<std::string> rack_order;  // probe order of `racks`
+  std::vector<LocalRow> hosts;  // in the order first asked; probed round-robin
+  std::vector<LocalRow> racks;
+  absl::flat_hash_map<std::string, int32_t> row_index;  // host or rack name -> row
+  uint64_t resolved_generation = 0;     // topology generation the row ids were resolved at
   uint32_t host_cursor = 0;
   uint32_t rack_cursor = 0;
   int32_t missed_opportunities = 0;     // passes skipped waiting for locality
   uint64_t last_missed_pass = 0;
   uint64_t last_alloc_pass = 0;         // a pass that placed one of its containers
-  int32_t live_hosts = 0;               // rows in `hosts` with count > 0
-  int32_t live_racks = 0;               // rows in `racks` with count > 0
+  int32_t live_hosts = 0;               // host rows with count > 0
+  int32_t live_racks = 0;               // rack rows with count > 0
 };
 
 struct AppState : Schedulable {
@@ -76,7 +84,9 @@ struct AppState : Schedulable {
   std::vector<RequestGroup> groups;  // sorted by (is_am desc, priority, request id, capability)
   absl::flat_hash_set<NodeId> blacklist;
   std::vector<std::string> blacklist_names;  // as given, for nodes not registered yet
-  absl::flat_hash_set<ContainerId> containers;
+  int32_t first_container = -1;    // head of its containers' list (a slot; see ContainerState)
+  int64_t num_containers = 0;
+  Resource* user_usage = nullptr;  // its entry in queue->user_usage (stable address)
 };
 
 struct QueueNode : Schedulable {
@@ -103,7 +113,7 @@ struct QueueNode : Schedulable {
   // share or elastic guarantee, capped by its demand). Used for preemption and reports.
   Resource entitlement;
   int64_t starved_since_ms = -1;
-  absl::flat_hash_map<std::string, Resource> user_usage;  // leaf: per user
+  absl::node_hash_map<std::string, Resource> user_usage;  // leaf: per user; stable addresses
 };
 
 struct NodeState {
@@ -114,7 +124,8 @@ struct NodeState {
   Resource allocated;
   bool schedulable = true;  // healthy and not removed
   bool removed = false;
-  std::vector<ContainerId> containers;
+  int32_t first_container = -1;  // head of its containers' list (a slot)
+  int32_t num_containers = 0;
 };
 
 struct ContainerState {
@@ -126,6 +137,9 @@ struct ContainerState {
   bool is_am = false;
   int64_t allocated_ms = 0;
   int64_t preempt_deadline_ms = -1;  // >= 0 once named in a strict contract
+  // Intrusive lists through the scheduler's container slab: O(1) link and unlink.
+  int32_t app_prev = -1, app_next = -1;
+  int32_t node_prev = -1, node_next = -1;
 };
 
 }  // namespace weft::scheduler
