@@ -183,8 +183,10 @@ void Scheduler::ClusterChanged() {
   // Every container holds >= 1 vcore (Normalize), so live containers <= the cluster's vcores:
   // sizing the table for that avoids rehashing it in the middle of a pass.
   const size_t bound = static_cast<size_t>(std::min<int64_t>(view_.total[kVcores], 1 << 22));
-  containers_.reserve(bound);
-  slab_.reserve(bound);
+  if (bound > slab_.capacity()) {
+    containers_.reserve(std::max(bound, 2 * slab_.capacity()));
+    slab_.reserve(std::max(bound, 2 * slab_.capacity()));
+  }
 }
 
 void Scheduler::RekeyAll() {

@@ -1,0 +1,19 @@
+// weft: the command-line entry point. One binary, one subcommand per job.
+#include <iostream>
+
+#include "CLI/CLI.hpp"
+#include "cli/sim_command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"weft: a cluster resource manager in the style of Apache Hadoop YARN"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "weft 0.1.0");
+  int exit_code = 0;
+  weft::cli::AddSimCommand(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return exit_code;
+}

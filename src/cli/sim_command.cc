@@ -1,0 +1,240 @@
+#include "cli/sim_command.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "scheduler/config.h"
+#include "scheduler/registry.h"
+#include "sim/cluster_spec.h"
+#include "sim/report.h"
+#include "sim/simulator.h"
+#include "sim/workload.h"
+
+#ifndef WEFT_SOURCE_DIR
+#define WEFT_SOURCE_DIR "."
+#endif
+
+namespace weft::cli {
+namespace {
+
+struct SimFlags {
+  std::string workload = "swim:" WEFT_SOURCE_DIR
+                         "/data/traces/swim_FB-2009_samples_24_times_1hr_0.tsv";
+  int nodes = 600;
+  std::string node_resources = "memory-mb=16384,vcores=8";
+  int racks = 20;
+  std::string cluster_file;
+  std::string policy = "fair";
+  std::string scheduler_config;
+  uint64_t seed = 1;
+  std::string report, timeseries, plot;
+  std::vector<std::string> fail_nodes;
+  bool strict = false;
+  int64_t max_jobs = 0;
+  bool json = false;
+  // Simulation model.
+  int64_t heartbeat_ms = 1000;
+  int64_t am_launch_ms = 1000;
+  std::string am_resources = "memory-mb=1024,vcores=1";
+  int replicas = 3;
+  double sample_s = 0;
+  // SWIM task model.
+  int64_t split_mb = 128, reduce_mb = 1024, task_overhead_ms = 5000, max_tasks = 20000;
+  double map_mbps = 2, reduce_mbps = 1;
+  std::string map_resources = "memory-mb=1024,vcores=1", reduce_resources = "memory-mb=2048,vcores=1";
+  // Alibaba model.
+  int64_t alibaba_machine_memory_mb = 64 * 1024;
+  bool include_unfinished = false;
+};
+
+absl::Status Fail(const absl::Status& s, absl::string_view what) {
+  return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
+}
+
+std::string PythonForPlots() {
+  // Debian's python3 carries python3-matplotlib; a python3 earlier on PATH may not.
+  if (std::filesystem::exists("/usr/bin/python3")) return "/usr/bin/python3";
+  return "python3";
+}
+
+absl::Status RunSim(const SimFlags& f) {
+  ResourceTypeRegistry reg;
+  // Load the workload.
+  size_t colon = f.workload.find(':');
+  if (colon == std::string::npos)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--workload '", f.workload, "' must be FORMAT:PATH with FORMAT one of swim, sls, rumen, alibaba2017, jobs"));
+  std::string format = f.workload.substr(0, colon), path = f.workload.substr(colon + 1);
+  sim::LoadOptions lo;
+  lo.strict = f.strict;
+  lo.max_jobs = f.max_jobs;
+  absl::StatusOr<sim::Workload> workload;
+  sim::DefaultTaskResources defaults;
+  if (format == "swim") {
+    sim::SwimModel m;
+    m.split_bytes = f.split_mb << 20;
+    m.reduce_bytes = f.reduce_mb << 20;
+    m.task_overhead_ms = f.task_overhead_ms;
+    m.max_tasks_per_group = f.max_tasks;
+    m.map_bytes_per_ms = f.map_mbps * 1024 * 1024 / 1000;
+    m.reduce_bytes_per_ms = f.reduce_mbps * 1024 * 1024 / 1000;
+    auto mr = reg.Parse(f.map_resources);
+    if (!mr.ok()) return Fail(mr.status(), "--map-resources");
+    auto rr = reg.Parse(f.reduce_resources);
+    if (!rr.ok()) return Fail(rr.status(), "--reduce-resources");
+    m.map_resource = *mr;
+    m.reduce_resource = *rr;
+    workload = sim::LoadSwim(path, m, reg, lo);
+  } else if (format == "sls") {
+    workload = sim::LoadSls(path, defaults, reg, lo);
+  } else if (format == "rumen") {
+    workload = sim::LoadRumen(path, defaults, reg, lo);
+  } else if (format == "alibaba2017") {
+    sim::AlibabaModel m;
+    m.machine_memory_mb = f.alibaba_machine_memory_mb;
+    m.include_unfinished = f.include_unfinished;
+    workload = sim::LoadAlibaba2017(path, m, reg, lo);
+  } else if (format == "jobs") {
+    workload = sim::LoadJobsYaml(path, reg, lo);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--workload: unknown format '", format, "' (known: swim, sls, rumen, alibaba2017, jobs)"));
+  }
+  if (!workload.ok()) return Fail(workload.status(), "loading the workload");
+
+  sim::SimOptions o;
+  o.registry = reg;
+  if (!f.cluster_file.empty()) {
+    auto nodes = sim::LoadClusterFile(f.cluster_file, reg);
+    if (!nodes.ok()) return nodes.status();
+    o.nodes = std::move(*nodes);
+  } else {
+    auto cap = reg.Parse(f.node_resources);
+    if (!cap.ok()) return Fail(cap.status(), "--node-resources");
+    auto nodes = sim::UniformCluster(f.nodes, *cap, f.racks);
+    if (!nodes.ok()) return Fail(nodes.status(), "--nodes/--racks/--node-resources");
+    o.nodes = std::move(*nodes);
+  }
+  if (!f.scheduler_config.empty()) {
+    auto c = scheduler::LoadSchedulerConfigFile(f.scheduler_config, reg);
+    if (!c.ok()) return c.status();
+    o.scheduler = *c;
+  } else {
+    auto c = sim::QueuesForWorkload(*workload, f.policy);
+    if (!c.ok()) return c.status();
+    o.scheduler = *c;
+  }
+  o.scheduler.policy = f.policy;
+  if (auto p = scheduler::CreatePolicy(f.policy); !p.ok()) return Fail(p.status(), "--policy");
+  auto am = reg.Parse(f.am_resources);
+  if (!am.ok()) return Fail(am.status(), "--am-resources");
+  o.am_resource = *am;
+  o.heartbeat_ms = f.heartbeat_ms;
+  o.am_launch_ms = f.am_launch_ms;
+  o.replicas = f.replicas;
+  o.seed = f.seed;
+  o.sample_ms = static_cast<int64_t>(f.sample_s * 1000);
+  for (const std::string& spec : f.fail_nodes) {
+    auto fs = sim::ParseFailureSpec(spec);
+    if (!fs.ok()) return Fail(fs.status(), "--fail-nodes");
+    o.failures.push_back(*fs);
+  }
+
+  if (!f.json) {
+    std::cerr << "weft sim: " << workload->jobs.size() << " jobs from " << path << " ("
+              << workload->skipped_records << " records skipped), " << o.nodes.size()
+              << " nodes, policy " << f.policy << "\n";
+  }
+  auto report = sim::RunSimulation(*workload, o);
+  if (!report.ok()) return Fail(report.status(), "simulation");
+
+  std::string timeseries = f.timeseries;
+  if (timeseries.empty() && !f.plot.empty()) timeseries = f.plot + "/timeseries.csv";
+  std::string report_path = f.report;
+  if (report_path.empty() && !f.plot.empty()) report_path = f.plot + "/report.json";
+  if (!report_path.empty()) {
+    if (auto s = sim::WriteReport(*report, report_path); !s.ok()) return s;
+  }
+  if (!timeseries.empty()) {
+    if (auto s = sim::WriteTimeseries(*report, timeseries); !s.ok()) return s;
+  }
+  if (f.json) {
+    std::cout << sim::ReportToJson(*report).dump(2) << "\n";
+  } else {
+    sim::PrintSummary(*report, std::cout);
+  }
+  if (!f.plot.empty()) {
+    std::string script = WEFT_SOURCE_DIR "/tools/plot_sim.py";
+    std::string cmd = absl::StrCat(PythonForPlots(), " '", script, "' --timeseries '", timeseries,
+                                   "' --report '", report_path, "' --out '", f.plot, "'");
+    int rc = std::system(cmd.c_str());
+    if (rc != 0)
+      return absl::InternalError(absl::StrCat(
+          "plotting failed (", cmd, "); is python3-matplotlib installed? (scripts/install-deps.sh)"));
+    if (!f.json) std::cout << "plots written to " << f.plot << "\n";
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddSimCommand(CLI::App& app, int* exit_code) {
+  auto f = std::make_shared<SimFlags>();
+  CLI::App* sim = app.add_subcommand(
+      "sim", "Replay a workload trace on a simulated cluster driven by the real scheduling core");
+  sim->add_option("--workload", f->workload,
+                  "FORMAT:PATH, FORMAT one of swim, sls, rumen, alibaba2017, jobs")
+      ->capture_default_str();
+  sim->add_option("--nodes", f->nodes, "number of simulated nodes")->capture_default_str();
+  sim->add_option("--node-resources", f->node_resources, "capacity of each node")
+      ->capture_default_str();
+  sim->add_option("--racks", f->racks, "racks the nodes are spread over")->capture_default_str();
+  sim->add_option("--cluster", f->cluster_file, "cluster YAML file (instead of --nodes)");
+  sim->add_option("--policy", f->policy, "scheduling policy: fifo, fair, capacity")
+      ->capture_default_str();
+  sim->add_option("--scheduler-config", f->scheduler_config, "queues and scheduler YAML");
+  sim->add_option("--seed", f->seed, "random seed (replicas, failures)")->capture_default_str();
+  sim->add_option("--report", f->report, "write the JSON report here");
+  sim->add_option("--timeseries", f->timeseries, "write the CSV time series here");
+  sim->add_option("--plot", f->plot, "write PNG charts (and report/time series) into this folder");
+  sim->add_option("--fail-nodes", f->fail_nodes, "lose a share of nodes, e.g. 10%@300s (repeatable)");
+  sim->add_flag("--strict", f->strict, "fail on the first malformed trace record instead of skipping it");
+  sim->add_option("--max-jobs", f->max_jobs, "load at most this many jobs (0 = all)");
+  sim->add_flag("--json", f->json, "print the JSON report instead of the summary");
+  sim->add_option("--heartbeat-ms", f->heartbeat_ms, "interval between scheduling passes")
+      ->capture_default_str();
+  sim->add_option("--am-launch-ms", f->am_launch_ms, "AM start-up time")->capture_default_str();
+  sim->add_option("--am-resources", f->am_resources, "AM container of every job (empty: none)")
+      ->capture_default_str();
+  sim->add_option("--replicas", f->replicas, "random preferred hosts per map task (0: none)")
+      ->capture_default_str();
+  sim->add_option("--sample-s", f->sample_s, "time-series interval (0: ~500 samples)");
+  sim->add_option("--split-mb", f->split_mb, "SWIM: input split per map task")->capture_default_str();
+  sim->add_option("--reduce-mb", f->reduce_mb, "SWIM: shuffle bytes per reducer")->capture_default_str();
+  sim->add_option("--map-mbps", f->map_mbps, "SWIM: map throughput, MiB/s")->capture_default_str();
+  sim->add_option("--reduce-mbps", f->reduce_mbps, "SWIM: reduce throughput, MiB/s")->capture_default_str();
+  sim->add_option("--task-overhead-ms", f->task_overhead_ms, "SWIM: fixed cost per task")
+      ->capture_default_str();
+  sim->add_option("--max-tasks", f->max_tasks, "SWIM: cap on tasks per phase")->capture_default_str();
+  sim->add_option("--map-resources", f->map_resources, "SWIM: map container")->capture_default_str();
+  sim->add_option("--reduce-resources", f->reduce_resources, "SWIM: reduce container")
+      ->capture_default_str();
+  sim->add_option("--alibaba-machine-memory-mb", f->alibaba_machine_memory_mb,
+                  "Alibaba: memory of the largest machine (normalised memory x this)")
+      ->capture_default_str();
+  sim->add_flag("--include-unfinished", f->include_unfinished,
+                "Alibaba: also replay Waiting/Running/Failed tasks");
+  sim->callback([f, exit_code] {
+    absl::Status s = RunSim(*f);
+    if (!s.ok()) {
+      std::cerr << "weft sim: " << s.message() << "\n";
+      *exit_code = 1;
+    }
+  });
+}
+
+}  // namespace weft::cli

@@ -1,0 +1,144 @@
+#include "sim/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+
+namespace weft::sim {
+namespace {
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size()))) ;
+  i = std::clamp<size_t>(i, 1, v.size());
+  return v[i - 1];
+}
+
+std::vector<double> CompletionSeconds(const SimReport& r) {
+  std::vector<double> out;
+  for (const JobResult& j : r.job_results) {
+    if (j.finish_ms >= 0) out.push_back(static_cast<double>(j.finish_ms - j.submit_ms) / 1000.0);
+  }
+  return out;
+}
+
+absl::Status OpenForWrite(absl::string_view path, std::ofstream* out) {
+  std::filesystem::path p{std::string(path)};
+  std::error_code ec;
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+  out->open(p);
+  if (!*out) return absl::PermissionDeniedError(absl::StrCat("cannot write '", path, "'"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+nlohmann::json ReportToJson(const SimReport& r) {
+  using nlohmann::json;
+  std::vector<double> jct = CompletionSeconds(r);
+  double mean = 0;
+  for (double x : jct) mean += x;
+  if (!jct.empty()) mean /= static_cast<double>(jct.size());
+  json util = json::object();
+  for (size_t i = 0; i < r.utilization_types.size(); ++i) util[r.utilization_types[i]] = r.utilization_mean[i];
+  json detail = json::array();
+  auto secs = [](int64_t ms) -> json {
+    if (ms < 0) return nullptr;
+    return static_cast<double>(ms) / 1000.0;
+  };
+  for (const JobResult& j : r.job_results) {
+    detail.push_back({{"id", j.id}, {"queue", j.queue}, {"submit_s", secs(j.submit_ms)},
+                      {"start_s", secs(j.start_ms)}, {"finish_s", secs(j.finish_ms)},
+                      {"tasks", j.tasks}, {"am_attempts", j.am_attempts}, {"failed", j.failed}});
+  }
+  json warnings = json::array();
+  for (size_t i = 0; i < r.warnings.size() && i < 100; ++i) warnings.push_back(r.warnings[i]);
+  return json{
+      {"policy", r.policy},
+      {"nodes", r.nodes},
+      {"jobs", r.jobs},
+      {"jobs_failed", r.jobs_failed},
+      {"makespan_s", static_cast<double>(r.makespan_ms) / 1000.0},
+      {"scheduler_wall_s", r.scheduler_wall_s},
+      {"total_wall_s", r.total_wall_s},
+      {"allocations", r.allocations},
+      {"allocations_per_s",
+       r.scheduler_wall_s > 0 ? static_cast<double>(r.allocations) / r.scheduler_wall_s : 0.0},
+      {"scheduling_passes", r.passes},
+      {"locality", {{"node_local", r.node_local}, {"rack_local", r.rack_local}, {"off_switch", r.off_switch}}},
+      {"preemption_contracts", r.contracts},
+      {"preempted_containers", r.preempted},
+      {"lost_containers", r.lost_containers},
+      {"job_completion_s",
+       {{"mean", mean}, {"p50", Percentile(jct, 0.50)}, {"p95", Percentile(jct, 0.95)},
+        {"p99", Percentile(jct, 0.99)}}},
+      {"utilization", util},
+      {"fairness_jain", r.fairness_jain},
+      {"fairness_samples", r.fairness_samples},
+      {"jobs_detail", detail},
+      {"warnings", warnings},
+      {"warnings_total", r.warnings.size()},
+  };
+}
+
+absl::Status WriteReport(const SimReport& r, absl::string_view path) {
+  std::ofstream out;
+  if (auto s = OpenForWrite(path, &out); !s.ok()) return s;
+  out << ReportToJson(r).dump(2) << "\n";
+  if (!out) return absl::DataLossError(absl::StrCat("error writing '", path, "'"));
+  return absl::OkStatus();
+}
+
+absl::Status WriteTimeseries(const SimReport& r, absl::string_view path) {
+  std::ofstream out;
+  if (auto s = OpenForWrite(path, &out); !s.ok()) return s;
+  out << "time_s";
+  for (const std::string& t : r.utilization_types) out << ",util_" << t;
+  for (const std::string& q : r.leaves) out << ",running_" << q;
+  for (const std::string& q : r.leaves) out << ",pending_" << q;
+  out << "\n";
+  for (const Sample& s : r.samples) {
+    out << absl::StrFormat("%.3f", static_cast<double>(s.time_ms) / 1000.0);
+    for (double u : s.utilization) out << absl::StrFormat(",%.4f", u);
+    for (int64_t x : s.running_per_queue) out << "," << x;
+    for (int64_t x : s.pending_per_queue) out << "," << x;
+    out << "\n";
+  }
+  if (!out) return absl::DataLossError(absl::StrCat("error writing '", path, "'"));
+  return absl::OkStatus();
+}
+
+void PrintSummary(const SimReport& r, std::ostream& out) {
+  nlohmann::json j = ReportToJson(r);
+  out << absl::StrFormat("policy %s on %d nodes: %d jobs (%d failed), makespan %.0f s\n", r.policy,
+                         r.nodes, r.jobs, r.jobs_failed, static_cast<double>(r.makespan_ms) / 1000.0);
+  const auto& jct = j["job_completion_s"];
+  out << absl::StrFormat("job completion (s): mean %.1f  p50 %.1f  p95 %.1f  p99 %.1f\n",
+                         jct["mean"].get<double>(), jct["p50"].get<double>(),
+                         jct["p95"].get<double>(), jct["p99"].get<double>());
+  out << "utilisation (time-weighted mean):";
+  for (size_t i = 0; i < r.utilization_types.size(); ++i)
+    out << absl::StrFormat("  %s %.1f%%", r.utilization_types[i], 100 * r.utilization_mean[i]);
+  out << "\n";
+  int64_t total = std::max<int64_t>(1, r.node_local + r.rack_local + r.off_switch);
+  out << absl::StrFormat(
+      "containers: %d allocated (%.0f%% node-local, %.0f%% rack-local), %d preempted, %d lost\n",
+      r.allocations, 100.0 * r.node_local / total, 100.0 * r.rack_local / total, r.preempted,
+      r.lost_containers);
+  out << absl::StrFormat("fairness (Jain, apps wanting more, %d contended samples): %.3f\n",
+                         r.fairness_samples, r.fairness_jain);
+  out << absl::StrFormat(
+      "scheduler: %.2f s wall in the core (%.0f allocations/s, %d passes); simulation %.2f s wall\n",
+      r.scheduler_wall_s, j["allocations_per_s"].get<double>(), r.passes, r.total_wall_s);
+  if (!r.warnings.empty()) {
+    out << r.warnings.size() << " warning(s); first: " << r.warnings.front() << "\n";
+  }
+}
+
+}  // namespace weft::sim

@@ -1,0 +1,34 @@
+// Copyright Weft authors. What `weft sim` writes: the JSON report, the CSV time series and a
+// human summary.
+#ifndef WEFT_SIM_REPORT_H_
+#define WEFT_SIM_REPORT_H_
+
+#include <ostream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "nlohmann/json.hpp"
+#include "sim/simulator.h"
+
+namespace weft::sim {
+
+// The report as JSON. Field names are an interface (scripts and tests rely on them): policy,
+// nodes, jobs, jobs_failed, makespan_s, scheduler_wall_s, total_wall_s, allocations,
+// allocations_per_s, locality {node_local, rack_local, off_switch}, preempted_containers,
+// lost_containers, job_completion_s {mean, p50, p95, p99}, utilization {<type>: mean fraction},
+// fairness_jain, jobs_detail [{id, queue, submit_s, start_s, finish_s, tasks, failed}],
+// warnings [..] (first 100) and warnings_total.
+nlohmann::json ReportToJson(const SimReport& r);
+
+// Writes the JSON report / the time series (header: time_s, util_<type>..., then
+// running_<leaf> and pending_<leaf> per leaf queue). Errors name the file.
+absl::Status WriteReport(const SimReport& r, absl::string_view path);
+absl::Status WriteTimeseries(const SimReport& r, absl::string_view path);
+
+// A few lines for people: makespan, completion percentiles, utilisation, fairness, speed.
+void PrintSummary(const SimReport& r, std::ostream& out);
+
+}  // namespace weft::sim
+
+#endif  // WEFT_SIM_REPORT_H_

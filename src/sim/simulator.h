@@ -1,0 +1,97 @@
+// Copyright Weft authors. A discrete-event simulator that drives the real scheduling core.
+#ifndef WEFT_SIM_SIMULATOR_H_
+#define WEFT_SIM_SIMULATOR_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scheduler/config.h"
+#include "scheduler/types.h"
+#include "sim/workload.h"
+
+namespace weft::sim {
+
+// Lose `fraction` of the live nodes (chosen with the seed) at `at_ms`. Their containers are
+// lost: tasks go back to pending, a lost AM fails its attempt (see docs/simulator.md).
+struct FailureSpec {
+  double fraction = 0;  // (0, 1]
+  int64_t at_ms = 0;
+};
+// Parses "10%@300s" (also "0.1@300000ms", units s|ms|m|h). The error names the text.
+absl::StatusOr<FailureSpec> ParseFailureSpec(absl::string_view text);
+
+struct SimOptions {
+  std::vector<scheduler::NodeSpec> nodes;
+  scheduler::SchedulerConfig scheduler;
+  ResourceTypeRegistry registry;
+  int64_t heartbeat_ms = 1000;   // a scheduling pass every interval while there is demand
+  int64_t am_launch_ms = 1000;   // from AM container allocation to its first asks
+  Resource am_resource = Resource::Of(1024, 1);  // zero: jobs run without an AM container
+  int32_t max_am_attempts = 2;   // YARN's default yarn.resourcemanager.am.max-attempts
+  // Tasks of a group named "map" without preferred hosts get this many random replica hosts
+  // (HDFS-like data locality); 0 disables. Trace hosts are mapped onto cluster nodes by hash.
+  int32_t replicas = 3;
+  uint64_t seed = 1;
+  int64_t sample_ms = 0;         // time-series interval; 0 = about 500 samples over the run
+  int64_t max_sim_ms = 30LL * 24 * 3600 * 1000;  // stops a run that would never end
+  std::vector<FailureSpec> failures;
+};
+
+struct JobResult {
+  std::string id, queue;
+  int64_t submit_ms = 0;
+  int64_t start_ms = -1;   // first task container (or AM) allocated
+  int64_t finish_ms = -1;  // -1: did not finish (failed or run stopped)
+  int64_t tasks = 0;
+  int32_t am_attempts = 0;
+  bool failed = false;
+};
+
+// One row of the time series.
+struct Sample {
+  int64_t time_ms = 0;
+  std::vector<double> utilization;                // per registered type with capacity
+  std::vector<int64_t> running_per_queue;         // containers, per leaf (SimReport::leaves)
+  std::vector<int64_t> pending_per_queue;
+};
+
+struct SimReport {
+  std::string policy;
+  int nodes = 0;
+  int64_t jobs = 0;
+  int64_t jobs_failed = 0;
+  int64_t makespan_ms = 0;
+  double scheduler_wall_s = 0;  // wall time inside the scheduling core
+  double total_wall_s = 0;
+  int64_t allocations = 0;
+  int64_t node_local = 0, rack_local = 0, off_switch = 0;
+  int64_t preempted = 0, contracts = 0, lost_containers = 0;
+  int64_t passes = 0;
+  double fairness_jain = 1.0;     // see docs/simulator.md; 1 when never contended
+  int64_t fairness_samples = 0;  // contended samples it was computed over
+  std::vector<std::string> utilization_types;  // names, same order as utilization_mean
+  std::vector<double> utilization_mean;        // time-weighted mean fraction over the run
+  std::vector<std::string> leaves;             // leaf queue paths
+  std::vector<JobResult> job_results;
+  std::vector<Sample> samples;
+  std::vector<std::string> warnings;
+};
+
+// The queue tree used when no scheduler configuration is given: root with one leaf per queue
+// name the workload uses (a leading "root." dropped), in order of first use, with equal weights
+// and capacities, as YARN's FairScheduler creates undeclared queues. `policy` is set as given.
+// Names that are not valid queue names ([A-Za-z0-9_-]+) are an error naming the job.
+absl::StatusOr<scheduler::SchedulerConfig> QueuesForWorkload(const Workload& workload,
+                                                             absl::string_view policy);
+
+// Runs `workload` on the cluster and scheduler of `options`. Deterministic for the same inputs
+// and seed. Fails only on configuration errors (e.g. a job naming a queue that does not exist
+// is reported per job as failed, not as an error).
+absl::StatusOr<SimReport> RunSimulation(const Workload& workload, const SimOptions& options);
+
+}  // namespace weft::sim
+
+#endif  // WEFT_SIM_SIMULATOR_H_

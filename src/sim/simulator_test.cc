@@ -1,0 +1,164 @@
+#include "sim/simulator.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sim/cluster_spec.h"
+#include "sim/report.h"
+
+namespace weft::sim {
+namespace {
+
+using ::testing::HasSubstr;
+
+Job MakeJob(std::string id, int64_t submit_ms, int64_t maps, int64_t map_ms, int64_t reduces = 0,
+            int64_t reduce_ms = 0, std::string queue = "default") {
+  Job j;
+  j.id = std::move(id);
+  j.queue = std::move(queue);
+  j.submit_ms = submit_ms;
+  TaskGroup m;
+  m.name = "map";
+  m.count = maps;
+  m.duration_ms = map_ms;
+  m.resource = Resource::Of(1024, 1);
+  j.groups.push_back(m);
+  if (reduces > 0) {
+    TaskGroup r;
+    r.name = "reduce";
+    r.priority = 10;
+    r.count = reduces;
+    r.duration_ms = reduce_ms;
+    r.resource = Resource::Of(2048, 1);
+    r.depends_on = {0};
+    j.groups.push_back(r);
+  }
+  return j;
+}
+
+SimOptions Options(int nodes, const char* policy = "fair") {
+  SimOptions o;
+  o.nodes = *UniformCluster(nodes, Resource::Of(8192, 8), 2);
+  o.scheduler = scheduler::DefaultSchedulerConfig();
+  o.scheduler.policy = policy;
+  o.replicas = 0;
+  return o;
+}
+
+TEST(SimulatorTest, OneJobRunsItsWavesAndReduces) {
+  // 2 nodes x 8 vcores = 16 slots, minus the AM: 15 maps at a time. 30 maps of 10 s run in
+  // two waves; the 2 reduces (after all maps) take 5 s.
+  Workload w;
+  w.jobs.push_back(MakeJob("j1", 0, 30, 10000, 2, 5000));
+  auto r = RunSimulation(w, Options(2));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->job_results.size(), 1u);
+  const JobResult& j = r->job_results[0];
+  EXPECT_EQ(j.start_ms, 0);  // the AM container is allocated at the first pass
+  // AM at 0 s, asks at 1 s, maps run 1-11 s and 11-21 s (first wave 15, second 15),
+  // the reduces 21(+pass)-27 s.
+  EXPECT_GE(j.finish_ms, 26000);
+  EXPECT_LE(j.finish_ms, 28000);
+  EXPECT_EQ(r->allocations, 1 + 30 + 2);
+  EXPECT_EQ(r->jobs_failed, 0);
+}
+
+TEST(SimulatorTest, FailureInjectionLosesNodesAndWorkIsRedone) {
+  Workload w;
+  w.jobs.push_back(MakeJob("j1", 0, 80, 60000));
+  SimOptions o = Options(10);
+  o.failures.push_back(*ParseFailureSpec("50%@30s"));
+  auto r = RunSimulation(w, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GT(r->lost_containers, 0);
+  EXPECT_EQ(r->jobs_failed + (r->job_results[0].finish_ms > 0 ? 1 : 0), 1);
+  EXPECT_THAT(r->warnings.front(), HasSubstr("removed 5 nodes at 30 s"));
+  // More allocations than tasks: the lost ones ran again (or the AM restarted).
+  EXPECT_GT(r->allocations, 81);
+}
+
+TEST(SimulatorTest, UnknownQueueFailsTheJobNotTheRun) {
+  Workload w;
+  w.jobs.push_back(MakeJob("good", 0, 1, 1000));
+  w.jobs.push_back(MakeJob("bad", 0, 1, 1000, 0, 0, "nosuchqueue"));
+  auto r = RunSimulation(w, Options(1));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->jobs_failed, 1);
+  EXPECT_TRUE(r->job_results[1].failed);
+  EXPECT_THAT(r->warnings.front(), HasSubstr("unknown queue 'nosuchqueue'"));
+}
+
+TEST(SimulatorTest, DeterministicForTheSameSeed) {
+  Workload w;
+  for (int i = 0; i < 20; ++i) w.jobs.push_back(MakeJob("j" + std::to_string(i), i * 3000, 10 + i, 5000 + 100 * i, i % 3, 2000));
+  SimOptions o = Options(4);
+  o.replicas = 3;
+  auto a = RunSimulation(w, o);
+  auto b = RunSimulation(w, o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (size_t i = 0; i < w.jobs.size(); ++i) EXPECT_EQ(a->job_results[i].finish_ms, b->job_results[i].finish_ms);
+  EXPECT_EQ(a->node_local, b->node_local);
+  EXPECT_GT(a->node_local, 0);
+}
+
+TEST(SimulatorTest, FairSharesBeatFifoForSmallJobsBehindABigOne) {
+  Workload w;
+  w.jobs.push_back(MakeJob("big", 0, 400, 60000));
+  for (int i = 0; i < 5; ++i) w.jobs.push_back(MakeJob("small" + std::to_string(i), 5000, 4, 10000));
+  auto fifo = RunSimulation(w, Options(2, "fifo"));
+  auto fair = RunSimulation(w, Options(2, "fair"));
+  ASSERT_TRUE(fifo.ok() && fair.ok());
+  // Under FIFO the small jobs wait for the big one's waves; under DRF they run at once.
+  EXPECT_LT(fair->job_results[1].finish_ms * 3, fifo->job_results[1].finish_ms);
+  nlohmann::json j = ReportToJson(*fair);
+  for (const char* key : {"policy", "nodes", "jobs", "makespan_s", "scheduler_wall_s", "allocations",
+                          "allocations_per_s", "job_completion_s", "utilization", "fairness_jain",
+                          "jobs_detail"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_TRUE(j["job_completion_s"].contains("p99"));
+  EXPECT_TRUE(j["utilization"].contains("memory-mb"));
+}
+
+TEST(SimulatorTest, QueuesForWorkloadCreatesOneLeafPerQueue) {
+  Workload w;
+  w.jobs.push_back(MakeJob("a", 0, 1, 1000, 0, 0, "root.prod"));
+  w.jobs.push_back(MakeJob("b", 0, 1, 1000, 0, 0, "dev"));
+  w.jobs.push_back(MakeJob("c", 0, 1, 1000, 0, 0, "prod"));
+  auto c = QueuesForWorkload(w, "capacity");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->policy, "capacity");
+  ASSERT_EQ(c->root.children.size(), 2u);
+  EXPECT_EQ(c->root.children[0].name, "prod");
+  EXPECT_EQ(c->root.children[1].name, "dev");
+  SimOptions o = Options(1, "capacity");
+  o.scheduler = *c;
+  auto r = RunSimulation(w, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->jobs_failed, 0);
+  w.jobs.push_back(MakeJob("d", 0, 1, 1000, 0, 0, "bad queue!"));
+  EXPECT_THAT(QueuesForWorkload(w, "fair").status().message(),
+              HasSubstr("queue 'bad queue!' is not a valid leaf queue name"));
+}
+
+TEST(SimulatorTest, FailureSpecErrors) {
+  EXPECT_EQ(ParseFailureSpec("10%@300s")->at_ms, 300000);
+  EXPECT_DOUBLE_EQ(ParseFailureSpec("0.25@2m")->fraction, 0.25);
+  EXPECT_THAT(ParseFailureSpec("10%").status().message(), HasSubstr("missing '@'"));
+  EXPECT_THAT(ParseFailureSpec("150%@1s").status().message(), HasSubstr("(0, 100%]"));
+  EXPECT_THAT(ParseFailureSpec("x@1s").status().message(), HasSubstr("not a number"));
+  EXPECT_THAT(ParseFailureSpec("10%@soon").status().message(), HasSubstr("time"));
+}
+
+TEST(ClusterSpecTest, UniformAndErrors) {
+  auto nodes = UniformCluster(3, Resource::Of(1024, 2), 2);
+  ASSERT_TRUE(nodes.ok());
+  EXPECT_EQ((*nodes)[2].name, "node0003");
+  EXPECT_EQ((*nodes)[2].rack, "/rack01");
+  EXPECT_THAT(UniformCluster(0, Resource::Of(1024, 2), 1).status().message(), HasSubstr(">= 1"));
+  EXPECT_THAT(UniformCluster(1, Resource::Of(0, 2), 1).status().message(), HasSubstr("positive"));
+  ResourceTypeRegistry reg;
+  EXPECT_EQ(LoadClusterFile("/nonexistent.yaml", reg).status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace weft::sim

@@ -1,0 +1,226 @@
+// Copyright Weft authors. Tests of LoadJobsYaml.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/resource_types.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sim/workload.h"
+#include "sim/workload_common.h"
+
+namespace weft::sim {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::EndsWith;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+std::string SourceDir() {
+  const char* dir = std::getenv("WEFT_SOURCE_DIR");
+  return dir != nullptr && *dir != '\0' ? dir : WEFT_TEST_SOURCE_DIR;
+}
+std::string Fixture() { return SourceDir() + "/src/sim/testdata/jobs_small.yaml"; }
+std::string WriteTemp(const std::string& name, const std::string& content) {
+  std::string path = absl::StrCat(::testing::TempDir(), "/weft_jobs_", getpid(), "_", name);
+  std::ofstream(path, std::ios::binary) << content;
+  return path;
+}
+
+constexpr LoadOptions kStrict{.strict = true};
+constexpr LoadOptions kLenient{};
+
+// One valid job with `extra` appended to its first group (indented as a group key).
+std::string OneJob(const std::string& id, const std::string& extra = "") {
+  return absl::StrCat("  - id: ", id,
+                      "\n"
+                      "    groups:\n"
+                      "      - name: g\n"
+                      "        resource: memory-mb=1024\n"
+                      "        duration-ms: 10\n",
+                      extra);
+}
+
+TEST(LoadJobsYamlTest, Fixture) {
+  ResourceTypeRegistry registry;
+  absl::StatusOr<Workload> w = LoadJobsYaml(Fixture(), registry, kStrict);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_TRUE(internal::CheckWorkload(*w).ok()) << internal::CheckWorkload(*w);
+  ASSERT_EQ(w->jobs.size(), 2u);
+  EXPECT_THAT(w->warnings, IsEmpty());
+
+  const Job& adhoc = w->jobs[0];
+  EXPECT_EQ(adhoc.id, "adhoc");
+  EXPECT_EQ(adhoc.submit_ms, 500);
+  EXPECT_EQ(adhoc.queue, "default");
+  EXPECT_EQ(adhoc.user, "default");
+  EXPECT_THAT(adhoc.source, EndsWith("jobs_small.yaml:20"));
+  ASSERT_EQ(adhoc.groups.size(), 1u);
+  EXPECT_EQ(adhoc.groups[0].count, 1);
+  EXPECT_EQ(adhoc.groups[0].priority, 20);
+  EXPECT_EQ(adhoc.groups[0].duration_ms, 250);
+  EXPECT_EQ(adhoc.groups[0].resource, Resource::Of(128, 1));  // memory raised to the minimum
+
+  const Job& etl = w->jobs[1];
+  EXPECT_EQ(etl.id, "etl");
+  EXPECT_EQ(etl.submit_ms, 1500);
+  EXPECT_EQ(etl.queue, "prod");
+  EXPECT_EQ(etl.user, "alice");
+  EXPECT_EQ(etl.priority, 2);
+  EXPECT_THAT(etl.source, EndsWith("jobs_small.yaml:3"));
+  ASSERT_EQ(etl.groups.size(), 2u);
+  const TaskGroup& map = etl.groups[0];
+  EXPECT_EQ(map.name, "map");
+  EXPECT_EQ(map.count, 4);
+  EXPECT_EQ(map.duration_ms, 30000);
+  EXPECT_EQ(map.resource, Resource::Of(1024, 1));
+  EXPECT_TRUE(map.depends_on.empty());
+  const TaskGroup& reduce = etl.groups[1];
+  EXPECT_EQ(reduce.count, 2);
+  EXPECT_EQ(reduce.priority, 10);
+  EXPECT_EQ(reduce.resource, Resource::Of(2048, 2));
+  EXPECT_THAT(reduce.task_durations_ms, ElementsAre(1000, 3000));
+  EXPECT_EQ(reduce.duration_ms, 2000);
+  EXPECT_THAT(reduce.depends_on, ElementsAre(0));
+  EXPECT_THAT(reduce.task_hosts, ElementsAre("h1", ""));
+}
+
+TEST(LoadJobsYamlTest, UnknownKeyIsRejectedWithKeyAndLine) {
+  std::string path =
+      WriteTemp("typo.yaml", absl::StrCat("jobs:\n", OneJob("a"),
+                                          "  - id: b\n"
+                                          "    grups: []\n",
+                                          OneJob("c", "        duraton-s: 3\n"), OneJob("d")));
+  ResourceTypeRegistry registry;
+  absl::StatusOr<Workload> strict = LoadJobsYaml(path, registry, kStrict);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_EQ(strict.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(strict.status().message(),
+            path +
+                ":8: job 'b': unknown key 'grups' in a job (known: id, submit-s, submit-ms, "
+                "queue, user, priority, groups)");
+
+  absl::StatusOr<Workload> w = LoadJobsYaml(path, registry, kLenient);
+  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_EQ(w->jobs.size(), 2u);
+  EXPECT_EQ(w->jobs[0].id, "a");
+  EXPECT_EQ(w->jobs[1].id, "d");
+  EXPECT_EQ(w->skipped_records, 2);
+  EXPECT_THAT(w->warnings,
+              ElementsAre(HasSubstr(":8: job 'b': unknown key 'grups'"),
+                          path + ":14: job 'c': group 'g': unknown key 'duraton-s' in a group "
+                                 "(known: name, count, resource, duration-s, duration-ms, "
+                                 "durations-ms, priority, depends-on, hosts); skipped"));
+}
+
+TEST(LoadJobsYamlTest, ResourceAboveRegistryMaximumIsRejected) {
+  ResourceTypeRegistry registry;
+  ASSERT_TRUE(registry.SetLimits("memory-mb", 128, 8192, 128).ok());
+  std::string path = WriteTemp("big.yaml",
+                               "jobs:\n"
+                               "  - id: big\n"
+                               "    groups:\n"
+                               "      - name: g\n"
+                               "        resource: memory-mb=16384,vcores=1\n"
+                               "        duration-s: 1\n");
+  absl::StatusOr<Workload> w = LoadJobsYaml(path, registry, kStrict);
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().message(),
+            path +
+                ":5: job 'big': group 'g': resource rejected: memory-mb=16384 is above the "
+                "maximum allocation 8192");
+  w = LoadJobsYaml(path, registry, kLenient);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_TRUE(w->jobs.empty());
+  EXPECT_EQ(w->skipped_records, 1);
+}
+
+TEST(LoadJobsYamlTest, MalformedJobs) {
+  struct Case {
+    std::string extra_job;  // appended after one good job
+    std::string message;    // expected warning (without "path:")
+  };
+  const Case cases[] = {
+      {OneJob("a"), ":7: duplicate job id 'a' (first at line 2)"},
+      {OneJob("x", "        count: 0\n"), ":12: job 'x': group 'g': count: 0 must be >= 1"},
+      {OneJob("x", "        count: ten\n"), ":12: job 'x': group 'g': count: 'ten' is not"},
+      {OneJob("x", "        priority: 1e3\n"), ":12: job 'x': group 'g': priority: '1e3' is"},
+      {OneJob("x", "        duration-s: 2\n"),
+       ":9: job 'x': group 'g': give exactly one of duration-s, duration-ms, durations-ms"},
+      {OneJob("x", "        depends-on: [g]\n"),
+       ":12: job 'x': group 'g': depends-on: 'g' is not an earlier group of this job"},
+      {OneJob("x", "        hosts: [a, b]\n"),
+       ":12: job 'x': group 'g': hosts: expected a list of count (1) host names"},
+      {OneJob("x", "        resource: vcores=1\n"),
+       ":12: job 'x': group 'g': key 'resource' "
+       "given twice"},
+      {OneJob("x", "      - name: g\n        resource: vcores=1\n        duration-ms: 1\n"),
+       ":12: job 'x': group 'g': name already used by an earlier group"},
+      {OneJob("x", "      - name: h\n        resource: memory=1\n        duration-ms: 1\n"),
+       ":13: job 'x': group 'h': resource: unknown resource type 'memory'"},
+      {"  - id: x\n    submit-s: -1\n    groups: []\n", ":8: job 'x': submit-s: -1 is negative"},
+      {"  - id: x\n    submit-ms: 5\n    submit-s: 5\n    groups: []\n",
+       ":8: job 'x': give submit-s or submit-ms, not both"},
+      {"  - id: x\n    groups: []\n", ":8: job 'x': groups: expected a non-empty list"},
+      {"  - id: x\n", ":7: job 'x': missing 'groups'"},
+      {"  - groups: []\n", ":7: job: missing 'id'"},
+      {"  - [1, 2]\n", ":7: job: a job must be a map of keys"},
+      {"  - id: x\n    priority: 99999999999\n    groups: []\n",
+       ":8: job 'x': priority: 99999999999 is out of range"},
+  };
+  ResourceTypeRegistry registry;
+  for (const Case& c : cases) {
+    std::string path = WriteTemp("case.yaml", absl::StrCat("jobs:\n", OneJob("a"), c.extra_job));
+    absl::StatusOr<Workload> w = LoadJobsYaml(path, registry, kLenient);
+    ASSERT_TRUE(w.ok()) << w.status() << "\n" << c.extra_job;
+    EXPECT_EQ(w->jobs.size(), 1u) << c.extra_job;
+    EXPECT_EQ(w->skipped_records, 1) << c.extra_job;
+    EXPECT_THAT(w->warnings, ElementsAre(HasSubstr(path + c.message))) << c.extra_job;
+    absl::StatusOr<Workload> strict = LoadJobsYaml(path, registry, kStrict);
+    EXPECT_THAT(strict.status().message(), HasSubstr(path + c.message)) << c.extra_job;
+  }
+}
+
+TEST(LoadJobsYamlTest, DocumentErrorsFailEvenWhenLenient) {
+  ResourceTypeRegistry registry;
+  struct Case {
+    std::string content;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"jobs:\n  - id: [a\n", "invalid YAML: "},
+      {"jobs: []\nextra: 1\n", ":2: unknown top-level key 'extra' (known: jobs)"},
+      {"- id: a\n", ":1: expected a map with a 'jobs' list"},
+      {"jobs: {}\n", ":1: 'jobs' must be a list"},
+      {"other: {}\n", ":1: unknown top-level key 'other'"},
+      {"{}\n", ":1: missing 'jobs'"},
+      {"jobs: []\njobs: []\n", ":2: key 'jobs' given twice"},
+      {std::string(10000, '['), "invalid YAML"},
+  };
+  for (const Case& c : cases) {
+    std::string path = WriteTemp("doc.yaml", c.content);
+    absl::StatusOr<Workload> w = LoadJobsYaml(path, registry, kLenient);
+    ASSERT_FALSE(w.ok()) << c.content;
+    EXPECT_EQ(w.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(w.status().message(), HasSubstr(c.message)) << c.content;
+  }
+  std::string empty = WriteTemp("empty.yaml", "jobs: []\n");
+  absl::StatusOr<Workload> w = LoadJobsYaml(empty, registry, kStrict);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_TRUE(w->jobs.empty());
+}
+
+TEST(LoadJobsYamlTest, MaxJobs) {
+  ResourceTypeRegistry registry;
+  absl::StatusOr<Workload> w = LoadJobsYaml(Fixture(), registry, LoadOptions{.max_jobs = 1});
+  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_EQ(w->jobs.size(), 1u);
+  EXPECT_EQ(w->jobs[0].id, "etl");
+}
+
+}  // namespace
+}  // namespace weft::sim
