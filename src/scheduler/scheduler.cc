@@ -180,12 +180,18 @@ void Scheduler::ClusterChanged() {
   }
   policy_->Recompute(queue_list_, view_);
   keys_dirty_ = true;
-  // Every container holds >= 1 vcore (Normalize), so live containers <= the cluster's vcores:
-  // sizing the table for that avoids rehashing it in the middle of a pass.
+  // Every container holds >= 1 vcore (Normalize), so live containers <= the cluster's vcores.
+  // Size (and touch) the container slab and the pass result for that bound now, while nodes
+  // register, so that a pass never rehashes, reallocates or page-faults fresh memory.
   const size_t bound = static_cast<size_t>(std::min<int64_t>(view_.total[kVcores], 1 << 22));
-  if (bound > slab_.capacity()) {
-    containers_.reserve(std::max(bound, 2 * slab_.capacity()));
-    slab_.reserve(std::max(bound, 2 * slab_.capacity()));
+  if (bound > slab_.size()) {
+    const size_t grown = std::max(bound, 2 * slab_.size());
+    containers_.reserve(grown);
+    const size_t old_size = slab_.size();
+    slab_.resize(grown);
+    for (size_t i = grown; i > old_size; --i) free_slots_.push_back(static_cast<int32_t>(i - 1));
+    result_.allocations.resize(grown);
+    result_.allocations.clear();
   }
 }
 
@@ -763,7 +769,7 @@ void Scheduler::Commit(AppState* app, size_t gi, NodeId node, Locality locality,
   n.allocated += r;
   UpdateNodeIndex(node);
   int32_t i;
-  if (free_slots_.empty()) {
+  if (free_slots_.empty()) {  // more containers than vcores: possible only with 0-vcore types
     i = static_cast<int32_t>(slab_.size());
     slab_.emplace_back();
   } else {

@@ -332,14 +332,17 @@ bool JsonStreamReader::Fill() {
   pos_ = 0;
   len_ = std::fread(buf_.data(), 1, buf_.size(), file_.get());
   if (len_ == 0) {
-    if (std::ferror(file_.get())) read_error_ = true;
+    if (std::ferror(file_.get())) {
+      read_error_ = true;
+      read_errno_ = errno;
+    }
     return false;
   }
   return true;
 }
 
 absl::Status JsonStreamReader::FinalStatus() const {
-  if (read_error_) return ReadError(path_, errno);
+  if (read_error_) return ReadError(path_, read_errno_);
   if (!saw_content_) return absl::InvalidArgumentError(absl::StrCat(path_, ": file is empty"));
   return absl::OkStatus();
 }

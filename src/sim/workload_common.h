@@ -153,6 +153,7 @@ class JsonStreamReader {
   bool at_start_ = true;  // nothing read yet (a byte-order mark may follow)
   bool saw_content_ = false;
   bool read_error_ = false;
+  int read_errno_ = 0;  // errno of the failed read
 };
 
 // Typed access to the fields of one JSON object of a trace, reporting problems as one

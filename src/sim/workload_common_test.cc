@@ -1,9 +1,14 @@
 // Copyright Weft authors. Tests of the loaders' shared helpers.
 #include "sim/workload_common.h"
 
-#include <cstdlib>
-#include <string>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/workload.h"
@@ -13,6 +18,23 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+
+// The loader tests write their inputs to TempDir() as weft_<suite>_<pid>_<name>; this removes
+// them once all tests have run.
+class RemoveTempFiles : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::string marker = absl::StrCat("_", getpid(), "_");
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(::testing::TempDir(), ec)) {
+      std::string name = entry.path().filename().string();
+      if (name.rfind("weft_", 0) == 0 && name.find(marker) != std::string::npos)
+        std::filesystem::remove(entry.path(), ec);
+    }
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kRemoveTempFiles =
+    ::testing::AddGlobalTestEnvironment(new RemoveTempFiles);
 
 Job OneJob(const std::string& id, int64_t submit_ms) {
   Job job;
