@@ -51,7 +51,7 @@ struct LoadOptions {
   int64_t max_jobs = 0;
 };
 
-// The task model for SWIM traces, which carry only bytes. See docs/simulator.md.
+// The task model for SWIM traces, which carry only bytes. See docs/workloads.md.
 //   maps     = max(1, ceil(input_bytes / split_bytes))
 //   reduces  = shuffle_bytes == 0 ? 0 : max(1, ceil(shuffle_bytes / reduce_bytes))
 //   map_ms   = task_overhead_ms + (input_bytes/maps + shuffle_bytes/maps) / map_bytes_per_ms
@@ -95,7 +95,7 @@ absl::StatusOr<Workload> LoadRumen(absl::string_view path, const DefaultTaskReso
 absl::StatusOr<Workload> LoadAlibaba2017(absl::string_view path, const AlibabaModel& model,
                                          const ResourceTypeRegistry& registry,
                                          const LoadOptions& opts);
-// Weft's native YAML job list; see docs/simulator.md for the schema.
+// Weft's native YAML job list; see docs/workloads.md for the schema.
 absl::StatusOr<Workload> LoadJobsYaml(absl::string_view path, const ResourceTypeRegistry& registry,
                                       const LoadOptions& opts);
 
