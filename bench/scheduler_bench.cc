@@ -96,8 +96,8 @@ void BM_FillCluster(benchmark::State& state) {
   }
   state.counters["allocations_per_s"] =
       benchmark::Counter(static_cast<double>(allocations), benchmark::Counter::kIsRate);
-  state.counters["allocations"] =
-      benchmark::Counter(static_cast<double>(allocations) / static_cast<double>(state.iterations()));
+  state.counters["allocations"] = benchmark::Counter(static_cast<double>(allocations) /
+                                                     static_cast<double>(state.iterations()));
   state.counters["node_local"] = static_cast<double>(node_local);
 }
 
@@ -123,8 +123,8 @@ void BM_FillClusterWarm(benchmark::State& state) {
   }
   state.counters["allocations_per_s"] =
       benchmark::Counter(static_cast<double>(allocations), benchmark::Counter::kIsRate);
-  state.counters["allocations"] =
-      benchmark::Counter(static_cast<double>(allocations) / static_cast<double>(state.iterations()));
+  state.counters["allocations"] = benchmark::Counter(static_cast<double>(allocations) /
+                                                     static_cast<double>(state.iterations()));
 }
 
 BENCHMARK(BM_FillClusterWarm)

@@ -22,8 +22,8 @@ namespace weft::cli {
 namespace {
 
 struct SimFlags {
-  std::string workload = "swim:" WEFT_SOURCE_DIR
-                         "/data/traces/swim_FB-2009_samples_24_times_1hr_0.tsv";
+  std::string workload =
+      "swim:" WEFT_SOURCE_DIR "/data/traces/swim_FB-2009_samples_24_times_1hr_0.tsv";
   int nodes = 600;
   std::string node_resources = "memory-mb=16384,vcores=8";
   int racks = 20;
@@ -45,7 +45,8 @@ struct SimFlags {
   // SWIM task model.
   int64_t split_mb = 128, reduce_mb = 1024, task_overhead_ms = 5000, max_tasks = 20000;
   double map_mbps = 2, reduce_mbps = 1;
-  std::string map_resources = "memory-mb=1024,vcores=1", reduce_resources = "memory-mb=2048,vcores=1";
+  std::string map_resources = "memory-mb=1024,vcores=1",
+              reduce_resources = "memory-mb=2048,vcores=1";
   // Alibaba model.
   int64_t alibaba_machine_memory_mb = 64 * 1024;
   bool include_unfinished = false;
@@ -67,7 +68,8 @@ absl::Status RunSim(const SimFlags& f) {
   size_t colon = f.workload.find(':');
   if (colon == std::string::npos)
     return absl::InvalidArgumentError(absl::StrCat(
-        "--workload '", f.workload, "' must be FORMAT:PATH with FORMAT one of swim, sls, rumen, alibaba2017, jobs"));
+        "--workload '", f.workload,
+        "' must be FORMAT:PATH with FORMAT one of swim, sls, rumen, alibaba2017, jobs"));
   std::string format = f.workload.substr(0, colon), path = f.workload.substr(colon + 1);
   sim::LoadOptions lo;
   lo.strict = f.strict;
@@ -173,8 +175,9 @@ absl::Status RunSim(const SimFlags& f) {
                                    "' --report '", report_path, "' --out '", f.plot, "'");
     int rc = std::system(cmd.c_str());
     if (rc != 0)
-      return absl::InternalError(absl::StrCat(
-          "plotting failed (", cmd, "); is python3-matplotlib installed? (scripts/install-deps.sh)"));
+      return absl::InternalError(
+          absl::StrCat("plotting failed (", cmd,
+                       "); is python3-matplotlib installed? (scripts/install-deps.sh)"));
     if (!f.json) std::cout << "plots written to " << f.plot << "\n";
   }
   return absl::OkStatus();
@@ -201,8 +204,10 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
   sim->add_option("--report", f->report, "write the JSON report here");
   sim->add_option("--timeseries", f->timeseries, "write the CSV time series here");
   sim->add_option("--plot", f->plot, "write PNG charts (and report/time series) into this folder");
-  sim->add_option("--fail-nodes", f->fail_nodes, "lose a share of nodes, e.g. 10%@300s (repeatable)");
-  sim->add_flag("--strict", f->strict, "fail on the first malformed trace record instead of skipping it");
+  sim->add_option("--fail-nodes", f->fail_nodes,
+                  "lose a share of nodes, e.g. 10%@300s (repeatable)");
+  sim->add_flag("--strict", f->strict,
+                "fail on the first malformed trace record instead of skipping it");
   sim->add_option("--max-jobs", f->max_jobs, "load at most this many jobs (0 = all)");
   sim->add_flag("--json", f->json, "print the JSON report instead of the summary");
   sim->add_option("--heartbeat-ms", f->heartbeat_ms, "interval between scheduling passes")
@@ -213,14 +218,19 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
   sim->add_option("--replicas", f->replicas, "random preferred hosts per map task (0: none)")
       ->capture_default_str();
   sim->add_option("--sample-s", f->sample_s, "time-series interval (0: ~500 samples)");
-  sim->add_option("--split-mb", f->split_mb, "SWIM: input split per map task")->capture_default_str();
-  sim->add_option("--reduce-mb", f->reduce_mb, "SWIM: shuffle bytes per reducer")->capture_default_str();
+  sim->add_option("--split-mb", f->split_mb, "SWIM: input split per map task")
+      ->capture_default_str();
+  sim->add_option("--reduce-mb", f->reduce_mb, "SWIM: shuffle bytes per reducer")
+      ->capture_default_str();
   sim->add_option("--map-mbps", f->map_mbps, "SWIM: map throughput, MiB/s")->capture_default_str();
-  sim->add_option("--reduce-mbps", f->reduce_mbps, "SWIM: reduce throughput, MiB/s")->capture_default_str();
+  sim->add_option("--reduce-mbps", f->reduce_mbps, "SWIM: reduce throughput, MiB/s")
+      ->capture_default_str();
   sim->add_option("--task-overhead-ms", f->task_overhead_ms, "SWIM: fixed cost per task")
       ->capture_default_str();
-  sim->add_option("--max-tasks", f->max_tasks, "SWIM: cap on tasks per phase")->capture_default_str();
-  sim->add_option("--map-resources", f->map_resources, "SWIM: map container")->capture_default_str();
+  sim->add_option("--max-tasks", f->max_tasks, "SWIM: cap on tasks per phase")
+      ->capture_default_str();
+  sim->add_option("--map-resources", f->map_resources, "SWIM: map container")
+      ->capture_default_str();
   sim->add_option("--reduce-resources", f->reduce_resources, "SWIM: reduce container")
       ->capture_default_str();
   sim->add_option("--alibaba-machine-memory-mb", f->alibaba_machine_memory_mb,

@@ -21,7 +21,9 @@ bool ValidName(absl::string_view name) {
 
 absl::Status CheckRange(absl::string_view name, int64_t minimum, int64_t maximum,
                         int64_t increment) {
-  if (minimum < 0) return absl::InvalidArgumentError(absl::StrCat("resource type '", name, "': minimum ", minimum, " is negative"));
+  if (minimum < 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("resource type '", name, "': minimum ", minimum, " is negative"));
   if (maximum < minimum)
     return absl::InvalidArgumentError(absl::StrCat("resource type '", name, "': maximum ", maximum,
                                                    " is below minimum ", minimum));
@@ -42,8 +44,8 @@ ResourceTypeRegistry::ResourceTypeRegistry() {
 
 absl::StatusOr<int> ResourceTypeRegistry::AddType(ResourceTypeInfo info) {
   if (!ValidName(info.name))
-    return absl::InvalidArgumentError(absl::StrCat(
-        "resource type name '", info.name, "' must be 1-64 characters of [a-z0-9-./]"));
+    return absl::InvalidArgumentError(absl::StrCat("resource type name '", info.name,
+                                                   "' must be 1-64 characters of [a-z0-9-./]"));
   if (Find(info.name) >= 0)
     return absl::AlreadyExistsError(absl::StrCat("resource type '", info.name, "' already exists"));
   if (size() >= kMaxResourceTypes)
@@ -121,7 +123,8 @@ absl::Status ResourceTypeRegistry::Validate(const Resource& r) const {
   for (int i = 0; i < kMaxResourceTypes; ++i) {
     if (i >= size()) {
       if (r[i] != 0)
-        return absl::InvalidArgumentError(absl::StrCat("resource type id ", i, " is not registered"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("resource type id ", i, " is not registered"));
       continue;
     }
     const ResourceTypeInfo& t = types_[i];
@@ -145,8 +148,7 @@ absl::StatusOr<Resource> ResourceTypeRegistry::Normalize(const Resource& r) cons
     if (v % t.increment != 0) v += t.increment - v % t.increment;
     if (v > t.maximum)
       return absl::InvalidArgumentError(absl::StrCat(t.name, "=", r[i], " rounds up to ", v,
-                                                     ", above the maximum allocation ",
-                                                     t.maximum));
+                                                     ", above the maximum allocation ", t.maximum));
     out[i] = v;
   }
   return out;

@@ -4,22 +4,22 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "common/resource.h"
 
 namespace weft {
 
 // What the scheduler knows of one resource type. All amounts are in `unit`.
 struct ResourceTypeInfo {
-  std::string name;      // e.g. "memory-mb"; [a-z0-9-]+, unique in a registry
-  std::string unit;      // e.g. "MiB", "cores", "Mbit/s"
-  int64_t minimum = 0;   // smallest allocation; a non-zero request is raised to it
-  int64_t maximum = 0;   // largest allocation of one container; larger requests are rejected
-  int64_t increment = 1; // requests are rounded up to a multiple of it (>= 1)
+  std::string name;       // e.g. "memory-mb"; [a-z0-9-]+, unique in a registry
+  std::string unit;       // e.g. "MiB", "cores", "Mbit/s"
+  int64_t minimum = 0;    // smallest allocation; a non-zero request is raised to it
+  int64_t maximum = 0;    // largest allocation of one container; larger requests are rejected
+  int64_t increment = 1;  // requests are rounded up to a multiple of it (>= 1)
 };
 
 // The set of resource types of a cluster, by id. The four built-in types always exist with

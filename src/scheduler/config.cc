@@ -19,8 +19,7 @@ absl::Status Err(absl::string_view origin, absl::string_view path, absl::string_
 
 // Reads a scalar of type T at `node`, with an error naming `path` when it does not convert.
 template <typename T>
-absl::StatusOr<T> Scalar(const YAML::Node& node, absl::string_view origin,
-                         absl::string_view path) {
+absl::StatusOr<T> Scalar(const YAML::Node& node, absl::string_view origin, absl::string_view path) {
   if (!node.IsScalar()) return Err(origin, path, "expected a single value");
   try {
     return node.as<T>();
@@ -58,7 +57,8 @@ absl::StatusOr<Resource> ParseResourceValue(const YAML::Node& node,
   if (!text.ok()) return text.status();
   auto r = registry.Parse(*text);
   if (!r.ok()) return Err(origin, path, r.status().message());
-  if (r->AnyNegative()) return Err(origin, path, absl::StrCat("'", *text, "' has a negative amount"));
+  if (r->AnyNegative())
+    return Err(origin, path, absl::StrCat("'", *text, "' has a negative amount"));
   return r;
 }
 
@@ -73,9 +73,9 @@ absl::Status ParseQueue(const YAML::Node& node, const std::string& name,
   for (int i = 0; i < kMaxResourceTypes; ++i) out->max_resources[i] = kUnlimited;
   if (node.IsNull()) return absl::OkStatus();
   static const std::set<std::string> kKeys = {
-      "weight", "min-resources", "max-resources", "max-running-apps", "capacity",
-      "maximum-capacity", "user-limit-factor", "maximum-am-resource-percent", "state",
-      "ordering", "children"};
+      "weight",   "min-resources",    "max-resources",     "max-running-apps",
+      "capacity", "maximum-capacity", "user-limit-factor", "maximum-am-resource-percent",
+      "state",    "ordering",         "children"};
   if (absl::Status s = CheckKeys(node, kKeys, origin, path); !s.ok()) return s;
   auto sub = [&](absl::string_view key) { return absl::StrCat(path, ".", key); };
   if (node["weight"]) {
@@ -121,8 +121,9 @@ absl::Status ParseQueue(const YAML::Node& node, const std::string& name,
   if (auto s = percent("maximum-am-resource-percent", &out->maximum_am_resource_percent); !s.ok())
     return s;
   if (out->capacity > out->maximum_capacity)
-    return Err(origin, path, absl::StrCat("capacity ", out->capacity, " is above maximum-capacity ",
-                                          out->maximum_capacity));
+    return Err(origin, path,
+               absl::StrCat("capacity ", out->capacity, " is above maximum-capacity ",
+                            out->maximum_capacity));
   if (node["user-limit-factor"]) {
     auto v = Scalar<double>(node["user-limit-factor"], origin, sub("user-limit-factor"));
     if (!v.ok()) return v.status();
@@ -203,8 +204,9 @@ absl::StatusOr<SchedulerConfig> ParseSchedulerConfig(absl::string_view yaml,
     config.policy = *v;
   }
   if (const YAML::Node& loc = doc["locality"]) {
-    if (auto s = CheckKeys(loc, {"node-locality-delay", "rack-locality-delay", "max-locality-probes"},
-                           origin, "locality");
+    if (auto s =
+            CheckKeys(loc, {"node-locality-delay", "rack-locality-delay", "max-locality-probes"},
+                      origin, "locality");
         !s.ok())
       return s;
     struct {
@@ -224,8 +226,9 @@ absl::StatusOr<SchedulerConfig> ParseSchedulerConfig(absl::string_view yaml,
     }
   }
   if (const YAML::Node& pre = doc["preemption"]) {
-    if (auto s = CheckKeys(pre, {"enabled", "starvation-timeout-ms", "grace-period-ms", "threshold"},
-                           origin, "preemption");
+    if (auto s =
+            CheckKeys(pre, {"enabled", "starvation-timeout-ms", "grace-period-ms", "threshold"},
+                      origin, "preemption");
         !s.ok())
       return s;
     if (pre["enabled"]) {
@@ -233,8 +236,9 @@ absl::StatusOr<SchedulerConfig> ParseSchedulerConfig(absl::string_view yaml,
       if (!v.ok()) return v.status();
       config.preemption.enabled = *v;
     }
-    for (auto [key, field] : {std::pair{"starvation-timeout-ms", &config.preemption.starvation_timeout_ms},
-                              std::pair{"grace-period-ms", &config.preemption.grace_period_ms}}) {
+    for (auto [key, field] :
+         {std::pair{"starvation-timeout-ms", &config.preemption.starvation_timeout_ms},
+          std::pair{"grace-period-ms", &config.preemption.grace_period_ms}}) {
       if (!pre[key]) continue;
       std::string path = absl::StrCat("preemption.", key);
       auto v = Scalar<int64_t>(pre[key], origin, path);

@@ -21,17 +21,17 @@ enum class LeafOrdering : uint8_t { kFifo, kFair };
 // One queue of the hierarchy. Every key is documented in docs/scheduler.md; which keys a
 // policy reads is stated there too. Percentages are of the parent queue (0..100).
 struct QueueConfig {
-  std::string name;                   // [A-Za-z0-9_-]+; "root" at the top
-  double weight = 1.0;                // fair: share of the parent's fair share (> 0)
-  Resource min_resources;             // fair: guaranteed minimum (0 = none)
-  Resource max_resources;             // fair: hard cap; kUnlimited per type unless given
-  int64_t max_running_apps = -1;      // all: apps beyond it wait (runnable later); -1 = none
-  double capacity = -1;               // capacity: guaranteed % of parent; -1 = equal split
-  double maximum_capacity = 100;      // capacity: elastic cap, % of parent
-  double user_limit_factor = 1.0;     // capacity: a user may use this multiple of capacity
+  std::string name;                         // [A-Za-z0-9_-]+; "root" at the top
+  double weight = 1.0;                      // fair: share of the parent's fair share (> 0)
+  Resource min_resources;                   // fair: guaranteed minimum (0 = none)
+  Resource max_resources;                   // fair: hard cap; kUnlimited per type unless given
+  int64_t max_running_apps = -1;            // all: apps beyond it wait (runnable later); -1 = none
+  double capacity = -1;                     // capacity: guaranteed % of parent; -1 = equal split
+  double maximum_capacity = 100;            // capacity: elastic cap, % of parent
+  double user_limit_factor = 1.0;           // capacity: a user may use this multiple of capacity
   double maximum_am_resource_percent = 10;  // capacity: % of the queue for AM containers
   QueueState state = QueueState::kRunning;
-  std::optional<LeafOrdering> ordering;     // leaf app ordering; policy default when unset
+  std::optional<LeafOrdering> ordering;  // leaf app ordering; policy default when unset
   std::vector<QueueConfig> children;
 };
 
@@ -57,7 +57,7 @@ struct SchedulerConfig {
   std::string policy = "fair";  // a name known to the policy registry
   LocalityConfig locality;
   PreemptionConfig preemption;
-  QueueConfig root;             // name "root"; a single leaf "default" when not configured
+  QueueConfig root;  // name "root"; a single leaf "default" when not configured
 };
 
 // The configuration used when none is given: root with one leaf, "default".

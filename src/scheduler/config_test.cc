@@ -39,7 +39,8 @@ queues:
         max-resources: "memory-mb=8192"
         max-running-apps: 10
       dev: {capacity: 30, state: STOPPED}
-)", reg);
+)",
+                           reg);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->policy, "capacity");
   EXPECT_EQ(c->locality.node_locality_delay, 5);

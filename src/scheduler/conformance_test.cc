@@ -167,8 +167,8 @@ TYPED_TEST(ConformanceTest, WorkConserving) {
           for (const RequestGroup& g : app->groups) {
             if (g.any.count > 0) {
               EXPECT_FALSE(g.capability.FitsIn(free))
-                  << "app " << app->id << " waits for " << g.capability.DebugString()
-                  << " while " << n->name << " has " << free.DebugString();
+                  << "app " << app->id << " waits for " << g.capability.DebugString() << " while "
+                  << n->name << " has " << free.DebugString();
             }
             if (g.is_am && g.any.count > 0) break;  // nothing else may run before the AM
           }
@@ -192,7 +192,8 @@ TYPED_TEST(ConformanceTest, DeterministicForTheSameInputs) {
   auto run = [&] {
     auto s = MakeScheduler(kLimitedQueues, TypeParam::kName);
     std::vector<std::tuple<ContainerId, AppId, NodeId>> out;
-    for (const Allocation& a : this->Drive(s.get(), 5, true, [](const Scheduler&, const PassResult&) {}))
+    for (const Allocation& a :
+         this->Drive(s.get(), 5, true, [](const Scheduler&, const PassResult&) {}))
       out.emplace_back(a.container, a.app, a.node);
     return out;
   };

@@ -31,8 +31,8 @@ TEST(FitIndexTest, AgreesWithALinearScan) {
   std::vector<Resource> free;
   for (int i = 0; i < 300; ++i) {
     idx.AddSlot();
-    Resource r = Resource::Of(static_cast<int64_t>(rng() % 16) * 512, static_cast<int64_t>(rng() % 8),
-                              static_cast<int64_t>(rng() % 100));
+    Resource r = Resource::Of(static_cast<int64_t>(rng() % 16) * 512,
+                              static_cast<int64_t>(rng() % 8), static_cast<int64_t>(rng() % 100));
     free.push_back(r);
     idx.Set(i, r);
   }
@@ -41,8 +41,9 @@ TEST(FitIndexTest, AgreesWithALinearScan) {
     free[slot] = Resource::Of(static_cast<int64_t>(rng() % 16) * 512,
                               static_cast<int64_t>(rng() % 8), static_cast<int64_t>(rng() % 100));
     idx.Set(slot, free[slot]);
-    Resource want = Resource::Of(static_cast<int64_t>(rng() % 16) * 512,
-                                 static_cast<int64_t>(rng() % 8), static_cast<int64_t>(rng() % 100));
+    Resource want =
+        Resource::Of(static_cast<int64_t>(rng() % 16) * 512, static_cast<int64_t>(rng() % 8),
+                     static_cast<int64_t>(rng() % 100));
     int from = static_cast<int>(rng() % free.size());
     int expected = -1;
     for (size_t k = 0; k < free.size(); ++k) {

@@ -27,8 +27,8 @@ absl::StatusOr<std::unique_ptr<SchedulingPolicy>> CreatePolicy(absl::string_view
   for (const Entry& e : kPolicies) {
     if (name == e.name) return e.create();
   }
-  return absl::NotFoundError(absl::StrCat("unknown scheduling policy '", name, "' (known: ",
-                                          absl::StrJoin(PolicyNames(), ", "), ")"));
+  return absl::NotFoundError(absl::StrCat("unknown scheduling policy '", name,
+                                          "' (known: ", absl::StrJoin(PolicyNames(), ", "), ")"));
 }
 
 absl::StatusOr<std::unique_ptr<Scheduler>> CreateScheduler(const SchedulerConfig& config,

@@ -123,9 +123,9 @@ const QueueNode* Scheduler::FindQueue(absl::string_view name) const {
 
 absl::Status Scheduler::Reconfigure(const SchedulerConfig& config) {
   if (config.policy != config_.policy)
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot change the policy from '", config_.policy, "' to '", config.policy,
-                     "' while running"));
+    return absl::FailedPreconditionError(absl::StrCat("cannot change the policy from '",
+                                                      config_.policy, "' to '", config.policy,
+                                                      "' while running"));
   if (absl::Status s = policy_->Validate(config.root); !s.ok()) return s;
   auto tree = BuildTree(config.root);
   if (!tree.ok()) return tree.status();
@@ -331,8 +331,8 @@ absl::StatusOr<NodeId> Scheduler::AddNode(const NodeSpec& spec) {
     return absl::InvalidArgumentError(
         absl::StrCat("node name '", spec.name, "' must be non-empty and not start with '/'"));
   if (!IsRackName(spec.rack))
-    return absl::InvalidArgumentError(absl::StrCat("node '", spec.name, "': rack '", spec.rack,
-                                                   "' must start with '/'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("node '", spec.name, "': rack '", spec.rack, "' must start with '/'"));
   if (node_by_name_.contains(spec.name))
     return absl::AlreadyExistsError(absl::StrCat("node '", spec.name, "' is already registered"));
   if (spec.capacity.AnyNegative())
@@ -396,14 +396,13 @@ absl::StatusOr<std::vector<ContainerKill>> Scheduler::RemoveNode(absl::string_vi
   return lost;
 }
 
-absl::Status Scheduler::UpdateNode(absl::string_view name, const Resource& capacity,
-                                   bool healthy) {
+absl::Status Scheduler::UpdateNode(absl::string_view name, const Resource& capacity, bool healthy) {
   auto it = node_by_name_.find(name);
   if (it == node_by_name_.end())
     return absl::NotFoundError(absl::StrCat("node '", name, "' is not registered"));
   if (capacity.AnyNegative())
-    return absl::InvalidArgumentError(absl::StrCat("node '", name, "': capacity ",
-                                                   registry().Format(capacity), " is negative"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("node '", name, "': capacity ", registry().Format(capacity), " is negative"));
   NodeState& n = nodes_[it->second];
   if (n.schedulable) view_.total -= n.capacity;
   n.capacity = capacity;
@@ -481,15 +480,15 @@ absl::Status Scheduler::AddApp(const AppSpec& spec, int64_t now_ms) {
     return absl::AlreadyExistsError(absl::StrCat("application ", spec.id, " already exists"));
   QueueNode* leaf = FindQueueMutable(spec.queue);
   if (leaf == nullptr)
-    return absl::NotFoundError(absl::StrCat("application ", spec.id, ": unknown queue '",
-                                            spec.queue, "'"));
+    return absl::NotFoundError(
+        absl::StrCat("application ", spec.id, ": unknown queue '", spec.queue, "'"));
   if (!leaf->is_leaf())
-    return absl::InvalidArgumentError(absl::StrCat(
-        "application ", spec.id, ": queue '", leaf->path, "' is a parent queue, not a leaf"));
+    return absl::InvalidArgumentError(absl::StrCat("application ", spec.id, ": queue '", leaf->path,
+                                                   "' is a parent queue, not a leaf"));
   for (const QueueNode* q = leaf; q; q = q->parent) {
     if (q->config.state == QueueState::kStopped)
-      return absl::FailedPreconditionError(absl::StrCat(
-          "application ", spec.id, ": queue '", q->path, "' is STOPPED"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("application ", spec.id, ": queue '", q->path, "' is STOPPED"));
   }
   if (spec.user.empty())
     return absl::InvalidArgumentError(absl::StrCat("application ", spec.id, ": empty user"));
@@ -601,21 +600,22 @@ absl::Status Scheduler::UpdateRequests(AppId id, const RequestUpdate& update) {
     if (ask.resource_name.empty())
       return absl::InvalidArgumentError(absl::StrCat(where(), ": empty resource name"));
     auto n = registry().Normalize(ask.capability);
-    if (!n.ok()) return absl::InvalidArgumentError(absl::StrCat(where(), ": ", n.status().message()));
+    if (!n.ok())
+      return absl::InvalidArgumentError(absl::StrCat(where(), ": ", n.status().message()));
     normalized.push_back(*n);
   }
   for (ContainerId c : update.releases) {
     const ContainerState* cs = container(c);
     if (cs == nullptr || cs->app != id)
-      return absl::InvalidArgumentError(
-          absl::StrCat("application ", id, ": cannot release container ", c,
-                       ": not allocated to this application"));
+      return absl::InvalidArgumentError(absl::StrCat("application ", id,
+                                                     ": cannot release container ", c,
+                                                     ": not allocated to this application"));
   }
   for (const auto* list : {&update.blacklist_additions, &update.blacklist_removals}) {
     for (const std::string& name : *list) {
       if (name.empty() || name == kAnyResourceName || IsRackName(name))
-        return absl::InvalidArgumentError(absl::StrCat(
-            "application ", id, ": blacklist entry '", name, "' is not a node name"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("application ", id, ": blacklist entry '", name, "' is not a node name"));
     }
   }
 
@@ -760,8 +760,8 @@ NodeId Scheduler::FindAnywhere(const AppState& app, const Resource& r) const {
   return -1;
 }
 
-void Scheduler::Commit(AppState* app, size_t gi, NodeId node, Locality locality,
-                       int32_t host_row, int32_t rack_row, int64_t now_ms, PassResult* out) {
+void Scheduler::Commit(AppState* app, size_t gi, NodeId node, Locality locality, int32_t host_row,
+                       int32_t rack_row, int64_t now_ms, PassResult* out) {
   RequestGroup& g = app->groups[gi];
   const Resource r = g.capability;
   ContainerId id = next_container_id_++;
@@ -800,7 +800,8 @@ void Scheduler::Commit(AppState* app, size_t gi, NodeId node, Locality locality,
       if (g.racks[i].id == n.rack) rack_row = static_cast<int32_t>(i);
     }
   }
-  if (locality != Locality::kOffSwitch && rack_row >= 0) take(g.racks[rack_row].count, g.live_racks);
+  if (locality != Locality::kOffSwitch && rack_row >= 0)
+    take(g.racks[rack_row].count, g.live_racks);
   --g.any.count;
   g.last_alloc_pass = pass_id_;
   for (QueueNode* q = app->queue; q; q = q->parent) q->pending -= r;
@@ -923,7 +924,8 @@ const PassResult& Scheduler::Schedule(int64_t now_ms) {
   blocked_.clear();
   // At most one container per free vcore can be placed (Normalize gives each >= 1 vcore).
   out.allocations.reserve(static_cast<size_t>(std::clamp<int64_t>(
-      std::min(view_.total[kVcores] - root_->usage[kVcores], root_->pending[kVcores]), 0, 1 << 22)));
+      std::min(view_.total[kVcores] - root_->usage[kVcores], root_->pending[kVcores]), 0,
+      1 << 22)));
   while (!root_->heap.empty()) {
     Schedulable* s = root_->heap.front();
     QueueNode* q = root_;
@@ -963,7 +965,8 @@ void Scheduler::RefreshEntitlements() {
 void Scheduler::WaterFill(QueueNode* parent) {
   const Resource& e = parent->entitlement;
   double inv[kMaxResourceTypes];
-  for (int i = 0; i < kMaxResourceTypes; ++i) inv[i] = e[i] > 0 ? 1.0 / static_cast<double>(e[i]) : 0;
+  for (int i = 0; i < kMaxResourceTypes; ++i)
+    inv[i] = e[i] > 0 ? 1.0 / static_cast<double>(e[i]) : 0;
   auto share = [&](const Resource& r) {
     double s = 0;
     for (int i = 0; i < kMaxResourceTypes; ++i) s = std::max(s, static_cast<double>(r[i]) * inv[i]);
@@ -1035,7 +1038,8 @@ void Scheduler::IssueContracts(int64_t now_ms, PassResult* out) {
   for (QueueNode* q : queue_list_) {
     if (!q->is_leaf()) continue;
     double es = view_.Share(q->entitlement);
-    bool is_starved = q->pending.AnyPositive() && es > 0 && view_.Share(q->usage) < pc.threshold * es;
+    bool is_starved =
+        q->pending.AnyPositive() && es > 0 && view_.Share(q->usage) < pc.threshold * es;
     if (!is_starved) {
       q->starved_since_ms = -1;
       continue;

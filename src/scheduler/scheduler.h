@@ -23,7 +23,7 @@
 namespace weft::scheduler {
 
 struct SchedulerOptions {
-  ResourceTypeRegistry registry;   // normalises and validates every ask
+  ResourceTypeRegistry registry;  // normalises and validates every ask
   ContainerId first_container_id = 1;
 };
 
@@ -119,8 +119,7 @@ class Scheduler {
   Scheduler(const SchedulerConfig& config, SchedulerOptions options,
             std::unique_ptr<SchedulingPolicy> policy);
 
-  absl::StatusOr<std::vector<std::unique_ptr<QueueNode>>> BuildTree(
-      const QueueConfig& root) const;
+  absl::StatusOr<std::vector<std::unique_ptr<QueueNode>>> BuildTree(const QueueConfig& root) const;
   void InstallTree(std::vector<std::unique_ptr<QueueNode>> tree);
   QueueNode* FindQueueMutable(absl::string_view name) const;
 

@@ -99,8 +99,8 @@ TEST(SchedulerTest, RelaxLocalityFalseKeepsTheContainerOnItsHost) {
   ASSERT_TRUE(s->AddNode({"h2", "/r1", Resource::Of(1024, 1)}).ok());
   ASSERT_TRUE(s->AddApp(App(1), 0).ok());
   Resource c = Resource::Of(1024, 1);
-  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(2, c, "h1"), Ask(2, c, "/r1", 1, false),
-                                         Ask(2, c, "*", 1, false)}))
+  ASSERT_TRUE(s->UpdateRequests(
+                   1, Asks({Ask(2, c, "h1"), Ask(2, c, "/r1", 1, false), Ask(2, c, "*", 1, false)}))
                   .ok());
   PassResult r = s->Schedule(0);
   ASSERT_EQ(r.allocations.size(), 1u);
@@ -179,7 +179,8 @@ queues:
     children:
       a: {}
       b: {state: STOPPED}
-)", "capacity");
+)",
+                         "capacity");
   EXPECT_TRUE(s->AddApp(App(1, "a"), 0).ok());
   absl::Status st = s->AddApp(App(2, "b"), 0);
   EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
@@ -242,7 +243,8 @@ queues:
   root:
     children:
       q: {max-running-apps: 1}
-)", "fair");
+)",
+                         "fair");
   ASSERT_TRUE(s->AddNode({"h1", "/r1", Resource::Of(8 * kGb, 8)}).ok());
   ASSERT_TRUE(s->AddApp(App(1, "q"), 0).ok());
   ASSERT_TRUE(s->AddApp(App(2, "q"), 0).ok());
@@ -264,7 +266,8 @@ queues:
     children:
       a: {weight: 1}
       b: {weight: 1}
-)", "fair");
+)",
+                         "fair");
   ASSERT_TRUE(s->AddNode({"h1", "/r1", Resource::Of(8 * kGb, 8)}).ok());
   ASSERT_TRUE(s->AddApp(App(1, "a"), 0).ok());
   ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(2, Resource::Of(1024, 1))})).ok());
@@ -290,7 +293,8 @@ queues:
 
 TEST(SchedulerTest, ContainerIdsStartWhereTheCallerSays) {
   ResourceTypeRegistry reg;
-  auto s = CreateScheduler(DefaultSchedulerConfig(), SchedulerOptions{reg, (uint64_t{7} << 40) + 1});
+  auto s =
+      CreateScheduler(DefaultSchedulerConfig(), SchedulerOptions{reg, (uint64_t{7} << 40) + 1});
   ASSERT_TRUE(s.ok());
   ASSERT_TRUE((*s)->AddNode({"h1", "/r1", Resource::Of(8 * kGb, 8)}).ok());
   ASSERT_TRUE((*s)->AddApp(App(1), 0).ok());

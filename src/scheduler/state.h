@@ -60,14 +60,14 @@ struct RequestGroup {
   std::vector<LocalRow> hosts;  // in the order first asked; probed round-robin
   std::vector<LocalRow> racks;
   absl::flat_hash_map<std::string, int32_t> row_index;  // host or rack name -> row
-  uint64_t resolved_generation = 0;     // topology generation the row ids were resolved at
+  uint64_t resolved_generation = 0;  // topology generation the row ids were resolved at
   uint32_t host_cursor = 0;
   uint32_t rack_cursor = 0;
-  int32_t missed_opportunities = 0;     // passes skipped waiting for locality
+  int32_t missed_opportunities = 0;  // passes skipped waiting for locality
   uint64_t last_missed_pass = 0;
-  uint64_t last_alloc_pass = 0;         // a pass that placed one of its containers
-  int32_t live_hosts = 0;               // host rows with count > 0
-  int32_t live_racks = 0;               // rack rows with count > 0
+  uint64_t last_alloc_pass = 0;  // a pass that placed one of its containers
+  int32_t live_hosts = 0;        // host rows with count > 0
+  int32_t live_racks = 0;        // rack rows with count > 0
 };
 
 struct AppState : Schedulable {
@@ -75,40 +75,40 @@ struct AppState : Schedulable {
   QueueNode* queue = nullptr;  // its leaf
   std::string user;
   int32_t priority = 0;
-  uint64_t submit_seq = 0;     // order of AddApp calls
-  Resource am_usage;           // part of usage held by the AM container
-  Resource pending;            // sum of capability x outstanding count over groups
+  uint64_t submit_seq = 0;  // order of AddApp calls
+  Resource am_usage;        // part of usage held by the AM container
+  Resource pending;         // sum of capability x outstanding count over groups
   int64_t pending_containers = 0;
-  bool runnable = false;       // false while waiting on max-running-apps
-  uint64_t blocked_pass = 0;   // the pass in which it found nothing to place
+  bool runnable = false;             // false while waiting on max-running-apps
+  uint64_t blocked_pass = 0;         // the pass in which it found nothing to place
   std::vector<RequestGroup> groups;  // sorted by (is_am desc, priority, request id, capability)
   absl::flat_hash_set<NodeId> blacklist;
   std::vector<std::string> blacklist_names;  // as given, for nodes not registered yet
-  int32_t first_container = -1;    // head of its containers' list (a slot; see ContainerState)
+  int32_t first_container = -1;  // head of its containers' list (a slot; see ContainerState)
   int64_t num_containers = 0;
   Resource* user_usage = nullptr;  // its entry in queue->user_usage (stable address)
 };
 
 struct QueueNode : Schedulable {
-  QueueConfig config;          // children omitted
-  std::string path;            // "root.prod.etl"
-  int32_t index = 0;           // pre-order position, a stable tiebreak
+  QueueConfig config;  // children omitted
+  std::string path;    // "root.prod.etl"
+  int32_t index = 0;   // pre-order position, a stable tiebreak
   int32_t depth = 0;
   QueueNode* parent = nullptr;
   std::vector<QueueNode*> children;
   bool is_leaf() const { return children.empty(); }
   // Ordered heap of active children: queues for a parent, apps for a leaf.
   std::vector<Schedulable*> heap;
-  std::vector<AppState*> apps;          // leaf: all its apps, in submission order
-  std::deque<AppState*> waiting_apps;   // leaf: apps held back by max-running-apps
-  int64_t running_apps = 0;             // runnable apps in this subtree
+  std::vector<AppState*> apps;         // leaf: all its apps, in submission order
+  std::deque<AppState*> waiting_apps;  // leaf: apps held back by max-running-apps
+  int64_t running_apps = 0;            // runnable apps in this subtree
   Resource am_usage;
   Resource pending;
   // Set by the policy (Policy::Recompute): the absolute limit this queue may not exceed, and
   // the inputs of the shared entitlement computation.
   Resource limit;
-  double share_weight = 1.0;   // split of the parent's entitlement among active siblings
-  Resource floor;              // entitlement never below min(floor, demand)
+  double share_weight = 1.0;  // split of the parent's entitlement among active siblings
+  Resource floor;             // entitlement never below min(floor, demand)
   // Set by the core from the above: what the queue should have now (its instantaneous fair
   // share or elastic guarantee, capped by its demand). Used for preemption and reports.
   Resource entitlement;
@@ -118,8 +118,8 @@ struct QueueNode : Schedulable {
 
 struct NodeState {
   std::string name;
-  int32_t rack = 0;      // index into the racks table
-  int32_t rack_slot = 0; // slot in the rack's FitIndex
+  int32_t rack = 0;       // index into the racks table
+  int32_t rack_slot = 0;  // slot in the rack's FitIndex
   Resource capacity;
   Resource allocated;
   bool schedulable = true;  // healthy and not removed

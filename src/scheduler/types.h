@@ -33,7 +33,7 @@ struct AppSpec {
   AppId id = 0;
   std::string queue = "default";  // leaf name ("prod") or full path ("root.prod")
   std::string user = "default";
-  int32_t priority = 0;           // higher is served first (YARN application priority)
+  int32_t priority = 0;  // higher is served first (YARN application priority)
   // The ApplicationMaster's container, allocated before any other ask of the app. Zero means
   // no AM container (an unmanaged AM, or a caller that models none).
   Resource am_resource;
@@ -42,7 +42,7 @@ struct AppSpec {
 // One row of YARN's ResourceRequest table. `num_containers` is absolute: it replaces the
 // outstanding count for the key (priority, allocation_request_id, capability, resource_name).
 struct ResourceRequest {
-  int32_t priority = 0;                       // lower values are served first, as in YARN
+  int32_t priority = 0;                          // lower values are served first, as in YARN
   std::string resource_name = kAnyResourceName;  // host name, rack ("/rack1") or "*"
   Resource capability;
   int32_t num_containers = 0;

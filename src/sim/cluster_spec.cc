@@ -10,16 +10,18 @@ namespace weft::sim {
 
 absl::StatusOr<std::vector<scheduler::NodeSpec>> UniformCluster(int count, const Resource& capacity,
                                                                 int racks) {
-  if (count < 1) return absl::InvalidArgumentError(absl::StrCat("node count ", count, " must be >= 1"));
-  if (racks < 1) return absl::InvalidArgumentError(absl::StrCat("rack count ", racks, " must be >= 1"));
+  if (count < 1)
+    return absl::InvalidArgumentError(absl::StrCat("node count ", count, " must be >= 1"));
+  if (racks < 1)
+    return absl::InvalidArgumentError(absl::StrCat("rack count ", racks, " must be >= 1"));
   if (capacity.AnyNegative() || capacity[kMemoryMb] <= 0 || capacity[kVcores] <= 0)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "node resources ", capacity.DebugString(), " need positive memory-mb and vcores"));
+    return absl::InvalidArgumentError(absl::StrCat("node resources ", capacity.DebugString(),
+                                                   " need positive memory-mb and vcores"));
   std::vector<scheduler::NodeSpec> nodes;
   nodes.reserve(static_cast<size_t>(count));
   for (int i = 0; i < count; ++i) {
-    nodes.push_back({absl::StrFormat("node%04d", i + 1), absl::StrFormat("/rack%02d", i % racks + 1),
-                     capacity});
+    nodes.push_back({absl::StrFormat("node%04d", i + 1),
+                     absl::StrFormat("/rack%02d", i % racks + 1), capacity});
   }
   return nodes;
 }
@@ -52,9 +54,11 @@ absl::StatusOr<std::vector<scheduler::NodeSpec>> LoadClusterFile(absl::string_vi
     for (const auto& kv : g) {
       std::string k = kv.first.as<std::string>();
       if (k != "count" && k != "resources" && k != "racks" && k != "prefix")
-        return err(absl::StrCat(where, ": unknown key '", k, "' (allowed: count, resources, racks, prefix)"));
+        return err(absl::StrCat(where, ": unknown key '", k,
+                                "' (allowed: count, resources, racks, prefix)"));
     }
-    if (!g["count"] || !g["resources"]) return err(absl::StrCat(where, ": 'count' and 'resources' are required"));
+    if (!g["count"] || !g["resources"])
+      return err(absl::StrCat(where, ": 'count' and 'resources' are required"));
     int count = 0, racks = 1;
     std::string prefix = "node", resources;
     try {
@@ -68,7 +72,8 @@ absl::StatusOr<std::vector<scheduler::NodeSpec>> LoadClusterFile(absl::string_vi
     if (!prefixes.insert(prefix).second)
       return err(absl::StrCat(where, ": prefix '", prefix, "' is used by another group"));
     auto capacity = reg.Parse(resources);
-    if (!capacity.ok()) return err(absl::StrCat(where, ".resources: ", capacity.status().message()));
+    if (!capacity.ok())
+      return err(absl::StrCat(where, ".resources: ", capacity.status().message()));
     auto group = UniformCluster(count, *capacity, racks);
     if (!group.ok()) return err(absl::StrCat(where, ": ", group.status().message()));
     for (auto& n : *group) {

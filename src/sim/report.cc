@@ -15,7 +15,7 @@ namespace {
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size()))) ;
+  size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
   i = std::clamp<size_t>(i, 1, v.size());
   return v[i - 1];
 }
@@ -46,16 +46,22 @@ nlohmann::json ReportToJson(const SimReport& r) {
   for (double x : jct) mean += x;
   if (!jct.empty()) mean /= static_cast<double>(jct.size());
   json util = json::object();
-  for (size_t i = 0; i < r.utilization_types.size(); ++i) util[r.utilization_types[i]] = r.utilization_mean[i];
+  for (size_t i = 0; i < r.utilization_types.size(); ++i)
+    util[r.utilization_types[i]] = r.utilization_mean[i];
   json detail = json::array();
   auto secs = [](int64_t ms) -> json {
     if (ms < 0) return nullptr;
     return static_cast<double>(ms) / 1000.0;
   };
   for (const JobResult& j : r.job_results) {
-    detail.push_back({{"id", j.id}, {"queue", j.queue}, {"submit_s", secs(j.submit_ms)},
-                      {"start_s", secs(j.start_ms)}, {"finish_s", secs(j.finish_ms)},
-                      {"tasks", j.tasks}, {"am_attempts", j.am_attempts}, {"failed", j.failed}});
+    detail.push_back({{"id", j.id},
+                      {"queue", j.queue},
+                      {"submit_s", secs(j.submit_ms)},
+                      {"start_s", secs(j.start_ms)},
+                      {"finish_s", secs(j.finish_ms)},
+                      {"tasks", j.tasks},
+                      {"am_attempts", j.am_attempts},
+                      {"failed", j.failed}});
   }
   json warnings = json::array();
   for (size_t i = 0; i < r.warnings.size() && i < 100; ++i) warnings.push_back(r.warnings[i]);
@@ -71,12 +77,15 @@ nlohmann::json ReportToJson(const SimReport& r) {
       {"allocations_per_s",
        r.scheduler_wall_s > 0 ? static_cast<double>(r.allocations) / r.scheduler_wall_s : 0.0},
       {"scheduling_passes", r.passes},
-      {"locality", {{"node_local", r.node_local}, {"rack_local", r.rack_local}, {"off_switch", r.off_switch}}},
+      {"locality",
+       {{"node_local", r.node_local}, {"rack_local", r.rack_local}, {"off_switch", r.off_switch}}},
       {"preemption_contracts", r.contracts},
       {"preempted_containers", r.preempted},
       {"lost_containers", r.lost_containers},
       {"job_completion_s",
-       {{"mean", mean}, {"p50", Percentile(jct, 0.50)}, {"p95", Percentile(jct, 0.95)},
+       {{"mean", mean},
+        {"p50", Percentile(jct, 0.50)},
+        {"p95", Percentile(jct, 0.95)},
         {"p99", Percentile(jct, 0.99)}}},
       {"utilization", util},
       {"fairness_jain", r.fairness_jain},
@@ -117,7 +126,8 @@ absl::Status WriteTimeseries(const SimReport& r, absl::string_view path) {
 void PrintSummary(const SimReport& r, std::ostream& out) {
   nlohmann::json j = ReportToJson(r);
   out << absl::StrFormat("policy %s on %d nodes: %d jobs (%d failed), makespan %.0f s\n", r.policy,
-                         r.nodes, r.jobs, r.jobs_failed, static_cast<double>(r.makespan_ms) / 1000.0);
+                         r.nodes, r.jobs, r.jobs_failed,
+                         static_cast<double>(r.makespan_ms) / 1000.0);
   const auto& jct = j["job_completion_s"];
   out << absl::StrFormat("job completion (s): mean %.1f  p50 %.1f  p95 %.1f  p99 %.1f\n",
                          jct["mean"].get<double>(), jct["p50"].get<double>(),
@@ -134,7 +144,8 @@ void PrintSummary(const SimReport& r, std::ostream& out) {
   out << absl::StrFormat("fairness (Jain, apps wanting more, %d contended samples): %.3f\n",
                          r.fairness_samples, r.fairness_jain);
   out << absl::StrFormat(
-      "scheduler: %.2f s wall in the core (%.0f allocations/s, %d passes); simulation %.2f s wall\n",
+      "scheduler: %.2f s wall in the core (%.0f allocations/s, %d passes); simulation %.2f s "
+      "wall\n",
       r.scheduler_wall_s, j["allocations_per_s"].get<double>(), r.passes, r.total_wall_s);
   if (!r.warnings.empty()) {
     out << r.warnings.size() << " warning(s); first: " << r.warnings.front() << "\n";

@@ -10,9 +10,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "scheduler/registry.h"
 
 namespace weft::sim {
@@ -91,10 +91,10 @@ struct GroupRun {
   int64_t done = 0;
   // Per-task state, only for groups whose tasks differ (durations or preferred hosts).
   bool per_task = false;
-  int32_t replicas = 0;                 // preferred nodes per task
-  std::vector<NodeId> prefs;            // task i prefers prefs[i*replicas .. +replicas)
-  std::vector<uint8_t> started;         // per task: has (or had) a container
-  std::vector<int32_t> stack;           // waiting task indices (lazily cleaned)
+  int32_t replicas = 0;          // preferred nodes per task
+  std::vector<NodeId> prefs;     // task i prefers prefs[i*replicas .. +replicas)
+  std::vector<uint8_t> started;  // per task: has (or had) a container
+  std::vector<int32_t> stack;    // waiting task indices (lazily cleaned)
   absl::flat_hash_map<NodeId, std::vector<int32_t>> by_node;
   absl::flat_hash_map<int32_t, std::vector<int32_t>> by_rack;
   absl::flat_hash_map<NodeId, int32_t> node_count;  // waiting tasks preferring the node
@@ -191,7 +191,8 @@ void Sim::Account(int64_t now) {
   double dt = static_cast<double>(now - last_t_);
   for (size_t i = 0; i < util_types_.size(); ++i) {
     int t = util_types_[i];
-    if (total[t] > 0) util_integral_[i] += dt * static_cast<double>(used[t]) / static_cast<double>(total[t]);
+    if (total[t] > 0)
+      util_integral_[i] += dt * static_cast<double>(used[t]) / static_cast<double>(total[t]);
   }
   last_t_ = now;
 }
@@ -206,8 +207,8 @@ void Sim::Submit(int64_t j, int64_t now) {
   spec.am_resource = o_.am_resource;
   absl::Status st = Timed([&] { return s_->AddApp(spec, now); });
   if (!st.ok()) {
-    r_.warnings.push_back(absl::StrCat(job.job->source, ": job ", job.job->id, " rejected: ",
-                                       st.message()));
+    r_.warnings.push_back(
+        absl::StrCat(job.job->source, ": job ", job.job->id, " rejected: ", st.message()));
     FinishJob(j, now, /*failed=*/true);
     return;
   }
@@ -419,8 +420,8 @@ void Sim::AmLost(int64_t j, bool counts, int64_t now) {
     g.dirty_racks.clear();
   }
   if (counts && job.attempt >= o_.max_am_attempts) {
-    r_.warnings.push_back(absl::StrCat("job ", job.job->id, ": AM failed ", job.attempt,
-                                       " times; the job FAILED"));
+    r_.warnings.push_back(
+        absl::StrCat("job ", job.job->id, ": AM failed ", job.attempt, " times; the job FAILED"));
     job.done = true;
     r_.job_results[j].failed = true;
     ++r_.jobs_failed;
@@ -476,7 +477,8 @@ void Sim::TakeSample(int64_t now) {
   const Resource used = s_->cluster_allocated();
   const Resource& total = s_->cluster_total();
   for (int t : util_types_) {
-    smp.utilization.push_back(total[t] > 0 ? static_cast<double>(used[t]) / static_cast<double>(total[t]) : 0);
+    smp.utilization.push_back(
+        total[t] > 0 ? static_cast<double>(used[t]) / static_cast<double>(total[t]) : 0);
   }
   for (const std::string& leaf : r_.leaves) {
     const scheduler::QueueNode* q = s_->FindQueue(leaf);
@@ -571,8 +573,7 @@ absl::StatusOr<SimReport> Sim::Run() {
         g.prefs.resize(static_cast<size_t>(tg.count));
         for (int64_t t = 0; t < tg.count; ++t) {
           const std::string& h = tg.task_hosts[static_cast<size_t>(t)];
-          g.prefs[static_cast<size_t>(t)] =
-              h.empty() ? -1 : node_ids_[Fnv1a(h) % node_ids_.size()];
+          g.prefs[static_cast<size_t>(t)] = h.empty() ? -1 : node_ids_[Fnv1a(h) % node_ids_.size()];
         }
       } else if (synthetic) {
         g.replicas = std::min<int32_t>(o_.replicas, 8);
@@ -585,7 +586,8 @@ absl::StatusOr<SimReport> Sim::Run() {
   }
   jobs_left_ = static_cast<int64_t>(jobs_.size());
   r_.jobs = jobs_left_;
-  for (size_t f = 0; f < o_.failures.size(); ++f) Push(o_.failures[f].at_ms, EventType::kFailure, static_cast<int64_t>(f));
+  for (size_t f = 0; f < o_.failures.size(); ++f)
+    Push(o_.failures[f].at_ms, EventType::kFailure, static_cast<int64_t>(f));
   int64_t sample_ms = o_.sample_ms;
   if (sample_ms <= 0) {
     // Aim at ~500 samples over a run we expect to last a little beyond the last submission.
@@ -628,8 +630,8 @@ absl::StatusOr<SimReport> Sim::Run() {
           auto lost = Timed([&] { return s_->RemoveNode(live[i]); });
           if (lost.ok()) Lost(*lost, now);
         }
-        r_.warnings.push_back(absl::StrCat("failure injection: removed ", n, " nodes at ",
-                                           now / 1000, " s"));
+        r_.warnings.push_back(
+            absl::StrCat("failure injection: removed ", n, " nodes at ", now / 1000, " s"));
         EnsurePass(now);
         break;
       }
@@ -693,7 +695,8 @@ absl::StatusOr<scheduler::SchedulerConfig> QueuesForWorkload(const Workload& wor
     for (char c : q) valid &= absl::ascii_isalnum(c) || c == '_' || c == '-';
     if (!valid)
       return absl::InvalidArgumentError(absl::StrCat(job.source, ": job ", job.id, ": queue '",
-                                                     job.queue, "' is not a valid leaf queue name"));
+                                                     job.queue,
+                                                     "' is not a valid leaf queue name"));
     if (std::find(names.begin(), names.end(), q) == names.end()) names.emplace_back(q);
   }
   if (names.empty()) return config;

@@ -27,15 +27,15 @@ struct SimOptions {
   std::vector<scheduler::NodeSpec> nodes;
   scheduler::SchedulerConfig scheduler;
   ResourceTypeRegistry registry;
-  int64_t heartbeat_ms = 1000;   // a scheduling pass every interval while there is demand
-  int64_t am_launch_ms = 1000;   // from AM container allocation to its first asks
+  int64_t heartbeat_ms = 1000;  // a scheduling pass every interval while there is demand
+  int64_t am_launch_ms = 1000;  // from AM container allocation to its first asks
   Resource am_resource = Resource::Of(1024, 1);  // zero: jobs run without an AM container
-  int32_t max_am_attempts = 2;   // YARN's default yarn.resourcemanager.am.max-attempts
+  int32_t max_am_attempts = 2;  // YARN's default yarn.resourcemanager.am.max-attempts
   // Tasks of a group named "map" without preferred hosts get this many random replica hosts
   // (HDFS-like data locality); 0 disables. Trace hosts are mapped onto cluster nodes by hash.
   int32_t replicas = 3;
   uint64_t seed = 1;
-  int64_t sample_ms = 0;         // time-series interval; 0 = about 500 samples over the run
+  int64_t sample_ms = 0;  // time-series interval; 0 = about 500 samples over the run
   int64_t max_sim_ms = 30LL * 24 * 3600 * 1000;  // stops a run that would never end
   std::vector<FailureSpec> failures;
 };
@@ -53,8 +53,8 @@ struct JobResult {
 // One row of the time series.
 struct Sample {
   int64_t time_ms = 0;
-  std::vector<double> utilization;                // per registered type with capacity
-  std::vector<int64_t> running_per_queue;         // containers, per leaf (SimReport::leaves)
+  std::vector<double> utilization;         // per registered type with capacity
+  std::vector<int64_t> running_per_queue;  // containers, per leaf (SimReport::leaves)
   std::vector<int64_t> pending_per_queue;
 };
 
@@ -70,8 +70,8 @@ struct SimReport {
   int64_t node_local = 0, rack_local = 0, off_switch = 0;
   int64_t preempted = 0, contracts = 0, lost_containers = 0;
   int64_t passes = 0;
-  double fairness_jain = 1.0;     // see docs/simulator.md; 1 when never contended
-  int64_t fairness_samples = 0;  // contended samples it was computed over
+  double fairness_jain = 1.0;                  // see docs/simulator.md; 1 when never contended
+  int64_t fairness_samples = 0;                // contended samples it was computed over
   std::vector<std::string> utilization_types;  // names, same order as utilization_mean
   std::vector<double> utilization_mean;        // time-weighted mean fraction over the run
   std::vector<std::string> leaves;             // leaf queue paths

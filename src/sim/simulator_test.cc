@@ -89,13 +89,16 @@ TEST(SimulatorTest, UnknownQueueFailsTheJobNotTheRun) {
 
 TEST(SimulatorTest, DeterministicForTheSameSeed) {
   Workload w;
-  for (int i = 0; i < 20; ++i) w.jobs.push_back(MakeJob("j" + std::to_string(i), i * 3000, 10 + i, 5000 + 100 * i, i % 3, 2000));
+  for (int i = 0; i < 20; ++i)
+    w.jobs.push_back(
+        MakeJob("j" + std::to_string(i), i * 3000, 10 + i, 5000 + 100 * i, i % 3, 2000));
   SimOptions o = Options(4);
   o.replicas = 3;
   auto a = RunSimulation(w, o);
   auto b = RunSimulation(w, o);
   ASSERT_TRUE(a.ok() && b.ok());
-  for (size_t i = 0; i < w.jobs.size(); ++i) EXPECT_EQ(a->job_results[i].finish_ms, b->job_results[i].finish_ms);
+  for (size_t i = 0; i < w.jobs.size(); ++i)
+    EXPECT_EQ(a->job_results[i].finish_ms, b->job_results[i].finish_ms);
   EXPECT_EQ(a->node_local, b->node_local);
   EXPECT_GT(a->node_local, 0);
 }
@@ -103,16 +106,17 @@ TEST(SimulatorTest, DeterministicForTheSameSeed) {
 TEST(SimulatorTest, FairSharesBeatFifoForSmallJobsBehindABigOne) {
   Workload w;
   w.jobs.push_back(MakeJob("big", 0, 400, 60000));
-  for (int i = 0; i < 5; ++i) w.jobs.push_back(MakeJob("small" + std::to_string(i), 5000, 4, 10000));
+  for (int i = 0; i < 5; ++i)
+    w.jobs.push_back(MakeJob("small" + std::to_string(i), 5000, 4, 10000));
   auto fifo = RunSimulation(w, Options(2, "fifo"));
   auto fair = RunSimulation(w, Options(2, "fair"));
   ASSERT_TRUE(fifo.ok() && fair.ok());
   // Under FIFO the small jobs wait for the big one's waves; under DRF they run at once.
   EXPECT_LT(fair->job_results[1].finish_ms * 3, fifo->job_results[1].finish_ms);
   nlohmann::json j = ReportToJson(*fair);
-  for (const char* key : {"policy", "nodes", "jobs", "makespan_s", "scheduler_wall_s", "allocations",
-                          "allocations_per_s", "job_completion_s", "utilization", "fairness_jain",
-                          "jobs_detail"}) {
+  for (const char* key :
+       {"policy", "nodes", "jobs", "makespan_s", "scheduler_wall_s", "allocations",
+        "allocations_per_s", "job_completion_s", "utilization", "fairness_jain", "jobs_detail"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_TRUE(j["job_completion_s"].contains("p99"));

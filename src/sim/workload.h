@@ -16,29 +16,29 @@ namespace weft::sim {
 // One phase of a job: `count` tasks with the same request, run as one container each.
 // A phase starts once every phase listed in `depends_on` has finished (e.g. reduce after map).
 struct TaskGroup {
-  std::string name;          // "map", "reduce", "task-12", ...
-  int32_t priority = 20;     // YARN container priority: lower numbers are served first
-  int64_t count = 0;         // number of tasks (>= 1)
-  Resource resource;         // per-task request, already normalised by the loader
-  int64_t duration_ms = 0;   // per-task run time when task_durations_ms is empty (>= 1)
-  std::vector<int64_t> task_durations_ms;   // empty, or exactly `count` entries (each >= 1)
-  std::vector<std::string> task_hosts;      // empty, or `count` preferred host names ("" = none)
-  std::vector<int> depends_on;              // indexes into Job::groups, all smaller than own
+  std::string name;         // "map", "reduce", "task-12", ...
+  int32_t priority = 20;    // YARN container priority: lower numbers are served first
+  int64_t count = 0;        // number of tasks (>= 1)
+  Resource resource;        // per-task request, already normalised by the loader
+  int64_t duration_ms = 0;  // per-task run time when task_durations_ms is empty (>= 1)
+  std::vector<int64_t> task_durations_ms;  // empty, or exactly `count` entries (each >= 1)
+  std::vector<std::string> task_hosts;     // empty, or `count` preferred host names ("" = none)
+  std::vector<int> depends_on;             // indexes into Job::groups, all smaller than own
 };
 
 struct Job {
-  std::string id;             // unique within the workload
+  std::string id;  // unique within the workload
   std::string queue = "default";
   std::string user = "default";
-  int32_t priority = 0;       // application priority: higher is served first (as YARN's)
-  int64_t submit_ms = 0;      // >= 0, relative to the workload's start
+  int32_t priority = 0;   // application priority: higher is served first (as YARN's)
+  int64_t submit_ms = 0;  // >= 0, relative to the workload's start
   std::vector<TaskGroup> groups;
-  std::string source;         // "file:line" it came from, for messages
+  std::string source;  // "file:line" it came from, for messages
 };
 
 struct Workload {
-  std::vector<Job> jobs;                // sorted by submit_ms, then by order in the file
-  std::vector<std::string> warnings;    // one line each: "file:line: what was wrong; skipped"
+  std::vector<Job> jobs;              // sorted by submit_ms, then by order in the file
+  std::vector<std::string> warnings;  // one line each: "file:line: what was wrong; skipped"
   int64_t skipped_records = 0;
 };
 
@@ -58,12 +58,12 @@ struct LoadOptions {
 //   reduce_ms= task_overhead_ms + (shuffle_bytes + output_bytes)/reduces / reduce_bytes_per_ms
 // Map-only jobs (75% of FB-2009) have one group; others a "reduce" group depending on "map".
 struct SwimModel {
-  int64_t split_bytes = 128LL << 20;          // HDFS block / input split
-  int64_t reduce_bytes = 1LL << 30;           // shuffle bytes one reducer takes
-  int64_t max_tasks_per_group = 20000;        // caps runaway jobs (the day has a 7 TB job)
-  double map_bytes_per_ms = 50.0 * 1024;      // 50 MiB/s per map task
-  double reduce_bytes_per_ms = 25.0 * 1024;   // 25 MiB/s per reduce task
-  int64_t task_overhead_ms = 2000;            // JVM start, commit
+  int64_t split_bytes = 128LL << 20;         // HDFS block / input split
+  int64_t reduce_bytes = 1LL << 30;          // shuffle bytes one reducer takes
+  int64_t max_tasks_per_group = 20000;       // caps runaway jobs (the day has a 7 TB job)
+  double map_bytes_per_ms = 50.0 * 1024;     // 50 MiB/s per map task
+  double reduce_bytes_per_ms = 25.0 * 1024;  // 25 MiB/s per reduce task
+  int64_t task_overhead_ms = 2000;           // JVM start, commit
   Resource map_resource = Resource::Of(1024, 1);
   Resource reduce_resource = Resource::Of(2048, 1);
 };

@@ -22,8 +22,8 @@ absl::Status ValidateTree(const QueueConfig& q, const std::string& path) {
     }
   }
   if (given != 0 && given != static_cast<int>(q.children.size()))
-    return absl::InvalidArgumentError(absl::StrCat(
-        "capacity: children of queue '", path, "' must all set 'capacity' or none of them"));
+    return absl::InvalidArgumentError(absl::StrCat("capacity: children of queue '", path,
+                                                   "' must all set 'capacity' or none of them"));
   if (given != 0 && std::fabs(sum - 100.0) > 0.01)
     return absl::InvalidArgumentError(absl::StrCat("capacity: the capacities of the children of '",
                                                    path, "' sum to ", sum, ", not 100"));
@@ -46,7 +46,9 @@ Resource Scale(const Resource& total, double fraction) {
 class CapacityPolicy final : public SchedulingPolicy {
  public:
   absl::string_view name() const override { return "capacity"; }
-  absl::Status Validate(const QueueConfig& root) const override { return ValidateTree(root, "root"); }
+  absl::Status Validate(const QueueConfig& root) const override {
+    return ValidateTree(root, "root");
+  }
   LeafOrdering DefaultLeafOrdering() const override { return LeafOrdering::kFifo; }
 
   OrderKey AppKey(const AppState& app, const ClusterView& view) const override {
@@ -110,8 +112,6 @@ class CapacityPolicy final : public SchedulingPolicy {
 
 }  // namespace
 
-std::unique_ptr<SchedulingPolicy> NewCapacityPolicy() {
-  return std::make_unique<CapacityPolicy>();
-}
+std::unique_ptr<SchedulingPolicy> NewCapacityPolicy() { return std::make_unique<CapacityPolicy>(); }
 
 }  // namespace weft::scheduler

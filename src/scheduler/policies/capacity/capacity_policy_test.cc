@@ -72,7 +72,9 @@ queues: {root: {children: {a: {capacity: 10, maximum-am-resource-percent: 20}, b
   // 20% of a's 10 GB guarantee = 2 GB: two AMs.
   PassResult r = s->Schedule(0);
   EXPECT_EQ(r.allocations.size(), 2u);
-  auto tiny = WithNode("queues: {root: {children: {a: {capacity: 1, maximum-am-resource-percent: 1}, b: {capacity: 99}}}}");
+  auto tiny = WithNode(
+      "queues: {root: {children: {a: {capacity: 1, maximum-am-resource-percent: 1}, b: {capacity: "
+      "99}}}}");
   AppSpec a = App(1, "a");
   a.am_resource = Resource::Of(4 * kGb, 1);
   ASSERT_TRUE(tiny->AddApp(a, 0).ok());
@@ -96,9 +98,12 @@ TEST(CapacityPolicyTest, ValidationNamesTheQueue) {
   ResourceTypeRegistry reg;
   auto policy = NewCapacityPolicy();
   auto parse = [&](const char* yaml) { return *ParseSchedulerConfig(yaml, reg); };
-  EXPECT_THAT(policy->Validate(parse("queues: {root: {children: {a: {capacity: 50}, b: {capacity: 40}}}}").root)
-                  .message(),
-              HasSubstr("children of 'root' sum to 90"));
+  EXPECT_THAT(
+      policy
+          ->Validate(
+              parse("queues: {root: {children: {a: {capacity: 50}, b: {capacity: 40}}}}").root)
+          .message(),
+      HasSubstr("children of 'root' sum to 90"));
   EXPECT_THAT(policy->Validate(parse("queues: {root: {children: {a: {capacity: 50}, b: {}}}}").root)
                   .message(),
               HasSubstr("all set 'capacity' or none"));
@@ -113,7 +118,8 @@ TEST(CapacityPolicyTest, PreemptionRestoresTheGuarantee) {
   auto s = MakeScheduler(R"(
 preemption: {enabled: true, starvation-timeout-ms: 10, grace-period-ms: 10, threshold: 1.0}
 queues: {root: {children: {a: {capacity: 50, user-limit-factor: 2}, b: {capacity: 50, user-limit-factor: 2}}}}
-)", "capacity");
+)",
+                         "capacity");
   ASSERT_TRUE(s->AddNode({"n1", "/r1", Resource::Of(10 * kGb, 10)}).ok());
   Want(s.get(), 1, "a");
   ASSERT_EQ(s->Schedule(0).allocations.size(), 10u);

@@ -11,7 +11,8 @@ class FairPolicy final : public SchedulingPolicy {
   LeafOrdering DefaultLeafOrdering() const override { return LeafOrdering::kFair; }
 
   OrderKey AppKey(const AppState& app, const ClusterView& view) const override {
-    if (app.queue->config.ordering == LeafOrdering::kFifo) return {-app.priority, 0, app.submit_seq};
+    if (app.queue->config.ordering == LeafOrdering::kFifo)
+      return {-app.priority, 0, app.submit_seq};
     return {0, view.Share(app.usage), app.submit_seq};
   }
 

@@ -15,7 +15,8 @@ constexpr int64_t kGb = 1024;
 std::vector<int> FillCluster(Scheduler* s, const std::vector<std::string>& queues,
                              int64_t node_gb = 40, int nodes = 1) {
   for (int i = 0; i < nodes; ++i)
-    EXPECT_TRUE(s->AddNode({"n" + std::to_string(i), "/r1", Resource::Of(node_gb * kGb, 100)}).ok());
+    EXPECT_TRUE(
+        s->AddNode({"n" + std::to_string(i), "/r1", Resource::Of(node_gb * kGb, 100)}).ok());
   for (size_t i = 0; i < queues.size(); ++i) {
     EXPECT_TRUE(s->AddApp(App(i + 1, queues[i]), 0).ok());
     EXPECT_TRUE(s->UpdateRequests(i + 1, Asks({Ask(1000, Resource::Of(1 * kGb, 1))})).ok());
@@ -38,7 +39,8 @@ queues:
     children:
       x: {children: {x1: {}, x2: {}}}
       y: {}
-)", "fair");
+)",
+                         "fair");
   EXPECT_EQ(FillCluster(s.get(), {"x1", "x2", "y"}), (std::vector<int>{10, 10, 20}));
   s->RefreshEntitlements();
   EXPECT_EQ(s->FindQueue("y")->entitlement[kMemoryMb], 20 * kGb);
@@ -58,7 +60,8 @@ queues:
     children:
       a: {min-resources: "memory-mb=30720,vcores=30"}
       b: {weight: 10}
-)", "fair");
+)",
+                         "fair");
   // Without the minimum, b's weight would give it 10/11 of the cluster.
   EXPECT_EQ(FillCluster(s.get(), {"a", "b"}), (std::vector<int>{30, 10}));
 }
@@ -71,7 +74,7 @@ TEST(FairPolicyTest, EntitlementsGiveUnusedShareToQueuesWithDemand) {
   ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(100, Resource::Of(1 * kGb, 1))})).ok());
   ASSERT_TRUE(s->UpdateRequests(2, Asks({Ask(4, Resource::Of(1 * kGb, 1))})).ok());
   s->RefreshEntitlements();
-  EXPECT_EQ(s->FindQueue("c")->entitlement, Resource());           // no demand
+  EXPECT_EQ(s->FindQueue("c")->entitlement, Resource());                // no demand
   EXPECT_EQ(s->FindQueue("b")->entitlement, Resource::Of(4 * kGb, 4));  // capped by demand
   EXPECT_EQ(s->FindQueue("a")->entitlement, Resource::Of(26 * kGb, 26));
 }
@@ -80,7 +83,8 @@ TEST(FairPolicyTest, PreemptionRestoresFairShareAfterTimeoutAndGrace) {
   auto s = MakeScheduler(R"(
 preemption: {enabled: true, starvation-timeout-ms: 1000, grace-period-ms: 500, threshold: 0.9}
 queues: {root: {children: {a: {}, b: {}}}}
-)", "fair");
+)",
+                         "fair");
   ASSERT_TRUE(s->AddNode({"n1", "/r1", Resource::Of(10 * kGb, 10)}).ok());
   ASSERT_TRUE(s->AddApp(App(1, "a"), 0).ok());
   ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(100, Resource::Of(1 * kGb, 1))})).ok());
@@ -115,7 +119,8 @@ TEST(FairPolicyTest, AmContainersArePreemptedLast) {
   auto s = MakeScheduler(R"(
 preemption: {enabled: true, starvation-timeout-ms: 0, grace-period-ms: 0, threshold: 1.0}
 queues: {root: {children: {a: {}, b: {}}}}
-)", "fair");
+)",
+                         "fair");
   ASSERT_TRUE(s->AddNode({"n1", "/r1", Resource::Of(4 * kGb, 4)}).ok());
   AppSpec a = App(1, "a");
   a.am_resource = Resource::Of(1 * kGb, 1);
