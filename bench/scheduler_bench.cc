@@ -76,6 +76,14 @@ std::unique_ptr<Scheduler> Build(int nodes, int apps, uint64_t seed) {
   return s;
 }
 
+// allocations_per_s over the timed passes, and allocations per pass.
+void SetCounters(benchmark::State& state, int64_t allocations) {
+  state.counters["allocations_per_s"] =
+      benchmark::Counter(static_cast<double>(allocations), benchmark::Counter::kIsRate);
+  state.counters["allocations"] = benchmark::Counter(static_cast<double>(allocations) /
+                                                     static_cast<double>(state.iterations()));
+}
+
 void BM_FillCluster(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0));
   const int apps = static_cast<int>(state.range(1));
@@ -94,10 +102,7 @@ void BM_FillCluster(benchmark::State& state) {
     s.reset();
     state.ResumeTiming();
   }
-  state.counters["allocations_per_s"] =
-      benchmark::Counter(static_cast<double>(allocations), benchmark::Counter::kIsRate);
-  state.counters["allocations"] = benchmark::Counter(static_cast<double>(allocations) /
-                                                     static_cast<double>(state.iterations()));
+  SetCounters(state, allocations);
   state.counters["node_local"] = static_cast<double>(node_local);
 }
 
@@ -121,10 +126,7 @@ void BM_FillClusterWarm(benchmark::State& state) {
     s.reset();
     state.ResumeTiming();
   }
-  state.counters["allocations_per_s"] =
-      benchmark::Counter(static_cast<double>(allocations), benchmark::Counter::kIsRate);
-  state.counters["allocations"] = benchmark::Counter(static_cast<double>(allocations) /
-                                                     static_cast<double>(state.iterations()));
+  SetCounters(state, allocations);
 }
 
 BENCHMARK(BM_FillClusterWarm)

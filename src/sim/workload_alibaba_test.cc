@@ -12,28 +12,25 @@
 #include "gtest/gtest.h"
 #include "sim/workload.h"
 #include "sim/workload_common.h"
+#include "sim/workload_test_util.h"
 
 namespace weft::sim {
 namespace {
+
+using testing::SourceDir;
 
 using ::testing::ElementsAre;
 using ::testing::EndsWith;
 using ::testing::HasSubstr;
 
-std::string SourceDir() {
-  const char* dir = std::getenv("WEFT_SOURCE_DIR");
-  return dir != nullptr && *dir != '\0' ? dir : WEFT_TEST_SOURCE_DIR;
-}
 std::string Trace() { return SourceDir() + "/data/traces/alibaba2017_batch_task.csv"; }
 std::string Fixture() { return SourceDir() + "/src/sim/testdata/alibaba_small.csv"; }
 std::string WriteTemp(const std::string& name, const std::string& content) {
-  std::string path = absl::StrCat(::testing::TempDir(), "/weft_alibaba_", getpid(), "_", name);
-  std::ofstream(path, std::ios::binary) << content;
-  return path;
+  return testing::WriteTemp("alibaba", name, content);
 }
 
-constexpr LoadOptions kStrict{.strict = true};
-constexpr LoadOptions kLenient{};
+using testing::kLenient;
+using testing::kStrict;
 
 TEST(LoadAlibabaTest, RealTrace) {
   ResourceTypeRegistry registry;

@@ -532,4 +532,15 @@ bool JsonFields::String(const char* key, bool required, std::string* out) {
   return Fail(absl::StrCat(key, ": expected a string, got ", v->type_name()));
 }
 
+absl::Status ValidateDefaults(const DefaultTaskResources& defaults,
+                              const ResourceTypeRegistry& registry) {
+  for (const auto& [name, r] :
+       {std::pair{"map", &defaults.map}, std::pair{"reduce", &defaults.reduce}}) {
+    if (absl::Status s = registry.Normalize(*r).status(); !s.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat("DefaultTaskResources.", name, ": ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace weft::sim::internal

@@ -101,6 +101,11 @@ class WorkloadBuilder {
 // Used by the tests; cheap enough for a simulator to call on untrusted input.
 absl::Status CheckWorkload(const Workload& w);
 
+// Checks that the default map and reduce resources normalise under `registry`; the error names
+// the field ("DefaultTaskResources.map: ...").
+absl::Status ValidateDefaults(const DefaultTaskResources& defaults,
+                              const ResourceTypeRegistry& registry);
+
 // ---------------------------------------------------------------------------------------------
 // Streams of concatenated JSON objects (SLS native and Rumen traces).
 

@@ -16,14 +16,12 @@
 #include "gtest/gtest.h"
 #include "sim/workload.h"
 #include "sim/workload_common.h"
+#include "sim/workload_test_util.h"
 
 namespace weft::sim {
 namespace {
 
-std::string SourceDir() {
-  const char* dir = std::getenv("WEFT_SOURCE_DIR");
-  return dir != nullptr && *dir != '\0' ? dir : WEFT_TEST_SOURCE_DIR;
-}
+using testing::SourceDir;
 
 std::string ReadPrefix(const std::string& path, size_t max_bytes) {
   std::ifstream in(path, std::ios::binary);

@@ -11,28 +11,25 @@
 #include "gtest/gtest.h"
 #include "sim/workload.h"
 #include "sim/workload_common.h"
+#include "sim/workload_test_util.h"
 
 namespace weft::sim {
 namespace {
+
+using testing::SourceDir;
 
 using ::testing::ElementsAre;
 using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-std::string SourceDir() {
-  const char* dir = std::getenv("WEFT_SOURCE_DIR");
-  return dir != nullptr && *dir != '\0' ? dir : WEFT_TEST_SOURCE_DIR;
-}
 std::string Fixture() { return SourceDir() + "/src/sim/testdata/jobs_small.yaml"; }
 std::string WriteTemp(const std::string& name, const std::string& content) {
-  std::string path = absl::StrCat(::testing::TempDir(), "/weft_jobs_", getpid(), "_", name);
-  std::ofstream(path, std::ios::binary) << content;
-  return path;
+  return testing::WriteTemp("jobs", name, content);
 }
 
-constexpr LoadOptions kStrict{.strict = true};
-constexpr LoadOptions kLenient{};
+using testing::kLenient;
+using testing::kStrict;
 
 // One valid job with `extra` appended to its first group (indented as a group key).
 std::string OneJob(const std::string& id, const std::string& extra = "") {

@@ -199,12 +199,7 @@ bool ReadJob(const JsonRecord& rec, const DefaultTaskResources& defaults,
 
 absl::StatusOr<Workload> LoadRumen(absl::string_view path, const DefaultTaskResources& defaults,
                                    const ResourceTypeRegistry& registry, const LoadOptions& opts) {
-  for (const auto& [name, r] :
-       {std::pair{"map", &defaults.map}, std::pair{"reduce", &defaults.reduce}}) {
-    if (absl::Status s = registry.Normalize(*r).status(); !s.ok())
-      return absl::InvalidArgumentError(
-          absl::StrCat("DefaultTaskResources.", name, ": ", s.message()));
-  }
+  if (absl::Status s = internal::ValidateDefaults(defaults, registry); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<internal::JsonStreamReader>> reader =
       internal::JsonStreamReader::Open(path);
   if (!reader.ok()) return reader.status();

@@ -11,9 +11,12 @@
 #include "gtest/gtest.h"
 #include "sim/workload.h"
 #include "sim/workload_common.h"
+#include "sim/workload_test_util.h"
 
 namespace weft::sim {
 namespace {
+
+using testing::SourceDir;
 
 using ::testing::Each;
 using ::testing::ElementsAre;
@@ -23,20 +26,14 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
 
-std::string SourceDir() {
-  const char* dir = std::getenv("WEFT_SOURCE_DIR");
-  return dir != nullptr && *dir != '\0' ? dir : WEFT_TEST_SOURCE_DIR;
-}
 std::string Trace() { return SourceDir() + "/data/traces/sls_2jobs2min-rumen-jh.json"; }
 std::string Fixture() { return SourceDir() + "/src/sim/testdata/rumen_small.json"; }
 std::string WriteTemp(const std::string& name, const std::string& content) {
-  std::string path = absl::StrCat(::testing::TempDir(), "/weft_rumen_", getpid(), "_", name);
-  std::ofstream(path, std::ios::binary) << content;
-  return path;
+  return testing::WriteTemp("rumen", name, content);
 }
 
-constexpr LoadOptions kStrict{.strict = true};
-constexpr LoadOptions kLenient{};
+using testing::kLenient;
+using testing::kStrict;
 
 TEST(LoadRumenTest, RealTraceHasTwoJobsOf96Maps) {
   ResourceTypeRegistry registry;

@@ -11,9 +11,12 @@
 #include "gtest/gtest.h"
 #include "sim/workload.h"
 #include "sim/workload_common.h"
+#include "sim/workload_test_util.h"
 
 namespace weft::sim {
 namespace {
+
+using testing::SourceDir;
 
 using ::testing::ElementsAre;
 using ::testing::EndsWith;
@@ -21,20 +24,14 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::StartsWith;
 
-std::string SourceDir() {
-  const char* dir = std::getenv("WEFT_SOURCE_DIR");
-  return dir != nullptr && *dir != '\0' ? dir : WEFT_TEST_SOURCE_DIR;
-}
 std::string Trace() { return SourceDir() + "/data/traces/sls_inputsls.json"; }
 std::string Fixture() { return SourceDir() + "/src/sim/testdata/sls_small.json"; }
 std::string WriteTemp(const std::string& name, const std::string& content) {
-  std::string path = absl::StrCat(::testing::TempDir(), "/weft_sls_", getpid(), "_", name);
-  std::ofstream(path, std::ios::binary) << content;
-  return path;
+  return testing::WriteTemp("sls", name, content);
 }
 
-constexpr LoadOptions kStrict{.strict = true};
-constexpr LoadOptions kLenient{};
+using testing::kLenient;
+using testing::kStrict;
 
 TEST(LoadSlsTest, RealTrace) {
   ResourceTypeRegistry registry;
