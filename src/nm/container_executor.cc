@@ -1,0 +1,272 @@
+// Copyright Weft authors. Runs containers as isolated process groups in their own cgroups.
+#include "nm/container_executor.h"
+
+#include <signal.h>
+#include <string.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace weft::nm {
+namespace {
+
+absl::Status WithContext(const absl::Status& status, absl::string_view context) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
+}
+
+// "64 MiB", "1 GiB", "1000 bytes".
+std::string FormatBytes(int64_t bytes) {
+  constexpr int64_t kKiB = 1024, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
+  if (bytes > 0 && bytes % kGiB == 0) return absl::StrCat(bytes / kGiB, " GiB");
+  if (bytes > 0 && bytes % kMiB == 0) return absl::StrCat(bytes / kMiB, " MiB");
+  if (bytes > 0 && bytes % kKiB == 0) return absl::StrCat(bytes / kKiB, " KiB");
+  return absl::StrCat(bytes, " bytes");
+}
+
+// "SIGKILL", or "signal 64" for one without a name.
+std::string SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev != nullptr ? absl::StrCat("SIG", abbrev) : absl::StrCat("signal ", sig);
+}
+
+std::string DescribeEnd(const ProcessStatus& status) {
+  if (status.signaled) return absl::StrCat("killed by ", SignalName(status.signal));
+  return absl::StrCat("exited with code ", status.exit_code);
+}
+
+bool IsAbsolute(absl::string_view path) { return !path.empty() && path.front() == '/'; }
+
+absl::Status ValidateSpec(const LaunchSpec& spec) {
+  if (absl::Status s = ValidateContainerId(spec.container_id); !s.ok()) return s;
+  if (spec.argv.empty() || spec.argv[0].empty()) {
+    return absl::InvalidArgumentError("no program to run (argv is empty)");
+  }
+  if (!IsAbsolute(spec.work_dir)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("work_dir '", spec.work_dir, "' is not an absolute path"));
+  }
+  if (!IsAbsolute(spec.log_dir)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("log_dir '", spec.log_dir, "' is not an absolute path"));
+  }
+  for (const auto& [name, value] : spec.env) {
+    if (name.empty() || absl::StrContains(name, '=') || absl::StrContains(name, '\0') ||
+        absl::StrContains(value, '\0')) {
+      return absl::InvalidArgumentError(absl::StrCat("invalid environment variable '", name, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<std::string> ShellCommand(absl::string_view command) {
+  return {"/bin/bash", "-c", std::string(command)};
+}
+
+ContainerExecutor::ContainerExecutor(CgroupsHandler* cgroups, OsEnv* env)
+    : cgroups_(cgroups), env_(env) {}
+
+ContainerExecutor::~ContainerExecutor() {
+  for (auto& [id, container] : containers_) {
+    if (!container.running) continue;
+    (void)env_->Kill(-container.pid, SIGKILL);
+    (void)env_->Wait(container.pid);
+    if (cgroups_ != nullptr) (void)cgroups_->Destroy(id);
+  }
+}
+
+absl::StatusOr<pid_t> ContainerExecutor::Launch(const LaunchSpec& spec) {
+  const std::string context = absl::StrCat("launching ", spec.container_id);
+  if (absl::Status s = ValidateSpec(spec); !s.ok()) return WithContext(s, context);
+  if (auto it = containers_.find(spec.container_id); it != containers_.end()) {
+    return absl::AlreadyExistsError(
+        absl::StrCat(context, ": the container already exists (",
+                     it->second.running ? "running" : "exited, not cleaned up", ")"));
+  }
+  if (absl::Status s = env_->CreateDirs(spec.work_dir); !s.ok()) return WithContext(s, context);
+  if (absl::Status s = env_->CreateDirs(spec.log_dir); !s.ok()) return WithContext(s, context);
+  if (cgroups_ != nullptr) {
+    if (absl::Status s = cgroups_->Create(spec.container_id, spec.limits); !s.ok()) {
+      return WithContext(s, context);
+    }
+  }
+
+  std::map<std::string, std::string> env = spec.env;
+  env.emplace("PATH", kDefaultContainerPath);
+  if (!spec.user.empty()) env["USER"] = spec.user;
+  env["CONTAINER_ID"] = spec.container_id;
+  env["PWD"] = spec.work_dir;
+  env["LOG_DIRS"] = spec.log_dir;
+
+  SpawnOptions options;
+  options.argv = spec.argv;
+  for (const auto& [name, value] : env) options.env.push_back(absl::StrCat(name, "=", value));
+  options.work_dir = spec.work_dir;
+  options.stdout_path = absl::StrCat(spec.log_dir, "/stdout");
+  options.stderr_path = absl::StrCat(spec.log_dir, "/stderr");
+
+  absl::StatusOr<pid_t> pid = env_->Spawn(options, [&](pid_t child) {
+    return cgroups_ != nullptr ? cgroups_->AddProcess(spec.container_id, child) : absl::OkStatus();
+  });
+  if (!pid.ok()) {
+    if (cgroups_ != nullptr) (void)cgroups_->Destroy(spec.container_id);
+    return WithContext(pid.status(), context);
+  }
+  Container& container = containers_[spec.container_id];
+  container.pid = *pid;
+  container.work_dir = spec.work_dir;
+  container.memory_limit_bytes = spec.limits.memory_bytes;
+  return *pid;
+}
+
+absl::Status ContainerExecutor::Signal(absl::string_view container_id, int sig) {
+  auto it = containers_.find(container_id);
+  if (it == containers_.end() || !it->second.running) {
+    return absl::NotFoundError(
+        absl::StrCat("signalling ", container_id, ": no such running container"));
+  }
+  return WithContext(env_->Kill(-it->second.pid, sig),
+                     absl::StrCat("signalling ", container_id, " with ", SignalName(sig)));
+}
+
+void ContainerExecutor::Stop(absl::string_view container_id, int64_t grace_ms) {
+  auto it = containers_.find(container_id);
+  if (it == containers_.end() || !it->second.running) return;
+  Container& container = it->second;
+  if (container.sigkill_sent) return;
+  const int64_t now = env_->NowMs();
+  if (grace_ms <= 0) {
+    (void)env_->Kill(-container.pid, SIGKILL);
+    container.sigkill_sent = true;
+    container.grace_ms = 0;
+    return;
+  }
+  if (!container.sigterm_sent) {
+    (void)env_->Kill(-container.pid, SIGTERM);  // NotFound: it is exiting; Reap will tell
+    container.sigterm_sent = true;
+  }
+  if (container.kill_deadline_ms < 0 || now + grace_ms < container.kill_deadline_ms) {
+    container.kill_deadline_ms = now + grace_ms;
+    container.grace_ms = grace_ms;
+  }
+}
+
+std::vector<ContainerExit> ContainerExecutor::Reap() {
+  const int64_t now = env_->NowMs();
+  std::vector<std::string> ids;
+  for (auto& [id, container] : containers_) {
+    if (!container.running) continue;
+    ids.push_back(id);
+    if (!container.sigkill_sent && container.kill_deadline_ms >= 0 &&
+        now >= container.kill_deadline_ms) {
+      (void)env_->Kill(-container.pid, SIGKILL);
+      container.sigkill_sent = true;
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  std::vector<ContainerExit> exits;
+  for (const std::string& id : ids) {
+    Container& container = containers_.find(id)->second;
+    absl::StatusOr<std::optional<ProcessStatus>> status = env_->TryWait(container.pid);
+    if (status.ok() && !status->has_value()) continue;
+    if (status.ok()) {
+      exits.push_back(Finish(id, container, **status));
+    } else {
+      // Someone else reaped our child (ECHILD): the exit status is lost.
+      ContainerExit exit = Finish(id, container, ProcessStatus{});
+      exit.exit_code = -1;
+      exit.diagnostics = absl::StrCat("Container exit status unknown: ", status.status().message(),
+                                      exit.diagnostics.empty() ? "" : "; ", exit.diagnostics);
+      exits.push_back(std::move(exit));
+    }
+  }
+  return exits;
+}
+
+ContainerExit ContainerExecutor::Finish(const std::string& id, Container& container,
+                                        const ProcessStatus& status) {
+  container.running = false;
+  ContainerExit exit;
+  exit.container_id = id;
+  exit.killed_by_signal = status.signaled;
+  exit.signal = status.signaled ? status.signal : 0;
+  exit.exit_code = status.signaled ? 128 + status.signal : status.exit_code;
+
+  // Whatever the main process left behind in its group goes too (NotFound: nothing left).
+  (void)env_->Kill(-container.pid, SIGKILL);
+  std::vector<std::string> problems;
+  if (cgroups_ != nullptr) {
+    absl::StatusOr<bool> oom = cgroups_->OomKilled(id);
+    if (oom.ok()) {
+      exit.oom_killed = *oom;
+    } else {
+      problems.push_back(absl::StrCat("reading its OOM state failed: ", oom.status().message()));
+    }
+    if (absl::Status s = cgroups_->Destroy(id); !s.ok()) {
+      problems.push_back(absl::StrCat("removing its cgroup failed: ", s.message()));
+    }
+  }
+
+  const std::string code = absl::StrCat("exit code ", exit.exit_code);
+  if (exit.oom_killed) {
+    exit.diagnostics =
+        container.memory_limit_bytes > 0
+            ? absl::StrCat("Container killed: exceeded its memory limit of ",
+                           FormatBytes(container.memory_limit_bytes), " (", code, ")")
+            : absl::StrCat("Container killed: out of memory (", code, ")");
+  } else if (container.sigkill_sent && status.signaled && status.signal == SIGKILL) {
+    exit.diagnostics = container.grace_ms > 0
+                           ? absl::StrCat("Container stopped: killed by SIGKILL after the ",
+                                          container.grace_ms, " ms grace period (", code, ")")
+                           : absl::StrCat("Container stopped: killed by SIGKILL (", code, ")");
+  } else if (container.sigterm_sent || container.sigkill_sent) {
+    exit.diagnostics = absl::StrCat("Container stopped: ", DescribeEnd(status), " (", code, ")");
+  } else if (status.signaled) {
+    exit.diagnostics =
+        absl::StrCat("Container killed by ", SignalName(status.signal), " (", code, ")");
+  } else if (status.exit_code != 0) {
+    exit.diagnostics = absl::StrCat("Container exited with code ", status.exit_code);
+  }
+  for (const std::string& problem : problems) {
+    absl::StrAppend(&exit.diagnostics, exit.diagnostics.empty() ? "" : "; ", problem);
+  }
+  return exit;
+}
+
+int64_t ContainerExecutor::NextDeadlineMs() const {
+  int64_t next = -1;
+  for (const auto& [id, container] : containers_) {
+    if (!container.running || container.sigkill_sent || container.kill_deadline_ms < 0) continue;
+    if (next < 0 || container.kill_deadline_ms < next) next = container.kill_deadline_ms;
+  }
+  return next;
+}
+
+bool ContainerExecutor::IsRunning(absl::string_view container_id) const {
+  auto it = containers_.find(container_id);
+  return it != containers_.end() && it->second.running;
+}
+
+absl::Status ContainerExecutor::Cleanup(absl::string_view container_id) {
+  auto it = containers_.find(container_id);
+  if (it == containers_.end()) {
+    return absl::NotFoundError(absl::StrCat("cleaning up ", container_id, ": unknown container"));
+  }
+  if (it->second.running) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cleaning up ", container_id, ": the container is still running"));
+  }
+  if (absl::Status s = env_->RemoveTree(it->second.work_dir); !s.ok()) {
+    return WithContext(s, absl::StrCat("cleaning up ", container_id));
+  }
+  containers_.erase(it);
+  return absl::OkStatus();
+}
+
+}  // namespace weft::nm

@@ -1,0 +1,139 @@
+// Copyright Weft authors. Runs containers as isolated process groups in their own cgroups.
+#ifndef WEFT_NM_CONTAINER_EXECUTOR_H_
+#define WEFT_NM_CONTAINER_EXECUTOR_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "nm/cgroups.h"
+#include "nm/os_env.h"
+
+namespace weft::nm {
+
+// What to run for one container.
+struct LaunchSpec {
+  std::string container_id;  // [A-Za-z0-9_.-]+, e.g. "container_1700000000000_0001_01_000002"
+  // The program and its arguments; argv[0] is a path or a name looked up in env's PATH. For a
+  // shell command line use ShellCommand("...").
+  std::vector<std::string> argv;
+  // The container's environment. Nothing of the NM's own environment is inherited; PATH
+  // defaults to kDefaultContainerPath. The executor also sets CONTAINER_ID, PWD (= work_dir)
+  // and LOG_DIRS (= log_dir), overriding entries of the same name, and USER when `user` is set.
+  std::map<std::string, std::string> env;
+  std::string work_dir;  // absolute; created if missing; the process starts there
+  std::string log_dir;   // absolute; created if missing; gets the files "stdout" and "stderr"
+  CgroupLimits limits;
+  std::string user;  // informational for now: containers run as the NM's user
+};
+
+inline constexpr char kDefaultContainerPath[] =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// {"/bin/bash", "-c", command}.
+std::vector<std::string> ShellCommand(absl::string_view command);
+
+// How a container ended, as reported by ContainerExecutor::Reap.
+struct ContainerExit {
+  std::string container_id;
+  // The exit status, or 128 + signal when killed by a signal; -1 when the status was lost
+  // (the process was reaped by someone else; diagnostics say so).
+  int exit_code = 0;
+  bool killed_by_signal = false;
+  int signal = 0;  // when killed_by_signal
+  // The memory cgroup's OOM killer killed a process of the container. The main process may
+  // still have exited normally (a shell whose child was killed exits 137).
+  bool oom_killed = false;
+  // For people: why it ended, e.g. "Container killed: exceeded its memory limit of 64 MiB
+  // (exit code 137)". Empty for a clean exit 0. Cleanup problems are appended.
+  std::string diagnostics;
+};
+
+// Launches containers and owns their processes until they are reaped.
+//
+// Each container runs in its own session and process group (its pid is the group id), inside
+// its own cgroups when a CgroupsHandler is given: the process joins them before it execs, so
+// everything it runs is accounted and limited. Its stdout and stderr go to files in log_dir.
+//
+// Thread-compatible: one owner thread (the NM's container loop) makes every call. Nothing
+// happens in the background: the owner calls Reap() periodically (e.g. every 100 ms, and at
+// least by NextDeadlineMs()) to collect exits and to escalate Stop() to SIGKILL.
+class ContainerExecutor {
+ public:
+  // `cgroups` may be null: containers then run without resource isolation (the NM reports
+  // this in its node status). Neither pointer is owned; both must outlive the executor.
+  explicit ContainerExecutor(CgroupsHandler* cgroups, OsEnv* env = OsEnv::Default());
+  // SIGKILLs the process groups of the containers still running, reaps them and destroys
+  // their cgroups. Work directories are left alone.
+  ~ContainerExecutor();
+
+  ContainerExecutor(const ContainerExecutor&) = delete;
+  ContainerExecutor& operator=(const ContainerExecutor&) = delete;
+
+  // Creates work_dir and log_dir, creates the cgroups with spec.limits, and starts the process.
+  // Returns its pid once it has exec'd. On error nothing is left running and the cgroups are
+  // removed (the directories may remain); the message names the container and the step, e.g.
+  //   "launching container_1: exec '/no/such': No such file or directory".
+  // Errors: InvalidArgument (bad spec), AlreadyExists (id known and not yet cleaned up), or
+  // the failing system call's status. Blocks for the fork/exec (milliseconds).
+  absl::StatusOr<pid_t> Launch(const LaunchSpec& spec);
+
+  // Sends `sig` to the container's whole process group. NotFound for an unknown container or
+  // one that has already been reaped.
+  absl::Status Signal(absl::string_view container_id, int sig);
+
+  // Asks the container to stop: SIGTERM to its process group now, SIGKILL to the group once
+  // `grace_ms` milliseconds have passed, sent by the first Reap() at or after that time
+  // (grace_ms <= 0: SIGKILL now). A second Stop keeps the earlier deadline. No-op for unknown
+  // or already reaped containers.
+  void Stop(absl::string_view container_id, int64_t grace_ms);
+
+  // Does not wait for running containers. Sends due SIGKILLs (see Stop), then collects every
+  // container whose main process has ended: kills what remains of its process group, reads
+  // the OOM state and destroys its cgroups (which waits for those leftovers to die, normally
+  // well under a millisecond, at most about 2 s). Each exit is returned exactly once, in id
+  // order.
+  std::vector<ContainerExit> Reap();
+
+  // The OsEnv::NowMs() time by which Reap() must run to send a pending SIGKILL, or -1 when
+  // none is pending.
+  int64_t NextDeadlineMs() const;
+
+  // True between a successful Launch and the Reap that reports the exit.
+  bool IsRunning(absl::string_view container_id) const;
+
+  // Removes the work dir of a reaped container and forgets it (its id may be launched again).
+  // Log files stay. FailedPrecondition while it runs; NotFound for an unknown id.
+  absl::Status Cleanup(absl::string_view container_id);
+
+ private:
+  struct Container {
+    pid_t pid = 0;  // also the process group id
+    std::string work_dir;
+    int64_t memory_limit_bytes = 0;
+    bool running = true;
+    int64_t kill_deadline_ms = -1;  // when Stop's SIGKILL is due; -1: not stopping
+    int64_t grace_ms = 0;
+    bool sigterm_sent = false;
+    bool sigkill_sent = false;
+  };
+
+  // Builds the report of a container whose main process ended with `status`, and releases
+  // what remains of it (process group, cgroups).
+  ContainerExit Finish(const std::string& id, Container& container, const ProcessStatus& status);
+
+  CgroupsHandler* const cgroups_;  // may be null
+  OsEnv* const env_;
+  absl::flat_hash_map<std::string, Container> containers_;
+};
+
+}  // namespace weft::nm
+
+#endif  // WEFT_NM_CONTAINER_EXECUTOR_H_

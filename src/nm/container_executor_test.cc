@@ -1,0 +1,614 @@
+// Copyright Weft authors. Tests of the container executor: its bookkeeping against a fake
+// operating system, then real processes (and, as root, real cgroups).
+#include "nm/container_executor.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nm/cgroups.h"
+#include "nm/os_env.h"
+
+namespace weft::nm {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
+
+// ---- Against a fake operating system: exact signals and deadlines, no processes.
+
+// Processes are entries in a map; SIGKILL ends one, other signals are ignored. Time moves only
+// when the test says so.
+class FakeOs : public OsEnv {
+ public:
+  std::set<std::string> dirs;
+  std::vector<std::string> removed_trees;
+  std::vector<SpawnOptions> spawned;
+  std::vector<std::pair<pid_t, int>> kills;
+  std::map<pid_t, std::optional<ProcessStatus>> processes;  // nullopt: running
+  int64_t now_ms = 1000;
+  pid_t next_pid = 500;
+
+  absl::StatusOr<std::string> ReadFile(const std::string& path) override {
+    return absl::NotFoundError(path);
+  }
+  absl::Status WriteFile(const std::string&, absl::string_view) override {
+    return absl::OkStatus();
+  }
+  bool PathExists(const std::string& path) override { return dirs.contains(path); }
+  absl::StatusOr<std::vector<std::string>> ListDir(const std::string&) override {
+    return std::vector<std::string>();
+  }
+  absl::Status CreateDir(const std::string& path) override {
+    dirs.insert(path);
+    return absl::OkStatus();
+  }
+  absl::Status CreateDirs(const std::string& path) override { return CreateDir(path); }
+  absl::Status RemoveDir(const std::string& path) override {
+    dirs.erase(path);
+    return absl::OkStatus();
+  }
+  absl::Status RemoveTree(const std::string& path) override {
+    dirs.erase(path);
+    removed_trees.push_back(path);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<pid_t> Spawn(const SpawnOptions& options,
+                              absl::FunctionRef<absl::Status(pid_t)> before_exec) override {
+    spawned.push_back(options);
+    pid_t pid = next_pid++;
+    if (absl::Status s = before_exec(pid); !s.ok()) return s;
+    processes[pid] = std::nullopt;
+    return pid;
+  }
+  absl::StatusOr<std::optional<ProcessStatus>> TryWait(pid_t pid) override {
+    auto it = processes.find(pid);
+    if (it == processes.end()) return absl::FailedPreconditionError("waitpid: No child processes");
+    std::optional<ProcessStatus> status = it->second;
+    if (status.has_value()) processes.erase(it);
+    return status;
+  }
+  absl::StatusOr<ProcessStatus> Wait(pid_t pid) override {
+    absl::StatusOr<std::optional<ProcessStatus>> status = TryWait(pid);
+    if (!status.ok()) return status.status();
+    if (!status->has_value()) return absl::InternalError("the fake would block forever");
+    return **status;
+  }
+  absl::Status Kill(pid_t pid, int signal) override {
+    kills.emplace_back(pid, signal);
+    auto it = processes.find(pid < 0 ? -pid : pid);
+    if (it == processes.end()) return absl::NotFoundError("No such process");
+    if (signal == SIGKILL && !it->second.has_value()) {
+      it->second = ProcessStatus{.signaled = true, .signal = SIGKILL};
+    }
+    return absl::OkStatus();
+  }
+  int64_t NowMs() override { return now_ms; }
+  void SleepMs(int64_t ms) override { now_ms += ms; }
+};
+
+class FakeCgroups : public CgroupsHandler {
+ public:
+  std::vector<std::string> created, destroyed;
+  std::vector<std::pair<std::string, pid_t>> added;
+  absl::Status add_error;
+  bool oom = false;
+
+  std::string version() const override { return "v2"; }
+  std::vector<std::string> controllers() const override { return {"cpu", "memory"}; }
+  std::vector<std::string> missing_features() const override { return {}; }
+  absl::Status Create(absl::string_view id, const CgroupLimits&) override {
+    created.emplace_back(id);
+    return absl::OkStatus();
+  }
+  absl::Status AddProcess(absl::string_view id, pid_t pid) override {
+    if (!add_error.ok()) return add_error;
+    added.emplace_back(id, pid);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<CgroupUsage> Usage(absl::string_view) override { return CgroupUsage(); }
+  absl::StatusOr<bool> OomKilled(absl::string_view) override { return oom; }
+  absl::Status Destroy(absl::string_view id) override {
+    destroyed.emplace_back(id);
+    return absl::OkStatus();
+  }
+  std::string Path(absl::string_view controller, absl::string_view id) const override {
+    return controller == "cpu" || controller == "memory" ? absl::StrCat("/fake/", id) : "";
+  }
+  absl::Status RemoveHierarchy() override { return absl::OkStatus(); }
+};
+
+LaunchSpec FakeSpec(const std::string& id) {
+  LaunchSpec spec;
+  spec.container_id = id;
+  spec.argv = {"/bin/true"};
+  spec.work_dir = "/work/" + id;
+  spec.log_dir = "/logs/" + id;
+  spec.limits.memory_bytes = 64 << 20;
+  return spec;
+}
+
+TEST(ContainerExecutorFakeTest, LaunchPreparesDirsEnvironmentLogsAndCgroup) {
+  FakeOs os;
+  FakeCgroups cgroups;
+  ContainerExecutor executor(&cgroups, &os);
+  LaunchSpec spec = FakeSpec("c1");
+  spec.env = {{"FOO", "bar"}, {"CONTAINER_ID", "spoofed"}};
+  spec.user = "alice";
+  absl::StatusOr<pid_t> pid = executor.Launch(spec);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  EXPECT_EQ(*pid, 500);
+  EXPECT_TRUE(executor.IsRunning("c1"));
+  EXPECT_TRUE(os.dirs.contains("/work/c1"));
+  EXPECT_TRUE(os.dirs.contains("/logs/c1"));
+  EXPECT_THAT(cgroups.created, ElementsAre("c1"));
+  EXPECT_THAT(cgroups.added, ElementsAre(Pair("c1", 500)));
+  ASSERT_EQ(os.spawned.size(), 1u);
+  const SpawnOptions& options = os.spawned[0];
+  EXPECT_THAT(options.argv, ElementsAre("/bin/true"));
+  EXPECT_THAT(options.env, ElementsAre("CONTAINER_ID=c1", "FOO=bar", "LOG_DIRS=/logs/c1",
+                                       absl::StrCat("PATH=", kDefaultContainerPath), "PWD=/work/c1",
+                                       "USER=alice"));
+  EXPECT_EQ(options.work_dir, "/work/c1");
+  EXPECT_EQ(options.stdout_path, "/logs/c1/stdout");
+  EXPECT_EQ(options.stderr_path, "/logs/c1/stderr");
+
+  absl::StatusOr<pid_t> again = executor.Launch(spec);
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(again.status().message(), HasSubstr("launching c1: the container already exists"));
+}
+
+TEST(ContainerExecutorFakeTest, LaunchRejectsBadSpecsWithoutSideEffects) {
+  FakeOs os;
+  FakeCgroups cgroups;
+  ContainerExecutor executor(&cgroups, &os);
+  std::vector<std::pair<LaunchSpec, std::string>> cases;
+  cases.emplace_back(FakeSpec("c1"), "no program to run");
+  cases.back().first.argv.clear();
+  cases.emplace_back(FakeSpec("c1"), "work_dir 'relative' is not an absolute path");
+  cases.back().first.work_dir = "relative";
+  cases.emplace_back(FakeSpec("c1"), "log_dir '' is not an absolute path");
+  cases.back().first.log_dir = "";
+  cases.emplace_back(FakeSpec("../c1"), "invalid container id '../c1'");
+  cases.emplace_back(FakeSpec("c1"), "invalid environment variable 'A=B'");
+  cases.back().first.env["A=B"] = "x";
+  for (const auto& [spec, message] : cases) {
+    absl::StatusOr<pid_t> pid = executor.Launch(spec);
+    EXPECT_EQ(pid.status().code(), absl::StatusCode::kInvalidArgument) << message;
+    EXPECT_THAT(pid.status().message(), HasSubstr(message));
+  }
+  EXPECT_THAT(os.dirs, IsEmpty());
+  EXPECT_THAT(os.spawned, IsEmpty());
+  EXPECT_THAT(cgroups.created, IsEmpty());
+}
+
+TEST(ContainerExecutorFakeTest, FailedCgroupJoinRemovesTheCgroupAndAllowsARetry) {
+  FakeOs os;
+  FakeCgroups cgroups;
+  ContainerExecutor executor(&cgroups, &os);
+  cgroups.add_error = absl::PermissionDeniedError("write '500' to 'cgroup.procs': Denied");
+  absl::StatusOr<pid_t> pid = executor.Launch(FakeSpec("c1"));
+  ASSERT_FALSE(pid.ok());
+  EXPECT_EQ(pid.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(pid.status().message(), "launching c1: write '500' to 'cgroup.procs': Denied");
+  EXPECT_THAT(cgroups.destroyed, ElementsAre("c1"));
+  EXPECT_FALSE(executor.IsRunning("c1"));
+  EXPECT_THAT(executor.Reap(), IsEmpty());
+
+  cgroups.add_error = absl::OkStatus();
+  EXPECT_TRUE(executor.Launch(FakeSpec("c1")).ok());
+}
+
+TEST(ContainerExecutorFakeTest, StopSendsSigtermThenSigkillOnlyAfterTheGrace) {
+  FakeOs os;
+  FakeCgroups cgroups;
+  ContainerExecutor executor(&cgroups, &os);
+  ASSERT_TRUE(executor.Launch(FakeSpec("c1")).ok());
+  EXPECT_EQ(executor.NextDeadlineMs(), -1);
+
+  executor.Stop("c1", 500);
+  EXPECT_THAT(os.kills, ElementsAre(Pair(-500, SIGTERM)));
+  EXPECT_EQ(executor.NextDeadlineMs(), 1500);
+  executor.Stop("c1", 800);  // a later deadline does not postpone the first one
+  EXPECT_EQ(executor.NextDeadlineMs(), 1500);
+  EXPECT_THAT(os.kills, ElementsAre(Pair(-500, SIGTERM)));
+
+  os.now_ms = 1499;
+  EXPECT_THAT(executor.Reap(), IsEmpty());
+  EXPECT_THAT(os.kills, ElementsAre(Pair(-500, SIGTERM)));
+  EXPECT_TRUE(executor.IsRunning("c1"));
+
+  os.now_ms = 1500;
+  std::vector<ContainerExit> exits = executor.Reap();
+  EXPECT_THAT(os.kills, Contains(Pair(-500, SIGKILL)));
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].container_id, "c1");
+  EXPECT_TRUE(exits[0].killed_by_signal);
+  EXPECT_EQ(exits[0].signal, SIGKILL);
+  EXPECT_EQ(exits[0].exit_code, 137);
+  EXPECT_FALSE(exits[0].oom_killed);
+  EXPECT_EQ(exits[0].diagnostics,
+            "Container stopped: killed by SIGKILL after the 500 ms grace period (exit code 137)");
+  EXPECT_THAT(cgroups.destroyed, ElementsAre("c1"));
+  EXPECT_EQ(executor.NextDeadlineMs(), -1);
+  EXPECT_FALSE(executor.IsRunning("c1"));
+  EXPECT_THAT(executor.Reap(), IsEmpty()) << "each exit is reported once";
+  EXPECT_EQ(executor.Signal("c1", SIGTERM).code(), absl::StatusCode::kNotFound);
+
+  EXPECT_EQ(executor.Cleanup("c1").ok(), true);
+  EXPECT_THAT(os.removed_trees, ElementsAre("/work/c1"));
+  EXPECT_EQ(executor.Cleanup("c1").code(), absl::StatusCode::kNotFound);
+}
+
+TEST(ContainerExecutorFakeTest, OomKillIsReportedWithTheLimit) {
+  FakeOs os;
+  FakeCgroups cgroups;
+  ContainerExecutor executor(&cgroups, &os);
+  absl::StatusOr<pid_t> pid = executor.Launch(FakeSpec("c1"));
+  ASSERT_TRUE(pid.ok());
+  EXPECT_EQ(executor.Cleanup("c1").code(), absl::StatusCode::kFailedPrecondition);
+  cgroups.oom = true;
+  os.processes[*pid] = ProcessStatus{.exit_code = 137};  // a shell whose child was OOM-killed
+  std::vector<ContainerExit> exits = executor.Reap();
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_TRUE(exits[0].oom_killed);
+  EXPECT_FALSE(exits[0].killed_by_signal);
+  EXPECT_EQ(exits[0].exit_code, 137);
+  EXPECT_EQ(exits[0].diagnostics,
+            "Container killed: exceeded its memory limit of 64 MiB (exit code 137)");
+}
+
+TEST(ContainerExecutorFakeTest, DestructorKillsWhatStillRuns) {
+  FakeOs os;
+  FakeCgroups cgroups;
+  {
+    ContainerExecutor executor(&cgroups, &os);
+    ASSERT_TRUE(executor.Launch(FakeSpec("c1")).ok());
+    ASSERT_TRUE(executor.Launch(FakeSpec("c2")).ok());
+  }
+  EXPECT_THAT(os.kills, UnorderedElementsAre(Pair(-500, SIGKILL), Pair(-501, SIGKILL)));
+  EXPECT_THAT(os.processes, IsEmpty()) << "both reaped";
+  EXPECT_EQ(cgroups.destroyed.size(), 2u);
+}
+
+// ---- Real processes.
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Polls `done` every 5 ms until it holds or `timeout_ms` passes.
+bool PollUntil(const std::function<bool()>& done, int64_t timeout_ms = 5000) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return done();
+}
+
+// True once `pid` has exited: gone, or a zombie waiting for its new parent to reap it.
+bool ProcessGone(pid_t pid) {
+  std::string stat = Slurp(absl::StrCat("/proc/", pid, "/stat"));
+  size_t paren = stat.rfind(") ");
+  if (stat.empty() || paren == std::string::npos) return true;
+  char state = stat[paren + 2];
+  return state == 'Z' || state == 'X';
+}
+
+// The pid a container script wrote to `file` (bounded wait).
+pid_t ReadPidFile(const std::string& file) {
+  int pid = 0;
+  PollUntil([&] {
+    std::string text = Slurp(file);
+    return absl::EndsWith(text, "\n") && absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &pid);
+  });
+  return pid;
+}
+
+// Uses the machine's cgroups when running as root (in a hierarchy of its own), none otherwise;
+// tests that need them skip.
+class ContainerExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    base_ = absl::StrCat(::testing::TempDir(), "weft_executor_", getpid(), "_", info->name());
+    std::filesystem::remove_all(base_);
+    hierarchy_ = absl::StrCat("weft_test_", getpid());
+    if (geteuid() == 0) {
+      absl::StatusOr<std::unique_ptr<CgroupsHandler>> cgroups =
+          DetectCgroups("/sys/fs/cgroup", hierarchy_);
+      if (cgroups.ok()) {
+        cgroups_ = std::move(*cgroups);
+      } else {
+        cgroups_error_ = cgroups.status().ToString();
+      }
+    } else {
+      cgroups_error_ = "not root";
+    }
+    executor_ = std::make_unique<ContainerExecutor>(cgroups_.get());
+  }
+
+  void TearDown() override {
+    executor_.reset();
+    if (cgroups_ != nullptr) {
+      absl::Status removed = cgroups_->RemoveHierarchy();
+      EXPECT_TRUE(removed.ok()) << removed;
+    }
+    std::filesystem::remove_all(base_);
+  }
+
+  LaunchSpec Spec(const std::string& id, std::vector<std::string> argv) {
+    LaunchSpec spec;
+    spec.container_id = id;
+    spec.argv = std::move(argv);
+    spec.work_dir = absl::StrCat(base_, "/work/", id);
+    spec.log_dir = absl::StrCat(base_, "/logs/", id);
+    return spec;
+  }
+
+  // Reaps until `id` exits, for at most `timeout_ms`.
+  std::optional<ContainerExit> ReapUntilExit(const std::string& id, int64_t timeout_ms = 5000) {
+    std::optional<ContainerExit> result;
+    PollUntil(
+        [&] {
+          for (ContainerExit& exit : executor_->Reap()) {
+            if (exit.container_id == id) result = std::move(exit);
+          }
+          return result.has_value();
+        },
+        timeout_ms);
+    return result;
+  }
+
+  // The cgroup path of `pid` for `controller` as /proc/<pid>/cgroup shows it ("" if none).
+  std::string CgroupOf(pid_t pid, absl::string_view controller) {
+    for (absl::string_view line :
+         absl::StrSplit(Slurp(absl::StrCat("/proc/", pid, "/cgroup")), '\n', absl::SkipEmpty())) {
+      std::vector<absl::string_view> parts = absl::StrSplit(line, absl::MaxSplits(':', 2));
+      if (parts.size() != 3) continue;
+      std::vector<absl::string_view> controllers = absl::StrSplit(parts[1], ',');
+      bool match = cgroups_->version() == "v2" ? parts[0] == "0"
+                                               : std::find(controllers.begin(), controllers.end(),
+                                                           controller) != controllers.end();
+      if (match) return std::string(parts[2]);
+    }
+    return "";
+  }
+
+  std::string base_;
+  std::string hierarchy_;
+  std::string cgroups_error_;
+  std::unique_ptr<CgroupsHandler> cgroups_;
+  std::unique_ptr<ContainerExecutor> executor_;
+};
+
+#define SKIP_WITHOUT_MEMORY_CGROUP()                                                  \
+  do {                                                                                \
+    if (cgroups_ == nullptr) GTEST_SKIP() << "no usable cgroups: " << cgroups_error_; \
+    if (!cgroups_->HasController("memory")) {                                         \
+      GTEST_SKIP() << "no memory controller: "                                        \
+                   << absl::StrJoin(cgroups_->missing_features(), "; ");              \
+    }                                                                                 \
+  } while (0)
+
+TEST_F(ContainerExecutorTest, RunsCommandWithItsEnvironmentAndCapturesOutput) {
+  ASSERT_EQ(setenv("WEFT_NM_TEST_LEAK", "leaked", 1), 0);
+  LaunchSpec spec = Spec("container_1", {"/bin/sh", "-c",
+                                         "echo hello; echo err >&2; "
+                                         "echo \"id=$CONTAINER_ID foo=$FOO "
+                                         "leak=${WEFT_NM_TEST_LEAK-unset}\"; "
+                                         "echo \"pwd=$PWD logs=$LOG_DIRS\"; pwd; exit 3"});
+  spec.env["FOO"] = "bar baz";
+  absl::StatusOr<pid_t> pid = executor_->Launch(spec);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  EXPECT_GT(*pid, 0);
+
+  std::optional<ContainerExit> exit = ReapUntilExit("container_1");
+  ASSERT_TRUE(exit.has_value()) << "no exit within 5 s";
+  EXPECT_EQ(exit->exit_code, 3);
+  EXPECT_FALSE(exit->killed_by_signal);
+  EXPECT_FALSE(exit->oom_killed);
+  EXPECT_EQ(exit->diagnostics, "Container exited with code 3");
+  EXPECT_EQ(Slurp(spec.log_dir + "/stdout"),
+            absl::StrCat("hello\nid=container_1 foo=bar baz leak=unset\npwd=", spec.work_dir,
+                         " logs=", spec.log_dir, "\n", spec.work_dir, "\n"));
+  EXPECT_EQ(Slurp(spec.log_dir + "/stderr"), "err\n");
+  if (cgroups_ != nullptr) {
+    EXPECT_FALSE(std::filesystem::exists(cgroups_->Path("memory", "container_1")))
+        << "the cgroup is destroyed after reaping";
+  }
+
+  EXPECT_FALSE(executor_->IsRunning("container_1"));
+  ASSERT_TRUE(executor_->Cleanup("container_1").ok());
+  EXPECT_FALSE(std::filesystem::exists(spec.work_dir));
+  EXPECT_TRUE(std::filesystem::exists(spec.log_dir + "/stdout")) << "logs outlive Cleanup";
+  unsetenv("WEFT_NM_TEST_LEAK");
+}
+
+TEST_F(ContainerExecutorTest, MissingBinaryFailsLaunchWithAClearMessage) {
+  absl::StatusOr<pid_t> pid = executor_->Launch(Spec("container_2", {"/no/such", "arg"}));
+  ASSERT_FALSE(pid.ok());
+  EXPECT_EQ(pid.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(pid.status().message(),
+            "launching container_2: exec '/no/such': No such file or directory");
+  EXPECT_FALSE(executor_->IsRunning("container_2"));
+  EXPECT_THAT(executor_->Reap(), IsEmpty());
+  if (cgroups_ != nullptr) {
+    EXPECT_FALSE(std::filesystem::exists(cgroups_->Path("memory", "container_2")))
+        << "a failed launch leaves no cgroup behind";
+  }
+
+  pid = executor_->Launch(Spec("container_3", {"weft-no-such-program"}));
+  ASSERT_FALSE(pid.ok());
+  EXPECT_THAT(pid.status().message(),
+              HasSubstr("launching container_3: exec 'weft-no-such-program' (searched PATH="));
+
+  // A file that is not executable.
+  std::filesystem::create_directories(base_);
+  std::ofstream(base_ + "/script.sh") << "echo hi\n";
+  pid = executor_->Launch(Spec("container_4", {base_ + "/script.sh"}));
+  ASSERT_FALSE(pid.ok());
+  EXPECT_EQ(pid.status().message(),
+            absl::StrCat("launching container_4: exec '", base_, "/script.sh': Permission denied"));
+
+  // A bare name found on the PATH runs.
+  pid = executor_->Launch(Spec("container_5", {"true"}));
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  std::optional<ContainerExit> exit = ReapUntilExit("container_5");
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 0);
+  EXPECT_EQ(exit->diagnostics, "");
+}
+
+TEST_F(ContainerExecutorTest, StopKillsAGroupThatIgnoresSigtermAfterTheGrace) {
+  LaunchSpec spec =
+      Spec("container_6", {"/bin/sh", "-c", "trap '' TERM; sleep 100 & echo $! > child.pid; wait"});
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  pid_t child = ReadPidFile(spec.work_dir + "/child.pid");
+  ASSERT_GT(child, 0) << "the script did not start its child";
+
+  constexpr int64_t kGraceMs = 300;
+  auto stopped_at = std::chrono::steady_clock::now();
+  executor_->Stop("container_6", kGraceMs);
+  EXPECT_THAT(executor_->Reap(), IsEmpty()) << "SIGTERM is ignored";
+  EXPECT_TRUE(executor_->IsRunning("container_6"));
+
+  std::optional<ContainerExit> exit = ReapUntilExit("container_6");
+  ASSERT_TRUE(exit.has_value()) << "not killed within 5 s";
+  EXPECT_GE(std::chrono::steady_clock::now() - stopped_at, std::chrono::milliseconds(kGraceMs));
+  EXPECT_TRUE(exit->killed_by_signal);
+  EXPECT_EQ(exit->signal, SIGKILL);
+  EXPECT_EQ(exit->exit_code, 128 + SIGKILL);
+  EXPECT_EQ(exit->diagnostics,
+            "Container stopped: killed by SIGKILL after the 300 ms grace period (exit code 137)");
+  EXPECT_TRUE(PollUntil([&] { return ProcessGone(child); }))
+      << "the container's child " << child << " survived";
+}
+
+TEST_F(ContainerExecutorTest, SignalReachesTheWholeGroup) {
+  LaunchSpec spec = Spec("container_7", {"/bin/sh", "-c", "sleep 100 & echo $! > child.pid; wait"});
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  pid_t child = ReadPidFile(spec.work_dir + "/child.pid");
+  ASSERT_GT(child, 0);
+  ASSERT_TRUE(executor_->Signal("container_7", SIGTERM).ok());
+  std::optional<ContainerExit> exit = ReapUntilExit("container_7");
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_TRUE(exit->killed_by_signal);
+  EXPECT_EQ(exit->signal, SIGTERM);
+  EXPECT_EQ(exit->exit_code, 143);
+  EXPECT_EQ(exit->diagnostics, "Container killed by SIGTERM (exit code 143)");
+  EXPECT_TRUE(PollUntil([&] { return ProcessGone(child); }));
+  EXPECT_EQ(executor_->Signal("container_7", SIGTERM).code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(ContainerExecutorTest, ReapKillsWhatTheMainProcessLeftBehind) {
+  LaunchSpec spec = Spec("container_8", {"/bin/sh", "-c", "sleep 100 & echo $! > child.pid"});
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  std::optional<ContainerExit> exit = ReapUntilExit("container_8");
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 0);
+  pid_t child = ReadPidFile(spec.work_dir + "/child.pid");
+  ASSERT_GT(child, 0);
+  EXPECT_TRUE(PollUntil([&] { return ProcessGone(child); }))
+      << "the background child " << child << " survived its container";
+}
+
+TEST_F(ContainerExecutorTest, ProcessRunsInItsCgroupWithItsLimits) {
+  SKIP_WITHOUT_MEMORY_CGROUP();
+  // The shell's first command shows where the container was before it could run anything.
+  LaunchSpec spec =
+      Spec("container_9", {"/bin/sh", "-c", "cat /proc/$$/cgroup > cgroup.txt; exec sleep 100"});
+  spec.limits = {.memory_bytes = 64 << 20, .cpu_weight = kCpuSharesPerVcore};
+  absl::StatusOr<pid_t> pid = executor_->Launch(spec);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  std::string want = absl::StrCat("/", hierarchy_, "/container_9");
+  std::string first;
+  EXPECT_TRUE(PollUntil([&] {
+    first = Slurp(spec.work_dir + "/cgroup.txt");
+    return absl::StrContains(first, want);
+  })) << "at its start the container was in:\n"
+      << first;
+  EXPECT_TRUE(absl::EndsWith(CgroupOf(*pid, "memory"), want)) << CgroupOf(*pid, "memory");
+  if (cgroups_->HasController("cpu")) {
+    EXPECT_TRUE(absl::EndsWith(CgroupOf(*pid, "cpu"), want)) << CgroupOf(*pid, "cpu");
+  }
+  const std::string memory_dir = cgroups_->Path("memory", "container_9");
+  EXPECT_EQ(
+      Slurp(memory_dir + (cgroups_->version() == "v1" ? "/memory.limit_in_bytes" : "/memory.max")),
+      "67108864\n");
+
+  executor_->Stop("container_9", 0);
+  std::optional<ContainerExit> exit = ReapUntilExit("container_9");
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->diagnostics, "Container stopped: killed by SIGKILL (exit code 137)");
+  for (const std::string& controller : cgroups_->controllers()) {
+    EXPECT_FALSE(std::filesystem::exists(cgroups_->Path(controller, "container_9"))) << controller;
+  }
+}
+
+TEST_F(ContainerExecutorTest, ContainerAboveItsMemoryLimitIsOomKilledAndReported) {
+  SKIP_WITHOUT_MEMORY_CGROUP();
+  // tail keeps a "line" with no newline in memory: it grows until the limit stops it.
+  LaunchSpec spec = Spec("container_10", {"/bin/sh", "-c", "head -c 200M /dev/zero | tail"});
+  spec.limits.memory_bytes = 64 << 20;
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  std::optional<ContainerExit> exit = ReapUntilExit("container_10", 10000);
+  ASSERT_TRUE(exit.has_value()) << "not killed within 10 s";
+  EXPECT_TRUE(exit->oom_killed);
+  EXPECT_NE(exit->exit_code, 0);
+  EXPECT_THAT(exit->diagnostics,
+              HasSubstr("Container killed: exceeded its memory limit of 64 MiB"));
+}
+
+TEST_F(ContainerExecutorTest, UsageOfABusyContainerIsNonZero) {
+  SKIP_WITHOUT_MEMORY_CGROUP();
+  LaunchSpec spec = Spec("container_11", {"/bin/sh", "-c", "while :; do :; done"});
+  spec.limits.memory_bytes = 64 << 20;
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  CgroupUsage usage;
+  EXPECT_TRUE(PollUntil([&] {
+    absl::StatusOr<CgroupUsage> now = cgroups_->Usage("container_11");
+    if (now.ok()) usage = *now;
+    return now.ok() && usage.memory_bytes.value_or(0) > 0 && usage.cpu_ns.value_or(0) > 0;
+  })) << "memory "
+      << usage.memory_bytes.value_or(-1) << " cpu " << usage.cpu_ns.value_or(-1);
+  EXPECT_TRUE(usage.rss_bytes.has_value());
+  EXPECT_FALSE(cgroups_->OomKilled("container_11").value_or(true));
+  executor_->Stop("container_11", 0);
+  ASSERT_TRUE(ReapUntilExit("container_11").has_value());
+  EXPECT_EQ(cgroups_->Usage("container_11").status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace weft::nm

@@ -1,0 +1,833 @@
+// Copyright Weft authors.
+#include "store/sqlite_store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <initializer_list>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace weft::store {
+namespace {
+
+// Version of the schema below. Bump it, and teach Open() to migrate, when the schema changes.
+constexpr int64_t kSchemaVersion = 1;
+
+// Table definitions. Text columns hold TEXT values and byte columns BLOB values; Load() rejects
+// anything else. Attempts go away with their application (the store also deletes them
+// explicitly, so this does not rest on foreign_keys alone).
+constexpr const char* kCreateTables = R"sql(
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE epoch (
+  id INTEGER PRIMARY KEY CHECK (id = 0),
+  value INTEGER NOT NULL
+);
+CREATE TABLE applications (
+  app_id TEXT NOT NULL PRIMARY KEY,
+  name TEXT NOT NULL,
+  queue TEXT NOT NULL,
+  user TEXT NOT NULL,
+  priority INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  final_status TEXT NOT NULL,
+  diagnostics TEXT NOT NULL,
+  submit_ms INTEGER NOT NULL,
+  start_ms INTEGER NOT NULL,
+  finish_ms INTEGER NOT NULL,
+  max_attempts INTEGER NOT NULL CHECK (max_attempts >= 1),
+  submission BLOB NOT NULL
+);
+CREATE TABLE attempts (
+  app_id TEXT NOT NULL REFERENCES applications (app_id) ON DELETE CASCADE,
+  attempt_id INTEGER NOT NULL CHECK (attempt_id >= 1),
+  state TEXT NOT NULL,
+  am_container_id TEXT NOT NULL,
+  node TEXT NOT NULL,
+  exit_status INTEGER NOT NULL,
+  diagnostics TEXT NOT NULL,
+  start_ms INTEGER NOT NULL,
+  finish_ms INTEGER NOT NULL,
+  PRIMARY KEY (app_id, attempt_id)
+);
+CREATE TABLE master_keys (
+  purpose TEXT NOT NULL CHECK (purpose IN ('container', 'amrm')),
+  key_id INTEGER NOT NULL,
+  secret BLOB NOT NULL,
+  created_ms INTEGER NOT NULL,
+  expires_ms INTEGER NOT NULL,
+  PRIMARY KEY (purpose, key_id)
+);
+)sql";
+
+// An application is updated in place (not INSERT OR REPLACE, whose delete would cascade to the
+// application's attempts).
+constexpr const char* kPutApplication = R"sql(
+INSERT INTO applications (app_id, name, queue, user, priority, state, final_status, diagnostics,
+                          submit_ms, start_ms, finish_ms, max_attempts, submission)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+ON CONFLICT (app_id) DO UPDATE SET
+  name = excluded.name, queue = excluded.queue, user = excluded.user,
+  priority = excluded.priority, state = excluded.state, final_status = excluded.final_status,
+  diagnostics = excluded.diagnostics, submit_ms = excluded.submit_ms,
+  start_ms = excluded.start_ms, finish_ms = excluded.finish_ms,
+  max_attempts = excluded.max_attempts, submission = excluded.submission
+)sql";
+
+constexpr const char* kPutAttempt = R"sql(
+INSERT OR REPLACE INTO attempts (app_id, attempt_id, state, am_container_id, node, exit_status,
+                                 diagnostics, start_ms, finish_ms)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+)sql";
+
+constexpr const char* kPutMasterKey = R"sql(
+INSERT OR REPLACE INTO master_keys (purpose, key_id, secret, created_ms, expires_ms)
+VALUES (?1, ?2, ?3, ?4, ?5)
+)sql";
+
+constexpr const char* kBumpEpoch =
+    "INSERT INTO epoch (id, value) VALUES (0, 1) ON CONFLICT (id) DO UPDATE SET value = value + 1";
+constexpr const char* kGetEpoch = "SELECT value FROM epoch WHERE id = 0";
+constexpr const char* kDeleteAttempts = "DELETE FROM attempts WHERE app_id = ?1";
+constexpr const char* kDeleteApplication = "DELETE FROM applications WHERE app_id = ?1";
+constexpr const char* kDeleteMasterKey =
+    "DELETE FROM master_keys WHERE purpose = ?1 AND key_id = ?2";
+
+constexpr const char* kLoadApplications = R"sql(
+SELECT app_id, name, queue, user, priority, state, final_status, diagnostics, submit_ms,
+       start_ms, finish_ms, max_attempts, submission
+FROM applications ORDER BY app_id
+)sql";
+constexpr const char* kLoadAttempts = R"sql(
+SELECT app_id, attempt_id, state, am_container_id, node, exit_status, diagnostics, start_ms,
+       finish_ms
+FROM attempts ORDER BY app_id, attempt_id
+)sql";
+constexpr const char* kLoadMasterKeys = R"sql(
+SELECT purpose, key_id, secret, created_ms, expires_ms FROM master_keys ORDER BY purpose, key_id
+)sql";
+
+absl::StatusCode CodeForSqlite(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_CONSTRAINT:
+    case SQLITE_NOTADB:
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+    case SQLITE_SCHEMA:
+      return absl::StatusCode::kFailedPrecondition;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return absl::StatusCode::kUnavailable;
+    case SQLITE_CORRUPT:
+      return absl::StatusCode::kDataLoss;
+    case SQLITE_FULL:
+    case SQLITE_NOMEM:
+      return absl::StatusCode::kResourceExhausted;
+    case SQLITE_TOOBIG:
+    case SQLITE_RANGE:
+      return absl::StatusCode::kInvalidArgument;
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+      return absl::StatusCode::kPermissionDenied;
+    default:
+      return absl::StatusCode::kInternal;
+  }
+}
+
+absl::StatusCode CodeForErrno(int err) {
+  switch (err) {
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return absl::StatusCode::kPermissionDenied;
+    case ENOENT:
+    case ENOTDIR:
+      return absl::StatusCode::kNotFound;
+    case ENOSPC:
+    case EDQUOT:
+    case EMFILE:
+    case ENFILE:
+      return absl::StatusCode::kResourceExhausted;
+    default:
+      return absl::StatusCode::kInternal;
+  }
+}
+
+absl::Status ErrnoError(int err, absl::string_view what) {
+  return absl::Status(CodeForErrno(err), absl::StrCat(what, ": ", std::strerror(err)));
+}
+
+// Flushes a directory's entries (files created in it) to stable storage.
+absl::Status SyncDirectory(const std::filesystem::path& dir) {
+  const std::string name = dir.empty() ? std::string(".") : dir.string();
+  int fd = ::open(name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(errno, absl::StrCat("opening directory '", name, "'"));
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) return ErrnoError(err, absl::StrCat("syncing directory '", name, "'"));
+  return absl::OkStatus();
+}
+
+// Creates the missing directories above `file` and makes their entries durable.
+absl::Status CreateParentDirectories(const std::filesystem::path& file) {
+  namespace fs = std::filesystem;
+  const fs::path parent = file.parent_path();
+  std::vector<fs::path> missing;  // deepest first
+  for (fs::path dir = parent; !dir.empty(); dir = dir.parent_path()) {
+    std::error_code ec;
+    if (fs::exists(dir, ec) || dir == dir.parent_path()) break;
+    missing.push_back(dir);
+  }
+  if (missing.empty()) return absl::OkStatus();
+  std::error_code ec;
+  fs::create_directories(parent, ec);
+  if (ec) {
+    return ErrnoError(ec.value(), absl::StrCat("creating directory '", parent.string(), "'"));
+  }
+  for (const fs::path& dir : missing) {
+    if (absl::Status s = SyncDirectory(dir.parent_path()); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+struct StatementDeleter {
+  void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
+};
+using StatementPtr = std::unique_ptr<sqlite3_stmt, StatementDeleter>;
+
+// Resets a statement and clears its bindings when it goes out of scope, so that it can be run
+// again and holds no pointers into the caller's strings.
+class ScopedReset {
+ public:
+  explicit ScopedReset(sqlite3_stmt* stmt) : stmt_(stmt) {}
+  ~ScopedReset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  ScopedReset(const ScopedReset&) = delete;
+  ScopedReset& operator=(const ScopedReset&) = delete;
+
+ private:
+  sqlite3_stmt* stmt_;
+};
+
+// A value bound to a statement parameter. Text and blob values point into the caller's
+// memory, which must stay valid until the statement is reset.
+struct Param {
+  enum class Kind { kInt, kText, kBlob };
+  Kind kind;
+  int64_t integer;
+  absl::string_view bytes;
+};
+Param Int(int64_t value) { return {Param::Kind::kInt, value, {}}; }
+Param Text(absl::string_view value) { return {Param::Kind::kText, 0, value}; }
+Param Blob(absl::string_view value) { return {Param::Kind::kBlob, 0, value}; }
+
+// Binds `params` to parameters 1..n of `stmt`. Returns an SQLite result code.
+int BindAll(sqlite3_stmt* stmt, std::initializer_list<Param> params) {
+  int index = 0;
+  for (const Param& p : params) {
+    ++index;
+    // A null pointer would bind SQL NULL; an empty value must stay an empty TEXT or BLOB.
+    const char* data = p.bytes.data() != nullptr ? p.bytes.data() : "";
+    int rc = SQLITE_OK;
+    switch (p.kind) {
+      case Param::Kind::kInt:
+        rc = sqlite3_bind_int64(stmt, index, p.integer);
+        break;
+      case Param::Kind::kText:
+        rc = sqlite3_bind_text64(stmt, index, data, p.bytes.size(), SQLITE_STATIC, SQLITE_UTF8);
+        break;
+      case Param::Kind::kBlob:
+        rc = sqlite3_bind_blob64(stmt, index, data, p.bytes.size(), SQLITE_STATIC);
+        break;
+    }
+    if (rc != SQLITE_OK) return rc;
+  }
+  return SQLITE_OK;
+}
+
+// Reads the columns of the current row of a query, checking each value's type. The first
+// mismatch is kept in problem().
+class RowReader {
+ public:
+  RowReader(sqlite3_stmt* stmt, absl::string_view table) : stmt_(stmt), table_(table) {}
+
+  // A TEXT column (want_blob false) or a BLOB column (want_blob true), as raw bytes.
+  std::string Bytes(int col, bool want_blob = false) {
+    const int type = sqlite3_column_type(stmt_, col);
+    if (type != (want_blob ? SQLITE_BLOB : SQLITE_TEXT)) {
+      Bad(col, want_blob ? "is not a BLOB" : "is not TEXT");
+      return {};
+    }
+    const void* data = sqlite3_column_blob(stmt_, col);
+    const int size = sqlite3_column_bytes(stmt_, col);
+    if (data == nullptr || size <= 0) return {};
+    return std::string(static_cast<const char*>(data), static_cast<size_t>(size));
+  }
+
+  int64_t Int64(int col) {
+    if (sqlite3_column_type(stmt_, col) != SQLITE_INTEGER) {
+      Bad(col, "is not an INTEGER");
+      return 0;
+    }
+    return sqlite3_column_int64(stmt_, col);
+  }
+
+  int32_t Int32(int col) {
+    const int64_t value = Int64(col);
+    if (value < INT32_MIN || value > INT32_MAX) {
+      Bad(col, absl::StrCat("value ", value, " does not fit in 32 bits"));
+      return 0;
+    }
+    return static_cast<int32_t>(value);
+  }
+
+  // "" if every column read so far was well-typed; else "<table>.<column> <what is wrong>".
+  const std::string& problem() const { return problem_; }
+
+ private:
+  void Bad(int col, absl::string_view why) {
+    if (problem_.empty()) {
+      problem_ = absl::StrCat(table_, ".", sqlite3_column_name(stmt_, col), " ", why);
+    }
+  }
+
+  sqlite3_stmt* stmt_;
+  absl::string_view table_;
+  std::string problem_;
+};
+
+class SqliteStore final : public StateStore {
+ public:
+  // Takes ownership of `lock_fd`, which holds the flock on "<path>.lock".
+  SqliteStore(std::string path, int lock_fd) : path_(std::move(path)), lock_fd_(lock_fd) {}
+  ~SqliteStore() override { Close().IgnoreError(); }
+  SqliteStore(const SqliteStore&) = delete;
+  SqliteStore& operator=(const SqliteStore&) = delete;
+
+  // Opens the database, configures the connection, creates or checks the schema and prepares
+  // the statements. On error the caller destroys the store.
+  absl::Status Init();
+
+  absl::StatusOr<RmState> Load() override;
+  absl::StatusOr<int64_t> BumpEpoch() override;
+  absl::Status PutApplication(const ApplicationRecord& app) override;
+  absl::Status PutAttempt(const AttemptRecord& attempt) override;
+  absl::Status PutApplicationAndAttempt(const ApplicationRecord& app,
+                                        const AttemptRecord& attempt) override;
+  absl::Status RemoveApplication(absl::string_view app_id) override;
+  absl::Status PutMasterKey(const MasterKeyRecord& key) override;
+  absl::Status RemoveMasterKey(absl::string_view purpose, int32_t key_id) override;
+  absl::Status Close() override;
+
+ private:
+  // Keeps the connection's message for an error `rc` (before a reset can clobber it) and
+  // returns `rc`.
+  int Check(int rc) {
+    if (rc != SQLITE_OK && rc != SQLITE_ROW && rc != SQLITE_DONE) {
+      last_error_ = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    }
+    return rc;
+  }
+
+  // "state store '<path>': <what>: <SQLite's message>", with a code mapped from `rc`.
+  absl::Status Error(absl::string_view what, int rc) const {
+    if ((rc & 0xff) == SQLITE_NOTADB) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("state store '", path_, "': file is not a database"));
+    }
+    return absl::Status(CodeForSqlite(rc),
+                        absl::StrCat("state store '", path_, "': ", what, ": ", last_error_));
+  }
+
+  absl::Status Closed() const {
+    return absl::FailedPreconditionError(absl::StrCat("state store '", path_, "' is closed"));
+  }
+
+  // Runs SQL without parameters or results (pragmas, schema) via sqlite3_exec.
+  absl::Status Exec(const char* sql, absl::string_view what) {
+    int rc = Check(sqlite3_exec(db_, sql, nullptr, nullptr, nullptr));
+    return rc == SQLITE_OK ? absl::OkStatus() : Error(what, rc);
+  }
+
+  absl::StatusOr<StatementPtr> Prepare(const char* sql, bool persistent) {
+    sqlite3_stmt* stmt = nullptr;
+    int rc = Check(sqlite3_prepare_v3(db_, sql, -1, persistent ? SQLITE_PREPARE_PERSISTENT : 0,
+                                      &stmt, nullptr));
+    if (rc != SQLITE_OK) {
+      sqlite3_finalize(stmt);
+      return Error(absl::StrCat("preparing '", sql, "'"), rc);
+    }
+    return StatementPtr(stmt);
+  }
+
+  // Binds `params`, steps a statement that returns no rows to completion and resets it.
+  // Returns SQLITE_DONE or an error code (message kept for Error()).
+  int Run(sqlite3_stmt* stmt, std::initializer_list<Param> params) {
+    ScopedReset reset(stmt);
+    int rc = Check(BindAll(stmt, params));
+    if (rc == SQLITE_OK) rc = Check(sqlite3_step(stmt));
+    return rc;
+  }
+
+  // Steps a query, calling `on_row(stmt)` (returning absl::Status) for each row; stops at the
+  // first error.
+  template <typename OnRow>
+  absl::Status ForEachRow(sqlite3_stmt* stmt, absl::string_view what, OnRow&& on_row) {
+    ScopedReset reset(stmt);
+    int rc;
+    while ((rc = Check(sqlite3_step(stmt))) == SQLITE_ROW) {
+      if (absl::Status s = on_row(stmt); !s.ok()) return s;
+    }
+    return rc == SQLITE_DONE ? absl::OkStatus() : Error(what, rc);
+  }
+
+  // Runs `body` (returning absl::Status) inside BEGIN IMMEDIATE ... COMMIT; rolls back if
+  // either fails, so a failed call changes nothing.
+  template <typename Body>
+  absl::Status InTransaction(absl::string_view what, Body&& body) {
+    if (db_ == nullptr) return Closed();
+    int rc = Run(begin_.get(), {});
+    if (rc != SQLITE_DONE) return Error(absl::StrCat(what, ": beginning transaction"), rc);
+    absl::Status status = body();
+    if (status.ok()) {
+      rc = Run(commit_.get(), {});
+      if (rc != SQLITE_DONE) status = Error(absl::StrCat(what, ": committing"), rc);
+    }
+    if (!status.ok() && sqlite3_get_autocommit(db_) == 0) {
+      rc = Run(rollback_.get(), {});
+      if (rc != SQLITE_DONE) {
+        status = absl::Status(
+            status.code(),
+            absl::StrCat(status.message(), "; then rolling back failed: ", last_error_));
+      }
+    }
+    return status;
+  }
+
+  absl::Status CheckOrCreateSchema();
+  absl::Status WriteApplication(const ApplicationRecord& app);
+  absl::Status WriteAttempt(const AttemptRecord& attempt);
+
+  const std::string path_;
+  int lock_fd_;
+  sqlite3* db_ = nullptr;
+  std::string last_error_;
+  StatementPtr begin_, begin_read_, commit_, rollback_;
+  StatementPtr put_application_, put_attempt_, put_master_key_;
+  StatementPtr delete_application_, delete_attempts_, delete_master_key_;
+  StatementPtr bump_epoch_, get_epoch_;
+  StatementPtr load_applications_, load_attempts_, load_master_keys_;
+};
+
+absl::Status SqliteStore::Init() {
+  int rc =
+      sqlite3_open_v2(path_.c_str(), &db_,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    Check(rc);
+    return Error("opening database", rc);
+  }
+  sqlite3_extended_result_codes(db_, 1);
+  sqlite3_busy_timeout(db_, kSqliteBusyTimeoutMs);
+
+  // The first statement that reads the file: a file that is not SQLite fails here.
+  std::string journal_mode;
+  {
+    absl::StatusOr<StatementPtr> stmt = Prepare("PRAGMA journal_mode = WAL", false);
+    if (!stmt.ok()) return stmt.status();
+    absl::Status s = ForEachRow(stmt->get(), "enabling WAL", [&](sqlite3_stmt* row) {
+      const unsigned char* text = sqlite3_column_text(row, 0);
+      journal_mode = text != nullptr ? reinterpret_cast<const char*>(text) : "";
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+  }
+  if (journal_mode != "wal") {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "state store '", path_, "': cannot use WAL journal mode (got '", journal_mode, "')"));
+  }
+  if (absl::Status s = Exec("PRAGMA synchronous = FULL", "setting synchronous=FULL"); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = Exec("PRAGMA foreign_keys = ON", "enabling foreign keys"); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckOrCreateSchema(); !s.ok()) return s;
+
+  struct {
+    StatementPtr* stmt;
+    const char* sql;
+  } statements[] = {
+      {&begin_, "BEGIN IMMEDIATE"},
+      {&begin_read_, "BEGIN"},
+      {&commit_, "COMMIT"},
+      {&rollback_, "ROLLBACK"},
+      {&put_application_, kPutApplication},
+      {&put_attempt_, kPutAttempt},
+      {&put_master_key_, kPutMasterKey},
+      {&delete_application_, kDeleteApplication},
+      {&delete_attempts_, kDeleteAttempts},
+      {&delete_master_key_, kDeleteMasterKey},
+      {&bump_epoch_, kBumpEpoch},
+      {&get_epoch_, kGetEpoch},
+      {&load_applications_, kLoadApplications},
+      {&load_attempts_, kLoadAttempts},
+      {&load_master_keys_, kLoadMasterKeys},
+  };
+  for (auto& [stmt, sql] : statements) {
+    absl::StatusOr<StatementPtr> prepared = Prepare(sql, /*persistent=*/true);
+    if (!prepared.ok()) return prepared.status();
+    *stmt = *std::move(prepared);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::CheckOrCreateSchema() {
+  if (absl::Status s = Exec("BEGIN IMMEDIATE", "checking schema"); !s.ok()) return s;
+  std::vector<std::string> tables;
+  std::vector<int64_t> versions;
+  absl::Status status = [&]() -> absl::Status {
+    absl::StatusOr<StatementPtr> list = Prepare(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+        "ORDER BY name",
+        false);
+    if (!list.ok()) return list.status();
+    absl::Status s = ForEachRow(list->get(), "listing tables", [&](sqlite3_stmt* row) {
+      tables.push_back(RowReader(row, "sqlite_schema").Bytes(0));
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+
+    if (tables.empty()) {  // A new database.
+      if (s = Exec(kCreateTables, "creating tables"); !s.ok()) return s;
+      return Exec(absl::StrCat("INSERT INTO schema_version (version) VALUES (", kSchemaVersion, ")")
+                      .c_str(),
+                  "creating tables");
+    }
+    if (std::find(tables.begin(), tables.end(), "schema_version") == tables.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("state store '", path_, "': file is not a Weft state store (it has tables ",
+                       absl::StrJoin(tables, ", "), " but no schema_version)"));
+    }
+    absl::StatusOr<StatementPtr> version = Prepare("SELECT version FROM schema_version", false);
+    if (!version.ok()) return version.status();
+    std::string problem;
+    s = ForEachRow(version->get(), "reading schema_version", [&](sqlite3_stmt* row) {
+      RowReader reader(row, "schema_version");
+      versions.push_back(reader.Int64(0));
+      if (problem.empty()) problem = reader.problem();
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+    if (!problem.empty() || versions.size() != 1) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("state store '", path_, "': unknown schema (schema_version holds ",
+                       versions.size(), " rows", problem.empty() ? "" : "; ", problem, ")"));
+    }
+    if (versions[0] > kSchemaVersion) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "state store '", path_, "': schema version ", versions[0],
+          " is newer than this binary supports (", kSchemaVersion, "); use a newer weft"));
+    }
+    if (versions[0] != kSchemaVersion) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("state store '", path_, "': unknown schema version ", versions[0]));
+    }
+    return absl::OkStatus();
+  }();
+  if (status.ok()) {
+    status = Exec("COMMIT", "checking schema");
+  }
+  if (!status.ok()) {
+    if (sqlite3_get_autocommit(db_) == 0) Exec("ROLLBACK", "checking schema").IgnoreError();
+    return status;
+  }
+  if (tables.empty()) {
+    // Make the new database file's directory entry durable too.
+    if (absl::Status s = SyncDirectory(std::filesystem::path(path_).parent_path()); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("state store '", path_, "': ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RmState> SqliteStore::Load() {
+  if (db_ == nullptr) return Closed();
+  RmState state;
+  const std::string prefix = absl::StrCat("state store '", path_, "': ");
+  auto corrupt = [&](absl::string_view what) {
+    return absl::DataLossError(absl::StrCat(prefix, what));
+  };
+
+  int rc = Run(begin_read_.get(), {});
+  if (rc != SQLITE_DONE) return Error("loading: beginning transaction", rc);
+  absl::Status status = [&]() -> absl::Status {
+    absl::Status s = ForEachRow(get_epoch_.get(), "loading epoch", [&](sqlite3_stmt* row) {
+      RowReader r(row, "epoch");
+      state.epoch = r.Int64(0);
+      return r.problem().empty() ? absl::OkStatus() : corrupt(r.problem());
+    });
+    if (!s.ok()) return s;
+
+    s = ForEachRow(load_applications_.get(), "loading applications", [&](sqlite3_stmt* row) {
+      RowReader r(row, "applications");
+      ApplicationRecord app;
+      app.app_id = r.Bytes(0);
+      app.name = r.Bytes(1);
+      app.queue = r.Bytes(2);
+      app.user = r.Bytes(3);
+      app.priority = r.Int32(4);
+      app.state = r.Bytes(5);
+      app.final_status = r.Bytes(6);
+      app.diagnostics = r.Bytes(7);
+      app.submit_ms = r.Int64(8);
+      app.start_ms = r.Int64(9);
+      app.finish_ms = r.Int64(10);
+      app.max_attempts = r.Int32(11);
+      app.submission = r.Bytes(12, /*want_blob=*/true);
+      if (!r.problem().empty()) {
+        return corrupt(absl::StrCat("application '", app.app_id, "': ", r.problem()));
+      }
+      if (absl::Status v = ValidateApplicationRecord(app); !v.ok()) {
+        return corrupt(absl::StrCat("stored record is invalid: ", v.message()));
+      }
+      state.apps.push_back(std::move(app));
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+
+    s = ForEachRow(load_attempts_.get(), "loading attempts", [&](sqlite3_stmt* row) {
+      RowReader r(row, "attempts");
+      AttemptRecord attempt;
+      attempt.app_id = r.Bytes(0);
+      attempt.attempt_id = r.Int32(1);
+      attempt.state = r.Bytes(2);
+      attempt.am_container_id = r.Bytes(3);
+      attempt.node = r.Bytes(4);
+      attempt.exit_status = r.Int32(5);
+      attempt.diagnostics = r.Bytes(6);
+      attempt.start_ms = r.Int64(7);
+      attempt.finish_ms = r.Int64(8);
+      if (!r.problem().empty()) {
+        return corrupt(
+            absl::StrCat("attempt of application '", attempt.app_id, "': ", r.problem()));
+      }
+      if (absl::Status v = ValidateAttemptRecord(attempt); !v.ok()) {
+        return corrupt(absl::StrCat("stored record is invalid: ", v.message()));
+      }
+      state.attempts.push_back(std::move(attempt));
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+
+    return ForEachRow(load_master_keys_.get(), "loading master keys", [&](sqlite3_stmt* row) {
+      RowReader r(row, "master_keys");
+      MasterKeyRecord key;
+      key.purpose = r.Bytes(0);
+      key.key_id = r.Int32(1);
+      key.secret = r.Bytes(2, /*want_blob=*/true);
+      key.created_ms = r.Int64(3);
+      key.expires_ms = r.Int64(4);
+      if (!r.problem().empty()) return corrupt(absl::StrCat("master key: ", r.problem()));
+      if (absl::Status v = ValidateMasterKeyRecord(key); !v.ok()) {
+        return corrupt(absl::StrCat("stored record is invalid: ", v.message()));
+      }
+      state.keys.push_back(std::move(key));
+      return absl::OkStatus();
+    });
+  }();
+  // The read transaction changed nothing; end it either way.
+  rc = Run(commit_.get(), {});
+  if (status.ok() && rc != SQLITE_DONE) status = Error("loading: ending transaction", rc);
+  if (sqlite3_get_autocommit(db_) == 0) Run(rollback_.get(), {});
+  if (!status.ok()) return status;
+  return state;
+}
+
+absl::StatusOr<int64_t> SqliteStore::BumpEpoch() {
+  int64_t epoch = 0;
+  absl::Status status = InTransaction("bumping epoch", [&]() -> absl::Status {
+    int rc = Run(bump_epoch_.get(), {});
+    if (rc != SQLITE_DONE) return Error("bumping epoch", rc);
+    bool found = false;
+    absl::Status s = ForEachRow(get_epoch_.get(), "bumping epoch", [&](sqlite3_stmt* row) {
+      RowReader r(row, "epoch");
+      epoch = r.Int64(0);
+      found = r.problem().empty();
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+    if (!found) {
+      return absl::DataLossError(
+          absl::StrCat("state store '", path_, "': bumping epoch: epoch is not an integer"));
+    }
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return epoch;
+}
+
+absl::Status SqliteStore::WriteApplication(const ApplicationRecord& app) {
+  int rc =
+      Run(put_application_.get(),
+          {Text(app.app_id), Text(app.name), Text(app.queue), Text(app.user), Int(app.priority),
+           Text(app.state), Text(app.final_status), Text(app.diagnostics), Int(app.submit_ms),
+           Int(app.start_ms), Int(app.finish_ms), Int(app.max_attempts), Blob(app.submission)});
+  if (rc != SQLITE_DONE) {
+    return Error(absl::StrCat("storing application '", app.app_id, "'"), rc);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::WriteAttempt(const AttemptRecord& attempt) {
+  int rc = Run(put_attempt_.get(),
+               {Text(attempt.app_id), Int(attempt.attempt_id), Text(attempt.state),
+                Text(attempt.am_container_id), Text(attempt.node), Int(attempt.exit_status),
+                Text(attempt.diagnostics), Int(attempt.start_ms), Int(attempt.finish_ms)});
+  if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {  // The only foreign key: the application.
+    return absl::NotFoundError(absl::StrCat("attempt ", attempt.attempt_id, " of application '",
+                                            attempt.app_id, "': application is not stored"));
+  }
+  if (rc != SQLITE_DONE) {
+    return Error(absl::StrCat("storing attempt ", attempt.attempt_id, " of application '",
+                              attempt.app_id, "'"),
+                 rc);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::PutApplication(const ApplicationRecord& app) {
+  if (db_ == nullptr) return Closed();
+  if (absl::Status s = ValidateApplicationRecord(app); !s.ok()) return s;
+  return InTransaction("storing application", [&] { return WriteApplication(app); });
+}
+
+absl::Status SqliteStore::PutAttempt(const AttemptRecord& attempt) {
+  if (db_ == nullptr) return Closed();
+  if (absl::Status s = ValidateAttemptRecord(attempt); !s.ok()) return s;
+  return InTransaction("storing attempt", [&] { return WriteAttempt(attempt); });
+}
+
+absl::Status SqliteStore::PutApplicationAndAttempt(const ApplicationRecord& app,
+                                                   const AttemptRecord& attempt) {
+  if (db_ == nullptr) return Closed();
+  if (absl::Status s = ValidateApplicationAndAttempt(app, attempt); !s.ok()) return s;
+  return InTransaction("storing application and attempt", [&]() -> absl::Status {
+    if (absl::Status s = WriteApplication(app); !s.ok()) return s;
+    return WriteAttempt(attempt);
+  });
+}
+
+absl::Status SqliteStore::RemoveApplication(absl::string_view app_id) {
+  return InTransaction("removing application", [&]() -> absl::Status {
+    int rc = Run(delete_attempts_.get(), {Text(app_id)});
+    if (rc != SQLITE_DONE) {
+      return Error(absl::StrCat("removing attempts of application '", app_id, "'"), rc);
+    }
+    rc = Run(delete_application_.get(), {Text(app_id)});
+    if (rc != SQLITE_DONE) return Error(absl::StrCat("removing application '", app_id, "'"), rc);
+    if (sqlite3_changes(db_) == 0) {
+      return absl::NotFoundError(absl::StrCat("application '", app_id, "' is not stored"));
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status SqliteStore::PutMasterKey(const MasterKeyRecord& key) {
+  if (db_ == nullptr) return Closed();
+  if (absl::Status s = ValidateMasterKeyRecord(key); !s.ok()) return s;
+  return InTransaction("storing master key", [&]() -> absl::Status {
+    int rc = Run(put_master_key_.get(), {Text(key.purpose), Int(key.key_id), Blob(key.secret),
+                                         Int(key.created_ms), Int(key.expires_ms)});
+    if (rc != SQLITE_DONE) {
+      return Error(absl::StrCat("storing master key ", key.purpose, "/", key.key_id), rc);
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status SqliteStore::RemoveMasterKey(absl::string_view purpose, int32_t key_id) {
+  if (db_ == nullptr) return Closed();
+  if (absl::Status s = ValidateMasterKeyPurpose(purpose); !s.ok()) return s;
+  return InTransaction("removing master key", [&]() -> absl::Status {
+    int rc = Run(delete_master_key_.get(), {Text(purpose), Int(key_id)});
+    if (rc != SQLITE_DONE) {
+      return Error(absl::StrCat("removing master key ", purpose, "/", key_id), rc);
+    }
+    if (sqlite3_changes(db_) == 0) {
+      return absl::NotFoundError(
+          absl::StrCat("master key ", purpose, "/", key_id, " is not stored"));
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status SqliteStore::Close() {
+  absl::Status status;
+  if (db_ != nullptr) {
+    for (StatementPtr* stmt :
+         {&begin_, &begin_read_, &commit_, &rollback_, &put_application_, &put_attempt_,
+          &put_master_key_, &delete_application_, &delete_attempts_, &delete_master_key_,
+          &bump_epoch_, &get_epoch_, &load_applications_, &load_attempts_, &load_master_keys_}) {
+      stmt->reset();
+    }
+    int rc = Check(sqlite3_close(db_));
+    if (rc != SQLITE_OK) {
+      status = Error("closing", rc);
+      sqlite3_close_v2(db_);  // Frees the connection once its last statement is finalized.
+    }
+    db_ = nullptr;
+  }
+  if (lock_fd_ >= 0) {
+    ::close(lock_fd_);  // Releases the flock.
+    lock_fd_ = -1;
+  }
+  return status;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<StateStore>> OpenSqliteStore(absl::string_view path) {
+  if (path.empty()) return absl::InvalidArgumentError("state store path is empty");
+  const std::string file(path);
+  if (absl::Status s = CreateParentDirectories(file); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("state store '", file, "': ", s.message()));
+  }
+
+  const std::string lock_path = absl::StrCat(file, ".lock");
+  int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0) {
+    return ErrnoError(
+        errno, absl::StrCat("state store '", file, "': creating lock file '", lock_path, "'"));
+  }
+  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(lock_fd);
+    if (err == EWOULDBLOCK) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "state store '", file, "' is in use by another process (lock file '", lock_path, "')"));
+    }
+    return ErrnoError(err, absl::StrCat("state store '", file, "': locking '", lock_path, "'"));
+  }
+
+  auto store = std::make_unique<SqliteStore>(file, lock_fd);
+  if (absl::Status s = store->Init(); !s.ok()) return s;  // ~SqliteStore releases everything.
+  return store;
+}
+
+}  // namespace weft::store

@@ -1,0 +1,356 @@
+// Copyright Weft authors. The StateStore contract, run over every implementation.
+#include "store/state_store.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "store/memory_store.h"
+#include "store/sqlite_store.h"
+#include "store/store_test_util.h"
+
+namespace weft::store {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+struct MemoryStoreFactory {
+  static absl::StatusOr<std::unique_ptr<StateStore>> Open(const std::string& /*dir*/) {
+    return NewMemoryStore();
+  }
+};
+
+struct SqliteStoreFactory {
+  static absl::StatusOr<std::unique_ptr<StateStore>> Open(const std::string& dir) {
+    return OpenSqliteStore(dir + "/rm/state.db");  // "rm/" does not exist yet.
+  }
+};
+
+template <typename Factory>
+class StateStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto store = Factory::Open(dir_.path());
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+  }
+
+  RmState MustLoad() {
+    absl::StatusOr<RmState> state = store_->Load();
+    EXPECT_TRUE(state.ok()) << state.status();
+    return state.ok() ? *std::move(state) : RmState{};
+  }
+
+  ScopedTempDir dir_;
+  std::unique_ptr<StateStore> store_;
+};
+
+class ImplementationNames {
+ public:
+  template <typename T>
+  static std::string GetName(int) {
+    if constexpr (std::is_same_v<T, MemoryStoreFactory>) return "Memory";
+    return "Sqlite";
+  }
+};
+
+using Implementations = ::testing::Types<MemoryStoreFactory, SqliteStoreFactory>;
+TYPED_TEST_SUITE(StateStoreTest, Implementations, ImplementationNames);
+
+TYPED_TEST(StateStoreTest, NewStoreIsEmpty) {
+  RmState state = this->MustLoad();
+  EXPECT_EQ(state.epoch, 0);
+  EXPECT_THAT(state.apps, IsEmpty());
+  EXPECT_THAT(state.attempts, IsEmpty());
+  EXPECT_THAT(state.keys, IsEmpty());
+}
+
+TYPED_TEST(StateStoreTest, RoundTripsEveryFieldIncludingBinaryBytes) {
+  const ApplicationRecord app = FullApplication("application_1700000000000_0001");
+  const AttemptRecord attempt = FullAttempt(app.app_id, 2);
+  const MasterKeyRecord key = FullMasterKey("container", -5);
+  // Empty strings and empty bytes come back empty (not missing).
+  ApplicationRecord bare;
+  bare.app_id = "application_1700000000000_0002";
+  MasterKeyRecord amrm_key = FullMasterKey("amrm", INT32_MAX);
+  amrm_key.secret = std::string(1, '\0');
+
+  ASSERT_TRUE(this->store_->PutApplication(app).ok());
+  ASSERT_TRUE(this->store_->PutApplication(bare).ok());
+  ASSERT_TRUE(this->store_->PutAttempt(attempt).ok());
+  ASSERT_TRUE(this->store_->PutMasterKey(key).ok());
+  ASSERT_TRUE(this->store_->PutMasterKey(amrm_key).ok());
+
+  RmState state = this->MustLoad();
+  EXPECT_THAT(state.apps, ElementsAre(app, bare));
+  EXPECT_THAT(state.attempts, ElementsAre(attempt));
+  EXPECT_THAT(state.keys, ElementsAre(amrm_key, key));
+  ASSERT_EQ(state.apps.size(), 2u);
+  EXPECT_EQ(state.apps[0].submission, std::string("\0\x01\xff\0bytes\0", 10));
+  EXPECT_EQ(state.apps[0].name.size(), 13u);
+  ASSERT_EQ(state.keys.size(), 2u);
+  EXPECT_EQ(state.keys[0].secret, std::string(1, '\0'));
+  EXPECT_EQ(state.keys[1].secret, std::string("\0s3cr\0t\xfe", 8));
+}
+
+TYPED_TEST(StateStoreTest, EpochStartsAtOneAndIncrements) {
+  for (int64_t want = 1; want <= 3; ++want) {
+    absl::StatusOr<int64_t> epoch = this->store_->BumpEpoch();
+    ASSERT_TRUE(epoch.ok()) << epoch.status();
+    EXPECT_EQ(*epoch, want);
+  }
+  EXPECT_EQ(this->MustLoad().epoch, 3);
+}
+
+TYPED_TEST(StateStoreTest, LoadSortsRecordsByKey) {
+  for (const char* id : {"app_2", "app_10", "app_1"}) {
+    ApplicationRecord app;
+    app.app_id = id;
+    ASSERT_TRUE(this->store_->PutApplication(app).ok());
+  }
+  for (auto [id, n] : std::vector<std::pair<const char*, int>>{
+           {"app_2", 3}, {"app_1", 10}, {"app_1", 2}, {"app_10", 1}, {"app_1", 1}}) {
+    ASSERT_TRUE(this->store_->PutAttempt(FullAttempt(id, n)).ok());
+  }
+  for (auto [purpose, id] :
+       std::vector<std::pair<const char*, int>>{{"container", 2}, {"amrm", 7}, {"container", -1}}) {
+    ASSERT_TRUE(this->store_->PutMasterKey(FullMasterKey(purpose, id)).ok());
+  }
+
+  RmState state = this->MustLoad();
+  std::vector<std::string> apps;
+  for (const auto& app : state.apps) apps.push_back(app.app_id);
+  EXPECT_THAT(apps, ElementsAre("app_1", "app_10", "app_2"));  // bytewise
+  std::vector<std::pair<std::string, int>> attempts;
+  for (const auto& a : state.attempts) attempts.emplace_back(a.app_id, a.attempt_id);
+  EXPECT_THAT(attempts,
+              ElementsAre(std::pair<std::string, int>{"app_1", 1}, std::pair{"app_1", 2},
+                          std::pair{"app_1", 10}, std::pair{"app_10", 1}, std::pair{"app_2", 3}));
+  std::vector<std::pair<std::string, int>> keys;
+  for (const auto& k : state.keys) keys.emplace_back(k.purpose, k.key_id);
+  EXPECT_THAT(keys, ElementsAre(std::pair<std::string, int>{"amrm", 7}, std::pair{"container", -1},
+                                std::pair{"container", 2}));
+}
+
+TYPED_TEST(StateStoreTest, PutApplicationReplacesAndKeepsItsAttempts) {
+  ApplicationRecord app = FullApplication("app_1");
+  ASSERT_TRUE(this->store_->PutApplication(app).ok());
+  ASSERT_TRUE(this->store_->PutAttempt(FullAttempt("app_1", 1)).ok());
+  ASSERT_TRUE(this->store_->PutAttempt(FullAttempt("app_1", 2)).ok());
+
+  app.state = "FINISHED";
+  app.final_status = "SUCCEEDED";
+  app.submission = "";
+  ASSERT_TRUE(this->store_->PutApplication(app).ok());
+
+  RmState state = this->MustLoad();
+  EXPECT_THAT(state.apps, ElementsAre(app));
+  EXPECT_THAT(state.attempts, ElementsAre(FullAttempt("app_1", 1), FullAttempt("app_1", 2)));
+}
+
+TYPED_TEST(StateStoreTest, PutAttemptReplaces) {
+  ASSERT_TRUE(this->store_->PutApplication(FullApplication("app_1")).ok());
+  AttemptRecord attempt = FullAttempt("app_1", 1);
+  ASSERT_TRUE(this->store_->PutAttempt(attempt).ok());
+  attempt.state = "FAILED";
+  attempt.exit_status = 137;
+  ASSERT_TRUE(this->store_->PutAttempt(attempt).ok());
+  EXPECT_THAT(this->MustLoad().attempts, ElementsAre(attempt));
+}
+
+TYPED_TEST(StateStoreTest, PutAttemptOfUnknownApplicationIsNotFound) {
+  ASSERT_TRUE(this->store_->PutApplication(FullApplication("app_1")).ok());
+  const RmState before = this->MustLoad();
+
+  absl::Status s = this->store_->PutAttempt(FullAttempt("app_404", 1));
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  EXPECT_THAT(s.message(), HasSubstr("app_404"));
+  EXPECT_THAT(s.message(), HasSubstr("application is not stored"));
+  EXPECT_EQ(this->MustLoad(), before);
+}
+
+TYPED_TEST(StateStoreTest, PutApplicationAndAttemptStoresBoth) {
+  const ApplicationRecord app = FullApplication("app_1");
+  const AttemptRecord attempt = FullAttempt("app_1", 1);
+  ASSERT_TRUE(this->store_->PutApplicationAndAttempt(app, attempt).ok());
+  RmState state = this->MustLoad();
+  EXPECT_THAT(state.apps, ElementsAre(app));
+  EXPECT_THAT(state.attempts, ElementsAre(attempt));
+}
+
+TYPED_TEST(StateStoreTest, PutApplicationAndAttemptIsAllOrNothing) {
+  ApplicationRecord stored = FullApplication("app_1");
+  stored.state = "ACCEPTED";
+  ASSERT_TRUE(this->store_->PutApplication(stored).ok());
+  const RmState before = this->MustLoad();
+
+  // An update of the stored application whose attempt is invalid: the update is not applied.
+  ApplicationRecord update = stored;
+  update.state = "RUNNING";
+  AttemptRecord bad_attempt = FullAttempt("app_1", 0);
+  absl::Status s = this->store_->PutApplicationAndAttempt(update, bad_attempt);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("attempt_id"));
+  EXPECT_EQ(this->MustLoad(), before);
+
+  // A new application with an attempt in an unknown state: the application is not stored.
+  AttemptRecord bogus_state = FullAttempt("app_2", 1);
+  bogus_state.state = "BOGUS";
+  s = this->store_->PutApplicationAndAttempt(FullApplication("app_2"), bogus_state);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("state 'BOGUS'"));
+  EXPECT_EQ(this->MustLoad(), before);
+
+  // An attempt of another application.
+  s = this->store_->PutApplicationAndAttempt(FullApplication("app_2"), FullAttempt("app_1", 1));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("does not match application 'app_2'"));
+  EXPECT_EQ(this->MustLoad(), before);
+}
+
+TYPED_TEST(StateStoreTest, RemoveApplicationRemovesItsAttempts) {
+  for (const char* id : {"app_1", "app_2"}) {
+    ASSERT_TRUE(this->store_->PutApplication(FullApplication(id)).ok());
+    ASSERT_TRUE(this->store_->PutAttempt(FullAttempt(id, 1)).ok());
+    ASSERT_TRUE(this->store_->PutAttempt(FullAttempt(id, 2)).ok());
+  }
+  ASSERT_TRUE(this->store_->RemoveApplication("app_1").ok());
+
+  RmState state = this->MustLoad();
+  EXPECT_THAT(state.apps, ElementsAre(FullApplication("app_2")));
+  EXPECT_THAT(state.attempts, ElementsAre(FullAttempt("app_2", 1), FullAttempt("app_2", 2)));
+
+  // The removed application's attempts do not come back with it.
+  ASSERT_TRUE(this->store_->PutApplication(FullApplication("app_1")).ok());
+  EXPECT_EQ(this->MustLoad().attempts.size(), 2u);
+}
+
+TYPED_TEST(StateStoreTest, RemoveUnknownApplicationIsNotFoundAndChangesNothing) {
+  ASSERT_TRUE(this->store_->PutApplication(FullApplication("app_1")).ok());
+  ASSERT_TRUE(this->store_->PutAttempt(FullAttempt("app_1", 1)).ok());
+  const RmState before = this->MustLoad();
+
+  absl::Status s = this->store_->RemoveApplication("app_2");
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  EXPECT_THAT(s.message(), HasSubstr("'app_2'"));
+  ASSERT_TRUE(this->store_->RemoveApplication("app_1").ok());
+  EXPECT_EQ(this->store_->RemoveApplication("app_1").code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(this->MustLoad().apps, IsEmpty());
+}
+
+TYPED_TEST(StateStoreTest, RejectsInvalidRecordsNamingTheFieldAndChangesNothing) {
+  ASSERT_TRUE(this->store_->PutApplication(FullApplication("app_1")).ok());
+  ASSERT_TRUE(this->store_->PutAttempt(FullAttempt("app_1", 1)).ok());
+  ASSERT_TRUE(this->store_->PutMasterKey(FullMasterKey("amrm", 1)).ok());
+  const RmState before = this->MustLoad();
+  StateStore& store = *this->store_;
+
+  struct Case {
+    const char* name;
+    std::function<absl::Status()> call;
+    const char* want;  // substring of the message
+  };
+  auto app = [](auto mutate) {
+    ApplicationRecord a = FullApplication("app_1");
+    mutate(a);
+    return a;
+  };
+  auto attempt = [](auto mutate) {
+    AttemptRecord a = FullAttempt("app_1", 1);
+    mutate(a);
+    return a;
+  };
+  auto key = [](auto mutate) {
+    MasterKeyRecord k = FullMasterKey("amrm", 1);
+    mutate(k);
+    return k;
+  };
+  const std::vector<Case> cases = {
+      {"empty app_id", [&] { return store.PutApplication(app([](auto& a) { a.app_id = ""; })); },
+       "app_id"},
+      {"unknown app state",
+       [&] { return store.PutApplication(app([](auto& a) { a.state = "DONE"; })); },
+       "state 'DONE' is not one of NEW, SUBMITTED"},
+      {"lower-case app state",
+       [&] { return store.PutApplication(app([](auto& a) { a.state = "running"; })); },
+       "state 'running'"},
+      {"unknown final_status",
+       [&] { return store.PutApplication(app([](auto& a) { a.final_status = "OK"; })); },
+       "final_status 'OK'"},
+      {"max_attempts 0",
+       [&] { return store.PutApplication(app([](auto& a) { a.max_attempts = 0; })); },
+       "max_attempts"},
+      {"attempt with empty app_id",
+       [&] { return store.PutAttempt(attempt([](auto& a) { a.app_id = ""; })); }, "app_id"},
+      {"attempt_id 0", [&] { return store.PutAttempt(attempt([](auto& a) { a.attempt_id = 0; })); },
+       "attempt_id 0"},
+      {"negative attempt_id",
+       [&] { return store.PutAttempt(attempt([](auto& a) { a.attempt_id = -3; })); },
+       "attempt_id -3"},
+      {"unknown attempt state",
+       [&] { return store.PutAttempt(attempt([](auto& a) { a.state = "ZOMBIE"; })); },
+       "state 'ZOMBIE'"},
+      {"invalid app in pair",
+       [&] {
+         return store.PutApplicationAndAttempt(app([](auto& a) { a.state = "X"; }),
+                                               FullAttempt("app_1", 2));
+       },
+       "state 'X'"},
+      {"unknown purpose",
+       [&] { return store.PutMasterKey(key([](auto& k) { k.purpose = "nm"; })); },
+       "purpose 'nm' is not one of container, amrm"},
+      {"empty secret", [&] { return store.PutMasterKey(key([](auto& k) { k.secret = ""; })); },
+       "secret"},
+      {"remove with unknown purpose", [&] { return store.RemoveMasterKey("AMRM", 1); },
+       "purpose 'AMRM'"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    absl::Status s = c.call();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(s.message(), HasSubstr(c.want));
+    EXPECT_EQ(this->MustLoad(), before);
+  }
+}
+
+TYPED_TEST(StateStoreTest, MasterKeysAreReplacedAndRemoved) {
+  MasterKeyRecord key = FullMasterKey("container", 1);
+  ASSERT_TRUE(this->store_->PutMasterKey(key).ok());
+  ASSERT_TRUE(this->store_->PutMasterKey(FullMasterKey("amrm", 1)).ok());
+  key.secret = "rolled";
+  key.expires_ms += 1000;
+  ASSERT_TRUE(this->store_->PutMasterKey(key).ok());
+  EXPECT_THAT(this->MustLoad().keys, ElementsAre(FullMasterKey("amrm", 1), key));
+
+  ASSERT_TRUE(this->store_->RemoveMasterKey("amrm", 1).ok());
+  EXPECT_THAT(this->MustLoad().keys, ElementsAre(key));
+  absl::Status s = this->store_->RemoveMasterKey("amrm", 1);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  EXPECT_THAT(s.message(), HasSubstr("amrm/1"));
+  EXPECT_EQ(this->store_->RemoveMasterKey("container", 2).code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(this->MustLoad().keys, ElementsAre(key));
+}
+
+TYPED_TEST(StateStoreTest, CallsAfterCloseFail) {
+  ASSERT_TRUE(this->store_->PutApplication(FullApplication("app_1")).ok());
+  ASSERT_TRUE(this->store_->Close().ok());
+  EXPECT_EQ(this->store_->Load().status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(this->store_->BumpEpoch().status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(this->store_->PutApplication(FullApplication("app_2")).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(this->store_->RemoveApplication("app_1").code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(this->store_->PutMasterKey(FullMasterKey("amrm", 1)).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(this->store_->Load().status().message()), HasSubstr("closed"));
+  EXPECT_TRUE(this->store_->Close().ok());  // Idempotent.
+}
+
+}  // namespace
+}  // namespace weft::store
