@@ -1,0 +1,133 @@
+#include "common/event_loop.h"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+
+namespace weft {
+
+void TaskQueue::Post(Task task) { tasks_.emplace(seq_++, std::move(task)); }
+
+TimerId TaskQueue::Schedule(int64_t at_ms, Task task) {
+  TimerId id = next_id_++;
+  timers_.emplace(std::make_pair(at_ms, id), std::move(task));
+  deadlines_[id] = at_ms;
+  return id;
+}
+
+bool TaskQueue::Cancel(TimerId id) {
+  auto it = deadlines_.find(id);
+  if (it == deadlines_.end()) return false;
+  timers_.erase(std::make_pair(it->second, id));
+  deadlines_.erase(it);
+  return true;
+}
+
+bool TaskQueue::PopRunnable(int64_t now_ms, Task* out) {
+  if (!tasks_.empty()) {
+    auto it = tasks_.begin();
+    *out = std::move(it->second);
+    tasks_.erase(it);
+    return true;
+  }
+  if (!timers_.empty() && timers_.begin()->first.first <= now_ms) {
+    auto it = timers_.begin();
+    deadlines_.erase(it->first.second);
+    *out = std::move(it->second);
+    timers_.erase(it);
+    return true;
+  }
+  return false;
+}
+
+int64_t TaskQueue::NextDeadline() const {
+  return timers_.empty() ? INT64_MAX : timers_.begin()->first.first;
+}
+
+ThreadEventLoop::~ThreadEventLoop() { Stop(); }
+
+void ThreadEventLoop::Start() {
+  absl::MutexLock l(&mu_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] { Run(); });
+  loop_thread_ = thread_.get_id();
+}
+
+void ThreadEventLoop::Stop() {
+  {
+    absl::MutexLock l(&mu_);
+    if (!thread_.joinable()) return;
+    stopping_ = true;
+    cv_.Signal();
+  }
+  thread_.join();
+}
+
+int64_t ThreadEventLoop::NowMs() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void ThreadEventLoop::Post(Task task) {
+  absl::MutexLock l(&mu_);
+  queue_.Post(std::move(task));
+  cv_.Signal();
+}
+
+TimerId ThreadEventLoop::Schedule(int64_t delay_ms, Task task) {
+  int64_t at = NowMs() + (delay_ms < 0 ? 0 : delay_ms);
+  absl::MutexLock l(&mu_);
+  cv_.Signal();
+  return queue_.Schedule(at, std::move(task));
+}
+
+bool ThreadEventLoop::Cancel(TimerId id) {
+  absl::MutexLock l(&mu_);
+  return queue_.Cancel(id);
+}
+
+bool ThreadEventLoop::InLoop() const { return std::this_thread::get_id() == loop_thread_; }
+
+void ThreadEventLoop::Run() {
+  mu_.Lock();
+  while (true) {
+    Task task;
+    const int64_t now = NowMs();
+    if (queue_.PopRunnable(now, &task)) {
+      mu_.Unlock();
+      std::move(task)();
+      task = nullptr;  // destroy captures outside the lock too
+      mu_.Lock();
+      continue;
+    }
+    if (stopping_) break;
+    const int64_t next = queue_.NextDeadline();
+    const int64_t wait_ms = next == INT64_MAX ? 1000 : std::max<int64_t>(0, next - now);
+    cv_.WaitWithTimeout(&mu_, absl::Milliseconds(wait_ms));
+  }
+  mu_.Unlock();
+}
+
+int ManualEventLoop::RunPending() {
+  int n = 0;
+  Task task;
+  while (queue_.PopRunnable(now_ms_, &task)) {
+    std::move(task)();
+    ++n;
+  }
+  return n;
+}
+
+int ManualEventLoop::AdvanceTo(int64_t ms) {
+  int n = RunPending();
+  while (queue_.NextDeadline() <= ms) {
+    now_ms_ = std::max(now_ms_, queue_.NextDeadline());
+    n += RunPending();
+  }
+  now_ms_ = std::max(now_ms_, ms);
+  return n + RunPending();
+}
+
+}  // namespace weft
