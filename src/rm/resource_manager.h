@@ -1,0 +1,173 @@
+// Copyright Weft authors. The ResourceManager's state machine: nodes, applications, attempts
+// and containers around the scheduling core. The gRPC services are a thin layer over it.
+#ifndef WEFT_RM_RESOURCE_MANAGER_H_
+#define WEFT_RM_RESOURCE_MANAGER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/event_loop.h"
+#include "common/resource_types.h"
+#include "scheduler/registry.h"
+#include "security/master_key.h"
+#include "security/secret_source.h"
+#include "security/tokens.h"
+#include "store/state_store.h"
+#include "weft/v1/am.pb.h"
+#include "weft/v1/client.pb.h"
+#include "weft/v1/container.pb.h"
+#include "weft/v1/tracker.pb.h"
+
+namespace weft::rm {
+
+struct RmOptions {
+  scheduler::SchedulerConfig scheduler = scheduler::DefaultSchedulerConfig();
+  ResourceTypeRegistry registry;
+  int64_t cluster_timestamp_ms = 0;      // part of every application id; 0 = start time
+  int64_t heartbeat_interval_ms = 1000;  // told to NMs
+  int64_t nm_expiry_ms = 600000;         // a node silent this long is LOST (YARN: 10 min)
+  int64_t am_expiry_ms = 600000;         // an AM silent this long fails its attempt
+  int64_t pass_interval_ms = 100;        // between scheduling passes
+  int32_t max_app_attempts = 2;          // default and cap of an app's max attempts
+  int64_t container_token_lifetime_ms = 600000;
+  int64_t key_roll_interval_ms = 24LL * 3600 * 1000;
+  int64_t max_submission_bytes = 1 << 20;  // an application's submission context, serialized
+};
+
+// Starts AM containers on NodeManagers (YARN's AM launcher). `done` may run on any thread.
+class AmLauncher {
+ public:
+  virtual ~AmLauncher() = default;
+  virtual void Launch(const std::string& node_id, const v1::StartContainerRequest& request,
+                      std::function<void(absl::Status)> done) = 0;
+};
+
+// The RM's state. Every method must be called on `loop`'s thread (the gRPC layer posts to it).
+// Errors are statuses whose codes map to gRPC's: InvalidArgument, NotFound, FailedPrecondition,
+// PermissionDenied, AlreadyExists; a failed call changes nothing.
+class ResourceManager {
+ public:
+  // Bumps the store's epoch (container ids carry it), starts master keys and the timers.
+  static absl::StatusOr<std::unique_ptr<ResourceManager>> Create(RmOptions options, EventLoop* loop,
+                                                                 store::StateStore* store,
+                                                                 AmLauncher* launcher,
+                                                                 security::SecretSource* secrets);
+  ~ResourceManager();
+
+  // ClientService.
+  absl::StatusOr<v1::NewApplicationResponse> NewApplication();
+  absl::Status SubmitApplication(const v1::ApplicationSubmissionContext& context,
+                                 const std::string& user);
+  absl::StatusOr<v1::ApplicationReport> GetApplication(const std::string& app_id) const;
+  v1::ListApplicationsResponse ListApplications(const v1::ListApplicationsRequest& req) const;
+  absl::Status KillApplication(const std::string& app_id, const std::string& diagnostics);
+  v1::ListNodesResponse ListNodes(const v1::ListNodesRequest& req) const;
+
+  // TrackerService.
+  absl::StatusOr<v1::RegisterNodeManagerResponse> RegisterNode(
+      const v1::RegisterNodeManagerRequest& req);
+  absl::StatusOr<v1::NodeHeartbeatResponse> NodeHeartbeat(const v1::NodeHeartbeatRequest& req);
+
+  // AmService; `token` is the caller's AMRM token, checked for `attempt_id`.
+  absl::StatusOr<v1::RegisterApplicationMasterResponse> RegisterApplicationMaster(
+      const v1::Token& token, const v1::RegisterApplicationMasterRequest& req);
+  absl::StatusOr<v1::AllocateResponse> Allocate(const v1::Token& token,
+                                                const v1::AllocateRequest& req);
+  absl::StatusOr<v1::FinishApplicationMasterResponse> FinishApplicationMaster(
+      const v1::Token& token, const v1::FinishApplicationMasterRequest& req);
+
+  int64_t epoch() const { return epoch_; }
+  const scheduler::Scheduler& scheduler() const { return *scheduler_; }
+  const security::MasterKeyManager& container_keys() const { return container_keys_; }
+
+ private:
+  struct Attempt {
+    int32_t id = 1;
+    std::string attempt_id;           // appattempt_<ts>_<seq>_<attempt>
+    std::string state = "SUBMITTED";  // store::kAttemptStates
+    scheduler::AppId sched_app = 0;
+    std::string am_container_id, am_node;
+    int64_t start_ms = 0, last_heard_ms = 0;
+    bool registered = false;
+    v1::Token amrm_token;
+    int32_t last_response_id = 0;
+    v1::AllocateResponse last_response;
+    std::vector<v1::Container> new_containers;       // not yet handed to the AM
+    std::vector<v1::ContainerStatus> new_completed;  // not yet handed to the AM
+    std::string final_status, diagnostics;
+  };
+  struct App {
+    store::ApplicationRecord record;
+    v1::ApplicationSubmissionContext context;
+    int32_t seq = 0;
+    std::vector<Attempt> attempts;
+    Attempt& current() { return attempts.back(); }
+  };
+  struct Node {
+    v1::RegisterNodeManagerRequest registration;
+    v1::NodeState state = v1::NODE_RUNNING;
+    int64_t last_heartbeat_ms = 0;
+    int32_t response_id = 0;
+    std::vector<std::string> to_cleanup;
+    std::string health_report;
+  };
+  struct Container {
+    std::string id;
+    std::string app_id;
+    int32_t attempt = 0;
+    std::string node_id;
+    Resource resource;
+    bool is_am = false;
+  };
+
+  ResourceManager(RmOptions options, EventLoop* loop, store::StateStore* store,
+                  AmLauncher* launcher, security::SecretSource* secrets);
+
+  absl::Status Persist(const App& app);
+  void SchedulePass();
+  void RunPass();
+  void CheckExpiry();
+  void HandleAllocation(const scheduler::Allocation& a);
+  void ContainerFinished(scheduler::ContainerId id, int32_t exit_status,
+                         const std::string& diagnostics);
+  void AttemptFailed(App& app, const std::string& diagnostics);
+  void FinishApp(App& app, const std::string& state, const std::string& final_status,
+                 const std::string& diagnostics);
+  absl::Status StartAttempt(App& app);
+  void ReleaseAppContainers(App& app);
+  absl::StatusOr<std::pair<App*, Attempt*>> Authenticate(const v1::Token& token);
+  std::string ContainerIdString(const App& app, int32_t attempt, scheduler::ContainerId id) const;
+  v1::ApplicationReport Report(const App& app) const;
+  v1::Resource ToProto(const Resource& r) const;
+  absl::StatusOr<Resource> FromProto(const v1::Resource& r, absl::string_view what) const;
+
+  RmOptions options_;
+  EventLoop* loop_;
+  store::StateStore* store_;
+  AmLauncher* launcher_;
+  std::unique_ptr<scheduler::Scheduler> scheduler_;
+  security::MasterKeyManager container_keys_;
+  security::MasterKeyManager amrm_keys_;
+  int64_t epoch_ = 0;
+  int32_t next_app_seq_ = 1;
+  scheduler::AppId next_sched_app_ = 1;
+  std::map<std::string, App> apps_;              // by application id
+  std::map<std::string, int32_t> reserved_ids_;  // NewApplication, not yet submitted
+  absl::flat_hash_map<scheduler::AppId, std::string> sched_to_app_;
+  std::map<std::string, Node> nodes_;  // by node id (host:port)
+  absl::flat_hash_map<scheduler::ContainerId, Container> containers_;
+  absl::flat_hash_map<std::string, scheduler::ContainerId> container_by_name_;
+  TimerId pass_timer_ = 0, expiry_timer_ = 0;
+  bool shutting_down_ = false;
+};
+
+}  // namespace weft::rm
+
+#endif  // WEFT_RM_RESOURCE_MANAGER_H_

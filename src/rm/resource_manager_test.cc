@@ -1,0 +1,259 @@
+#include "rm/resource_manager.h"
+
+#include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+#include "store/memory_store.h"
+
+namespace weft::rm {
+namespace {
+
+using ::testing::HasSubstr;
+
+class FakeLauncher : public AmLauncher {
+ public:
+  void Launch(const std::string& node_id, const v1::StartContainerRequest& request,
+              std::function<void(absl::Status)> done) override {
+    launches.push_back({node_id, request});
+    done(fail ? absl::UnavailableError("node unreachable") : absl::OkStatus());
+  }
+  std::vector<std::pair<std::string, v1::StartContainerRequest>> launches;
+  bool fail = false;
+};
+
+class ResourceManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = store::NewMemoryStore();
+    RmOptions o;
+    o.nm_expiry_ms = 10000;
+    o.am_expiry_ms = 60000;
+    auto rm = ResourceManager::Create(o, &loop_, store_.get(), &launcher_, &secrets_);
+    ASSERT_TRUE(rm.ok()) << rm.status();
+    rm_ = std::move(*rm);
+  }
+
+  void AddNode(const std::string& id, int64_t mb = 8192, int64_t vcores = 8) {
+    v1::RegisterNodeManagerRequest req;
+    req.set_node_id(id);
+    (*req.mutable_capability()->mutable_values())["memory-mb"] = mb;
+    (*req.mutable_capability()->mutable_values())["vcores"] = vcores;
+    ASSERT_TRUE(rm_->RegisterNode(req).ok());
+  }
+
+  std::string Submit(const std::string& queue = "default", int attempts = 0) {
+    auto id = rm_->NewApplication();
+    EXPECT_TRUE(id.ok());
+    v1::ApplicationSubmissionContext ctx;
+    ctx.set_application_id(id->application_id());
+    ctx.set_queue(queue);
+    ctx.set_max_app_attempts(attempts);
+    ctx.mutable_am_container_spec()->add_command("sleep 100");
+    EXPECT_TRUE(rm_->SubmitApplication(ctx, "alice").ok());
+    return id->application_id();
+  }
+
+  v1::Token AmToken(size_t launch = 0) {
+    v1::Token t;
+    EXPECT_TRUE(t.ParseFromString(
+        launcher_.launches.at(launch).second.launch_context().environment().at("WEFT_AMRM_TOKEN")));
+    return t;
+  }
+
+  v1::NodeHeartbeatResponse Heartbeat(const std::string& node,
+                                      std::vector<std::pair<std::string, int>> done = {}) {
+    v1::NodeHeartbeatRequest req;
+    req.set_node_id(node);
+    for (auto& [id, exit] : done) {
+      v1::ContainerStatus* s = req.add_container_statuses();
+      s->set_container_id(id);
+      s->set_state(v1::CONTAINER_COMPLETE);
+      s->set_exit_status(exit);
+    }
+    auto r = rm_->NodeHeartbeat(req);
+    EXPECT_TRUE(r.ok());
+    return *r;
+  }
+
+  ManualEventLoop loop_;
+  std::unique_ptr<store::StateStore> store_;
+  FakeLauncher launcher_;
+  security::FakeSecretSource secrets_;
+  std::unique_ptr<ResourceManager> rm_;
+};
+
+TEST_F(ResourceManagerTest, SubmissionIsStoredBeforeSuccessAndTheAmIsLaunched) {
+  AddNode("h1:1");
+  std::string app = Submit();
+  auto stored = store_->Load();
+  ASSERT_TRUE(stored.ok());
+  ASSERT_EQ(stored->apps.size(), 1u);
+  EXPECT_EQ(stored->apps[0].app_id, app);
+  EXPECT_EQ(stored->apps[0].state, "ACCEPTED");
+  loop_.Advance(200);  // a scheduling pass
+  ASSERT_EQ(launcher_.launches.size(), 1u);
+  EXPECT_EQ(launcher_.launches[0].first, "h1:1");
+  const auto& env = launcher_.launches[0].second.launch_context().environment();
+  EXPECT_EQ(env.at("WEFT_APPLICATION_ID"), app);
+  EXPECT_THAT(launcher_.launches[0].second.container_token().identifier(), HasSubstr("h1:1"));
+  auto report = rm_->GetApplication(app);
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->current_attempt(), 1);
+  EXPECT_EQ(report->am_host(), "h1:1");
+}
+
+TEST_F(ResourceManagerTest, InvalidSubmissionsAreRefusedAndChangeNothing) {
+  v1::ApplicationSubmissionContext ctx;
+  ctx.set_application_id("application_1_9999");
+  ctx.mutable_am_container_spec()->add_command("true");
+  EXPECT_EQ(rm_->SubmitApplication(ctx, "u").code(), absl::StatusCode::kNotFound);
+  auto id = rm_->NewApplication();
+  ctx.set_application_id(id->application_id());
+  ctx.set_queue("nosuch");
+  absl::Status s = rm_->SubmitApplication(ctx, "u");
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(s.message(), HasSubstr("unknown queue 'nosuch'"));
+  ctx.set_queue("default");
+  (*ctx.mutable_am_resource()->mutable_values())["memory-mb"] = -5;
+  EXPECT_THAT(rm_->SubmitApplication(ctx, "u").message(), HasSubstr("memory-mb=-5 is negative"));
+  (*ctx.mutable_am_resource()->mutable_values())["gpus"] = 1;
+  EXPECT_THAT(rm_->SubmitApplication(ctx, "u").message(),
+              HasSubstr("unknown resource type 'gpus'"));
+  ctx.clear_am_resource();
+  ctx.clear_am_container_spec();
+  EXPECT_THAT(rm_->SubmitApplication(ctx, "u").message(), HasSubstr("empty AM command"));
+  EXPECT_TRUE(rm_->ListApplications({}).applications().empty());
+  EXPECT_TRUE(store_->Load()->apps.empty());
+  // The id is still usable once the submission is right.
+  ctx.mutable_am_container_spec()->add_command("true");
+  EXPECT_TRUE(rm_->SubmitApplication(ctx, "u").ok());
+  EXPECT_EQ(rm_->SubmitApplication(ctx, "u").code(), absl::StatusCode::kAlreadyExists);
+}
+
+TEST_F(ResourceManagerTest, AllocateProtocolAndCompletedStatusesExactlyOnce) {
+  AddNode("h1:1");
+  std::string app = Submit();
+  loop_.Advance(200);
+  v1::Token token = AmToken();
+  ASSERT_TRUE(rm_->RegisterApplicationMaster(token, {}).ok());
+  EXPECT_EQ(rm_->GetApplication(app)->state(), v1::APP_RUNNING);
+
+  v1::AllocateRequest req;
+  req.set_response_id(0);
+  v1::ResourceRequest* ask = req.add_asks();
+  ask->set_priority(1);
+  ask->set_resource_name("*");
+  (*ask->mutable_capability()->mutable_values())["memory-mb"] = 1024;
+  (*ask->mutable_capability()->mutable_values())["vcores"] = 1;
+  ask->set_num_containers(2);
+  ask->set_relax_locality(true);
+  auto r1 = rm_->Allocate(token, req);
+  ASSERT_TRUE(r1.ok()) << r1.status();
+  EXPECT_EQ(r1->response_id(), 1);
+  EXPECT_EQ(r1->allocated_containers_size(), 0);  // asynchronous: allocated by the next pass
+  loop_.Advance(200);
+  v1::AllocateRequest next;
+  next.set_response_id(1);
+  auto r2 = rm_->Allocate(token, next);
+  ASSERT_TRUE(r2.ok());
+  ASSERT_EQ(r2->allocated_containers_size(), 2);
+  EXPECT_FALSE(r2->allocated_containers(0).container_token().password().empty());
+  // A lost reply: the same response_id gets the same reply again.
+  auto again = rm_->Allocate(token, next);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*again, *r2));
+  // Out of sequence: resync.
+  v1::AllocateRequest stale;
+  stale.set_response_id(7);
+  EXPECT_EQ(rm_->Allocate(token, stale)->am_command(), v1::AM_RESYNC);
+
+  // The NM reports one container done with exit 3: the AM hears it once.
+  std::string c0 = r2->allocated_containers(0).container_id();
+  Heartbeat("h1:1", {{c0, 3}});
+  Heartbeat("h1:1", {{c0, 3}});  // repeated by the NM: still once
+  v1::AllocateRequest third;
+  third.set_response_id(2);
+  auto r3 = rm_->Allocate(token, third);
+  ASSERT_EQ(r3->completed_containers_size(), 1);
+  EXPECT_EQ(r3->completed_containers(0).container_id(), c0);
+  EXPECT_EQ(r3->completed_containers(0).exit_status(), 3);
+  v1::AllocateRequest fourth;
+  fourth.set_response_id(3);
+  EXPECT_EQ(rm_->Allocate(token, fourth)->completed_containers_size(), 0);
+
+  v1::FinishApplicationMasterRequest fin;
+  fin.set_final_status(v1::FINAL_SUCCEEDED);
+  ASSERT_TRUE(rm_->FinishApplicationMaster(token, fin).ok());
+  EXPECT_EQ(rm_->GetApplication(app)->state(), v1::APP_FINISHED);
+  EXPECT_EQ(rm_->GetApplication(app)->final_status(), v1::FINAL_SUCCEEDED);
+  EXPECT_EQ(store_->Load()->apps[0].state, "FINISHED");
+  // Its remaining containers are cleaned up on their node.
+  EXPECT_GE(Heartbeat("h1:1").containers_to_cleanup_size(), 1);
+}
+
+TEST_F(ResourceManagerTest, ForgedOrForeignAmrmTokensAreRefused) {
+  AddNode("h1:1");
+  Submit();
+  loop_.Advance(200);
+  v1::Token token = AmToken();
+  v1::Token forged = token;
+  forged.mutable_password()->back() ^= 1;
+  EXPECT_EQ(rm_->RegisterApplicationMaster(forged, {}).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  v1::Token garbage;
+  garbage.set_identifier("nonsense");
+  EXPECT_EQ(rm_->Allocate(garbage, {}).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(rm_->Allocate(token, {}).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(ResourceManagerTest, LostNodeFailsTheAttemptAndTheAppAfterMaxAttempts) {
+  AddNode("h1:1");
+  std::string app = Submit("default", 2);
+  loop_.Advance(200);
+  ASSERT_EQ(launcher_.launches.size(), 1u);
+  // h1 stops heartbeating; h2 joins and keeps heartbeating.
+  AddNode("h2:1");
+  for (int i = 0; i < 12; ++i) {
+    loop_.Advance(1000);
+    Heartbeat("h2:1");
+  }
+  auto nodes = rm_->ListNodes({});
+  EXPECT_EQ(nodes.nodes(0).state(), v1::NODE_LOST);
+  EXPECT_EQ(nodes.nodes(1).state(), v1::NODE_RUNNING);
+  // Attempt 2 runs on h2.
+  ASSERT_EQ(launcher_.launches.size(), 2u);
+  EXPECT_EQ(launcher_.launches[1].first, "h2:1");
+  EXPECT_EQ(rm_->GetApplication(app)->current_attempt(), 2);
+  // Its AM exits non-zero: no attempts left, the app FAILS.
+  auto am =
+      security::DecodeContainerToken(launcher_.launches[1].second.container_token().identifier());
+  ASSERT_TRUE(am.ok());
+  Heartbeat("h2:1", {{am->container_id, 1}});
+  auto report = rm_->GetApplication(app);
+  EXPECT_EQ(report->state(), v1::APP_FAILED);
+  EXPECT_THAT(report->diagnostics(), HasSubstr("max attempts 2"));
+  EXPECT_THAT(report->diagnostics(), HasSubstr("exited with status 1"));
+  EXPECT_EQ(store_->Load()->apps[0].state, "FAILED");
+}
+
+TEST_F(ResourceManagerTest, KillReleasesContainersAndIsIdempotent) {
+  AddNode("h1:1");
+  std::string app = Submit();
+  loop_.Advance(200);
+  ASSERT_TRUE(rm_->KillApplication(app, "").ok());
+  EXPECT_EQ(rm_->GetApplication(app)->state(), v1::APP_KILLED);
+  EXPECT_EQ(Heartbeat("h1:1").containers_to_cleanup_size(), 1);  // the AM container
+  EXPECT_TRUE(rm_->KillApplication(app, "").ok());
+  EXPECT_EQ(rm_->KillApplication("application_0_0000", "").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(rm_->scheduler().cluster_allocated(), Resource());
+}
+
+TEST_F(ResourceManagerTest, UnknownNodeHeartbeatIsToldToResync) {
+  EXPECT_EQ(Heartbeat("ghost:1").action(), v1::NODE_ACTION_RESYNC);
+  v1::RegisterNodeManagerRequest bad;
+  bad.set_node_id("nohostport");
+  EXPECT_EQ(rm_->RegisterNode(bad).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace weft::rm
