@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -490,7 +491,8 @@ void ResourceManager::HandleAllocation(const Allocation& a) {
   auto& env = *start.mutable_launch_context()->mutable_environment();
   env["WEFT_APPLICATION_ID"] = app.record.app_id;
   env["WEFT_APP_ATTEMPT_ID"] = at.attempt_id;
-  env["WEFT_AMRM_TOKEN"] = at.amrm_token.SerializeAsString();
+  // Environment variables are text: the serialized token travels base64-encoded.
+  env["WEFT_AMRM_TOKEN"] = absl::Base64Escape(at.amrm_token.SerializeAsString());
   std::string app_id = app.record.app_id;
   int32_t attempt = at.id;
   launcher_->Launch(c.node_id, start, [this, app_id, attempt](absl::Status s) {

@@ -1,5 +1,6 @@
 #include "rm/resource_manager.h"
 
+#include "absl/strings/escaping.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
@@ -55,8 +56,11 @@ class ResourceManagerTest : public ::testing::Test {
 
   v1::Token AmToken(size_t launch = 0) {
     v1::Token t;
-    EXPECT_TRUE(t.ParseFromString(
-        launcher_.launches.at(launch).second.launch_context().environment().at("WEFT_AMRM_TOKEN")));
+    std::string raw;
+    EXPECT_TRUE(absl::Base64Unescape(
+        launcher_.launches.at(launch).second.launch_context().environment().at("WEFT_AMRM_TOKEN"),
+        &raw));
+    EXPECT_TRUE(t.ParseFromString(raw));
     return t;
   }
 

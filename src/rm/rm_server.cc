@@ -1,0 +1,297 @@
+#include "rm/rm_server.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "store/memory_store.h"
+#include "store/sqlite_store.h"
+#include "weft/v1/admin.grpc.pb.h"
+#include "weft/v1/am.grpc.pb.h"
+#include "weft/v1/client.grpc.pb.h"
+#include "weft/v1/container.grpc.pb.h"
+#include "weft/v1/tracker.grpc.pb.h"
+
+namespace weft::rm {
+namespace {
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+std::string Metadata(grpc::CallbackServerContext* ctx, const std::string& key) {
+  const auto& md = ctx->client_metadata();
+  auto it = md.find(key);
+  return it == md.end() ? "" : std::string(it->second.data(), it->second.size());
+}
+
+class GrpcAmLauncher final : public AmLauncher {
+ public:
+  void Launch(const std::string& node_id, const v1::StartContainerRequest& request,
+              std::function<void(absl::Status)> done) override {
+    auto channel = grpc::CreateChannel(node_id, grpc::InsecureChannelCredentials());
+    auto stub = v1::ContainerService::NewStub(channel);
+    struct Call {
+      grpc::ClientContext ctx;
+      v1::StartContainersRequest req;
+      v1::StartContainersResponse resp;
+      std::unique_ptr<v1::ContainerService::Stub> stub;
+    };
+    auto call = std::make_shared<Call>();
+    call->ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    *call->req.add_requests() = request;
+    call->stub = std::move(stub);
+    call->stub->async()->StartContainers(
+        &call->ctx, &call->req, &call->resp, [call, done, node_id](grpc::Status s) {
+          if (!s.ok()) {
+            done(absl::UnavailableError(absl::StrCat("StartContainers on ", node_id, ": gRPC code ",
+                                                     static_cast<int>(s.error_code()), " ",
+                                                     s.error_message())));
+          } else if (call->resp.failed_size() > 0) {
+            done(absl::FailedPreconditionError(absl::StrCat(
+                "node ", node_id, " refused the AM container: ", call->resp.failed(0).message())));
+          } else {
+            done(absl::OkStatus());
+          }
+        });
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<AmLauncher> NewGrpcAmLauncher() { return std::make_unique<GrpcAmLauncher>(); }
+
+// The four services; each handler posts to the RM loop and finishes the reactor there.
+class RmServer::Services {
+ public:
+  explicit Services(RmServer* server)
+      : client(server), am(server), tracker(server), admin(server) {}
+
+  template <typename Resp, typename Fn>
+  static grpc::ServerUnaryReactor* OnLoop(RmServer* s, grpc::CallbackServerContext* ctx, Resp* resp,
+                                          Fn fn) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    s->loop_.Post([s, reactor, resp, fn = std::move(fn)]() mutable {
+      absl::StatusOr<Resp> r = fn(*s->rm_);
+      if (r.ok()) *resp = std::move(*r);
+      reactor->Finish(ToGrpc(r.status()));
+    });
+    return reactor;
+  }
+
+  class Client final : public v1::ClientService::CallbackService {
+   public:
+    explicit Client(RmServer* s) : s_(s) {}
+    grpc::ServerUnaryReactor* NewApplication(grpc::CallbackServerContext* ctx,
+                                             const v1::NewApplicationRequest*,
+                                             v1::NewApplicationResponse* resp) override {
+      return OnLoop(s_, ctx, resp, [](ResourceManager& rm) { return rm.NewApplication(); });
+    }
+    grpc::ServerUnaryReactor* SubmitApplication(grpc::CallbackServerContext* ctx,
+                                                const v1::SubmitApplicationRequest* req,
+                                                v1::SubmitApplicationResponse* resp) override {
+      std::string user = Metadata(ctx, "weft-user");
+      if (user.empty()) user = "default";
+      return OnLoop(
+          s_, ctx, resp,
+          [req, user](ResourceManager& rm) -> absl::StatusOr<v1::SubmitApplicationResponse> {
+            if (absl::Status st = rm.SubmitApplication(req->context(), user); !st.ok()) return st;
+            return v1::SubmitApplicationResponse();
+          });
+    }
+    grpc::ServerUnaryReactor* GetApplication(grpc::CallbackServerContext* ctx,
+                                             const v1::GetApplicationRequest* req,
+                                             v1::GetApplicationResponse* resp) override {
+      return OnLoop(s_, ctx, resp,
+                    [req](ResourceManager& rm) -> absl::StatusOr<v1::GetApplicationResponse> {
+                      auto r = rm.GetApplication(req->application_id());
+                      if (!r.ok()) return r.status();
+                      v1::GetApplicationResponse out;
+                      *out.mutable_report() = *r;
+                      return out;
+                    });
+    }
+    grpc::ServerUnaryReactor* ListApplications(grpc::CallbackServerContext* ctx,
+                                               const v1::ListApplicationsRequest* req,
+                                               v1::ListApplicationsResponse* resp) override {
+      return OnLoop(s_, ctx, resp,
+                    [req](ResourceManager& rm) -> absl::StatusOr<v1::ListApplicationsResponse> {
+                      return rm.ListApplications(*req);
+                    });
+    }
+    grpc::ServerUnaryReactor* KillApplication(grpc::CallbackServerContext* ctx,
+                                              const v1::KillApplicationRequest* req,
+                                              v1::KillApplicationResponse* resp) override {
+      return OnLoop(
+          s_, ctx, resp, [req](ResourceManager& rm) -> absl::StatusOr<v1::KillApplicationResponse> {
+            absl::Status st = rm.KillApplication(req->application_id(), req->diagnostics());
+            if (!st.ok()) return st;
+            v1::KillApplicationResponse out;
+            out.set_kill_completed(true);
+            return out;
+          });
+    }
+    grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* ctx,
+                                        const v1::ListNodesRequest* req,
+                                        v1::ListNodesResponse* resp) override {
+      return OnLoop(s_, ctx, resp,
+                    [req](ResourceManager& rm) -> absl::StatusOr<v1::ListNodesResponse> {
+                      return rm.ListNodes(*req);
+                    });
+    }
+
+   private:
+    RmServer* s_;
+  };
+
+  class Am final : public v1::AmService::CallbackService {
+   public:
+    explicit Am(RmServer* s) : s_(s) {}
+    static v1::Token TokenOf(grpc::CallbackServerContext* ctx) {
+      v1::Token t;
+      (void)t.ParseFromString(Metadata(ctx, "weft-amrm-token-bin"));
+      return t;
+    }
+    grpc::ServerUnaryReactor* RegisterApplicationMaster(
+        grpc::CallbackServerContext* ctx, const v1::RegisterApplicationMasterRequest* req,
+        v1::RegisterApplicationMasterResponse* resp) override {
+      v1::Token t = TokenOf(ctx);
+      return OnLoop(s_, ctx, resp, [t, req](ResourceManager& rm) {
+        return rm.RegisterApplicationMaster(t, *req);
+      });
+    }
+    grpc::ServerUnaryReactor* Allocate(grpc::CallbackServerContext* ctx,
+                                       const v1::AllocateRequest* req,
+                                       v1::AllocateResponse* resp) override {
+      v1::Token t = TokenOf(ctx);
+      return OnLoop(s_, ctx, resp, [t, req](ResourceManager& rm) { return rm.Allocate(t, *req); });
+    }
+    grpc::ServerUnaryReactor* FinishApplicationMaster(
+        grpc::CallbackServerContext* ctx, const v1::FinishApplicationMasterRequest* req,
+        v1::FinishApplicationMasterResponse* resp) override {
+      v1::Token t = TokenOf(ctx);
+      return OnLoop(s_, ctx, resp,
+                    [t, req](ResourceManager& rm) { return rm.FinishApplicationMaster(t, *req); });
+    }
+
+   private:
+    RmServer* s_;
+  };
+
+  class Tracker final : public v1::TrackerService::CallbackService {
+   public:
+    explicit Tracker(RmServer* s) : s_(s) {}
+    grpc::ServerUnaryReactor* RegisterNodeManager(grpc::CallbackServerContext* ctx,
+                                                  const v1::RegisterNodeManagerRequest* req,
+                                                  v1::RegisterNodeManagerResponse* resp) override {
+      return OnLoop(s_, ctx, resp, [req](ResourceManager& rm) { return rm.RegisterNode(*req); });
+    }
+    grpc::ServerUnaryReactor* NodeHeartbeat(grpc::CallbackServerContext* ctx,
+                                            const v1::NodeHeartbeatRequest* req,
+                                            v1::NodeHeartbeatResponse* resp) override {
+      return OnLoop(s_, ctx, resp, [req](ResourceManager& rm) { return rm.NodeHeartbeat(*req); });
+    }
+
+   private:
+    RmServer* s_;
+  };
+
+  class Admin final : public v1::AdminService::CallbackService {
+   public:
+    explicit Admin(RmServer* s) : s_(s) {}
+    grpc::ServerUnaryReactor* GetServiceState(grpc::CallbackServerContext* ctx,
+                                              const v1::GetServiceStateRequest*,
+                                              v1::GetServiceStateResponse* resp) override {
+      return OnLoop(s_, ctx, resp,
+                    [](ResourceManager& rm) -> absl::StatusOr<v1::GetServiceStateResponse> {
+                      v1::GetServiceStateResponse out;
+                      out.set_state("STARTED");
+                      out.set_rm_epoch(rm.epoch());
+                      return out;
+                    });
+    }
+
+   private:
+    RmServer* s_;
+  };
+
+  Client client;
+  Am am;
+  Tracker tracker;
+  Admin admin;
+};
+
+absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions options) {
+  std::unique_ptr<RmServer> s(new RmServer());
+  s->options_ = std::move(options);
+  if (s->options_.state_store_path.empty()) {
+    s->store_ = store::NewMemoryStore();
+  } else {
+    auto st = store::OpenSqliteStore(s->options_.state_store_path);
+    if (!st.ok()) return st.status();
+    s->store_ = std::move(*st);
+  }
+  s->secrets_ = std::make_unique<security::OpenSslSecretSource>();
+  s->launcher_ = NewGrpcAmLauncher();
+  s->loop_.Start();
+  absl::Status created;
+  absl::Notification done;
+  s->loop_.Post([&] {
+    auto rm = ResourceManager::Create(s->options_.rm, &s->loop_, s->store_.get(),
+                                      s->launcher_.get(), s->secrets_.get());
+    if (rm.ok()) {
+      s->rm_ = std::move(*rm);
+    } else {
+      created = rm.status();
+    }
+    done.Notify();
+  });
+  done.WaitForNotification();
+  if (!created.ok()) return created;
+  s->services_ = std::make_unique<Services>(s.get());
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(absl::StrCat(s->options_.bind_host, ":", s->options_.port),
+                           grpc::InsecureServerCredentials(), &s->port_);
+  builder.RegisterService(&s->services_->client);
+  builder.RegisterService(&s->services_->am);
+  builder.RegisterService(&s->services_->tracker);
+  builder.RegisterService(&s->services_->admin);
+  s->server_ = builder.BuildAndStart();
+  if (s->server_ == nullptr || s->port_ == 0)
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", s->options_.bind_host, ":", s->options_.port));
+  return s;
+}
+
+RmServer::~RmServer() { Shutdown(); }
+
+std::string RmServer::address() const { return absl::StrCat(options_.bind_host, ":", port_); }
+
+void RmServer::RunOnLoop(std::function<void(ResourceManager&)> fn) {
+  absl::Notification done;
+  loop_.Post([&] {
+    fn(*rm_);
+    done.Notify();
+  });
+  done.WaitForNotification();
+}
+
+void RmServer::Shutdown() {
+  if (server_) {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    server_.reset();
+  }
+  if (rm_) {
+    absl::Notification done;
+    loop_.Post([&] {
+      rm_.reset();
+      done.Notify();
+    });
+    done.WaitForNotification();
+  }
+  loop_.Stop();
+  if (store_) (void)store_->Close();
+}
+
+}  // namespace weft::rm

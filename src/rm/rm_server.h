@@ -1,0 +1,64 @@
+// Copyright Weft authors. The ResourceManager daemon: its event loop, state and gRPC services.
+#ifndef WEFT_RM_RM_SERVER_H_
+#define WEFT_RM_RM_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/event_loop.h"
+#include "rm/resource_manager.h"
+#include "security/secret_source.h"
+#include "store/state_store.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace weft::rm {
+
+struct RmServerOptions {
+  RmOptions rm;
+  std::string bind_host = "127.0.0.1";  // any other address is an explicit choice
+  int port = 0;                         // ClientService, AmService, TrackerService, AdminService
+  std::string state_store_path;         // SQLite file; "" = in memory (state lost on exit)
+};
+
+// Owns a ThreadEventLoop (the only thread touching RM state), the state store and one gRPC
+// server for all RM services. Handlers use gRPC's callback API: they post the call to the loop
+// and finish it from there, so no RPC holds a lock or blocks a gRPC thread on RM state.
+//
+// Metadata: AmService calls carry the attempt's AMRM token, serialized, under
+// "weft-amrm-token-bin"; ClientService calls name their user under "weft-user".
+class RmServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<RmServer>> Start(RmServerOptions options);
+  ~RmServer();  // Shutdown()
+
+  std::string address() const;  // host:port actually bound
+  int port() const { return port_; }
+  // Runs `fn` on the RM loop and waits for it (tests and tools only).
+  void RunOnLoop(std::function<void(ResourceManager&)> fn);
+  void Shutdown();
+
+ private:
+  RmServer() = default;
+  class Services;
+
+  RmServerOptions options_;
+  ThreadEventLoop loop_;
+  std::unique_ptr<store::StateStore> store_;
+  std::unique_ptr<security::SecretSource> secrets_;
+  std::unique_ptr<AmLauncher> launcher_;
+  std::unique_ptr<ResourceManager> rm_;
+  std::unique_ptr<Services> services_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+// Starts AM containers with ContainerService.StartContainers on the node (async gRPC client).
+std::unique_ptr<AmLauncher> NewGrpcAmLauncher();
+
+}  // namespace weft::rm
+
+#endif  // WEFT_RM_RM_SERVER_H_
