@@ -491,6 +491,7 @@ void ResourceManager::HandleAllocation(const Allocation& a) {
   auto& env = *start.mutable_launch_context()->mutable_environment();
   env["WEFT_APPLICATION_ID"] = app.record.app_id;
   env["WEFT_APP_ATTEMPT_ID"] = at.attempt_id;
+  env["WEFT_RM_ADDRESS"] = rm_address_;
   // Environment variables are text: the serialized token travels base64-encoded.
   env["WEFT_AMRM_TOKEN"] = absl::Base64Escape(at.amrm_token.SerializeAsString());
   std::string app_id = app.record.app_id;

@@ -83,6 +83,9 @@ class ResourceManager {
   absl::StatusOr<v1::FinishApplicationMasterResponse> FinishApplicationMaster(
       const v1::Token& token, const v1::FinishApplicationMasterRequest& req);
 
+  // The address AMs reach AmService at (host:port), given to every AM in WEFT_RM_ADDRESS.
+  void set_rm_address(std::string address) { rm_address_ = std::move(address); }
+
   int64_t epoch() const { return epoch_; }
   const scheduler::Scheduler& scheduler() const { return *scheduler_; }
   const security::MasterKeyManager& container_keys() const { return container_keys_; }
@@ -166,6 +169,7 @@ class ResourceManager {
   absl::flat_hash_map<std::string, scheduler::ContainerId> container_by_name_;
   TimerId pass_timer_ = 0, expiry_timer_ = 0;
   bool shutting_down_ = false;
+  std::string rm_address_;
 };
 
 }  // namespace weft::rm

@@ -261,6 +261,7 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
   if (s->server_ == nullptr || s->port_ == 0)
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", s->options_.bind_host, ":", s->options_.port));
+  s->RunOnLoop([addr = s->address()](ResourceManager& rm) { rm.set_rm_address(addr); });
   return s;
 }
 

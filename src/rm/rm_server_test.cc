@@ -102,6 +102,7 @@ TEST_F(RmServerTest, SubmitLaunchesTheAmWhichRegistersAndAllocates) {
   ASSERT_EQ(started.size(), 1u);
   const auto& env = started[0].launch_context().environment();
   EXPECT_EQ(env.at("WEFT_APPLICATION_ID"), app.application_id());
+  EXPECT_EQ(env.at("WEFT_RM_ADDRESS"), rm_->address());
 
   std::string token;
   ASSERT_TRUE(absl::Base64Unescape(env.at("WEFT_AMRM_TOKEN"), &token));

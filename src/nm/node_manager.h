@@ -1,0 +1,207 @@
+// Copyright Weft authors. The NodeManager daemon: serves ContainerService, registers with the
+// RM's TrackerService and heartbeats, and runs containers through the ContainerExecutor.
+#ifndef WEFT_NM_NODE_MANAGER_H_
+#define WEFT_NM_NODE_MANAGER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "common/event_loop.h"
+#include "common/resource.h"
+#include "nm/cgroups.h"
+#include "nm/container_executor.h"
+#include "security/container_token_verifier.h"
+#include "weft/v1/container.grpc.pb.h"
+#include "weft/v1/tracker.grpc.pb.h"
+
+namespace grpc {
+class Server;
+}  // namespace grpc
+
+namespace weft::nm {
+
+struct NodeManagerOptions {
+  // The RM's TrackerService, "host:port".
+  std::string rm_tracker_address;
+  // Where ContainerService listens. port 0 picks a free port (see NodeManager::port()).
+  std::string bind_host = "127.0.0.1";
+  int port = 0;
+  std::string rack = "/default-rack";
+  // What the node offers. A zero memory-mb / vcores is detected (MemTotal of /proc/meminfo,
+  // online processors). Only the built-in types are reported to the RM.
+  Resource capability;
+  // Absolute. Containers work in <work_root>/<app_id>/<container_id>; their stdout and stderr
+  // go to <work_root>/logs/<container_id>/{stdout,stderr}.
+  std::string work_root;
+  // Between StopContainers' SIGTERM and the SIGKILL that follows, ms.
+  int64_t stop_grace_ms = 2000;
+  // The parent cgroup (relative to /sys/fs/cgroup/<controller> on v1, /sys/fs/cgroup on v2).
+  std::string cgroup_hierarchy = "weft";
+  // false: run containers without resource isolation (reported as a missing feature). true:
+  // Start fails when cgroups are unusable (e.g. not root).
+  bool use_cgroups = true;
+};
+
+// One NodeManager: a gRPC ContainerService and the client of the RM's TrackerService.
+//
+// Threading: every piece of mutable state belongs to `loop`. gRPC handlers (callback API) post
+// their work to the loop and finish their RPC from it; calls to the RM use gRPC's callback
+// client API and post their results to the loop, so the loop never blocks on the network.
+// The loop must accept Post() from any thread and keep running tasks until Shutdown() has
+// returned (a started ThreadEventLoop; ManualEventLoop is not thread-safe and does not fit).
+//
+// The RM protocol: RegisterNodeManager, then NodeHeartbeat every interval the RM returns, one
+// call in flight at a time. A completed container's status is sent in every heartbeat until a
+// reply acknowledges that heartbeat (its response_id is the request's + 1), so a lost
+// heartbeat loses nothing. RESYNC makes the NM register again (with its running containers),
+// SHUTDOWN stops every container and the heartbeats. Master keys of every reply go to the
+// ContainerTokenVerifier. Failed RM calls are logged to stderr and retried.
+class NodeManager {
+ public:
+  // Detects cgroups and capability, starts ContainerService on bind_host:port and begins
+  // registering with the RM (asynchronously: Start does not wait for the RM). `loop` is not
+  // owned and must outlive the NodeManager; call Start off the loop's thread.
+  // Errors: InvalidArgument for bad options; FailedPrecondition when use_cgroups and cgroups
+  // are unusable (the message says why); Unavailable when the port cannot be bound.
+  static absl::StatusOr<std::unique_ptr<NodeManager>> Start(NodeManagerOptions options,
+                                                            EventLoop* loop);
+
+  // Shuts down if Shutdown() has not been called. Must not run on the loop's thread.
+  ~NodeManager();
+
+  NodeManager(const NodeManager&) = delete;
+  NodeManager& operator=(const NodeManager&) = delete;
+
+  // "host:port" of ContainerService: what the RM and container tokens call this node.
+  // Immutable after Start; thread-safe.
+  const std::string& node_id() const { return node_id_; }
+  int port() const { return port_; }
+  // The kernel features this node lacks, as sent in its registration. Thread-safe.
+  const std::vector<std::string>& missing_features() const { return missing_features_; }
+  // The capability sent in registration (after detection). Thread-safe.
+  const Resource& capability() const { return capability_; }
+
+  // Stops the server (in-flight RPCs get up to 1 s), cancels RM calls, stops every container
+  // (SIGTERM, SIGKILL after stop_grace_ms), waits for them to end, destroys their cgroups and
+  // the hierarchy. Work directories and logs stay. Idempotent. Blocks; must not be called from
+  // the loop's thread.
+  void Shutdown();
+
+ private:
+  class Service;
+  // What the NM remembers of a container it launched, from launch until its application is
+  // cleaned up.
+  struct ContainerRecord {
+    std::string app_id;
+    bool running = true;
+    int exit_status = 0;  // when !running: exit code or a v1::ContainerExitStatus
+    std::string diagnostics;
+    // Set when the NM asked it to stop: the v1::ContainerExitStatus it completes with, and why.
+    std::optional<int> stop_exit_status;
+    std::string stop_reason;
+  };
+
+  NodeManager(NodeManagerOptions options, EventLoop* loop);
+
+  // ---- ContainerService, on the loop.
+  void DoStartContainers(const v1::StartContainersRequest& request,
+                         v1::StartContainersResponse* response);
+  // Starts one container; the error message is the failure reported for it.
+  absl::Status StartOne(const v1::StartContainerRequest& request, std::string* container_id);
+  void DoStopContainers(const v1::StopContainersRequest& request,
+                        v1::StopContainersResponse* response);
+  void DoGetContainerStatuses(const v1::GetContainerStatusesRequest& request,
+                              v1::GetContainerStatusesResponse* response);
+
+  // ---- Containers, on the loop.
+  // Asks a running container to stop; it completes with `exit_status` and `reason` once reaped.
+  void StopContainer(const std::string& container_id, int exit_status, absl::string_view reason);
+  // Reaps exits, reschedules itself (every 100 ms and by the executor's next deadline).
+  void ReapTick();
+  void OnContainerExit(const ContainerExit& exit);
+  // Stops the app's containers; once none runs, removes them and its work directory.
+  void CleanupApplication(const std::string& app_id);
+  // By value: it erases the records that may hold the caller's string.
+  void MaybeFinishAppCleanup(std::string app_id);
+  v1::ContainerStatus StatusOf(const std::string& container_id, const ContainerRecord& record);
+
+  // ---- RM protocol, on the loop.
+  void SendRegister();
+  void OnRegisterReply(const grpc::Status& status, const v1::RegisterNodeManagerResponse& reply);
+  void SendHeartbeat();
+  void OnHeartbeatReply(const grpc::Status& status, const v1::NodeHeartbeatRequest& request,
+                        const v1::NodeHeartbeatResponse& reply);
+  void ScheduleRm(int64_t delay_ms, bool register_again);
+  void UpdateKeys(bool has_current, const v1::MasterKey& current, bool has_next,
+                  const v1::MasterKey& next);
+  void StopAllContainers(int exit_status, absl::string_view reason);
+
+  // ---- Shutdown, on the loop.
+  void BeginShutdownOnLoop();
+  void FinishShutdownOnLoop();
+
+  // Registers an RM call about to start; false once RM calls are closed (shutting down).
+  bool BeginRmCall(grpc::ClientContext* context);
+  void EndRmCall(grpc::ClientContext* context);
+  // True once Shutdown() has closed (and cancelled) RM calls.
+  bool RmCallsClosed();
+
+  void Log(absl::string_view message) const;
+
+  const NodeManagerOptions options_;
+  EventLoop* const loop_;  // not owned
+
+  // Immutable after Start().
+  std::string node_id_;
+  int port_ = 0;
+  Resource capability_;
+  std::vector<std::string> missing_features_;
+  std::unique_ptr<CgroupsHandler> cgroups_;  // null without cgroups
+  std::unique_ptr<v1::TrackerService::Stub> tracker_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  bool started_ = false;  // Start() succeeded: the destructor must Shutdown()
+  // Set (release) once Start has finished initialising; handlers refuse calls before.
+  std::atomic<bool> serving_{false};
+  std::atomic<bool> shutdown_called_{false};
+  absl::Notification shutdown_done_;
+
+  // RM calls in flight, so Shutdown can cancel them and wait for their callbacks.
+  absl::Mutex rm_mu_;
+  std::set<grpc::ClientContext*> rm_calls_ ABSL_GUARDED_BY(rm_mu_);
+  bool rm_closed_ ABSL_GUARDED_BY(rm_mu_) = false;
+
+  // ---- Owned by the loop.
+  std::unique_ptr<ContainerExecutor> executor_;
+  security::ContainerTokenVerifier verifier_;
+  std::map<std::string, ContainerRecord> containers_;
+  // Completed statuses not yet acknowledged by an RM heartbeat reply, by container id.
+  std::map<std::string, v1::ContainerStatus> unacked_completed_;
+  std::set<std::string> cleaning_apps_;  // stopping their containers before removal
+  std::set<std::string> finished_apps_;  // cleaned up: refuse new containers of them
+  bool rm_call_in_flight_ = false;
+  bool rm_shutdown_ = false;  // the RM said NODE_ACTION_SHUTDOWN
+  bool shutting_down_ = false;
+  int32_t last_response_id_ = 0;
+  int32_t last_key_id_ = 0;
+  int64_t rm_epoch_ = 0;  // from the last registration
+  int64_t heartbeat_interval_ms_ = 1000;
+  std::optional<TimerId> rm_timer_;
+  std::optional<TimerId> reap_timer_;
+};
+
+}  // namespace weft::nm
+
+#endif  // WEFT_NM_NODE_MANAGER_H_

@@ -1,0 +1,671 @@
+// Copyright Weft authors. Tests of the NodeManager daemon: real gRPC on 127.0.0.1 port 0
+// against an in-process fake RM, real container processes, and (as root) real cgroups.
+#include "nm/node_manager.h"
+
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/event_loop.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nm/cgroups.h"
+#include "security/master_key.h"
+#include "security/secret_source.h"
+#include "security/tokens.h"
+#include "weft/v1/container.grpc.pb.h"
+#include "weft/v1/tracker.grpc.pb.h"
+
+namespace weft::nm {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr int64_t kHeartbeatMs = 20;
+constexpr int64_t kHourMs = 3'600'000;
+const absl::Duration kWait = absl::Seconds(30);
+
+bool IsRoot() { return geteuid() == 0; }
+
+const v1::ContainerStatus* FindStatus(const v1::NodeHeartbeatRequest& heartbeat,
+                                      absl::string_view container_id, v1::ContainerState state) {
+  for (const v1::ContainerStatus& status : heartbeat.container_statuses()) {
+    if (status.container_id() == container_id && status.state() == state) return &status;
+  }
+  return nullptr;
+}
+
+// A TrackerService that records what NMs send and answers with master keys from a real
+// MasterKeyManager. Thread-safe: gRPC threads serve it while the test thread inspects it.
+class FakeRm final : public v1::TrackerService::CallbackService {
+ public:
+  explicit FakeRm(int64_t now_ms) : keys_("container", kHourMs, 3 * kHourMs, &secrets_) {
+    absl::Status started = keys_.Start(now_ms);
+    EXPECT_TRUE(started.ok()) << started;
+  }
+
+  grpc::ServerUnaryReactor* RegisterNodeManager(
+      grpc::CallbackServerContext* context, const v1::RegisterNodeManagerRequest* request,
+      v1::RegisterNodeManagerResponse* response) override {
+    {
+      absl::MutexLock lock(&mu_);
+      registrations_.push_back(*request);
+      response->set_rm_epoch(1);
+      response->set_heartbeat_interval_ms(kHeartbeatMs);
+      FillKeys(response->mutable_container_key(), response->mutable_next_container_key());
+    }
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* NodeHeartbeat(grpc::CallbackServerContext* context,
+                                          const v1::NodeHeartbeatRequest* request,
+                                          v1::NodeHeartbeatResponse* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    absl::MutexLock lock(&mu_);
+    bool has_completed = false;
+    for (const v1::ContainerStatus& status : request->container_statuses()) {
+      has_completed |= status.state() == v1::CONTAINER_COMPLETE;
+    }
+    if (has_completed && fail_heartbeats_with_completed_ > 0) {
+      --fail_heartbeats_with_completed_;
+      failed_heartbeats_.push_back(*request);
+      reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake RM: heartbeat lost"));
+      return reactor;
+    }
+    heartbeats_.push_back(*request);
+    response->set_response_id(request->response_id() + 1);
+    response->set_next_heartbeat_interval_ms(kHeartbeatMs);
+    FillKeys(response->mutable_container_key(), response->mutable_next_container_key());
+    response->set_action(next_action_);
+    next_action_ = v1::NODE_ACTION_NORMAL;
+    for (const std::string& id : containers_to_cleanup_) response->add_containers_to_cleanup(id);
+    for (const std::string& id : apps_to_cleanup_) response->add_applications_to_cleanup(id);
+    containers_to_cleanup_.clear();
+    apps_to_cleanup_.clear();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+  // A container token signed with the RM's current key, or with `key` when given.
+  v1::Token IssueToken(const security::ContainerTokenData& data,
+                       std::optional<security::MasterKey> key = std::nullopt) {
+    absl::MutexLock lock(&mu_);
+    security::Token token = security::IssueContainerToken(data, key ? *key : keys_.current());
+    v1::Token out;
+    out.set_identifier(token.identifier);
+    out.set_password(token.password);
+    out.set_kind("ContainerToken");
+    return out;
+  }
+  security::MasterKey current_key() {
+    absl::MutexLock lock(&mu_);
+    return keys_.current();
+  }
+
+  // Waits (up to kWait) until `pred(*this)` holds; it runs with the lock held.
+  bool WaitUntil(const std::function<bool(FakeRm&)>& pred) {
+    absl::MutexLock lock(&mu_);
+    auto cond = [&]() { return pred(*this); };
+    return mu_.AwaitWithTimeout(absl::Condition(&cond), kWait);
+  }
+  // Runs `fn` with the lock held.
+  template <typename Fn>
+  auto With(Fn fn) {
+    absl::MutexLock lock(&mu_);
+    return fn(*this);
+  }
+
+  // Index of the first acknowledged heartbeat at or after `from` that reports `container_id`
+  // as completed, or -1.
+  int CompletedIndex(absl::string_view container_id, size_t from = 0)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (size_t i = from; i < heartbeats_.size(); ++i) {
+      if (FindStatus(heartbeats_[i], container_id, v1::CONTAINER_COMPLETE) != nullptr) {
+        return static_cast<int>(i);
+      }
+    }
+    return -1;
+  }
+
+  // Fields below are guarded by mu_ (use With/WaitUntil).
+  std::vector<v1::RegisterNodeManagerRequest> registrations_;
+  std::vector<v1::NodeHeartbeatRequest> heartbeats_;
+  std::vector<v1::NodeHeartbeatRequest> failed_heartbeats_;
+  int fail_heartbeats_with_completed_ = 0;
+  v1::NodeAction next_action_ = v1::NODE_ACTION_NORMAL;
+  std::vector<std::string> containers_to_cleanup_;
+  std::vector<std::string> apps_to_cleanup_;
+
+ private:
+  void FillKeys(v1::MasterKey* current, v1::MasterKey* next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto convert = [](const security::MasterKey& key, v1::MasterKey* out) {
+      out->set_key_id(key.id);
+      out->set_secret(key.secret);
+      out->set_expires_ms(key.expires_ms);
+    };
+    convert(keys_.current(), current);
+    convert(keys_.next(), next);
+  }
+
+  absl::Mutex mu_;
+  security::FakeSecretSource secrets_{42};
+  security::MasterKeyManager keys_ ABSL_GUARDED_BY(mu_);
+};
+
+class NodeManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    loop_.Start();
+    rm_ = std::make_unique<FakeRm>(loop_.NowMs());
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &rm_port_);
+    builder.RegisterService(rm_.get());
+    rm_server_ = builder.BuildAndStart();
+    ASSERT_NE(rm_server_, nullptr);
+    ASSERT_NE(rm_port_, 0);
+    static std::atomic<int> counter{0};
+    work_root_ = std::filesystem::path(::testing::TempDir()) /
+                 absl::StrCat("weft_nm_test_", getpid(), "_", counter++);
+    cgroup_hierarchy_ = absl::StrCat("weft_nm_test_", getpid(), "_", counter++);
+  }
+
+  void TearDown() override {
+    if (nm_ != nullptr) nm_->Shutdown();
+    nm_.reset();
+    if (rm_server_ != nullptr) rm_server_->Shutdown();
+    loop_.Stop();
+    std::error_code ignored;
+    std::filesystem::remove_all(work_root_, ignored);
+  }
+
+  NodeManagerOptions Options(bool use_cgroups = false) {
+    NodeManagerOptions options;
+    options.rm_tracker_address = absl::StrCat("127.0.0.1:", rm_port_);
+    options.capability = Resource::Of(4096, 4);
+    options.work_root = work_root_.string();
+    options.stop_grace_ms = 500;
+    options.use_cgroups = use_cgroups;
+    options.cgroup_hierarchy = cgroup_hierarchy_;
+    return options;
+  }
+
+  // Starts the NM and waits for its first heartbeat: from then on it knows the RM's keys.
+  void StartNm(NodeManagerOptions options) {
+    absl::StatusOr<std::unique_ptr<NodeManager>> nm = NodeManager::Start(options, &loop_);
+    ASSERT_TRUE(nm.ok()) << nm.status();
+    nm_ = *std::move(nm);
+    ASSERT_TRUE(rm_->WaitUntil([](FakeRm& rm) { return !rm.heartbeats_.empty(); }));
+    stub_ = v1::ContainerService::NewStub(grpc::CreateChannel(
+        absl::StrCat("127.0.0.1:", nm_->port()), grpc::InsecureChannelCredentials()));
+  }
+
+  security::ContainerTokenData TokenData(const std::string& container_id,
+                                         const std::string& app_id = "application_1_0001") {
+    security::ContainerTokenData data;
+    data.container_id = container_id;
+    data.node_id = nm_->node_id();
+    data.user = "alice";
+    data.resource = "memory-mb=128,vcores=1";
+    data.expiry_ms = loop_.NowMs() + 600'000;
+    data.rm_epoch = 1;
+    data.app_id = app_id;
+    return data;
+  }
+
+  static v1::StartContainerRequest Request(v1::Token token, std::vector<std::string> command) {
+    v1::StartContainerRequest request;
+    *request.mutable_container_token() = std::move(token);
+    for (std::string& arg : command) request.mutable_launch_context()->add_command(arg);
+    return request;
+  }
+
+  v1::StartContainersResponse Start(std::vector<v1::StartContainerRequest> requests) {
+    v1::StartContainersRequest request;
+    for (auto& one : requests) *request.add_requests() = std::move(one);
+    v1::StartContainersResponse response;
+    grpc::ClientContext context;
+    grpc::Status status = stub_->StartContainers(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return response;
+  }
+
+  v1::StartContainersResponse StartOne(const std::string& container_id,
+                                       std::vector<std::string> command) {
+    return Start({Request(rm_->IssueToken(TokenData(container_id)), std::move(command))});
+  }
+
+  v1::StopContainersResponse Stop(std::vector<std::string> ids) {
+    v1::StopContainersRequest request;
+    for (const std::string& id : ids) request.add_container_ids(id);
+    v1::StopContainersResponse response;
+    grpc::ClientContext context;
+    grpc::Status status = stub_->StopContainers(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return response;
+  }
+
+  v1::GetContainerStatusesResponse Statuses(std::vector<std::string> ids) {
+    v1::GetContainerStatusesRequest request;
+    for (const std::string& id : ids) request.add_container_ids(id);
+    v1::GetContainerStatusesResponse response;
+    grpc::ClientContext context;
+    grpc::Status status = stub_->GetContainerStatuses(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return response;
+  }
+
+  // Waits until a heartbeat the RM acknowledged reports the container completed; returns it.
+  std::optional<v1::ContainerStatus> WaitCompleted(const std::string& container_id) {
+    std::optional<v1::ContainerStatus> result;
+    bool ok = rm_->WaitUntil([&](FakeRm& rm) {
+      int i = rm.CompletedIndex(container_id);
+      if (i < 0) return false;
+      result = *FindStatus(rm.heartbeats_[i], container_id, v1::CONTAINER_COMPLETE);
+      return true;
+    });
+    EXPECT_TRUE(ok) << "no completed status of " << container_id << " reached the RM";
+    return result;
+  }
+
+  std::string ReadLog(const std::string& container_id, const std::string& name) {
+    std::ifstream in(work_root_ / "logs" / container_id / name);
+    std::stringstream content;
+    content << in.rdbuf();
+    return content.str();
+  }
+
+  ThreadEventLoop loop_;
+  std::unique_ptr<FakeRm> rm_;
+  int rm_port_ = 0;
+  std::unique_ptr<grpc::Server> rm_server_;
+  std::filesystem::path work_root_;
+  std::string cgroup_hierarchy_;
+  std::unique_ptr<NodeManager> nm_;
+  std::unique_ptr<v1::ContainerService::Stub> stub_;
+};
+
+TEST_F(NodeManagerTest, RegistersCapabilityRackAndMissingFeatures) {
+  NodeManagerOptions options = Options();
+  options.capability = Resource::Of(4096, 3, 100);
+  options.rack = "/rack7";
+  StartNm(options);
+  EXPECT_EQ(nm_->node_id(), absl::StrCat("127.0.0.1:", nm_->port()));
+  v1::RegisterNodeManagerRequest registration =
+      rm_->With([](FakeRm& rm) { return rm.registrations_.at(0); });
+  EXPECT_EQ(registration.node_id(), nm_->node_id());
+  EXPECT_EQ(registration.rack(), "/rack7");
+  EXPECT_EQ(registration.capability().values().at("memory-mb"), 4096);
+  EXPECT_EQ(registration.capability().values().at("vcores"), 3);
+  EXPECT_EQ(registration.capability().values().at("network-mbps"), 100);
+  EXPECT_THAT(registration.running_containers(), IsEmpty());
+  EXPECT_THAT(registration.missing_features(), ElementsAre(HasSubstr("use_cgroups=false")));
+  EXPECT_THAT(nm_->missing_features(), ElementsAre(HasSubstr("use_cgroups=false")));
+  // Heartbeats follow, from response id 0 on, healthy.
+  v1::NodeHeartbeatRequest first = rm_->With([](FakeRm& rm) { return rm.heartbeats_.at(0); });
+  EXPECT_EQ(first.node_id(), nm_->node_id());
+  EXPECT_EQ(first.response_id(), 0);
+  EXPECT_TRUE(first.health().healthy());
+  EXPECT_GT(first.last_known_container_key_id(), 0);
+  ASSERT_TRUE(rm_->WaitUntil([](FakeRm& rm) { return rm.heartbeats_.size() >= 3; }));
+  EXPECT_EQ(rm_->With([](FakeRm& rm) { return rm.heartbeats_.at(2).response_id(); }), 2);
+}
+
+TEST_F(NodeManagerTest, DetectsCapabilityWhenNotConfigured) {
+  NodeManagerOptions options = Options();
+  options.capability = Resource();
+  StartNm(options);
+  EXPECT_GT(nm_->capability()[kMemoryMb], 0);
+  EXPECT_EQ(nm_->capability()[kVcores], sysconf(_SC_NPROCESSORS_ONLN));
+  v1::RegisterNodeManagerRequest registration =
+      rm_->With([](FakeRm& rm) { return rm.registrations_.at(0); });
+  EXPECT_EQ(registration.capability().values().at("memory-mb"), nm_->capability()[kMemoryMb]);
+}
+
+TEST_F(NodeManagerTest, RejectsBadOptions) {
+  NodeManagerOptions options = Options();
+  options.work_root = "relative";
+  EXPECT_EQ(NodeManager::Start(options, &loop_).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options = Options();
+  options.rm_tracker_address = "";
+  EXPECT_EQ(NodeManager::Start(options, &loop_).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(NodeManagerTest, CgroupsRequiredButUnusableFailsStart) {
+  if (IsRoot()) GTEST_SKIP() << "as root cgroups are usable; this checks the non-root refusal";
+  absl::StatusOr<std::unique_ptr<NodeManager>> nm =
+      NodeManager::Start(Options(/*use_cgroups=*/true), &loop_);
+  ASSERT_FALSE(nm.ok());
+  EXPECT_EQ(nm.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(nm.status().message(), HasSubstr("use_cgroups=false"));
+}
+
+TEST_F(NodeManagerTest, RunsContainerAndReportsItsExitStatusToTheRm) {
+  StartNm(Options());
+  const std::string id = "container_e1_1_0001_01_000002";
+  v1::StartContainersResponse started = StartOne(id, {"echo hi; echo \"$FOO\" >&2; exit 3"});
+  EXPECT_THAT(started.succeeded(), ElementsAre(id));
+  EXPECT_THAT(started.failed(), IsEmpty());
+
+  std::optional<v1::ContainerStatus> completed = WaitCompleted(id);
+  ASSERT_TRUE(completed.has_value());
+  EXPECT_EQ(completed->exit_status(), 3);
+  EXPECT_EQ(ReadLog(id, "stdout"), "hi\n");
+  EXPECT_TRUE(std::filesystem::is_directory(work_root_ / "application_1_0001" / id));
+
+  v1::GetContainerStatusesResponse statuses = Statuses({id});
+  ASSERT_EQ(statuses.statuses_size(), 1);
+  EXPECT_EQ(statuses.statuses(0).state(), v1::CONTAINER_COMPLETE);
+  EXPECT_EQ(statuses.statuses(0).exit_status(), 3);
+
+  // Acknowledged: later heartbeats no longer carry it.
+  int acked = rm_->With([&](FakeRm& rm) { return rm.CompletedIndex(id); });
+  ASSERT_TRUE(rm_->WaitUntil([&](FakeRm& rm) { return rm.heartbeats_.size() > acked + 2u; }));
+  EXPECT_EQ(rm_->With([&](FakeRm& rm) { return rm.CompletedIndex(id, acked + 1); }), -1);
+}
+
+TEST_F(NodeManagerTest, PassesEnvironmentAndArgv) {
+  StartNm(Options());
+  const std::string id = "container_e1_1_0001_01_000003";
+  v1::StartContainerRequest request = Request(
+      rm_->IssueToken(TokenData(id)), {"/bin/sh", "-c", "echo \"$FOO $CONTAINER_ID\"", "x"});
+  (*request.mutable_launch_context()->mutable_environment())["FOO"] = "bar";
+  v1::StartContainersResponse started = Start({request});
+  EXPECT_THAT(started.succeeded(), ElementsAre(id));
+  std::optional<v1::ContainerStatus> completed = WaitCompleted(id);
+  ASSERT_TRUE(completed.has_value());
+  EXPECT_EQ(completed->exit_status(), 0);
+  EXPECT_EQ(ReadLog(id, "stdout"), absl::StrCat("bar ", id, "\n"));
+}
+
+TEST_F(NodeManagerTest, CompletedStatusSurvivesALostHeartbeat) {
+  StartNm(Options());
+  rm_->With([](FakeRm& rm) {
+    rm.fail_heartbeats_with_completed_ = 2;
+    return 0;
+  });
+  const std::string id = "container_e1_1_0001_01_000004";
+  EXPECT_THAT(StartOne(id, {"exit 7"}).succeeded(), ElementsAre(id));
+  std::optional<v1::ContainerStatus> completed = WaitCompleted(id);
+  ASSERT_TRUE(completed.has_value());
+  EXPECT_EQ(completed->exit_status(), 7);
+  rm_->With([&](FakeRm& rm) {
+    EXPECT_EQ(rm.failed_heartbeats_.size(), 2u);
+    for (const v1::NodeHeartbeatRequest& lost : rm.failed_heartbeats_) {
+      EXPECT_NE(FindStatus(lost, id, v1::CONTAINER_COMPLETE), nullptr);
+    }
+    return 0;
+  });
+}
+
+TEST_F(NodeManagerTest, RefusesForgedExpiredWrongNodeAndReplayedTokens) {
+  StartNm(Options());
+  security::MasterKey forged_key = rm_->current_key();
+  forged_key.secret[0] ^= 0x5a;
+  security::ContainerTokenData expired = TokenData("container_e1_1_0001_01_000011");
+  expired.expiry_ms = loop_.NowMs() - 1;
+  security::ContainerTokenData other_node = TokenData("container_e1_1_0001_01_000012");
+  other_node.node_id = "127.0.0.1:1";
+  security::MasterKey unknown_key = rm_->current_key();
+  unknown_key.id = 999;
+  const std::string replayed = "container_e1_1_0001_01_000014";
+  v1::Token replay_token = rm_->IssueToken(TokenData(replayed));
+  ASSERT_THAT(Start({Request(replay_token, {"sleep 100"})}).succeeded(), ElementsAre(replayed));
+
+  v1::StartContainersResponse response = Start({
+      Request(rm_->IssueToken(TokenData("container_e1_1_0001_01_000010"), forged_key), {"true"}),
+      Request(rm_->IssueToken(expired), {"true"}),
+      Request(rm_->IssueToken(other_node), {"true"}),
+      Request(rm_->IssueToken(TokenData("container_e1_1_0001_01_000013"), unknown_key), {"true"}),
+      Request(replay_token, {"true"}),
+  });
+  EXPECT_THAT(response.succeeded(), IsEmpty());
+  ASSERT_EQ(response.failed_size(), 5);
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"container_e1_1_0001_01_000010", "bad signature"},
+      {"container_e1_1_0001_01_000011", "expired at"},
+      {"container_e1_1_0001_01_000012", "issued for node 127.0.0.1:1, this is node"},
+      {"container_e1_1_0001_01_000013", "unknown master key 999"},
+      {replayed, "already used (replay)"},
+  };
+  for (int i = 0; i < 5; ++i) {
+    const v1::ContainerFailure& failure = response.failed(i);
+    EXPECT_EQ(failure.container_id(), expected[i].first);
+    EXPECT_THAT(failure.message(),
+                AllOf(HasSubstr("PERMISSION_DENIED"),
+                      HasSubstr(absl::StrCat("container token for ", expected[i].first, ": ")),
+                      HasSubstr(expected[i].second)));
+    if (i < 4) {
+      // Nothing ran: no log directory, unknown to the NM.
+      EXPECT_FALSE(std::filesystem::exists(work_root_ / "logs" / expected[i].first));
+      EXPECT_EQ(Statuses({expected[i].first}).failed_size(), 1);
+    }
+  }
+  // The replay started nothing new: the first start still runs.
+  v1::GetContainerStatusesResponse statuses = Statuses({replayed});
+  ASSERT_EQ(statuses.statuses_size(), 1);
+  EXPECT_EQ(statuses.statuses(0).state(), v1::CONTAINER_RUNNING);
+}
+
+TEST_F(NodeManagerTest, MalformedRequestsAreFailuresNotErrors) {
+  StartNm(Options());
+  const std::string id = "container_e1_1_0001_01_000020";
+  v1::Token token = rm_->IssueToken(TokenData(id));
+  v1::Token garbage;
+  garbage.set_identifier("xyz");
+  garbage.set_password("abc");
+  v1::StartContainersResponse response = Start({
+      Request(v1::Token(), {"true"}),
+      Request(token, {}),
+      Request(token, {"   "}),
+      Request(garbage, {"true"}),
+  });
+  EXPECT_THAT(response.succeeded(), IsEmpty());
+  ASSERT_EQ(response.failed_size(), 4);
+  EXPECT_THAT(response.failed(0).message(), HasSubstr("missing container token"));
+  EXPECT_EQ(response.failed(1).container_id(), id);
+  EXPECT_THAT(response.failed(1).message(), HasSubstr("empty command"));
+  EXPECT_THAT(response.failed(2).message(), HasSubstr("empty command"));
+  EXPECT_THAT(response.failed(3).message(), HasSubstr("malformed container token identifier"));
+  // A malformed launch context does not spend the token.
+  EXPECT_THAT(Start({Request(token, {"true"})}).succeeded(), ElementsAre(id));
+
+  // A token whose resource does not parse is refused before anything runs.
+  security::ContainerTokenData bad_resource = TokenData("container_e1_1_0001_01_000021");
+  bad_resource.resource = "memory-mb=lots";
+  v1::StartContainersResponse refused = Start({Request(rm_->IssueToken(bad_resource), {"true"})});
+  ASSERT_EQ(refused.failed_size(), 1);
+  EXPECT_THAT(refused.failed(0).message(), HasSubstr("bad item 'memory-mb=lots'"));
+
+  v1::StopContainersResponse stopped = Stop({"", "container_e1_1_0001_01_000099"});
+  ASSERT_EQ(stopped.failed_size(), 2);
+  EXPECT_THAT(stopped.failed(0).message(), HasSubstr("empty container id"));
+  EXPECT_THAT(stopped.failed(1).message(), HasSubstr("not known here"));
+  v1::GetContainerStatusesResponse statuses = Statuses({""});
+  ASSERT_EQ(statuses.failed_size(), 1);
+  EXPECT_THAT(statuses.failed(0).message(), HasSubstr("empty container id"));
+}
+
+TEST_F(NodeManagerTest, StopContainersStopsALongRunningContainer) {
+  StartNm(Options());
+  const std::string id = "container_e1_1_0001_01_000030";
+  ASSERT_THAT(StartOne(id, {"sleep 100"}).succeeded(), ElementsAre(id));
+  ASSERT_TRUE(rm_->WaitUntil([&](FakeRm& rm) {
+    return !rm.heartbeats_.empty() &&
+           FindStatus(rm.heartbeats_.back(), id, v1::CONTAINER_RUNNING) != nullptr;
+  }));
+  v1::StopContainersResponse stopped = Stop({id});
+  EXPECT_THAT(stopped.succeeded(), ElementsAre(id));
+  std::optional<v1::ContainerStatus> completed = WaitCompleted(id);
+  ASSERT_TRUE(completed.has_value());
+  EXPECT_EQ(completed->exit_status(), v1::CONTAINER_EXIT_KILLED_BY_AM);
+  EXPECT_THAT(completed->diagnostics(), HasSubstr("StopContainers"));
+  // Stopping a completed container again is a no-op success.
+  EXPECT_THAT(Stop({id}).succeeded(), ElementsAre(id));
+}
+
+TEST_F(NodeManagerTest, StopEscalatesToSigkillAfterTheGrace) {
+  NodeManagerOptions options = Options();
+  options.stop_grace_ms = 50;
+  StartNm(options);
+  const std::string id = "container_e1_1_0001_01_000031";
+  // SIGTERM is ignored by the shell and, inherited, by sleep.
+  ASSERT_THAT(StartOne(id, {"trap '' TERM; sleep 100"}).succeeded(), ElementsAre(id));
+  EXPECT_THAT(Stop({id}).succeeded(), ElementsAre(id));
+  std::optional<v1::ContainerStatus> completed = WaitCompleted(id);
+  ASSERT_TRUE(completed.has_value());
+  EXPECT_EQ(completed->exit_status(), v1::CONTAINER_EXIT_KILLED_BY_AM);
+}
+
+TEST_F(NodeManagerTest, ResyncMakesItRegisterAgainWithItsRunningContainers) {
+  StartNm(Options());
+  const std::string id = "container_e1_1_0001_01_000040";
+  ASSERT_THAT(StartOne(id, {"sleep 100"}).succeeded(), ElementsAre(id));
+  rm_->With([](FakeRm& rm) {
+    rm.next_action_ = v1::NODE_ACTION_RESYNC;
+    return 0;
+  });
+  ASSERT_TRUE(rm_->WaitUntil([](FakeRm& rm) { return rm.registrations_.size() >= 2; }));
+  v1::RegisterNodeManagerRequest again =
+      rm_->With([](FakeRm& rm) { return rm.registrations_.at(1); });
+  EXPECT_EQ(again.node_id(), nm_->node_id());
+  ASSERT_EQ(again.running_containers_size(), 1);
+  EXPECT_EQ(again.running_containers(0).container_id(), id);
+  EXPECT_EQ(again.running_containers(0).state(), v1::CONTAINER_RUNNING);
+  // Heartbeats resume, numbered from 0 again.
+  size_t before = rm_->With([](FakeRm& rm) { return rm.heartbeats_.size(); });
+  ASSERT_TRUE(rm_->WaitUntil([&](FakeRm& rm) { return rm.heartbeats_.size() > before; }));
+  EXPECT_EQ(rm_->With([&](FakeRm& rm) { return rm.heartbeats_.at(before).response_id(); }), 0);
+}
+
+TEST_F(NodeManagerTest, RmCleanupStopsContainersAndRemovesApplicationDirs) {
+  StartNm(Options());
+  const std::string app = "application_1_0002";
+  const std::string c1 = "container_e1_1_0002_01_000001";
+  const std::string c2 = "container_e1_1_0002_01_000002";
+  v1::StartContainersResponse started =
+      Start({Request(rm_->IssueToken(TokenData(c1, app)), {"sleep 100"}),
+             Request(rm_->IssueToken(TokenData(c2, app)), {"sleep 100"})});
+  ASSERT_THAT(started.succeeded(), ElementsAre(c1, c2));
+  EXPECT_TRUE(std::filesystem::is_directory(work_root_ / app / c1));
+
+  rm_->With([&](FakeRm& rm) {
+    rm.containers_to_cleanup_.push_back(c1);
+    return 0;
+  });
+  std::optional<v1::ContainerStatus> first = WaitCompleted(c1);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->exit_status(), v1::CONTAINER_EXIT_KILLED_BY_RM);
+
+  rm_->With([&](FakeRm& rm) {
+    rm.apps_to_cleanup_.push_back(app);
+    return 0;
+  });
+  std::optional<v1::ContainerStatus> second = WaitCompleted(c2);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->exit_status(), v1::CONTAINER_EXIT_KILLED_AFTER_APP_COMPLETION);
+  // The cleanup ran on the loop before the heartbeat that reported c2.
+  EXPECT_FALSE(std::filesystem::exists(work_root_ / app));
+  EXPECT_TRUE(std::filesystem::exists(work_root_ / "logs" / c2 / "stdout"));
+  // The finished application takes no new containers here.
+  v1::StartContainersResponse late =
+      Start({Request(rm_->IssueToken(TokenData("container_e1_1_0002_01_000003", app)), {"true"})});
+  ASSERT_EQ(late.failed_size(), 1);
+  EXPECT_THAT(late.failed(0).message(), HasSubstr("has finished on this node"));
+}
+
+TEST_F(NodeManagerTest, ShutdownStopsRunningContainers) {
+  StartNm(Options());
+  const std::string id = "container_e1_1_0001_01_000050";
+  ASSERT_THAT(StartOne(id, {"sleep 100"}).succeeded(), ElementsAre(id));
+  nm_->Shutdown();
+  nm_->Shutdown();  // idempotent
+  // Shutdown returned only once the container was reaped; its log dir stays.
+  EXPECT_TRUE(std::filesystem::exists(work_root_ / "logs" / id));
+}
+
+// ---- With real cgroups (root only).
+
+TEST_F(NodeManagerTest, CgroupLimitsFollowTheTokensResource) {
+  if (!IsRoot()) GTEST_SKIP() << "needs root to create cgroups";
+  StartNm(Options(/*use_cgroups=*/true));
+  absl::StatusOr<std::unique_ptr<CgroupsHandler>> view =
+      DetectCgroups("/sys/fs/cgroup", cgroup_hierarchy_);
+  ASSERT_TRUE(view.ok()) << view.status();
+  CgroupsHandler& cgroups = **view;
+  EXPECT_EQ(nm_->missing_features(), cgroups.missing_features());
+  v1::RegisterNodeManagerRequest registration =
+      rm_->With([](FakeRm& rm) { return rm.registrations_.at(0); });
+  EXPECT_EQ(std::vector<std::string>(registration.missing_features().begin(),
+                                     registration.missing_features().end()),
+            cgroups.missing_features());
+  if (!cgroups.HasController("memory") || !cgroups.HasController("cpu")) {
+    GTEST_SKIP() << "no memory or cpu controller: "
+                 << absl::StrJoin(cgroups.missing_features(), "; ");
+  }
+
+  const std::string id = "container_e1_1_0001_01_000060";
+  security::ContainerTokenData data = TokenData(id);
+  data.resource = "memory-mb=256,vcores=2";
+  ASSERT_THAT(Start({Request(rm_->IssueToken(data), {"sleep 100"})}).succeeded(), ElementsAre(id));
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    std::string value;
+    in >> value;
+    return value;
+  };
+  const std::string memory_dir = cgroups.Path("memory", id);
+  const std::string cpu_dir = cgroups.Path("cpu", id);
+  if (cgroups.version() == "v1") {
+    EXPECT_EQ(read(memory_dir + "/memory.limit_in_bytes"), "268435456");
+    EXPECT_EQ(read(cpu_dir + "/cpu.shares"), "2048");
+  } else {
+    EXPECT_EQ(read(memory_dir + "/memory.max"), "268435456");
+    EXPECT_EQ(read(cpu_dir + "/cpu.weight"), absl::StrCat(internal::CpuSharesToWeight(2048)));
+  }
+  const std::string parent = cgroups.Path("memory", "");
+  nm_->Shutdown();
+  EXPECT_FALSE(std::filesystem::exists(memory_dir));
+  EXPECT_FALSE(std::filesystem::exists(parent)) << "the hierarchy is removed on shutdown";
+}
+
+TEST_F(NodeManagerTest, ContainerOverItsMemoryLimitIsReportedAsSuch) {
+  if (!IsRoot()) GTEST_SKIP() << "needs root to create cgroups";
+  StartNm(Options(/*use_cgroups=*/true));
+  const std::string id = "container_e1_1_0001_01_000061";
+  security::ContainerTokenData data = TokenData(id);
+  data.resource = "memory-mb=32,vcores=1";
+  // Grows a shell string well past 32 MiB.
+  ASSERT_THAT(Start({Request(rm_->IssueToken(data),
+                             {"x=$(head -c 200000000 /dev/zero | tr '\\0' a); echo ${#x}"})})
+                  .succeeded(),
+              ElementsAre(id));
+  std::optional<v1::ContainerStatus> completed = WaitCompleted(id);
+  ASSERT_TRUE(completed.has_value());
+  if (completed->exit_status() == 0) GTEST_SKIP() << "the kernel did not enforce the limit";
+  EXPECT_EQ(completed->exit_status(), v1::CONTAINER_EXIT_KILLED_EXCEEDED_PMEM)
+      << completed->diagnostics();
+}
+
+}  // namespace
+}  // namespace weft::nm
