@@ -1,6 +1,7 @@
 #include "rm/resource_manager.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -67,6 +68,7 @@ ResourceManager::~ResourceManager() {
   shutting_down_ = true;
   loop_->Cancel(pass_timer_);
   loop_->Cancel(expiry_timer_);
+  loop_->Cancel(roll_timer_);
 }
 
 absl::StatusOr<std::unique_ptr<ResourceManager>> ResourceManager::Create(
@@ -84,9 +86,12 @@ absl::StatusOr<std::unique_ptr<ResourceManager>> ResourceManager::Create(
                                   (static_cast<ContainerId>(rm->epoch_) << 40) + 1});
   if (!sched.ok()) return sched.status();
   rm->scheduler_ = std::move(*sched);
-  int64_t now = loop->NowMs();
-  if (auto s = rm->container_keys_.Start(now); !s.ok()) return s;
-  if (auto s = rm->amrm_keys_.Start(now); !s.ok()) return s;
+  auto state = store->Load();
+  if (!state.ok()) return state.status();
+  if (absl::Status s = rm->Recover(*state); !s.ok())
+    return absl::Status(s.code(), absl::StrCat("recovering RM state: ", s.message()));
+  rm->roll_timer_ = loop->Schedule(std::max<int64_t>(1000, rm->options_.key_roll_interval_ms / 10),
+                                   [r = rm.get()] { r->RollKeys(); });
   rm->SchedulePass();
   rm->expiry_timer_ =
       loop->Schedule(std::min(rm->options_.nm_expiry_ms, rm->options_.am_expiry_ms) / 4,
@@ -119,8 +124,8 @@ absl::StatusOr<Resource> ResourceManager::FromProto(const v1::Resource& p,
 
 std::string ResourceManager::ContainerIdString(const App& app, int32_t attempt,
                                                ContainerId id) const {
-  return absl::StrFormat("container_e%d_%d_%04d_%02d_%06d", epoch_, options_.cluster_timestamp_ms,
-                         app.seq, attempt, id & ((ContainerId{1} << 40) - 1));
+  return absl::StrFormat("container_e%d_%d_%04d_%02d_%06d", epoch_, app.cluster_ts, app.seq,
+                         attempt, id & ((ContainerId{1} << 40) - 1));
 }
 
 v1::ApplicationReport ResourceManager::Report(const App& app) const {
@@ -161,6 +166,117 @@ absl::Status ResourceManager::Persist(const App& app) {
   at.diagnostics = a.diagnostics;
   at.start_ms = a.start_ms;
   return store_->PutApplicationAndAttempt(app.record, at);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recovery and master keys
+
+// Restores what the store holds after an RM (re)start: master keys (so tokens issued before
+// stay valid), finished applications (queryable), and unfinished ones, whose running attempt
+// died with the old RM: it is marked FAILED and a new attempt starts if attempts remain (the
+// RM does not preserve work across restarts). Container ids carry the new epoch.
+absl::Status ResourceManager::Recover(const store::RmState& state) {
+  const int64_t now = loop_->NowMs();
+  for (security::MasterKeyManager* keys : {&container_keys_, &amrm_keys_}) {
+    std::vector<security::MasterKey> restored;
+    for (const store::MasterKeyRecord& k : state.keys) {
+      if (k.purpose == keys->purpose())
+        restored.push_back({k.key_id, k.secret, k.created_ms, k.expires_ms});
+    }
+    for (const auto& k : restored) stored_keys_[keys->purpose()].insert(k.id);
+    absl::Status s = restored.empty() ? keys->Start(now) : keys->Restore(restored, now);
+    if (!s.ok()) return s;
+    if (absl::Status p = PersistKeys(*keys); !p.ok()) return p;
+  }
+  for (const store::ApplicationRecord& rec : state.apps) {
+    App app;
+    app.record = rec;
+    if (!app.context.ParseFromString(rec.submission))
+      return absl::DataLossError(
+          absl::StrCat("application ", rec.app_id, ": stored submission does not parse"));
+    int64_t ts = 0;
+    int seq = 0;
+    if (sscanf(rec.app_id.c_str(), "application_%ld_%d", &ts, &seq) != 2)
+      return absl::DataLossError(
+          absl::StrCat("stored application id '", rec.app_id, "' is malformed"));
+    app.cluster_ts = ts;
+    app.seq = seq;
+    if (ts == options_.cluster_timestamp_ms) next_app_seq_ = std::max(next_app_seq_, seq + 1);
+    for (const store::AttemptRecord& a : state.attempts) {
+      if (a.app_id != rec.app_id) continue;
+      Attempt at;
+      at.id = a.attempt_id;
+      at.attempt_id = absl::StrFormat("appattempt_%d_%04d_%06d", ts, seq, a.attempt_id);
+      at.state = a.state;
+      at.am_container_id = a.am_container_id;
+      at.am_node = a.node;
+      at.diagnostics = a.diagnostics;
+      at.start_ms = a.start_ms;
+      app.attempts.push_back(std::move(at));
+    }
+    auto [it, inserted] = apps_.emplace(rec.app_id, std::move(app));
+    App& stored = it->second;
+    if (IsFinal(stored.record.state)) continue;
+    if (!stored.attempts.empty()) {
+      stored.current().state = "FAILED";
+      stored.current().diagnostics = "the ResourceManager restarted";
+    }
+    if (static_cast<int32_t>(stored.attempts.size()) >= stored.record.max_attempts) {
+      FinishApp(stored, "FAILED", "FAILED",
+                "The ResourceManager restarted and no application attempts remain.");
+      continue;
+    }
+    if (absl::Status s = StartAttempt(stored); !s.ok()) {
+      FinishApp(stored, "FAILED", "FAILED",
+                absl::StrCat("The ResourceManager restarted; a new attempt could not start: ",
+                             s.message()));
+      continue;
+    }
+    stored.record.state = "ACCEPTED";
+    if (absl::Status s = Persist(stored); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// Writes every live key of `keys` and removes the stored ones that are gone.
+absl::Status ResourceManager::PersistKeys(const security::MasterKeyManager& keys) {
+  std::set<int32_t>& stored = stored_keys_[keys.purpose()];
+  std::set<int32_t> live;
+  for (const security::MasterKey& k : keys.Keys()) {
+    live.insert(k.id);
+    if (stored.contains(k.id)) continue;
+    store::MasterKeyRecord rec{keys.purpose(), k.id, k.secret, k.created_ms, k.expires_ms};
+    if (absl::Status s = store_->PutMasterKey(rec); !s.ok()) return s;
+    stored.insert(k.id);
+  }
+  for (auto it = stored.begin(); it != stored.end();) {
+    if (live.contains(*it)) {
+      ++it;
+      continue;
+    }
+    (void)store_->RemoveMasterKey(keys.purpose(), *it);
+    it = stored.erase(it);
+  }
+  return absl::OkStatus();
+}
+
+void ResourceManager::RollKeys() {
+  roll_timer_ = 0;
+  const int64_t now = loop_->NowMs();
+  for (security::MasterKeyManager* keys : {&container_keys_, &amrm_keys_}) {
+    auto rolled = keys->Roll(now);
+    if (!rolled.ok()) {
+      std::fprintf(stderr, "weft rm: rolling %s master keys: %s\n", keys->purpose().c_str(),
+                   std::string(rolled.status().message()).c_str());
+    } else if (*rolled) {
+      if (absl::Status s = PersistKeys(*keys); !s.ok())
+        std::fprintf(stderr, "weft rm: storing %s master keys: %s\n", keys->purpose().c_str(),
+                     std::string(s.message()).c_str());
+    }
+  }
+  if (!shutting_down_)
+    roll_timer_ = loop_->Schedule(std::max<int64_t>(1000, options_.key_roll_interval_ms / 10),
+                                  [this] { RollKeys(); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -207,6 +323,7 @@ absl::Status ResourceManager::SubmitApplication(const v1::ApplicationSubmissionC
         absl::StrCat("application ", id, ": AM resource: ", normalized.status().message()));
 
   App app;
+  app.cluster_ts = options_.cluster_timestamp_ms;
   app.seq = reserved->second;
   app.context = ctx;
   app.context.mutable_am_resource()->CopyFrom(ToProto(*normalized));

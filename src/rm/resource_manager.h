@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,7 @@ class ResourceManager {
   struct App {
     store::ApplicationRecord record;
     v1::ApplicationSubmissionContext context;
+    int64_t cluster_ts = 0;  // of the RM start that created it (part of its ids)
     int32_t seq = 0;
     std::vector<Attempt> attempts;
     Attempt& current() { return attempts.back(); }
@@ -134,6 +136,9 @@ class ResourceManager {
                   AmLauncher* launcher, security::SecretSource* secrets);
 
   absl::Status Persist(const App& app);
+  absl::Status Recover(const store::RmState& state);
+  absl::Status PersistKeys(const security::MasterKeyManager& keys);
+  void RollKeys();
   void SchedulePass();
   void RunPass();
   void CheckExpiry();
@@ -167,7 +172,8 @@ class ResourceManager {
   std::map<std::string, Node> nodes_;  // by node id (host:port)
   absl::flat_hash_map<scheduler::ContainerId, Container> containers_;
   absl::flat_hash_map<std::string, scheduler::ContainerId> container_by_name_;
-  TimerId pass_timer_ = 0, expiry_timer_ = 0;
+  TimerId pass_timer_ = 0, expiry_timer_ = 0, roll_timer_ = 0;
+  std::map<std::string, std::set<int32_t>> stored_keys_;  // by purpose
   bool shutting_down_ = false;
   std::string rm_address_;
 };

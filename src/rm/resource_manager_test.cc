@@ -252,6 +252,55 @@ TEST_F(ResourceManagerTest, KillReleasesContainersAndIsIdempotent) {
   EXPECT_EQ(rm_->scheduler().cluster_allocated(), Resource());
 }
 
+TEST_F(ResourceManagerTest, RestartRecoversAppsWithANewEpochAndNeverReusesIds) {
+  AddNode("h1:1");
+  std::string done = Submit();
+  loop_.Advance(200);
+  v1::Token done_token = AmToken(0);
+  ASSERT_TRUE(rm_->RegisterApplicationMaster(done_token, {}).ok());
+  v1::FinishApplicationMasterRequest fin;
+  fin.set_final_status(v1::FINAL_SUCCEEDED);
+  ASSERT_TRUE(rm_->FinishApplicationMaster(done_token, fin).ok());
+  std::string running = Submit("default", 2);
+  loop_.Advance(200);
+  ASSERT_EQ(launcher_.launches.size(), 2u);
+  v1::Token old_token = AmToken(1);
+  auto old_am =
+      security::DecodeContainerToken(launcher_.launches[1].second.container_token().identifier());
+  ASSERT_TRUE(old_am.ok());
+  EXPECT_THAT(old_am->container_id, HasSubstr("container_e1_"));
+
+  // The RM goes away and comes back on the same store.
+  rm_.reset();
+  RmOptions o;
+  o.nm_expiry_ms = 10000;
+  o.am_expiry_ms = 60000;
+  auto rm = ResourceManager::Create(o, &loop_, store_.get(), &launcher_, &secrets_);
+  ASSERT_TRUE(rm.ok()) << rm.status();
+  rm_ = std::move(*rm);
+  EXPECT_EQ(rm_->epoch(), 2);
+  EXPECT_EQ(rm_->GetApplication(done)->state(), v1::APP_FINISHED);
+  EXPECT_EQ(rm_->GetApplication(done)->final_status(), v1::FINAL_SUCCEEDED);
+  auto report = rm_->GetApplication(running);
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->state(), v1::APP_ACCEPTED);
+  EXPECT_EQ(report->current_attempt(), 2);
+  // The old attempt's token no longer works; its master key does (it was restored).
+  EXPECT_EQ(rm_->Allocate(old_token, {}).status().code(), absl::StatusCode::kPermissionDenied);
+  // The NM re-registers; attempt 2's AM gets a container id of the new epoch.
+  AddNode("h1:1");
+  loop_.Advance(200);
+  ASSERT_EQ(launcher_.launches.size(), 3u);
+  auto new_am =
+      security::DecodeContainerToken(launcher_.launches[2].second.container_token().identifier());
+  ASSERT_TRUE(new_am.ok());
+  EXPECT_THAT(new_am->container_id, HasSubstr("container_e2_"));
+  EXPECT_NE(new_am->container_id, old_am->container_id);
+  // New application ids continue after the recovered ones.
+  auto next = rm_->NewApplication();
+  EXPECT_GT(next->application_id(), running);
+}
+
 TEST_F(ResourceManagerTest, UnknownNodeHeartbeatIsToldToResync) {
   EXPECT_EQ(Heartbeat("ghost:1").action(), v1::NODE_ACTION_RESYNC);
   v1::RegisterNodeManagerRequest bad;
