@@ -441,6 +441,127 @@ v1::ListNodesResponse ResourceManager::ListNodes(const v1::ListNodesRequest& req
   return resp;
 }
 
+v1::GetClusterMetricsResponse ResourceManager::GetClusterMetrics() const {
+  v1::GetClusterMetricsResponse m;
+  for (const auto& [id, node] : nodes_) {
+    switch (node.state) {
+      case v1::NODE_RUNNING:
+        m.set_active_nodes(m.active_nodes() + 1);
+        break;
+      case v1::NODE_LOST:
+        m.set_lost_nodes(m.lost_nodes() + 1);
+        break;
+      case v1::NODE_UNHEALTHY:
+        m.set_unhealthy_nodes(m.unhealthy_nodes() + 1);
+        break;
+      case v1::NODE_DECOMMISSIONED:
+        m.set_decommissioned_nodes(m.decommissioned_nodes() + 1);
+        break;
+      default:
+        break;
+    }
+  }
+  *m.mutable_total() = ToProto(scheduler_->cluster_total());
+  *m.mutable_allocated() = ToProto(scheduler_->cluster_allocated());
+  *m.mutable_pending() = ToProto(scheduler_->FindQueue("root")->pending);
+  for (const auto& [id, app] : apps_) {
+    m.set_apps_submitted(m.apps_submitted() + 1);
+    const std::string& st = app.record.state;
+    if (st == "RUNNING") m.set_apps_running(m.apps_running() + 1);
+    if (st == "ACCEPTED" || st == "SUBMITTED") m.set_apps_pending(m.apps_pending() + 1);
+    if (st == "FINISHED") m.set_apps_completed(m.apps_completed() + 1);
+    if (st == "FAILED") m.set_apps_failed(m.apps_failed() + 1);
+    if (st == "KILLED") m.set_apps_killed(m.apps_killed() + 1);
+  }
+  m.set_containers_allocated(scheduler_->stats().allocations);
+  return m;
+}
+
+absl::StatusOr<v1::GetQueueResponse> ResourceManager::GetQueue(const v1::GetQueueRequest& req) {
+  const scheduler::QueueNode* q = scheduler_->FindQueue(req.queue().empty() ? "root" : req.queue());
+  if (q == nullptr) return absl::NotFoundError(absl::StrCat("unknown queue '", req.queue(), "'"));
+  scheduler_->RefreshEntitlements();
+  std::function<void(const scheduler::QueueNode&, v1::QueueInfo*, bool)> fill =
+      [&](const scheduler::QueueNode& n, v1::QueueInfo* out, bool recurse) {
+        out->set_name(n.config.name);
+        out->set_path(n.path);
+        out->set_state(n.config.state == scheduler::QueueState::kRunning ? "RUNNING" : "STOPPED");
+        *out->mutable_used() = ToProto(n.usage);
+        *out->mutable_pending() = ToProto(n.pending);
+        *out->mutable_entitlement() = ToProto(n.entitlement);
+        Resource limit = Min(n.limit, scheduler_->cluster_total());
+        *out->mutable_limit() = ToProto(limit);
+        out->set_weight(n.config.weight);
+        out->set_capacity(n.config.capacity);
+        out->set_maximum_capacity(n.config.maximum_capacity);
+        int32_t apps = 0;
+        std::function<void(const scheduler::QueueNode&)> count =
+            [&](const scheduler::QueueNode& x) {
+              apps += static_cast<int32_t>(x.apps.size());
+              for (const auto* c : x.children) count(*c);
+            };
+        count(n);
+        out->set_num_applications(apps);
+        out->set_num_running_applications(static_cast<int32_t>(n.running_apps));
+        if (!recurse) return;
+        for (const auto* c : n.children) fill(*c, out->add_children(), true);
+      };
+  v1::GetQueueResponse resp;
+  fill(*q, resp.mutable_queue(), req.recursive());
+  return resp;
+}
+
+absl::Status ResourceManager::RefreshQueues() {
+  if (options_.scheduler_config_path.empty())
+    return absl::FailedPreconditionError(
+        "this RM was started without a scheduler configuration file: nothing to refresh");
+  auto config =
+      scheduler::LoadSchedulerConfigFile(options_.scheduler_config_path, options_.registry);
+  if (!config.ok())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "refresh-queues refused, the old configuration stays: ", config.status().message()));
+  if (absl::Status s = scheduler_->Reconfigure(*config); !s.ok())
+    return absl::Status(s.code(), absl::StrCat("refresh-queues refused, the old configuration "
+                                               "stays: ",
+                                               s.message()));
+  options_.scheduler = *config;
+  SchedulePass();
+  return absl::OkStatus();
+}
+
+absl::Status ResourceManager::RefreshNodes(const v1::RefreshNodesRequest& req) {
+  auto matches = [](const std::string& id, const std::string& name) {
+    return id == name || id.substr(0, id.find(':')) == name;
+  };
+  for (const std::string& name : req.decommission()) {
+    if (name.empty()) return absl::InvalidArgumentError("empty node name to decommission");
+  }
+  for (const std::string& name : req.decommission()) {
+    decommissioned_.insert(name);
+    for (auto& [id, node] : nodes_) {
+      if (!matches(id, name) || node.state == v1::NODE_DECOMMISSIONED) continue;
+      node.state = v1::NODE_DECOMMISSIONED;
+      if (scheduler_->FindNode(id) < 0) continue;
+      auto lost = scheduler_->RemoveNode(id);
+      if (!lost.ok()) continue;
+      for (const auto& k : *lost) {
+        auto c = containers_.find(k.container);
+        if (c != containers_.end()) node.to_cleanup.push_back(c->second.id);
+        ContainerFinished(k.container, v1::CONTAINER_EXIT_ABORTED,
+                          absl::StrCat("node ", id, " was decommissioned"));
+      }
+    }
+  }
+  for (const std::string& name : req.recommission()) {
+    decommissioned_.erase(name);
+    for (auto& [id, node] : nodes_) {
+      if (matches(id, name) && node.state == v1::NODE_DECOMMISSIONED) node.state = v1::NODE_LOST;
+    }
+  }
+  SchedulePass();
+  return absl::OkStatus();
+}
+
 // ---------------------------------------------------------------------------------------------
 // TrackerService
 
@@ -456,7 +577,10 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> ResourceManager::RegisterNode(
     return absl::InvalidArgumentError(
         absl::StrCat("node ", id, ": capability ", options_.registry.Format(*cap), " is negative"));
   auto existing = nodes_.find(id);
-  if (existing != nodes_.end() && existing->second.state == v1::NODE_DECOMMISSIONED) {
+  bool decommissioned =
+      decommissioned_.contains(id) || decommissioned_.contains(id.substr(0, id.find(':')));
+  if (decommissioned ||
+      (existing != nodes_.end() && existing->second.state == v1::NODE_DECOMMISSIONED)) {
     v1::RegisterNodeManagerResponse resp;
     resp.set_action(v1::NODE_ACTION_SHUTDOWN);
     resp.set_diagnostics("node is decommissioned");

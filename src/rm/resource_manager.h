@@ -21,6 +21,7 @@
 #include "security/secret_source.h"
 #include "security/tokens.h"
 #include "store/state_store.h"
+#include "weft/v1/admin.pb.h"
 #include "weft/v1/am.pb.h"
 #include "weft/v1/client.pb.h"
 #include "weft/v1/container.pb.h"
@@ -40,6 +41,7 @@ struct RmOptions {
   int64_t container_token_lifetime_ms = 600000;
   int64_t key_roll_interval_ms = 24LL * 3600 * 1000;
   int64_t max_submission_bytes = 1 << 20;  // an application's submission context, serialized
+  std::string scheduler_config_path;       // what RefreshQueues re-reads ("" = none)
 };
 
 // Starts AM containers on NodeManagers (YARN's AM launcher). `done` may run on any thread.
@@ -70,6 +72,14 @@ class ResourceManager {
   v1::ListApplicationsResponse ListApplications(const v1::ListApplicationsRequest& req) const;
   absl::Status KillApplication(const std::string& app_id, const std::string& diagnostics);
   v1::ListNodesResponse ListNodes(const v1::ListNodesRequest& req) const;
+  v1::GetClusterMetricsResponse GetClusterMetrics() const;
+  absl::StatusOr<v1::GetQueueResponse> GetQueue(const v1::GetQueueRequest& req);
+
+  // AdminService. RefreshQueues re-reads RmOptions::scheduler_config_path; an invalid file is
+  // refused with the reason and the configuration in force stays. Decommissioned nodes lose
+  // their containers at once and are told to shut down; recommissioned ones may register.
+  absl::Status RefreshQueues();
+  absl::Status RefreshNodes(const v1::RefreshNodesRequest& req);
 
   // TrackerService.
   absl::StatusOr<v1::RegisterNodeManagerResponse> RegisterNode(
@@ -176,6 +186,7 @@ class ResourceManager {
   std::map<std::string, std::set<int32_t>> stored_keys_;  // by purpose
   bool shutting_down_ = false;
   std::string rm_address_;
+  std::set<std::string> decommissioned_;  // node ids or host names
 };
 
 }  // namespace weft::rm

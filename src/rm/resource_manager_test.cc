@@ -1,5 +1,8 @@
 #include "rm/resource_manager.h"
 
+#include <cstdio>
+#include <fstream>
+
 #include "absl/strings/escaping.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -299,6 +302,67 @@ TEST_F(ResourceManagerTest, RestartRecoversAppsWithANewEpochAndNeverReusesIds) {
   // New application ids continue after the recovered ones.
   auto next = rm_->NewApplication();
   EXPECT_GT(next->application_id(), running);
+}
+
+TEST(ResourceManagerAdminTest, RefreshQueuesAppliesAValidFileAndRefusesABadOne) {
+  ManualEventLoop loop;
+  auto store = store::NewMemoryStore();
+  FakeLauncher launcher;
+  security::FakeSecretSource secrets;
+  std::string path = ::testing::TempDir() + "/weft_refresh_queues.yaml";
+  auto write = [&](const std::string& text) { std::ofstream(path) << text; };
+  write("queues: {root: {children: {default: {}, prod: {weight: 3}}}}\n");
+  RmOptions o;
+  o.scheduler_config_path = path;
+  auto config = scheduler::LoadSchedulerConfigFile(path, o.registry);
+  ASSERT_TRUE(config.ok());
+  o.scheduler = *config;
+  auto rm = ResourceManager::Create(o, &loop, store.get(), &launcher, &secrets);
+  ASSERT_TRUE(rm.ok());
+  v1::GetQueueRequest q;
+  q.set_queue("prod");
+  EXPECT_EQ((*rm)->GetQueue(q)->queue().weight(), 3);
+  write("queues: {root: {children: {default: {}, prod: {weight: 5}, dev: {}}}}\n");
+  ASSERT_TRUE((*rm)->RefreshQueues().ok());
+  EXPECT_EQ((*rm)->GetQueue(q)->queue().weight(), 5);
+  write("queues: {root: {children: {default: {}, prod: {wieght: 5}}}}\n");
+  absl::Status bad = (*rm)->RefreshQueues();
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.message(), HasSubstr("the old configuration stays"));
+  EXPECT_THAT(bad.message(), HasSubstr("unknown key 'wieght'"));
+  EXPECT_EQ((*rm)->GetQueue(q)->queue().weight(), 5);
+  v1::GetQueueRequest root;
+  root.set_recursive(true);
+  EXPECT_EQ((*rm)->GetQueue(root)->queue().children_size(), 3);
+  v1::GetQueueRequest unknown;
+  unknown.set_queue("nosuch");
+  EXPECT_EQ((*rm)->GetQueue(unknown).status().code(), absl::StatusCode::kNotFound);
+  std::remove(path.c_str());
+}
+
+TEST_F(ResourceManagerTest, DecommissionedNodeLosesItsContainersAndIsToldToShutDown) {
+  AddNode("h1:1");
+  AddNode("h2:1");
+  std::string app = Submit("default", 2);
+  loop_.Advance(200);
+  ASSERT_EQ(launcher_.launches.size(), 1u);
+  std::string am_node = launcher_.launches[0].first;
+  v1::RefreshNodesRequest req;
+  req.add_decommission(am_node.substr(0, am_node.find(':')));  // by host name
+  ASSERT_TRUE(rm_->RefreshNodes(req).ok());
+  EXPECT_EQ(Heartbeat(am_node).action(), v1::NODE_ACTION_SHUTDOWN);
+  v1::RegisterNodeManagerRequest again;
+  again.set_node_id(am_node);
+  EXPECT_EQ(rm_->RegisterNode(again)->action(), v1::NODE_ACTION_SHUTDOWN);
+  // The AM's attempt failed with its node; attempt 2 runs on the other node.
+  loop_.Advance(200);
+  ASSERT_EQ(launcher_.launches.size(), 2u);
+  EXPECT_NE(launcher_.launches[1].first, am_node);
+  v1::GetClusterMetricsResponse m = rm_->GetClusterMetrics();
+  EXPECT_EQ(m.active_nodes(), 1);
+  EXPECT_EQ(m.decommissioned_nodes(), 1);
+  EXPECT_EQ(m.apps_pending() + m.apps_running(), 1);
+  EXPECT_EQ(m.total().values().at("vcores"), 8);
 }
 
 TEST_F(ResourceManagerTest, UnknownNodeHeartbeatIsToldToResync) {

@@ -141,6 +141,20 @@ class RmServer::Services {
                     });
     }
 
+    grpc::ServerUnaryReactor* GetClusterMetrics(grpc::CallbackServerContext* ctx,
+                                                const v1::GetClusterMetricsRequest*,
+                                                v1::GetClusterMetricsResponse* resp) override {
+      return OnLoop(s_, ctx, resp,
+                    [](ResourceManager& rm) -> absl::StatusOr<v1::GetClusterMetricsResponse> {
+                      return rm.GetClusterMetrics();
+                    });
+    }
+    grpc::ServerUnaryReactor* GetQueue(grpc::CallbackServerContext* ctx,
+                                       const v1::GetQueueRequest* req,
+                                       v1::GetQueueResponse* resp) override {
+      return OnLoop(s_, ctx, resp, [req](ResourceManager& rm) { return rm.GetQueue(*req); });
+    }
+
    private:
     RmServer* s_;
   };
@@ -200,6 +214,24 @@ class RmServer::Services {
   class Admin final : public v1::AdminService::CallbackService {
    public:
     explicit Admin(RmServer* s) : s_(s) {}
+    grpc::ServerUnaryReactor* RefreshQueues(grpc::CallbackServerContext* ctx,
+                                            const v1::RefreshQueuesRequest*,
+                                            v1::RefreshQueuesResponse* resp) override {
+      return OnLoop(s_, ctx, resp,
+                    [](ResourceManager& rm) -> absl::StatusOr<v1::RefreshQueuesResponse> {
+                      if (absl::Status st = rm.RefreshQueues(); !st.ok()) return st;
+                      return v1::RefreshQueuesResponse();
+                    });
+    }
+    grpc::ServerUnaryReactor* RefreshNodes(grpc::CallbackServerContext* ctx,
+                                           const v1::RefreshNodesRequest* req,
+                                           v1::RefreshNodesResponse* resp) override {
+      return OnLoop(s_, ctx, resp,
+                    [req](ResourceManager& rm) -> absl::StatusOr<v1::RefreshNodesResponse> {
+                      if (absl::Status st = rm.RefreshNodes(*req); !st.ok()) return st;
+                      return v1::RefreshNodesResponse();
+                    });
+    }
     grpc::ServerUnaryReactor* GetServiceState(grpc::CallbackServerContext* ctx,
                                               const v1::GetServiceStateRequest*,
                                               v1::GetServiceStateResponse* resp) override {
