@@ -265,7 +265,7 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
     s->store_ = std::move(*st);
   }
   s->secrets_ = std::make_unique<security::OpenSslSecretSource>();
-  s->launcher_ = NewGrpcAmLauncher();
+  s->launcher_ = s->options_.launcher ? std::move(s->options_.launcher) : NewGrpcAmLauncher();
   s->loop_.Start();
   absl::Status created;
   absl::Notification done;

@@ -22,6 +22,9 @@ struct RmServerOptions {
   std::string bind_host = "127.0.0.1";  // any other address is an explicit choice
   int port = 0;                         // ClientService, AmService, TrackerService, AdminService
   std::string state_store_path;         // SQLite file; "" = in memory (state lost on exit)
+  // Starts AM containers; null = the real one (ContainerService on the AM's node). Benchmarks
+  // with simulated nodes inject their own.
+  std::unique_ptr<AmLauncher> launcher;
 };
 
 // Owns a ThreadEventLoop (the only thread touching RM state), the state store and one gRPC
