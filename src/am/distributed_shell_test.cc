@@ -25,7 +25,7 @@ class DistributedShellTest : public ::testing::Test {
     ro.rm.pass_interval_ms = 20;
     ro.rm.heartbeat_interval_ms = 100;
     ro.state_store_path = (dir_ / "rm.db").string();
-    auto rm = rm::RmServer::Start(ro);
+    auto rm = rm::RmServer::Start(std::move(ro));
     ASSERT_TRUE(rm.ok()) << rm.status();
     rm_ = std::move(*rm);
     for (int i = 0; i < 2; ++i) {

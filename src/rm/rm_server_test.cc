@@ -48,7 +48,7 @@ class RmServerTest : public ::testing::Test {
   void SetUp() override {
     RmServerOptions o;
     o.rm.pass_interval_ms = 20;
-    auto s = RmServer::Start(o);
+    auto s = RmServer::Start(std::move(o));
     ASSERT_TRUE(s.ok()) << s.status();
     rm_ = std::move(*s);
     grpc::ServerBuilder b;
