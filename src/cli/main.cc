@@ -2,6 +2,12 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
+#include "cli/am_command.h"
+#include "cli/app_command.h"
+#include "cli/dev_command.h"
+#include "cli/nm_command.h"
+#include "cli/node_command.h"
+#include "cli/rm_command.h"
 #include "cli/sim_command.h"
 
 int main(int argc, char** argv) {
@@ -9,6 +15,12 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "weft 0.1.0");
   int exit_code = 0;
+  weft::cli::AddRmCommand(app, &exit_code);
+  weft::cli::AddNmCommand(app, &exit_code);
+  weft::cli::AddDevCommand(app, &exit_code);
+  weft::cli::AddAppCommand(app, &exit_code);
+  weft::cli::AddNodeCommand(app, &exit_code);
+  weft::cli::AddAmCommand(app, &exit_code);
   weft::cli::AddSimCommand(app, &exit_code);
   try {
     app.parse(argc, argv);

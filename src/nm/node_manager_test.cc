@@ -5,6 +5,7 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -552,10 +553,13 @@ TEST_F(NodeManagerTest, ResyncMakesItRegisterAgainWithItsRunningContainers) {
   ASSERT_EQ(again.running_containers_size(), 1);
   EXPECT_EQ(again.running_containers(0).container_id(), id);
   EXPECT_EQ(again.running_containers(0).state(), v1::CONTAINER_RUNNING);
-  // Heartbeats resume, numbered from 0 again.
-  size_t before = rm_->With([](FakeRm& rm) { return rm.heartbeats_.size(); });
-  ASSERT_TRUE(rm_->WaitUntil([&](FakeRm& rm) { return rm.heartbeats_.size() > before; }));
-  EXPECT_EQ(rm_->With([&](FakeRm& rm) { return rm.heartbeats_.at(before).response_id(); }), 0);
+  // Heartbeats resume, numbered from 0 again: a second heartbeat with response_id 0 arrives
+  // (the first was before the resync). Counting them avoids racing with heartbeats in flight.
+  EXPECT_TRUE(rm_->WaitUntil([](FakeRm& rm) {
+    return std::count_if(rm.heartbeats_.begin(), rm.heartbeats_.end(),
+                         [](const v1::NodeHeartbeatRequest& h) { return h.response_id() == 0; }) >=
+           2;
+  }));
 }
 
 TEST_F(NodeManagerTest, RmCleanupStopsContainersAndRemovesApplicationDirs) {

@@ -6,6 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 
 namespace weft::rm {
 namespace {
@@ -374,9 +375,12 @@ absl::Status ResourceManager::StartAttempt(App& app) {
   auto am = FromProto(app.context.am_resource(), "AM resource");
   if (!am.ok()) return am.status();
   spec.am_resource = *am;
-  if (absl::Status s = scheduler_->AddApp(spec, loop_->NowMs()); !s.ok())
-    return absl::Status(s.code(),
-                        absl::StrCat("application ", app.record.app_id, ": ", s.message()));
+  if (absl::Status s = scheduler_->AddApp(spec, loop_->NowMs()); !s.ok()) {
+    // The core names the app by its internal number; users know it by its id.
+    absl::string_view why = s.message();
+    absl::ConsumePrefix(&why, absl::StrCat("application ", spec.id, ": "));
+    return absl::Status(s.code(), absl::StrCat("application ", app.record.app_id, ": ", why));
+  }
   sched_to_app_[at.sched_app] = app.record.app_id;
   app.attempts.push_back(std::move(at));
   return absl::OkStatus();

@@ -1,0 +1,443 @@
+#include "cli/app_command.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "cli/cli_common.h"
+
+namespace weft::cli {
+namespace {
+
+// Flags every `app` subcommand has.
+struct CommonFlags {
+  std::string rm_address;
+  std::string user = DefaultUser();
+  bool json = false;
+};
+
+void AddCommonFlags(CLI::App* cmd, CommonFlags* f, bool with_user_flag = true) {
+  AddRmOption(cmd, &f->rm_address);
+  if (with_user_flag)
+    cmd->add_option("--user", f->user, "act as this user (default: $USER)")->capture_default_str();
+  cmd->add_flag("--json", f->json, "print protobuf JSON instead of a human table");
+}
+
+std::string StateName(v1::ApplicationState state) {
+  return std::string(absl::StripPrefix(v1::ApplicationState_Name(state), "APP_"));
+}
+
+std::string FinalStatusName(v1::FinalApplicationStatus status) {
+  if (status == v1::FINAL_STATUS_UNDEFINED) return "UNDEFINED";
+  return std::string(absl::StripPrefix(v1::FinalApplicationStatus_Name(status), "FINAL_"));
+}
+
+bool IsFinal(v1::ApplicationState state) {
+  return state == v1::APP_FINISHED || state == v1::APP_FAILED || state == v1::APP_KILLED;
+}
+
+bool Succeeded(const v1::ApplicationReport& r) {
+  return r.state() == v1::APP_FINISHED && r.final_status() == v1::FINAL_SUCCEEDED;
+}
+
+std::string FormatTimeMs(int64_t ms) {
+  if (ms <= 0) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(ms), absl::LocalTimeZone());
+}
+
+// Parses "RUNNING,FINISHED" (or APP_RUNNING, any case) into states.
+absl::StatusOr<std::vector<v1::ApplicationState>> ParseStates(const std::string& text) {
+  std::vector<v1::ApplicationState> states;
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    std::string name = absl::AsciiStrToUpper(absl::StripAsciiWhitespace(item));
+    if (!absl::StartsWith(name, "APP_")) name = absl::StrCat("APP_", name);
+    v1::ApplicationState state;
+    if (!v1::ApplicationState_Parse(name, &state) || state == v1::APPLICATION_STATE_UNSPECIFIED)
+      return absl::InvalidArgumentError(
+          absl::StrCat("--state: unknown application state '", item,
+                       "' (one of NEW, SUBMITTED, ACCEPTED, RUNNING, FINISHED, FAILED, KILLED)"));
+    states.push_back(state);
+  }
+  return states;
+}
+
+// The one line that ends a wait, on stdout.
+std::string FinalLine(const v1::ApplicationReport& r) {
+  std::string line = absl::StrCat(r.application_id(), " ", StateName(r.state()), " ",
+                                  FinalStatusName(r.final_status()));
+  if (!r.diagnostics().empty()) absl::StrAppend(&line, ": ", r.diagnostics());
+  return line;
+}
+
+std::string ProgressLine(const v1::ApplicationReport& r, double elapsed_s) {
+  int pct = static_cast<int>(r.progress() * 100 + 0.5);
+  int bar = pct / 5;
+  return absl::StrCat(
+      r.application_id(), " [", std::string(bar, '#'), std::string(20 - std::min(20, bar), '.'),
+      "] ", pct, "% ", StateName(r.state()), " attempt ", r.current_attempt(), ", ",
+      r.running_containers(), " containers, ", static_cast<int64_t>(elapsed_s), "s");
+}
+
+// Polls GetApplication until the app is final or `timeout_s` (> 0) passes. Progress goes to
+// stderr: one rewritten line on a terminal, a line per state change otherwise. Returns the exit
+// code: 0 only for FINISHED + SUCCEEDED.
+int WaitForApp(RmClient& client, const std::string& app_id, double timeout_s, bool json) {
+  const bool tty = !json && isatty(STDERR_FILENO) == 1;
+  const absl::Time start = absl::Now();
+  std::string last_plain;
+  bool drew = false;
+  while (true) {
+    auto report = client.GetApplication(app_id);
+    if (!report.ok()) {
+      if (drew) std::cerr << "\n";
+      return PrintError(report.status().message());
+    }
+    double elapsed_s = absl::ToDoubleSeconds(absl::Now() - start);
+    if (tty) {
+      std::cerr << "\r" << ProgressLine(*report, elapsed_s) << "\033[K" << std::flush;
+      drew = true;
+    } else if (!json) {
+      std::string plain = absl::StrCat(app_id, ": ", StateName(report->state()), " (attempt ",
+                                       report->current_attempt(), ")");
+      if (plain != last_plain) std::cerr << plain << std::endl;
+      last_plain = plain;
+    }
+    if (IsFinal(report->state())) {
+      if (drew) std::cerr << "\n";
+      if (json) {
+        std::cout << ToJson(*report) << std::endl;
+      } else {
+        std::cout << FinalLine(*report) << std::endl;
+      }
+      return Succeeded(*report) ? 0 : 1;
+    }
+    if (timeout_s > 0 && elapsed_s >= timeout_s) {
+      if (drew) std::cerr << "\n";
+      return PrintError(absl::StrCat("timed out after ", timeout_s, " s waiting for ", app_id,
+                                     " (still ", StateName(report->state()), ")"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
+// ---- submit and run-shell.
+
+absl::StatusOr<std::string> SelfExecutable() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0)
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot read /proc/self/exe: ", std::strerror(errno)));
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+struct SubmitFlags {
+  CommonFlags common;
+  std::string command;
+  std::string name = "weft-app";
+  std::string queue;
+  int priority = 0;
+  int64_t am_memory_mb = 512;
+  int am_vcores = 1;
+  int max_attempts = 0;
+  bool raw = false;  // the command is an AM itself: submit it unwrapped
+  bool wait = false;
+  double timeout_s = 0;
+  std::string application_type = "WEFT";
+};
+
+// NewApplication + SubmitApplication of `f` with AM command `am_command`; prints the id (or JSON
+// with --json and no --wait) and waits when asked. Returns the exit code.
+int Submit(const SubmitFlags& f, const std::string& am_command) {
+  if (am_command.empty()) return PrintError("--command is empty");
+  if (f.am_memory_mb <= 0 || f.am_vcores <= 0)
+    return PrintError("--am-memory-mb and --am-vcores must be > 0");
+  if (f.max_attempts < 0) return PrintError("--max-attempts must be >= 0");
+  RmClient client(f.common.rm_address, f.common.user);
+  v1::NewApplicationResponse app;
+  {
+    auto ctx = client.NewContext();
+    absl::Status s = FromGrpc(client.stub().NewApplication(ctx.get(), {}, &app), client.address());
+    if (!s.ok()) return PrintError(s.message());
+  }
+  v1::SubmitApplicationRequest req;
+  v1::ApplicationSubmissionContext* c = req.mutable_context();
+  c->set_application_id(app.application_id());
+  c->set_name(f.name);
+  c->set_queue(f.queue);
+  c->set_priority(f.priority);
+  (*c->mutable_am_resource()->mutable_values())["memory-mb"] = f.am_memory_mb;
+  (*c->mutable_am_resource()->mutable_values())["vcores"] = f.am_vcores;
+  c->mutable_am_container_spec()->add_command(am_command);
+  c->set_max_app_attempts(f.max_attempts);
+  c->set_application_type(f.application_type);
+  {
+    auto ctx = client.NewContext();
+    v1::SubmitApplicationResponse resp;
+    absl::Status s =
+        FromGrpc(client.stub().SubmitApplication(ctx.get(), req, &resp), client.address());
+    if (!s.ok())
+      return PrintError(absl::StrCat("submitting ", app.application_id(), " to queue '",
+                                     f.queue.empty() ? "default" : f.queue, "': ", s.message()));
+  }
+  if (!f.wait) {
+    if (f.common.json) {
+      v1::GetApplicationRequest id;  // {"applicationId": "..."}
+      id.set_application_id(app.application_id());
+      std::cout << ToJson(id) << std::endl;
+    } else {
+      std::cout << app.application_id() << std::endl;
+    }
+    return 0;
+  }
+  if (!f.common.json) std::cout << app.application_id() << std::endl;
+  return WaitForApp(client, app.application_id(), f.timeout_s, f.common.json);
+}
+
+// `app submit`: CMD as is with --raw, else wrapped in `weft am command`.
+int SubmitCommand(const SubmitFlags& f) {
+  if (f.command.empty()) return PrintError("--command is empty");
+  if (f.raw) return Submit(f, f.command);
+  auto self = SelfExecutable();
+  if (!self.ok()) return PrintError(self.status().message());
+  return Submit(f,
+                absl::StrCat(ShellQuote(*self), " am command --command ", ShellQuote(f.command)));
+}
+
+void AddSubmitFlags(CLI::App* cmd, SubmitFlags* f) {
+  cmd->add_option("--name", f->name, "application name")->capture_default_str();
+  cmd->add_option("--queue", f->queue, "leaf queue (default: the RM's 'default')");
+  cmd->add_option("--priority", f->priority, "application priority")->capture_default_str();
+  cmd->add_option("--am-memory-mb", f->am_memory_mb, "memory of the AM container, MiB")
+      ->capture_default_str();
+  cmd->add_option("--am-vcores", f->am_vcores, "vcores of the AM container")->capture_default_str();
+  cmd->add_option("--max-attempts", f->max_attempts,
+                  "AM attempts before the app fails (0 = the RM's default; capped by the RM)")
+      ->capture_default_str();
+  cmd->add_flag("--wait", f->wait, "wait for the app to end; exit 0 only if it SUCCEEDED");
+  cmd->add_option("--timeout-s", f->timeout_s, "with --wait: give up after this long (0 = never)")
+      ->capture_default_str();
+}
+
+struct RunShellFlags {
+  SubmitFlags submit;
+  int num_containers = 1;
+  std::string command;
+  int64_t memory_mb = 256;
+  int vcores = 1;
+  int max_retries = 3;
+  double am_timeout_s = 0;
+};
+
+int RunShell(const RunShellFlags& f) {
+  if (f.num_containers < 1) return PrintError("--num-containers must be >= 1");
+  if (f.command.empty()) return PrintError("--command is empty");
+  if (f.memory_mb <= 0 || f.vcores <= 0) return PrintError("--memory-mb and --vcores must be > 0");
+  if (f.max_retries < 0) return PrintError("--max-retries must be >= 0");
+  auto self = SelfExecutable();
+  if (!self.ok()) return PrintError(self.status().message());
+  std::string am_command =
+      absl::StrCat(ShellQuote(*self), " am shell --num-containers ", f.num_containers,
+                   " --command ", ShellQuote(f.command), " --memory-mb ", f.memory_mb, " --vcores ",
+                   f.vcores, " --max-retries ", f.max_retries);
+  if (f.am_timeout_s > 0) absl::StrAppend(&am_command, " --timeout-s ", f.am_timeout_s);
+  return Submit(f.submit, am_command);
+}
+
+// ---- list, status, kill, wait.
+
+struct ListFlags {
+  CommonFlags common;
+  std::string states;
+  std::string queue;
+  std::string user;
+  int limit = 0;
+};
+
+int List(const ListFlags& f) {
+  v1::ListApplicationsRequest req;
+  auto states = ParseStates(f.states);
+  if (!states.ok()) return PrintError(states.status().message());
+  for (v1::ApplicationState s : *states) req.add_states(s);
+  req.set_queue(f.queue);
+  req.set_user(f.user);
+  req.set_limit(f.limit);
+  RmClient client(f.common.rm_address, f.common.user);
+  auto ctx = client.NewContext();
+  v1::ListApplicationsResponse resp;
+  if (absl::Status s =
+          FromGrpc(client.stub().ListApplications(ctx.get(), req, &resp), client.address());
+      !s.ok())
+    return PrintError(s.message());
+  if (f.common.json) {
+    std::cout << ToJson(resp) << std::endl;
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows = {{"APPLICATION-ID", "NAME", "USER", "QUEUE", "STATE",
+                                                 "FINAL-STATUS", "PROGRESS", "ATTEMPT",
+                                                 "CONTAINERS", "SUBMITTED"}};
+  for (const v1::ApplicationReport& r : resp.applications())
+    rows.push_back({r.application_id(), r.name(), r.user(), r.queue(), StateName(r.state()),
+                    FinalStatusName(r.final_status()),
+                    absl::StrCat(static_cast<int>(r.progress() * 100 + 0.5), "%"),
+                    absl::StrCat(r.current_attempt()), absl::StrCat(r.running_containers()),
+                    FormatTimeMs(r.submit_time_ms())});
+  PrintTable(rows);
+  return 0;
+}
+
+struct IdFlags {
+  CommonFlags common;
+  std::string app_id;
+  double timeout_s = 0;
+  std::string diagnostics;
+};
+
+int Status(const IdFlags& f) {
+  RmClient client(f.common.rm_address, f.common.user);
+  auto r = client.GetApplication(f.app_id);
+  if (!r.ok()) return PrintError(r.status().message());
+  if (f.common.json) {
+    std::cout << ToJson(*r) << std::endl;
+    return 0;
+  }
+  PrintTable({
+      {"Application-Id:", r->application_id()},
+      {"Name:", r->name()},
+      {"User:", r->user()},
+      {"Queue:", r->queue()},
+      {"Priority:", absl::StrCat(r->priority())},
+      {"State:", StateName(r->state())},
+      {"Final-Status:", FinalStatusName(r->final_status())},
+      {"Progress:", absl::StrCat(static_cast<int>(r->progress() * 100 + 0.5), "%")},
+      {"Attempt:", absl::StrCat(r->current_attempt())},
+      {"AM-Host:", r->am_host().empty() ? "-" : r->am_host()},
+      {"Running-Containers:", absl::StrCat(r->running_containers())},
+      {"Allocated:", FormatResource(r->allocated())},
+      {"Submitted:", FormatTimeMs(r->submit_time_ms())},
+      {"Started:", FormatTimeMs(r->start_time_ms())},
+      {"Finished:", FormatTimeMs(r->finish_time_ms())},
+      {"Diagnostics:", r->diagnostics()},
+  });
+  return 0;
+}
+
+int Kill(const IdFlags& f) {
+  RmClient client(f.common.rm_address, f.common.user);
+  v1::KillApplicationRequest req;
+  req.set_application_id(f.app_id);
+  req.set_diagnostics(f.diagnostics.empty()
+                          ? absl::StrCat("killed by user ", f.common.user, " from the CLI")
+                          : f.diagnostics);
+  auto ctx = client.NewContext();
+  v1::KillApplicationResponse resp;
+  if (absl::Status s =
+          FromGrpc(client.stub().KillApplication(ctx.get(), req, &resp), client.address());
+      !s.ok())
+    return PrintError(s.message());
+  if (f.common.json) {
+    std::cout << ToJson(resp) << std::endl;
+  } else {
+    std::cout << "killed " << f.app_id << std::endl;
+  }
+  return 0;
+}
+
+int Wait(const IdFlags& f) {
+  RmClient client(f.common.rm_address, f.common.user);
+  return WaitForApp(client, f.app_id, f.timeout_s, f.common.json);
+}
+
+}  // namespace
+
+void AddAppCommand(CLI::App& app, int* exit_code) {
+  CLI::App* group = app.add_subcommand("app", "Submit, list, inspect, kill and wait for apps");
+  group->require_subcommand(1);
+
+  {
+    auto f = std::make_shared<SubmitFlags>();
+    CLI::App* cmd = group->add_subcommand("submit", "Submit an application; prints its id");
+    AddCommonFlags(cmd, &f->common);
+    cmd->add_option("--command", f->command, "the AM's shell command (run with /bin/bash -c)")
+        ->required();
+    AddSubmitFlags(cmd, f.get());
+    cmd->add_flag("--raw", f->raw,
+                  "CMD is an ApplicationMaster itself (registers and unregisters with the RM); "
+                  "without it CMD runs under `weft am command`, SUCCEEDED when it exits 0");
+    cmd->callback([f, exit_code] { *exit_code = SubmitCommand(*f); });
+  }
+  {
+    auto f = std::make_shared<RunShellFlags>();
+    f->submit.name = "distributed-shell";
+    f->submit.am_memory_mb = 256;
+    f->submit.application_type = "DISTRIBUTED_SHELL";
+    CLI::App* cmd = group->add_subcommand(
+        "run-shell", "Run N containers of a shell command (the distributed-shell AM)");
+    AddCommonFlags(cmd, &f->submit.common);
+    cmd->add_option("--num-containers", f->num_containers, "containers to run")->required();
+    cmd->add_option("--command", f->command, "each container's shell command")->required();
+    cmd->add_option("--memory-mb", f->memory_mb, "memory of each container, MiB")
+        ->capture_default_str();
+    cmd->add_option("--vcores", f->vcores, "vcores of each container")->capture_default_str();
+    cmd->add_option("--max-retries", f->max_retries, "retries of a failed container")
+        ->capture_default_str();
+    cmd->add_option("--am-timeout-s", f->am_timeout_s,
+                    "the AM gives up (FAILED) after this long (0 = never)");
+    AddSubmitFlags(cmd, &f->submit);
+    cmd->callback([f, exit_code] { *exit_code = RunShell(*f); });
+  }
+  {
+    auto f = std::make_shared<ListFlags>();
+    CLI::App* cmd = group->add_subcommand("list", "List applications");
+    AddRmOption(cmd, &f->common.rm_address);
+    cmd->add_flag("--json", f->common.json, "print protobuf JSON instead of a human table");
+    cmd->add_option("--state", f->states, "only these states, e.g. RUNNING,ACCEPTED");
+    cmd->add_option("--queue", f->queue, "only this queue");
+    cmd->add_option("--user", f->user, "only this user's applications");
+    cmd->add_option("--limit", f->limit, "at most this many (0 = all)");
+    cmd->callback([f, exit_code] { *exit_code = List(*f); });
+  }
+  {
+    auto f = std::make_shared<IdFlags>();
+    CLI::App* cmd = group->add_subcommand("status", "Show one application's report");
+    AddCommonFlags(cmd, &f->common, /*with_user_flag=*/false);
+    cmd->add_option("ID", f->app_id, "application id")->required();
+    cmd->callback([f, exit_code] { *exit_code = Status(*f); });
+  }
+  {
+    auto f = std::make_shared<IdFlags>();
+    CLI::App* cmd = group->add_subcommand("kill", "Kill an application");
+    AddCommonFlags(cmd, &f->common);
+    cmd->add_option("ID", f->app_id, "application id")->required();
+    cmd->add_option("--diagnostics", f->diagnostics, "why (recorded in the app's diagnostics)");
+    cmd->callback([f, exit_code] { *exit_code = Kill(*f); });
+  }
+  {
+    auto f = std::make_shared<IdFlags>();
+    CLI::App* cmd = group->add_subcommand(
+        "wait", "Wait for an application to end; exit 0 only if it FINISHED and SUCCEEDED");
+    AddCommonFlags(cmd, &f->common, /*with_user_flag=*/false);
+    cmd->add_option("ID", f->app_id, "application id")->required();
+    cmd->add_option("--timeout-s", f->timeout_s, "give up after this long (0 = never)")
+        ->capture_default_str();
+    cmd->callback([f, exit_code] { *exit_code = Wait(*f); });
+  }
+}
+
+}  // namespace weft::cli

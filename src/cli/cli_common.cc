@@ -1,0 +1,159 @@
+#include "cli/cli_common.h"
+
+#include <pwd.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace weft::cli {
+
+std::string DefaultRmAddress() {
+  const char* env = std::getenv("WEFT_RM");
+  if (env != nullptr && *env != '\0') return env;
+  return "127.0.0.1:8032";
+}
+
+std::string DefaultUser() {
+  const char* env = std::getenv("USER");
+  if (env != nullptr && *env != '\0') return env;
+  if (const struct passwd* pw = getpwuid(geteuid()); pw != nullptr && pw->pw_name != nullptr)
+    return pw->pw_name;
+  return "default";
+}
+
+void AddRmOption(CLI::App* cmd, std::string* rm_address) {
+  *rm_address = DefaultRmAddress();
+  cmd->add_option("--rm", *rm_address,
+                  "the ResourceManager, HOST:PORT (default: $WEFT_RM, else "
+                  "127.0.0.1:8032)")
+      ->capture_default_str();
+}
+
+int PrintError(absl::string_view message) {
+  std::cerr << "weft: " << message << std::endl;
+  return 1;
+}
+
+absl::Status FromGrpc(const grpc::Status& status, absl::string_view rm_address) {
+  if (status.ok()) return absl::OkStatus();
+  auto code = static_cast<absl::StatusCode>(status.error_code());
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+      status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
+    return absl::Status(
+        code,
+        absl::StrCat("cannot reach the ResourceManager at ", rm_address,
+                     " (is it running? start one with `weft dev`, or pass --rm / set WEFT_RM): ",
+                     status.error_message()));
+  return absl::Status(code, status.error_message());
+}
+
+RmClient::RmClient(std::string rm_address, std::string user)
+    : address_(std::move(rm_address)), user_(std::move(user)) {
+  stub_ =
+      v1::ClientService::NewStub(grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+}
+
+std::unique_ptr<grpc::ClientContext> RmClient::NewContext(int64_t timeout_ms) const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->AddMetadata("weft-user", user_);
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
+  return ctx;
+}
+
+absl::StatusOr<v1::ApplicationReport> RmClient::GetApplication(const std::string& app_id) {
+  auto ctx = NewContext();
+  v1::GetApplicationRequest req;
+  req.set_application_id(app_id);
+  v1::GetApplicationResponse resp;
+  if (absl::Status s = FromGrpc(stub_->GetApplication(ctx.get(), req, &resp), address_); !s.ok())
+    return s;
+  return resp.report();
+}
+
+std::string ToJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  std::string out;
+  auto status = google::protobuf::util::MessageToJsonString(message, &out, options);
+  if (!status.ok()) return absl::StrCat("{\"error\":\"", status.ToString(), "\"}");
+  return out;
+}
+
+std::string FormatResource(const v1::Resource& resource) {
+  std::vector<std::string> parts;
+  auto value = [&](const std::string& name) -> int64_t {
+    auto it = resource.values().find(name);
+    return it == resource.values().end() ? 0 : it->second;
+  };
+  parts.push_back(absl::StrCat("memory-mb=", value("memory-mb")));
+  parts.push_back(absl::StrCat("vcores=", value("vcores")));
+  std::map<std::string, int64_t> others;
+  for (const auto& [name, v] : resource.values())
+    if (name != "memory-mb" && name != "vcores" && v != 0) others[name] = v;
+  for (const auto& [name, v] : others) parts.push_back(absl::StrCat(name, "=", v));
+  return absl::StrJoin(parts, ",");
+}
+
+void PrintTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
+    if (widths.size() < row.size()) widths.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
+    }
+    std::cout << line << "\n";
+  }
+  std::cout.flush();
+}
+
+std::string ShellQuote(absl::string_view s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  out += "'";
+  return out;
+}
+
+namespace {
+sigset_t TerminationSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+}  // namespace
+
+void BlockTerminationSignals() {
+  sigset_t set = TerminationSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+int WaitForTerminationSignal() {
+  sigset_t set = TerminationSignals();
+  int sig = 0;
+  while (sigwait(&set, &sig) != 0) {
+  }
+  return sig;
+}
+
+}  // namespace weft::cli

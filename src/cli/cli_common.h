@@ -1,0 +1,78 @@
+// Copyright Weft authors. What the live-cluster subcommands of `weft` share: how they reach the
+// RM, report errors, print protobuf as JSON, and wait for a termination signal.
+#ifndef WEFT_CLI_CLI_COMMON_H_
+#define WEFT_CLI_CLI_COMMON_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "google/protobuf/message.h"
+#include "weft/v1/client.grpc.pb.h"
+
+namespace weft::cli {
+
+// The RM address client commands use without --rm: $WEFT_RM, else "127.0.0.1:8032".
+std::string DefaultRmAddress();
+// The user client commands act as without --user: $USER, else the effective uid's name, else
+// "default".
+std::string DefaultUser();
+
+// Adds `--rm HOST:PORT` (defaulting to DefaultRmAddress()) to `cmd`.
+void AddRmOption(CLI::App* cmd, std::string* rm_address);
+
+// Prints "weft: <message>" on stderr. Returns 1, the exit code of a failed command.
+int PrintError(absl::string_view message);
+
+// A ClientService call's outcome as a status whose message is fit for one line of stderr.
+// UNAVAILABLE and DEADLINE_EXCEEDED say which RM address could not be reached.
+absl::Status FromGrpc(const grpc::Status& status, absl::string_view rm_address);
+
+// A ClientService stub for `rm_address` plus the per-call context every command sets up.
+class RmClient {
+ public:
+  RmClient(std::string rm_address, std::string user);
+  // A context with the "weft-user" metadata and a deadline of `timeout_ms`.
+  std::unique_ptr<grpc::ClientContext> NewContext(int64_t timeout_ms = 10000) const;
+  v1::ClientService::Stub& stub() { return *stub_; }
+  const std::string& address() const { return address_; }
+
+  // The calls the commands use; errors come from FromGrpc.
+  absl::StatusOr<v1::ApplicationReport> GetApplication(const std::string& app_id);
+
+ private:
+  std::string address_;
+  std::string user_;
+  std::unique_ptr<v1::ClientService::Stub> stub_;
+};
+
+// Protobuf JSON (lowerCamelCase field names, enums by name, default values included), one line.
+std::string ToJson(const google::protobuf::Message& message);
+
+// A resource map as "memory-mb=4096,vcores=4[,other=..]": memory-mb and vcores first, then the
+// other non-zero types by name.
+std::string FormatResource(const v1::Resource& resource);
+
+// Prints `rows` (the first is the header) as left-aligned columns separated by two spaces.
+void PrintTable(const std::vector<std::vector<std::string>>& rows);
+
+// Quotes `s` for /bin/sh as one word ('...' with embedded quotes escaped).
+std::string ShellQuote(absl::string_view s);
+
+// Blocks SIGINT and SIGTERM in the calling thread; threads created afterwards inherit the
+// mask, so the signals stay pending until WaitForTerminationSignal() takes one. Call it before
+// starting any daemon thread.
+void BlockTerminationSignals();
+// Waits (sigwait) for SIGINT or SIGTERM and returns its number. Requires
+// BlockTerminationSignals() earlier on this thread.
+int WaitForTerminationSignal();
+
+}  // namespace weft::cli
+
+#endif  // WEFT_CLI_CLI_COMMON_H_

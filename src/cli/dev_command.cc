@@ -1,0 +1,126 @@
+#include "cli/dev_command.h"
+
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cli/cli_common.h"
+#include "cli/nm_command.h"
+#include "cli/rm_command.h"
+#include "common/event_loop.h"
+
+namespace weft::cli {
+namespace {
+
+struct DevFlags {
+  int nodes = 2;
+  int rm_port = 8032;
+  std::string data_dir = "./weft-data";
+  std::string node_resources = "memory-mb=4096,vcores=4";
+  std::string scheduler_config;
+  bool no_cgroups = false;
+};
+
+int RunDev(const DevFlags& flags) {
+  if (flags.nodes < 1 || flags.nodes > 100)
+    return PrintError(absl::StrCat("--nodes ", flags.nodes, " must be between 1 and 100"));
+  std::filesystem::path data_dir = std::filesystem::absolute(flags.data_dir).lexically_normal();
+
+  RmFlags rm_flags;
+  rm_flags.port = flags.rm_port;
+  rm_flags.scheduler_config = flags.scheduler_config;
+  rm_flags.state_store = (data_dir / "rm-state.db").string();
+  auto rm_options = MakeRmServerOptions(rm_flags);
+  if (!rm_options.ok()) return PrintError(rm_options.status().message());
+  // Validates --node-resources before anything starts.
+  NmFlags nm_flags;
+  nm_flags.rm_address = "127.0.0.1:0";
+  nm_flags.node_resources = flags.node_resources;
+  if (auto check = MakeNodeManagerOptions(nm_flags); !check.ok())
+    return PrintError(check.status().message());
+
+  bool use_cgroups = !flags.no_cgroups;
+  if (use_cgroups && geteuid() != 0) {
+    std::cerr << "weft dev: warning: not running as root, so cgroups are unusable; containers "
+                 "run WITHOUT resource isolation (as with --no-cgroups)"
+              << std::endl;
+    use_cgroups = false;
+  }
+
+  BlockTerminationSignals();
+  // Declaration order is teardown order in reverse: NMs stop before their loops, the RM last.
+  auto rm = rm::RmServer::Start(*std::move(rm_options));
+  if (!rm.ok())
+    return PrintError(absl::StrCat("starting the ResourceManager: ", rm.status().message()));
+  std::vector<std::unique_ptr<ThreadEventLoop>> loops;
+  std::vector<std::unique_ptr<nm::NodeManager>> nms;
+  for (int i = 0; i < flags.nodes; ++i) {
+    NmFlags f = nm_flags;
+    f.rm_address = (*rm)->address();
+    f.work_root = (data_dir / absl::StrCat("nm", i)).string();
+    f.cgroup_hierarchy = absl::StrCat("weft-dev-", (*rm)->port(), "-nm", i);
+    f.no_cgroups = !use_cgroups;
+    auto options = MakeNodeManagerOptions(f);
+    if (!options.ok()) return PrintError(options.status().message());
+    loops.push_back(std::make_unique<ThreadEventLoop>());
+    loops.back()->Start();
+    auto nm = nm::NodeManager::Start(*options, loops.back().get());
+    if (!nm.ok() && use_cgroups && nm.status().code() == absl::StatusCode::kFailedPrecondition) {
+      std::cerr << "weft dev: warning: cgroups are unusable (" << nm.status().message()
+                << "); containers run WITHOUT resource isolation (as with --no-cgroups)"
+                << std::endl;
+      use_cgroups = false;
+      options->use_cgroups = false;
+      nm = nm::NodeManager::Start(*options, loops.back().get());
+    }
+    if (!nm.ok())
+      return PrintError(absl::StrCat("starting NodeManager ", i, ": ", nm.status().message()));
+    nms.push_back(*std::move(nm));
+  }
+
+  std::cout << "weft dev: ResourceManager listening on " << (*rm)->address() << "\n"
+            << "weft dev: state in " << data_dir.string() << "\n";
+  for (size_t i = 0; i < nms.size(); ++i)
+    std::cout << "weft dev: NodeManager " << i << ": " << DescribeNode(*nms[i]) << "\n";
+  std::cout << "weft dev: containers " << (use_cgroups ? "in cgroups" : "without cgroups") << "\n"
+            << "weft dev: try `WEFT_RM=" << (*rm)->address()
+            << " weft app submit --command 'echo hello' --wait`\n"
+            << "weft dev: Ctrl-C or SIGTERM stops the cluster" << std::endl;
+
+  int sig = WaitForTerminationSignal();
+  std::cerr << "weft dev: " << (sig == SIGINT ? "SIGINT" : "SIGTERM")
+            << ", stopping containers and shutting down" << std::endl;
+  for (auto& nm : nms) nm->Shutdown();
+  nms.clear();
+  for (auto& loop : loops) loop->Stop();
+  (*rm)->Shutdown();
+  std::cerr << "weft dev: stopped" << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+void AddDevCommand(CLI::App& app, int* exit_code) {
+  auto f = std::make_shared<DevFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "dev", "Run a development cluster in one process: an RM and N NodeManagers on 127.0.0.1");
+  cmd->add_option("--nodes", f->nodes, "number of NodeManagers")->capture_default_str();
+  cmd->add_option("--rm-port", f->rm_port, "the RM's port (0 = any free port)")
+      ->capture_default_str();
+  cmd->add_option("--data-dir", f->data_dir,
+                  "RM state (SQLite) and the nodes' container directories and logs")
+      ->capture_default_str();
+  cmd->add_option("--node-resources", f->node_resources, "what each node offers")
+      ->capture_default_str();
+  cmd->add_option("--scheduler-config", f->scheduler_config, "queues and scheduler YAML");
+  cmd->add_flag("--no-cgroups", f->no_cgroups,
+                "run containers without cgroup resource isolation (automatic when not root)");
+  cmd->callback([f, exit_code] { *exit_code = RunDev(*f); });
+}
+
+}  // namespace weft::cli

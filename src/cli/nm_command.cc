@@ -1,0 +1,105 @@
+#include "cli/nm_command.h"
+
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cli/cli_common.h"
+#include "common/event_loop.h"
+#include "common/resource_types.h"
+
+namespace weft::cli {
+
+absl::StatusOr<nm::NodeManagerOptions> MakeNodeManagerOptions(const NmFlags& flags) {
+  nm::NodeManagerOptions options;
+  if (flags.rm_address.empty()) return absl::InvalidArgumentError("--rm HOST:PORT is required");
+  if (flags.port < 0 || flags.port > 65535)
+    return absl::InvalidArgumentError(absl::StrCat("--port ", flags.port, " is not a port"));
+  options.rm_tracker_address = flags.rm_address;
+  options.bind_host = flags.bind_host;
+  options.port = flags.port;
+  options.rack = flags.rack;
+  options.cgroup_hierarchy = flags.cgroup_hierarchy;
+  options.stop_grace_ms = flags.stop_grace_ms;
+  options.use_cgroups = !flags.no_cgroups;
+  if (!flags.node_resources.empty()) {
+    ResourceTypeRegistry registry;
+    auto capability = registry.Parse(flags.node_resources);
+    if (!capability.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--node-resources '", flags.node_resources,
+                                                     "': ", capability.status().message()));
+    if (absl::Status s = registry.Validate(*capability); !s.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat("--node-resources '", flags.node_resources, "': ", s.message()));
+    options.capability = *capability;
+  }
+  if (flags.work_root.empty()) return absl::InvalidArgumentError("--work-root is empty");
+  options.work_root = std::filesystem::absolute(flags.work_root).lexically_normal().string();
+  return options;
+}
+
+std::string DescribeNode(const nm::NodeManager& nm) {
+  std::string text =
+      absl::StrCat(nm.node_id(), " ", ResourceTypeRegistry().Format(nm.capability()));
+  if (!nm.missing_features().empty())
+    absl::StrAppend(&text, " (missing: ", absl::StrJoin(nm.missing_features(), ", "), ")");
+  return text;
+}
+
+namespace {
+
+int RunNm(const NmFlags& flags) {
+  auto options = MakeNodeManagerOptions(flags);
+  if (!options.ok()) return PrintError(options.status().message());
+  BlockTerminationSignals();
+  ThreadEventLoop loop;
+  loop.Start();
+  auto nm = nm::NodeManager::Start(*options, &loop);
+  if (!nm.ok()) {
+    loop.Stop();
+    std::string hint = nm.status().code() == absl::StatusCode::kFailedPrecondition
+                           ? " (--no-cgroups sets use_cgroups=false)"
+                           : "";
+    return PrintError(absl::StrCat(nm.status().message(), hint));
+  }
+  std::cout << "weft nm: NodeManager " << DescribeNode(**nm) << " on rack " << options->rack
+            << ", reporting to " << options->rm_tracker_address << "\n";
+  std::cout << "weft nm: work root " << options->work_root << "; Ctrl-C or SIGTERM stops it"
+            << std::endl;
+  int sig = WaitForTerminationSignal();
+  std::cerr << "weft nm: " << (sig == SIGINT ? "SIGINT" : "SIGTERM")
+            << ", stopping containers and shutting down" << std::endl;
+  (*nm)->Shutdown();
+  nm->reset();
+  loop.Stop();
+  return 0;
+}
+
+}  // namespace
+
+void AddNmCommand(CLI::App& app, int* exit_code) {
+  auto f = std::make_shared<NmFlags>();
+  CLI::App* cmd = app.add_subcommand("nm", "Run a NodeManager that runs containers for an RM");
+  cmd->add_option("--rm", f->rm_address, "the ResourceManager, HOST:PORT")->required();
+  cmd->add_option("--port", f->port, "ContainerService port (0 = any free port)")
+      ->capture_default_str();
+  cmd->add_option("--bind", f->bind_host, "address to listen on")->capture_default_str();
+  cmd->add_option("--node-resources", f->node_resources,
+                  "what the node offers, e.g. memory-mb=8192,vcores=4 (default: detected)");
+  cmd->add_option("--work-root", f->work_root, "container working directories and logs")
+      ->capture_default_str();
+  cmd->add_option("--rack", f->rack, "the node's rack")->capture_default_str();
+  cmd->add_option("--cgroup-hierarchy", f->cgroup_hierarchy,
+                  "parent cgroup of the containers (one per NM on a machine)")
+      ->capture_default_str();
+  cmd->add_option("--stop-grace-ms", f->stop_grace_ms, "between SIGTERM and SIGKILL")
+      ->capture_default_str();
+  cmd->add_flag("--no-cgroups", f->no_cgroups,
+                "run containers without cgroup resource isolation (no root needed)");
+  cmd->callback([f, exit_code] { *exit_code = RunNm(*f); });
+}
+
+}  // namespace weft::cli

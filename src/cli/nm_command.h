@@ -1,0 +1,39 @@
+// Copyright Weft authors. `weft nm`: runs one NodeManager until SIGINT or SIGTERM.
+#ifndef WEFT_CLI_NM_COMMAND_H_
+#define WEFT_CLI_NM_COMMAND_H_
+
+#include <cstdint>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
+#include "nm/node_manager.h"
+
+namespace weft::cli {
+
+// The NM's command-line settings (shared with `weft dev`).
+struct NmFlags {
+  std::string rm_address;  // the RM's TrackerService, HOST:PORT
+  std::string bind_host = "127.0.0.1";
+  int port = 0;
+  std::string node_resources;  // "memory-mb=..,vcores=.."; "" = detected from /proc
+  std::string work_root = "./weft-data/nm";
+  std::string rack = "/default-rack";
+  std::string cgroup_hierarchy = "weft";
+  int64_t stop_grace_ms = 2000;
+  bool no_cgroups = false;
+};
+
+// Builds the daemon's options: parses the node resources (the error names the bad item) and
+// makes the work root absolute.
+absl::StatusOr<nm::NodeManagerOptions> MakeNodeManagerOptions(const NmFlags& flags);
+
+// "host:port <memory-mb=.., vcores=..> (missing: ...)": a started NM in one line.
+std::string DescribeNode(const nm::NodeManager& nm);
+
+// Adds the `nm` subcommand to `app`; when it runs, its exit code is stored in *exit_code.
+void AddNmCommand(CLI::App& app, int* exit_code);
+
+}  // namespace weft::cli
+
+#endif  // WEFT_CLI_NM_COMMAND_H_

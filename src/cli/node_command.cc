@@ -1,0 +1,139 @@
+#include "cli/node_command.h"
+
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/time.h"
+#include "cli/cli_common.h"
+
+namespace weft::cli {
+namespace {
+
+struct NodeFlags {
+  std::string rm_address;
+  bool json = false;
+  std::string states;
+  std::string node_id;
+};
+
+std::string StateName(v1::NodeState state) {
+  return std::string(absl::StripPrefix(v1::NodeState_Name(state), "NODE_"));
+}
+
+absl::StatusOr<std::vector<v1::NodeState>> ParseStates(const std::string& text) {
+  std::vector<v1::NodeState> states;
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    std::string name = absl::AsciiStrToUpper(absl::StripAsciiWhitespace(item));
+    if (!absl::StartsWith(name, "NODE_")) name = absl::StrCat("NODE_", name);
+    v1::NodeState state;
+    if (!v1::NodeState_Parse(name, &state) || state == v1::NODE_STATE_UNSPECIFIED)
+      return absl::InvalidArgumentError(
+          absl::StrCat("--state: unknown node state '", item,
+                       "' (one of NEW, RUNNING, UNHEALTHY, DECOMMISSIONED, LOST, SHUTDOWN)"));
+    states.push_back(state);
+  }
+  return states;
+}
+
+absl::StatusOr<v1::ListNodesResponse> ListNodes(const NodeFlags& f) {
+  v1::ListNodesRequest req;
+  auto states = ParseStates(f.states);
+  if (!states.ok()) return states.status();
+  for (v1::NodeState s : *states) req.add_states(s);
+  RmClient client(f.rm_address, DefaultUser());
+  auto ctx = client.NewContext();
+  v1::ListNodesResponse resp;
+  if (absl::Status s = FromGrpc(client.stub().ListNodes(ctx.get(), req, &resp), client.address());
+      !s.ok())
+    return s;
+  return resp;
+}
+
+std::string Health(const v1::NodeReport& n) {
+  std::string health = n.health_report();
+  if (n.missing_features_size() > 0)
+    absl::StrAppend(&health, health.empty() ? "" : "; ", "missing ",
+                    absl::StrJoin(n.missing_features(), ","));
+  return health.empty() ? "-" : health;
+}
+
+int List(const NodeFlags& f) {
+  auto resp = ListNodes(f);
+  if (!resp.ok()) return PrintError(resp.status().message());
+  if (f.json) {
+    std::cout << ToJson(*resp) << std::endl;
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows = {
+      {"NODE-ID", "RACK", "STATE", "CONTAINERS", "USED", "CAPABILITY", "HEALTH"}};
+  for (const v1::NodeReport& n : resp->nodes())
+    rows.push_back({n.node_id(), n.rack(), StateName(n.state()), absl::StrCat(n.num_containers()),
+                    FormatResource(n.used()), FormatResource(n.capability()), Health(n)});
+  PrintTable(rows);
+  return 0;
+}
+
+int Status(const NodeFlags& f) {
+  auto resp = ListNodes(f);
+  if (!resp.ok()) return PrintError(resp.status().message());
+  for (const v1::NodeReport& n : resp->nodes()) {
+    if (n.node_id() != f.node_id) continue;
+    if (f.json) {
+      std::cout << ToJson(n) << std::endl;
+      return 0;
+    }
+    std::string last_health =
+        n.last_health_update_ms() > 0
+            ? absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(n.last_health_update_ms()),
+                               absl::LocalTimeZone())
+            : "-";
+    PrintTable({
+        {"Node-Id:", n.node_id()},
+        {"Rack:", n.rack()},
+        {"State:", StateName(n.state())},
+        {"HTTP-Address:", n.http_address().empty() ? "-" : n.http_address()},
+        {"Containers:", absl::StrCat(n.num_containers())},
+        {"Used:", FormatResource(n.used())},
+        {"Capability:", FormatResource(n.capability())},
+        {"Health-Report:", n.health_report().empty() ? "-" : n.health_report()},
+        {"Last-Health-Update:", last_health},
+        {"Missing-Features:",
+         n.missing_features_size() == 0 ? "-" : absl::StrJoin(n.missing_features(), ", ")},
+    });
+    return 0;
+  }
+  return PrintError(absl::StrCat("node '", f.node_id, "' not found (see `weft node list`)"));
+}
+
+}  // namespace
+
+void AddNodeCommand(CLI::App& app, int* exit_code) {
+  CLI::App* group = app.add_subcommand("node", "The cluster's NodeManagers");
+  group->require_subcommand(1);
+  {
+    auto f = std::make_shared<NodeFlags>();
+    CLI::App* cmd = group->add_subcommand("list", "List nodes");
+    AddRmOption(cmd, &f->rm_address);
+    cmd->add_flag("--json", f->json, "print protobuf JSON instead of a human table");
+    cmd->add_option("--state", f->states, "only these states, e.g. RUNNING,LOST");
+    cmd->callback([f, exit_code] { *exit_code = List(*f); });
+  }
+  {
+    auto f = std::make_shared<NodeFlags>();
+    CLI::App* cmd = group->add_subcommand("status", "Show one node's report");
+    AddRmOption(cmd, &f->rm_address);
+    cmd->add_flag("--json", f->json, "print protobuf JSON instead of a human table");
+    cmd->add_option("ID", f->node_id, "node id (host:port)")->required();
+    cmd->callback([f, exit_code] { *exit_code = Status(*f); });
+  }
+}
+
+}  // namespace weft::cli

@@ -1,0 +1,90 @@
+#include "cli/rm_command.h"
+
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "cli/cli_common.h"
+#include "scheduler/config.h"
+
+namespace weft::cli {
+
+absl::StatusOr<rm::RmServerOptions> MakeRmServerOptions(const RmFlags& flags) {
+  rm::RmServerOptions options;
+  options.bind_host = flags.bind_host;
+  options.port = flags.port;
+  if (flags.port < 0 || flags.port > 65535)
+    return absl::InvalidArgumentError(absl::StrCat("--port ", flags.port, " is not a port"));
+  if (flags.nm_expiry_ms <= 0 || flags.am_expiry_ms <= 0)
+    return absl::InvalidArgumentError("--nm-expiry-ms and --am-expiry-ms must be > 0");
+  options.rm.nm_expiry_ms = flags.nm_expiry_ms;
+  options.rm.am_expiry_ms = flags.am_expiry_ms;
+  if (!flags.scheduler_config.empty()) {
+    auto config = scheduler::LoadSchedulerConfigFile(flags.scheduler_config, options.rm.registry);
+    if (!config.ok())
+      return absl::Status(config.status().code(),
+                          absl::StrCat("--scheduler-config: ", config.status().message()));
+    options.rm.scheduler = *std::move(config);
+    options.rm.scheduler_config_path = flags.scheduler_config;
+  }
+  if (!flags.state_store.empty()) {
+    std::filesystem::path path = std::filesystem::absolute(flags.state_store).lexically_normal();
+    std::error_code ec;
+    std::filesystem::create_directories(path.parent_path(), ec);
+    if (ec)
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--state-store: cannot create ", path.parent_path().string(), ": ", ec.message()));
+    options.state_store_path = path.string();
+  }
+  return options;
+}
+
+namespace {
+
+int RunRm(const RmFlags& flags) {
+  auto options = MakeRmServerOptions(flags);
+  if (!options.ok()) return PrintError(options.status().message());
+  std::string store = options->state_store_path.empty() ? "in memory" : options->state_store_path;
+  BlockTerminationSignals();
+  auto server = rm::RmServer::Start(*std::move(options));
+  if (!server.ok())
+    return PrintError(absl::StrCat("starting the ResourceManager: ", server.status().message()));
+  std::cout << "weft rm: ResourceManager listening on " << (*server)->address() << " (state "
+            << store << ")\n"
+            << "weft rm: Ctrl-C or SIGTERM stops it" << std::endl;
+  int sig = WaitForTerminationSignal();
+  std::cerr << "weft rm: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", shutting down"
+            << std::endl;
+  (*server)->Shutdown();
+  server->reset();
+  return 0;
+}
+
+}  // namespace
+
+void AddRmCommand(CLI::App& app, int* exit_code) {
+  auto f = std::make_shared<RmFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "rm", "Run the ResourceManager (ClientService, AmService, TrackerService, AdminService)");
+  cmd->add_option("--port", f->port, "port of every RM service (0 = any free port)")
+      ->capture_default_str();
+  cmd->add_option("--bind", f->bind_host,
+                  "address to listen on; any other than 127.0.0.1 is "
+                  "an explicit choice")
+      ->capture_default_str();
+  cmd->add_option("--scheduler-config", f->scheduler_config,
+                  "queues and scheduler YAML (reloaded by `admin refresh-queues`)");
+  cmd->add_option("--state-store", f->state_store, "SQLite file of the RM's state (\"\" = memory)")
+      ->capture_default_str();
+  cmd->add_option("--nm-expiry-ms", f->nm_expiry_ms, "a NodeManager silent this long is LOST")
+      ->capture_default_str();
+  cmd->add_option("--am-expiry-ms", f->am_expiry_ms,
+                  "an ApplicationMaster silent this long fails its attempt")
+      ->capture_default_str();
+  cmd->callback([f, exit_code] { *exit_code = RunRm(*f); });
+}
+
+}  // namespace weft::cli

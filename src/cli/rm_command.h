@@ -1,0 +1,33 @@
+// Copyright Weft authors. `weft rm`: runs the ResourceManager daemon until SIGINT or SIGTERM.
+#ifndef WEFT_CLI_RM_COMMAND_H_
+#define WEFT_CLI_RM_COMMAND_H_
+
+#include <cstdint>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
+#include "rm/rm_server.h"
+
+namespace weft::cli {
+
+// The RM's command-line settings (shared with `weft dev`).
+struct RmFlags {
+  std::string bind_host = "127.0.0.1";
+  int port = 8032;
+  std::string scheduler_config;  // YAML file; "" = one queue, "default", under fair
+  std::string state_store = "./weft-data/rm-state.db";  // "" = in memory
+  int64_t nm_expiry_ms = 600000;
+  int64_t am_expiry_ms = 600000;
+};
+
+// Builds the daemon's options: loads the scheduler configuration (errors name the file) and
+// creates the state store's directory.
+absl::StatusOr<rm::RmServerOptions> MakeRmServerOptions(const RmFlags& flags);
+
+// Adds the `rm` subcommand to `app`; when it runs, its exit code is stored in *exit_code.
+void AddRmCommand(CLI::App& app, int* exit_code);
+
+}  // namespace weft::cli
+
+#endif  // WEFT_CLI_RM_COMMAND_H_

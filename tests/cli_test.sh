@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# The live-cluster CLI end to end: `weft dev` (an RM and two NMs on 127.0.0.1, the RM on a port
+# the kernel picks) in the background, then the client commands against it with real processes.
+# Without root the cluster runs with --no-cgroups. Every wait is bounded.
+# Usage: cli_test.sh WEFT
+set -uo pipefail
+weft=$1
+tmp=$(mktemp -d)
+dev_pid=""
+cleanup() {
+  if [[ -n "$dev_pid" ]] && kill -0 "$dev_pid" 2>/dev/null; then
+    kill -TERM "$dev_pid"
+    for _ in $(seq 1 100); do kill -0 "$dev_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$dev_pid" 2>/dev/null
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail=0
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; fail=1; }
+
+dev_flags=(--nodes 2 --rm-port 0 --data-dir "$tmp/data" --node-resources memory-mb=4096,vcores=4)
+[[ $(id -u) -ne 0 ]] && dev_flags+=(--no-cgroups)
+"$weft" dev "${dev_flags[@]}" >"$tmp/dev.out" 2>"$tmp/dev.err" &
+dev_pid=$!
+
+# The RM's address, from dev's output (bounded: 30 s).
+rm_address=""
+for _ in $(seq 1 300); do
+  rm_address=$(grep -o 'ResourceManager listening on [0-9.]*:[0-9]*' "$tmp/dev.out" 2>/dev/null |
+    awk '{print $4}')
+  [[ -n "$rm_address" ]] && break
+  kill -0 "$dev_pid" 2>/dev/null || break
+  sleep 0.1
+done
+if [[ -z "$rm_address" ]]; then
+  echo "FAIL: weft dev did not start"; cat "$tmp/dev.out" "$tmp/dev.err"; exit 1
+fi
+export WEFT_RM=$rm_address
+ok "weft dev: RM at $rm_address"
+
+# Both nodes RUNNING (bounded: 30 s).
+running=0
+for _ in $(seq 1 150); do
+  running=$(timeout 10 "$weft" node list --state RUNNING 2>/dev/null | grep -c RUNNING)
+  [[ "$running" -ge 2 ]] && break
+  sleep 0.2
+done
+if [[ "$running" -ge 2 ]]; then ok "2 nodes RUNNING"; else
+  bad "$running nodes RUNNING after 30 s"; timeout 10 "$weft" node list; fi
+timeout 10 "$weft" node list --json | grep -q '"state":"NODE_RUNNING"' && ok "node list --json" ||
+  bad "node list --json"
+
+# app_state ID: the app's state from `app status --json`.
+app_state() {
+  timeout 10 "$weft" app status --json "$1" | sed -n 's/.*"state":"APP_\([A-Z]*\)".*/\1/p'
+}
+
+# A command that exits 0: FINISHED, SUCCEEDED, exit code 0.
+if timeout 90 "$weft" app submit --command 'exit 0' --wait --timeout-s 60 >"$tmp/ok.out" \
+  2>"$tmp/ok.err"; then
+  if grep -q 'FINISHED SUCCEEDED' "$tmp/ok.out"; then ok "submit 'exit 0' --wait -> FINISHED"
+  else bad "submit 'exit 0': $(cat "$tmp/ok.out")"; fi
+else
+  bad "submit 'exit 0' --wait exited non-zero: $(cat "$tmp/ok.out" "$tmp/ok.err")"
+fi
+id=$(head -1 "$tmp/ok.out")
+[[ "$(app_state "$id")" == FINISHED ]] && ok "app status $id -> FINISHED" ||
+  bad "app status $id: $(app_state "$id")"
+
+# A command that exits 3 with two attempts: FAILED after attempt 2, non-zero exit.
+if timeout 120 "$weft" app submit --command 'exit 3' --max-attempts 2 --wait --timeout-s 90 \
+  >"$tmp/fail.out" 2>"$tmp/fail.err"; then
+  bad "submit 'exit 3' --wait exited 0"
+else
+  id=$(head -1 "$tmp/fail.out")
+  attempts=$(timeout 10 "$weft" app status --json "$id" |
+    sed -n 's/.*"currentAttempt":\([0-9]*\).*/\1/p')
+  if [[ "$(app_state "$id")" == FAILED && "$attempts" == 2 ]]; then
+    ok "submit 'exit 3' --max-attempts 2 -> FAILED after 2 attempts, exit non-zero"
+  else
+    bad "submit 'exit 3': state $(app_state "$id"), attempts $attempts: $(cat "$tmp/fail.out")"
+  fi
+fi
+
+# Kill a long-running app: KILLED; `app wait` then exits non-zero.
+id=$(timeout 10 "$weft" app submit --command 'sleep 100')
+for _ in $(seq 1 100); do
+  [[ "$(app_state "$id")" == RUNNING ]] && break
+  sleep 0.1
+done
+if timeout 10 "$weft" app kill "$id" >/dev/null; then
+  if timeout 30 "$weft" app wait "$id" --timeout-s 20 >/dev/null 2>&1; then
+    bad "wait on killed app exited 0"
+  fi
+  [[ "$(app_state "$id")" == KILLED ]] && ok "app kill $id -> KILLED" ||
+    bad "app kill $id: state $(app_state "$id")"
+else
+  bad "app kill $id failed"
+fi
+timeout 10 "$weft" app list --state KILLED | grep -q "$id" && ok "app list --state KILLED" ||
+  bad "app list --state KILLED does not show $id"
+
+# Errors: one line on stderr, exit code 1.
+timeout 10 "$weft" app status application_0_0000 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [[ $rc -eq 1 && $(wc -l <"$tmp/err") -eq 1 ]] && grep -q '^weft: .*not found' "$tmp/err"; then
+  ok "app status application_0_0000 -> $(cat "$tmp/err")"
+else
+  bad "app status application_0_0000: rc $rc, stderr: $(cat "$tmp/err")"
+fi
+timeout 10 "$weft" app submit --queue nosuch --command true >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [[ $rc -ne 0 ]] && grep -q "nosuch" "$tmp/err"; then
+  ok "submit --queue nosuch -> $(cat "$tmp/err")"
+else
+  bad "submit --queue nosuch: rc $rc, stderr: $(cat "$tmp/err")"
+fi
+timeout 10 "$weft" app list --state bogus >/dev/null 2>"$tmp/err" && bad "app list --state bogus" ||
+  ok "app list --state bogus -> $(cat "$tmp/err")"
+timeout 20 "$weft" node list --rm 127.0.0.1:1 >/dev/null 2>"$tmp/err"
+rc=$?
+if [[ $rc -eq 1 ]] && grep -q "cannot reach the ResourceManager at 127.0.0.1:1" "$tmp/err"; then
+  ok "unreachable RM -> one-line error"
+else
+  bad "unreachable RM: rc $rc, stderr: $(cat "$tmp/err")"
+fi
+
+# The distributed shell through `weft am shell`: three containers, SUCCEEDED.
+if timeout 150 "$weft" app run-shell --num-containers 3 --command 'echo hi' --wait \
+  --timeout-s 120 >"$tmp/shell.out" 2>"$tmp/shell.err" &&
+  grep -q 'FINISHED SUCCEEDED' "$tmp/shell.out"; then
+  ok "run-shell --num-containers 3 -> $(tail -1 "$tmp/shell.out")"
+else
+  bad "run-shell: $(cat "$tmp/shell.out" "$tmp/shell.err")"
+fi
+
+# SIGTERM stops the dev cluster cleanly (bounded: 20 s).
+kill -TERM "$dev_pid"
+for _ in $(seq 1 200); do kill -0 "$dev_pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$dev_pid" 2>/dev/null; then
+  bad "weft dev still running 20 s after SIGTERM"
+else
+  wait "$dev_pid"
+  rc=$?
+  if [[ $rc -eq 0 ]] && grep -q "weft dev: stopped" "$tmp/dev.err"; then
+    ok "weft dev stopped on SIGTERM"
+  else
+    bad "weft dev exit $rc after SIGTERM: $(tail -3 "$tmp/dev.err")"
+  fi
+fi
+
+if [[ $fail -ne 0 ]]; then
+  echo "--- weft dev output"; cat "$tmp/dev.out"; tail -30 "$tmp/dev.err"
+fi
+exit $fail
