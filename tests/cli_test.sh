@@ -136,6 +136,47 @@ else
   bad "run-shell: $(cat "$tmp/shell.out" "$tmp/shell.err")"
 fi
 
+# Queues: the tree with usage; refresh-queues without a config file is refused with the reason.
+if "$weft" queue status --rm "$rm_address" >"$tmp/q.out" 2>"$tmp/q.err" &&
+  grep -q '^root' "$tmp/q.out" && grep -q 'default' "$tmp/q.out"; then
+  ok "queue status lists root and default"
+else
+  bad "queue status: $(cat "$tmp/q.out" "$tmp/q.err")"
+fi
+if "$weft" queue status nosuch --rm "$rm_address" >/dev/null 2>"$tmp/q.err"; then
+  bad "queue status nosuch succeeded"
+elif grep -q "unknown queue 'nosuch'" "$tmp/q.err"; then
+  ok "queue status nosuch -> $(head -1 "$tmp/q.err")"
+else
+  bad "queue status nosuch: $(cat "$tmp/q.err")"
+fi
+if "$weft" admin refresh-queues --rm "$rm_address" >/dev/null 2>"$tmp/a.err"; then
+  bad "refresh-queues without a config file succeeded"
+elif grep -q "without a scheduler configuration file" "$tmp/a.err"; then
+  ok "refresh-queues without a file -> $(head -1 "$tmp/a.err")"
+else
+  bad "refresh-queues: $(cat "$tmp/a.err")"
+fi
+
+# Decommissioning a node: it is reported DECOMMISSIONED (bounded wait: 10 s).
+first_node=$("$weft" node list --rm "$rm_address" --json | grep -o '"nodeId": *"[^"]*"' | head -1 |
+  sed 's/.*"\([^"]*\)"$/\1/')
+if "$weft" admin decommission "$first_node" --rm "$rm_address" >/dev/null 2>"$tmp/d.err"; then
+  state=""
+  for _ in $(seq 1 100); do
+    state=$("$weft" node status "$first_node" --rm "$rm_address" 2>/dev/null | grep -o DECOMMISSIONED | head -1)
+    [[ -n $state ]] && break
+    sleep 0.1
+  done
+  if [[ $state == DECOMMISSIONED ]]; then
+    ok "admin decommission $first_node -> DECOMMISSIONED"
+  else
+    bad "node $first_node not DECOMMISSIONED after admin decommission"
+  fi
+else
+  bad "admin decommission $first_node: $(cat "$tmp/d.err")"
+fi
+
 # SIGTERM stops the dev cluster cleanly (bounded: 20 s).
 kill -TERM "$dev_pid"
 for _ in $(seq 1 200); do kill -0 "$dev_pid" 2>/dev/null || break; sleep 0.1; done

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
+#include "cli/admin_command.h"
 #include "cli/am_command.h"
 #include "cli/app_command.h"
 #include "cli/dev_command.h"
@@ -21,6 +22,9 @@ int main(int argc, char** argv) {
   weft::cli::AddAppCommand(app, &exit_code);
   weft::cli::AddNodeCommand(app, &exit_code);
   weft::cli::AddAmCommand(app, &exit_code);
+  weft::cli::AddQueueCommand(app, &exit_code);
+  weft::cli::AddAdminCommand(app, &exit_code);
+  weft::cli::AddBenchCommand(app, &exit_code);
   weft::cli::AddSimCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
