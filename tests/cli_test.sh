@@ -192,6 +192,35 @@ else
   fi
 fi
 
+# A standalone RM that requires a client secret: refused without it, served with it.
+printf 's3cret\n' >"$tmp/secret"
+"$weft" rm --port 0 --state-store "" --secret-file "$tmp/secret" >"$tmp/rm.out" 2>"$tmp/rm.err" &
+rm_pid=$!
+secured=""
+for _ in $(seq 1 100); do
+  secured=$(grep -o '[0-9.]*:[0-9]\+' "$tmp/rm.out" 2>/dev/null | head -1)
+  [[ -n $secured ]] && break
+  sleep 0.1
+done
+if [[ -z $secured ]]; then
+  bad "weft rm --secret-file did not start: $(cat "$tmp/rm.out" "$tmp/rm.err")"
+else
+  if WEFT_SECRET_FILE= "$weft" app list --rm "$secured" >/dev/null 2>"$tmp/s.err"; then
+    bad "a secured RM answered a client without the secret"
+  elif grep -q "requires a client secret" "$tmp/s.err"; then
+    ok "secured RM refuses a client without the secret"
+  else
+    bad "secured RM without secret: $(cat "$tmp/s.err")"
+  fi
+  if WEFT_SECRET_FILE="$tmp/secret" "$weft" app list --rm "$secured" >/dev/null 2>"$tmp/s.err"; then
+    ok "secured RM serves a client with the secret"
+  else
+    bad "secured RM with the secret: $(cat "$tmp/s.err")"
+  fi
+fi
+kill -TERM "$rm_pid" 2>/dev/null
+wait "$rm_pid" 2>/dev/null
+
 if [[ $fail -ne 0 ]]; then
   echo "--- weft dev output"; cat "$tmp/dev.out"; tail -30 "$tmp/dev.err"
 fi

@@ -62,12 +62,20 @@ std::unique_ptr<v1::AdminService::Stub> AdminStub(const std::string& address) {
       grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
 }
 
+// A context with the client secret (see cli_common.h) and a 10 s deadline.
+std::unique_ptr<grpc::ClientContext> AdminContext() {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  if (auto secret = ClientSecret(); secret.ok() && !secret->empty())
+    ctx->AddMetadata("weft-secret", *secret);
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  return ctx;
+}
+
 int RefreshQueues(const AdminFlags& f) {
   auto stub = AdminStub(f.rm_address);
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto ctx = AdminContext();
   v1::RefreshQueuesResponse resp;
-  if (absl::Status s = FromGrpc(stub->RefreshQueues(&ctx, {}, &resp), f.rm_address); !s.ok())
+  if (absl::Status s = FromGrpc(stub->RefreshQueues(ctx.get(), {}, &resp), f.rm_address); !s.ok())
     return PrintError(s.message());
   std::cout << "queues refreshed\n";
   return 0;
@@ -75,8 +83,7 @@ int RefreshQueues(const AdminFlags& f) {
 
 int RefreshNodes(const AdminFlags& f, bool decommission) {
   auto stub = AdminStub(f.rm_address);
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto ctx = AdminContext();
   v1::RefreshNodesRequest req;
   for (const auto& n : f.nodes) {
     if (decommission) {
@@ -86,7 +93,7 @@ int RefreshNodes(const AdminFlags& f, bool decommission) {
     }
   }
   v1::RefreshNodesResponse resp;
-  if (absl::Status s = FromGrpc(stub->RefreshNodes(&ctx, req, &resp), f.rm_address); !s.ok())
+  if (absl::Status s = FromGrpc(stub->RefreshNodes(ctx.get(), req, &resp), f.rm_address); !s.ok())
     return PrintError(s.message());
   std::cout << (decommission ? "decommissioned: " : "recommissioned: ")
             << absl::StrJoin(f.nodes, " ") << "\n";

@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/util/json_util.h"
@@ -62,9 +65,29 @@ RmClient::RmClient(std::string rm_address, std::string user)
       v1::ClientService::NewStub(grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
 }
 
+absl::StatusOr<std::string> ReadSecretFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read secret file '", path, "'"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string secret(absl::StripTrailingAsciiWhitespace(ss.str()));
+  if (secret.empty())
+    return absl::InvalidArgumentError(absl::StrCat("secret file '", path, "' is empty"));
+  return secret;
+}
+
+absl::StatusOr<std::string> ClientSecret() {
+  const char* path = std::getenv("WEFT_SECRET_FILE");
+  if (path == nullptr || *path == '\0') return std::string();
+  return ReadSecretFile(path);
+}
+
 std::unique_ptr<grpc::ClientContext> RmClient::NewContext(int64_t timeout_ms) const {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->AddMetadata("weft-user", user_);
+  // A bad $WEFT_SECRET_FILE shows up as the RM's UNAUTHENTICATED answer.
+  if (auto secret = ClientSecret(); secret.ok() && !secret->empty())
+    ctx->AddMetadata("weft-secret", *secret);
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
   return ctx;
 }

@@ -24,6 +24,12 @@ std::string DefaultRmAddress();
 // "default".
 std::string DefaultUser();
 
+// Reads a client secret file: its contents without trailing whitespace. Errors name the file
+// (missing, unreadable, empty).
+absl::StatusOr<std::string> ReadSecretFile(const std::string& path);
+// The secret client commands present: the contents of $WEFT_SECRET_FILE, or "" when unset.
+absl::StatusOr<std::string> ClientSecret();
+
 // Adds `--rm HOST:PORT` (defaulting to DefaultRmAddress()) to `cmd`.
 void AddRmOption(CLI::App* cmd, std::string* rm_address);
 

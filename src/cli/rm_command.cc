@@ -30,6 +30,11 @@ absl::StatusOr<rm::RmServerOptions> MakeRmServerOptions(const RmFlags& flags) {
     options.rm.scheduler = *std::move(config);
     options.rm.scheduler_config_path = flags.scheduler_config;
   }
+  if (!flags.secret_file.empty()) {
+    auto secret = ReadSecretFile(flags.secret_file);
+    if (!secret.ok()) return secret.status();
+    options.client_secret = *secret;
+  }
   if (!flags.state_store.empty()) {
     std::filesystem::path path = std::filesystem::absolute(flags.state_store).lexically_normal();
     std::error_code ec;
@@ -81,6 +86,8 @@ void AddRmCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--nm-expiry-ms", f->nm_expiry_ms, "a NodeManager silent this long is LOST")
       ->capture_default_str();
+  cmd->add_option("--secret-file", f->secret_file,
+                  "require clients (ClientService, AdminService) to present this file's secret");
   cmd->add_option("--am-expiry-ms", f->am_expiry_ms,
                   "an ApplicationMaster silent this long fails its attempt")
       ->capture_default_str();

@@ -19,6 +19,8 @@ struct RmFlags {
   std::string state_store = "./weft-data/rm-state.db";  // "" = in memory
   int64_t nm_expiry_ms = 600000;
   int64_t am_expiry_ms = 600000;
+  // A file whose contents (trailing whitespace dropped) clients must present; "" = none.
+  std::string secret_file;
 };
 
 // Builds the daemon's options: loads the scheduler configuration (errors name the file) and

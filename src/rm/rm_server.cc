@@ -1,6 +1,7 @@
 #include "rm/rm_server.h"
 
 #include <grpcpp/grpcpp.h>
+#include <openssl/crypto.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
@@ -80,13 +81,34 @@ class RmServer::Services {
     return reactor;
   }
 
+  // ClientService and AdminService: when the RM has a client secret, a call must carry it in
+  // metadata "weft-secret" (compared in constant time) or is refused before touching state.
+  template <typename Resp, typename Fn>
+  static grpc::ServerUnaryReactor* Authorized(RmServer* s, grpc::CallbackServerContext* ctx,
+                                              Resp* resp, Fn fn) {
+    if (!s->options_.client_secret.empty()) {
+      std::string given = Metadata(ctx, "weft-secret");
+      const std::string& want = s->options_.client_secret;
+      if (given.size() != want.size() ||
+          CRYPTO_memcmp(given.data(), want.data(), want.size()) != 0) {
+        grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+        reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                                     given.empty()
+                                         ? "this RM requires a client secret (weft-secret)"
+                                         : "wrong client secret"));
+        return reactor;
+      }
+    }
+    return OnLoop(s, ctx, resp, std::move(fn));
+  }
+
   class Client final : public v1::ClientService::CallbackService {
    public:
     explicit Client(RmServer* s) : s_(s) {}
     grpc::ServerUnaryReactor* NewApplication(grpc::CallbackServerContext* ctx,
                                              const v1::NewApplicationRequest*,
                                              v1::NewApplicationResponse* resp) override {
-      return OnLoop(s_, ctx, resp, [](ResourceManager& rm) { return rm.NewApplication(); });
+      return Authorized(s_, ctx, resp, [](ResourceManager& rm) { return rm.NewApplication(); });
     }
     grpc::ServerUnaryReactor* SubmitApplication(grpc::CallbackServerContext* ctx,
                                                 const v1::SubmitApplicationRequest* req,
@@ -103,22 +125,22 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* GetApplication(grpc::CallbackServerContext* ctx,
                                              const v1::GetApplicationRequest* req,
                                              v1::GetApplicationResponse* resp) override {
-      return OnLoop(s_, ctx, resp,
-                    [req](ResourceManager& rm) -> absl::StatusOr<v1::GetApplicationResponse> {
-                      auto r = rm.GetApplication(req->application_id());
-                      if (!r.ok()) return r.status();
-                      v1::GetApplicationResponse out;
-                      *out.mutable_report() = *r;
-                      return out;
-                    });
+      return Authorized(s_, ctx, resp,
+                        [req](ResourceManager& rm) -> absl::StatusOr<v1::GetApplicationResponse> {
+                          auto r = rm.GetApplication(req->application_id());
+                          if (!r.ok()) return r.status();
+                          v1::GetApplicationResponse out;
+                          *out.mutable_report() = *r;
+                          return out;
+                        });
     }
     grpc::ServerUnaryReactor* ListApplications(grpc::CallbackServerContext* ctx,
                                                const v1::ListApplicationsRequest* req,
                                                v1::ListApplicationsResponse* resp) override {
-      return OnLoop(s_, ctx, resp,
-                    [req](ResourceManager& rm) -> absl::StatusOr<v1::ListApplicationsResponse> {
-                      return rm.ListApplications(*req);
-                    });
+      return Authorized(s_, ctx, resp,
+                        [req](ResourceManager& rm) -> absl::StatusOr<v1::ListApplicationsResponse> {
+                          return rm.ListApplications(*req);
+                        });
     }
     grpc::ServerUnaryReactor* KillApplication(grpc::CallbackServerContext* ctx,
                                               const v1::KillApplicationRequest* req,
@@ -135,24 +157,24 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* ctx,
                                         const v1::ListNodesRequest* req,
                                         v1::ListNodesResponse* resp) override {
-      return OnLoop(s_, ctx, resp,
-                    [req](ResourceManager& rm) -> absl::StatusOr<v1::ListNodesResponse> {
-                      return rm.ListNodes(*req);
-                    });
+      return Authorized(s_, ctx, resp,
+                        [req](ResourceManager& rm) -> absl::StatusOr<v1::ListNodesResponse> {
+                          return rm.ListNodes(*req);
+                        });
     }
 
     grpc::ServerUnaryReactor* GetClusterMetrics(grpc::CallbackServerContext* ctx,
                                                 const v1::GetClusterMetricsRequest*,
                                                 v1::GetClusterMetricsResponse* resp) override {
-      return OnLoop(s_, ctx, resp,
-                    [](ResourceManager& rm) -> absl::StatusOr<v1::GetClusterMetricsResponse> {
-                      return rm.GetClusterMetrics();
-                    });
+      return Authorized(s_, ctx, resp,
+                        [](ResourceManager& rm) -> absl::StatusOr<v1::GetClusterMetricsResponse> {
+                          return rm.GetClusterMetrics();
+                        });
     }
     grpc::ServerUnaryReactor* GetQueue(grpc::CallbackServerContext* ctx,
                                        const v1::GetQueueRequest* req,
                                        v1::GetQueueResponse* resp) override {
-      return OnLoop(s_, ctx, resp, [req](ResourceManager& rm) { return rm.GetQueue(*req); });
+      return Authorized(s_, ctx, resp, [req](ResourceManager& rm) { return rm.GetQueue(*req); });
     }
 
    private:
@@ -217,31 +239,31 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* RefreshQueues(grpc::CallbackServerContext* ctx,
                                             const v1::RefreshQueuesRequest*,
                                             v1::RefreshQueuesResponse* resp) override {
-      return OnLoop(s_, ctx, resp,
-                    [](ResourceManager& rm) -> absl::StatusOr<v1::RefreshQueuesResponse> {
-                      if (absl::Status st = rm.RefreshQueues(); !st.ok()) return st;
-                      return v1::RefreshQueuesResponse();
-                    });
+      return Authorized(s_, ctx, resp,
+                        [](ResourceManager& rm) -> absl::StatusOr<v1::RefreshQueuesResponse> {
+                          if (absl::Status st = rm.RefreshQueues(); !st.ok()) return st;
+                          return v1::RefreshQueuesResponse();
+                        });
     }
     grpc::ServerUnaryReactor* RefreshNodes(grpc::CallbackServerContext* ctx,
                                            const v1::RefreshNodesRequest* req,
                                            v1::RefreshNodesResponse* resp) override {
-      return OnLoop(s_, ctx, resp,
-                    [req](ResourceManager& rm) -> absl::StatusOr<v1::RefreshNodesResponse> {
-                      if (absl::Status st = rm.RefreshNodes(*req); !st.ok()) return st;
-                      return v1::RefreshNodesResponse();
-                    });
+      return Authorized(s_, ctx, resp,
+                        [req](ResourceManager& rm) -> absl::StatusOr<v1::RefreshNodesResponse> {
+                          if (absl::Status st = rm.RefreshNodes(*req); !st.ok()) return st;
+                          return v1::RefreshNodesResponse();
+                        });
     }
     grpc::ServerUnaryReactor* GetServiceState(grpc::CallbackServerContext* ctx,
                                               const v1::GetServiceStateRequest*,
                                               v1::GetServiceStateResponse* resp) override {
-      return OnLoop(s_, ctx, resp,
-                    [](ResourceManager& rm) -> absl::StatusOr<v1::GetServiceStateResponse> {
-                      v1::GetServiceStateResponse out;
-                      out.set_state("STARTED");
-                      out.set_rm_epoch(rm.epoch());
-                      return out;
-                    });
+      return Authorized(s_, ctx, resp,
+                        [](ResourceManager& rm) -> absl::StatusOr<v1::GetServiceStateResponse> {
+                          v1::GetServiceStateResponse out;
+                          out.set_state("STARTED");
+                          out.set_rm_epoch(rm.epoch());
+                          return out;
+                        });
     }
 
    private:

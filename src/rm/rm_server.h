@@ -22,6 +22,9 @@ struct RmServerOptions {
   std::string bind_host = "127.0.0.1";  // any other address is an explicit choice
   int port = 0;                         // ClientService, AmService, TrackerService, AdminService
   std::string state_store_path;         // SQLite file; "" = in memory (state lost on exit)
+  // When non-empty, ClientService and AdminService calls must carry it in metadata
+  // "weft-secret"; others get UNAUTHENTICATED. Empty (dev mode): no check.
+  std::string client_secret;
   // Starts AM containers; null = the real one (ContainerService on the AM's node). Benchmarks
   // with simulated nodes inject their own.
   std::unique_ptr<AmLauncher> launcher;
@@ -32,7 +35,8 @@ struct RmServerOptions {
 // and finish it from there, so no RPC holds a lock or blocks a gRPC thread on RM state.
 //
 // Metadata: AmService calls carry the attempt's AMRM token, serialized, under
-// "weft-amrm-token-bin"; ClientService calls name their user under "weft-user".
+// "weft-amrm-token-bin"; ClientService calls name their user under "weft-user" and, when the
+// RM has a client secret, carry it under "weft-secret".
 class RmServer {
  public:
   static absl::StatusOr<std::unique_ptr<RmServer>> Start(RmServerOptions options);

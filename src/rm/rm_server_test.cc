@@ -164,5 +164,33 @@ TEST_F(RmServerTest, ErrorsMapToGrpcCodes) {
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
+TEST(RmServerSecretTest, ClientAndAdminCallsNeedTheSecretWhenConfigured) {
+  RmServerOptions o;
+  o.client_secret = "s3cret";
+  auto rm = RmServer::Start(std::move(o));
+  ASSERT_TRUE(rm.ok()) << rm.status();
+  auto ch = grpc::CreateChannel((*rm)->address(), grpc::InsecureChannelCredentials());
+  auto client = v1::ClientService::NewStub(ch);
+  v1::NewApplicationResponse app;
+  grpc::ClientContext none;
+  grpc::Status st = client->NewApplication(&none, {}, &app);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(st.error_message(), HasSubstr("requires a client secret"));
+  grpc::ClientContext wrong;
+  wrong.AddMetadata("weft-secret", "guess");
+  EXPECT_EQ(client->NewApplication(&wrong, {}, &app).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  grpc::ClientContext right;
+  right.AddMetadata("weft-secret", "s3cret");
+  EXPECT_TRUE(client->NewApplication(&right, {}, &app).ok());
+  // NodeManagers are not clients: TrackerService does not take the secret.
+  auto tracker = v1::TrackerService::NewStub(ch);
+  grpc::ClientContext nm;
+  v1::RegisterNodeManagerRequest reg;
+  reg.set_node_id("127.0.0.1:1");
+  v1::RegisterNodeManagerResponse reg_resp;
+  EXPECT_TRUE(tracker->RegisterNodeManager(&nm, reg, &reg_resp).ok());
+}
+
 }  // namespace
 }  // namespace weft::rm
