@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/cli_common.h"
+#include "cli/dev_cluster.h"
 #include "cli/nm_command.h"
 #include "cli/rm_command.h"
 #include "common/event_loop.h"
@@ -44,61 +45,30 @@ int RunDev(const DevFlags& flags) {
   if (auto check = MakeNodeManagerOptions(nm_flags); !check.ok())
     return PrintError(check.status().message());
 
-  bool use_cgroups = !flags.no_cgroups;
-  if (use_cgroups && geteuid() != 0) {
-    std::cerr << "weft dev: warning: not running as root, so cgroups are unusable; containers "
-                 "run WITHOUT resource isolation (as with --no-cgroups)"
-              << std::endl;
-    use_cgroups = false;
-  }
-
   BlockTerminationSignals();
-  // Declaration order is teardown order in reverse: NMs stop before their loops, the RM last.
-  auto rm = rm::RmServer::Start(*std::move(rm_options));
-  if (!rm.ok())
-    return PrintError(absl::StrCat("starting the ResourceManager: ", rm.status().message()));
-  std::vector<std::unique_ptr<ThreadEventLoop>> loops;
-  std::vector<std::unique_ptr<nm::NodeManager>> nms;
+  auto cluster =
+      DevCluster::Start(*std::move(rm_options), !flags.no_cgroups, data_dir.string(), "weft dev");
+  if (!cluster.ok()) return PrintError(cluster.status().message());
   for (int i = 0; i < flags.nodes; ++i) {
-    NmFlags f = nm_flags;
-    f.rm_address = (*rm)->address();
-    f.work_root = (data_dir / absl::StrCat("nm", i)).string();
-    f.cgroup_hierarchy = absl::StrCat("weft-dev-", (*rm)->port(), "-nm", i);
-    f.no_cgroups = !use_cgroups;
-    auto options = MakeNodeManagerOptions(f);
-    if (!options.ok()) return PrintError(options.status().message());
-    loops.push_back(std::make_unique<ThreadEventLoop>());
-    loops.back()->Start();
-    auto nm = nm::NodeManager::Start(*options, loops.back().get());
-    if (!nm.ok() && use_cgroups && nm.status().code() == absl::StatusCode::kFailedPrecondition) {
-      std::cerr << "weft dev: warning: cgroups are unusable (" << nm.status().message()
-                << "); containers run WITHOUT resource isolation (as with --no-cgroups)"
-                << std::endl;
-      use_cgroups = false;
-      options->use_cgroups = false;
-      nm = nm::NodeManager::Start(*options, loops.back().get());
-    }
-    if (!nm.ok())
-      return PrintError(absl::StrCat("starting NodeManager ", i, ": ", nm.status().message()));
-    nms.push_back(*std::move(nm));
+    if (auto nm = (*cluster)->AddNode(flags.node_resources); !nm.ok())
+      return PrintError(nm.status().message());
   }
-
-  std::cout << "weft dev: ResourceManager listening on " << (*rm)->address() << "\n"
+  rm::RmServer* rm = &(*cluster)->rm();
+  const auto& nms = (*cluster)->nodes();
+  const bool use_cgroups = (*cluster)->use_cgroups();
+  std::cout << "weft dev: ResourceManager listening on " << rm->address() << "\n"
             << "weft dev: state in " << data_dir.string() << "\n";
   for (size_t i = 0; i < nms.size(); ++i)
     std::cout << "weft dev: NodeManager " << i << ": " << DescribeNode(*nms[i]) << "\n";
   std::cout << "weft dev: containers " << (use_cgroups ? "in cgroups" : "without cgroups") << "\n"
-            << "weft dev: try `WEFT_RM=" << (*rm)->address()
+            << "weft dev: try `WEFT_RM=" << rm->address()
             << " weft app submit --command 'echo hello' --wait`\n"
             << "weft dev: Ctrl-C or SIGTERM stops the cluster" << std::endl;
 
   int sig = WaitForTerminationSignal();
   std::cerr << "weft dev: " << (sig == SIGINT ? "SIGINT" : "SIGTERM")
             << ", stopping containers and shutting down" << std::endl;
-  for (auto& nm : nms) nm->Shutdown();
-  nms.clear();
-  for (auto& loop : loops) loop->Stop();
-  (*rm)->Shutdown();
+  (*cluster)->Shutdown();
   std::cerr << "weft dev: stopped" << std::endl;
   return 0;
 }

@@ -5,6 +5,7 @@
 #include "cli/admin_command.h"
 #include "cli/am_command.h"
 #include "cli/app_command.h"
+#include "cli/demo_command.h"
 #include "cli/dev_command.h"
 #include "cli/nm_command.h"
 #include "cli/node_command.h"
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   weft::cli::AddQueueCommand(app, &exit_code);
   weft::cli::AddAdminCommand(app, &exit_code);
   weft::cli::AddBenchCommand(app, &exit_code);
+  weft::cli::AddDemoCommand(app, &exit_code);
   weft::cli::AddSimCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
