@@ -1,6 +1,9 @@
 #include "rm/resource_manager.h"
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/escaping.h"
@@ -8,6 +11,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "store/memory_store.h"
+#include "store/sqlite_store.h"
 
 namespace weft::rm {
 namespace {
@@ -363,6 +367,129 @@ TEST_F(ResourceManagerTest, DecommissionedNodeLosesItsContainersAndIsToldToShutD
   EXPECT_EQ(m.decommissioned_nodes(), 1);
   EXPECT_EQ(m.apps_pending() + m.apps_running(), 1);
   EXPECT_EQ(m.total().values().at("vcores"), 8);
+}
+
+TEST_F(ResourceManagerTest, LostNodesContainersReachTheAmAsLostAndAreReplacedElsewhere) {
+  AddNode("h1:1", 1024, 1);  // room for the AM only
+  std::string app = Submit();
+  loop_.Advance(200);
+  v1::Token token = AmToken();
+  ASSERT_TRUE(rm_->RegisterApplicationMaster(token, {}).ok());
+  AddNode("h2:1", 4096, 4);
+  v1::AllocateRequest ask;
+  v1::ResourceRequest* r = ask.add_asks();
+  r->set_priority(1);
+  r->set_resource_name("*");
+  (*r->mutable_capability()->mutable_values())["memory-mb"] = 1024;
+  (*r->mutable_capability()->mutable_values())["vcores"] = 1;
+  r->set_num_containers(2);
+  r->set_relax_locality(true);
+  ASSERT_TRUE(rm_->Allocate(token, ask).ok());
+  loop_.Advance(200);
+  v1::AllocateRequest next;
+  next.set_response_id(1);
+  auto got = rm_->Allocate(token, next);
+  ASSERT_EQ(got->allocated_containers_size(), 2);
+  EXPECT_EQ(got->allocated_containers(0).node_id(), "h2:1");
+  // h2 goes silent; h1 and a new h3 keep heartbeating.
+  AddNode("h3:1", 4096, 4);
+  for (int i = 0; i < 20; ++i) {  // expiry 10 s, checked every 2.5 s
+    loop_.Advance(1000);
+    Heartbeat("h1:1");
+    Heartbeat("h3:1");
+    v1::AllocateRequest keep_alive;  // the AM keeps calling, as a live AM does
+    keep_alive.set_response_id(2 + i);
+    auto ka = rm_->Allocate(token, keep_alive);
+    ASSERT_TRUE(ka.ok());
+    if (ka->completed_containers_size() == 0) continue;
+    ASSERT_EQ(ka->completed_containers_size(), 2);
+    EXPECT_EQ(ka->completed_containers(0).exit_status(), v1::CONTAINER_EXIT_LOST_NODE);
+    EXPECT_THAT(ka->completed_containers(0).diagnostics(), HasSubstr("h2:1 stopped heartbeating"));
+    // The AM asks again; the replacements land on the live node.
+    v1::AllocateRequest again;
+    again.set_response_id(ka->response_id());
+    *again.add_asks() = *r;
+    ASSERT_TRUE(rm_->Allocate(token, again).ok());
+    loop_.Advance(200);
+    v1::AllocateRequest fetch;
+    fetch.set_response_id(ka->response_id() + 1);
+    auto repl = rm_->Allocate(token, fetch);
+    ASSERT_EQ(repl->allocated_containers_size(), 2);
+    for (const auto& c : repl->allocated_containers()) EXPECT_EQ(c.node_id(), "h3:1");
+    EXPECT_EQ(rm_->GetApplication(app)->state(), v1::APP_RUNNING);
+    return;
+  }
+  ADD_FAILURE() << "the AM never heard that h2's containers were lost";
+}
+
+TEST_F(ResourceManagerTest, OversizedSubmissionIsRefused) {
+  auto id = rm_->NewApplication();
+  v1::ApplicationSubmissionContext ctx;
+  ctx.set_application_id(id->application_id());
+  ctx.mutable_am_container_spec()->add_command(std::string(2 << 20, 'x'));
+  absl::Status s = rm_->SubmitApplication(ctx, "u");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("exceeds"));
+  EXPECT_TRUE(rm_->ListApplications({}).applications().empty());
+}
+
+TEST(ResourceManagerRestartTest, SqliteStoreSurvivesARealRestart) {
+  std::string dir = ::testing::TempDir() + "/weft_rm_restart_" + std::to_string(getpid());
+  std::string path = dir + "/rm.db";
+  ManualEventLoop loop;
+  FakeLauncher launcher;
+  security::FakeSecretSource secrets;
+  std::string app;
+  std::string first_container;
+  {
+    auto store = store::OpenSqliteStore(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto rm = ResourceManager::Create({}, &loop, store->get(), &launcher, &secrets);
+    ASSERT_TRUE(rm.ok());
+    v1::RegisterNodeManagerRequest node;
+    node.set_node_id("h1:1");
+    (*node.mutable_capability()->mutable_values())["memory-mb"] = 8192;
+    (*node.mutable_capability()->mutable_values())["vcores"] = 8;
+    ASSERT_TRUE((*rm)->RegisterNode(node).ok());
+    auto id = (*rm)->NewApplication();
+    app = id->application_id();
+    v1::ApplicationSubmissionContext ctx;
+    ctx.set_application_id(app);
+    ctx.set_max_app_attempts(2);
+    ctx.mutable_am_container_spec()->add_command("sleep 100");
+    ASSERT_TRUE((*rm)->SubmitApplication(ctx, "alice").ok());
+    loop.Advance(200);
+    ASSERT_EQ(launcher.launches.size(), 1u);
+    first_container =
+        security::DecodeContainerToken(launcher.launches[0].second.container_token().identifier())
+            ->container_id;
+    rm->reset();
+    ASSERT_TRUE((*store)->Close().ok());
+  }
+  auto store = store::OpenSqliteStore(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto rm = ResourceManager::Create({}, &loop, store->get(), &launcher, &secrets);
+  ASSERT_TRUE(rm.ok()) << rm.status();
+  EXPECT_EQ((*rm)->epoch(), 2);
+  auto report = (*rm)->GetApplication(app);
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->user(), "alice");
+  EXPECT_EQ(report->current_attempt(), 2);
+  v1::RegisterNodeManagerRequest node;
+  node.set_node_id("h1:1");
+  (*node.mutable_capability()->mutable_values())["memory-mb"] = 8192;
+  (*node.mutable_capability()->mutable_values())["vcores"] = 8;
+  ASSERT_TRUE((*rm)->RegisterNode(node).ok());
+  loop.Advance(200);
+  ASSERT_EQ(launcher.launches.size(), 2u);
+  std::string second =
+      security::DecodeContainerToken(launcher.launches[1].second.container_token().identifier())
+          ->container_id;
+  EXPECT_NE(second, first_container);
+  EXPECT_THAT(second, HasSubstr("container_e2_"));
+  rm->reset();
+  (void)(*store)->Close();
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(ResourceManagerTest, UnknownNodeHeartbeatIsToldToResync) {
