@@ -93,6 +93,7 @@ absl::StatusOr<v1::AllocateResponse> AmRmClient::Allocate(float progress) {
   asks_.clear();
   releases_.clear();
   response_id_ = resp.response_id();
+  if (resp.has_amrm_token()) env_.amrm_token = resp.amrm_token();  // the RM rolled its key
   return resp;
 }
 

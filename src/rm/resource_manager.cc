@@ -727,6 +727,7 @@ void ResourceManager::HandleAllocation(const Allocation& a) {
   amrm.app_attempt_id = at.attempt_id;
   amrm.expiry_ms = loop_->NowMs() + 30LL * 24 * 3600 * 1000;
   at.amrm_token = ToProtoToken(security::IssueAmRmToken(amrm, amrm_keys_.current()), "AMRMToken");
+  at.amrm_key_id = amrm_keys_.current().id;
   at.last_heard_ms = loop_->NowMs();
   if (app.record.start_ms == 0) app.record.start_ms = loop_->NowMs();
   (void)Persist(app);
@@ -965,6 +966,17 @@ absl::StatusOr<v1::AllocateResponse> ResourceManager::Allocate(const v1::Token& 
   *resp.mutable_available_resources() =
       ToProto((scheduler_->cluster_total() - scheduler_->cluster_allocated()).ClampedAtZero());
   resp.set_num_cluster_nodes(scheduler_->num_nodes());
+  // The AMRM master key rolled since this attempt's token was issued: hand the AM a token under
+  // the current key (YARN's rolled AMRM token), before the old key expires.
+  if (at->amrm_key_id != amrm_keys_.current().id) {
+    security::AmRmTokenData data;
+    data.app_attempt_id = at->attempt_id;
+    data.expiry_ms = loop_->NowMs() + 30LL * 24 * 3600 * 1000;
+    at->amrm_token =
+        ToProtoToken(security::IssueAmRmToken(data, amrm_keys_.current()), "AMRMToken");
+    at->amrm_key_id = amrm_keys_.current().id;
+    *resp.mutable_amrm_token() = at->amrm_token;
+  }
   at->last_response = resp;
   SchedulePass();
   return resp;

@@ -111,6 +111,7 @@ class ResourceManager {
     int64_t start_ms = 0, last_heard_ms = 0;
     bool registered = false;
     v1::Token amrm_token;
+    int32_t amrm_key_id = 0;  // master key that signed amrm_token
     int32_t last_response_id = 0;
     v1::AllocateResponse last_response;
     std::vector<v1::Container> new_containers;       // not yet handed to the AM

@@ -422,6 +422,54 @@ TEST_F(ResourceManagerTest, LostNodesContainersReachTheAmAsLostAndAreReplacedEls
   ADD_FAILURE() << "the AM never heard that h2's containers were lost";
 }
 
+TEST(ResourceManagerKeysTest, AmrmTokenIsRolledInAnAllocateReplyAfterAKeyRoll) {
+  ManualEventLoop loop;
+  auto store = store::NewMemoryStore();
+  FakeLauncher launcher;
+  security::FakeSecretSource secrets;
+  RmOptions o;
+  o.key_roll_interval_ms = 10000;
+  o.am_expiry_ms = 600000;
+  auto rm = ResourceManager::Create(o, &loop, store.get(), &launcher, &secrets);
+  ASSERT_TRUE(rm.ok());
+  v1::RegisterNodeManagerRequest node;
+  node.set_node_id("h1:1");
+  (*node.mutable_capability()->mutable_values())["memory-mb"] = 8192;
+  (*node.mutable_capability()->mutable_values())["vcores"] = 8;
+  ASSERT_TRUE((*rm)->RegisterNode(node).ok());
+  auto id = (*rm)->NewApplication();
+  v1::ApplicationSubmissionContext ctx;
+  ctx.set_application_id(id->application_id());
+  ctx.mutable_am_container_spec()->add_command("sleep 100");
+  ASSERT_TRUE((*rm)->SubmitApplication(ctx, "u").ok());
+  loop.Advance(200);
+  v1::Token token;
+  std::string raw;
+  ASSERT_TRUE(absl::Base64Unescape(
+      launcher.launches.at(0).second.launch_context().environment().at("WEFT_AMRM_TOKEN"), &raw));
+  ASSERT_TRUE(token.ParseFromString(raw));
+  ASSERT_TRUE((*rm)->RegisterApplicationMaster(token, {}).ok());
+  auto first = (*rm)->Allocate(token, {});
+  ASSERT_TRUE(first.ok());
+  EXPECT_FALSE(first->has_amrm_token());  // no roll yet
+  for (int i = 0; i < 3; ++i) {
+    // Twice past the roll interval; node heartbeats keep h1 alive.
+    loop.Advance(10000);
+    v1::NodeHeartbeatRequest hb;
+    hb.set_node_id("h1:1");
+    ASSERT_TRUE((*rm)->NodeHeartbeat(hb).ok());
+  }
+  v1::AllocateRequest next;
+  next.set_response_id(first->response_id());
+  auto rolled = (*rm)->Allocate(token, next);
+  ASSERT_TRUE(rolled.ok()) << rolled.status();
+  ASSERT_TRUE(rolled->has_amrm_token());
+  EXPECT_NE(rolled->amrm_token().identifier(), token.identifier());
+  v1::AllocateRequest after;
+  after.set_response_id(rolled->response_id());
+  EXPECT_TRUE((*rm)->Allocate(rolled->amrm_token(), after).ok());
+}
+
 TEST_F(ResourceManagerTest, OversizedSubmissionIsRefused) {
   auto id = rm_->NewApplication();
   v1::ApplicationSubmissionContext ctx;
