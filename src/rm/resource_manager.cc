@@ -35,6 +35,13 @@ v1::FinalApplicationStatus ToProtoFinal(const std::string& s) {
   return v1::FINAL_STATUS_UNDEFINED;
 }
 
+// The application state an AM's final status leads to (YARN: SUCCEEDED -> FINISHED).
+const char* AppStateFor(const std::string& final_status) {
+  if (final_status == "SUCCEEDED") return "FINISHED";
+  if (final_status == "KILLED") return "KILLED";
+  return "FAILED";
+}
+
 v1::Token ToProtoToken(const security::Token& t, const char* kind) {
   v1::Token p;
   p.set_identifier(t.identifier);
@@ -773,11 +780,7 @@ void ResourceManager::ContainerFinished(ContainerId id, int32_t exit_status,
   Attempt& at = app.current();
   if (c.is_am) {
     if (at.state == "FINISHING") {
-      FinishApp(app,
-                at.final_status == "SUCCEEDED" ? "FINISHED"
-                : at.final_status == "KILLED"  ? "KILLED"
-                                               : "FAILED",
-                at.final_status, at.diagnostics);
+      FinishApp(app, AppStateFor(at.final_status), at.final_status, at.diagnostics);
     } else {
       AttemptFailed(app, absl::StrCat("AM container ", c.id, " exited with status ", exit_status,
                                       diagnostics.empty() ? "" : ": ", diagnostics));
@@ -1000,11 +1003,7 @@ absl::StatusOr<v1::FinishApplicationMasterResponse> ResourceManager::FinishAppli
   }
   at->diagnostics = req.diagnostics();
   // YARN finishes the app once the AM container exits; the AM has unregistered now.
-  FinishApp(*app,
-            at->final_status == "SUCCEEDED" ? "FINISHED"
-            : at->final_status == "KILLED"  ? "KILLED"
-                                            : "FAILED",
-            at->final_status, req.diagnostics());
+  FinishApp(*app, AppStateFor(at->final_status), at->final_status, req.diagnostics());
   v1::FinishApplicationMasterResponse resp;
   resp.set_is_unregistered(true);
   return resp;

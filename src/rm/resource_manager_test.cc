@@ -29,6 +29,28 @@ class FakeLauncher : public AmLauncher {
   bool fail = false;
 };
 
+// A node registration offering `mb` MiB and `vcores` vcores.
+v1::RegisterNodeManagerRequest NodeRequest(const std::string& id, int64_t mb = 8192,
+                                           int64_t vcores = 8) {
+  v1::RegisterNodeManagerRequest req;
+  req.set_node_id(id);
+  (*req.mutable_capability()->mutable_values())["memory-mb"] = mb;
+  (*req.mutable_capability()->mutable_values())["vcores"] = vcores;
+  return req;
+}
+
+// An off-switch ask for `n` containers of <1 GB, 1 vcore> at priority 1.
+v1::ResourceRequest AnyAsk(int32_t n) {
+  v1::ResourceRequest ask;
+  ask.set_priority(1);
+  ask.set_resource_name("*");
+  (*ask.mutable_capability()->mutable_values())["memory-mb"] = 1024;
+  (*ask.mutable_capability()->mutable_values())["vcores"] = 1;
+  ask.set_num_containers(n);
+  ask.set_relax_locality(true);
+  return ask;
+}
+
 class ResourceManagerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -42,11 +64,7 @@ class ResourceManagerTest : public ::testing::Test {
   }
 
   void AddNode(const std::string& id, int64_t mb = 8192, int64_t vcores = 8) {
-    v1::RegisterNodeManagerRequest req;
-    req.set_node_id(id);
-    (*req.mutable_capability()->mutable_values())["memory-mb"] = mb;
-    (*req.mutable_capability()->mutable_values())["vcores"] = vcores;
-    ASSERT_TRUE(rm_->RegisterNode(req).ok());
+    ASSERT_TRUE(rm_->RegisterNode(NodeRequest(id, mb, vcores)).ok());
   }
 
   std::string Submit(const std::string& queue = "default", int attempts = 0) {
@@ -151,13 +169,7 @@ TEST_F(ResourceManagerTest, AllocateProtocolAndCompletedStatusesExactlyOnce) {
 
   v1::AllocateRequest req;
   req.set_response_id(0);
-  v1::ResourceRequest* ask = req.add_asks();
-  ask->set_priority(1);
-  ask->set_resource_name("*");
-  (*ask->mutable_capability()->mutable_values())["memory-mb"] = 1024;
-  (*ask->mutable_capability()->mutable_values())["vcores"] = 1;
-  ask->set_num_containers(2);
-  ask->set_relax_locality(true);
+  *req.add_asks() = AnyAsk(2);
   auto r1 = rm_->Allocate(token, req);
   ASSERT_TRUE(r1.ok()) << r1.status();
   EXPECT_EQ(r1->response_id(), 1);
@@ -377,13 +389,7 @@ TEST_F(ResourceManagerTest, LostNodesContainersReachTheAmAsLostAndAreReplacedEls
   ASSERT_TRUE(rm_->RegisterApplicationMaster(token, {}).ok());
   AddNode("h2:1", 4096, 4);
   v1::AllocateRequest ask;
-  v1::ResourceRequest* r = ask.add_asks();
-  r->set_priority(1);
-  r->set_resource_name("*");
-  (*r->mutable_capability()->mutable_values())["memory-mb"] = 1024;
-  (*r->mutable_capability()->mutable_values())["vcores"] = 1;
-  r->set_num_containers(2);
-  r->set_relax_locality(true);
+  *ask.add_asks() = AnyAsk(2);
   ASSERT_TRUE(rm_->Allocate(token, ask).ok());
   loop_.Advance(200);
   v1::AllocateRequest next;
@@ -408,7 +414,7 @@ TEST_F(ResourceManagerTest, LostNodesContainersReachTheAmAsLostAndAreReplacedEls
     // The AM asks again; the replacements land on the live node.
     v1::AllocateRequest again;
     again.set_response_id(ka->response_id());
-    *again.add_asks() = *r;
+    *again.add_asks() = AnyAsk(2);
     ASSERT_TRUE(rm_->Allocate(token, again).ok());
     loop_.Advance(200);
     v1::AllocateRequest fetch;
@@ -432,10 +438,7 @@ TEST(ResourceManagerKeysTest, AmrmTokenIsRolledInAnAllocateReplyAfterAKeyRoll) {
   o.am_expiry_ms = 600000;
   auto rm = ResourceManager::Create(o, &loop, store.get(), &launcher, &secrets);
   ASSERT_TRUE(rm.ok());
-  v1::RegisterNodeManagerRequest node;
-  node.set_node_id("h1:1");
-  (*node.mutable_capability()->mutable_values())["memory-mb"] = 8192;
-  (*node.mutable_capability()->mutable_values())["vcores"] = 8;
+  v1::RegisterNodeManagerRequest node = NodeRequest("h1:1");
   ASSERT_TRUE((*rm)->RegisterNode(node).ok());
   auto id = (*rm)->NewApplication();
   v1::ApplicationSubmissionContext ctx;
@@ -494,10 +497,7 @@ TEST(ResourceManagerRestartTest, SqliteStoreSurvivesARealRestart) {
     ASSERT_TRUE(store.ok()) << store.status();
     auto rm = ResourceManager::Create({}, &loop, store->get(), &launcher, &secrets);
     ASSERT_TRUE(rm.ok());
-    v1::RegisterNodeManagerRequest node;
-    node.set_node_id("h1:1");
-    (*node.mutable_capability()->mutable_values())["memory-mb"] = 8192;
-    (*node.mutable_capability()->mutable_values())["vcores"] = 8;
+    v1::RegisterNodeManagerRequest node = NodeRequest("h1:1");
     ASSERT_TRUE((*rm)->RegisterNode(node).ok());
     auto id = (*rm)->NewApplication();
     app = id->application_id();
@@ -523,10 +523,7 @@ TEST(ResourceManagerRestartTest, SqliteStoreSurvivesARealRestart) {
   ASSERT_TRUE(report.ok());
   EXPECT_EQ(report->user(), "alice");
   EXPECT_EQ(report->current_attempt(), 2);
-  v1::RegisterNodeManagerRequest node;
-  node.set_node_id("h1:1");
-  (*node.mutable_capability()->mutable_values())["memory-mb"] = 8192;
-  (*node.mutable_capability()->mutable_values())["vcores"] = 8;
+  v1::RegisterNodeManagerRequest node = NodeRequest("h1:1");
   ASSERT_TRUE((*rm)->RegisterNode(node).ok());
   loop.Advance(200);
   ASSERT_EQ(launcher.launches.size(), 2u);
