@@ -31,7 +31,9 @@ struct SimFlags {
   std::string policy = "fair";
   std::string scheduler_config;
   uint64_t seed = 1;
-  std::string report, timeseries, plot;
+  std::string report, timeseries, plot, job_series;
+  int slots = 0;                  // slot-based baseline (seed 003); 0 = off
+  double overload_penalty = 0;    // contention model
   std::vector<std::string> fail_nodes;
   bool strict = false;
   int64_t max_jobs = 0;
@@ -140,6 +142,14 @@ absl::Status RunSim(const SimFlags& f) {
   o.replicas = f.replicas;
   o.seed = f.seed;
   o.sample_ms = static_cast<int64_t>(f.sample_s * 1000);
+  if (f.slots < 0 || f.slots > 64)
+    return absl::InvalidArgumentError(
+        absl::StrCat("--slots ", f.slots, " must be in 0..64 (0: no fixed slots)"));
+  o.slots = f.slots;
+  if (!(f.overload_penalty >= 0))
+    return absl::InvalidArgumentError(
+        absl::StrCat("--overload-penalty ", f.overload_penalty, " must be >= 0"));
+  o.overload_penalty = f.overload_penalty;
   for (const std::string& spec : f.fail_nodes) {
     auto fs = sim::ParseFailureSpec(spec);
     if (!fs.ok()) return Fail(fs.status(), "--fail-nodes");
@@ -163,6 +173,9 @@ absl::Status RunSim(const SimFlags& f) {
   }
   if (!timeseries.empty()) {
     if (auto s = sim::WriteTimeseries(*report, timeseries); !s.ok()) return s;
+  }
+  if (!f.job_series.empty()) {
+    if (auto s = sim::WriteJobSeries(*report, f.job_series); !s.ok()) return s;
   }
   if (f.json) {
     std::cout << sim::ReportToJson(*report).dump(2) << "\n";
@@ -197,12 +210,21 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   sim->add_option("--racks", f->racks, "racks the nodes are spread over")->capture_default_str();
   sim->add_option("--cluster", f->cluster_file, "cluster YAML file (instead of --nodes)");
-  sim->add_option("--policy", f->policy, "scheduling policy: fifo, fair, capacity")
+  sim->add_option("--policy", f->policy, "scheduling policy: fifo, fair, capacity, ras")
       ->capture_default_str();
   sim->add_option("--scheduler-config", f->scheduler_config, "queues and scheduler YAML");
   sim->add_option("--seed", f->seed, "random seed (replicas, failures)")->capture_default_str();
   sim->add_option("--report", f->report, "write the JSON report here");
   sim->add_option("--timeseries", f->timeseries, "write the CSV time series here");
+  sim->add_option("--job-series", f->job_series,
+                  "write per-job running tasks and utility (CSV) here (goals/profiles only)");
+  sim->add_option("--slots", f->slots,
+                  "fixed task slots per node (Hadoop slot model): node vcores = N, each task "
+                  "asks 1 vcore and 1/N of the memory; 0 = off")
+      ->capture_default_str();
+  sim->add_option("--overload-penalty", f->overload_penalty,
+                  "contention model: extra slowdown of overloaded nodes (0 = capacity/usage)")
+      ->capture_default_str();
   sim->add_option("--plot", f->plot, "write PNG charts (and report/time series) into this folder");
   sim->add_option("--fail-nodes", f->fail_nodes,
                   "lose a share of nodes, e.g. 10%@300s (repeatable)");

@@ -195,7 +195,7 @@ absl::StatusOr<SchedulerConfig> ParseSchedulerConfig(absl::string_view yaml,
   }
   SchedulerConfig config = DefaultSchedulerConfig();
   if (doc.IsNull()) return config;
-  if (auto s = CheckKeys(doc, {"policy", "locality", "preemption", "queues"}, origin, "(top)");
+  if (auto s = CheckKeys(doc, {"policy", "locality", "preemption", "ras", "queues"}, origin, "(top)");
       !s.ok())
     return s;
   if (doc["policy"]) {
@@ -252,6 +252,22 @@ absl::StatusOr<SchedulerConfig> ParseSchedulerConfig(absl::string_view yaml,
       if (!(*v > 0 && *v <= 1))
         return Err(origin, "preemption.threshold", absl::StrCat(*v, " must be in (0, 1]"));
       config.preemption.threshold = *v;
+    }
+  }
+  if (const YAML::Node& ras = doc["ras"]) {
+    if (auto s = CheckKeys(ras, {"control-period-ms", "max-rounds"}, origin, "ras"); !s.ok())
+      return s;
+    if (ras["control-period-ms"]) {
+      auto v = Scalar<int64_t>(ras["control-period-ms"], origin, "ras.control-period-ms");
+      if (!v.ok()) return v.status();
+      if (*v < 1) return Err(origin, "ras.control-period-ms", absl::StrCat(*v, " must be >= 1"));
+      config.ras.control_period_ms = *v;
+    }
+    if (ras["max-rounds"]) {
+      auto v = Scalar<int32_t>(ras["max-rounds"], origin, "ras.max-rounds");
+      if (!v.ok()) return v.status();
+      if (*v < 0) return Err(origin, "ras.max-rounds", absl::StrCat(*v, " must be >= 0"));
+      config.ras.max_rounds = *v;
     }
   }
   if (const YAML::Node& queues = doc["queues"]) {

@@ -53,10 +53,20 @@ struct PreemptionConfig {
   double threshold = 0.8;
 };
 
+// The `ras` policy's control loop (seed 003); other policies ignore it. See docs/scheduler.md.
+struct RasConfig {
+  // Period T of the placement control loop, in ms of the caller's clock: a new placement is
+  // computed at most this often, and also at once when a job (or a new phase of one) appears.
+  int64_t control_period_ms = 30000;
+  // Upper bound on the max-min rounds (one task moved per round) in one control cycle.
+  int32_t max_rounds = 1000;
+};
+
 struct SchedulerConfig {
   std::string policy = "fair";  // a name known to the policy registry
   LocalityConfig locality;
   PreemptionConfig preemption;
+  RasConfig ras;
   QueueConfig root;  // name "root"; a single leaf "default" when not configured
 };
 

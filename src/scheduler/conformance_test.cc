@@ -44,6 +44,9 @@ struct Fair {
 struct Capacity {
   static constexpr const char* kName = "capacity";
 };
+struct Ras {
+  static constexpr const char* kName = "ras";
+};
 
 template <typename P>
 class ConformanceTest : public ::testing::Test {
@@ -118,7 +121,7 @@ class ConformanceTest : public ::testing::Test {
   }
 };
 
-using Policies = ::testing::Types<Fifo, Fair, Capacity>;
+using Policies = ::testing::Types<Fifo, Fair, Capacity, Ras>;
 TYPED_TEST_SUITE(ConformanceTest, Policies);
 
 void CheckAccounting(const Scheduler& s) {
@@ -148,7 +151,7 @@ TYPED_TEST(ConformanceTest, NoQueueExceedsItsMaximum) {
     }
   });
   // The fair and capacity configs do cap queue a; make sure the check is not vacuous.
-  if (std::string(TypeParam::kName) != "fifo") {
+  if (std::string(TypeParam::kName) != "fifo" && std::string(TypeParam::kName) != "ras") {
     EXPECT_LT(s->FindQueue("a")->limit[kMemoryMb], kUnlimited);
   }
 }

@@ -2,6 +2,9 @@
 #ifndef WEFT_SCHEDULER_POLICY_H_
 #define WEFT_SCHEDULER_POLICY_H_
 
+#include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +30,39 @@ struct ClusterView {
     }
     return s;
   }
+};
+
+// The core's side of a policy that places containers itself (SchedulingPolicy::Place, e.g.
+// `ras`). The core stays the only writer of state: the policy reads, then asks the core to
+// allocate; every allocation the core makes through it keeps all of the core's invariants
+// (node capacity, queue limits, blacklists, locality rows, accounting). Valid only during the
+// Place() call it is passed to.
+class PlacementContext {
+ public:
+  virtual ~PlacementContext() = default;
+
+  // The pass's time, in ms on the caller's clock.
+  virtual int64_t now_ms() const = 0;
+  virtual const ClusterView& view() const = 0;
+  // Runnable apps (not held back by max-running-apps), in submission order.
+  virtual const std::vector<const AppState*>& apps() const = 0;
+  // Node ids are dense in [0, node_limit()); removed or unhealthy nodes have !schedulable.
+  virtual NodeId node_limit() const = 0;
+  virtual const NodeState& node(NodeId id) const = 0;
+  // Calls `f` for every live container on the node (AM containers included).
+  virtual void ForEachContainer(NodeId id,
+                                const std::function<void(const ContainerState&)>& f) const = 0;
+  // Whether one container of `app`'s request group `group` (an index into app.groups) may be
+  // allocated on `node` now: the node is schedulable, not blacklisted, the request fits its
+  // free capacity, the group's locality rows allow the node, and queue and policy limits hold.
+  virtual bool CanPlace(const AppState& app, size_t group, NodeId node) const = 0;
+  // Allocates one container of the group on the node; false (and no change) when !CanPlace.
+  // Group indexes of the app may change after a successful call (a satisfied AM group is
+  // dropped): look them up again.
+  virtual bool Place(AppId app, size_t group, NodeId node) = 0;
+  // The core's own placement for the group (locality levels with delay scheduling, indexed
+  // node search). False when nothing was placed.
+  virtual bool PlaceAnywhere(AppId app, size_t group) = 0;
 };
 
 // A scheduling policy decides *who* is served next and *how much* each queue may hold; the
@@ -66,6 +102,16 @@ class SchedulingPolicy {
 
   // Whether the core should run preemption for this policy (when the config enables it).
   virtual bool SupportsPreemption() const = 0;
+
+  // Settings beyond the queue tree (e.g. `ras`'s control loop). Called when the scheduler is
+  // created and on every Reconfigure, before the configuration is applied; an error refuses it.
+  virtual absl::Status Configure(const SchedulerConfig&) { return absl::OkStatus(); }
+
+  // Policies that decide *where* as well (`ras`) return true: the core then calls Place() in
+  // every pass, after preemption and instead of its own ordering loop. Such a policy may keep
+  // state between passes (its current placement plan); it must still be deterministic.
+  virtual bool DecidesPlacement() const { return false; }
+  virtual void Place(PlacementContext&) {}
 };
 
 }  // namespace weft::scheduler

@@ -5,6 +5,7 @@
 #include "scheduler/policies/capacity/capacity_policy.h"
 #include "scheduler/policies/fair/fair_policy.h"
 #include "scheduler/policies/fifo/fifo_policy.h"
+#include "scheduler/policies/ras/ras_policy.h"
 #include "scheduler/registry.h"
 
 namespace weft::scheduler {
@@ -19,6 +20,7 @@ constexpr Entry kPolicies[] = {
     {"fifo", &NewFifoPolicy},
     {"fair", &NewFairPolicy},
     {"capacity", &NewCapacityPolicy},
+    {"ras", &NewRasPolicy},
 };
 
 }  // namespace

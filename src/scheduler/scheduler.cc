@@ -50,6 +50,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(
     return absl::InvalidArgumentError(
         absl::StrCat("the policy object does not match config policy '", config.policy, "'"));
   if (absl::Status s = policy->Validate(config.root); !s.ok()) return s;
+  if (absl::Status s = policy->Configure(config); !s.ok()) return s;
   std::unique_ptr<Scheduler> s(new Scheduler(config, std::move(options), std::move(policy)));
   auto tree = s->BuildTree(config.root);
   if (!tree.ok()) return tree.status();
@@ -139,6 +140,7 @@ absl::Status Scheduler::Reconfigure(const SchedulerConfig& config) {
           absl::StrCat("queue '", q->path, "' holds ", q->apps.size(),
                        " application(s) and would no longer be a leaf queue"));
   }
+  if (absl::Status s = policy_->Configure(config); !s.ok()) return s;
   // Move every app to its leaf in the new tree and rebuild the aggregates from the apps.
   std::vector<QueueNode*> old_list = queue_list_;
   auto old_storage = std::move(queue_storage_);
@@ -492,6 +494,29 @@ absl::Status Scheduler::AddApp(const AppSpec& spec, int64_t now_ms) {
   }
   if (spec.user.empty())
     return absl::InvalidArgumentError(absl::StrCat("application ", spec.id, ": empty user"));
+  if (spec.profile.goal_ms < -1)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "application ", spec.id, ": completion-time goal ", spec.profile.goal_ms,
+        " ms is negative (-1 means none)"));
+  for (size_t i = 0; i < spec.profile.phases.size(); ++i) {
+    const PhaseProfile& p = spec.profile.phases[i];
+    auto where = [&] {
+      return absl::StrCat("application ", spec.id, ": phase #", i, " ('", p.name, "', priority ",
+                          p.priority, ")");
+    };
+    for (size_t k = 0; k < i; ++k) {
+      if (spec.profile.phases[k].priority == p.priority)
+        return absl::InvalidArgumentError(
+            absl::StrCat(where(), ": priority already used by phase #", k));
+    }
+    if (!p.has_usage) continue;
+    for (auto [name, v] : {std::pair{"cpu", p.usage.cpu}, std::pair{"io", p.usage.io},
+                           std::pair{"memory", p.usage.memory}}) {
+      if (!(v >= 0 && v <= 1))
+        return absl::InvalidArgumentError(absl::StrCat(
+            where(), ": usage ", name, "=", v, " is not a share of a node in [0, 1]"));
+    }
+  }
   Resource am;
   if (!spec.am_resource.IsZero()) {
     auto n = registry().Normalize(spec.am_resource);
@@ -502,6 +527,7 @@ absl::Status Scheduler::AddApp(const AppSpec& spec, int64_t now_ms) {
   }
   auto app = std::make_unique<AppState>();
   app->id = spec.id;
+  app->profile = spec.profile;
   app->queue = leaf;
   app->user = spec.user;
   app->priority = spec.priority;
@@ -684,6 +710,19 @@ absl::Status Scheduler::ContainerCompleted(ContainerId id) {
   return absl::OkStatus();
 }
 
+absl::Status Scheduler::ContainerCompleted(ContainerId id, int64_t now_ms) {
+  if (!containers_.contains(id))
+    return absl::NotFoundError(absl::StrCat("container ", id, " is not allocated"));
+  const ContainerState& c = slot(id);
+  if (!c.is_am && now_ms >= c.allocated_ms) {
+    PhaseStats& st = apps_.at(c.app)->phase_stats[c.priority];
+    ++st.completed;
+    st.total_ms += now_ms - c.allocated_ms;
+  }
+  ReleaseContainer(id);
+  return absl::OkStatus();
+}
+
 void Scheduler::ChargeUsage(AppState* app, const Resource& r, bool is_am, int sign) {
   Resource d = r * sign;
   app->usage += d;
@@ -724,6 +763,19 @@ bool Scheduler::WithinLimits(const AppState& app, const Resource& r, bool is_am)
     if (!(q->usage + r).FitsIn(q->limit)) return false;
   }
   return policy_->CanAllocate(app, r, is_am, view_);
+}
+
+bool Scheduler::LocalityAllows(const RequestGroup& g, NodeId id) const {
+  if (g.any.relax || (g.live_hosts == 0 && g.live_racks == 0)) return true;
+  const NodeState& n = nodes_[id];
+  if (auto it = g.row_index.find(n.name); it != g.row_index.end()) {
+    if (g.hosts[it->second].count > 0) return true;
+  }
+  if (auto it = g.row_index.find(racks_[n.rack].name); it != g.row_index.end()) {
+    const RequestGroup::LocalRow& row = g.racks[it->second];
+    if (row.count > 0 && row.relax) return true;
+  }
+  return false;
 }
 
 bool Scheduler::Usable(const AppState& app, NodeId id, const Resource& r) const {
@@ -907,6 +959,77 @@ bool Scheduler::TryAllocate(AppState* app, int64_t now_ms, PassResult* out) {
   return false;
 }
 
+// The PlacementContext the core gives a policy that places containers itself.
+class Scheduler::Placement final : public PlacementContext {
+ public:
+  Placement(Scheduler* s, int64_t now_ms, PassResult* out) : s_(s), now_(now_ms), out_(out) {
+    for (const QueueNode* q : s_->queue_list_) {
+      for (const AppState* a : q->apps) {
+        if (a->runnable) apps_.push_back(a);
+      }
+    }
+    std::sort(apps_.begin(), apps_.end(), [](const AppState* a, const AppState* b) {
+      return a->submit_seq < b->submit_seq;
+    });
+  }
+
+  int64_t now_ms() const override { return now_; }
+  const ClusterView& view() const override { return s_->view_; }
+  const std::vector<const AppState*>& apps() const override { return apps_; }
+  NodeId node_limit() const override { return static_cast<NodeId>(s_->nodes_.size()); }
+  const NodeState& node(NodeId id) const override { return s_->nodes_.at(id); }
+  void ForEachContainer(NodeId id,
+                        const std::function<void(const ContainerState&)>& f) const override {
+    for (int32_t i = s_->nodes_.at(id).first_container; i >= 0; i = s_->slab_[i].node_next)
+      f(s_->slab_[i]);
+  }
+  bool CanPlace(const AppState& app, size_t gi, NodeId node) const override {
+    if (gi >= app.groups.size() || node < 0 || node >= node_limit()) return false;
+    const RequestGroup& g = app.groups[gi];
+    if (g.any.count <= 0) return false;
+    if (!g.is_am && app.groups[0].is_am) return false;  // nothing else runs before the AM
+    return s_->Usable(app, node, g.capability) && s_->LocalityAllows(g, node) &&
+           s_->WithinLimits(app, g.capability, g.is_am);
+  }
+  bool Place(AppId id, size_t gi, NodeId node) override {
+    auto it = s_->apps_.find(id);
+    if (it == s_->apps_.end() || !it->second->runnable) return false;
+    AppState* app = it->second.get();
+    if (!CanPlace(*app, gi, node)) return false;
+    RequestGroup& g = app->groups[gi];
+    const NodeState& n = s_->nodes_[node];
+    int32_t host_row = -1, rack_row = -1;
+    Locality locality = Locality::kOffSwitch;
+    if (auto h = g.row_index.find(n.name); h != g.row_index.end() && g.hosts[h->second].count > 0) {
+      host_row = h->second;
+      locality = Locality::kNodeLocal;
+    } else if (auto r = g.row_index.find(s_->racks_[n.rack].name);
+               r != g.row_index.end() && g.racks[r->second].count > 0) {
+      rack_row = r->second;
+      locality = Locality::kRackLocal;
+    }
+    if (g.resolved_generation != s_->topology_generation_) s_->ResolveRows(&g);
+    s_->Commit(app, gi, node, locality, host_row, rack_row, now_, out_);
+    return true;
+  }
+  bool PlaceAnywhere(AppId id, size_t gi) override {
+    auto it = s_->apps_.find(id);
+    if (it == s_->apps_.end() || !it->second->runnable) return false;
+    AppState* app = it->second.get();
+    if (gi >= app->groups.size() || app->groups[gi].any.count <= 0) return false;
+    const RequestGroup& g = app->groups[gi];
+    if (!g.is_am && app->groups[0].is_am) return false;  // nothing else runs before the AM
+    if (!s_->WithinLimits(*app, g.capability, g.is_am)) return false;
+    return s_->PlaceGroup(app, gi, now_, out_);
+  }
+
+ private:
+  Scheduler* s_;
+  int64_t now_;
+  PassResult* out_;
+  std::vector<const AppState*> apps_;
+};
+
 const PassResult& Scheduler::Schedule(int64_t now_ms) {
   PassResult& out = result_;
   out.allocations.clear();
@@ -919,6 +1042,11 @@ const PassResult& Scheduler::Schedule(int64_t now_ms) {
   if (config_.preemption.enabled && policy_->SupportsPreemption()) {
     RefreshEntitlements();
     IssueContracts(now_ms, &out);
+  }
+  if (policy_->DecidesPlacement()) {
+    Placement ctx(this, now_ms, &out);
+    policy_->Place(ctx);
+    return out;
   }
   in_pass_ = true;
   blocked_.clear();

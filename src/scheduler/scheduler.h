@@ -76,6 +76,11 @@ class Scheduler {
   absl::Status UpdateRequests(AppId app, const RequestUpdate& update);
   // A container finished (or was released through its NM). Unknown ids are NotFound.
   absl::Status ContainerCompleted(ContainerId container);
+  // The same, for a task container that ran to completion at `now_ms`: its run time (from its
+  // allocation) is also recorded in its app's phase statistics (AppState::phase_stats, the
+  // Job Status Updater of seed 003), from which `ras` estimates task lengths. AM containers
+  // and times before the allocation are not recorded.
+  absl::Status ContainerCompleted(ContainerId container, int64_t now_ms);
 
   // One global scheduling pass at time `now_ms`: kills containers whose preemption grace has
   // expired, issues new preemption contracts, then allocates until nothing more fits.
@@ -110,6 +115,8 @@ class Scheduler {
   const QueueNode* FindQueue(absl::string_view name) const;
 
  private:
+  class Placement;  // the PlacementContext given to policies that place containers themselves
+
   struct Rack {
     std::string name;
     FitIndex nodes;
@@ -145,6 +152,7 @@ class Scheduler {
   NodeId FindInRack(const AppState& app, int32_t rack, const Resource& r) const;
   NodeId FindAnywhere(const AppState& app, const Resource& r) const;
   bool Usable(const AppState& app, NodeId id, const Resource& r) const;
+  bool LocalityAllows(const RequestGroup& g, NodeId id) const;
   void Commit(AppState* app, size_t group, NodeId node, Locality locality, int32_t host_row,
               int32_t rack_row, int64_t now_ms, PassResult* out);
   void ResolveRows(RequestGroup* g) const;

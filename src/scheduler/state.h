@@ -70,8 +70,17 @@ struct RequestGroup {
   int32_t live_racks = 0;        // rack rows with count > 0
 };
 
+// The Job Status Updater's record of one phase (container priority) of an app: tasks that
+// completed normally and their total run time, from ContainerCompleted(id, now_ms).
+struct PhaseStats {
+  int64_t completed = 0;
+  int64_t total_ms = 0;
+};
+
 struct AppState : Schedulable {
   AppId id = 0;
+  JobProfile profile;  // as given in AppSpec (validated)
+  absl::flat_hash_map<int32_t, PhaseStats> phase_stats;  // by container priority
   QueueNode* queue = nullptr;  // its leaf
   std::string user;
   int32_t priority = 0;

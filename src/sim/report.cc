@@ -53,7 +53,20 @@ nlohmann::json ReportToJson(const SimReport& r) {
     if (ms < 0) return nullptr;
     return static_cast<double>(ms) / 1000.0;
   };
-  for (const JobResult& j : r.job_results) {
+  std::vector<json> utility(r.job_results.size(), json::array());
+  if (r.job_series) {
+    for (const Sample& smp : r.samples) {
+      for (const JobSample& js : smp.jobs) {
+        json u = std::isfinite(js.utility) ? json(js.utility) : json(nullptr);
+        utility[static_cast<size_t>(js.job)].push_back(
+            json::array({static_cast<double>(smp.time_ms) / 1000.0, u}));
+      }
+    }
+  }
+  for (size_t ji = 0; ji < r.job_results.size(); ++ji) {
+    const JobResult& j = r.job_results[ji];
+    json goal_met = nullptr;
+    if (j.goal_ms >= 0) goal_met = j.finish_ms >= 0 && j.finish_ms <= j.goal_ms;
     detail.push_back({{"id", j.id},
                       {"queue", j.queue},
                       {"submit_s", secs(j.submit_ms)},
@@ -61,7 +74,10 @@ nlohmann::json ReportToJson(const SimReport& r) {
                       {"finish_s", secs(j.finish_ms)},
                       {"tasks", j.tasks},
                       {"am_attempts", j.am_attempts},
-                      {"failed", j.failed}});
+                      {"failed", j.failed},
+                      {"goal_s", secs(j.goal_ms)},
+                      {"goal_met", goal_met}});
+    if (r.job_series) detail.back()["utility"] = std::move(utility[ji]);
   }
   json warnings = json::array();
   for (size_t i = 0; i < r.warnings.size() && i < 100; ++i) warnings.push_back(r.warnings[i]);
@@ -111,13 +127,39 @@ absl::Status WriteTimeseries(const SimReport& r, absl::string_view path) {
   for (const std::string& t : r.utilization_types) out << ",util_" << t;
   for (const std::string& q : r.leaves) out << ",running_" << q;
   for (const std::string& q : r.leaves) out << ",pending_" << q;
+  if (r.contention) out << ",cpu_busy_mean,cpu_busy_std,cpu_wait_mean,cpu_wait_std";
   out << "\n";
   for (const Sample& s : r.samples) {
     out << absl::StrFormat("%.3f", static_cast<double>(s.time_ms) / 1000.0);
     for (double u : s.utilization) out << absl::StrFormat(",%.4f", u);
     for (int64_t x : s.running_per_queue) out << "," << x;
     for (int64_t x : s.pending_per_queue) out << "," << x;
+    if (r.contention) {
+      out << absl::StrFormat(",%.4f,%.4f,%.4f,%.4f", s.cpu_busy_mean, s.cpu_busy_std,
+                             s.cpu_wait_mean, s.cpu_wait_std);
+    }
     out << "\n";
+  }
+  if (!out) return absl::DataLossError(absl::StrCat("error writing '", path, "'"));
+  return absl::OkStatus();
+}
+
+absl::Status WriteJobSeries(const SimReport& r, absl::string_view path) {
+  std::ofstream out;
+  if (auto s = OpenForWrite(path, &out); !s.ok()) return s;
+  out << "time_s,job,running_map,running_reduce,utility\n";
+  for (const Sample& s : r.samples) {
+    for (const JobSample& j : s.jobs) {
+      out << absl::StrFormat("%.3f,%s,%d,%d,", static_cast<double>(s.time_ms) / 1000.0,
+                             r.job_results[static_cast<size_t>(j.job)].id, j.running_map,
+                             j.running_reduce);
+      if (std::isfinite(j.utility)) {
+        out << absl::StrFormat("%.5f", j.utility);
+      } else {
+        out << "-inf";
+      }
+      out << "\n";
+    }
   }
   if (!out) return absl::DataLossError(absl::StrCat("error writing '", path, "'"));
   return absl::OkStatus();
@@ -147,6 +189,13 @@ void PrintSummary(const SimReport& r, std::ostream& out) {
       "scheduler: %.2f s wall in the core (%.0f allocations/s, %d passes); simulation %.2f s "
       "wall\n",
       r.scheduler_wall_s, j["allocations_per_s"].get<double>(), r.passes, r.total_wall_s);
+  int goals = 0, met = 0;
+  for (const JobResult& jr : r.job_results) {
+    if (jr.goal_ms < 0) continue;
+    ++goals;
+    met += jr.finish_ms >= 0 && jr.finish_ms <= jr.goal_ms;
+  }
+  if (goals > 0) out << absl::StrFormat("completion-time goals: %d of %d met\n", met, goals);
   if (!r.warnings.empty()) {
     out << r.warnings.size() << " warning(s); first: " << r.warnings.front() << "\n";
   }

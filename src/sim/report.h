@@ -17,7 +17,9 @@ namespace weft::sim {
 // nodes, jobs, jobs_failed, makespan_s, scheduler_wall_s, total_wall_s, allocations,
 // allocations_per_s, locality {node_local, rack_local, off_switch}, preempted_containers,
 // lost_containers, job_completion_s {mean, p50, p95, p99}, utilization {<type>: mean fraction},
-// fairness_jain, jobs_detail [{id, queue, submit_s, start_s, finish_s, tasks, failed}],
+// fairness_jain, jobs_detail [{id, queue, submit_s, start_s, finish_s, tasks, failed, goal_s,
+// goal_met, and for workloads with goals or usage profiles utility [[time_s, U], ...] with
+// null for -inf}],
 // warnings [..] (first 100) and warnings_total.
 nlohmann::json ReportToJson(const SimReport& r);
 
@@ -25,6 +27,10 @@ nlohmann::json ReportToJson(const SimReport& r);
 // running_<leaf> and pending_<leaf> per leaf queue). Errors name the file.
 absl::Status WriteReport(const SimReport& r, absl::string_view path);
 absl::Status WriteTimeseries(const SimReport& r, absl::string_view path);
+// Per-job series (workloads with goals or usage profiles): one row per live job per sample,
+// header time_s,job,running_map,running_reduce,utility (utility "-inf" when no map-like task
+// of a job with map work left runs). Errors name the file.
+absl::Status WriteJobSeries(const SimReport& r, absl::string_view path);
 
 // A few lines for people: makespan, completion percentiles, utilisation, fairness, speed.
 void PrintSummary(const SimReport& r, std::ostream& out);

@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "scheduler/policies/ras/ras_policy.h"
 #include "scheduler/registry.h"
 
 namespace weft::sim {
@@ -67,6 +68,7 @@ struct Event {
   uint64_t seq;
   int64_t a;   // job index, failure index
   uint64_t b;  // container id, attempt
+  uint64_t c;  // kTaskFinish under the contention model: the task's schedule version
   bool operator>(const Event& o) const {
     return std::tie(time, type, seq) > std::tie(o.time, o.type, o.seq);
   }
@@ -121,6 +123,18 @@ struct RunningTask {
   int64_t job;
   int32_t group;
   int32_t task;  // -1 for identical tasks
+  // Contention model only.
+  NodeId node = -1;
+  double remaining_ms = 0;  // work left, in ms at full speed
+  uint64_t version = 0;     // bumped whenever its finish event is rescheduled
+};
+
+// A node's running tasks under the contention model.
+struct NodeRun {
+  std::vector<ContainerId> tasks;
+  double cpu = 0, io = 0, mem = 0;  // summed usage shares of its tasks
+  double rate = 1;                  // progress per ms of every task on it
+  int64_t last_ms = 0;              // when remaining_ms was last brought up to date
 };
 
 class Sim {
@@ -130,8 +144,8 @@ class Sim {
   absl::StatusOr<SimReport> Run();
 
  private:
-  void Push(int64_t t, EventType type, int64_t a = 0, uint64_t b = 0) {
-    events_.push(Event{t, type, seq_++, a, b});
+  void Push(int64_t t, EventType type, int64_t a = 0, uint64_t b = 0, uint64_t c = 0) {
+    events_.push(Event{t, type, seq_++, a, b, c});
   }
   void EnsurePass(int64_t now) {
     int64_t hb = o_.heartbeat_ms;
@@ -154,7 +168,11 @@ class Sim {
   void AskGroup(JobRun& job, int32_t g);
   void FlushAsks(JobRun& job, int64_t j);
   void Allocated(const Allocation& a, int64_t now);
-  void TaskFinished(ContainerId c, int64_t now);
+  void TaskFinished(ContainerId c, uint64_t version, int64_t now);
+  // Contention model: a task joins or leaves its node; every task there is rescheduled.
+  void NodeJoin(ContainerId c, int64_t now);
+  void NodeLeave(ContainerId c, int64_t now);
+  void NodeUpdate(NodeRun& nr, int64_t now);
   void Requeue(const RunningTask& t);
   void TaskWaiting(GroupRun& g, int32_t task, int delta);
   void AmLost(int64_t j, bool counts, int64_t now);
@@ -179,6 +197,9 @@ class Sim {
   int64_t last_t_ = 0;
   std::vector<double> util_integral_;
   std::vector<int> util_types_;
+  bool contention_ = false;
+  Resource slot_request_;
+  std::vector<NodeRun> node_run_;  // by NodeId, contention model only
   double jain_sum_ = 0;
   int64_t jain_n_ = 0;
   SimReport r_;
@@ -205,6 +226,19 @@ void Sim::Submit(int64_t j, int64_t now) {
   spec.user = job.job->user;
   spec.priority = job.job->priority;
   spec.am_resource = o_.am_resource;
+  spec.profile.goal_ms = job.job->goal_ms;
+  for (const TaskGroup& g : job.job->groups) {
+    bool dup = false;
+    for (const scheduler::PhaseProfile& p : spec.profile.phases) dup |= p.priority == g.priority;
+    if (dup) continue;  // one profile per container priority: the first group's
+    scheduler::PhaseProfile p;
+    p.priority = g.priority;
+    p.name = g.name;
+    p.kind = g.name == "reduce" ? scheduler::PhaseKind::kReduceLike : g.kind;
+    p.has_usage = g.has_usage;
+    p.usage = g.usage;
+    spec.profile.phases.push_back(std::move(p));
+  }
   absl::Status st = Timed([&] { return s_->AddApp(spec, now); });
   if (!st.ok()) {
     r_.warnings.push_back(
@@ -216,6 +250,7 @@ void Sim::Submit(int64_t j, int64_t now) {
   ++job.attempt;
   r_.job_results[j].am_attempts = job.attempt;
   if (o_.am_resource.IsZero()) {
+    job.am_running = true;  // no AM container: the (unmanaged) AM runs from submission on
     AmReady(j, static_cast<uint64_t>(job.attempt), now);
   } else {
     EnsurePass(now);
@@ -282,7 +317,7 @@ void Sim::FlushAsks(JobRun& job, int64_t j) {
       ResourceRequest r;
       r.priority = g.spec->priority;
       r.resource_name = std::move(name);
-      r.capability = g.spec->resource;
+      r.capability = o_.slots > 0 ? slot_request_ : g.spec->resource;
       r.num_containers = static_cast<int32_t>(std::min<int64_t>(count, INT32_MAX));
       r.allocation_request_id = gi;
       u.asks.push_back(std::move(r));
@@ -349,15 +384,82 @@ void Sim::Allocated(const Allocation& a, int64_t now) {
                          ? g.spec->task_durations_ms[static_cast<size_t>(task)]
                          : g.spec->duration_ms;
   running_[a.container] = RunningTask{j, static_cast<int32_t>(a.allocation_request_id), task};
+  if (contention_) {
+    RunningTask& rt = running_[a.container];
+    rt.node = a.node;
+    rt.remaining_ms = static_cast<double>(std::max<int64_t>(duration, 1));
+    NodeJoin(a.container, now);
+    return;
+  }
   Push(now + std::max<int64_t>(duration, 1), EventType::kTaskFinish, j, a.container);
 }
 
-void Sim::TaskFinished(ContainerId c, int64_t now) {
+void Sim::NodeUpdate(NodeRun& nr, int64_t now) {
+  // Bring every task's remaining work up to date at the old rate.
+  const double elapsed = static_cast<double>(now - nr.last_ms);
+  for (ContainerId c : nr.tasks) running_[c].remaining_ms -= elapsed * nr.rate;
+  nr.last_ms = now;
+}
+
+void Sim::NodeJoin(ContainerId c, int64_t now) {
+  RunningTask& t = running_[c];
+  NodeRun& nr = node_run_[static_cast<size_t>(t.node)];
+  NodeUpdate(nr, now);
+  nr.tasks.push_back(c);
+  const TaskGroup& g = *jobs_[t.job].groups[t.group].spec;
+  if (g.has_usage) {
+    nr.cpu += g.usage.cpu;
+    nr.io += g.usage.io;
+    nr.mem += g.usage.memory;
+  }
+  double load = std::max({nr.cpu, nr.io, nr.mem});
+  nr.rate = load <= 1 ? 1.0 : 1.0 / (load * (1 + o_.overload_penalty * (load - 1)));
+  for (ContainerId x : nr.tasks) {
+    RunningTask& rt = running_[x];
+    ++rt.version;
+    double left = std::max(rt.remaining_ms, 0.0) / nr.rate;
+    Push(now + std::max<int64_t>(0, static_cast<int64_t>(std::ceil(left - 1e-6))),
+         EventType::kTaskFinish, rt.job, x, rt.version);
+  }
+}
+
+void Sim::NodeLeave(ContainerId c, int64_t now) {
+  RunningTask& t = running_[c];
+  NodeRun& nr = node_run_[static_cast<size_t>(t.node)];
+  NodeUpdate(nr, now);
+  nr.tasks.erase(std::find(nr.tasks.begin(), nr.tasks.end(), c));
+  const TaskGroup& g = *jobs_[t.job].groups[t.group].spec;
+  if (g.has_usage) {
+    nr.cpu -= g.usage.cpu;
+    nr.io -= g.usage.io;
+    nr.mem -= g.usage.memory;
+  }
+  if (nr.tasks.empty()) nr.cpu = nr.io = nr.mem = 0;  // no drift from rounding
+  double load = std::max({nr.cpu, nr.io, nr.mem});
+  double rate = load <= 1 ? 1.0 : 1.0 / (load * (1 + o_.overload_penalty * (load - 1)));
+  bool changed = rate != nr.rate;
+  nr.rate = rate;
+  if (!changed) return;  // the others' finish events stay right
+  for (ContainerId x : nr.tasks) {
+    RunningTask& rt = running_[x];
+    ++rt.version;
+    double left = std::max(rt.remaining_ms, 0.0) / nr.rate;
+    Push(now + std::max<int64_t>(0, static_cast<int64_t>(std::ceil(left - 1e-6))),
+         EventType::kTaskFinish, rt.job, x, rt.version);
+  }
+}
+
+void Sim::TaskFinished(ContainerId c, uint64_t version, int64_t now) {
   auto it = running_.find(c);
   if (it == running_.end()) return;  // lost or preempted before it finished
+  if (contention_) {
+    if (it->second.version != version) return;  // rescheduled since
+    NodeLeave(c, now);
+    it = running_.find(c);
+  }
   RunningTask t = it->second;
   running_.erase(it);
-  Timed([&] { return s_->ContainerCompleted(c); }).IgnoreError();
+  Timed([&] { return s_->ContainerCompleted(c, now); }).IgnoreError();
   JobRun& job = jobs_[t.job];
   GroupRun& g = job.groups[t.group];
   --g.running;
@@ -403,6 +505,7 @@ void Sim::AmLost(int64_t j, bool counts, int64_t now) {
     for (const ContainerKill& k : *released) {
       auto it = running_.find(k.container);
       if (it == running_.end()) continue;
+      if (contention_) NodeLeave(k.container, now);
       Requeue(it->second);
       running_.erase(it);
       ++r_.lost_containers;
@@ -459,6 +562,7 @@ void Sim::Lost(const std::vector<ContainerKill>& kills, int64_t now) {
   for (const ContainerKill& k : kills) {
     auto it = running_.find(k.container);
     if (it != running_.end()) {
+      if (contention_) NodeLeave(k.container, now);
       Requeue(it->second);
       running_.erase(it);
       ++r_.lost_containers;
@@ -490,6 +594,38 @@ void Sim::TakeSample(int64_t now) {
     smp.running_per_queue.push_back(running);
     smp.pending_per_queue.push_back(pending);
   }
+  if (contention_) {
+    double n = 0, busy = 0, busy2 = 0, wait = 0, wait2 = 0;
+    for (NodeId id : node_ids_) {
+      const scheduler::NodeState* ns = s_->node(id);
+      if (ns == nullptr || ns->removed) continue;
+      const NodeRun& nr = node_run_[static_cast<size_t>(id)];
+      double b = std::min(1.0, nr.cpu * nr.rate);
+      double io = std::min(1.0, nr.io * nr.rate);
+      double w = (1 - b) * io;
+      n += 1;
+      busy += b;
+      busy2 += b * b;
+      wait += w;
+      wait2 += w * w;
+    }
+    if (n > 0) {
+      smp.cpu_busy_mean = busy / n;
+      smp.cpu_wait_mean = wait / n;
+      smp.cpu_busy_std = std::sqrt(std::max(0.0, busy2 / n - smp.cpu_busy_mean * smp.cpu_busy_mean));
+      smp.cpu_wait_std = std::sqrt(std::max(0.0, wait2 / n - smp.cpu_wait_mean * smp.cpu_wait_mean));
+    }
+  }
+  if (r_.job_series) {
+    for (size_t j = 0; j < jobs_.size(); ++j) {
+      if (!jobs_[j].added || jobs_[j].done) continue;
+      auto st = scheduler::ras::StatusOf(*s_, jobs_[j].app, now);
+      if (!st.ok()) continue;
+      smp.jobs.push_back({static_cast<int32_t>(j), st->utility,
+                          static_cast<int32_t>(st->s_running),
+                          static_cast<int32_t>(st->r_running)});
+    }
+  }
   r_.samples.push_back(std::move(smp));
   // Jain's index over the dominant shares of the apps that want more, counted only while the
   // cluster is contended (>= 90% of some resource allocated); see docs/simulator.md.
@@ -520,7 +656,29 @@ absl::StatusOr<SimReport> Sim::Run() {
   auto sched = scheduler::CreateScheduler(o_.scheduler, {o_.registry, 1});
   if (!sched.ok()) return sched.status();
   s_ = std::move(*sched);
-  for (const scheduler::NodeSpec& n : o_.nodes) {
+  if (o_.slots < 0) return absl::InvalidArgumentError("slots must be >= 0");
+  if (!(o_.overload_penalty >= 0))
+    return absl::InvalidArgumentError("the overload penalty must be >= 0");
+  std::vector<scheduler::NodeSpec> node_specs = o_.nodes;
+  if (o_.slots > 0 && !node_specs.empty()) {
+    // A slot = one vcore and 1/slots of the (smallest) node's memory.
+    int64_t mem = node_specs[0].capacity[kMemoryMb];
+    for (scheduler::NodeSpec& n : node_specs) {
+      mem = std::min(mem, n.capacity[kMemoryMb]);
+      n.capacity[kVcores] = o_.slots;
+    }
+    const auto& info = o_.registry.info(kMemoryMb);
+    int64_t inc = std::max<int64_t>(info.increment, 1);
+    int64_t per_slot = std::max<int64_t>(mem / o_.slots / inc * inc, info.minimum);
+    slot_request_ = Resource::Of(per_slot, 1);
+  }
+  for (const auto& job : w_.jobs) {
+    for (const TaskGroup& g : job.groups) contention_ |= g.has_usage;
+    r_.job_series |= job.goal_ms >= 0;
+  }
+  r_.job_series |= contention_;
+  r_.contention = contention_;
+  for (const scheduler::NodeSpec& n : node_specs) {
     auto id = s_->AddNode(n);
     if (!id.ok()) return id.status();
     node_ids_.push_back(*id);
@@ -528,6 +686,8 @@ absl::StatusOr<SimReport> Sim::Run() {
   }
   r_.policy = o_.scheduler.policy;
   r_.nodes = static_cast<int>(o_.nodes.size());
+  if (contention_ && !node_ids_.empty())
+    node_run_.resize(static_cast<size_t>(node_ids_.back() + 1));
   for (const scheduler::QueueNode* q : s_->queues()) {
     if (q->is_leaf()) r_.leaves.push_back(q->path);
   }
@@ -554,6 +714,7 @@ absl::StatusOr<SimReport> Sim::Run() {
     res.id = spec.id;
     res.queue = spec.queue;
     res.submit_ms = spec.submit_ms;
+    res.goal_ms = spec.goal_ms;
     for (size_t gi = 0; gi < spec.groups.size(); ++gi) {
       const TaskGroup& tg = spec.groups[gi];
       GroupRun& g = job.groups[gi];
@@ -614,7 +775,7 @@ absl::StatusOr<SimReport> Sim::Run() {
         AmReady(e.a, e.b, now);
         break;
       case EventType::kTaskFinish:
-        TaskFinished(e.b, now);
+        TaskFinished(e.b, e.c, now);
         break;
       case EventType::kFailure: {
         const FailureSpec& f = o_.failures[static_cast<size_t>(e.a)];

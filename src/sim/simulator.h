@@ -38,6 +38,16 @@ struct SimOptions {
   int64_t sample_ms = 0;  // time-series interval; 0 = about 500 samples over the run
   int64_t max_sim_ms = 30LL * 24 * 3600 * 1000;  // stops a run that would never end
   std::vector<FailureSpec> failures;
+  // Slot-based baseline (seed 003's Hadoop Fair Scheduler with a fixed number of task slots per
+  // node): > 0 sets every node's vcores to `slots` and makes every task container ask for one
+  // vcore and 1/slots of the smallest node's memory (rounded down to the registry's memory
+  // increment, at least its minimum), so exactly `slots` tasks fit a node. 0: off.
+  int32_t slots = 0;
+  // Contention model (docs/simulator.md), for tasks whose group has a usage profile: while the
+  // summed usage L of a node's running tasks exceeds 1 in some resource (the most overloaded
+  // one), its tasks progress at rate 1 / (L * (1 + overload_penalty * (L - 1))). 0 is the plain
+  // model (capacity / usage); > 0 adds thrashing: overcommitment also wastes capacity.
+  double overload_penalty = 0;
 };
 
 struct JobResult {
@@ -48,6 +58,14 @@ struct JobResult {
   int64_t tasks = 0;
   int32_t am_attempts = 0;
   bool failed = false;
+  int64_t goal_ms = -1;  // completion-time goal (absolute), -1: none
+};
+
+// One job in one sample (only for workloads with goals or usage profiles).
+struct JobSample {
+  int32_t job = 0;        // index into SimReport::job_results
+  double utility = 0;     // seed 003's U of its running tasks now (-inf: none running)
+  int32_t running_map = 0, running_reduce = 0;
 };
 
 // One row of the time series.
@@ -56,6 +74,11 @@ struct Sample {
   std::vector<double> utilization;         // per registered type with capacity
   std::vector<int64_t> running_per_queue;  // containers, per leaf (SimReport::leaves)
   std::vector<int64_t> pending_per_queue;
+  // Contention model runs only: mean and standard deviation over live nodes of the CPU's busy
+  // share (sum of task CPU usage x progress rate, at most 1) and of its I/O wait share
+  // ((1 - busy) x the I/O busy share): seed 003's Fig. 4 (c, d).
+  double cpu_busy_mean = 0, cpu_busy_std = 0, cpu_wait_mean = 0, cpu_wait_std = 0;
+  std::vector<JobSample> jobs;  // live jobs, for workloads with goals or usage profiles
 };
 
 struct SimReport {
@@ -78,6 +101,8 @@ struct SimReport {
   std::vector<JobResult> job_results;
   std::vector<Sample> samples;
   std::vector<std::string> warnings;
+  bool contention = false;  // some task had a usage profile: the contention model ran
+  bool job_series = false;  // samples carry per-job utility (goals or usage profiles present)
 };
 
 // The queue tree used when no scheduler configuration is given: root with one leaf per queue

@@ -1,5 +1,6 @@
 #include "sim/simulator.h"
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/cluster_spec.h"
@@ -91,7 +92,7 @@ TEST(SimulatorTest, DeterministicForTheSameSeed) {
   Workload w;
   for (int i = 0; i < 20; ++i)
     w.jobs.push_back(
-        MakeJob("j" + std::to_string(i), i * 3000, 10 + i, 5000 + 100 * i, i % 3, 2000));
+        MakeJob(absl::StrCat("j", i), i * 3000, 10 + i, 5000 + 100 * i, i % 3, 2000));
   SimOptions o = Options(4);
   o.replicas = 3;
   auto a = RunSimulation(w, o);
@@ -107,7 +108,7 @@ TEST(SimulatorTest, FairSharesBeatFifoForSmallJobsBehindABigOne) {
   Workload w;
   w.jobs.push_back(MakeJob("big", 0, 400, 60000));
   for (int i = 0; i < 5; ++i)
-    w.jobs.push_back(MakeJob("small" + std::to_string(i), 5000, 4, 10000));
+    w.jobs.push_back(MakeJob(absl::StrCat("small", i), 5000, 4, 10000));
   auto fifo = RunSimulation(w, Options(2, "fifo"));
   auto fair = RunSimulation(w, Options(2, "fair"));
   ASSERT_TRUE(fifo.ok() && fair.ok());
@@ -151,6 +152,102 @@ TEST(SimulatorTest, FailureSpecErrors) {
   EXPECT_THAT(ParseFailureSpec("150%@1s").status().message(), HasSubstr("(0, 100%]"));
   EXPECT_THAT(ParseFailureSpec("x@1s").status().message(), HasSubstr("not a number"));
   EXPECT_THAT(ParseFailureSpec("10%@soon").status().message(), HasSubstr("time"));
+}
+
+// Seed 003's contention model: tasks with usage profiles slow down on an overloaded node.
+Workload ProfiledJob(std::vector<int64_t> durations_ms, double cpu) {
+  Workload w;
+  Job j = MakeJob("p", 0, static_cast<int64_t>(durations_ms.size()), 1000);
+  j.groups[0].task_durations_ms = durations_ms;
+  j.groups[0].has_usage = true;
+  j.groups[0].usage = {cpu, 0.1, 0.1};
+  w.jobs.push_back(j);
+  return w;
+}
+
+SimOptions OneNodeNoAm(const char* policy = "fair") {
+  SimOptions o = Options(1, policy);
+  o.am_resource = Resource();
+  return o;
+}
+
+TEST(SimulatorTest, ContentionSlowsOverloadedNodes) {
+  // Two tasks of 10 s using 75% CPU each: CPU load 1.5 -> both progress at 1/1.5: 15 s.
+  auto r = RunSimulation(ProfiledJob({10000, 10000}, 0.75), OneNodeNoAm());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->contention);
+  EXPECT_EQ(r->job_results[0].finish_ms, 15000);
+  // With the thrashing penalty 1: rate 1 / (1.5 x 1.5): 22.5 s.
+  SimOptions o = OneNodeNoAm();
+  o.overload_penalty = 1;
+  r = RunSimulation(ProfiledJob({10000, 10000}, 0.75), o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->job_results[0].finish_ms, 22500);
+  // 4 s and 10 s: the short one ends at 6 s (4 s of work at 2/3), then the other runs alone at
+  // full speed for its remaining 6 s: 12 s.
+  r = RunSimulation(ProfiledJob({4000, 10000}, 0.75), OneNodeNoAm());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->job_results[0].finish_ms, 12000);
+  // Within capacity nothing slows down.
+  r = RunSimulation(ProfiledJob({10000, 10000}, 0.5), OneNodeNoAm());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->job_results[0].finish_ms, 10000);
+  ASSERT_FALSE(r->samples.empty());
+  EXPECT_GT(r->samples.front().cpu_busy_mean, 0.99);
+}
+
+TEST(SimulatorTest, ReducesRunWithoutAnAmContainer) {
+  Workload w;
+  w.jobs.push_back(MakeJob("r", 0, 2, 10000, 1, 5000));
+  SimOptions o = Options(1);
+  o.am_resource = Resource();
+  auto r = RunSimulation(w, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->job_results[0].finish_ms, 15000);
+}
+
+TEST(SimulatorTest, FixedSlotsPerNode) {
+  // 2 nodes x 2 slots: 8 tasks of 10 s run in two waves, though 8 vcores would fit them all.
+  Workload w;
+  w.jobs.push_back(MakeJob("s", 0, 8, 10000));
+  SimOptions o = Options(2);
+  o.am_resource = Resource();
+  o.slots = 2;
+  auto r = RunSimulation(w, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->job_results[0].finish_ms, 20000);
+  o.slots = 8;
+  r = RunSimulation(w, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->job_results[0].finish_ms, 10000);
+}
+
+TEST(SimulatorTest, GoalsAndUtilityInTheReport) {
+  Workload w = ProfiledJob({10000, 10000, 10000, 10000}, 0.5);
+  w.jobs[0].goal_ms = 15000;
+  Job late = MakeJob("late", 0, 2, 10000);
+  late.goal_ms = 5000;
+  w.jobs.push_back(late);
+  auto r = RunSimulation(w, OneNodeNoAm("ras"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->job_series);
+  nlohmann::json j = ReportToJson(*r);
+  const auto& d = j["jobs_detail"];
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0]["goal_s"], 15.0);
+  EXPECT_EQ(d[1]["goal_s"], 5.0);
+  EXPECT_FALSE(d[1]["goal_met"].get<bool>());  // 2 x 10 s tasks cannot end by 5 s
+  ASSERT_TRUE(d[0]["utility"].is_array());
+  EXPECT_FALSE(d[0]["utility"].empty());
+  // RAS never overloads: two 50%-CPU tasks at a time, each 10 s.
+  for (const Sample& smp : r->samples) EXPECT_LE(smp.cpu_busy_mean, 1.0 + 1e-9);
+  // Without goals or profiles there is no per-job series.
+  Workload plain;
+  plain.jobs.push_back(MakeJob("x", 0, 1, 1000));
+  auto r2 = RunSimulation(plain, OneNodeNoAm());
+  ASSERT_TRUE(r2.ok());
+  EXPECT_FALSE(r2->job_series);
+  EXPECT_FALSE(ReportToJson(*r2)["jobs_detail"][0].contains("utility"));
 }
 
 TEST(ClusterSpecTest, UniformAndErrors) {

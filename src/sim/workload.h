@@ -10,6 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "common/resource.h"
 #include "common/resource_types.h"
+#include "scheduler/types.h"
 
 namespace weft::sim {
 
@@ -24,6 +25,12 @@ struct TaskGroup {
   std::vector<int64_t> task_durations_ms;  // empty, or exactly `count` entries (each >= 1)
   std::vector<std::string> task_hosts;     // empty, or `count` preferred host names ("" = none)
   std::vector<int> depends_on;             // indexes into Job::groups, all smaller than own
+  // Seed 003 (RAS): how the `ras` utility treats the phase, and what one task actually uses
+  // (shares of a node, distinct from `resource`). With a usage, the simulator's contention
+  // model applies to the task (docs/simulator.md). Groups named "reduce" are reduce-like.
+  scheduler::PhaseKind kind = scheduler::PhaseKind::kMapLike;
+  bool has_usage = false;
+  scheduler::TaskUsage usage;
 };
 
 struct Job {
@@ -32,6 +39,7 @@ struct Job {
   std::string user = "default";
   int32_t priority = 0;   // application priority: higher is served first (as YARN's)
   int64_t submit_ms = 0;  // >= 0, relative to the workload's start
+  int64_t goal_ms = -1;   // completion-time goal (seed 003), absolute like submit_ms; -1: none
   std::vector<TaskGroup> groups;
   std::string source;  // "file:line" it came from, for messages
 };

@@ -11,6 +11,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/ascii.h"
 #include "sim/workload.h"
 #include "sim/workload_common.h"
 
@@ -23,11 +26,47 @@ using internal::RecordError;
 // Upper bound of a group's `count`: keeps count x resource far from int64 overflow.
 constexpr int64_t kMaxGroupCount = 1'000'000'000;
 
-constexpr const char* kJobKeys[] = {"id",   "submit-s", "submit-ms", "queue",
-                                    "user", "priority", "groups"};
-constexpr const char* kGroupKeys[] = {"name",       "count",       "resource",
-                                      "duration-s", "duration-ms", "durations-ms",
-                                      "priority",   "depends-on",  "hosts"};
+constexpr const char* kJobKeys[] = {"id",       "submit-s", "submit-ms", "queue", "user",
+                                    "priority", "goal-s",   "groups"};
+constexpr const char* kGroupKeys[] = {"name",       "count",       "resource",     "duration-s",
+                                      "duration-ms", "durations-ms", "priority",   "depends-on",
+                                      "hosts",       "kind",         "usage"};
+
+// Parses a usage profile "cpu=0.25,io=0.1,memory=0.1" (shares of a node in [0, 1]; keys may
+// be omitted, each at most once). The error names what was wrong.
+bool ParseUsage(const std::string& text, scheduler::TaskUsage* out, std::string* error) {
+  scheduler::TaskUsage u;
+  bool seen[3] = {false, false, false};
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    part = absl::StripAsciiWhitespace(part);
+    if (part.empty()) continue;
+    size_t eq = part.find('=');
+    if (eq == absl::string_view::npos) {
+      *error = absl::StrCat("'", part, "' is not key=value");
+      return false;
+    }
+    absl::string_view key = absl::StripAsciiWhitespace(part.substr(0, eq));
+    std::string value(absl::StripAsciiWhitespace(part.substr(eq + 1)));
+    double v = 0;
+    if (!internal::ParseDouble(value, &v) || !(v >= 0 && v <= 1)) {
+      *error = absl::StrCat(key, "=", value, " is not a share of a node in [0, 1]");
+      return false;
+    }
+    int i = key == "cpu" ? 0 : key == "io" ? 1 : key == "memory" ? 2 : -1;
+    if (i < 0) {
+      *error = absl::StrCat("unknown usage key '", key, "' (known: cpu, io, memory)");
+      return false;
+    }
+    if (seen[i]) {
+      *error = absl::StrCat("usage key '", key, "' given twice");
+      return false;
+    }
+    seen[i] = true;
+    (i == 0 ? u.cpu : i == 1 ? u.io : u.memory) = v;
+  }
+  *out = u;
+  return true;
+}
 
 // 1-based line of a node; `fallback` for nodes without a position.
 int64_t LineOf(const YAML::Node& n, int64_t fallback) {
@@ -234,6 +273,26 @@ bool ReadGroup(const YAML::Node& node, int64_t fallback_line, const std::string&
     }
   }
 
+  if (g->name == "reduce") g->kind = scheduler::PhaseKind::kReduceLike;
+  std::string kind;
+  if (!f.Text("kind", false, false, &kind)) return false;
+  if (kind == "reduce") {
+    g->kind = scheduler::PhaseKind::kReduceLike;
+  } else if (kind == "map") {
+    g->kind = scheduler::PhaseKind::kMapLike;
+  } else if (!kind.empty()) {
+    return f.Fail(f.LineAt("kind"), absl::StrCat("kind: '", kind.substr(0, 40),
+                                                 "' is not map or reduce"));
+  }
+  std::string usage;
+  if (!f.Text("usage", false, false, &usage)) return false;
+  if (f.Has("usage")) {
+    std::string error;
+    if (!ParseUsage(usage, &g->usage, &error))
+      return f.Fail(f.LineAt("usage"), absl::StrCat("usage: ", error));
+    g->has_usage = true;
+  }
+
   if (const YAML::Node* hosts = f.Get("hosts")) {
     int64_t hosts_line = f.LineAt("hosts");
     if (!hosts->IsSequence() || static_cast<int64_t>(hosts->size()) != g->count) {
@@ -266,6 +325,7 @@ bool ReadJob(const YAML::Node& node, int64_t line, const ResourceTypeRegistry& r
     return f.Fail(f.LineAt("submit-ms"), "give submit-s or submit-ms, not both");
   if (f.Has("submit-s") && !f.Seconds("submit-s", 0, kMaxTimeMs, &job->submit_ms)) return false;
   if (!f.Int("submit-ms", false, 0, kMaxTimeMs, &job->submit_ms)) return false;
+  if (f.Has("goal-s") && !f.Seconds("goal-s", 0, kMaxTimeMs, &job->goal_ms)) return false;
 
   const YAML::Node* groups = f.Get("groups");
   if (groups == nullptr) return f.Missing("groups");

@@ -99,7 +99,7 @@ TEST(LoadJobsYamlTest, UnknownKeyIsRejectedWithKeyAndLine) {
   EXPECT_EQ(strict.status().message(),
             path +
                 ":8: job 'b': unknown key 'grups' in a job (known: id, submit-s, submit-ms, "
-                "queue, user, priority, groups)");
+                "queue, user, priority, goal-s, groups)");
 
   absl::StatusOr<Workload> w = LoadJobsYaml(path, registry, kLenient);
   ASSERT_TRUE(w.ok()) << w.status();
@@ -111,7 +111,7 @@ TEST(LoadJobsYamlTest, UnknownKeyIsRejectedWithKeyAndLine) {
               ElementsAre(HasSubstr(":8: job 'b': unknown key 'grups'"),
                           path + ":14: job 'c': group 'g': unknown key 'duraton-s' in a group "
                                  "(known: name, count, resource, duration-s, duration-ms, "
-                                 "durations-ms, priority, depends-on, hosts); skipped"));
+                                 "durations-ms, priority, depends-on, hosts, kind, usage); skipped"));
 }
 
 TEST(LoadJobsYamlTest, ResourceAboveRegistryMaximumIsRejected) {
@@ -209,6 +209,56 @@ TEST(LoadJobsYamlTest, DocumentErrorsFailEvenWhenLenient) {
   absl::StatusOr<Workload> w = LoadJobsYaml(empty, registry, kStrict);
   ASSERT_TRUE(w.ok()) << w.status();
   EXPECT_TRUE(w->jobs.empty());
+}
+
+TEST(LoadJobsYamlTest, GoalKindAndUsage) {
+  std::string path = WriteTemp("ras.yaml",
+                               "jobs:\n"
+                               "  - id: a\n"
+                               "    submit-s: 10\n"
+                               "    goal-s: 250.5\n"
+                               "    groups:\n"
+                               "      - {name: m, resource: \"memory-mb=128\", duration-s: 1,\n"
+                               "         usage: \"cpu=0.25, io=0.1\"}\n"
+                               "      - {name: reduce, resource: \"memory-mb=128\", duration-s: 1}\n"
+                               "      - {name: r2, kind: reduce, resource: \"memory-mb=128\",\n"
+                               "         duration-s: 1, usage: \"memory=0.5\"}\n");
+  ResourceTypeRegistry registry;
+  absl::StatusOr<Workload> w = LoadJobsYaml(path, registry, kStrict);
+  ASSERT_TRUE(w.ok()) << w.status();
+  const Job& j = w->jobs[0];
+  EXPECT_EQ(j.goal_ms, 250500);
+  ASSERT_EQ(j.groups.size(), 3u);
+  EXPECT_TRUE(j.groups[0].has_usage);
+  EXPECT_DOUBLE_EQ(j.groups[0].usage.cpu, 0.25);
+  EXPECT_DOUBLE_EQ(j.groups[0].usage.io, 0.1);
+  EXPECT_DOUBLE_EQ(j.groups[0].usage.memory, 0.0);
+  EXPECT_EQ(j.groups[0].kind, scheduler::PhaseKind::kMapLike);
+  EXPECT_FALSE(j.groups[1].has_usage);
+  EXPECT_EQ(j.groups[1].kind, scheduler::PhaseKind::kReduceLike);  // by its name
+  EXPECT_EQ(j.groups[2].kind, scheduler::PhaseKind::kReduceLike);
+  EXPECT_DOUBLE_EQ(j.groups[2].usage.memory, 0.5);
+
+  for (auto [usage, message] :
+       {std::pair{"cpu=1.5", "usage: cpu=1.5 is not a share of a node in [0, 1]"},
+        std::pair{"gpu=0.1", "unknown usage key 'gpu'"},
+        std::pair{"cpu=0.1,cpu=0.2", "usage key 'cpu' given twice"},
+        std::pair{"cpu", "'cpu' is not key=value"}}) {
+    std::string bad = WriteTemp("bad_usage.yaml",
+                                absl::StrCat("jobs:\n  - id: a\n    groups:\n      - {name: m, "
+                                             "resource: \"memory-mb=128\", duration-s: 1, "
+                                             "usage: \"",
+                                             usage, "\"}\n"));
+    absl::StatusOr<Workload> b = LoadJobsYaml(bad, registry, kStrict);
+    ASSERT_FALSE(b.ok()) << usage;
+    EXPECT_THAT(b.status().message(), HasSubstr(message));
+  }
+  std::string bad_kind = WriteTemp("bad_kind.yaml",
+                                   "jobs:\n  - id: a\n    groups:\n      - {name: m, resource: "
+                                   "\"memory-mb=128\", duration-s: 1, kind: shuffle}\n");
+  absl::StatusOr<Workload> b = LoadJobsYaml(bad_kind, registry, kStrict);
+  ASSERT_FALSE(b.ok());
+  EXPECT_THAT(b.status().message(), HasSubstr("kind: 'shuffle' is not map or reduce"));
 }
 
 TEST(LoadJobsYamlTest, MaxJobs) {

@@ -1,5 +1,6 @@
 #include "scheduler/policies/fair/fair_policy.h"
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "scheduler/test_util.h"
 
@@ -16,7 +17,7 @@ std::vector<int> FillCluster(Scheduler* s, const std::vector<std::string>& queue
                              int64_t node_gb = 40, int nodes = 1) {
   for (int i = 0; i < nodes; ++i)
     EXPECT_TRUE(
-        s->AddNode({"n" + std::to_string(i), "/r1", Resource::Of(node_gb * kGb, 100)}).ok());
+        s->AddNode({absl::StrCat("n", i), "/r1", Resource::Of(node_gb * kGb, 100)}).ok());
   for (size_t i = 0; i < queues.size(); ++i) {
     EXPECT_TRUE(s->AddApp(App(i + 1, queues[i]), 0).ok());
     EXPECT_TRUE(s->UpdateRequests(i + 1, Asks({Ask(1000, Resource::Of(1 * kGb, 1))})).ok());

@@ -1,0 +1,174 @@
+#include "scheduler/policies/ras/ras_policy.h"
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "scheduler/test_util.h"
+
+namespace weft::scheduler {
+namespace {
+
+using namespace ::weft::scheduler::testing;  // NOLINT
+
+constexpr const char* kRas = "policy: ras\nras: {control-period-ms: 30000, max-rounds: 100}\n";
+
+AppSpec Job(AppId id, int64_t goal_ms, TaskUsage map_usage) {
+  AppSpec a = App(id);
+  a.profile.goal_ms = goal_ms;
+  PhaseProfile map;
+  map.priority = 20;
+  map.name = "map";
+  map.has_usage = true;
+  map.usage = map_usage;
+  PhaseProfile reduce;
+  reduce.priority = 10;
+  reduce.name = "reduce";
+  reduce.kind = PhaseKind::kReduceLike;
+  reduce.has_usage = true;
+  reduce.usage = {0.1, 0.1, 0.25};
+  a.profile.phases = {map, reduce};
+  return a;
+}
+
+// Sum of the actual usage (profiles) of the containers on node `n`, per dimension.
+ras::Load UsageOn(const Scheduler& s, NodeId n) {
+  ras::Load used{};
+  for (ContainerId c : s.NodeContainers(n)) {
+    const ContainerState* cs = s.container(c);
+    PhaseProfile p = ras::PhaseAt(*s.app(cs->app), cs->priority);
+    ras::Load l = ras::TaskLoad(p.has_usage, p.usage, cs->resource, s.node(n)->capacity);
+    for (int d = 0; d < ras::kNumDims; ++d) used[d] += l[d];
+  }
+  return used;
+}
+
+TEST(RasPolicyTest, PlacesByActualUsageNotByRequests) {
+  auto s = MakeScheduler(kRas);
+  ASSERT_TRUE(s->AddNode({"n1", "/r1", Resource::Of(2048, 8)}).ok());
+  // Requests would let 8 run; the profile (CPU 30%) lets 3.
+  ASSERT_TRUE(s->AddApp(Job(1, -1, {0.3, 0.1, 0.1}), 0).ok());
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(10, Resource::Of(128, 1), "*", 20)})).ok());
+  PassResult r = s->Schedule(0);
+  EXPECT_EQ(CountFor(r, 1), 3);
+  EXPECT_LE(UsageOn(*s, 0)[ras::kCpu], 1.0 + 1e-9);
+  // A second, I/O-heavy job still fits beside it: complementary usage.
+  ASSERT_TRUE(s->AddApp(Job(2, -1, {0.05, 0.35, 0.1}), 1).ok());
+  ASSERT_TRUE(s->UpdateRequests(2, Asks({Ask(10, Resource::Of(128, 1), "*", 20)})).ok());
+  r = s->Schedule(1);
+  EXPECT_EQ(CountFor(r, 2), 2);
+  ras::Load used = UsageOn(*s, 0);
+  for (int d = 0; d < ras::kNumDims; ++d) EXPECT_LE(used[d], 1.0 + 1e-9) << d;
+}
+
+TEST(RasPolicyTest, WithoutProfileTheRequestIsTheUsage) {
+  auto s = MakeScheduler(kRas);
+  ASSERT_TRUE(s->AddNode({"n1", "/r1", Resource::Of(4096, 4)}).ok());
+  ASSERT_TRUE(s->AddApp(App(1), 0).ok());
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(10, Resource::Of(1024, 1))})).ok());
+  EXPECT_EQ(CountFor(s->Schedule(0), 1), 4);
+}
+
+// The task scheduler moves to a new plan only as running tasks finish: never overloading the
+// node, and giving freed capacity to the job of lowest utility.
+TEST(RasPolicyTest, TransitionWithoutOverload) {
+  auto s = MakeScheduler(kRas);
+  ASSERT_TRUE(s->AddNode({"n1", "/r1", Resource::Of(2048, 8)}).ok());
+  const TaskUsage quarter{0.25, 0.1, 0.1};  // four fit on the node
+  ASSERT_TRUE(s->AddApp(Job(1, 1000 * 1000 * 1000, quarter), 0).ok());  // a relaxed goal
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(20, Resource::Of(128, 1), "*", 20)})).ok());
+  PassResult r = s->Schedule(0);
+  ASSERT_EQ(CountFor(r, 1), 4);
+  std::vector<ContainerId> a_tasks;
+  for (const Allocation& al : r.allocations) a_tasks.push_back(al.container);
+  // Job 1 finishes a task: its task length is known (10 s), so with its relaxed goal s_req = 1
+  // and its utility is high.
+  ASSERT_TRUE(s->ContainerCompleted(a_tasks[0], 10000).ok());
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(15, Resource::Of(128, 1), "*", 20)})).ok());
+  ASSERT_EQ(CountFor(s->Schedule(10000), 1), 1);  // refills its slot
+  // Job 2 arrives with a goal (cold start: it needs all 4 at once): the new plan moves three of
+  // job 1's slots to it (max-min rounds), but nothing can start while job 1's tasks run.
+  ASSERT_TRUE(s->AddApp(Job(2, 20000, quarter), 10001).ok());
+  ASSERT_TRUE(s->UpdateRequests(2, Asks({Ask(4, Resource::Of(128, 1), "*", 20)})).ok());
+  r = s->Schedule(10001);
+  EXPECT_TRUE(r.allocations.empty()) << "must not start job 2 on a full node";
+  EXPECT_LE(UsageOn(*s, 0)[ras::kCpu], 1.0 + 1e-9);
+  // As each of job 1's tasks ends, the freed slot goes to job 2 (lower utility), not job 1.
+  std::vector<ContainerId> running = s->AppContainers(1);
+  ASSERT_EQ(running.size(), 4u);
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(s->ContainerCompleted(running[i], 12000 + static_cast<int64_t>(i)).ok());
+    r = s->Schedule(12000 + static_cast<int64_t>(i));
+    ASSERT_EQ(r.allocations.size(), 1u);
+    EXPECT_EQ(r.allocations[0].app, 2u);
+    EXPECT_LE(UsageOn(*s, 0)[ras::kCpu], 1.0 + 1e-9);
+  }
+  auto st1 = ras::StatusOf(*s, 1, 12001);
+  auto st2 = ras::StatusOf(*s, 2, 12001);
+  ASSERT_TRUE(st1.ok() && st2.ok());
+  EXPECT_EQ(st2->s_running, 2);
+  EXPECT_EQ(st2->s_req, 4);  // cold start: everything at once
+  EXPECT_EQ(st1->s_req, 1);  // relaxed goal, known task length
+  EXPECT_LT(st2->utility, st1->utility);
+}
+
+TEST(RasPolicyTest, ReducesGoToDistinctNodes) {
+  auto s = MakeScheduler(kRas);
+  for (int i = 0; i < 4; ++i)
+    ASSERT_TRUE(s->AddNode({absl::StrCat("n", i), "/r1", Resource::Of(2048, 8)}).ok());
+  ASSERT_TRUE(s->AddApp(Job(1, -1, {0.25, 0.1, 0.1}), 0).ok());
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(4, Resource::Of(128, 1), "*", 10)})).ok());
+  PassResult r = s->Schedule(0);
+  ASSERT_EQ(r.allocations.size(), 4u);
+  std::set<NodeId> nodes;
+  for (const Allocation& a : r.allocations) nodes.insert(a.node);
+  EXPECT_EQ(nodes.size(), 4u);
+}
+
+TEST(RasPolicyTest, RecordsTaskLengthsAndValidatesProfiles) {
+  auto s = MakeScheduler(kRas);
+  ASSERT_TRUE(s->AddNode({"n1", "/r1", Resource::Of(2048, 8)}).ok());
+  AppSpec bad = Job(1, -1, {1.5, 0, 0});
+  absl::Status st = s->AddApp(bad, 0);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("cpu=1.5"), std::string::npos) << st;
+  bad = Job(1, -5, {0.1, 0, 0});
+  EXPECT_FALSE(s->AddApp(bad, 0).ok());
+  bad = Job(1, -1, {0.1, 0, 0});
+  bad.profile.phases[1].priority = 20;
+  st = s->AddApp(bad, 0);
+  EXPECT_NE(st.message().find("priority already used"), std::string::npos) << st;
+
+  ASSERT_TRUE(s->AddApp(Job(1, 100000, {0.1, 0.1, 0.1}), 0).ok());
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(2, Resource::Of(128, 1), "*", 20)})).ok());
+  PassResult r = s->Schedule(1000);
+  ASSERT_EQ(r.allocations.size(), 2u);
+  ASSERT_TRUE(s->ContainerCompleted(r.allocations[0].container, 5000).ok());
+  ASSERT_TRUE(s->ContainerCompleted(r.allocations[1].container, 7000).ok());
+  const PhaseStats& ps = s->app(1)->phase_stats.at(20);
+  EXPECT_EQ(ps.completed, 2);
+  EXPECT_EQ(ps.total_ms, 4000 + 6000);
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(30, Resource::Of(128, 1), "*", 20)})).ok());
+  auto status = ras::StatusOf(*s, 1, 10000);
+  ASSERT_TRUE(status.ok());
+  EXPECT_DOUBLE_EQ(status->avg_map_ms, 5000);
+  EXPECT_EQ(status->s_pend, 30);
+  EXPECT_EQ(status->s_req, 2);  // 90 s left = 18 waves of 5 s -> ceil(30 / 18)
+  EXPECT_FALSE(ras::StatusOf(*s, 9, 0).ok());
+}
+
+TEST(RasPolicyTest, ConfigKeys) {
+  ResourceTypeRegistry reg;
+  auto c = ParseSchedulerConfig("policy: ras\nras: {control-period-ms: 5000, max-rounds: 7}\n",
+                                reg, "t");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->ras.control_period_ms, 5000);
+  EXPECT_EQ(c->ras.max_rounds, 7);
+  c = ParseSchedulerConfig("ras: {control-period-ms: 0}\n", reg, "t");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("ras.control-period-ms"), std::string::npos);
+  c = ParseSchedulerConfig("ras: {period: 5}\n", reg, "t");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("unknown key 'period'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace weft::scheduler

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs seed 003's experiments (experiments/ras/run) into a temp dir and checks the results the
+# docs state: RAS beats every static slot setting (experiment 1); with tight goals RAS meets
+# J7's and J8's goals, which fair with 4 slots misses, and finishes J1 far earlier.
+# Usage: ras_experiment_test.sh WEFT_BINARY SOURCE_DIR
+set -euo pipefail
+WEFT="$1"
+SRC="$2"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+"$SRC/experiments/ras/run" --weft "$WEFT" --out "$TMP/out" --summary "$TMP/summary.json" \
+  --docs "$TMP/docs" >"$TMP/log" 2>&1 || { cat "$TMP/log"; exit 1; }
+/usr/bin/python3 - "$TMP/summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+e1, e2 = s["experiment1"], s["experiment2"]
+fails = []
+for k, v in e1["fair_makespan_s"].items():
+    if not e1["ras_makespan_s"] < v:
+        fails.append(f"exp1: ras {e1['ras_makespan_s']} not below fair-{k} {v}")
+for iso in s["isolation"]:
+    if abs(iso["fair4_s"] - iso["seed_s"]) > 1:
+        fails.append(f"isolation {iso['id']}: {iso['fair4_s']} vs seed {iso['seed_s']}")
+jobs = {j["id"]: j for j in e2["jobs"]}
+for j in ("J7", "J8"):
+    if not jobs[j]["ras_met"] or jobs[j]["fair_met"]:
+        fails.append(f"exp2 {j}: ras_met {jobs[j]['ras_met']} fair_met {jobs[j]['fair_met']}")
+if not jobs["J1"]["ras_finish_s"] < jobs["J1"]["fair_finish_s"]:
+    fails.append("exp2 J1: ras not earlier than fair")
+if not e2["ras_goals_met"] > e2["fair_goals_met"]:
+    fails.append("exp2: ras meets no more goals than fair")
+if fails:
+    print("\n".join(fails))
+    sys.exit(1)
+print("ras experiments: ok")
+PY
+for f in fig3_makespan.png fig4_tasks_cpu.png fig6_utility.png summary.md exp1_makespan.csv; do
+  [[ -s "$TMP/docs/$f" ]] || { echo "missing $f"; exit 1; }
+done
