@@ -205,6 +205,13 @@ int RunShellAm(const ShellAmOptions& o) {
     }
     auto resp = rm.Allocate(static_cast<float>(succeeded) / o.num_containers);
     if (!resp.ok()) {
+      if (resp.status().code() == absl::StatusCode::kInvalidArgument) {
+        // The RM refuses the request itself (e.g. more than any node offers): no attempt can
+        // do better, so the app fails saying why instead of retrying.
+        diagnostics = absl::StrCat("the ResourceManager refused the container request: ",
+                                   resp.status().message());
+        break;
+      }
       say(std::string(resp.status().message()));
       return 1;
     }

@@ -241,6 +241,7 @@ struct RunShellFlags {
   std::string command;
   int64_t memory_mb = 256;
   int vcores = 1;
+  int64_t network_mbps = 0;
   int max_retries = 3;
   double am_timeout_s = 0;
 };
@@ -249,15 +250,35 @@ int RunShell(const RunShellFlags& f) {
   if (f.num_containers < 1) return PrintError("--num-containers must be >= 1");
   if (f.command.empty()) return PrintError("--command is empty");
   if (f.memory_mb <= 0 || f.vcores <= 0) return PrintError("--memory-mb and --vcores must be > 0");
+  if (f.network_mbps < 0) return PrintError(absl::StrCat("--network-mbps ", f.network_mbps, " is negative"));
   if (f.max_retries < 0) return PrintError("--max-retries must be >= 0");
   auto self = SelfExecutable();
   if (!self.ok()) return PrintError(self.status().message());
   std::string am_command =
       absl::StrCat(ShellQuote(*self), " am shell --num-containers ", f.num_containers,
                    " --command ", ShellQuote(f.command), " --memory-mb ", f.memory_mb, " --vcores ",
-                   f.vcores, " --max-retries ", f.max_retries);
+                   f.vcores, " --network-mbps ", f.network_mbps, " --max-retries ", f.max_retries);
   if (f.am_timeout_s > 0) absl::StrAppend(&am_command, " --timeout-s ", f.am_timeout_s);
   return Submit(f.submit, am_command);
+}
+
+// The transfer job, in the spirit of TestDFSIO (seed 000 §IV): K containers of the distributed
+// shell, each sending S megabytes to a sink with `weft transfer send`, with network-mbps each.
+// Its makespan is the app's elapsed time, printed when it ends.
+struct RunTransferFlags {
+  RunShellFlags shell;
+  std::string to;
+  double megabytes = 100;
+};
+
+int RunTransfer(RunTransferFlags f) {
+  if (f.to.empty()) return PrintError("--to HOST:PORT (the sink) is required");
+  if (f.megabytes <= 0) return PrintError(absl::StrCat("--megabytes ", f.megabytes, " must be > 0"));
+  auto self = SelfExecutable();
+  if (!self.ok()) return PrintError(self.status().message());
+  f.shell.command = absl::StrCat(ShellQuote(*self), " transfer send --to ", ShellQuote(f.to),
+                                 " --megabytes ", f.megabytes);
+  return RunShell(f.shell);
 }
 
 // ---- list, status, kill, wait.
@@ -395,12 +416,40 @@ void AddAppCommand(CLI::App& app, int* exit_code) {
     cmd->add_option("--memory-mb", f->memory_mb, "memory of each container, MiB")
         ->capture_default_str();
     cmd->add_option("--vcores", f->vcores, "vcores of each container")->capture_default_str();
+    cmd->add_option("--network-mbps", f->network_mbps,
+                    "egress bandwidth of each container, Mbit/s: its guaranteed HTB rate")
+        ->capture_default_str();
     cmd->add_option("--max-retries", f->max_retries, "retries of a failed container")
         ->capture_default_str();
     cmd->add_option("--am-timeout-s", f->am_timeout_s,
                     "the AM gives up (FAILED) after this long (0 = never)");
     AddSubmitFlags(cmd, &f->submit);
     cmd->callback([f, exit_code] { *exit_code = RunShell(*f); });
+  }
+  {
+    auto f = std::make_shared<RunTransferFlags>();
+    f->shell.submit.name = "transfer";
+    f->shell.submit.am_memory_mb = 256;
+    f->shell.submit.application_type = "TRANSFER";
+    f->shell.memory_mb = 128;
+    f->shell.max_retries = 0;
+    CLI::App* cmd = group->add_subcommand(
+        "run-transfer",
+        "The transfer job: K containers each sending S MB to a sink (`weft transfer sink`); "
+        "each container's stdout has its throughput per second");
+    AddCommonFlags(cmd, &f->shell.submit.common);
+    cmd->add_option("--num-containers", f->shell.num_containers, "senders (K)")->required();
+    cmd->add_option("--to", f->to, "the sink, HOST:PORT")->required();
+    cmd->add_option("--megabytes", f->megabytes, "what each sender sends (S), MB")
+        ->capture_default_str();
+    cmd->add_option("--network-mbps", f->shell.network_mbps,
+                    "egress bandwidth of each sender, Mbit/s (its guaranteed rate)")
+        ->capture_default_str();
+    cmd->add_option("--memory-mb", f->shell.memory_mb, "memory of each sender, MiB")
+        ->capture_default_str();
+    cmd->add_option("--vcores", f->shell.vcores, "vcores of each sender")->capture_default_str();
+    AddSubmitFlags(cmd, &f->shell.submit);
+    cmd->callback([f, exit_code] { *exit_code = RunTransfer(*f); });
   }
   {
     auto f = std::make_shared<ListFlags>();

@@ -35,7 +35,8 @@ absl::StatusOr<std::unique_ptr<DevCluster>> DevCluster::Start(rm::RmServerOption
 
 DevCluster::~DevCluster() { Shutdown(); }
 
-absl::StatusOr<nm::NodeManager*> DevCluster::AddNode(const std::string& node_resources) {
+absl::StatusOr<nm::NodeManager*> DevCluster::AddNode(const std::string& node_resources,
+                                                     const NmFlags* network) {
   const size_t i = nms_.size();
   NmFlags f;
   f.rm_address = rm_->address();
@@ -43,12 +44,20 @@ absl::StatusOr<nm::NodeManager*> DevCluster::AddNode(const std::string& node_res
   f.work_root = (std::filesystem::path(data_dir_) / absl::StrCat("nm", i)).string();
   f.cgroup_hierarchy = absl::StrCat("weft-dev-", rm_->port(), "-nm", i);
   f.no_cgroups = !use_cgroups_;
+  if (network != nullptr) {
+    f.network_interface = network->network_interface;
+    f.link_mbps = network->link_mbps;
+    f.network_containers_mbps = network->network_containers_mbps;
+    f.network_burst = network->network_burst;
+    f.network_classifier = network->network_classifier;
+  }
   auto options = MakeNodeManagerOptions(f);
   if (!options.ok()) return options.status();
   loops_.push_back(std::make_unique<ThreadEventLoop>());
   loops_.back()->Start();
   auto nm = nm::NodeManager::Start(*options, loops_.back().get());
-  if (!nm.ok() && use_cgroups_ && nm.status().code() == absl::StatusCode::kFailedPrecondition) {
+  if (!nm.ok() && use_cgroups_ && f.network_interface.empty() &&
+      nm.status().code() == absl::StatusCode::kFailedPrecondition) {
     std::cerr << who_ << ": warning: cgroups are unusable (" << nm.status().message()
               << "); containers run WITHOUT resource isolation (as with --no-cgroups)" << std::endl;
     use_cgroups_ = false;

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/event_loop.h"
+#include "cli/nm_command.h"
 #include "nm/node_manager.h"
 #include "rm/rm_server.h"
 
@@ -24,8 +25,11 @@ class DevCluster {
   ~DevCluster();  // Shutdown()
 
   // Starts one more NodeManager offering `node_resources` ("" = detect). If the NM refuses
-  // cgroups, they are turned off for it and the following nodes, with a warning.
-  absl::StatusOr<nm::NodeManager*> AddNode(const std::string& node_resources);
+  // cgroups, they are turned off for it and the following nodes, with a warning (not when
+  // `network` asks for bandwidth isolation, which needs them: then it fails).
+  // `network`: only its network_* fields are used; null = bandwidth not enforced.
+  absl::StatusOr<nm::NodeManager*> AddNode(const std::string& node_resources,
+                                           const NmFlags* network = nullptr);
 
   rm::RmServer& rm() { return *rm_; }
   const std::vector<std::unique_ptr<nm::NodeManager>>& nodes() const { return nms_; }

@@ -25,6 +25,8 @@ struct DevFlags {
   std::string node_resources = "memory-mb=4096,vcores=4";
   std::string scheduler_config;
   bool no_cgroups = false;
+  NmFlags network;  // only the network_* fields
+  std::vector<std::string> resource_limits;
 };
 
 int RunDev(const DevFlags& flags) {
@@ -35,6 +37,7 @@ int RunDev(const DevFlags& flags) {
   RmFlags rm_flags;
   rm_flags.port = flags.rm_port;
   rm_flags.scheduler_config = flags.scheduler_config;
+  rm_flags.resource_limits = flags.resource_limits;
   rm_flags.state_store = (data_dir / "rm-state.db").string();
   auto rm_options = MakeRmServerOptions(rm_flags);
   if (!rm_options.ok()) return PrintError(rm_options.status().message());
@@ -42,6 +45,15 @@ int RunDev(const DevFlags& flags) {
   NmFlags nm_flags;
   nm_flags.rm_address = "127.0.0.1:0";
   nm_flags.node_resources = flags.node_resources;
+  if (!flags.network.network_interface.empty() && flags.nodes != 1)
+    return PrintError(absl::StrCat(
+        "--network-interface shapes one interface, which one NodeManager owns: use --nodes 1 "
+        "(got --nodes ", flags.nodes, ")"));
+  nm_flags.network_interface = flags.network.network_interface;
+  nm_flags.link_mbps = flags.network.link_mbps;
+  nm_flags.network_containers_mbps = flags.network.network_containers_mbps;
+  nm_flags.network_burst = flags.network.network_burst;
+  nm_flags.network_classifier = flags.network.network_classifier;
   if (auto check = MakeNodeManagerOptions(nm_flags); !check.ok())
     return PrintError(check.status().message());
 
@@ -50,7 +62,7 @@ int RunDev(const DevFlags& flags) {
       DevCluster::Start(*std::move(rm_options), !flags.no_cgroups, data_dir.string(), "weft dev");
   if (!cluster.ok()) return PrintError(cluster.status().message());
   for (int i = 0; i < flags.nodes; ++i) {
-    if (auto nm = (*cluster)->AddNode(flags.node_resources); !nm.ok())
+    if (auto nm = (*cluster)->AddNode(flags.node_resources, &flags.network); !nm.ok())
       return PrintError(nm.status().message());
   }
   rm::RmServer* rm = &(*cluster)->rm();
@@ -90,6 +102,8 @@ void AddDevCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--scheduler-config", f->scheduler_config, "queues and scheduler YAML");
   cmd->add_flag("--no-cgroups", f->no_cgroups,
                 "run containers without cgroup resource isolation (automatic when not root)");
+  AddNetworkFlags(cmd, &f->network);
+  AddResourceLimitFlag(cmd, &f->resource_limits);
   cmd->callback([f, exit_code] { *exit_code = RunDev(*f); });
 }
 

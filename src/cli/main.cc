@@ -11,6 +11,7 @@
 #include "cli/node_command.h"
 #include "cli/rm_command.h"
 #include "cli/sim_command.h"
+#include "cli/transfer_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"weft: a cluster resource manager in the style of Apache Hadoop YARN"};
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
   weft::cli::AddBenchCommand(app, &exit_code);
   weft::cli::AddDemoCommand(app, &exit_code);
   weft::cli::AddSimCommand(app, &exit_code);
+  weft::cli::AddTransferCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -36,14 +36,49 @@ absl::StatusOr<nm::NodeManagerOptions> MakeNodeManagerOptions(const NmFlags& fla
           absl::StrCat("--node-resources '", flags.node_resources, "': ", s.message()));
     options.capability = *capability;
   }
+  options.network_interface = flags.network_interface;
+  options.link_mbps = flags.link_mbps;
+  options.network_containers_mbps = flags.network_containers_mbps;
+  options.network_classifier = flags.network_classifier;
+  if (flags.link_mbps < 0 || flags.network_containers_mbps < 0)
+    return absl::InvalidArgumentError("--link-mbps and --network-containers-mbps must be >= 0");
+  auto burst = nm::ParseBurstLimit(flags.network_burst);
+  if (!burst.ok()) return absl::InvalidArgumentError(absl::StrCat("--network-burst: ", burst.status().message()));
+  options.network_burst = *burst;
+  if (flags.network_interface.empty() &&
+      (flags.link_mbps != 0 || flags.network_containers_mbps != 0))
+    return absl::InvalidArgumentError(
+        "--link-mbps and --network-containers-mbps need --network-interface");
   if (flags.work_root.empty()) return absl::InvalidArgumentError("--work-root is empty");
   options.work_root = std::filesystem::absolute(flags.work_root).lexically_normal().string();
   return options;
 }
 
+void AddNetworkFlags(CLI::App* cmd, NmFlags* f) {
+  cmd->add_option("--network-interface", f->network_interface,
+                  "shape containers' egress on this interface with HTB (needs root and cgroups; "
+                  "default: bandwidth is not enforced)");
+  cmd->add_option("--link-mbps", f->link_mbps,
+                  "the interface's rate, Mbit/s (0 = its speed from sysfs)")
+      ->capture_default_str();
+  cmd->add_option("--network-containers-mbps", f->network_containers_mbps,
+                  "the share of the link for containers, Mbit/s: the node's network-mbps "
+                  "capability (0 = 90% of the link)")
+      ->capture_default_str();
+  cmd->add_option("--network-burst", f->network_burst,
+                  "what a container may use above its rate: containers (their total), link, "
+                  "strict (nothing)")
+      ->capture_default_str();
+  cmd->add_option("--network-classifier", f->network_classifier,
+                  "auto, tc-cgroup, iptables-net_cls or iptables-cgroup2")
+      ->capture_default_str();
+}
+
 std::string DescribeNode(const nm::NodeManager& nm) {
   std::string text =
       absl::StrCat(nm.node_id(), " ", ResourceTypeRegistry().Format(nm.capability()));
+  if (!nm.network_isolation().empty())
+    absl::StrAppend(&text, " (network: ", nm.network_isolation(), ")");
   if (!nm.missing_features().empty())
     absl::StrAppend(&text, " (missing: ", absl::StrJoin(nm.missing_features(), ", "), ")");
   return text;
@@ -99,6 +134,7 @@ void AddNmCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_flag("--no-cgroups", f->no_cgroups,
                 "run containers without cgroup resource isolation (no root needed)");
+  AddNetworkFlags(cmd, f.get());
   cmd->callback([f, exit_code] { *exit_code = RunNm(*f); });
 }
 

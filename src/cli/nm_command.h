@@ -22,7 +22,17 @@ struct NmFlags {
   std::string cgroup_hierarchy = "weft";
   int64_t stop_grace_ms = 2000;
   bool no_cgroups = false;
+  // Network bandwidth isolation (nm::NodeManagerOptions); "" interface = off.
+  std::string network_interface;
+  int64_t link_mbps = 0;
+  int64_t network_containers_mbps = 0;
+  std::string network_burst = "containers";
+  std::string network_classifier = "auto";
 };
+
+// --network-interface, --link-mbps, --network-containers-mbps, --network-burst,
+// --network-classifier into `f`.
+void AddNetworkFlags(CLI::App* cmd, NmFlags* f);
 
 // Builds the daemon's options: parses the node resources (the error names the bad item) and
 // makes the work root absolute.

@@ -107,7 +107,23 @@ int Status(const NodeFlags& f) {
         {"Last-Health-Update:", last_health},
         {"Missing-Features:",
          n.missing_features_size() == 0 ? "-" : absl::StrJoin(n.missing_features(), ", ")},
+        {"Network-Isolation:", n.network_isolation().empty() ? "not enforced" : n.network_isolation()},
+        {"Network-Tx:", absl::StrCat(n.usage().network_tx_rate_mbps(), " Mbit/s now, ",
+                                     n.usage().network_tx_bytes(), " bytes in running containers")},
     });
+    if (n.containers_size() > 0) {
+      // As of the node's last heartbeat.
+      std::vector<std::vector<std::string>> rows = {
+          {"CONTAINER", "RSS-MB", "CPU-MS", "NET-TX-BYTES", "NET-TX-MBPS"}};
+      for (const v1::ContainerStatus& c : n.containers()) {
+        rows.push_back({c.container_id(), absl::StrCat(c.usage().memory_rss_bytes() >> 20),
+                        absl::StrCat(c.usage().cpu_time_ms()),
+                        absl::StrCat(c.usage().network_tx_bytes()),
+                        absl::StrCat(c.usage().network_tx_rate_mbps())});
+      }
+      std::cout << "\n";
+      PrintTable(rows);
+    }
     return 0;
   }
   return PrintError(absl::StrCat("node '", f.node_id, "' not found (see `weft node list`)"));

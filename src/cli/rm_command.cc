@@ -6,14 +6,43 @@
 #include <memory>
 #include <system_error>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "cli/cli_common.h"
 #include "scheduler/config.h"
 
 namespace weft::cli {
 
+absl::Status ApplyResourceLimits(const std::vector<std::string>& limits,
+                                 ResourceTypeRegistry* registry) {
+  for (const std::string& text : limits) {
+    std::vector<std::string> parts = absl::StrSplit(text, ':');
+    int64_t values[3] = {0, 0, 1};
+    bool ok = parts.size() == 3 || parts.size() == 4;
+    for (size_t i = 1; ok && i < parts.size(); ++i) ok = absl::SimpleAtoi(parts[i], &values[i - 1]);
+    if (!ok)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--resource-limit '", text, "': expected NAME:MIN:MAX[:INCREMENT], e.g. network-mbps:1:200"));
+    if (absl::Status s = registry->SetLimits(parts[0], values[0], values[1], values[2]); !s.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat("--resource-limit '", text, "': ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+void AddResourceLimitFlag(CLI::App* cmd, std::vector<std::string>* limits) {
+  cmd->add_option("--resource-limit", *limits,
+                  "per-container allocation limits NAME:MIN:MAX[:INCREMENT], repeatable; e.g. "
+                  "network-mbps:1:200 (requests are rounded up to the increment, raised to the "
+                  "minimum, refused above the maximum)");
+}
+
 absl::StatusOr<rm::RmServerOptions> MakeRmServerOptions(const RmFlags& flags) {
   rm::RmServerOptions options;
+  // Before the scheduler configuration, which is parsed against the registry.
+  if (absl::Status s = ApplyResourceLimits(flags.resource_limits, &options.rm.registry); !s.ok())
+    return s;
   options.bind_host = flags.bind_host;
   options.port = flags.port;
   if (flags.port < 0 || flags.port > 65535)
@@ -80,6 +109,7 @@ void AddRmCommand(CLI::App& app, int* exit_code) {
                   "address to listen on; any other than 127.0.0.1 is "
                   "an explicit choice")
       ->capture_default_str();
+  AddResourceLimitFlag(cmd, &f->resource_limits);
   cmd->add_option("--scheduler-config", f->scheduler_config,
                   "queues and scheduler YAML (reloaded by `admin refresh-queues`)");
   cmd->add_option("--state-store", f->state_store, "SQLite file of the RM's state (\"\" = memory)")

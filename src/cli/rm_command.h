@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
+#include "common/resource_types.h"
 #include "rm/rm_server.h"
 
 namespace weft::cli {
@@ -21,7 +23,17 @@ struct RmFlags {
   int64_t am_expiry_ms = 600000;
   // A file whose contents (trailing whitespace dropped) clients must present; "" = none.
   std::string secret_file;
+  // Per-container allocation limits, "NAME:MIN:MAX[:INCREMENT]" each, e.g. the seed's
+  // "network-mbps:1:200" (YARN's yarn.resource-types.<name>.minimum/maximum-allocation).
+  std::vector<std::string> resource_limits;
 };
+
+// Applies --resource-limit values to `registry`; errors name the value.
+absl::Status ApplyResourceLimits(const std::vector<std::string>& limits,
+                                 ResourceTypeRegistry* registry);
+
+// Adds --resource-limit (repeatable) to `cmd`.
+void AddResourceLimitFlag(CLI::App* cmd, std::vector<std::string>* limits);
 
 // Builds the daemon's options: loads the scheduler configuration (errors name the file) and
 // creates the state store's directory.

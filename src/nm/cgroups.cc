@@ -298,6 +298,16 @@ class CgroupsV1Handler : public CgroupsHandlerBase {
         }
       }
     }
+    if (limits.net_cls_classid != 0) {
+      if (!HasController("net_cls")) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "container ", id, " needs net_cls.classid ", limits.net_cls_classid,
+            " but the net_cls controller is not mounted"));
+      }
+      absl::Status s =
+          Write("net_cls", id, "net_cls.classid", absl::StrCat(limits.net_cls_classid));
+      if (!s.ok()) return s;
+    }
     return absl::OkStatus();
   }
 };

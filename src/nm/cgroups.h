@@ -45,6 +45,10 @@ struct CgroupLimits {
   // (0 = the kernel's default period, 100000 us). A quota of 0 means no cap.
   int64_t cpu_quota_us = 0;
   int64_t cpu_period_us = 0;
+  // cgroup v1 net_cls.classid: 0xMMMMmmmm for the traffic-control class MMMM:mmmm (hex) that
+  // the container's packets are tagged with (see nm/traffic_controller.h). 0: untagged.
+  // Create fails when it is set and the net_cls controller is not usable.
+  uint32_t net_cls_classid = 0;
 };
 
 // A container's resource usage. nullopt: the controller that measures it is not usable.

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <limits>
 #include <utility>
@@ -37,15 +39,17 @@ struct RmCall {
 };
 
 // The limits a container token grants, from its formatted resource: "memory-mb=1024,vcores=1",
-// optionally in ResourceTypeRegistry::Format's "<memory-mb=1024, vcores=1>" form. Types other
-// than memory-mb and vcores are accepted and not enforced here.
-absl::StatusOr<CgroupLimits> LimitsFromTokenResource(absl::string_view text) {
+// optionally in ResourceTypeRegistry::Format's "<memory-mb=1024, vcores=1>" form. network-mbps
+// goes to `*network_mbps` (0 when absent); other types are accepted and not enforced here.
+absl::StatusOr<CgroupLimits> LimitsFromTokenResource(absl::string_view text,
+                                                     int64_t* network_mbps) {
   absl::string_view body = absl::StripAsciiWhitespace(text);
   if (absl::ConsumePrefix(&body, "<") && !absl::ConsumeSuffix(&body, ">")) {
     return absl::InvalidArgumentError(absl::StrCat("resource '", text, "': missing '>'"));
   }
   int64_t memory_mb = -1;
   int64_t vcores = -1;
+  int64_t network = -1;
   for (absl::string_view item : absl::StrSplit(body, ',', absl::SkipWhitespace())) {
     item = absl::StripAsciiWhitespace(item);
     std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(item, '=');
@@ -56,7 +60,10 @@ absl::StatusOr<CgroupLimits> LimitsFromTokenResource(absl::string_view text) {
           absl::StrCat("resource '", text, "': bad item '", item, "'"));
     }
     absl::string_view name = absl::StripAsciiWhitespace(kv.first);
-    int64_t* slot = name == "memory-mb" ? &memory_mb : name == "vcores" ? &vcores : nullptr;
+    int64_t* slot = name == "memory-mb"      ? &memory_mb
+                    : name == "vcores"       ? &vcores
+                    : name == "network-mbps" ? &network
+                                             : nullptr;
     if (slot == nullptr) continue;
     if (*slot >= 0) {
       return absl::InvalidArgumentError(absl::StrCat("resource '", text, "': repeated ", name));
@@ -71,6 +78,7 @@ absl::StatusOr<CgroupLimits> LimitsFromTokenResource(absl::string_view text) {
   CgroupLimits limits;
   limits.memory_bytes = std::max<int64_t>(memory_mb, 0) * kBytesPerMb;
   limits.cpu_weight = std::max<int64_t>(vcores, 0) * kCpuSharesPerVcore;
+  *network_mbps = std::max<int64_t>(network, 0);
   return limits;
 }
 
@@ -197,6 +205,20 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
   OsEnv* env = OsEnv::Default();
 
   // Isolation. Every missing feature is logged and sent to the RM.
+  const bool shape_network = !opts.network_interface.empty();
+  if (shape_network && !opts.use_cgroups) {
+    return absl::InvalidArgumentError(
+        "starting NodeManager: network bandwidth isolation (network_interface) needs cgroups "
+        "(use_cgroups=true)");
+  }
+  if (shape_network) {
+    absl::StatusOr<bool> mounted = MountNetClsIfMissing(kCgroupRoot);
+    if (!mounted.ok()) {
+      nm->Log(absl::StrCat("net_cls not mounted: ", mounted.status().ToString()));
+    } else if (*mounted) {
+      nm->Log(absl::StrCat("mounted the net_cls controller at ", kCgroupRoot, "/net_cls"));
+    }
+  }
   if (opts.use_cgroups) {
     absl::StatusOr<std::unique_ptr<CgroupsHandler>> cgroups =
         DetectCgroups(kCgroupRoot, opts.cgroup_hierarchy);
@@ -211,6 +233,29 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
     nm->missing_features_.push_back(
         "cgroups disabled by configuration (use_cgroups=false): containers run without "
         "resource isolation");
+  }
+  if (shape_network) {
+    TrafficControlOptions traffic;
+    traffic.interface = opts.network_interface;
+    traffic.link_mbps = opts.link_mbps;
+    traffic.containers_total_mbps = opts.network_containers_mbps;
+    traffic.burst = opts.network_burst;
+    traffic.classifier = opts.network_classifier;
+    traffic.net_cls_available = nm->cgroups_->HasController("net_cls");
+    traffic.cgroup_v2 = nm->cgroups_->version() == "v2";
+    absl::StatusOr<std::unique_ptr<TrafficController>> controller =
+        TrafficController::Create(std::move(traffic));
+    if (!controller.ok()) {
+      return absl::Status(controller.status().code(),
+                          absl::StrCat("starting NodeManager: ", controller.status().message()));
+    }
+    nm->traffic_ = *std::move(controller);
+    nm->network_isolation_ = nm->traffic_->Describe();
+    nm->Log(absl::StrCat("network bandwidth isolation: ", nm->network_isolation_));
+  } else if (opts.capability[kNetworkMbps] > 0) {
+    nm->missing_features_.push_back(
+        "network bandwidth isolation disabled (no network interface configured): network-mbps "
+        "is scheduled but not enforced");
   }
   for (const std::string& feature : nm->missing_features_) {
     nm->Log(absl::StrCat("missing feature: ", feature));
@@ -229,6 +274,10 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
   if (nm->capability_[kVcores] == 0) {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     nm->capability_[kVcores] = cpus > 0 ? cpus : 1;
+  }
+  if (nm->traffic_ != nullptr) {
+    // What containers may be given is the containers' share of the link, not the link.
+    nm->capability_[kNetworkMbps] = nm->traffic_->containers_total_mbps();
   }
 
   if (absl::Status s = env->CreateDirs(absl::StrCat(opts.work_root, "/logs")); !s.ok()) {
@@ -277,6 +326,7 @@ NodeManager::~NodeManager() {
   // Start failed: nothing ran on the loop; release what was set up.
   server_.reset();
   executor_.reset();
+  traffic_.reset();  // tears the tree down
   if (cgroups_ != nullptr) (void)cgroups_->RemoveHierarchy();
 }
 
@@ -315,6 +365,12 @@ void NodeManager::FinishShutdownOnLoop() {
   if (reap_timer_.has_value()) loop_->Cancel(*reap_timer_);
   reap_timer_.reset();
   executor_.reset();
+  if (traffic_ != nullptr) {
+    if (absl::Status s = traffic_->Teardown(); !s.ok()) {
+      Log(absl::StrCat("removing the HTB tree and rules: ", s.ToString()));
+    }
+    traffic_.reset();
+  }
   if (cgroups_ != nullptr) {
     if (absl::Status s = cgroups_->RemoveHierarchy(); !s.ok()) {
       Log(absl::StrCat("removing cgroup hierarchy: ", s.ToString()));
@@ -388,7 +444,8 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
     return absl::FailedPreconditionError(
         absl::StrCat("application ", token->app_id, " has finished on this node"));
   }
-  absl::StatusOr<CgroupLimits> limits = LimitsFromTokenResource(token->resource);
+  int64_t network_mbps = 0;
+  absl::StatusOr<CgroupLimits> limits = LimitsFromTokenResource(token->resource, &network_mbps);
   if (!limits.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("container token for ", id, ": ", limits.status().message()));
@@ -408,8 +465,22 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
   spec.log_dir = absl::StrCat(options_.work_root, "/logs/", id);
   spec.limits = *limits;
   spec.user = token->user;
+  if (traffic_ != nullptr) {
+    // Shaped from its first packet: the class and rule exist before the process does. A
+    // failure fails the start rather than running the container unshaped.
+    std::string cgroup2_path;
+    if (cgroups_->version() == "v2") {
+      cgroup2_path = cgroups_->Path("memory", id).substr(std::strlen(kCgroupRoot));
+    }
+    absl::StatusOr<uint32_t> classid = traffic_->AddContainer(id, network_mbps, cgroup2_path);
+    if (!classid.ok()) return classid.status();
+    spec.limits.net_cls_classid = *classid;
+  }
   absl::StatusOr<pid_t> pid = executor_->Launch(spec);
-  if (!pid.ok()) return pid.status();
+  if (!pid.ok()) {
+    if (traffic_ != nullptr) (void)traffic_->RemoveContainer(id);
+    return pid.status();
+  }
   ContainerRecord record;
   record.app_id = token->app_id;
   containers_.emplace(id, std::move(record));
@@ -484,7 +555,23 @@ v1::ContainerStatus NodeManager::StatusOf(const std::string& container_id,
       }
     }
   }
+  if (auto net = net_stats_.find(container_id); net != net_stats_.end()) {
+    status.mutable_usage()->set_network_tx_bytes(net->second.tx_bytes);
+    status.mutable_usage()->set_network_tx_rate_mbps(
+        static_cast<int64_t>(std::llround(net->second.tx_rate_mbps)));
+  }
   return status;
+}
+
+void NodeManager::RefreshNetworkStats() {
+  if (traffic_ == nullptr) return;
+  absl::StatusOr<std::map<std::string, ContainerNetStats>> stats =
+      traffic_->ReadStats(OsEnv::Default()->NowMs());
+  if (!stats.ok()) {
+    Log(absl::StrCat("reading per-container network statistics: ", stats.status().ToString()));
+    return;
+  }
+  net_stats_ = *std::move(stats);
 }
 
 void NodeManager::StopContainer(const std::string& container_id, int exit_status,
@@ -548,6 +635,12 @@ void NodeManager::OnContainerExit(const ContainerExit& exit) {
   }
   unacked_completed_[exit.container_id] =
       CompletedStatus(exit.container_id, record.exit_status, record.diagnostics);
+  if (traffic_ != nullptr) {
+    if (absl::Status s = traffic_->RemoveContainer(exit.container_id); !s.ok()) {
+      Log(s.ToString());
+    }
+  }
+  net_stats_.erase(exit.container_id);
   if (cleaning_apps_.contains(record.app_id)) MaybeFinishAppCleanup(record.app_id);
 }
 
@@ -647,6 +740,7 @@ void NodeManager::SendRegister() {
     if (record.running) *request.add_running_containers() = StatusOf(id, record);
   }
   for (const std::string& feature : missing_features_) request.add_missing_features(feature);
+  request.set_network_isolation(network_isolation_);
   call->context.set_deadline(std::chrono::system_clock::now() +
                              std::chrono::milliseconds(kRmCallTimeoutMs));
   if (!BeginRmCall(&call->context)) return;
@@ -699,6 +793,7 @@ void NodeManager::SendHeartbeat() {
   request.set_node_id(node_id_);
   request.set_response_id(last_response_id_);
   v1::ResourceUsage* node_usage = request.mutable_node_usage();
+  RefreshNetworkStats();
   for (const auto& [id, record] : containers_) {
     if (!record.running) continue;
     v1::ContainerStatus* status = request.add_container_statuses();
@@ -706,6 +801,10 @@ void NodeManager::SendHeartbeat() {
     node_usage->set_memory_rss_bytes(node_usage->memory_rss_bytes() +
                                      status->usage().memory_rss_bytes());
     node_usage->set_cpu_time_ms(node_usage->cpu_time_ms() + status->usage().cpu_time_ms());
+    node_usage->set_network_tx_bytes(node_usage->network_tx_bytes() +
+                                     status->usage().network_tx_bytes());
+    node_usage->set_network_tx_rate_mbps(node_usage->network_tx_rate_mbps() +
+                                         status->usage().network_tx_rate_mbps());
   }
   for (const auto& [id, status] : unacked_completed_) *request.add_container_statuses() = status;
   request.mutable_health()->set_healthy(true);

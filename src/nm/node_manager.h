@@ -22,6 +22,7 @@
 #include "common/resource.h"
 #include "nm/cgroups.h"
 #include "nm/container_executor.h"
+#include "nm/traffic_controller.h"
 #include "security/container_token_verifier.h"
 #include "weft/v1/container.grpc.pb.h"
 #include "weft/v1/tracker.grpc.pb.h"
@@ -52,6 +53,16 @@ struct NodeManagerOptions {
   // false: run containers without resource isolation (reported as a missing feature). true:
   // Start fails when cgroups are unusable (e.g. not root).
   bool use_cgroups = true;
+
+  // Network bandwidth isolation (nm/traffic_controller.h). Empty: off, and a network-mbps
+  // capability is scheduled but not enforced (reported as a missing feature). Set: Start
+  // mounts net_cls if needed and builds the HTB tree on this interface, or fails saying why;
+  // the capability's network-mbps becomes the containers' total.
+  std::string network_interface;
+  int64_t link_mbps = 0;                // 0: the interface's speed from sysfs
+  int64_t network_containers_mbps = 0;  // 0: 90% of the link
+  BurstLimit network_burst = BurstLimit::kContainersTotal;
+  std::string network_classifier = "auto";
 };
 
 // One NodeManager: a gRPC ContainerService and the client of the RM's TrackerService.
@@ -92,6 +103,9 @@ class NodeManager {
   const std::vector<std::string>& missing_features() const { return missing_features_; }
   // The capability sent in registration (after detection). Thread-safe.
   const Resource& capability() const { return capability_; }
+  // How bandwidth is enforced (TrafficController::Describe()), or "" when it is not.
+  // Thread-safe.
+  const std::string& network_isolation() const { return network_isolation_; }
 
   // Stops the server (in-flight RPCs get up to 1 s), cancels RM calls, stops every container
   // (SIGTERM, SIGKILL after stop_grace_ms), waits for them to end, destroys their cgroups and
@@ -147,6 +161,8 @@ class NodeManager {
   void UpdateKeys(bool has_current, const v1::MasterKey& current, bool has_next,
                   const v1::MasterKey& next);
   void StopAllContainers(int exit_status, absl::string_view reason);
+  // Reads the containers' class counters into net_stats_ (no-op without traffic control).
+  void RefreshNetworkStats();
 
   // ---- Shutdown, on the loop.
   void BeginShutdownOnLoop();
@@ -169,6 +185,8 @@ class NodeManager {
   Resource capability_;
   std::vector<std::string> missing_features_;
   std::unique_ptr<CgroupsHandler> cgroups_;  // null without cgroups
+  std::unique_ptr<TrafficController> traffic_;  // null without bandwidth isolation
+  std::string network_isolation_;
   std::unique_ptr<v1::TrackerService::Stub> tracker_;
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
@@ -187,6 +205,8 @@ class NodeManager {
   std::unique_ptr<ContainerExecutor> executor_;
   security::ContainerTokenVerifier verifier_;
   std::map<std::string, ContainerRecord> containers_;
+  // Network counters of running containers as of the last heartbeat.
+  std::map<std::string, ContainerNetStats> net_stats_;
   // Completed statuses not yet acknowledged by an RM heartbeat reply, by container id.
   std::map<std::string, v1::ContainerStatus> unacked_completed_;
   std::set<std::string> cleaning_apps_;  // stopping their containers before removal

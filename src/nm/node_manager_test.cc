@@ -318,8 +318,12 @@ TEST_F(NodeManagerTest, RegistersCapabilityRackAndMissingFeatures) {
   EXPECT_EQ(registration.capability().values().at("vcores"), 3);
   EXPECT_EQ(registration.capability().values().at("network-mbps"), 100);
   EXPECT_THAT(registration.running_containers(), IsEmpty());
-  EXPECT_THAT(registration.missing_features(), ElementsAre(HasSubstr("use_cgroups=false")));
-  EXPECT_THAT(nm_->missing_features(), ElementsAre(HasSubstr("use_cgroups=false")));
+  // network-mbps is offered without a network interface to shape: said, not hidden.
+  EXPECT_THAT(registration.missing_features(),
+              ElementsAre(HasSubstr("use_cgroups=false"), HasSubstr("not enforced")));
+  EXPECT_THAT(nm_->missing_features(),
+              ElementsAre(HasSubstr("use_cgroups=false"), HasSubstr("not enforced")));
+  EXPECT_EQ(registration.network_isolation(), "");
   // Heartbeats follow, from response id 0 on, healthy.
   v1::NodeHeartbeatRequest first = rm_->With([](FakeRm& rm) { return rm.heartbeats_.at(0); });
   EXPECT_EQ(first.node_id(), nm_->node_id());
@@ -359,6 +363,22 @@ TEST_F(NodeManagerTest, CgroupsRequiredButUnusableFailsStart) {
   ASSERT_FALSE(nm.ok());
   EXPECT_EQ(nm.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(nm.status().message(), HasSubstr("use_cgroups=false"));
+}
+
+TEST_F(NodeManagerTest, BandwidthIsolationThatCannotBeSetUpFailsStart) {
+  NodeManagerOptions options = Options(/*use_cgroups=*/false);
+  options.network_interface = "weftnosuch0";
+  options.link_mbps = 200;
+  absl::StatusOr<std::unique_ptr<NodeManager>> nm = NodeManager::Start(options, &loop_);
+  ASSERT_FALSE(nm.ok());
+  EXPECT_EQ(nm.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(nm.status().message(), HasSubstr("needs cgroups"));
+  if (!IsRoot()) return;  // the rest needs cgroups
+  options.use_cgroups = true;
+  nm = NodeManager::Start(options, &loop_);
+  ASSERT_FALSE(nm.ok());
+  EXPECT_EQ(nm.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(nm.status().message(), HasSubstr("interface 'weftnosuch0' does not exist"));
 }
 
 TEST_F(NodeManagerTest, RunsContainerAndReportsItsExitStatusToTheRm) {

@@ -88,6 +88,7 @@ absl::StatusOr<std::unique_ptr<ResourceManager>> ResourceManager::Create(
   auto epoch = store->BumpEpoch();
   if (!epoch.ok()) return epoch.status();
   rm->epoch_ = *epoch;
+  rm->started_ms_ = loop->NowMs();
   auto sched = scheduler::CreateScheduler(
       rm->options_.scheduler,
       scheduler::SchedulerOptions{rm->options_.registry,
@@ -443,6 +444,9 @@ v1::ListNodesResponse ResourceManager::ListNodes(const v1::ListNodesRequest& req
     r->set_health_report(node.health_report);
     r->set_last_health_update_ms(node.last_heartbeat_ms);
     for (const auto& f : node.registration.missing_features()) r->add_missing_features(f);
+    r->set_network_isolation(node.registration.network_isolation());
+    for (const v1::ContainerStatus& st : node.running) *r->add_containers() = st;
+    *r->mutable_usage() = node.usage;
     scheduler::NodeId sid = scheduler_->FindNode(id);
     if (sid >= 0) {
       *r->mutable_used() = ToProto(scheduler_->node(sid)->allocated);
@@ -648,7 +652,10 @@ absl::StatusOr<v1::NodeHeartbeatResponse> ResourceManager::NodeHeartbeat(
     auto cap = FromProto(node.registration.capability(), "capability");
     if (cap.ok()) (void)scheduler_->UpdateNode(req.node_id(), *cap, healthy);
   }
+  node.running.clear();
+  node.usage = req.node_usage();
   for (const v1::ContainerStatus& st : req.container_statuses()) {
+    if (st.state() == v1::CONTAINER_RUNNING) node.running.push_back(st);
     if (st.state() != v1::CONTAINER_COMPLETE) continue;
     auto c = container_by_name_.find(st.container_id());
     if (c == container_by_name_.end()) continue;  // already known complete, or never ours
@@ -915,6 +922,17 @@ absl::StatusOr<v1::RegisterApplicationMasterResponse> ResourceManager::RegisterA
   return resp;
 }
 
+std::optional<Resource> ResourceManager::LargestNodeCapability() const {
+  std::optional<Resource> largest;
+  if (loop_->NowMs() - started_ms_ < options_.max_allocation_wait_ms) return largest;
+  for (const auto& [id, node] : nodes_) {
+    if (node.state != v1::NODE_RUNNING && node.state != v1::NODE_UNHEALTHY) continue;
+    auto cap = FromProto(node.registration.capability(), "capability");
+    if (cap.ok()) largest = Max(largest.value_or(Resource()), *cap);
+  }
+  return largest;
+}
+
 absl::StatusOr<v1::AllocateResponse> ResourceManager::Allocate(const v1::Token& token,
                                                                const v1::AllocateRequest& req) {
   auto who = Authenticate(token);
@@ -934,10 +952,27 @@ absl::StatusOr<v1::AllocateResponse> ResourceManager::Allocate(const v1::Token& 
   }
   // Validate and convert everything before changing anything.
   scheduler::RequestUpdate update;
+  // The largest running node's capability; nullopt when none runs (nothing to compare with).
+  const std::optional<Resource> largest =
+      req.asks_size() > 0 ? LargestNodeCapability() : std::nullopt;
   for (int i = 0; i < req.asks_size(); ++i) {
     const v1::ResourceRequest& ask = req.asks(i);
     auto cap = FromProto(ask.capability(), absl::StrCat("ask #", i));
     if (!cap.ok()) return cap.status();
+    // As YARN caps the maximum allocation by the largest node: an ask no node could ever hold
+    // is refused now rather than left pending forever.
+    if (ask.num_containers() > 0 && largest.has_value()) {
+      for (int t = 0; t < options_.registry.size(); ++t) {
+        if ((*cap)[t] > (*largest)[t]) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "ask #", i, ": ", options_.registry.info(t).name, "=", (*cap)[t],
+              " is above the largest node's ", (*largest)[t],
+              t == kNetworkMbps ? " (a node offers its containers' share of its link, or 0 "
+                                  "when it does not enforce bandwidth)"
+                                : ""));
+        }
+      }
+    }
     update.asks.push_back({ask.priority(), ask.resource_name(), *cap, ask.num_containers(),
                            ask.relax_locality(), ask.allocation_request_id()});
   }

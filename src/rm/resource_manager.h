@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <set>
 #include <string>
@@ -42,6 +43,11 @@ struct RmOptions {
   int64_t key_roll_interval_ms = 24LL * 3600 * 1000;
   int64_t max_submission_bytes = 1 << 20;  // an application's submission context, serialized
   std::string scheduler_config_path;       // what RefreshQueues re-reads ("" = none)
+  // Asks above the largest running node's capability are refused (YARN caps its maximum
+  // allocation by the largest node), but only this long after the RM started, so that nodes
+  // re-registering after a restart are not mistaken for a smaller cluster (YARN's
+  // scheduling-wait-ms after recovery).
+  int64_t max_allocation_wait_ms = 5000;
 };
 
 // Starts AM containers on NodeManagers (YARN's AM launcher). `done` may run on any thread.
@@ -133,6 +139,9 @@ class ResourceManager {
     int32_t response_id = 0;
     std::vector<std::string> to_cleanup;
     std::string health_report;
+    // From the last heartbeat: running containers' statuses (with usage) and the node's total.
+    std::vector<v1::ContainerStatus> running;
+    v1::ResourceUsage usage;
   };
   struct Container {
     std::string id;
@@ -151,6 +160,9 @@ class ResourceManager {
   absl::Status PersistKeys(const security::MasterKeyManager& keys);
   void RollKeys();
   void SchedulePass();
+  // The per-type maximum of the running and unhealthy nodes' capabilities; nullopt when there
+  // are none or the RM started less than max_allocation_wait_ms ago.
+  std::optional<Resource> LargestNodeCapability() const;
   void RunPass();
   void CheckExpiry();
   void HandleAllocation(const scheduler::Allocation& a);
@@ -169,6 +181,7 @@ class ResourceManager {
 
   RmOptions options_;
   EventLoop* loop_;
+  int64_t started_ms_ = 0;  // loop time of Create
   store::StateStore* store_;
   AmLauncher* launcher_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;

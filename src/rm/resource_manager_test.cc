@@ -214,6 +214,61 @@ TEST_F(ResourceManagerTest, AllocateProtocolAndCompletedStatusesExactlyOnce) {
   EXPECT_GE(Heartbeat("h1:1").containers_to_cleanup_size(), 1);
 }
 
+TEST_F(ResourceManagerTest, NetworkAsksAreValidatedAndUsageReachesTheNodeReport) {
+  v1::RegisterNodeManagerRequest node = NodeRequest("h1:1");
+  (*node.mutable_capability()->mutable_values())["network-mbps"] = 180;  // containers' share
+  node.set_network_isolation("HTB on eth0: link 200 Mbit/s, containers 180 Mbit/s");
+  ASSERT_TRUE(rm_->RegisterNode(node).ok());
+  Submit();
+  loop_.Advance(200);
+  v1::Token token = AmToken();
+  ASSERT_TRUE(rm_->RegisterApplicationMaster(token, {}).ok());
+  loop_.Advance(5000);  // past max_allocation_wait_ms: the largest node caps asks
+
+  // Negative, and above every node's containers' total: refused, naming the type and value,
+  // and nothing is asked for.
+  for (int64_t mbps : {-5, 181}) {
+    v1::AllocateRequest bad;
+    bad.set_response_id(0);
+    *bad.add_asks() = AnyAsk(1);
+    (*bad.mutable_asks(0)->mutable_capability()->mutable_values())["network-mbps"] = mbps;
+    auto refused = rm_->Allocate(token, bad);
+    ASSERT_FALSE(refused.ok()) << mbps;
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(refused.status().message(), HasSubstr(absl::StrCat("network-mbps=", mbps)));
+  }
+  // 100 Mbit/s fits once; a second container of 100 does not fit beside it.
+  v1::AllocateRequest req;
+  req.set_response_id(0);
+  *req.add_asks() = AnyAsk(2);
+  (*req.mutable_asks(0)->mutable_capability()->mutable_values())["network-mbps"] = 100;
+  ASSERT_TRUE(rm_->Allocate(token, req).ok());
+  loop_.Advance(200);
+  v1::AllocateRequest next;
+  next.set_response_id(1);
+  auto got = rm_->Allocate(token, next);
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->allocated_containers_size(), 1);
+  const std::string c = got->allocated_containers(0).container_id();
+
+  // The NM's per-container network counters show in the node report.
+  v1::NodeHeartbeatRequest hb;
+  hb.set_node_id("h1:1");
+  v1::ContainerStatus* st = hb.add_container_statuses();
+  st->set_container_id(c);
+  st->set_state(v1::CONTAINER_RUNNING);
+  st->mutable_usage()->set_network_tx_bytes(12345678);
+  st->mutable_usage()->set_network_tx_rate_mbps(97);
+  hb.mutable_node_usage()->set_network_tx_rate_mbps(97);
+  ASSERT_TRUE(rm_->NodeHeartbeat(hb).ok());
+  v1::NodeReport report = rm_->ListNodes({}).nodes(0);
+  EXPECT_EQ(report.network_isolation(), "HTB on eth0: link 200 Mbit/s, containers 180 Mbit/s");
+  EXPECT_EQ(report.used().values().at("network-mbps"), 100);  // the AM container has none
+  ASSERT_GE(report.containers_size(), 1);
+  EXPECT_EQ(report.containers(0).usage().network_tx_rate_mbps(), 97);
+  EXPECT_EQ(report.usage().network_tx_rate_mbps(), 97);
+}
+
 TEST_F(ResourceManagerTest, ForgedOrForeignAmrmTokensAreRefused) {
   AddNode("h1:1");
   Submit();
