@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds Weft and runs every test with CTest. Installs what is missing first.
 #   scripts/test.sh              the normal build (build/)
-#   scripts/test.sh --sanitize   the same tests under ASan + UBSan (build-asan/)
+#   scripts/test.sh --sanitize   the libraries' unit tests under ASan + UBSan (build-asan/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
