@@ -14,6 +14,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -160,7 +161,59 @@ struct SubmitFlags {
   bool wait = false;
   double timeout_s = 0;
   std::string application_type = "WEFT";
+  // AdaptCont (seed 002): "auto" lets the RM size the AM from the input; an explicit
+  // --am-memory-mb / --am-vcores still wins.
+  std::string am_resource;
+  int64_t input_bytes = 0;
+  int64_t split_bytes = 0;
+  int64_t reduce_tasks = 0;
+  CLI::Option* am_memory_option = nullptr;
+  CLI::Option* am_vcores_option = nullptr;
+  // RAS (seed 003): a completion-time goal, seconds from submission (0 = none), and phases
+  // "NAME:PRIORITY[:reduce][:cpu=C,io=I,memory=M]".
+  double goal_s = 0;
+  std::vector<std::string> phases;
 };
+
+// "map:1:cpu=0.5,io=0.2,memory=0.25" or "reduce:2:reduce:cpu=0.1,io=0.6,memory=0.3".
+absl::StatusOr<v1::PhaseProfile> ParsePhase(const std::string& text) {
+  std::vector<std::string> parts = absl::StrSplit(text, ':');
+  v1::PhaseProfile phase;
+  int32_t priority = 0;
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--phase '", text, "': ", why,
+        " (expected NAME:PRIORITY[:reduce][:cpu=C,io=I,memory=M], shares in [0, 1])"));
+  };
+  if (parts.size() < 2 || parts[0].empty()) return bad("no name and priority");
+  if (!absl::SimpleAtoi(parts[1], &priority)) return bad("the priority is not an integer");
+  phase.set_name(parts[0]);
+  phase.set_priority(priority);
+  for (size_t i = 2; i < parts.size(); ++i) {
+    if (parts[i] == "reduce") {
+      phase.set_reduce_like(true);
+      continue;
+    }
+    if (parts[i] == "map") continue;
+    phase.set_has_usage(true);
+    for (absl::string_view item : absl::StrSplit(parts[i], ',')) {
+      std::pair<std::string, std::string> kv = absl::StrSplit(item, '=');
+      double value = 0;
+      if (!absl::SimpleAtod(kv.second, &value) || value < 0 || value > 1)
+        return bad(absl::StrCat("bad share '", item, "'"));
+      if (kv.first == "cpu") {
+        phase.set_cpu(value);
+      } else if (kv.first == "io") {
+        phase.set_io(value);
+      } else if (kv.first == "memory") {
+        phase.set_memory(value);
+      } else {
+        return bad(absl::StrCat("unknown resource '", kv.first, "'"));
+      }
+    }
+  }
+  return phase;
+}
 
 // NewApplication + SubmitApplication of `f` with AM command `am_command`; prints the id (or JSON
 // with --json and no --wait) and waits when asked. Returns the exit code.
@@ -169,6 +222,25 @@ int Submit(const SubmitFlags& f, const std::string& am_command) {
   if (f.am_memory_mb <= 0 || f.am_vcores <= 0)
     return PrintError("--am-memory-mb and --am-vcores must be > 0");
   if (f.max_attempts < 0) return PrintError("--max-attempts must be >= 0");
+  const bool explicit_am = (f.am_memory_option != nullptr && f.am_memory_option->count() > 0) ||
+                           (f.am_vcores_option != nullptr && f.am_vcores_option->count() > 0);
+  if (!f.am_resource.empty() && f.am_resource != "auto")
+    return PrintError(absl::StrCat("--am-resource '", f.am_resource, "': only 'auto' is known"));
+  const bool auto_am = f.am_resource == "auto" && !explicit_am;
+  if (f.am_resource == "auto" && f.input_bytes <= 0)
+    return PrintError("--am-resource auto needs --input-bytes N (the job's input, bytes)");
+  if (f.split_bytes < 0 || f.reduce_tasks < 0)
+    return PrintError("--split-bytes and --reduce-tasks must be >= 0");
+  if (f.goal_s < 0) return PrintError(absl::StrCat("--goal-s ", f.goal_s, " is negative"));
+  v1::JobProfile profile;
+  if (f.goal_s > 0)
+    profile.set_completion_goal_ms(absl::ToUnixMillis(absl::Now()) +
+                                   static_cast<int64_t>(f.goal_s * 1000));
+  for (const std::string& text : f.phases) {
+    auto phase = ParsePhase(text);
+    if (!phase.ok()) return PrintError(phase.status().message());
+    *profile.add_phases() = *phase;
+  }
   RmClient client(f.common.rm_address, f.common.user);
   v1::NewApplicationResponse app;
   {
@@ -182,8 +254,16 @@ int Submit(const SubmitFlags& f, const std::string& am_command) {
   c->set_name(f.name);
   c->set_queue(f.queue);
   c->set_priority(f.priority);
-  (*c->mutable_am_resource()->mutable_values())["memory-mb"] = f.am_memory_mb;
-  (*c->mutable_am_resource()->mutable_values())["vcores"] = f.am_vcores;
+  if (auto_am) {
+    c->mutable_am_sizing()->set_enabled(true);
+    c->mutable_am_sizing()->set_input_bytes(f.input_bytes);
+    c->mutable_am_sizing()->set_split_bytes(f.split_bytes);
+    c->mutable_am_sizing()->set_reduce_tasks(f.reduce_tasks);
+  } else {
+    (*c->mutable_am_resource()->mutable_values())["memory-mb"] = f.am_memory_mb;
+    (*c->mutable_am_resource()->mutable_values())["vcores"] = f.am_vcores;
+  }
+  *c->mutable_profile() = profile;
   c->mutable_am_container_spec()->add_command(am_command);
   c->set_max_app_attempts(f.max_attempts);
   c->set_application_type(f.application_type);
@@ -224,9 +304,25 @@ void AddSubmitFlags(CLI::App* cmd, SubmitFlags* f) {
   cmd->add_option("--name", f->name, "application name")->capture_default_str();
   cmd->add_option("--queue", f->queue, "leaf queue (default: the RM's 'default')");
   cmd->add_option("--priority", f->priority, "application priority")->capture_default_str();
-  cmd->add_option("--am-memory-mb", f->am_memory_mb, "memory of the AM container, MiB")
-      ->capture_default_str();
-  cmd->add_option("--am-vcores", f->am_vcores, "vcores of the AM container")->capture_default_str();
+  f->am_memory_option =
+      cmd->add_option("--am-memory-mb", f->am_memory_mb, "memory of the AM container, MiB")
+          ->capture_default_str();
+  f->am_vcores_option =
+      cmd->add_option("--am-vcores", f->am_vcores, "vcores of the AM container")
+          ->capture_default_str();
+  cmd->add_option("--am-resource", f->am_resource,
+                  "'auto': the RM sizes the AM from the input with AdaptCont (seed 002); an "
+                  "explicit --am-memory-mb/--am-vcores wins");
+  cmd->add_option("--input-bytes", f->input_bytes, "with --am-resource auto: the job's input");
+  cmd->add_option("--split-bytes", f->split_bytes,
+                  "with --am-resource auto: bytes per task (0 = the RM's default, 64 MiB)");
+  cmd->add_option("--reduce-tasks", f->reduce_tasks,
+                  "with --am-resource auto: reduce-like tasks after the map-like ones");
+  cmd->add_option("--goal-s", f->goal_s,
+                  "completion-time goal, seconds from now (the ras policy, seed 003)");
+  cmd->add_option("--phase", f->phases,
+                  "a phase's profile for ras, NAME:PRIORITY[:reduce][:cpu=C,io=I,memory=M] "
+                  "(shares of a node); repeatable");
   cmd->add_option("--max-attempts", f->max_attempts,
                   "AM attempts before the app fails (0 = the RM's default; capped by the RM)")
       ->capture_default_str();
@@ -351,6 +447,11 @@ int Status(const IdFlags& f) {
       {"AM-Host:", r->am_host().empty() ? "-" : r->am_host()},
       {"Running-Containers:", absl::StrCat(r->running_containers())},
       {"Allocated:", FormatResource(r->allocated())},
+      {"AM-Resource:", FormatResource(r->am_resource())},
+      {"AM-Sizing:", r->am_sizing_decisions().empty()
+                         ? "by the client"
+                         : absl::StrJoin(r->am_sizing_decisions(), " | ")},
+      {"Goal:", r->completion_goal_ms() > 0 ? FormatTimeMs(r->completion_goal_ms()) : "-"},
       {"Submitted:", FormatTimeMs(r->submit_time_ms())},
       {"Started:", FormatTimeMs(r->start_time_ms())},
       {"Finished:", FormatTimeMs(r->finish_time_ms())},

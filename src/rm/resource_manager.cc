@@ -1,6 +1,7 @@
 #include "rm/resource_manager.h"
 
 #include <algorithm>
+#include <set>
 #include <cstdio>
 
 #include "absl/strings/escaping.h"
@@ -16,6 +17,45 @@ using scheduler::ContainerId;
 
 bool IsFinal(const std::string& state) {
   return state == "FINISHED" || state == "FAILED" || state == "KILLED";
+}
+
+// A submission's RAS profile (seed 003): shares in [0, 1], distinct priorities, a goal that is
+// not negative. The error names the phase and field.
+absl::Status ValidateProfile(const v1::JobProfile& profile) {
+  if (profile.completion_goal_ms() < 0)
+    return absl::InvalidArgumentError(absl::StrCat("profile: completion_goal_ms ",
+                                                   profile.completion_goal_ms(), " is negative"));
+  std::set<int32_t> priorities;
+  for (const v1::PhaseProfile& phase : profile.phases()) {
+    const std::string name = absl::StrCat("profile phase '", phase.name(), "' (priority ",
+                                          phase.priority(), ")");
+    if (!priorities.insert(phase.priority()).second)
+      return absl::InvalidArgumentError(absl::StrCat(name, ": another phase has that priority"));
+    for (auto [field, value] : {std::pair<const char*, double>{"cpu", phase.cpu()},
+                                {"io", phase.io()},
+                                {"memory", phase.memory()}}) {
+      if (!(value >= 0 && value <= 1))
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, ": ", field, " share ", value, " is not within [0, 1]"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+scheduler::JobProfile ToJobProfile(const v1::JobProfile& in) {
+  scheduler::JobProfile out;
+  out.goal_ms = in.completion_goal_ms() > 0 ? in.completion_goal_ms() : -1;
+  for (const v1::PhaseProfile& p : in.phases()) {
+    scheduler::PhaseProfile phase;
+    phase.priority = p.priority();
+    phase.name = p.name();
+    phase.kind = p.reduce_like() ? scheduler::PhaseKind::kReduceLike
+                                 : scheduler::PhaseKind::kMapLike;
+    phase.has_usage = p.has_usage();
+    phase.usage = {p.cpu(), p.io(), p.memory()};
+    out.phases.push_back(std::move(phase));
+  }
+  return out;
 }
 
 v1::ApplicationState ToProtoState(const std::string& s) {
@@ -160,6 +200,9 @@ v1::ApplicationReport ResourceManager::Report(const App& app) const {
     }
   }
   r.set_progress(IsFinal(app.record.state) ? 1.0f : 0.0f);
+  *r.mutable_am_resource() = app.context.am_resource();
+  for (const std::string& d : app.am_sizing_decisions) r.add_am_sizing_decisions(d);
+  r.set_completion_goal_ms(app.context.profile().completion_goal_ms());
   return r;
 }
 
@@ -323,6 +366,19 @@ absl::Status ResourceManager::SubmitApplication(const v1::ApplicationSubmissionC
   if (ctx.max_app_attempts() < 0)
     return absl::InvalidArgumentError(absl::StrCat("application ", id, ": max_app_attempts ",
                                                    ctx.max_app_attempts(), " is negative"));
+  if (absl::Status s = ValidateProfile(ctx.profile()); !s.ok())
+    return absl::InvalidArgumentError(absl::StrCat("application ", id, ": ", s.message()));
+  if (ctx.am_sizing().enabled()) {
+    const v1::AmSizingRequest& sizing = ctx.am_sizing();
+    if (sizing.input_bytes() <= 0 || sizing.split_bytes() < 0 || sizing.reduce_tasks() < 0)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "application ", id, ": AM sizing needs input_bytes > 0, split_bytes >= 0 and "
+          "reduce_tasks >= 0 (got ", sizing.input_bytes(), ", ", sizing.split_bytes(), ", ",
+          sizing.reduce_tasks(), ")"));
+    auto worker = FromProto(sizing.worker_resource(),
+                            absl::StrCat("application ", id, ": AM sizing worker resource"));
+    if (!worker.ok()) return worker.status();
+  }
   auto am = FromProto(ctx.am_resource(), absl::StrCat("application ", id, ": AM resource"));
   if (!am.ok()) return am.status();
   if (am->IsZero()) *am = Resource::Of(1024, 1);  // YARN's default AM container
@@ -366,6 +422,51 @@ absl::Status ResourceManager::SubmitApplication(const v1::ApplicationSubmissionC
   return absl::OkStatus();
 }
 
+absl::Status ResourceManager::SizeAm(App& app) {
+  const v1::AmSizingRequest& req = app.context.am_sizing();
+  adaptcont::AmSizingInput in;
+  in.user = app.record.user;
+  in.input_bytes = req.input_bytes();
+  in.split_bytes = req.split_bytes();
+  in.reduce_tasks = req.reduce_tasks();
+  Resource worker = Resource::Of(1024, 1);
+  if (auto w = FromProto(req.worker_resource(), "worker resource"); w.ok() && !w->IsZero()) {
+    worker = *w;
+  }
+  // Headroom: what the app's queue may still take (its limit less its usage), within what the
+  // cluster has free now.
+  Resource headroom =
+      (scheduler_->cluster_total() - scheduler_->cluster_allocated()).ClampedAtZero();
+  if (const scheduler::QueueNode* q = scheduler_->FindQueue(app.record.queue)) {
+    headroom = Min(headroom, (q->limit - q->usage).ClampedAtZero());
+  }
+  in.available_containers = adaptcont::ContainersInHeadroom(headroom, worker);
+  in.nodes_lost = lost_nodes_ - app.lost_nodes_at_last_sizing;
+  // The scheduler's maximum allocation, capped by the largest node as for any ask.
+  Resource max;
+  for (int i = 0; i < options_.registry.size(); ++i) max[i] = options_.registry.info(i).maximum;
+  if (std::optional<Resource> largest = LargestNodeCapability()) max = Min(max, *largest);
+  in.cluster_max_allocation = {max[kMemoryMb], max[kVcores]};
+  if (!app.attempts.empty()) {
+    const Attempt& last = app.attempts.back();
+    in.previous_attempt = adaptcont::PreviousAttempt{
+        {last.am_resource[kMemoryMb], last.am_resource[kVcores]}, last.am_memory_failure};
+  }
+  absl::StatusOr<adaptcont::AmSizingDecision> decision =
+      adaptcont::DecideAmSize(options_.adaptcont, in);
+  if (!decision.ok()) return decision.status();
+  auto normalized = options_.registry.Normalize(decision->AsResource());
+  if (!normalized.ok()) return normalized.status();
+  app.context.mutable_am_resource()->CopyFrom(ToProto(*normalized));
+  app.lost_nodes_at_last_sizing = lost_nodes_;
+  std::string line = absl::StrCat("attempt ", app.attempts.size() + 1, ": AM ",
+                                  options_.registry.Format(*normalized), " (",
+                                  decision->Explanation(), ")");
+  std::fprintf(stderr, "weft rm: %s: AdaptCont: %s\n", app.record.app_id.c_str(), line.c_str());
+  app.am_sizing_decisions.push_back(std::move(line));
+  return absl::OkStatus();
+}
+
 // Adds a new attempt of `app` to the scheduler, asking for its AM container.
 absl::Status ResourceManager::StartAttempt(App& app) {
   Attempt at;
@@ -380,9 +481,17 @@ absl::Status ResourceManager::StartAttempt(App& app) {
   spec.queue = app.record.queue;
   spec.user = app.record.user;
   spec.priority = app.record.priority;
+  spec.profile = ToJobProfile(app.context.profile());
+  if (app.context.am_sizing().enabled()) {
+    if (absl::Status s = SizeAm(app); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("application ", app.record.app_id,
+                                                 ": sizing its AM (AdaptCont): ", s.message()));
+    }
+  }
   auto am = FromProto(app.context.am_resource(), "AM resource");
   if (!am.ok()) return am.status();
   spec.am_resource = *am;
+  at.am_resource = *am;
   if (absl::Status s = scheduler_->AddApp(spec, loop_->NowMs()); !s.ok()) {
     // The core names the app by its internal number; users know it by its id.
     absl::string_view why = s.message();
@@ -779,7 +888,14 @@ void ResourceManager::ContainerFinished(ContainerId id, int32_t exit_status,
   Container c = it->second;
   containers_.erase(it);
   container_by_name_.erase(c.id);
-  if (scheduler_->container(id) != nullptr) (void)scheduler_->ContainerCompleted(id);
+  if (scheduler_->container(id) != nullptr) {
+    // A task that ran to completion tells the scheduler its phase's task length (seed 003).
+    if (exit_status == 0 && !c.is_am) {
+      (void)scheduler_->ContainerCompleted(id, loop_->NowMs());
+    } else {
+      (void)scheduler_->ContainerCompleted(id);
+    }
+  }
   auto app_it = apps_.find(c.app_id);
   if (app_it == apps_.end()) return;
   App& app = app_it->second;
@@ -789,6 +905,7 @@ void ResourceManager::ContainerFinished(ContainerId id, int32_t exit_status,
     if (at.state == "FINISHING") {
       FinishApp(app, AppStateFor(at.final_status), at.final_status, at.diagnostics);
     } else {
+      at.am_memory_failure = exit_status == v1::CONTAINER_EXIT_KILLED_EXCEEDED_PMEM;
       AttemptFailed(app, absl::StrCat("AM container ", c.id, " exited with status ", exit_status,
                                       diagnostics.empty() ? "" : ": ", diagnostics));
     }
@@ -858,6 +975,7 @@ void ResourceManager::CheckExpiry() {
     if (node.state == v1::NODE_LOST || node.state == v1::NODE_DECOMMISSIONED) continue;
     if (now - node.last_heartbeat_ms < options_.nm_expiry_ms) continue;
     node.state = v1::NODE_LOST;
+    ++lost_nodes_;
     auto lost = scheduler_->RemoveNode(id);
     if (!lost.ok()) continue;
     for (const auto& k : *lost) {

@@ -17,6 +17,8 @@
 #include "absl/status/statusor.h"
 #include "common/event_loop.h"
 #include "common/resource_types.h"
+#include "adaptcont/adaptcont.h"
+#include "adaptcont/config.h"
 #include "scheduler/registry.h"
 #include "security/master_key.h"
 #include "security/secret_source.h"
@@ -48,6 +50,8 @@ struct RmOptions {
   // re-registering after a restart are not mistaken for a smaller cluster (YARN's
   // scheduling-wait-ms after recovery).
   int64_t max_allocation_wait_ms = 5000;
+  // How the RM sizes AM containers of apps that ask it to (seed 002, AdaptCont).
+  adaptcont::AdaptContConfig adaptcont = adaptcont::DefaultAdaptContConfig();
 };
 
 // Starts AM containers on NodeManagers (YARN's AM launcher). `done` may run on any thread.
@@ -123,6 +127,9 @@ class ResourceManager {
     std::vector<v1::Container> new_containers;       // not yet handed to the AM
     std::vector<v1::ContainerStatus> new_completed;  // not yet handed to the AM
     std::string final_status, diagnostics;
+    // Its AM container was killed for exceeding its memory limit (AdaptCont's feedback).
+    bool am_memory_failure = false;
+    Resource am_resource;  // the AM container it asked for
   };
   struct App {
     store::ApplicationRecord record;
@@ -130,6 +137,9 @@ class ResourceManager {
     int64_t cluster_ts = 0;  // of the RM start that created it (part of its ids)
     int32_t seq = 0;
     std::vector<Attempt> attempts;
+    // AdaptCont's decisions, one per attempt sized by the RM (inputs and reasons).
+    std::vector<std::string> am_sizing_decisions;
+    int64_t lost_nodes_at_last_sizing = 0;  // lost_nodes_ when the last decision was made
     Attempt& current() { return attempts.back(); }
   };
   struct Node {
@@ -160,6 +170,9 @@ class ResourceManager {
   absl::Status PersistKeys(const security::MasterKeyManager& keys);
   void RollKeys();
   void SchedulePass();
+  // AdaptCont: decides the AM container of `app`'s next attempt into its context's
+  // am_resource and records the decision. Errors: the decision's (e.g. no AM fits the limits).
+  absl::Status SizeAm(App& app);
   // The per-type maximum of the running and unhealthy nodes' capabilities; nullopt when there
   // are none or the RM started less than max_allocation_wait_ms ago.
   std::optional<Resource> LargestNodeCapability() const;
@@ -181,6 +194,7 @@ class ResourceManager {
 
   RmOptions options_;
   EventLoop* loop_;
+  int64_t lost_nodes_ = 0;  // nodes that went LOST since this RM started (AdaptCont's input)
   int64_t started_ms_ = 0;  // loop time of Create
   store::StateStore* store_;
   AmLauncher* launcher_;

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The `ras` policy (seed 003) in the live RM: two distributed-shell apps with the same tasks but
+# different completion-time goals on a `weft dev` cluster too small for both. Once their first
+# tasks have finished (the estimator's cold start is over), the tighter-goal app, behind its
+# goal, must hold more concurrent containers than the relaxed one.
+# Usage: ras_live_test.sh WEFT
+set -uo pipefail
+weft=$1
+tmp=$(mktemp -d)
+dev_pid=""
+cleanup() {
+  [[ -n "${pids:-}" ]] && kill $pids 2>/dev/null
+  if [[ -n "$dev_pid" ]] && kill -0 "$dev_pid" 2>/dev/null; then
+    kill -TERM "$dev_pid"
+    for _ in $(seq 1 100); do kill -0 "$dev_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$dev_pid" 2>/dev/null
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+cat >"$tmp/ras.yaml" <<'YAML'
+policy: ras
+ras:
+  control-period-ms: 1000
+queues:
+  root:
+    children:
+      default: {}
+YAML
+# 2 nodes x 6 vcores: 12 one-vcore slots, 2 of them for the AMs.
+dev_flags=(--nodes 2 --rm-port 0 --data-dir "$tmp/data" --node-resources memory-mb=6144,vcores=6
+           --scheduler-config "$tmp/ras.yaml")
+[[ $(id -u) -ne 0 ]] && dev_flags+=(--no-cgroups)
+"$weft" dev "${dev_flags[@]}" >"$tmp/dev.out" 2>"$tmp/dev.err" &
+dev_pid=$!
+rm_address=""
+for _ in $(seq 1 300); do
+  rm_address=$(grep -o 'ResourceManager listening on [0-9.]*:[0-9]*' "$tmp/dev.out" 2>/dev/null |
+    awk '{print $4}')
+  [[ -n "$rm_address" ]] && break
+  kill -0 "$dev_pid" 2>/dev/null || break
+  sleep 0.1
+done
+[[ -n "$rm_address" ]] || { echo "FAIL: weft dev did not start"; cat "$tmp/dev.err"; exit 1; }
+export WEFT_RM=$rm_address
+for _ in $(seq 1 150); do
+  [[ $(timeout 10 "$weft" node list --state RUNNING 2>/dev/null | grep -c RUNNING) -ge 2 ]] && break
+  sleep 0.2
+done
+
+# Each app: 40 tasks of 2 s, <512 MB, 1 vcore>, one map-like phase at the shell's priority 1.
+run() {  # name goal_s
+  timeout 300 "$weft" app run-shell --name "$1" --goal-s "$2" --phase map:1 \
+    --num-containers 40 --command 'sleep 2' --memory-mb 512 --vcores 1 --am-memory-mb 512 \
+    --wait >"$tmp/$1.out" 2>&1 &
+  pids="${pids:-} $!"
+}
+run relaxed 3600
+run tight 12
+
+# Running containers of both apps every 0.5 s while both run (bounded: 120 s).
+python3 - "$weft" >"$tmp/samples" <<'PY'
+import json, subprocess, sys, time
+weft = sys.argv[1]
+start = time.time()
+while time.time() - start < 120:
+    out = subprocess.run([weft, "app", "list", "--json"], capture_output=True, text=True).stdout
+    apps = {a["name"]: a for a in json.loads(out or "{}").get("applications", [])}
+    if {"tight", "relaxed"} <= apps.keys():
+        states = {a["state"] for a in apps.values()}
+        t, r = (int(apps[n].get("runningContainers", 0)) for n in ("tight", "relaxed"))
+        if apps["tight"]["state"] != "APP_RUNNING" or apps["relaxed"]["state"] != "APP_RUNNING":
+            if time.time() - start > 5:
+                break
+        else:
+            print(f"{time.time() - start:.1f} {t} {r}", flush=True)
+    time.sleep(0.5)
+PY
+wait $pids
+cat "$tmp/samples" | tr '\n' ';'; echo
+# After the cold start (first tasks end at ~2 s after they start): from 6 s on.
+verdict=$(awk '$1 >= 6 { n++; if ($2 > $3) more++; if ($2 < $3) less++; st += $2; sr += $3 }
+  END { printf "%d %d %d %.1f %.1f", n, more, less, (n ? st / n : 0), (n ? sr / n : 0) }' "$tmp/samples")
+read -r n more less mean_t mean_r <<<"$verdict"
+echo "samples after 6 s: $n; tight ahead in $more, behind in $less; mean running tight $mean_t, relaxed $mean_r"
+if [[ $n -ge 4 && $more -gt $less ]] && python3 -c "import sys; sys.exit(0 if $mean_t > $mean_r else 1)"; then
+  echo "PASS: the tighter-goal app held more containers while behind its goal"
+  exit 0
+fi
+echo "FAIL"; tail -20 "$tmp/dev.err"; cat "$tmp/tight.out" "$tmp/relaxed.out"
+exit 1
