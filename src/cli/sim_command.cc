@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "adaptcont/config.h"
 #include "scheduler/config.h"
 #include "scheduler/registry.h"
 #include "sim/cluster_spec.h"
@@ -42,6 +43,9 @@ struct SimFlags {
   int64_t heartbeat_ms = 1000;
   int64_t am_launch_ms = 1000;
   std::string am_resources = "memory-mb=1024,vcores=1";
+  // AdaptCont (seed 002): "" = every AM gets --am-resources; else yarn-default, dynamic, pool.
+  std::string am_master;
+  std::string adaptcont_config;
   int replicas = 3;
   double sample_s = 0;
   // SWIM task model.
@@ -137,6 +141,20 @@ absl::Status RunSim(const SimFlags& f) {
   auto am = reg.Parse(f.am_resources);
   if (!am.ok()) return Fail(am.status(), "--am-resources");
   o.am_resource = *am;
+  if (!f.adaptcont_config.empty() && f.am_master.empty())
+    return absl::InvalidArgumentError("--adaptcont-config needs --am-master");
+  if (!f.am_master.empty()) {
+    auto mode = adaptcont::ParseAdaptContMode(f.am_master);
+    if (!mode.ok()) return Fail(mode.status(), "--am-master");
+    adaptcont::AdaptContConfig config = adaptcont::DefaultAdaptContConfig();
+    if (!f.adaptcont_config.empty()) {
+      auto c = adaptcont::LoadAdaptContConfigFile(f.adaptcont_config);
+      if (!c.ok()) return Fail(c.status(), "--adaptcont-config");
+      config = *c;
+    }
+    config.mode = *mode;
+    o.am_master = config;
+  }
   o.heartbeat_ms = f.heartbeat_ms;
   o.am_launch_ms = f.am_launch_ms;
   o.replicas = f.replicas;
@@ -237,6 +255,11 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
   sim->add_option("--am-launch-ms", f->am_launch_ms, "AM start-up time")->capture_default_str();
   sim->add_option("--am-resources", f->am_resources, "AM container of every job (empty: none)")
       ->capture_default_str();
+  sim->add_option("--am-master", f->am_master,
+                  "size every AM with AdaptCont (seed 002): yarn-default, dynamic or pool "
+                  "(instead of --am-resources; the AM memory-need model applies)");
+  sim->add_option("--adaptcont-config", f->adaptcont_config,
+                  "AdaptCont YAML (docs/adaptcont.md); its mode is --am-master's");
   sim->add_option("--replicas", f->replicas, "random preferred hosts per map task (0: none)")
       ->capture_default_str();
   sim->add_option("--sample-s", f->sample_s, "time-series interval (0: ~500 samples)");

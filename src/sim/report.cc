@@ -53,13 +53,15 @@ nlohmann::json ReportToJson(const SimReport& r) {
     if (ms < 0) return nullptr;
     return static_cast<double>(ms) / 1000.0;
   };
-  std::vector<json> utility(r.job_results.size(), json::array());
+  // Per job: [time_s, utility] (RAS runs) or [time_s, running task containers] (AdaptCont).
+  std::vector<json> series(r.job_results.size(), json::array());
   if (r.job_series) {
     for (const Sample& smp : r.samples) {
       for (const JobSample& js : smp.jobs) {
-        json u = std::isfinite(js.utility) ? json(js.utility) : json(nullptr);
-        utility[static_cast<size_t>(js.job)].push_back(
-            json::array({static_cast<double>(smp.time_ms) / 1000.0, u}));
+        json v = r.utility_series ? (std::isfinite(js.utility) ? json(js.utility) : json(nullptr))
+                                  : json(js.running_map + js.running_reduce);
+        series[static_cast<size_t>(js.job)].push_back(
+            json::array({static_cast<double>(smp.time_ms) / 1000.0, v}));
       }
     }
   }
@@ -77,11 +79,22 @@ nlohmann::json ReportToJson(const SimReport& r) {
                       {"failed", j.failed},
                       {"goal_s", secs(j.goal_ms)},
                       {"goal_met", goal_met}});
-    if (r.job_series) detail.back()["utility"] = std::move(utility[ji]);
+    if (r.job_series) {
+      detail.back()[r.utility_series ? "utility" : "running_tasks"] = std::move(series[ji]);
+    }
+    if (!r.am_master.empty()) {
+      json ams = json::array();
+      for (const Resource& am : j.am_containers)
+        ams.push_back({{"memory_mb", am[kMemoryMb]}, {"vcores", am[kVcores]}});
+      detail.back()["am_containers"] = std::move(ams);
+      detail.back()["am_decisions"] = j.am_decisions;
+      detail.back()["am_memory_failures"] = j.am_memory_failures;
+      detail.back()["max_running_tasks"] = j.max_running_tasks;
+    }
   }
   json warnings = json::array();
   for (size_t i = 0; i < r.warnings.size() && i < 100; ++i) warnings.push_back(r.warnings[i]);
-  return json{
+  json out{
       {"policy", r.policy},
       {"nodes", r.nodes},
       {"jobs", r.jobs},
@@ -110,6 +123,13 @@ nlohmann::json ReportToJson(const SimReport& r) {
       {"warnings", warnings},
       {"warnings_total", r.warnings.size()},
   };
+  if (!r.am_master.empty()) {
+    out["am_master"] = r.am_master;
+    out["am_memory_mb"] = r.am_memory_mb;
+    out["am_vcores"] = r.am_vcores;
+    out["am_memory_failures"] = r.am_memory_failures;
+  }
+  return out;
 }
 
 absl::Status WriteReport(const SimReport& r, absl::string_view path) {
@@ -185,6 +205,11 @@ void PrintSummary(const SimReport& r, std::ostream& out) {
       r.lost_containers);
   out << absl::StrFormat("fairness (Jain, apps wanting more, %d contended samples): %.3f\n",
                          r.fairness_samples, r.fairness_jain);
+  if (!r.am_master.empty()) {
+    out << absl::StrFormat(
+        "AM master %s: %d MB and %d vcores over all AM containers, %d attempts killed for memory\n",
+        r.am_master, r.am_memory_mb, r.am_vcores, r.am_memory_failures);
+  }
   out << absl::StrFormat(
       "scheduler: %.2f s wall in the core (%.0f allocations/s, %d passes); simulation %.2f s "
       "wall\n",

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <queue>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -13,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "adaptcont/adaptcont.h"
 #include "scheduler/policies/ras/ras_policy.h"
 #include "scheduler/registry.h"
 
@@ -117,6 +119,13 @@ struct JobRun {
   int64_t groups_left = 0;
   bool dirty = false;
   bool done = false;
+  // AdaptCont runs (SimOptions::am_master) only.
+  Resource am_resource;           // the current attempt's AM container
+  int64_t max_running = -1;       // tasks the AM runs at once at most; -1 = no limit
+  int64_t trackable = -1;         // tasks its memory can track (the model); -1 = unlimited
+  int64_t running = 0;            // its running task containers
+  int64_t nodes_lost_seen = 0;    // Sim::nodes_lost_ at its last decision
+  bool failed_for_memory = false;  // its last attempt was killed for memory
 };
 
 struct RunningTask {
@@ -179,6 +188,14 @@ class Sim {
   void FinishJob(int64_t j, int64_t now, bool failed);
   void Lost(const std::vector<ContainerKill>& kills, int64_t now);
   void TakeSample(int64_t now);
+  // AdaptCont: sizes job j's next AM attempt into JobRun::am_resource; errors are the
+  // decision's (no AM fits its ceilings).
+  absl::Status SizeAm(int64_t j);
+  // What the job's queue would give it at once under the policy with the jobs now in the
+  // scheduler: AdaptCont's headroom (docs/adaptcont.md, "In the simulator").
+  Resource ExpectedShare(const JobRun& job) const;
+  // Kills the attempts whose AM runs more tasks than its memory can track (the model).
+  void CheckAmMemory(int64_t j, int64_t now);
 
   const Workload& w_;
   const SimOptions& o_;
@@ -198,6 +215,9 @@ class Sim {
   std::vector<double> util_integral_;
   std::vector<int> util_types_;
   bool contention_ = false;
+  bool utility_series_ = false;  // goals or usage profiles: samples carry RAS utility
+  int64_t nodes_lost_ = 0;       // nodes removed by failure injection so far
+  Resource largest_node_;        // per type, over the cluster's nodes
   Resource slot_request_;
   std::vector<NodeRun> node_run_;  // by NodeId, contention model only
   double jain_sum_ = 0;
@@ -226,6 +246,15 @@ void Sim::Submit(int64_t j, int64_t now) {
   spec.user = job.job->user;
   spec.priority = job.job->priority;
   spec.am_resource = o_.am_resource;
+  if (o_.am_master) {
+    if (absl::Status st = SizeAm(j); !st.ok()) {
+      r_.warnings.push_back(absl::StrCat(job.job->source, ": job ", job.job->id,
+                                         ": sizing its AM (AdaptCont): ", st.message()));
+      FinishJob(j, now, /*failed=*/true);
+      return;
+    }
+    spec.am_resource = job.am_resource;
+  }
   spec.profile.goal_ms = job.job->goal_ms;
   for (const TaskGroup& g : job.job->groups) {
     bool dup = false;
@@ -249,7 +278,7 @@ void Sim::Submit(int64_t j, int64_t now) {
   job.added = true;
   ++job.attempt;
   r_.job_results[j].am_attempts = job.attempt;
-  if (o_.am_resource.IsZero()) {
+  if (spec.am_resource.IsZero()) {
     job.am_running = true;  // no AM container: the (unmanaged) AM runs from submission on
     AmReady(j, static_cast<uint64_t>(job.attempt), now);
   } else {
@@ -310,9 +339,19 @@ void Sim::FlushAsks(JobRun& job, int64_t j) {
   (void)j;
   if (!job.dirty || !job.added) return;
   RequestUpdate u;
+  // An AdaptCont AM asks for no more tasks than it may run at once: the "*" rows (YARN's
+  // total per request) share its budget in group order.
+  const bool capped = job.max_running >= 0;
+  int64_t budget = capped ? std::max<int64_t>(0, job.max_running - job.running) : 0;
   for (int32_t gi = 0; gi < static_cast<int32_t>(job.groups.size()); ++gi) {
     GroupRun& g = job.groups[gi];
     if (!g.asked) continue;
+    int64_t any = g.waiting;
+    if (capped) {
+      any = std::min(g.waiting, budget);
+      budget -= any;
+      g.dirty_any = true;
+    }
     auto ask = [&](std::string name, int64_t count) {
       ResourceRequest r;
       r.priority = g.spec->priority;
@@ -324,7 +363,7 @@ void Sim::FlushAsks(JobRun& job, int64_t j) {
     };
     for (NodeId n : g.dirty_nodes) ask(s_->node(n)->name, g.node_count[n]);
     for (int32_t rk : g.dirty_racks) ask(s_->rack_name(rk), g.rack_count[rk]);
-    if (g.dirty_any) ask("*", g.waiting);
+    if (g.dirty_any) ask("*", any);
     g.dirty_nodes.clear();
     g.dirty_racks.clear();
     g.dirty_any = false;
@@ -378,6 +417,9 @@ void Sim::Allocated(const Allocation& a, int64_t now) {
   }
   --g.waiting;
   ++g.running;
+  ++job.running;
+  res.max_running_tasks = std::max(res.max_running_tasks, job.running);
+  if (job.max_running >= 0) job.dirty = true;
   g.dirty_any = true;
   if (g.replicas > 0 || a.locality != scheduler::Locality::kOffSwitch) job.dirty = true;
   int64_t duration = (task >= 0 && !g.spec->task_durations_ms.empty())
@@ -463,6 +505,8 @@ void Sim::TaskFinished(ContainerId c, uint64_t version, int64_t now) {
   JobRun& job = jobs_[t.job];
   GroupRun& g = job.groups[t.group];
   --g.running;
+  --job.running;
+  if (job.max_running >= 0) job.dirty = true;  // its budget of tasks at once grew
   ++g.done;
   if (g.done == g.spec->count) {
     g.finished = true;
@@ -485,6 +529,7 @@ void Sim::Requeue(const RunningTask& t) {
   JobRun& job = jobs_[t.job];
   GroupRun& g = job.groups[t.group];
   --g.running;
+  --job.running;
   ++g.waiting;
   if (t.task >= 0) {
     g.started[t.task] = 0;
@@ -572,7 +617,108 @@ void Sim::Lost(const std::vector<ContainerKill>& kills, int64_t now) {
     if (jobs_[j].am_running && jobs_[j].am_container == k.container)
       am_lost.emplace_back(j, k.reason != ContainerExit::kPreempted);
   }
-  for (auto [j, counts] : am_lost) AmLost(j, counts, now);
+  for (auto [j, counts] : am_lost) {
+    jobs_[j].failed_for_memory = false;  // lost with its node or preempted
+    AmLost(j, counts, now);
+  }
+}
+
+Resource Sim::ExpectedShare(const JobRun& job) const {
+  Resource share = s_->cluster_total();
+  const scheduler::QueueNode* leaf = s_->FindQueue(job.job->queue);
+  if (leaf == nullptr) return share;
+  auto scale = [&](double f) {
+    for (int t = 0; t < o_.registry.size(); ++t)
+      share[t] = static_cast<int64_t>(std::floor(static_cast<double>(share[t]) * f));
+  };
+  const std::string& policy = o_.scheduler.policy;
+  std::vector<const scheduler::QueueNode*> path;
+  for (const scheduler::QueueNode* q = leaf; q->parent != nullptr; q = q->parent) path.push_back(q);
+  for (auto it = path.rbegin(); it != path.rend(); ++it) {
+    const scheduler::QueueNode* q = *it;
+    const auto& siblings = q->parent->children;
+    if (policy == "fair") {
+      // Weighted among the siblings that have apps, this queue included.
+      double sum = 0;
+      for (const scheduler::QueueNode* c : siblings) {
+        if (c == q || c->running_apps > 0) sum += c->config.weight;
+      }
+      scale(q->config.weight / sum);
+    } else if (policy == "capacity") {
+      // The guaranteed capacity, elastic growth not counted.
+      scale(q->config.capacity >= 0 ? q->config.capacity / 100
+                                    : 1.0 / static_cast<double>(siblings.size()));
+    }
+    // fifo (and others): jobs hold the whole cluster in turn.
+  }
+  const bool fair_leaf = leaf->config.ordering.has_value()
+                             ? *leaf->config.ordering == scheduler::LeafOrdering::kFair
+                             : policy == "fair";
+  if (fair_leaf) {
+    int64_t apps = 1;  // this job's
+    for (const scheduler::AppState* a : leaf->apps) apps += a->runnable ? 1 : 0;
+    scale(1.0 / static_cast<double>(apps));
+  }
+  return share;
+}
+
+absl::Status Sim::SizeAm(int64_t j) {
+  JobRun& job = jobs_[j];
+  const Job& spec = *job.job;
+  const adaptcont::AdaptContConfig& config = *o_.am_master;
+  adaptcont::AmSizingInput in;
+  in.user = spec.user;
+  // Map-like tasks: the groups that depend on none; reduce-like: the others (seed 002's
+  // application constraint sizes the AM for the former).
+  int64_t maps = 0, reduces = 0;
+  for (const TaskGroup& g : spec.groups) (g.depends_on.empty() ? maps : reduces) += g.count;
+  in.map_tasks = maps;
+  in.reduce_tasks = reduces;
+  in.input_bytes = maps * config.split_bytes;
+  Resource worker = Resource::Of(1024, 1);
+  if (o_.slots > 0) {
+    worker = slot_request_;
+  } else if (!spec.groups.empty()) {
+    worker = spec.groups.front().resource;
+  }
+  in.available_containers = adaptcont::ContainersInHeadroom(ExpectedShare(job), worker);
+  in.nodes_lost = nodes_lost_ - job.nodes_lost_seen;  // the headroom above is taken after it
+  Resource max;
+  for (int t = 0; t < o_.registry.size(); ++t)
+    max[t] = std::min(o_.registry.info(t).maximum, largest_node_[t]);
+  in.cluster_max_allocation = {max[kMemoryMb], max[kVcores]};
+  if (job.attempt > 0) {
+    in.previous_attempt = adaptcont::PreviousAttempt{
+        {job.am_resource[kMemoryMb], job.am_resource[kVcores]}, job.failed_for_memory};
+  }
+  absl::StatusOr<adaptcont::AmSizingDecision> d = adaptcont::DecideAmSize(config, in);
+  if (!d.ok()) return d.status();
+  absl::StatusOr<Resource> am = o_.registry.Normalize(d->AsResource());
+  if (!am.ok()) return am.status();
+  job.am_resource = *am;
+  job.max_running = d->max_running_tasks;
+  job.trackable = adaptcont::AmTasksTrackable((*am)[kMemoryMb], config.am_memory_model);
+  job.nodes_lost_seen = nodes_lost_;
+  JobResult& res = r_.job_results[static_cast<size_t>(j)];
+  res.am_containers.push_back(*am);
+  res.am_decisions.push_back(d->Explanation());
+  r_.am_memory_mb += (*am)[kMemoryMb];
+  r_.am_vcores += (*am)[kVcores];
+  return absl::OkStatus();
+}
+
+void Sim::CheckAmMemory(int64_t j, int64_t now) {
+  JobRun& job = jobs_[j];
+  if (job.done || !job.am_running || job.trackable < 0 || job.running <= job.trackable) return;
+  JobResult& res = r_.job_results[static_cast<size_t>(j)];
+  ++res.am_memory_failures;
+  ++r_.am_memory_failures;
+  r_.warnings.push_back(absl::StrCat("job ", job.job->id, ": AM attempt ", job.attempt, " (",
+                                     job.am_resource[kMemoryMb], " MB) killed for memory at ",
+                                     now / 1000, " s: ", job.running,
+                                     " tasks at once, it can track ", job.trackable));
+  job.failed_for_memory = true;
+  AmLost(j, /*counts=*/true, now);
 }
 
 void Sim::TakeSample(int64_t now) {
@@ -618,8 +764,19 @@ void Sim::TakeSample(int64_t now) {
   }
   if (r_.job_series) {
     for (size_t j = 0; j < jobs_.size(); ++j) {
-      if (!jobs_[j].added || jobs_[j].done) continue;
-      auto st = scheduler::ras::StatusOf(*s_, jobs_[j].app, now);
+      const JobRun& job = jobs_[j];
+      if (!job.added || job.done) continue;
+      if (!utility_series_) {
+        // Its wave: running map-like (no dependencies) and reduce-like task containers.
+        JobSample js{static_cast<int32_t>(j), -std::numeric_limits<double>::infinity(), 0, 0};
+        for (const GroupRun& g : job.groups) {
+          (g.spec->depends_on.empty() ? js.running_map : js.running_reduce) +=
+              static_cast<int32_t>(g.running);
+        }
+        smp.jobs.push_back(js);
+        continue;
+      }
+      auto st = scheduler::ras::StatusOf(*s_, job.app, now);
       if (!st.ok()) continue;
       smp.jobs.push_back({static_cast<int32_t>(j), st->utility,
                           static_cast<int32_t>(st->s_running),
@@ -677,7 +834,16 @@ absl::StatusOr<SimReport> Sim::Run() {
     r_.job_series |= job.goal_ms >= 0;
   }
   r_.job_series |= contention_;
+  utility_series_ = r_.job_series;
+  r_.utility_series = utility_series_;
+  if (o_.am_master) {
+    if (absl::Status st = adaptcont::ValidateAdaptContConfig(*o_.am_master); !st.ok())
+      return absl::InvalidArgumentError(absl::StrCat("AdaptCont master: ", st.message()));
+    r_.am_master = std::string(adaptcont::AdaptContModeName(o_.am_master->mode));
+    r_.job_series = true;  // the wave of every job over time (seed 002's Fig. 5)
+  }
   r_.contention = contention_;
+  for (const scheduler::NodeSpec& n : node_specs) largest_node_ = Max(largest_node_, n.capacity);
   for (const scheduler::NodeSpec& n : node_specs) {
     auto id = s_->AddNode(n);
     if (!id.ok()) return id.status();
@@ -787,10 +953,14 @@ absl::StatusOr<SimReport> Sim::Run() {
         size_t n = static_cast<size_t>(std::llround(f.fraction * static_cast<double>(live.size())));
         n = std::min(n, live.size() > 0 ? live.size() - 1 : 0);  // keep one node alive
         std::sort(live.begin(), live.begin() + static_cast<std::ptrdiff_t>(n));
+        nodes_lost_ += static_cast<int64_t>(n);
+        // Remove every node first: a lost AM's next attempt is sized for what is left.
+        std::vector<ContainerKill> kills;
         for (size_t i = 0; i < n; ++i) {
           auto lost = Timed([&] { return s_->RemoveNode(live[i]); });
-          if (lost.ok()) Lost(*lost, now);
+          if (lost.ok()) kills.insert(kills.end(), lost->begin(), lost->end());
         }
+        Lost(kills, now);
         r_.warnings.push_back(
             absl::StrCat("failure injection: removed ", n, " nodes at ", now / 1000, " s"));
         EnsurePass(now);
@@ -806,6 +976,9 @@ absl::StatusOr<SimReport> Sim::Run() {
         std::vector<ContainerKill> kills = pr.kills;
         for (const Allocation& a : allocations) Allocated(a, now);
         Lost(kills, now);
+        if (o_.am_master) {
+          for (const Allocation& a : allocations) CheckAmMemory(static_cast<int64_t>(a.app - 1), now);
+        }
         for (const Allocation& a : allocations) {
           int64_t j = static_cast<int64_t>(a.app - 1);
           if (jobs_[j].dirty) dirty_jobs_.push_back(j);

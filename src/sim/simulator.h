@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "adaptcont/config.h"
 #include "scheduler/config.h"
 #include "scheduler/types.h"
 #include "sim/workload.h"
@@ -48,6 +50,14 @@ struct SimOptions {
   // one), its tasks progress at rate 1 / (L * (1 + overload_penalty * (L - 1))). 0 is the plain
   // model (capacity / usage); > 0 adds thrashing: overcommitment also wastes capacity.
   double overload_penalty = 0;
+  // AdaptCont (seed 002): when set, each job's AM container is sized by this master instead of
+  // `am_resource` — adaptcont::DecideAmSize in the config's mode (yarn-default, dynamic or
+  // pool) — at submission and again for each new attempt, and the AM memory-need model applies:
+  // an attempt whose AM runs more tasks at once than its memory can track is killed for memory
+  // and retried (up to max_am_attempts) with the decision's feedback; dynamic and pool AMs run
+  // at most their decision's max_running_tasks at once. See docs/adaptcont.md ("In the
+  // simulator") for the inputs the simulator gives each decision.
+  std::optional<adaptcont::AdaptContConfig> am_master;
 };
 
 struct JobResult {
@@ -59,13 +69,19 @@ struct JobResult {
   int32_t am_attempts = 0;
   bool failed = false;
   int64_t goal_ms = -1;  // completion-time goal (absolute), -1: none
+  // AdaptCont runs (SimOptions::am_master) only. Every AM container the job was given, one per
+  // attempt, and AdaptCont's explanation of each; attempts killed for memory (the model).
+  std::vector<Resource> am_containers;
+  std::vector<std::string> am_decisions;
+  int32_t am_memory_failures = 0;
+  int64_t max_running_tasks = 0;  // the most task containers it ran at once (its largest wave)
 };
 
 // One job in one sample (only for workloads with goals or usage profiles).
 struct JobSample {
   int32_t job = 0;        // index into SimReport::job_results
   double utility = 0;     // seed 003's U of its running tasks now (-inf: none running)
-  int32_t running_map = 0, running_reduce = 0;
+  int32_t running_map = 0, running_reduce = 0;  // its running task containers (the wave)
 };
 
 // One row of the time series.
@@ -102,7 +118,12 @@ struct SimReport {
   std::vector<Sample> samples;
   std::vector<std::string> warnings;
   bool contention = false;  // some task had a usage profile: the contention model ran
-  bool job_series = false;  // samples carry per-job utility (goals or usage profiles present)
+  bool job_series = false;  // samples carry per-job entries (goals, usage profiles or AdaptCont)
+  bool utility_series = false;  // ... with RAS utility (goals or usage profiles present)
+  // AdaptCont runs: the master's name ("" otherwise), and over all jobs and attempts the AM
+  // containers' memory (MB) and vcores, summed, and the attempts killed for memory.
+  std::string am_master;
+  int64_t am_memory_mb = 0, am_vcores = 0, am_memory_failures = 0;
 };
 
 // The queue tree used when no scheduler configuration is given: root with one leaf per queue

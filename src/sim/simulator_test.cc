@@ -261,5 +261,123 @@ TEST(ClusterSpecTest, UniformAndErrors) {
   EXPECT_EQ(LoadClusterFile("/nonexistent.yaml", reg).status().code(), absl::StatusCode::kNotFound);
 }
 
+// AdaptCont masters (seed 002). 24 nodes x 8 slots; 10 one-minute map waves of different sizes.
+SimOptions AdaptContOptions(const char* policy, adaptcont::AdaptContMode mode) {
+  SimOptions o = Options(24, policy);
+  adaptcont::AdaptContConfig c = adaptcont::DefaultAdaptContConfig();
+  c.mode = mode;
+  o.am_master = c;
+  return o;
+}
+
+TEST(SimulatorAdaptContTest, DynamicSizesAmsByWaveAndNeverOverrunsThem) {
+  Workload w;
+  w.jobs.push_back(MakeJob("small", 0, 8, 60000, 0, 0, "a"));
+  w.jobs.push_back(MakeJob("big", 0, 1000, 60000, 0, 0, "b"));
+  SimOptions o = AdaptContOptions("fifo", adaptcont::AdaptContMode::kDynamic);
+  o.scheduler = *QueuesForWorkload(w, "fifo");
+  auto r = RunSimulation(w, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->am_master, "dynamic");
+  ASSERT_EQ(r->job_results[0].am_containers.size(), 1u);
+  // 8 tasks: one unit wave, 256 MB. fifo: the big job may hold the whole cluster (192 slots,
+  // 3 x W0) -> 768 MB / 2 vcores, the seed's example.
+  EXPECT_EQ(r->job_results[0].am_containers[0], Resource::Of(256, 1));
+  EXPECT_EQ(r->job_results[1].am_containers[0], Resource::Of(768, 2));
+  EXPECT_THAT(r->job_results[1].am_decisions[0], HasSubstr("1000 map tasks"));
+  EXPECT_EQ(r->am_memory_mb, 256 + 768);
+  EXPECT_EQ(r->am_vcores, 3);
+  EXPECT_EQ(r->am_memory_failures, 0);
+  EXPECT_EQ(r->jobs_failed, 0);
+  // It never ran more tasks at once than its AM tracks (768 MB: 320 tasks), and not fewer
+  // than the cluster could give it after the AMs.
+  EXPECT_LE(r->job_results[1].max_running_tasks, 320);
+  EXPECT_GE(r->job_results[1].max_running_tasks, 180);
+  // The wave series is in the samples.
+  bool seen = false;
+  for (const Sample& s : r->samples) {
+    for (const JobSample& js : s.jobs) seen |= js.job == 1 && js.running_map > 100;
+  }
+  EXPECT_TRUE(seen);
+}
+
+TEST(SimulatorAdaptContTest, FairShareSizesLaterJobsForTheirShare) {
+  Workload w;
+  for (int i = 0; i < 4; ++i)
+    w.jobs.push_back(MakeJob(absl::StrCat("j", i), 0, 500, 60000, 0, 0, absl::StrCat("q", i)));
+  SimOptions o = AdaptContOptions("fair", adaptcont::AdaptContMode::kDynamic);
+  o.scheduler = *QueuesForWorkload(w, "fair");
+  auto r = RunSimulation(w, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // Job k (0-based) shares the 192 slots with the k jobs before it: 192, 96, 64, 48.
+  EXPECT_EQ(r->job_results[0].am_containers[0], Resource::Of(768, 2));
+  EXPECT_EQ(r->job_results[1].am_containers[0], Resource::Of(512, 1));
+  EXPECT_EQ(r->job_results[2].am_containers[0], Resource::Of(256, 1));
+  EXPECT_EQ(r->job_results[3].am_containers[0], Resource::Of(256, 1));
+  // A 256 MB AM tracks 64 tasks and so runs at most 64 at once, though more come free later.
+  EXPECT_LE(r->job_results[3].max_running_tasks, 64);
+  EXPECT_EQ(r->am_memory_failures, 0);
+  EXPECT_EQ(r->jobs_failed, 0);
+}
+
+TEST(SimulatorAdaptContTest, TooSmallFixedAmIsKilledForMemoryAndTheJobFails) {
+  // A fixed 512 MB AM tracks 192 tasks; this job gets more at once, so each attempt is killed
+  // for memory, and yarn-default retries the same size until max attempts.
+  Workload w;
+  w.jobs.push_back(MakeJob("huge", 0, 1000, 60000));
+  SimOptions o = AdaptContOptions("fifo", adaptcont::AdaptContMode::kYarnDefault);
+  o.nodes = *UniformCluster(40, Resource::Of(8192, 8), 2);  // 320 slots
+  o.am_master->yarn_default_am = {512, 1};
+  auto r = RunSimulation(w, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->am_memory_failures, 2);
+  EXPECT_EQ(r->jobs_failed, 1);
+  EXPECT_EQ(r->job_results[0].am_containers.size(), 2u);
+  EXPECT_THAT(r->warnings[0], HasSubstr("killed for memory"));
+
+  // Dynamic sizes the same job for its wave (320 -> 1280 MB) and it succeeds first time.
+  o.am_master->mode = adaptcont::AdaptContMode::kDynamic;
+  r = RunSimulation(w, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->am_memory_failures, 0);
+  EXPECT_EQ(r->jobs_failed, 0);
+  EXPECT_EQ(r->job_results[0].am_containers[0], Resource::Of(1280, 3));
+}
+
+TEST(SimulatorAdaptContTest, LostAmIsResizedForTheSmallerCluster) {
+  // Half the cluster goes while the job runs; if its AM was there, the next attempt is sized
+  // for the smaller cluster. Either way no attempt is killed for memory.
+  Workload w;
+  w.jobs.push_back(MakeJob("j", 0, 2000, 60000));
+  SimOptions o = AdaptContOptions("fifo", adaptcont::AdaptContMode::kDynamic);
+  o.failures.push_back(*ParseFailureSpec("50%@90s"));
+  o.seed = 1;
+  auto r = RunSimulation(w, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->am_memory_failures, 0);
+  const JobResult& j = r->job_results[0];
+  // With this seed the AM's node is among the lost (checked, so the test keeps its point).
+  ASSERT_EQ(j.am_containers.size(), 2u);
+  EXPECT_EQ(j.am_containers[0], Resource::Of(768, 2));  // 192 slots
+  EXPECT_EQ(j.am_containers[1], Resource::Of(512, 1));  // 96 slots left
+  EXPECT_THAT(j.am_decisions[1], HasSubstr("lost"));
+  EXPECT_EQ(r->jobs_failed, 0);
+}
+
+TEST(SimulatorAdaptContTest, ReportCarriesAmFields) {
+  Workload w;
+  w.jobs.push_back(MakeJob("j", 0, 10, 1000));
+  auto r = RunSimulation(w, AdaptContOptions("fair", adaptcont::AdaptContMode::kPool));
+  ASSERT_TRUE(r.ok()) << r.status();
+  nlohmann::json j = ReportToJson(*r);
+  EXPECT_EQ(j["am_master"], "pool");
+  EXPECT_EQ(j["am_memory_mb"], 512);
+  EXPECT_EQ(j["am_vcores"], 1);
+  EXPECT_EQ(j["am_memory_failures"], 0);
+  EXPECT_EQ(j["jobs_detail"][0]["am_containers"][0]["memory_mb"], 512);
+  EXPECT_TRUE(j["jobs_detail"][0].contains("running_tasks"));
+  EXPECT_FALSE(j["jobs_detail"][0].contains("utility"));
+}
+
 }  // namespace
 }  // namespace weft::sim
