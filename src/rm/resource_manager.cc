@@ -1,6 +1,7 @@
 #include "rm/resource_manager.h"
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 #include <cstdio>
 
@@ -203,6 +204,18 @@ v1::ApplicationReport ResourceManager::Report(const App& app) const {
   *r.mutable_am_resource() = app.context.am_resource();
   for (const std::string& d : app.am_sizing_decisions) r.add_am_sizing_decisions(d);
   r.set_completion_goal_ms(app.context.profile().completion_goal_ms());
+  // Resource-seconds: ended containers plus the running ones so far.
+  Resource usage_ms = app.usage_ms;
+  if (!app.attempts.empty() && !IsFinal(app.record.state)) {
+    const int64_t now = loop_->NowMs();
+    for (ContainerId id : scheduler_->AppContainers(app.attempts.back().sched_app)) {
+      auto c = containers_.find(id);
+      if (c != containers_.end()) usage_ms += c->second.resource * (now - c->second.start_ms);
+    }
+  }
+  Resource seconds;
+  for (int i = 0; i < options_.registry.size(); ++i) seconds[i] = usage_ms[i] / 1000;
+  *r.mutable_resource_seconds() = ToProto(seconds);
   return r;
 }
 
@@ -538,6 +551,28 @@ absl::Status ResourceManager::KillApplication(const std::string& app_id,
   return absl::OkStatus();
 }
 
+absl::StatusOr<v1::GetApplicationAttemptsResponse> ResourceManager::GetApplicationAttempts(
+    const std::string& app_id) const {
+  auto it = apps_.find(app_id);
+  if (it == apps_.end())
+    return absl::NotFoundError(absl::StrCat("application '", app_id, "' not found"));
+  v1::GetApplicationAttemptsResponse resp;
+  for (const Attempt& at : it->second.attempts) {
+    v1::ApplicationAttemptReport* r = resp.add_attempts();
+    r->set_attempt_id(at.attempt_id);
+    r->set_attempt(at.id);
+    r->set_state(at.state);
+    r->set_am_container_id(at.am_container_id);
+    r->set_am_node_id(at.am_node);
+    if (auto n = nodes_.find(at.am_node); n != nodes_.end())
+      r->set_am_node_http_address(n->second.registration.http_address());
+    r->set_start_time_ms(at.start_ms);
+    r->set_finish_time_ms(at.finish_ms);
+    r->set_diagnostics(at.diagnostics);
+  }
+  return resp;
+}
+
 v1::ListNodesResponse ResourceManager::ListNodes(const v1::ListNodesRequest& req) const {
   v1::ListNodesResponse resp;
   for (const auto& [id, node] : nodes_) {
@@ -792,7 +827,13 @@ void ResourceManager::SchedulePass() {
 }
 
 void ResourceManager::RunPass() {
+  const auto pass_start = std::chrono::steady_clock::now();
   const scheduler::PassResult& r = scheduler_->Schedule(loop_->NowMs());
+  if (options_.pass_observer) {
+    options_.pass_observer(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_start).count(),
+        static_cast<int64_t>(r.allocations.size()));
+  }
   std::vector<Allocation> allocations = r.allocations;
   std::vector<scheduler::ContainerKill> kills = r.kills;
   for (const Allocation& a : allocations) HandleAllocation(a);
@@ -820,6 +861,7 @@ void ResourceManager::HandleAllocation(const Allocation& a) {
   c.node_id = node->name;
   c.resource = a.resource;
   c.is_am = a.is_am;
+  c.start_ms = loop_->NowMs();
   security::ContainerTokenData td;
   td.container_id = c.id;
   td.node_id = c.node_id;
@@ -887,6 +929,7 @@ void ResourceManager::ContainerFinished(ContainerId id, int32_t exit_status,
   if (it == containers_.end()) return;
   Container c = it->second;
   containers_.erase(it);
+  ChargeContainerUsage(c);
   container_by_name_.erase(c.id);
   if (scheduler_->container(id) != nullptr) {
     // A task that ran to completion tells the scheduler its phase's task length (seed 003).
@@ -919,6 +962,13 @@ void ResourceManager::ContainerFinished(ContainerId id, int32_t exit_status,
   at.new_completed.push_back(std::move(st));
 }
 
+void ResourceManager::ChargeContainerUsage(const Container& c) {
+  ++containers_completed_;
+  auto app = apps_.find(c.app_id);
+  if (app == apps_.end()) return;
+  app->second.usage_ms += c.resource * std::max<int64_t>(0, loop_->NowMs() - c.start_ms);
+}
+
 void ResourceManager::ReleaseAppContainers(App& app) {
   if (app.attempts.empty()) return;
   auto released = scheduler_->RemoveApp(app.current().sched_app);
@@ -930,6 +980,7 @@ void ResourceManager::ReleaseAppContainers(App& app) {
     auto n = nodes_.find(c->second.node_id);
     if (n != nodes_.end()) n->second.to_cleanup.push_back(c->second.id);
     container_by_name_.erase(c->second.id);
+    ChargeContainerUsage(c->second);
     containers_.erase(c);
   }
 }
@@ -938,6 +989,7 @@ void ResourceManager::AttemptFailed(App& app, const std::string& diagnostics) {
   Attempt& at = app.current();
   at.state = "FAILED";
   at.diagnostics = diagnostics;
+  at.finish_ms = loop_->NowMs();
   (void)Persist(app);
   ReleaseAppContainers(app);
   if (static_cast<int32_t>(app.attempts.size()) >= app.record.max_attempts) {
@@ -959,6 +1011,7 @@ void ResourceManager::FinishApp(App& app, const std::string& state, const std::s
                                 const std::string& diagnostics) {
   if (!app.attempts.empty() && !IsFinal(app.current().state)) {
     app.current().state = state == "FINISHED" ? "FINISHED" : state;
+    app.current().finish_ms = loop_->NowMs();
   }
   ReleaseAppContainers(app);
   app.record.state = state;
@@ -1111,6 +1164,7 @@ absl::StatusOr<v1::AllocateResponse> ResourceManager::Allocate(const v1::Token& 
     auto n = nodes_.find(c->second.node_id);
     if (n != nodes_.end()) n->second.to_cleanup.push_back(c->second.id);
     container_by_name_.erase(c->second.id);
+    ChargeContainerUsage(c->second);
     containers_.erase(c);
   }
   v1::AllocateResponse resp;

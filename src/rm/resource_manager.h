@@ -52,6 +52,9 @@ struct RmOptions {
   int64_t max_allocation_wait_ms = 5000;
   // How the RM sizes AM containers of apps that ask it to (seed 002, AdaptCont).
   adaptcont::AdaptContConfig adaptcont = adaptcont::DefaultAdaptContConfig();
+  // Called on the loop after every scheduling pass with its wall-clock duration (seconds) and
+  // the containers it allocated (metrics); null = none.
+  std::function<void(double seconds, int64_t allocations)> pass_observer;
 };
 
 // Starts AM containers on NodeManagers (YARN's AM launcher). `done` may run on any thread.
@@ -84,6 +87,9 @@ class ResourceManager {
   v1::ListNodesResponse ListNodes(const v1::ListNodesRequest& req) const;
   v1::GetClusterMetricsResponse GetClusterMetrics() const;
   absl::StatusOr<v1::GetQueueResponse> GetQueue(const v1::GetQueueRequest& req);
+  // The application's attempts, oldest first. NotFound for an unknown application.
+  absl::StatusOr<v1::GetApplicationAttemptsResponse> GetApplicationAttempts(
+      const std::string& app_id) const;
 
   // AdminService. RefreshQueues re-reads RmOptions::scheduler_config_path; an invalid file is
   // refused with the reason and the configuration in force stays. Decommissioned nodes lose
@@ -108,6 +114,12 @@ class ResourceManager {
   void set_rm_address(std::string address) { rm_address_ = std::move(address); }
 
   int64_t epoch() const { return epoch_; }
+  // The timestamp in this RM's application ids (YARN's cluster id), ms since the Unix epoch.
+  int64_t cluster_timestamp_ms() const { return options_.cluster_timestamp_ms; }
+  int64_t started_ms() const { return started_ms_; }  // when Create ran, loop clock
+  // Containers that ended since the RM started (completed, released, lost, preempted, or
+  // removed with their application).
+  int64_t containers_completed() const { return containers_completed_; }
   const scheduler::Scheduler& scheduler() const { return *scheduler_; }
   const security::MasterKeyManager& container_keys() const { return container_keys_; }
 
@@ -127,6 +139,7 @@ class ResourceManager {
     std::vector<v1::Container> new_containers;       // not yet handed to the AM
     std::vector<v1::ContainerStatus> new_completed;  // not yet handed to the AM
     std::string final_status, diagnostics;
+    int64_t finish_ms = 0;  // when it ended (0 while it runs)
     // Its AM container was killed for exceeding its memory limit (AdaptCont's feedback).
     bool am_memory_failure = false;
     Resource am_resource;  // the AM container it asked for
@@ -140,6 +153,9 @@ class ResourceManager {
     // AdaptCont's decisions, one per attempt sized by the RM (inputs and reasons).
     std::vector<std::string> am_sizing_decisions;
     int64_t lost_nodes_at_last_sizing = 0;  // lost_nodes_ when the last decision was made
+    // Sum over its ended containers of resource x ms held (YARN's memorySeconds and
+    // vcoreSeconds, in ms); running ones are added in reports.
+    Resource usage_ms;
     Attempt& current() { return attempts.back(); }
   };
   struct Node {
@@ -160,6 +176,7 @@ class ResourceManager {
     std::string node_id;
     Resource resource;
     bool is_am = false;
+    int64_t start_ms = 0;  // allocation time, loop clock
   };
 
   ResourceManager(RmOptions options, EventLoop* loop, store::StateStore* store,
@@ -186,6 +203,8 @@ class ResourceManager {
                  const std::string& diagnostics);
   absl::Status StartAttempt(App& app);
   void ReleaseAppContainers(App& app);
+  // A container ended at loop time now: its resource x time goes to its app's usage_ms.
+  void ChargeContainerUsage(const Container& c);
   absl::StatusOr<std::pair<App*, Attempt*>> Authenticate(const v1::Token& token);
   std::string ContainerIdString(const App& app, int32_t attempt, scheduler::ContainerId id) const;
   v1::ApplicationReport Report(const App& app) const;
@@ -196,6 +215,7 @@ class ResourceManager {
   EventLoop* loop_;
   int64_t lost_nodes_ = 0;  // nodes that went LOST since this RM started (AdaptCont's input)
   int64_t started_ms_ = 0;  // loop time of Create
+  int64_t containers_completed_ = 0;
   store::StateStore* store_;
   AmLauncher* launcher_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;

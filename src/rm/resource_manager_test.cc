@@ -326,6 +326,40 @@ TEST_F(ResourceManagerTest, KillReleasesContainersAndIsIdempotent) {
   EXPECT_EQ(rm_->scheduler().cluster_allocated(), Resource());
 }
 
+TEST_F(ResourceManagerTest, AttemptsAndResourceSecondsAreReported) {
+  AddNode("h1:1");
+  std::string app = Submit();
+  loop_.Advance(200);
+  const int64_t am_mb = rm_->GetApplication(app)->allocated().values().at("memory-mb");
+  ASSERT_GT(am_mb, 0);
+  for (int i = 0; i < 5; ++i) {  // 10 s, the node heartbeating
+    loop_.Advance(2000);
+    Heartbeat("h1:1");
+  }
+  // Running: the AM container's time so far (allocated within the first 200 ms).
+  const int64_t running = rm_->GetApplication(app)->resource_seconds().values().at("memory-mb");
+  EXPECT_GE(running, am_mb * 98 / 10);
+  EXPECT_LE(running, am_mb * 102 / 10);
+  ASSERT_TRUE(rm_->KillApplication(app, "").ok());
+  loop_.Advance(2000);
+  // Ended: frozen at the kill.
+  EXPECT_EQ(rm_->GetApplication(app)->resource_seconds().values().at("memory-mb"), running);
+  auto attempts = rm_->GetApplicationAttempts(app);
+  ASSERT_TRUE(attempts.ok()) << attempts.status();
+  ASSERT_EQ(attempts->attempts_size(), 1);
+  const v1::ApplicationAttemptReport& a = attempts->attempts(0);
+  EXPECT_EQ(a.attempt(), 1);
+  EXPECT_THAT(a.attempt_id(), HasSubstr("appattempt_"));
+  EXPECT_EQ(a.state(), "KILLED");
+  EXPECT_EQ(a.am_node_id(), "h1:1");
+  EXPECT_THAT(a.am_container_id(), HasSubstr("container_e"));
+  EXPECT_GT(a.finish_time_ms(), a.start_time_ms());
+  EXPECT_EQ(rm_->GetApplicationAttempts("application_0_0000").status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_GE(rm_->containers_completed(), 1);
+  EXPECT_GT(rm_->cluster_timestamp_ms(), 0);
+}
+
 TEST_F(ResourceManagerTest, RestartRecoversAppsWithANewEpochAndNeverReusesIds) {
   AddNode("h1:1");
   std::string done = Submit();

@@ -63,19 +63,44 @@ class GrpcAmLauncher final : public AmLauncher {
 
 std::unique_ptr<AmLauncher> NewGrpcAmLauncher() { return std::make_unique<GrpcAmLauncher>(); }
 
+bool SecretMatches(absl::string_view given, absl::string_view want) {
+  return given.size() == want.size() &&
+         CRYPTO_memcmp(given.data(), want.data(), want.size()) == 0;
+}
+
+void RmServer::RecordRpc(const char* method, std::chrono::steady_clock::time_point start,
+                         absl::StatusCode code) {
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  metrics_
+      .GetHistogram("weft_rm_rpc_duration_seconds",
+                    "RM gRPC calls: time from arrival to reply (queueing on the RM loop "
+                    "included), seconds, by method.",
+                    metrics::LatencyBuckets(), {{"method", method}})
+      ->Observe(seconds);
+  metrics_
+      .GetCounter("weft_rm_rpc_requests_total", "RM gRPC calls by method and status code.",
+                  {{"method", method}, {"code", absl::StatusCodeToString(code)}})
+      ->Increment();
+}
+
 // The four services; each handler posts to the RM loop and finishes the reactor there.
 class RmServer::Services {
  public:
   explicit Services(RmServer* server)
       : client(server), am(server), tracker(server), admin(server) {}
 
+  // Runs `fn` on the loop and finishes the call with its result; the call's latency (from
+  // here to Finish) and status code go to the RPC metrics under `method`.
   template <typename Resp, typename Fn>
-  static grpc::ServerUnaryReactor* OnLoop(RmServer* s, grpc::CallbackServerContext* ctx, Resp* resp,
-                                          Fn fn) {
+  static grpc::ServerUnaryReactor* OnLoop(RmServer* s, const char* method,
+                                          grpc::CallbackServerContext* ctx, Resp* resp, Fn fn) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    s->loop_.Post([s, reactor, resp, fn = std::move(fn)]() mutable {
+    const auto start = std::chrono::steady_clock::now();
+    s->loop_.Post([s, method, start, reactor, resp, fn = std::move(fn)]() mutable {
       absl::StatusOr<Resp> r = fn(*s->rm_);
       if (r.ok()) *resp = std::move(*r);
+      s->RecordRpc(method, start, r.status().code());
       reactor->Finish(ToGrpc(r.status()));
     });
     return reactor;
@@ -84,13 +109,14 @@ class RmServer::Services {
   // ClientService and AdminService: when the RM has a client secret, a call must carry it in
   // metadata "weft-secret" (compared in constant time) or is refused before touching state.
   template <typename Resp, typename Fn>
-  static grpc::ServerUnaryReactor* Authorized(RmServer* s, grpc::CallbackServerContext* ctx,
-                                              Resp* resp, Fn fn) {
+  static grpc::ServerUnaryReactor* Authorized(RmServer* s, const char* method,
+                                              grpc::CallbackServerContext* ctx, Resp* resp,
+                                              Fn fn) {
     if (!s->options_.client_secret.empty()) {
       std::string given = Metadata(ctx, "weft-secret");
-      const std::string& want = s->options_.client_secret;
-      if (given.size() != want.size() ||
-          CRYPTO_memcmp(given.data(), want.data(), want.size()) != 0) {
+      if (!SecretMatches(given, s->options_.client_secret)) {
+        s->RecordRpc(method, std::chrono::steady_clock::now(),
+                     absl::StatusCode::kUnauthenticated);
         grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
         reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                                      given.empty()
@@ -99,7 +125,7 @@ class RmServer::Services {
         return reactor;
       }
     }
-    return OnLoop(s, ctx, resp, std::move(fn));
+    return OnLoop(s, method, ctx, resp, std::move(fn));
   }
 
   class Client final : public v1::ClientService::CallbackService {
@@ -108,15 +134,16 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* NewApplication(grpc::CallbackServerContext* ctx,
                                              const v1::NewApplicationRequest*,
                                              v1::NewApplicationResponse* resp) override {
-      return Authorized(s_, ctx, resp, [](ResourceManager& rm) { return rm.NewApplication(); });
+      return Authorized(s_, "ClientService/NewApplication", ctx, resp,
+                        [](ResourceManager& rm) { return rm.NewApplication(); });
     }
     grpc::ServerUnaryReactor* SubmitApplication(grpc::CallbackServerContext* ctx,
                                                 const v1::SubmitApplicationRequest* req,
                                                 v1::SubmitApplicationResponse* resp) override {
       std::string user = Metadata(ctx, "weft-user");
       if (user.empty()) user = "default";
-      return OnLoop(
-          s_, ctx, resp,
+      return Authorized(
+          s_, "ClientService/SubmitApplication", ctx, resp,
           [req, user](ResourceManager& rm) -> absl::StatusOr<v1::SubmitApplicationResponse> {
             if (absl::Status st = rm.SubmitApplication(req->context(), user); !st.ok()) return st;
             return v1::SubmitApplicationResponse();
@@ -125,7 +152,7 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* GetApplication(grpc::CallbackServerContext* ctx,
                                              const v1::GetApplicationRequest* req,
                                              v1::GetApplicationResponse* resp) override {
-      return Authorized(s_, ctx, resp,
+      return Authorized(s_, "ClientService/GetApplication", ctx, resp,
                         [req](ResourceManager& rm) -> absl::StatusOr<v1::GetApplicationResponse> {
                           auto r = rm.GetApplication(req->application_id());
                           if (!r.ok()) return r.status();
@@ -137,7 +164,7 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* ListApplications(grpc::CallbackServerContext* ctx,
                                                const v1::ListApplicationsRequest* req,
                                                v1::ListApplicationsResponse* resp) override {
-      return Authorized(s_, ctx, resp,
+      return Authorized(s_, "ClientService/ListApplications", ctx, resp,
                         [req](ResourceManager& rm) -> absl::StatusOr<v1::ListApplicationsResponse> {
                           return rm.ListApplications(*req);
                         });
@@ -145,8 +172,9 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* KillApplication(grpc::CallbackServerContext* ctx,
                                               const v1::KillApplicationRequest* req,
                                               v1::KillApplicationResponse* resp) override {
-      return OnLoop(
-          s_, ctx, resp, [req](ResourceManager& rm) -> absl::StatusOr<v1::KillApplicationResponse> {
+      return Authorized(
+          s_, "ClientService/KillApplication", ctx, resp,
+          [req](ResourceManager& rm) -> absl::StatusOr<v1::KillApplicationResponse> {
             absl::Status st = rm.KillApplication(req->application_id(), req->diagnostics());
             if (!st.ok()) return st;
             v1::KillApplicationResponse out;
@@ -157,7 +185,7 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* ctx,
                                         const v1::ListNodesRequest* req,
                                         v1::ListNodesResponse* resp) override {
-      return Authorized(s_, ctx, resp,
+      return Authorized(s_, "ClientService/ListNodes", ctx, resp,
                         [req](ResourceManager& rm) -> absl::StatusOr<v1::ListNodesResponse> {
                           return rm.ListNodes(*req);
                         });
@@ -166,7 +194,7 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* GetClusterMetrics(grpc::CallbackServerContext* ctx,
                                                 const v1::GetClusterMetricsRequest*,
                                                 v1::GetClusterMetricsResponse* resp) override {
-      return Authorized(s_, ctx, resp,
+      return Authorized(s_, "ClientService/GetClusterMetrics", ctx, resp,
                         [](ResourceManager& rm) -> absl::StatusOr<v1::GetClusterMetricsResponse> {
                           return rm.GetClusterMetrics();
                         });
@@ -174,7 +202,16 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* GetQueue(grpc::CallbackServerContext* ctx,
                                        const v1::GetQueueRequest* req,
                                        v1::GetQueueResponse* resp) override {
-      return Authorized(s_, ctx, resp, [req](ResourceManager& rm) { return rm.GetQueue(*req); });
+      return Authorized(s_, "ClientService/GetQueue", ctx, resp,
+                        [req](ResourceManager& rm) { return rm.GetQueue(*req); });
+    }
+    grpc::ServerUnaryReactor* GetApplicationAttempts(
+        grpc::CallbackServerContext* ctx, const v1::GetApplicationAttemptsRequest* req,
+        v1::GetApplicationAttemptsResponse* resp) override {
+      return Authorized(s_, "ClientService/GetApplicationAttempts", ctx, resp,
+                        [req](ResourceManager& rm) {
+                          return rm.GetApplicationAttempts(req->application_id());
+                        });
     }
 
    private:
@@ -193,21 +230,21 @@ class RmServer::Services {
         grpc::CallbackServerContext* ctx, const v1::RegisterApplicationMasterRequest* req,
         v1::RegisterApplicationMasterResponse* resp) override {
       v1::Token t = TokenOf(ctx);
-      return OnLoop(s_, ctx, resp, [t, req](ResourceManager& rm) {
-        return rm.RegisterApplicationMaster(t, *req);
-      });
+      return OnLoop(s_, "AmService/RegisterApplicationMaster", ctx, resp,
+                    [t, req](ResourceManager& rm) { return rm.RegisterApplicationMaster(t, *req); });
     }
     grpc::ServerUnaryReactor* Allocate(grpc::CallbackServerContext* ctx,
                                        const v1::AllocateRequest* req,
                                        v1::AllocateResponse* resp) override {
       v1::Token t = TokenOf(ctx);
-      return OnLoop(s_, ctx, resp, [t, req](ResourceManager& rm) { return rm.Allocate(t, *req); });
+      return OnLoop(s_, "AmService/Allocate", ctx, resp,
+                    [t, req](ResourceManager& rm) { return rm.Allocate(t, *req); });
     }
     grpc::ServerUnaryReactor* FinishApplicationMaster(
         grpc::CallbackServerContext* ctx, const v1::FinishApplicationMasterRequest* req,
         v1::FinishApplicationMasterResponse* resp) override {
       v1::Token t = TokenOf(ctx);
-      return OnLoop(s_, ctx, resp,
+      return OnLoop(s_, "AmService/FinishApplicationMaster", ctx, resp,
                     [t, req](ResourceManager& rm) { return rm.FinishApplicationMaster(t, *req); });
     }
 
@@ -221,12 +258,14 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* RegisterNodeManager(grpc::CallbackServerContext* ctx,
                                                   const v1::RegisterNodeManagerRequest* req,
                                                   v1::RegisterNodeManagerResponse* resp) override {
-      return OnLoop(s_, ctx, resp, [req](ResourceManager& rm) { return rm.RegisterNode(*req); });
+      return OnLoop(s_, "TrackerService/RegisterNodeManager", ctx, resp,
+                    [req](ResourceManager& rm) { return rm.RegisterNode(*req); });
     }
     grpc::ServerUnaryReactor* NodeHeartbeat(grpc::CallbackServerContext* ctx,
                                             const v1::NodeHeartbeatRequest* req,
                                             v1::NodeHeartbeatResponse* resp) override {
-      return OnLoop(s_, ctx, resp, [req](ResourceManager& rm) { return rm.NodeHeartbeat(*req); });
+      return OnLoop(s_, "TrackerService/NodeHeartbeat", ctx, resp,
+                    [req](ResourceManager& rm) { return rm.NodeHeartbeat(*req); });
     }
 
    private:
@@ -239,7 +278,7 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* RefreshQueues(grpc::CallbackServerContext* ctx,
                                             const v1::RefreshQueuesRequest*,
                                             v1::RefreshQueuesResponse* resp) override {
-      return Authorized(s_, ctx, resp,
+      return Authorized(s_, "AdminService/RefreshQueues", ctx, resp,
                         [](ResourceManager& rm) -> absl::StatusOr<v1::RefreshQueuesResponse> {
                           if (absl::Status st = rm.RefreshQueues(); !st.ok()) return st;
                           return v1::RefreshQueuesResponse();
@@ -248,7 +287,7 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* RefreshNodes(grpc::CallbackServerContext* ctx,
                                            const v1::RefreshNodesRequest* req,
                                            v1::RefreshNodesResponse* resp) override {
-      return Authorized(s_, ctx, resp,
+      return Authorized(s_, "AdminService/RefreshNodes", ctx, resp,
                         [req](ResourceManager& rm) -> absl::StatusOr<v1::RefreshNodesResponse> {
                           if (absl::Status st = rm.RefreshNodes(*req); !st.ok()) return st;
                           return v1::RefreshNodesResponse();
@@ -257,7 +296,7 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* GetServiceState(grpc::CallbackServerContext* ctx,
                                               const v1::GetServiceStateRequest*,
                                               v1::GetServiceStateResponse* resp) override {
-      return Authorized(s_, ctx, resp,
+      return Authorized(s_, "AdminService/GetServiceState", ctx, resp,
                         [](ResourceManager& rm) -> absl::StatusOr<v1::GetServiceStateResponse> {
                           v1::GetServiceStateResponse out;
                           out.set_state("STARTED");
@@ -287,6 +326,17 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
     s->store_ = std::move(*st);
   }
   s->secrets_ = std::make_unique<security::OpenSslSecretSource>();
+  if (!s->options_.rm.pass_observer) {
+    metrics::Histogram* pass = s->metrics_.GetHistogram(
+        "weft_rm_scheduler_pass_duration_seconds",
+        "Wall-clock time of one scheduling pass of the RM, seconds.", metrics::LatencyBuckets());
+    metrics::Counter* passes = s->metrics_.GetCounter(
+        "weft_rm_scheduler_passes_total", "Scheduling passes the RM ran.");
+    s->options_.rm.pass_observer = [pass, passes](double seconds, int64_t) {
+      pass->Observe(seconds);
+      passes->Increment();
+    };
+  }
   s->launcher_ = s->options_.launcher ? std::move(s->options_.launcher) : NewGrpcAmLauncher();
   s->loop_.Start();
   absl::Status created;
@@ -330,6 +380,12 @@ void RmServer::RunOnLoop(std::function<void(ResourceManager&)> fn) {
     done.Notify();
   });
   done.WaitForNotification();
+}
+
+void RmServer::Post(std::function<void(ResourceManager&)> fn) {
+  loop_.Post([this, fn = std::move(fn)] {
+    if (rm_) fn(*rm_);
+  });
 }
 
 void RmServer::Shutdown() {

@@ -2,11 +2,13 @@
 #ifndef WEFT_RM_RM_SERVER_H_
 #define WEFT_RM_RM_SERVER_H_
 
+#include <chrono>
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "common/event_loop.h"
+#include "common/metrics.h"
 #include "rm/resource_manager.h"
 #include "security/secret_source.h"
 #include "store/state_store.h"
@@ -36,7 +38,8 @@ struct RmServerOptions {
 //
 // Metadata: AmService calls carry the attempt's AMRM token, serialized, under
 // "weft-amrm-token-bin"; ClientService calls name their user under "weft-user" and, when the
-// RM has a client secret, carry it under "weft-secret".
+// RM has a client secret, carry it under "weft-secret" (every ClientService and AdminService
+// call, reads and writes alike).
 class RmServer {
  public:
   static absl::StatusOr<std::unique_ptr<RmServer>> Start(RmServerOptions options);
@@ -46,13 +49,23 @@ class RmServer {
   int port() const { return port_; }
   // Runs `fn` on the RM loop and waits for it (tests and tools only).
   void RunOnLoop(std::function<void(ResourceManager&)> fn);
+  // Runs `fn` on the RM loop later (not after Shutdown). Thread-safe.
+  void Post(std::function<void(ResourceManager&)> fn);
+  // The RM's live metrics: scheduler pass durations and RPC latencies (filled by the server;
+  // the web layer adds the cluster's figures). Thread-safe.
+  metrics::Registry& metrics() { return metrics_; }
+  // When non-empty, what ClientService and AdminService callers must present.
+  const std::string& client_secret() const { return options_.client_secret; }
   void Shutdown();
 
  private:
   RmServer() = default;
   class Services;
+  void RecordRpc(const char* method, std::chrono::steady_clock::time_point start,
+                 absl::StatusCode code);
 
   RmServerOptions options_;
+  metrics::Registry metrics_;  // before loop_: the loop's tasks record into it
   ThreadEventLoop loop_;
   std::unique_ptr<store::StateStore> store_;
   std::unique_ptr<security::SecretSource> secrets_;
@@ -65,6 +78,10 @@ class RmServer {
 
 // Starts AM containers with ContainerService.StartContainers on the node (async gRPC client).
 std::unique_ptr<AmLauncher> NewGrpcAmLauncher();
+
+// True when `given` equals the client secret `want`, compared in constant time (for a given
+// length), as ClientService and the REST API's writes check it.
+bool SecretMatches(absl::string_view given, absl::string_view want);
 
 }  // namespace weft::rm
 

@@ -190,6 +190,31 @@ TEST(RmServerSecretTest, ClientAndAdminCallsNeedTheSecretWhenConfigured) {
   reg.set_node_id("127.0.0.1:1");
   v1::RegisterNodeManagerResponse reg_resp;
   EXPECT_TRUE(tracker->RegisterNodeManager(&nm, reg, &reg_resp).ok());
+  // Writes need it too: submitting and killing without the secret are refused.
+  grpc::ClientContext submit_none;
+  v1::SubmitApplicationRequest submit;
+  submit.mutable_context()->set_application_id(app.application_id());
+  v1::SubmitApplicationResponse submit_resp;
+  EXPECT_EQ(client->SubmitApplication(&submit_none, submit, &submit_resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  grpc::ClientContext kill_none;
+  v1::KillApplicationRequest kill;
+  kill.set_application_id(app.application_id());
+  v1::KillApplicationResponse kill_resp;
+  EXPECT_EQ(client->KillApplication(&kill_none, kill, &kill_resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  grpc::ClientContext attempts_none;
+  v1::GetApplicationAttemptsRequest attempts;
+  v1::GetApplicationAttemptsResponse attempts_resp;
+  EXPECT_EQ(client->GetApplicationAttempts(&attempts_none, attempts, &attempts_resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  // Refusals and successes are counted per method and code.
+  const std::string text = (*rm)->metrics().Render();
+  EXPECT_THAT(text, HasSubstr("weft_rm_rpc_requests_total{method=\"ClientService/NewApplication\","
+                              "code=\"UNAUTHENTICATED\"} 2"));
+  EXPECT_THAT(text, HasSubstr("weft_rm_rpc_duration_seconds_count{method=\"ClientService/"
+                              "NewApplication\"} 3"));
+  EXPECT_THAT(text, HasSubstr("weft_rm_scheduler_passes_total"));
 }
 
 }  // namespace
