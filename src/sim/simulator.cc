@@ -649,7 +649,24 @@ Resource Sim::ExpectedShare(const JobRun& job) const {
       scale(q->config.capacity >= 0 ? q->config.capacity / 100
                                     : 1.0 / static_cast<double>(siblings.size()));
     }
-    // fifo (and others): jobs hold the whole cluster in turn.
+    // fifo (and others): see below.
+  }
+  if (policy != "fair" && policy != "capacity") {
+    // FIFO: what is free now, less what the jobs ahead of it still want (their tasks not yet
+    // running, within what their AMs run at once): they are served first.
+    share = (s_->cluster_total() - s_->cluster_allocated()).ClampedAtZero();
+    for (const JobRun& other : jobs_) {
+      if (&other == &job) break;  // jobs_ is in submission order
+      if (!other.added || other.done) continue;
+      int64_t want = 0;
+      for (const GroupRun& g : other.groups) want += g.finished ? 0 : g.waiting;
+      if (other.max_running >= 0)
+        want = std::min(want, std::max<int64_t>(0, other.max_running - other.running));
+      const Resource worker =
+          other.groups.empty() ? Resource::Of(1024, 1) : other.groups.front().spec->resource;
+      share = (share - worker * want).ClampedAtZero();
+    }
+    return share;
   }
   const bool fair_leaf = leaf->config.ordering.has_value()
                              ? *leaf->config.ordering == scheduler::LeafOrdering::kFair
