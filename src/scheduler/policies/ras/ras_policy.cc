@@ -33,6 +33,32 @@ double AvgMapMs(const AppState& app) {
   return n > 0 ? static_cast<double>(total) / static_cast<double>(n) : -1;
 }
 
+// The time the map-like phase must leave before the goal for the reduce-like one that follows
+// it (reduce-like tasks run at once, spread out, after the maps): one reduce-like task's mean
+// observed length, or the map-like one's until a reduce-like task has finished; 0 for apps
+// without a reduce-like phase in their profile (ms).
+double ReduceReserveMs(const AppState& app, double avg_map_ms) {
+  bool has_reduce = false;
+  for (const PhaseProfile& p : app.profile.phases) has_reduce |= p.kind == PhaseKind::kReduceLike;
+  if (!has_reduce) return 0;
+  int64_t n = 0, total = 0;
+  for (const auto& [priority, st] : app.phase_stats) {
+    if (PhaseAt(app, priority).kind != PhaseKind::kReduceLike) continue;
+    n += st.completed;
+    total += st.total_ms;
+  }
+  if (n > 0) return static_cast<double>(total) / static_cast<double>(n);
+  return std::max(avg_map_ms, 0.0);
+}
+
+// RequiredMapSlots for `app`, with its reduce-like phase's time reserved before the goal.
+int64_t RequiredSlotsOf(const AppState& app, int64_t s_pend, int64_t goal_ms, int64_t now_ms) {
+  const double avg = AvgMapMs(app);
+  int64_t map_goal = goal_ms;
+  if (goal_ms >= 0) map_goal = goal_ms - static_cast<int64_t>(ReduceReserveMs(app, avg));
+  return RequiredMapSlots(s_pend, avg, map_goal, now_ms);
+}
+
 // The app's pending containers per priority (AM excluded; none while its AM waits).
 std::map<int32_t, int64_t> PendingByPriority(const AppState& app) {
   std::map<int32_t, int64_t> out;
@@ -62,7 +88,7 @@ absl::StatusOr<JobStatus> StatusOf(const Scheduler& s, AppId id, int64_t now_ms)
     ++(map ? st.s_pend : st.r_pend);
   }
   st.avg_map_ms = AvgMapMs(*app);
-  st.s_req = RequiredMapSlots(st.s_pend, st.avg_map_ms, st.goal_ms, now_ms);
+  st.s_req = RequiredSlotsOf(*app, st.s_pend, st.goal_ms, now_ms);
   st.utility = JobUtility(st.s_running, st.s_req, st.s_pend, st.r_running, st.r_pend);
   return st;
 }
@@ -214,8 +240,7 @@ void RasPolicy::BuildModel(const PlacementContext& ctx) {
   }
   for (size_t j = 0; j < model_.jobs.size(); ++j) {
     ras::JobModel& jm = model_.jobs[j];
-    jm.s_req = ras::RequiredMapSlots(jm.s_pend, ras::AvgMapMs(*job_apps_[j]), jm.goal_ms,
-                                     ctx.now_ms());
+    jm.s_req = ras::RequiredSlotsOf(*job_apps_[j], jm.s_pend, jm.goal_ms, ctx.now_ms());
   }
 }
 

@@ -155,6 +155,35 @@ TEST(RasPolicyTest, RecordsTaskLengthsAndValidatesProfiles) {
   EXPECT_FALSE(ras::StatusOf(*s, 9, 0).ok());
 }
 
+TEST(RasPolicyTest, EstimatorReservesTimeForTheReducePhase) {
+  // 30 map tasks of 5 s left, the goal 20 s away. mode 0: no reduce-like phase; 1: one, none of
+  // its tasks finished (one map length reserved); 2: a reduce-like task took 10 s (reserved).
+  auto s_req = [](int mode) -> int64_t {
+    auto s = MakeScheduler(kRas);
+    EXPECT_TRUE(s->AddNode({"n1", "/r1", Resource::Of(2048, 8)}).ok());
+    AppSpec job = Job(1, 30000, {0.1, 0.1, 0.1});
+    if (mode == 0) job.profile.phases.pop_back();
+    EXPECT_TRUE(s->AddApp(job, 0).ok());
+    RequestUpdate asks = Asks({Ask(2, Resource::Of(128, 1), "*", 20)});
+    if (mode == 2) asks.asks.push_back(Ask(1, Resource::Of(128, 1), "*", 10));
+    EXPECT_TRUE(s->UpdateRequests(1, asks).ok());
+    PassResult r = s->Schedule(1000);
+    EXPECT_EQ(r.allocations.size(), mode == 2 ? 3u : 2u);
+    int maps_done = 0;  // maps take 4 s and 6 s (mean 5 s), the reduce 10 s
+    for (const Allocation& a : r.allocations) {
+      int64_t end = a.priority == 10 ? 11000 : (maps_done++ == 0 ? 5000 : 7000);
+      EXPECT_TRUE(s->ContainerCompleted(a.container, end).ok());
+    }
+    EXPECT_TRUE(s->UpdateRequests(1, Asks({Ask(30, Resource::Of(128, 1), "*", 20)})).ok());
+    auto status = ras::StatusOf(*s, 1, 10000);
+    EXPECT_TRUE(status.ok());
+    return status.ok() ? status->s_req : -1;
+  };
+  EXPECT_EQ(s_req(0), 8);   // 20 s = 4 waves of 5 s -> ceil(30 / 4)
+  EXPECT_EQ(s_req(1), 10);  // 15 s = 3 waves
+  EXPECT_EQ(s_req(2), 15);  // 10 s = 2 waves
+}
+
 TEST(RasPolicyTest, ConfigKeys) {
   ResourceTypeRegistry reg;
   auto c = ParseSchedulerConfig("policy: ras\nras: {control-period-ms: 5000, max-rounds: 7}\n",
