@@ -36,6 +36,10 @@ expect_error "unknown resource type 'gpus'" --node-resources gpus=1 --nodes 2 --
 expect_error "node count 0" --nodes 0 --workload "swim:$tmp/bad.tsv"
 printf 'queues: {root: {children: {a: {wieght: 1}}}}\n' >"$tmp/q.yaml"
 expect_error "unknown key 'wieght'" --scheduler-config "$tmp/q.yaml" --nodes 2 --workload "swim:$tmp/bad.tsv"
+expect_error "--am-master: " --am-master huge --nodes 2 --workload "swim:$tmp/bad.tsv"
+expect_error "--adaptcont-config needs --am-master" --adaptcont-config x.yaml --nodes 2 --workload "swim:$tmp/bad.tsv"
+printf 'm0-mb: -5\n' >"$tmp/ac.yaml"
+expect_error "m0-mb" --am-master dynamic --adaptcont-config "$tmp/ac.yaml" --nodes 2 --workload "swim:$tmp/bad.tsv"
 printf 'node-groups:\n  - count: 2\n' >"$tmp/c.yaml"
 expect_error "'count' and 'resources' are required" --cluster "$tmp/c.yaml" --workload "swim:$tmp/bad.tsv"
 
