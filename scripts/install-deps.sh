@@ -9,10 +9,13 @@ PACKAGES=(
   # libraries
   libabsl-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   libsqlite3-dev libssl-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  libcpp-httplib-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   # plots and run-time tools
   python3 python3-matplotlib iproute2 iptables iperf3 procps
+  # web UI and metrics tests: a headless browser, curl, promtool (from prometheus)
+  chromium curl prometheus
 )
 
 missing=()

@@ -81,6 +81,12 @@ void Counter::Increment(double delta) {
   AtomicAdd(&value_, delta);
 }
 
+void Counter::IncrementTo(double total) {
+  double old = value_.load(std::memory_order_relaxed);
+  while (total > old && !value_.compare_exchange_weak(old, total, std::memory_order_relaxed)) {
+  }
+}
+
 void Gauge::Add(double delta) { AtomicAdd(&value_, delta); }
 
 Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)) {

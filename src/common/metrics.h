@@ -26,6 +26,9 @@ class Counter {
  public:
   // `delta` must be >= 0 (negative deltas are ignored: a counter never goes down).
   void Increment(double delta = 1);
+  // Raises the value to `total` if that is larger: mirrors a counter kept elsewhere (e.g. the
+  // kernel's byte counters) without ever going down.
+  void IncrementTo(double total);
   double value() const { return value_.load(std::memory_order_relaxed); }
 
  private:

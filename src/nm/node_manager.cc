@@ -392,6 +392,7 @@ void NodeManager::DoStartContainers(const v1::StartContainersRequest& request,
   for (const v1::StartContainerRequest& one : request.requests()) {
     std::string container_id;
     absl::Status status = StartOne(one, &container_id);
+    CountLaunch(status.ok());
     if (status.ok()) {
       response->add_succeeded(container_id);
     } else {
@@ -572,6 +573,64 @@ void NodeManager::RefreshNetworkStats() {
     return;
   }
   net_stats_ = *std::move(stats);
+  if (options_.metrics == nullptr) return;
+  for (const auto& [id, net] : net_stats_) {
+    options_.metrics
+        ->GetCounter("weft_nm_container_network_transmit_bytes_total",
+                     "Bytes a running container sent (its HTB class counter).",
+                     {{"container", id}})
+        ->IncrementTo(static_cast<double>(net.tx_bytes));
+    options_.metrics
+        ->GetGauge("weft_nm_container_network_transmit_rate_mbit",
+                   "A running container's send rate between the last two readings, Mbit/s.",
+                   {{"container", id}})
+        ->Set(net.tx_rate_mbps);
+  }
+}
+
+void NodeManager::CountLaunch(bool ok) {
+  if (options_.metrics == nullptr) return;
+  if (ok) {
+    options_.metrics->GetCounter("weft_nm_container_launches_total", "Containers started.")
+        ->Increment();
+  } else {
+    options_.metrics
+        ->GetCounter("weft_nm_container_launch_failures_total",
+                     "Container starts refused or failed (bad token, replay, launch error).")
+        ->Increment();
+  }
+  UpdateRunningGauge();
+}
+
+void NodeManager::CountExit(const std::string& container_id, int exit_status) {
+  if (options_.metrics == nullptr) return;
+  const char* outcome = exit_status == 0 ? "succeeded" : exit_status > 0 ? "failed" : "killed";
+  options_.metrics
+      ->GetCounter("weft_nm_containers_completed_total",
+                   "Containers that ended: succeeded (exit 0), failed (non-zero exit) or killed "
+                   "(stopped, over their memory limit, or their app ended).",
+                   {{"outcome", outcome}})
+      ->Increment();
+  options_.metrics->Remove("weft_nm_container_network_transmit_bytes_total",
+                           {{"container", container_id}});
+  options_.metrics->Remove("weft_nm_container_network_transmit_rate_mbit",
+                           {{"container", container_id}});
+  UpdateRunningGauge();
+}
+
+void NodeManager::CountHeartbeat(bool ok) {
+  if (options_.metrics == nullptr) return;
+  options_.metrics
+      ->GetCounter("weft_nm_heartbeats_total", "Heartbeats to the RM by result.",
+                   {{"result", ok ? "ok" : "error"}})
+      ->Increment();
+}
+
+void NodeManager::UpdateRunningGauge() {
+  int64_t running = 0;
+  for (const auto& [id, record] : containers_) running += record.running ? 1 : 0;
+  options_.metrics->GetGauge("weft_nm_containers_running", "Containers running on this node.")
+      ->Set(static_cast<double>(running));
 }
 
 void NodeManager::StopContainer(const std::string& container_id, int exit_status,
@@ -635,6 +694,7 @@ void NodeManager::OnContainerExit(const ContainerExit& exit) {
   }
   unacked_completed_[exit.container_id] =
       CompletedStatus(exit.container_id, record.exit_status, record.diagnostics);
+  CountExit(exit.container_id, record.exit_status);
   if (traffic_ != nullptr) {
     if (absl::Status s = traffic_->RemoveContainer(exit.container_id); !s.ok()) {
       Log(s.ToString());
@@ -741,6 +801,7 @@ void NodeManager::SendRegister() {
   }
   for (const std::string& feature : missing_features_) request.add_missing_features(feature);
   request.set_network_isolation(network_isolation_);
+  request.set_http_address(options_.http_address);
   call->context.set_deadline(std::chrono::system_clock::now() +
                              std::chrono::milliseconds(kRmCallTimeoutMs));
   if (!BeginRmCall(&call->context)) return;
@@ -826,6 +887,7 @@ void NodeManager::OnHeartbeatReply(const grpc::Status& status,
                                    const v1::NodeHeartbeatResponse& reply) {
   rm_call_in_flight_ = false;
   if (shutting_down_ || rm_shutdown_) return;
+  CountHeartbeat(status.ok());
   if (!status.ok()) {
     // Nothing is lost: unacknowledged completed statuses go out again with the next one.
     if (RmCallsClosed()) return;  // cancelled by Shutdown()

@@ -19,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "common/event_loop.h"
+#include "common/metrics.h"
 #include "common/resource.h"
 #include "nm/cgroups.h"
 #include "nm/container_executor.h"
@@ -63,6 +64,13 @@ struct NodeManagerOptions {
   int64_t network_containers_mbps = 0;  // 0: 90% of the link
   BurstLimit network_burst = BurstLimit::kContainersTotal;
   std::string network_classifier = "auto";
+
+  // The node's web address (host:port of its HTTP server, /metrics and container logs), sent
+  // in registration; "" = none.
+  std::string http_address;
+  // Where the NM counts container launches, failures, completions, heartbeats and
+  // per-container network bytes; not owned, must outlive the NM. Null = no metrics.
+  metrics::Registry* metrics = nullptr;
 };
 
 // One NodeManager: a gRPC ContainerService and the client of the RM's TrackerService.
@@ -163,6 +171,11 @@ class NodeManager {
   void StopAllContainers(int exit_status, absl::string_view reason);
   // Reads the containers' class counters into net_stats_ (no-op without traffic control).
   void RefreshNetworkStats();
+  // Metrics (no-ops without options_.metrics).
+  void CountLaunch(bool ok);
+  void CountExit(const std::string& container_id, int exit_status);
+  void CountHeartbeat(bool ok);
+  void UpdateRunningGauge();
 
   // ---- Shutdown, on the loop.
   void BeginShutdownOnLoop();

@@ -1,0 +1,626 @@
+#include "web/rest_api.h"
+
+#include <openssl/crypto.h>
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "web/http_server.h"
+#include "web/yarn_json.h"
+
+namespace weft::web {
+namespace {
+
+constexpr int kMaxJsonDepth = 32;
+
+HttpResponse JsonOk(const Json& j, int status = 200) {
+  HttpResponse r;
+  r.status = status;
+  r.body = Dump(j);
+  return r;
+}
+
+HttpResponse MethodNotAllowed(const HttpRequest& req, absl::string_view allowed) {
+  HttpResponse r = JsonError(405, absl::StrCat("method ", req.method.substr(0, 16),
+                                               " is not allowed here (allowed: ", allowed, ")"));
+  r.headers.emplace_back("Allow", std::string(allowed));
+  return r;
+}
+
+bool IsDigits(absl::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// application_<digits>_<digits>.
+bool ValidAppId(absl::string_view id) {
+  if (id.size() > 64 || !absl::ConsumePrefix(&id, "application_")) return false;
+  std::vector<absl::string_view> parts = absl::StrSplit(id, '_');
+  return parts.size() == 2 && IsDigits(parts[0]) && IsDigits(parts[1]);
+}
+
+// host:port and the like: letters, digits and . : _ - only.
+bool ValidNodeId(absl::string_view id) {
+  return !id.empty() && id.size() <= 255 && std::all_of(id.begin(), id.end(), [](char c) {
+    return absl::ascii_isalnum(c) || c == '.' || c == ':' || c == '_' || c == '-';
+  });
+}
+
+bool ValidUser(absl::string_view user) {
+  return !user.empty() && user.size() <= 64 && std::all_of(user.begin(), user.end(), [](char c) {
+    return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-' || c == '@';
+  });
+}
+
+// A printable, bounded copy of client text for error messages.
+std::string Quote(absl::string_view text) {
+  std::string out;
+  for (char c : text.substr(0, 64)) out += absl::ascii_isprint(c) ? c : '?';
+  if (text.size() > 64) out += "...";
+  return absl::StrCat("'", out, "'");
+}
+
+// Comma-separated values of repeated query parameters `name`, upper-cased, empty ones dropped.
+std::vector<std::string> ListParam(const HttpRequest& req, const std::string& name) {
+  std::vector<std::string> out;
+  auto [begin, end] = req.params.equal_range(name);
+  for (auto it = begin; it != end; ++it) {
+    for (absl::string_view v : absl::StrSplit(it->second, ',', absl::SkipWhitespace())) {
+      out.push_back(absl::AsciiStrToUpper(absl::StripAsciiWhitespace(v)));
+    }
+  }
+  return out;
+}
+
+// An integer query parameter in [min, max]; `fallback` when absent.
+absl::StatusOr<int64_t> IntParam(const HttpRequest& req, const std::string& name,
+                                 int64_t fallback, int64_t min, int64_t max) {
+  if (!req.HasParam(name)) return fallback;
+  int64_t v = 0;
+  const std::string text = req.Param(name);
+  if (!absl::SimpleAtoi(text, &v) || v < min || v > max)
+    return absl::InvalidArgumentError(absl::StrCat("query parameter ", name, "=", Quote(text),
+                                                   ": expected an integer in [", min, ", ", max,
+                                                   "]"));
+  return v;
+}
+
+// The deepest nesting of arrays and objects in `text` (strings skipped), stopping early once
+// above `limit`: guards the parser against stack exhaustion.
+int NestingDepth(absl::string_view text, int limit) {
+  int depth = 0, max_depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      max_depth = std::max(max_depth, ++depth);
+      if (max_depth > limit) return max_depth;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return max_depth;
+}
+
+absl::StatusOr<Json> ParseJsonObject(absl::string_view body) {
+  if (absl::StripAsciiWhitespace(body).empty())
+    return absl::InvalidArgumentError("the request body is empty; expected a JSON object");
+  if (NestingDepth(body, kMaxJsonDepth) > kMaxJsonDepth)
+    return absl::InvalidArgumentError(
+        absl::StrCat("the JSON body nests deeper than ", kMaxJsonDepth, " levels"));
+  Json j = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return absl::InvalidArgumentError("the request body is not valid JSON");
+  if (!j.is_object())
+    return absl::InvalidArgumentError(
+        absl::StrCat("the request body is a JSON ", j.type_name(), "; expected an object"));
+  return j;
+}
+
+// Typed field access with errors naming the field's path.
+absl::Status TypeError(absl::string_view path, absl::string_view expected, const Json& got) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, ": expected ", expected, ", got a JSON ", got.type_name()));
+}
+
+absl::StatusOr<std::string> GetString(const Json& j, absl::string_view path) {
+  if (!j.is_string()) return TypeError(path, "a string", j);
+  return j.get<std::string>();
+}
+
+absl::StatusOr<int64_t> GetInt(const Json& j, absl::string_view path, int64_t min, int64_t max) {
+  if (!j.is_number_integer()) return TypeError(path, "an integer", j);
+  if (j.is_number_unsigned() &&
+      j.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", j.get<uint64_t>(),
+                                                   " is out of range [", min, ", ", max, "]"));
+  const int64_t v = j.get<int64_t>();
+  if (v < min || v > max)
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", v, " is out of range [", min, ", ", max, "]"));
+  return v;
+}
+
+absl::StatusOr<bool> GetBool(const Json& j, absl::string_view path) {
+  if (!j.is_boolean()) return TypeError(path, "true or false", j);
+  return j.get<bool>();
+}
+
+// An object or array field that Weft does not support: only absent or empty.
+absl::Status MustBeEmpty(const Json& j, absl::string_view path, absl::string_view why) {
+  if (!j.is_object() && !j.is_array() && !j.is_null()) return TypeError(path, "an object", j);
+  if (!j.empty())
+    return absl::InvalidArgumentError(absl::StrCat(path, " is not supported: ", why));
+  return absl::OkStatus();
+}
+
+absl::Status ParseEnvironment(const Json& env, v1::ContainerLaunchContext* launch) {
+  if (!env.is_object()) return TypeError("am-container-spec.environment", "an object", env);
+  auto& out = *launch->mutable_environment();
+  // YARN's form {"entry": [{"key": K, "value": V}, ...]} (or one entry object), or {K: V}.
+  if (env.contains("entry") && env.size() == 1 && !env["entry"].is_string()) {
+    const Json& entries = env["entry"];
+    std::vector<const Json*> list;
+    if (entries.is_array()) {
+      for (const Json& e : entries) list.push_back(&e);
+    } else {
+      list.push_back(&entries);
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string path = absl::StrCat("am-container-spec.environment.entry[", i, "]");
+      const Json& e = *list[i];
+      if (!e.is_object()) return TypeError(path, "an object {key, value}", e);
+      for (const auto& [k, v] : e.items()) {
+        if (k != "key" && k != "value")
+          return absl::InvalidArgumentError(absl::StrCat(path, ": unknown field ", Quote(k)));
+      }
+      if (!e.contains("key")) return absl::InvalidArgumentError(absl::StrCat(path, ": no key"));
+      auto key = GetString(e["key"], path + ".key");
+      if (!key.ok()) return key.status();
+      auto value = e.contains("value") ? GetString(e["value"], path + ".value")
+                                       : absl::StatusOr<std::string>("");
+      if (!value.ok()) return value.status();
+      out[*key] = *value;
+    }
+    return absl::OkStatus();
+  }
+  for (const auto& [k, v] : env.items()) {
+    auto value = GetString(v, absl::StrCat("am-container-spec.environment.", k));
+    if (!value.ok()) return value.status();
+    out[k] = *value;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseContainerSpec(const Json& spec, v1::ContainerLaunchContext* launch) {
+  if (!spec.is_object()) return TypeError("am-container-spec", "an object", spec);
+  for (const auto& [k, v] : spec.items()) {
+    const std::string path = absl::StrCat("am-container-spec.", k);
+    if (k == "commands") {
+      // YARN: {"command": "..."}; Weft also takes an argv array there, or a bare string.
+      const Json* command = &v;
+      if (v.is_object()) {
+        for (const auto& [ck, cv] : v.items()) {
+          if (ck != "command")
+            return absl::InvalidArgumentError(absl::StrCat(path, ": unknown field ", Quote(ck)));
+        }
+        if (!v.contains("command"))
+          return absl::InvalidArgumentError(absl::StrCat(path, ": no command"));
+        command = &v["command"];
+      }
+      if (command->is_string()) {
+        launch->add_command(command->get<std::string>());
+      } else if (command->is_array()) {
+        for (size_t i = 0; i < command->size(); ++i) {
+          auto arg = GetString((*command)[i], absl::StrCat(path, ".command[", i, "]"));
+          if (!arg.ok()) return arg.status();
+          launch->add_command(*arg);
+        }
+      } else {
+        return TypeError(path + ".command", "a string or an array of strings", *command);
+      }
+    } else if (k == "environment") {
+      if (absl::Status s = ParseEnvironment(v, launch); !s.ok()) return s;
+    } else if (k == "local-resources") {
+      if (absl::Status s = MustBeEmpty(v, path, "Weft runs commands on the node's filesystem and "
+                                                "localizes nothing");
+          !s.ok())
+        return s;
+    } else if (k == "service-data" || k == "credentials" || k == "application-acls") {
+      if (absl::Status s = MustBeEmpty(v, path, "not implemented by Weft"); !s.ok()) return s;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("unknown field ", Quote(path)));
+    }
+  }
+  if (launch->command().empty())
+    return absl::InvalidArgumentError("am-container-spec.commands.command is required");
+  return absl::OkStatus();
+}
+
+absl::Status ParseResource(const Json& r, v1::Resource* out) {
+  if (!r.is_object()) return TypeError("resource", "an object", r);
+  for (const auto& [k, v] : r.items()) {
+    const std::string path = absl::StrCat("resource.", k);
+    std::string type = k;
+    if (k == "memory" || k == "memory-mb") {
+      type = "memory-mb";
+    } else if (k == "vCores" || k == "vcores") {
+      type = "vcores";
+    } else if (k.empty() || k.size() > 64 ||
+               !std::all_of(k.begin(), k.end(), [](char c) {
+                 return absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-';
+               })) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown field ", Quote(path)));
+    }
+    auto value = GetInt(v, path, 0, std::numeric_limits<int64_t>::max());
+    if (!value.ok()) return value.status();
+    (*out->mutable_values())[type] = *value;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int HttpStatusOf(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kOk:
+      return 200;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange:
+      return 400;
+    case absl::StatusCode::kUnauthenticated:
+      return 401;
+    case absl::StatusCode::kPermissionDenied:
+      return 403;
+    case absl::StatusCode::kNotFound:
+      return 404;
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kAborted:
+      return 409;
+    case absl::StatusCode::kResourceExhausted:
+      return 429;
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+      return 503;
+    default:
+      return 500;
+  }
+}
+
+absl::StatusOr<v1::ApplicationSubmissionContext> ParseSubmission(absl::string_view body) {
+  auto parsed = ParseJsonObject(body);
+  if (!parsed.ok()) return parsed.status();
+  const Json& j = *parsed;
+  v1::ApplicationSubmissionContext ctx;
+  for (const auto& [k, v] : j.items()) {
+    absl::Status st;
+    if (k == "application-id") {
+      auto id = GetString(v, k);
+      if (!id.ok()) return id.status();
+      if (!ValidAppId(*id))
+        return absl::InvalidArgumentError(
+            absl::StrCat("application-id ", Quote(*id),
+                         " is not an application id (application_<cluster ts>_<seq>)"));
+      ctx.set_application_id(*id);
+    } else if (k == "application-name") {
+      auto name = GetString(v, k);
+      if (!name.ok()) return name.status();
+      ctx.set_name(*name);
+    } else if (k == "queue") {
+      auto queue = GetString(v, k);
+      if (!queue.ok()) return queue.status();
+      ctx.set_queue(*queue);
+    } else if (k == "application-type") {
+      auto type = GetString(v, k);
+      if (!type.ok()) return type.status();
+      ctx.set_application_type(*type);
+    } else if (k == "priority") {
+      auto p = GetInt(v, k, std::numeric_limits<int32_t>::min(),
+                      std::numeric_limits<int32_t>::max());
+      if (!p.ok()) return p.status();
+      ctx.set_priority(static_cast<int32_t>(*p));
+    } else if (k == "max-app-attempts") {
+      auto n = GetInt(v, k, 0, 1000);
+      if (!n.ok()) return n.status();
+      ctx.set_max_app_attempts(static_cast<int32_t>(*n));
+    } else if (k == "resource") {
+      st = ParseResource(v, ctx.mutable_am_resource());
+    } else if (k == "am-container-spec") {
+      st = ParseContainerSpec(v, ctx.mutable_am_container_spec());
+    } else if (k == "unmanaged-AM" || k == "keep-containers-across-application-attempts") {
+      auto b = GetBool(v, k);
+      if (!b.ok()) return b.status();
+      if (*b)
+        return absl::InvalidArgumentError(
+            absl::StrCat(k, "=true is not supported by Weft (",
+                         k == "unmanaged-AM" ? "AMs run in containers"
+                                             : "work-preserving AM restart is not built",
+                         ")"));
+    } else if (k == "application-tags" || k == "log-aggregation-context" ||
+               k == "am-black-listing-requests") {
+      if (!v.is_object() && !v.is_array() && !v.is_null()) return TypeError(k, "an object", v);
+    } else if (k == "attempt-failures-validity-interval") {
+      auto n = GetInt(v, k, -1, std::numeric_limits<int64_t>::max());
+      if (!n.ok()) return n.status();
+    } else if (k == "reservation-id") {
+      auto id = GetString(v, k);
+      if (!id.ok()) return id.status();
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("unknown field ", Quote(k)));
+    }
+    if (!st.ok()) return st;
+  }
+  if (ctx.application_id().empty())
+    return absl::InvalidArgumentError(
+        "application-id is required (POST /ws/v1/cluster/apps/new-application gives one)");
+  if (!ctx.has_am_container_spec())
+    return absl::InvalidArgumentError("am-container-spec is required");
+  return ctx;
+}
+
+RestApi::RestApi(RestApiOptions options, const SnapshotHolder* snapshots, RmWriter* writer)
+    : options_(std::move(options)), snapshots_(snapshots), writer_(writer) {}
+
+std::string RestApi::BaseUrl(const HttpRequest& req) const {
+  std::string host = req.Header("host");
+  const bool host_ok = !host.empty() && host.size() <= 255 &&
+                       std::all_of(host.begin(), host.end(), [](char c) {
+                         return absl::ascii_isalnum(c) || c == '.' || c == ':' || c == '-' ||
+                                c == '[' || c == ']';
+                       });
+  return absl::StrCat("http://", host_ok ? host : options_.http_address);
+}
+
+HttpResponse RestApi::Handle(const HttpRequest& req) const {
+  if (req.body.size() > options_.max_body_bytes)
+    return JsonError(413, absl::StrCat("the request body has ", req.body.size(),
+                                       " bytes; at most ", options_.max_body_bytes,
+                                       " are accepted"));
+  absl::string_view path = req.path;
+  while (path.size() > 1 && absl::EndsWith(path, "/")) path.remove_suffix(1);
+  if (!absl::ConsumePrefix(&path, "/ws/v1/cluster"))
+    return JsonError(404, absl::StrCat("no such resource: ", Quote(req.path),
+                                       " (the REST API is under /ws/v1/cluster)"));
+  if (!path.empty() && !absl::ConsumePrefix(&path, "/"))
+    return JsonError(404, absl::StrCat("no such resource: ", Quote(req.path)));
+  std::vector<std::string> parts;
+  if (!path.empty()) parts = absl::StrSplit(path, '/');
+  if (parts.size() > 4) return JsonError(404, absl::StrCat("no such resource: ", Quote(req.path)));
+
+  // Writes: POST apps/new-application, POST apps, PUT apps/{id}/state.
+  const bool is_write =
+      (req.method == "POST" && ((parts.size() == 2 && parts[0] == "apps" &&
+                                 parts[1] == "new-application") ||
+                                (parts.size() == 1 && parts[0] == "apps"))) ||
+      (req.method == "PUT" && parts.size() == 3 && parts[0] == "apps" && parts[2] == "state");
+  if (is_write) return Write(req, parts);
+  if (req.method != "GET" && req.method != "HEAD") {
+    if (parts.size() == 1 && parts[0] == "apps") return MethodNotAllowed(req, "GET, POST");
+    if (parts.size() == 2 && parts[0] == "apps" && parts[1] == "new-application")
+      return MethodNotAllowed(req, "POST");
+    if (parts.size() == 3 && parts[0] == "apps" && parts[2] == "state")
+      return MethodNotAllowed(req, "GET, PUT");
+    return MethodNotAllowed(req, "GET");
+  }
+  std::shared_ptr<const ClusterSnapshot> snapshot = snapshots_->Get();
+  if (snapshot == nullptr) return JsonError(503, "the ResourceManager is starting");
+  return Get(req, *snapshot, parts);
+}
+
+HttpResponse RestApi::Get(const HttpRequest& req, const ClusterSnapshot& s,
+                          const std::vector<std::string>& parts) const {
+  const std::string resource = parts.empty() ? "info" : parts[0];
+  if (parts.size() <= 1 && resource == "info") return JsonOk(ClusterInfoJson(s));
+  if (parts.size() == 1 && resource == "metrics") return JsonOk(ClusterMetricsJson(s));
+  if (parts.size() == 1 && resource == "scheduler") return JsonOk(SchedulerJson(s));
+  const std::string base = BaseUrl(req);
+  const std::string http_address = std::string(absl::StripPrefix(base, "http://"));
+
+  if (resource == "apps" && parts.size() == 1) {
+    std::set<v1::ApplicationState> states;
+    std::vector<std::string> wanted = ListParam(req, "states");
+    for (const std::string& st : ListParam(req, "state")) wanted.push_back(st);
+    for (const std::string& name : wanted) {
+      v1::ApplicationState st;
+      if (name == "NEW_SAVING") {
+        st = v1::APP_NEW;
+      } else if (!v1::ApplicationState_Parse(absl::StrCat("APP_", name), &st)) {
+        return JsonError(400, absl::StrCat("Invalid application-state ", Quote(name),
+                                           " specified. It should be one of NEW, NEW_SAVING, "
+                                           "SUBMITTED, ACCEPTED, RUNNING, FINISHED, FAILED, "
+                                           "KILLED"));
+      }
+      states.insert(st);
+    }
+    const std::string final_status = absl::AsciiStrToUpper(req.Param("finalStatus"));
+    if (!final_status.empty() && final_status != "UNDEFINED" && final_status != "SUCCEEDED" &&
+        final_status != "FAILED" && final_status != "KILLED")
+      return JsonError(400, absl::StrCat("Invalid final status ", Quote(final_status),
+                                         ": one of UNDEFINED, SUCCEEDED, FAILED, KILLED"));
+    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+    auto limit = IntParam(req, "limit", kMax, 1, kMax);
+    auto started_begin = IntParam(req, "startedTimeBegin", 0, 0, kMax);
+    auto started_end = IntParam(req, "startedTimeEnd", kMax, 0, kMax);
+    auto finished_begin = IntParam(req, "finishedTimeBegin", 0, 0, kMax);
+    auto finished_end = IntParam(req, "finishedTimeEnd", kMax, 0, kMax);
+    for (const auto* p : {&limit, &started_begin, &started_end, &finished_begin, &finished_end}) {
+      if (!p->ok()) return JsonError(400, p->status().message());
+    }
+    const bool finished_filter = req.HasParam("finishedTimeBegin") || req.HasParam("finishedTimeEnd");
+    const std::string queue = req.Param("queue");
+    const std::string user = req.Param("user");
+    Json list = Json::array();
+    for (const v1::ApplicationReport& app : s.apps) {
+      if (static_cast<int64_t>(list.size()) >= *limit) break;
+      if (!states.empty() && !states.contains(app.state())) continue;
+      if (!final_status.empty() && FinalStatusName(app.final_status()) != final_status) continue;
+      if (!queue.empty() && queue != app.queue() && queue != absl::StrCat("root.", app.queue()) &&
+          app.queue() != absl::StrCat("root.", queue))
+        continue;
+      if (!user.empty() && app.user() != user) continue;
+      if (app.submit_time_ms() < *started_begin || app.submit_time_ms() > *started_end) continue;
+      if (finished_filter && (app.finish_time_ms() == 0 || app.finish_time_ms() < *finished_begin ||
+                              app.finish_time_ms() > *finished_end))
+        continue;
+      list.push_back(AppJson(s, app, http_address));
+    }
+    return JsonOk({{"apps", {{"app", list}}}});
+  }
+  if (resource == "apps") {
+    const std::string& id = parts[1];
+    if (!ValidAppId(id))
+      return JsonError(400, absl::StrCat("Invalid ApplicationId: ", Quote(id),
+                                         " (expected application_<cluster ts>_<seq>)"));
+    const v1::ApplicationReport* app = s.FindApp(id);
+    if (app == nullptr) return JsonError(404, absl::StrCat("app with id: ", id, " not found"));
+    if (parts.size() == 2) return JsonOk({{"app", AppJson(s, *app, http_address)}});
+    if (parts.size() == 3 && parts[2] == "appattempts") {
+      Json list = Json::array();
+      auto it = s.attempts.find(id);
+      if (it != s.attempts.end()) {
+        for (const auto& a : it->second) list.push_back(AppAttemptJson(s, *app, a));
+      }
+      return JsonOk({{"appAttempts", {{"appAttempt", list}}}});
+    }
+    if (parts.size() == 3 && parts[2] == "state")
+      return JsonOk({{"state", AppStateName(app->state())}});
+    return JsonError(404, absl::StrCat("no such resource: ", Quote(req.path)));
+  }
+  if (resource == "nodes" && parts.size() == 1) {
+    std::set<v1::NodeState> states;
+    std::vector<std::string> wanted = ListParam(req, "states");
+    for (const std::string& st : ListParam(req, "state")) wanted.push_back(st);
+    for (const std::string& name : wanted) {
+      v1::NodeState st;
+      if (name == "REBOOTED" || name == "DECOMMISSIONING") {
+        st = v1::NODE_STATE_UNSPECIFIED;  // states Weft never has: they match nothing
+      } else if (!v1::NodeState_Parse(absl::StrCat("NODE_", name), &st)) {
+        return JsonError(400, absl::StrCat("Invalid node state ", Quote(name),
+                                           ": one of NEW, RUNNING, UNHEALTHY, DECOMMISSIONED, "
+                                           "LOST, REBOOTED, SHUTDOWN"));
+      }
+      states.insert(st);
+    }
+    Json list = Json::array();
+    for (const v1::NodeReport& n : s.nodes) {
+      if (!states.empty() && !states.contains(n.state())) continue;
+      list.push_back(NodeJson(s, n));
+    }
+    return JsonOk({{"nodes", {{"node", list}}}});
+  }
+  if (resource == "nodes" && parts.size() == 2) {
+    const std::string& id = parts[1];
+    if (!ValidNodeId(id)) return JsonError(400, absl::StrCat("Invalid NodeId: ", Quote(id)));
+    const v1::NodeReport* n = s.FindNode(id);
+    if (n == nullptr) return JsonError(404, absl::StrCat("nodeId, ", id, ", is not found"));
+    return JsonOk({{"node", NodeJson(s, *n)}});
+  }
+  return JsonError(404, absl::StrCat("no such resource: ", Quote(req.path)));
+}
+
+HttpResponse RestApi::Write(const HttpRequest& req, const std::vector<std::string>& parts) const {
+  if (!options_.writes_enabled || writer_ == nullptr)
+    return JsonError(403,
+                     "REST writes are disabled on this ResourceManager (enable them with "
+                     "--http-enable-writes and a --secret-file; see docs/web.md)");
+  if (options_.client_secret.empty())
+    return JsonError(403, "REST writes need a client secret (--secret-file); see docs/web.md");
+  std::string given = req.Header("x-weft-secret");
+  if (given.empty()) {
+    absl::string_view auth = req.Header("authorization");
+    if (absl::ConsumePrefix(&auth, "Bearer ")) given = std::string(auth);
+  }
+  if (given.size() != options_.client_secret.size() ||
+      CRYPTO_memcmp(given.data(), options_.client_secret.data(), given.size()) != 0) {
+    HttpResponse r = JsonError(401, given.empty()
+                                        ? "this write needs the client secret in header "
+                                          "X-Weft-Secret (or Authorization: Bearer)"
+                                        : "wrong client secret");
+    r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"weft\"");
+    return r;
+  }
+  std::string user = req.Header("x-weft-user");
+  if (user.empty()) user = req.Param("user.name", "default");
+  if (!ValidUser(user))
+    return JsonError(400, absl::StrCat("user ", Quote(user),
+                                       " is not a user name (letters, digits, . _ - @)"));
+  const std::string content_type = absl::AsciiStrToLower(req.Header("content-type"));
+  if (absl::StrContains(content_type, "xml"))
+    return JsonError(415, "only JSON bodies are supported (Content-Type: application/json)");
+
+  if (parts.size() == 2) {  // POST apps/new-application
+    auto r = writer_->NewApplication();
+    if (!r.ok()) return JsonError(HttpStatusOf(r.status().code()), r.status().message());
+    return JsonOk({{"application-id", r->application_id()},
+                   {"maximum-resource-capability",
+                    {{"memory", ResourceValue(r->maximum_capability(), "memory-mb")},
+                     {"vCores", ResourceValue(r->maximum_capability(), "vcores")}}}});
+  }
+  if (parts.size() == 1) {  // POST apps
+    auto ctx = ParseSubmission(req.body);
+    if (!ctx.ok()) return JsonError(400, ctx.status().message());
+    if (absl::Status s = writer_->SubmitApplication(*ctx, user); !s.ok())
+      return JsonError(HttpStatusOf(s.code()), s.message());
+    HttpResponse r;
+    r.status = 202;
+    r.headers.emplace_back("Location", absl::StrCat(BaseUrl(req), "/ws/v1/cluster/apps/",
+                                                    ctx->application_id()));
+    return r;
+  }
+  // PUT apps/{id}/state
+  const std::string& id = parts[1];
+  if (!ValidAppId(id))
+    return JsonError(400, absl::StrCat("Invalid ApplicationId: ", Quote(id),
+                                       " (expected application_<cluster ts>_<seq>)"));
+  auto body = ParseJsonObject(req.body);
+  if (!body.ok()) return JsonError(400, body.status().message());
+  std::string diagnostics;
+  std::string target;
+  for (const auto& [k, v] : body->items()) {
+    if (k == "state") {
+      auto st = GetString(v, k);
+      if (!st.ok()) return JsonError(400, st.status().message());
+      target = *st;
+    } else if (k == "diagnostics") {
+      auto d = GetString(v, k);
+      if (!d.ok()) return JsonError(400, d.status().message());
+      diagnostics = d->substr(0, 4096);
+    } else {
+      return JsonError(400, absl::StrCat("unknown field ", Quote(k)));
+    }
+  }
+  if (target != "KILLED")
+    return JsonError(400, absl::StrCat("Only 'KILLED' is allowed as a target state (got ",
+                                       Quote(target), ")"));
+  auto report = writer_->KillApplication(
+      id, diagnostics.empty() ? absl::StrCat("Application killed by ", user, " (REST)")
+                              : diagnostics);
+  if (!report.ok()) return JsonError(HttpStatusOf(report.status().code()), report.status().message());
+  const bool final = report->state() == v1::APP_KILLED || report->state() == v1::APP_FINISHED ||
+                     report->state() == v1::APP_FAILED;
+  HttpResponse r = JsonOk({{"state", AppStateName(report->state())}}, final ? 200 : 202);
+  if (!final)
+    r.headers.emplace_back("Location", absl::StrCat(BaseUrl(req), "/ws/v1/cluster/apps/", id));
+  return r;
+}
+
+}  // namespace weft::web

@@ -1,0 +1,88 @@
+// Copyright Weft authors. YARN's ResourceManager REST API (/ws/v1/cluster/...) over a
+// ClusterSnapshot, with authenticated writes (new-application, submit, kill).
+#ifndef WEFT_WEB_REST_API_H_
+#define WEFT_WEB_REST_API_H_
+
+#include <cstddef>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "web/http.h"
+#include "web/snapshot.h"
+#include "weft/v1/client.pb.h"
+
+namespace weft::web {
+
+// The RM operations behind REST writes. Implementations must be thread-safe (HTTP threads
+// call them); the real one runs each on the RM loop and waits for it. Errors are the RM's
+// (InvalidArgument, NotFound, ...).
+class RmWriter {
+ public:
+  virtual ~RmWriter() = default;
+  virtual absl::StatusOr<v1::NewApplicationResponse> NewApplication() = 0;
+  virtual absl::Status SubmitApplication(const v1::ApplicationSubmissionContext& context,
+                                         const std::string& user) = 0;
+  // Kills the app (a no-op for a finished one) and returns its report afterwards.
+  virtual absl::StatusOr<v1::ApplicationReport> KillApplication(const std::string& app_id,
+                                                                const std::string& diagnostics) = 0;
+};
+
+struct RestApiOptions {
+  // Writes (POST new-application, POST apps, PUT apps/{id}/state) are refused with 403 unless
+  // this is true AND client_secret is set: an open submission API is how unauthenticated YARN
+  // clusters have been taken over to mine cryptocurrency since 2018 (docs/web.md).
+  bool writes_enabled = false;
+  // What a write must present, in header "X-Weft-Secret" or "Authorization: Bearer <secret>";
+  // compared in constant time. The RM's ClientService secret.
+  std::string client_secret;
+  // host:port for absolute URLs (Location, trackingUrl) when a request has no Host header.
+  std::string http_address;
+  // Larger bodies get 413.
+  size_t max_body_bytes = 1 << 20;
+};
+
+// Serves GET /ws/v1/cluster[/info], /metrics, /scheduler, /apps (states, state, finalStatus,
+// queue, user, limit, startedTimeBegin/End, finishedTimeBegin/End), /apps/{id},
+// /apps/{id}/appattempts, /apps/{id}/state, /nodes (states, state), /nodes/{id}; and the
+// writes above. Every error is a JSON body (YARN's RemoteException shape) with 400 (malformed
+// request, body or id), 401 (missing or wrong secret), 403 (writes disabled), 404 (unknown
+// path, app or node), 405 (method), 413 (body too large) or 415 (not JSON), or the RM's error.
+// Thread-safe: reads only use the snapshot they get from `snapshots`.
+class RestApi {
+ public:
+  // `snapshots` and `writer` are not owned and must outlive the RestApi; `writer` may be null
+  // (writes then answer 403).
+  RestApi(RestApiOptions options, const SnapshotHolder* snapshots, RmWriter* writer);
+
+  HttpResponse Handle(const HttpRequest& request) const;
+
+ private:
+  HttpResponse Get(const HttpRequest& request, const ClusterSnapshot& s,
+                   const std::vector<std::string>& parts) const;
+  HttpResponse Write(const HttpRequest& request, const std::vector<std::string>& parts) const;
+  std::string BaseUrl(const HttpRequest& request) const;
+
+  RestApiOptions options_;
+  const SnapshotHolder* snapshots_;
+  RmWriter* writer_;
+};
+
+// YARN's submission JSON (POST /ws/v1/cluster/apps) as a submission context. Accepted fields:
+// application-id (required), application-name, queue, priority, max-app-attempts,
+// application-type, resource {memory, vCores, and any Weft resource type by name},
+// am-container-spec {commands {command: string or [argv]}, environment {entry: [{key, value}]}
+// or {KEY: VALUE}}; unmanaged-AM and keep-containers-across-application-attempts only false;
+// application-tags, log-aggregation-context, attempt-failures-validity-interval,
+// reservation-id and am-black-listing-requests are checked for type and ignored; local-resources,
+// credentials, service-data and application-acls only empty (Weft does not localize files).
+// Errors: InvalidArgument naming the field ("resource.memory: expected an integer >= 0").
+absl::StatusOr<v1::ApplicationSubmissionContext> ParseSubmission(absl::string_view body);
+
+// HTTP status for an RM error code (InvalidArgument 400, NotFound 404, ...).
+int HttpStatusOf(absl::StatusCode code);
+
+}  // namespace weft::web
+
+#endif  // WEFT_WEB_REST_API_H_

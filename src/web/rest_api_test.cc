@@ -1,0 +1,335 @@
+#include "web/rest_api.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "web/rm_metrics.h"
+#include "web/test_cluster.h"
+#include "web/yarn_json.h"
+
+namespace weft::web {
+namespace {
+
+using ::testing::HasSubstr;
+
+Json Body(const HttpResponse& r) {
+  Json j = Json::parse(r.body, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r.body;
+  return j;
+}
+
+// An error: its status and YARN's RemoteException body.
+void ExpectError(const HttpResponse& r, int status, const std::string& message_part) {
+  EXPECT_EQ(r.status, status) << r.body;
+  Json j = Body(r);
+  ASSERT_TRUE(j.contains("RemoteException")) << r.body;
+  EXPECT_THAT(j["RemoteException"]["message"].get<std::string>(), HasSubstr(message_part));
+  EXPECT_TRUE(j["RemoteException"]["exception"].is_string());
+}
+
+class RestApiTest : public ::testing::Test {
+ protected:
+  RestApiTest() : writer_(&c_) {}
+
+  RestApi Api(bool writes, const std::string& secret = "") {
+    RestApiOptions o;
+    o.writes_enabled = writes;
+    o.client_secret = secret;
+    o.max_body_bytes = 4096;
+    return RestApi(o, &c_.snapshots_, &writer_);
+  }
+
+  TestCluster c_;
+  DirectWriter writer_;
+};
+
+TEST_F(RestApiTest, ClusterInfoAndMetrics) {
+  RestApi api = Api(false);
+  for (const char* path : {"/ws/v1/cluster", "/ws/v1/cluster/", "/ws/v1/cluster/info"}) {
+    HttpResponse r = api.Handle(Req("GET", path));
+    ASSERT_EQ(r.status, 200) << path;
+    Json j = Body(r)["clusterInfo"];
+    EXPECT_EQ(j["id"], c_.rm_->cluster_timestamp_ms());
+    EXPECT_EQ(j["state"], "STARTED");
+    EXPECT_EQ(j["haState"], "ACTIVE");
+  }
+  Json m = Body(api.Handle(Req("GET", "/ws/v1/cluster/metrics")))["clusterMetrics"];
+  EXPECT_EQ(m["appsSubmitted"], 2);
+  EXPECT_EQ(m["appsKilled"], 1);
+  EXPECT_EQ(m["totalMB"], 8192 + 4096);
+  EXPECT_EQ(m["totalVirtualCores"], 12);
+  EXPECT_EQ(m["totalNetworkMbps"], 1000);
+  EXPECT_EQ(m["allocatedMB"].get<int64_t>() + m["availableMB"].get<int64_t>(), 8192 + 4096);
+  EXPECT_EQ(m["containersAllocated"], 1);  // the running app's AM
+  EXPECT_EQ(m["activeNodes"], 2);
+  EXPECT_EQ(m["totalNodes"], 2);
+  EXPECT_EQ(m["resources"]["network-mbps"]["total"], 1000);
+}
+
+TEST_F(RestApiTest, AppsWithFilters) {
+  RestApi api = Api(false);
+  Json all = Body(api.Handle(Req("GET", "/ws/v1/cluster/apps")))["apps"]["app"];
+  ASSERT_EQ(all.size(), 2u);
+  auto ids = [&](std::multimap<std::string, std::string> params) {
+    std::vector<std::string> out;
+    HttpResponse r = api.Handle(Req("GET", "/ws/v1/cluster/apps", params));
+    EXPECT_EQ(r.status, 200) << r.body;
+    const Json body = Body(r);
+    for (const Json& a : body["apps"]["app"]) out.push_back(a["id"]);
+    return out;
+  };
+  EXPECT_EQ(ids({{"states", "killed"}}), std::vector<std::string>{c_.killed_});
+  EXPECT_EQ(ids({{"states", "ACCEPTED,RUNNING"}}), std::vector<std::string>{c_.running_});
+  EXPECT_EQ(ids({{"states", "KILLED"}, {"states", "ACCEPTED"}}).size(), 2u);
+  EXPECT_EQ(ids({{"user", "bob"}}), std::vector<std::string>{c_.killed_});
+  EXPECT_EQ(ids({{"queue", "default"}}).size(), 2u);
+  EXPECT_EQ(ids({{"queue", "root.default"}}).size(), 2u);
+  EXPECT_TRUE(ids({{"queue", "other"}}).empty());
+  EXPECT_EQ(ids({{"limit", "1"}}).size(), 1u);
+  EXPECT_EQ(ids({{"finalStatus", "KILLED"}}), std::vector<std::string>{c_.killed_});
+  EXPECT_EQ(ids({{"finishedTimeBegin", "1"}}), std::vector<std::string>{c_.killed_});
+  ExpectError(api.Handle(Req("GET", "/ws/v1/cluster/apps", {{"states", "SLEEPING"}})), 400,
+              "Invalid application-state");
+  ExpectError(api.Handle(Req("GET", "/ws/v1/cluster/apps", {{"limit", "0"}})), 400, "limit");
+  ExpectError(api.Handle(Req("GET", "/ws/v1/cluster/apps", {{"limit", "x"}})), 400, "limit");
+  ExpectError(api.Handle(Req("GET", "/ws/v1/cluster/apps", {{"startedTimeBegin", "-5"}})), 400,
+              "startedTimeBegin");
+}
+
+TEST_F(RestApiTest, OneAppItsAttemptsAndState) {
+  RestApi api = Api(false);
+  HttpResponse r = api.Handle(Req("GET", "/ws/v1/cluster/apps/" + c_.running_));
+  ASSERT_EQ(r.status, 200) << r.body;
+  Json app = Body(r)["app"];
+  EXPECT_EQ(app["id"], c_.running_);
+  EXPECT_EQ(app["user"], "alice");
+  EXPECT_EQ(app["name"], "sleepy");
+  EXPECT_EQ(app["state"], "ACCEPTED");
+  EXPECT_EQ(app["finalStatus"], "UNDEFINED");
+  EXPECT_EQ(app["runningContainers"], 1);
+  EXPECT_GT(app["allocatedMB"].get<int64_t>(), 0);
+  EXPECT_EQ(app["trackingUrl"], "http://rm.example:8088/cluster/app/" + c_.running_);
+  EXPECT_THAT(app["amContainerLogs"].get<std::string>(),
+              HasSubstr(":8042/node/containerlogs/container_e"));
+  Json attempts = Body(api.Handle(Req("GET", "/ws/v1/cluster/apps/" + c_.running_ +
+                                                 "/appattempts")))["appAttempts"]["appAttempt"];
+  ASSERT_EQ(attempts.size(), 1u);
+  EXPECT_EQ(attempts[0]["id"], 1);
+  EXPECT_THAT(attempts[0]["containerId"].get<std::string>(), HasSubstr("container_e"));
+  EXPECT_THAT(attempts[0]["nodeHttpAddress"].get<std::string>(), HasSubstr(":8042"));
+  Json state = Body(api.Handle(Req("GET", "/ws/v1/cluster/apps/" + c_.killed_ + "/state")));
+  EXPECT_EQ(state["state"], "KILLED");
+  ExpectError(api.Handle(Req("GET", "/ws/v1/cluster/apps/application_1_99999")), 404,
+              "not found");
+  ExpectError(api.Handle(Req("GET", "/ws/v1/cluster/apps/app_../../etc")), 400,
+              "Invalid ApplicationId");
+  ExpectError(api.Handle(Req("GET", "/ws/v1/cluster/apps/bogus")), 400, "Invalid ApplicationId");
+  ExpectError(api.Handle(Req("GET", "/ws/v1/cluster/apps/" + c_.running_ + "/nope")), 404,
+              "no such resource");
+}
+
+TEST_F(RestApiTest, NodesWithFilter) {
+  // The NM reports a container with network usage: it reaches the node JSON.
+  v1::NodeHeartbeatRequest hb;
+  hb.set_node_id("h1:1");
+  v1::ContainerStatus* st = hb.add_container_statuses();
+  st->set_container_id("container_e1_5_0001_01_000001");
+  st->set_state(v1::CONTAINER_RUNNING);
+  st->mutable_usage()->set_network_tx_bytes(12345);
+  st->mutable_usage()->set_network_tx_rate_mbps(42);
+  ASSERT_TRUE(c_.rm_->NodeHeartbeat(hb).ok());
+  c_.Publish();
+  RestApi api = Api(false);
+  Json nodes = Body(api.Handle(Req("GET", "/ws/v1/cluster/nodes")))["nodes"]["node"];
+  ASSERT_EQ(nodes.size(), 2u);
+  Json h1 = Body(api.Handle(Req("GET", "/ws/v1/cluster/nodes/h1:1")))["node"];
+  EXPECT_EQ(h1["id"], "h1:1");
+  EXPECT_EQ(h1["nodeHostName"], "h1");
+  EXPECT_EQ(h1["nodeHTTPAddress"], "h1:8042");
+  EXPECT_EQ(h1["state"], "RUNNING");
+  EXPECT_EQ(h1["healthStatus"], "Healthy");
+  EXPECT_EQ(h1["usedMemoryMB"].get<int64_t>() + h1["availMemoryMB"].get<int64_t>(), 8192);
+  EXPECT_EQ(h1["availNetworkMbps"], 1000);
+  ASSERT_EQ(h1["containers"].size(), 1u);
+  EXPECT_EQ(h1["containers"][0]["appId"], "application_5_0001");
+  EXPECT_EQ(h1["containers"][0]["networkTxRateMbps"], 42);
+  EXPECT_EQ(Body(api.Handle(Req("GET", "/ws/v1/cluster/nodes", {{"states", "LOST"}})))["nodes"]
+                ["node"]
+                    .size(),
+            0u);
+  EXPECT_EQ(Body(api.Handle(Req("GET", "/ws/v1/cluster/nodes", {{"states", "running"}})))["nodes"]
+                ["node"]
+                    .size(),
+            2u);
+  ExpectError(api.Handle(Req("GET", "/ws/v1/cluster/nodes", {{"states", "ASLEEP"}})), 400,
+              "Invalid node state");
+  ExpectError(api.Handle(Req("GET", "/ws/v1/cluster/nodes/h9:1")), 404, "not found");
+  ExpectError(api.Handle(Req("GET", "/ws/v1/cluster/nodes/h<1>")), 400, "Invalid NodeId");
+}
+
+TEST_F(RestApiTest, SchedulerQueueTree) {
+  RestApi api = Api(false);
+  Json info = Body(api.Handle(Req("GET", "/ws/v1/cluster/scheduler")))["scheduler"]["schedulerInfo"];
+  EXPECT_EQ(info["type"], "capacityScheduler");
+  EXPECT_EQ(info["queueName"], "root");
+  EXPECT_EQ(info["capacity"], 100);
+  ASSERT_TRUE(info["queues"]["queue"].is_array());
+  Json def = info["queues"]["queue"][0];
+  EXPECT_EQ(def["queueName"], "default");
+  EXPECT_EQ(def["type"], "capacitySchedulerLeafQueueInfo");
+  EXPECT_EQ(def["numApplications"], 1);  // the killed one left the scheduler
+  EXPECT_EQ(def["numContainers"], 1);
+  EXPECT_GT(def["usedCapacity"].get<double>(), 0);
+  EXPECT_GT(def["absoluteCapacity"].get<double>(), 0);
+}
+
+TEST_F(RestApiTest, UnknownPathsAndMethods) {
+  RestApi api = Api(false);
+  ExpectError(api.Handle(Req("GET", "/ws/v1/cluster/bogus")), 404, "no such resource");
+  ExpectError(api.Handle(Req("GET", "/ws/v2/x")), 404, "no such resource");
+  ExpectError(api.Handle(Req("GET", "/ws/v1/clusterfoo")), 404, "no such resource");
+  HttpResponse r = api.Handle(Req("DELETE", "/ws/v1/cluster/apps"));
+  ExpectError(r, 405, "not allowed");
+  ExpectError(api.Handle(Req("POST", "/ws/v1/cluster/metrics")), 405, "not allowed");
+  HttpResponse big = api.Handle(Req("POST", "/ws/v1/cluster/apps", {}, std::string(5000, 'x')));
+  ExpectError(big, 413, "at most 4096");
+}
+
+TEST_F(RestApiTest, WritesAreRefusedWhenDisabledOrUnauthenticated) {
+  const std::string body = R"({"application-id":"application_1_1","am-container-spec":)"
+                           R"({"commands":{"command":"true"}}})";
+  ExpectError(Api(false, "s3cret").Handle(Req("POST", "/ws/v1/cluster/apps/new-application")),
+              403, "disabled");
+  // Enabled but the RM has no secret: still refused.
+  ExpectError(Api(true, "").Handle(Req("POST", "/ws/v1/cluster/apps", {}, body)), 403,
+              "need a client secret");
+  RestApi api = Api(true, "s3cret");
+  HttpResponse none = api.Handle(Req("POST", "/ws/v1/cluster/apps/new-application"));
+  ExpectError(none, 401, "X-Weft-Secret");
+  HttpRequest wrong = Req("PUT", "/ws/v1/cluster/apps/" + c_.running_ + "/state", {},
+                          R"({"state":"KILLED"})");
+  wrong.headers["x-weft-secret"] = "s3creT";
+  ExpectError(api.Handle(wrong), 401, "wrong client secret");
+  HttpRequest almost = wrong;
+  almost.headers["x-weft-secret"] = "s3cret-and-more";
+  ExpectError(api.Handle(almost), 401, "wrong client secret");
+  // Nothing changed.
+  EXPECT_EQ(c_.rm_->GetApplication(c_.running_)->state(), v1::APP_ACCEPTED);
+  EXPECT_EQ(c_.rm_->ListApplications({}).applications_size(), 2);
+}
+
+TEST_F(RestApiTest, AuthenticatedWritesWorkEndToEnd) {
+  RestApi api = Api(true, "s3cret");
+  HttpRequest fresh = Req("POST", "/ws/v1/cluster/apps/new-application");
+  fresh.headers["authorization"] = "Bearer s3cret";
+  HttpResponse r = api.Handle(fresh);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string id = Body(r)["application-id"];
+  EXPECT_GT(Body(r)["maximum-resource-capability"]["memory"].get<int64_t>(), 0);
+
+  Json submission = {
+      {"application-id", id},
+      {"application-name", "from-rest"},
+      {"queue", "default"},
+      {"max-app-attempts", 1},
+      {"unmanaged-AM", false},
+      {"resource", {{"memory", 512}, {"vCores", 1}}},
+      {"am-container-spec",
+       {{"commands", {{"command", "echo hi"}}},
+        {"environment", {{"entry", Json::array({{{"key", "A"}, {"value", "1"}}})}}}}}};
+  HttpRequest submit = Req("POST", "/ws/v1/cluster/apps", {}, Dump(submission));
+  submit.headers["x-weft-secret"] = "s3cret";
+  submit.headers["x-weft-user"] = "carol";
+  r = api.Handle(submit);
+  ASSERT_EQ(r.status, 202) << r.body;
+  ASSERT_EQ(r.headers.size(), 1u);
+  EXPECT_EQ(r.headers[0].second, "http://rm.example:8088/ws/v1/cluster/apps/" + id);
+  Json app = Body(api.Handle(Req("GET", "/ws/v1/cluster/apps/" + id)))["app"];
+  EXPECT_EQ(app["user"], "carol");
+  EXPECT_EQ(app["name"], "from-rest");
+  EXPECT_EQ(app["state"], "ACCEPTED");
+  // The same submission again: the RM refuses it, the error comes back as JSON.
+  HttpResponse again = api.Handle(submit);
+  EXPECT_GE(again.status, 400);
+  EXPECT_TRUE(Body(again).contains("RemoteException"));
+
+  HttpRequest kill = Req("PUT", "/ws/v1/cluster/apps/" + id + "/state", {},
+                         R"({"state":"KILLED","diagnostics":"no longer needed"})");
+  kill.headers["x-weft-secret"] = "s3cret";
+  r = api.Handle(kill);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Body(r)["state"], "KILLED");
+  EXPECT_EQ(c_.rm_->GetApplication(id)->diagnostics(), "no longer needed");
+  HttpRequest revive = kill;
+  revive.body = R"({"state":"RUNNING"})";
+  ExpectError(api.Handle(revive), 400, "Only 'KILLED'");
+  HttpRequest unknown = kill;
+  unknown.path = "/ws/v1/cluster/apps/application_1_424242/state";
+  ExpectError(api.Handle(unknown), 404, "not found");
+  HttpRequest xml = submit;
+  xml.headers["content-type"] = "application/xml";
+  ExpectError(api.Handle(xml), 415, "JSON");
+  HttpRequest bad_user = submit;
+  bad_user.headers["x-weft-user"] = "../root";
+  ExpectError(api.Handle(bad_user), 400, "user");
+}
+
+TEST(ParseSubmissionTest, RefusesBadBodiesNamingTheField) {
+  auto err = [](const std::string& body) {
+    auto r = ParseSubmission(body);
+    EXPECT_FALSE(r.ok()) << body;
+    return std::string(r.status().message());
+  };
+  const std::string spec = R"("am-container-spec":{"commands":{"command":"true"}})";
+  EXPECT_THAT(err(""), HasSubstr("empty"));
+  EXPECT_THAT(err("{"), HasSubstr("not valid JSON"));
+  EXPECT_THAT(err("[1]"), HasSubstr("expected an object"));
+  EXPECT_THAT(err(std::string(100, '[') + std::string(100, ']')), HasSubstr("nests deeper"));
+  EXPECT_THAT(err("{" + spec + "}"), HasSubstr("application-id is required"));
+  EXPECT_THAT(err(R"({"application-id":5,)" + spec + "}"), HasSubstr("application-id: expected a string"));
+  EXPECT_THAT(err(R"({"application-id":"app_1",)" + spec + "}"), HasSubstr("not an application id"));
+  const std::string id = R"("application-id":"application_1_1",)";
+  EXPECT_THAT(err("{" + id + R"("am-container-spec":{}})"), HasSubstr("command is required"));
+  EXPECT_THAT(err("{" + id + spec + R"(,"priority":"high"})"), HasSubstr("priority: expected an integer"));
+  EXPECT_THAT(err("{" + id + spec + R"(,"priority":1e40})"), HasSubstr("priority: expected an integer"));
+  EXPECT_THAT(err("{" + id + spec + R"(,"max-app-attempts":-1})"), HasSubstr("out of range"));
+  EXPECT_THAT(err("{" + id + spec + R"(,"resource":{"memory":-5}})"), HasSubstr("resource.memory"));
+  EXPECT_THAT(err("{" + id + spec + R"(,"resource":{"memory":18446744073709551615}})"),
+              HasSubstr("out of range"));
+  EXPECT_THAT(err("{" + id + spec + R"(,"resource":{"Bad Type":1}})"), HasSubstr("unknown field"));
+  EXPECT_THAT(err("{" + id + spec + R"(,"unmanaged-AM":true})"), HasSubstr("not supported"));
+  EXPECT_THAT(err("{" + id + spec + R"(,"surprise":1})"), HasSubstr("unknown field 'surprise'"));
+  EXPECT_THAT(err("{" + id +
+                  R"("am-container-spec":{"commands":{"command":"x"},"local-resources":{"a":{}}}})"),
+              HasSubstr("local-resources is not supported"));
+  EXPECT_THAT(err("{" + id + R"("am-container-spec":{"commands":{"command":[1]}}})"),
+              HasSubstr("command[0]: expected a string"));
+  EXPECT_THAT(err("{" + id +
+                  R"("am-container-spec":{"commands":{"command":"x"},"environment":{"entry":[{"key":1}]}}})"),
+              HasSubstr("entry[0].key"));
+
+  auto ok = ParseSubmission("{" + id + spec +
+                            R"(,"resource":{"memory":1024,"vCores":2,"network-mbps":50},)"
+                            R"("application-tags":{"tag":["a"]},"priority":3})");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->am_resource().values().at("memory-mb"), 1024);
+  EXPECT_EQ(ok->am_resource().values().at("network-mbps"), 50);
+  EXPECT_EQ(ok->priority(), 3);
+  EXPECT_EQ(ok->am_container_spec().command(0), "true");
+}
+
+TEST(RmMetricsTest, RendersClusterFamilies) {
+  TestCluster c;
+  metrics::TextWriter out;
+  RenderClusterMetrics(*c.snapshots_.Get(), c.loop_.NowMs(), &out);
+  const std::string& text = out.text();
+  EXPECT_THAT(text, HasSubstr("weft_rm_cluster_resource{resource=\"memory-mb\",kind=\"capacity\"} "
+                              "12288"));
+  EXPECT_THAT(text, HasSubstr("weft_rm_applications{state=\"KILLED\"} 1"));
+  EXPECT_THAT(text, HasSubstr("weft_rm_queue_resource{queue=\"root.default\",resource=\"vcores\","
+                              "kind=\"allocated\"}"));
+  EXPECT_THAT(text, HasSubstr("weft_rm_nodes{state=\"RUNNING\"} 2"));
+  EXPECT_THAT(text, HasSubstr("weft_rm_containers_allocated_total 2"));
+}
+
+}  // namespace
+}  // namespace weft::web

@@ -1,0 +1,248 @@
+#include "web/rm_web_server.h"
+
+#include <atomic>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "web/rm_metrics.h"
+#include "web/ui_assets.h"
+
+namespace weft::web {
+namespace {
+
+constexpr absl::Duration kWriteTimeout = absl::Seconds(10);
+
+int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
+
+bool ValidAssetName(absl::string_view name) {
+  return !name.empty() && name.size() <= 64 && name[0] != '.' &&
+         std::all_of(name.begin(), name.end(), [](char c) {
+           return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-';
+         });
+}
+
+const char* ContentTypeOf(absl::string_view name) {
+  if (absl::EndsWith(name, ".html")) return "text/html; charset=utf-8";
+  if (absl::EndsWith(name, ".css")) return "text/css; charset=utf-8";
+  if (absl::EndsWith(name, ".js")) return "text/javascript; charset=utf-8";
+  if (absl::EndsWith(name, ".svg")) return "image/svg+xml";
+  return "application/octet-stream";
+}
+
+}  // namespace
+
+// The snapshot and the flag that keeps at most one periodic rebuild queued on the RM loop.
+// RM-loop tasks hold it by shared_ptr, so a task that runs after Stop() touches nothing freed.
+struct RmWebServer::Shared {
+  SnapshotHolder snapshots;
+  std::atomic<bool> build_queued{false};
+
+  // On the RM loop.
+  void Rebuild(rm::ResourceManager& rm) {
+    std::shared_ptr<const ClusterSnapshot> previous = snapshots.Get();
+    snapshots.Set(BuildSnapshot(rm, NowMs(), previous.get()));
+  }
+};
+
+class RmWebServer::Writer final : public RmWriter {
+ public:
+  Writer(rm::RmServer* rm, std::shared_ptr<Shared> shared) : rm_(rm), shared_(std::move(shared)) {}
+
+  absl::StatusOr<v1::NewApplicationResponse> NewApplication() override {
+    return Run<v1::NewApplicationResponse>(
+        [](rm::ResourceManager& rm) { return rm.NewApplication(); });
+  }
+  absl::Status SubmitApplication(const v1::ApplicationSubmissionContext& context,
+                                 const std::string& user) override {
+    return Run<bool>([context, user](rm::ResourceManager& rm) -> absl::StatusOr<bool> {
+             absl::Status s = rm.SubmitApplication(context, user);
+             if (!s.ok()) return s;
+             return true;
+           })
+        .status();
+  }
+  absl::StatusOr<v1::ApplicationReport> KillApplication(const std::string& app_id,
+                                                        const std::string& diagnostics) override {
+    return Run<v1::ApplicationReport>(
+        [app_id, diagnostics](rm::ResourceManager& rm) -> absl::StatusOr<v1::ApplicationReport> {
+          if (absl::Status s = rm.KillApplication(app_id, diagnostics); !s.ok()) return s;
+          return rm.GetApplication(app_id);
+        });
+  }
+
+ private:
+  // Runs `fn` on the RM loop, publishes a fresh snapshot after a success (so the writer's next
+  // read sees its write) and waits at most kWriteTimeout for it.
+  template <typename T>
+  absl::StatusOr<T> Run(std::function<absl::StatusOr<T>(rm::ResourceManager&)> fn) {
+    struct Call {
+      absl::Mutex mu;
+      bool done ABSL_GUARDED_BY(mu) = false;
+      absl::StatusOr<T> result ABSL_GUARDED_BY(mu) = absl::UnavailableError("not run");
+    };
+    auto call = std::make_shared<Call>();
+    rm_->Post([call, shared = shared_, fn = std::move(fn)](rm::ResourceManager& rm) {
+      absl::StatusOr<T> r = fn(rm);
+      if (r.ok()) shared->Rebuild(rm);
+      absl::MutexLock l(&call->mu);
+      call->result = std::move(r);
+      call->done = true;
+    });
+    absl::MutexLock l(&call->mu);
+    if (!call->mu.AwaitWithTimeout(absl::Condition(&call->done), kWriteTimeout))
+      return absl::UnavailableError(absl::StrCat("the ResourceManager did not answer within ",
+                                                 absl::FormatDuration(kWriteTimeout)));
+    return call->result;
+  }
+
+  rm::RmServer* rm_;
+  std::shared_ptr<Shared> shared_;
+};
+
+absl::StatusOr<std::unique_ptr<RmWebServer>> RmWebServer::Start(rm::RmServer* rm,
+                                                                RmWebOptions options) {
+  if (options.writes_enabled && rm->client_secret().empty())
+    return absl::InvalidArgumentError(
+        "REST writes need a client secret: enabling them without one would let anyone who "
+        "reaches the HTTP port run commands on the cluster (give the RM --secret-file)");
+  if (options.refresh_ms <= 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("snapshot refresh interval ", options.refresh_ms, " ms must be > 0"));
+  std::unique_ptr<RmWebServer> s(new RmWebServer());
+  s->rm_ = rm;
+  s->options_ = std::move(options);
+  s->shared_ = std::make_shared<Shared>();
+  s->writer_ = std::make_unique<Writer>(rm, s->shared_);
+  RestApiOptions api;
+  api.writes_enabled = s->options_.writes_enabled;
+  api.client_secret = rm->client_secret();
+  api.max_body_bytes = s->options_.max_body_bytes;
+  s->api_ = std::make_unique<RestApi>(api, &s->shared_->snapshots, s->writer_.get());
+  s->Refresh();  // the first snapshot, before any request
+  HttpServerOptions http;
+  http.bind_host = s->options_.bind_host;
+  http.port = s->options_.port;
+  http.max_body_bytes = s->options_.max_body_bytes;
+  RmWebServer* self = s.get();
+  auto server = HttpServer::Start(http, [self](const HttpRequest& r) { return self->Handle(r); });
+  if (!server.ok()) return server.status();
+  s->http_ = *std::move(server);
+  s->refresher_ = std::thread([self] {
+    for (;;) {
+      {
+        absl::MutexLock l(&self->mu_);
+        if (self->mu_.AwaitWithTimeout(absl::Condition(&self->stopping_),
+                                       absl::Milliseconds(self->options_.refresh_ms)))
+          return;
+      }
+      if (self->shared_->build_queued.exchange(true)) continue;  // the last one has not run
+      self->rm_->Post([shared = self->shared_](rm::ResourceManager& rm) {
+        shared->build_queued.store(false);
+        shared->Rebuild(rm);
+      });
+    }
+  });
+  return s;
+}
+
+RmWebServer::~RmWebServer() { Stop(); }
+
+void RmWebServer::Stop() {
+  {
+    absl::MutexLock l(&mu_);
+    stopping_ = true;
+  }
+  if (refresher_.joinable()) refresher_.join();
+  if (http_) http_->Stop();
+}
+
+void RmWebServer::Refresh() {
+  struct Done {
+    absl::Mutex mu;
+    bool done ABSL_GUARDED_BY(mu) = false;
+  };
+  auto done = std::make_shared<Done>();
+  rm_->Post([shared = shared_, done](rm::ResourceManager& rm) {
+    shared->Rebuild(rm);
+    absl::MutexLock l(&done->mu);
+    done->done = true;
+  });
+  absl::MutexLock l(&done->mu);
+  done->mu.AwaitWithTimeout(absl::Condition(&done->done), absl::Seconds(10));
+}
+
+HttpResponse RmWebServer::Handle(const HttpRequest& req) const {
+  if (absl::StartsWith(req.path, "/ws/")) return api_->Handle(req);
+  if (req.path == "/metrics") {
+    if (req.method != "GET" && req.method != "HEAD") {
+      HttpResponse r = JsonError(405, "only GET is allowed on /metrics");
+      r.headers.emplace_back("Allow", "GET");
+      return r;
+    }
+    return Metrics();
+  }
+  return Ui(req);
+}
+
+HttpResponse RmWebServer::Metrics() const {
+  metrics::TextWriter out;
+  rm_->metrics().RenderTo(&out);
+  if (std::shared_ptr<const ClusterSnapshot> s = shared_->snapshots.Get())
+    RenderClusterMetrics(*s, NowMs(), &out);
+  HttpResponse r;
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  r.body = out.Take();
+  return r;
+}
+
+HttpResponse RmWebServer::Ui(const HttpRequest& req) const {
+  if (req.method != "GET" && req.method != "HEAD") {
+    HttpResponse r = JsonError(405, "the web UI only answers GET");
+    r.headers.emplace_back("Allow", "GET");
+    return r;
+  }
+  absl::string_view path = req.path;
+  if (path == "/" || path.empty()) {
+    HttpResponse r;
+    r.status = 302;
+    r.content_type = "text/plain; charset=utf-8";
+    r.body = "see /cluster\n";
+    r.headers.emplace_back("Location", "/cluster");
+    return r;
+  }
+  std::string name;
+  if (absl::ConsumePrefix(&path, "/static/")) {
+    name = std::string(path);
+  } else if (path == "/cluster" || absl::StartsWith(path, "/cluster/")) {
+    name = "index.html";  // every page is the same document; weft.js renders by path
+  } else {
+    return JsonError(404, absl::StrCat("no such page: ", req.path.substr(0, 128)));
+  }
+  if (!ValidAssetName(name)) return JsonError(404, "no such file");
+  HttpResponse r;
+  r.content_type = ContentTypeOf(name);
+  if (!options_.ui_dir.empty()) {
+    std::ifstream in(options_.ui_dir + "/" + name, std::ios::binary);
+    if (!in) return JsonError(404, absl::StrCat("no such file: ", name));
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    r.body = ss.str();
+    return r;
+  }
+  const UiAsset* asset = FindUiAsset(name);
+  if (asset == nullptr) return JsonError(404, absl::StrCat("no such file: ", name));
+  r.content_type = asset->content_type;
+  r.body.assign(reinterpret_cast<const char*>(asset->data), asset->size);
+  r.headers.emplace_back("Content-Security-Policy",
+                         "default-src 'self'; img-src 'self' data:; style-src 'self'; "
+                         "script-src 'self'; connect-src 'self'; frame-ancestors 'none'");
+  return r;
+}
+
+}  // namespace weft::web

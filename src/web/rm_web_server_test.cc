@@ -1,0 +1,244 @@
+// A real RmServer and RmWebServer on 127.0.0.1:0, spoken to over HTTP: the UI, the REST API
+// (reads, authenticated writes, errors httplib itself produces) and /metrics.
+#include "web/rm_web_server.h"
+
+#include <httplib.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "web/nm_web_server.h"
+#include "web/yarn_json.h"
+
+namespace weft::web {
+namespace {
+
+using ::testing::HasSubstr;
+
+class NoLauncher : public rm::AmLauncher {
+ public:
+  void Launch(const std::string&, const v1::StartContainerRequest&,
+              std::function<void(absl::Status)> done) override {
+    done(absl::OkStatus());
+  }
+};
+
+class RmWebServerTest : public ::testing::Test {
+ protected:
+  void Start(bool writes, const std::string& secret) {
+    rm::RmServerOptions o;
+    o.client_secret = secret;
+    o.launcher = std::make_unique<NoLauncher>();
+    auto rm = rm::RmServer::Start(std::move(o));
+    ASSERT_TRUE(rm.ok()) << rm.status();
+    rm_ = std::move(*rm);
+    rm_->RunOnLoop([](rm::ResourceManager& rm) {
+      v1::RegisterNodeManagerRequest req;
+      req.set_node_id("127.0.0.1:1");
+      (*req.mutable_capability()->mutable_values())["memory-mb"] = 4096;
+      (*req.mutable_capability()->mutable_values())["vcores"] = 4;
+      ASSERT_TRUE(rm.RegisterNode(req).ok());
+    });
+    RmWebOptions w;
+    w.port = 0;
+    w.writes_enabled = writes;
+    w.refresh_ms = 100;
+    w.max_body_bytes = 64 * 1024;
+    auto web = RmWebServer::Start(rm_.get(), w);
+    ASSERT_TRUE(web.ok()) << web.status();
+    web_ = std::move(*web);
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", web_->port());
+    client_->set_read_timeout(10, 0);
+  }
+
+  void TearDown() override {
+    if (web_) web_->Stop();
+    if (rm_) rm_->Shutdown();
+  }
+
+  Json GetJson(const std::string& path, int want_status = 200) {
+    auto r = client_->Get(path.c_str());
+    EXPECT_TRUE(r) << path;
+    if (!r) return Json();
+    EXPECT_EQ(r->status, want_status) << path << ": " << r->body;
+    EXPECT_EQ(r->get_header_value("Content-Type"), "application/json");
+    Json j = Json::parse(r->body, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r->body;
+    return j;
+  }
+
+  std::unique_ptr<rm::RmServer> rm_;
+  std::unique_ptr<RmWebServer> web_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(RmWebServerTest, ServesTheUiTheRestApiAndMetrics) {
+  Start(false, "");
+  auto root = client_->Get("/");
+  ASSERT_TRUE(root);
+  EXPECT_EQ(root->status, 302);
+  EXPECT_EQ(root->get_header_value("Location"), "/cluster");
+  for (const char* page : {"/cluster", "/cluster/apps", "/cluster/nodes", "/cluster/scheduler",
+                           "/cluster/app/application_1_0001"}) {
+    auto r = client_->Get(page);
+    ASSERT_TRUE(r) << page;
+    EXPECT_EQ(r->status, 200) << page;
+    EXPECT_THAT(r->get_header_value("Content-Type"), HasSubstr("text/html"));
+    EXPECT_THAT(r->body, HasSubstr("weft.js"));
+  }
+  auto js = client_->Get("/static/weft.js");
+  ASSERT_TRUE(js);
+  EXPECT_EQ(js->status, 200);
+  EXPECT_THAT(js->get_header_value("Content-Type"), HasSubstr("javascript"));
+  EXPECT_EQ(client_->Get("/static/../CMakeLists.txt")->status, 404);
+  EXPECT_EQ(client_->Get("/static/nope.js")->status, 404);
+
+  Json info = GetJson("/ws/v1/cluster/info");
+  EXPECT_EQ(info["clusterInfo"]["state"], "STARTED");
+  Json m = GetJson("/ws/v1/cluster/metrics");
+  EXPECT_EQ(m["clusterMetrics"]["activeNodes"], 1);
+  EXPECT_EQ(m["clusterMetrics"]["totalMB"], 4096);
+  EXPECT_EQ(GetJson("/ws/v1/cluster/nodes")["nodes"]["node"].size(), 1u);
+  EXPECT_EQ(GetJson("/ws/v1/cluster/nodes/127.0.0.1:1")["node"]["id"], "127.0.0.1:1");
+  Json missing = GetJson("/ws/v1/cluster/apps/application_1_1", 404);
+  EXPECT_TRUE(missing.contains("RemoteException"));
+
+  // Writes are off by default.
+  auto post = client_->Post("/ws/v1/cluster/apps/new-application", "", "application/json");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 403);
+  EXPECT_THAT(post->body, HasSubstr("disabled"));
+
+  auto metrics = client_->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_THAT(metrics->get_header_value("Content-Type"), HasSubstr("text/plain; version=0.0.4"));
+  EXPECT_THAT(metrics->body, HasSubstr("weft_rm_cluster_resource{resource=\"memory-mb\","
+                                       "kind=\"capacity\"} 4096"));
+  EXPECT_THAT(metrics->body, HasSubstr("weft_rm_scheduler_pass_duration_seconds_bucket"));
+}
+
+TEST_F(RmWebServerTest, HttpLevelErrorsAreJson) {
+  Start(true, "s3cret");
+  // A body above the limit: 413 before the handler, with a JSON error.
+  httplib::Headers auth = {{"X-Weft-Secret", "s3cret"}};
+  auto big = client_->Post("/ws/v1/cluster/apps", auth, std::string(100 * 1024, 'x'),
+                           "application/json");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 413);
+  Json j = Json::parse(big->body, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << big->body;
+  EXPECT_TRUE(j.contains("RemoteException"));
+  auto bad_json = client_->Post("/ws/v1/cluster/apps", auth, "{\"application-id\":", "application/json");
+  ASSERT_TRUE(bad_json);
+  EXPECT_EQ(bad_json->status, 400);
+  EXPECT_THAT(bad_json->body, HasSubstr("not valid JSON"));
+  auto unknown = client_->Get("/nowhere");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 404);
+  EXPECT_TRUE(Json::parse(unknown->body).contains("RemoteException"));
+}
+
+TEST_F(RmWebServerTest, AuthenticatedWritesReachTheRm) {
+  Start(true, "s3cret");
+  auto unauth = client_->Post("/ws/v1/cluster/apps/new-application", "", "application/json");
+  ASSERT_TRUE(unauth);
+  EXPECT_EQ(unauth->status, 401);
+  EXPECT_EQ(unauth->get_header_value("WWW-Authenticate"), "Bearer realm=\"weft\"");
+
+  httplib::Headers auth = {{"X-Weft-Secret", "s3cret"}, {"X-Weft-User", "dora"}};
+  auto fresh = client_->Post("/ws/v1/cluster/apps/new-application", auth, "", "application/json");
+  ASSERT_TRUE(fresh);
+  ASSERT_EQ(fresh->status, 200) << fresh->body;
+  const std::string id = Json::parse(fresh->body)["application-id"];
+  const std::string body = Dump({{"application-id", id},
+                                 {"application-name", "via-http"},
+                                 {"resource", {{"memory", 256}, {"vCores", 1}}},
+                                 {"am-container-spec", {{"commands", {{"command", "sleep 30"}}}}}});
+  auto submit = client_->Post("/ws/v1/cluster/apps", auth, body, "application/json");
+  ASSERT_TRUE(submit);
+  ASSERT_EQ(submit->status, 202) << submit->body;
+  EXPECT_THAT(submit->get_header_value("Location"), HasSubstr("/ws/v1/cluster/apps/" + id));
+  // Read-your-write: the snapshot was rebuilt after the submission.
+  Json app = GetJson("/ws/v1/cluster/apps/" + id)["app"];
+  EXPECT_EQ(app["user"], "dora");
+  EXPECT_EQ(app["name"], "via-http");
+  auto kill = client_->Put(("/ws/v1/cluster/apps/" + id + "/state").c_str(), auth,
+                           R"({"state":"KILLED"})", "application/json");
+  ASSERT_TRUE(kill);
+  ASSERT_EQ(kill->status, 200) << kill->body;
+  EXPECT_EQ(Json::parse(kill->body)["state"], "KILLED");
+  EXPECT_EQ(GetJson("/ws/v1/cluster/apps/" + id + "/state")["state"], "KILLED");
+  rm_->RunOnLoop([&](rm::ResourceManager& rm) {
+    EXPECT_EQ(rm.GetApplication(id)->state(), v1::APP_KILLED);
+  });
+  // The periodic snapshot follows the RM too (refresh_ms 100).
+  const int64_t taken = GetJson("/ws/v1/cluster/metrics")["clusterMetrics"]["appsKilled"];
+  EXPECT_EQ(taken, 1);
+}
+
+TEST(RmWebServerStartTest, WritesWithoutASecretAreAConfigurationError) {
+  rm::RmServerOptions o;
+  o.launcher = std::make_unique<NoLauncher>();
+  auto rm = rm::RmServer::Start(std::move(o));
+  ASSERT_TRUE(rm.ok());
+  RmWebOptions w;
+  w.port = 0;
+  w.writes_enabled = true;
+  auto web = RmWebServer::Start(rm->get(), w);
+  EXPECT_EQ(web.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(web.status().message()), HasSubstr("client secret"));
+}
+
+TEST(RmWebServerStartTest, ATakenPortIsReported) {
+  rm::RmServerOptions o;
+  o.launcher = std::make_unique<NoLauncher>();
+  auto rm = rm::RmServer::Start(std::move(o));
+  ASSERT_TRUE(rm.ok());
+  RmWebOptions w;
+  w.port = 0;
+  auto first = RmWebServer::Start(rm->get(), w);
+  ASSERT_TRUE(first.ok());
+  w.port = (*first)->port();
+  auto second = RmWebServer::Start(rm->get(), w);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(second.status().message()), HasSubstr("--http-port 0"));
+}
+
+TEST(NmWebServerTest, MetricsAndContainerLogs) {
+  char dir_template[] = "/tmp/weft-nm-web-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string root = dir_template;
+  const std::string id = "container_e1_5_0001_01_000002";
+  std::filesystem::create_directories(root + "/logs/" + id);
+  { std::ofstream(root + "/logs/" + id + "/stdout") << "hello from the container\n"; }
+  metrics::Registry registry;
+  registry.GetCounter("weft_nm_container_launches_total", "Containers started.")->Increment();
+  NmWebOptions o;
+  o.port = 0;
+  o.work_root = root;
+  auto nm = NmWebServer::Start(o, &registry);
+  ASSERT_TRUE(nm.ok()) << nm.status();
+  httplib::Client client("127.0.0.1", (*nm)->port());
+  auto m = client.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_THAT(m->body, HasSubstr("weft_nm_container_launches_total 1"));
+  auto index = client.Get(("/node/containerlogs/" + id + "/alice").c_str());
+  ASSERT_TRUE(index);
+  EXPECT_EQ(index->status, 200);
+  EXPECT_THAT(index->body, HasSubstr("/node/containerlogs/" + id + "/alice/stdout"));
+  auto out = client.Get(("/node/containerlogs/" + id + "/alice/stdout").c_str());
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->body, "hello from the container\n");
+  EXPECT_EQ(client.Get("/node/containerlogs/../../etc/passwd")->status, 400);
+  EXPECT_EQ(client.Get(("/node/containerlogs/" + id + "/alice/passwd").c_str())->status, 400);
+  EXPECT_EQ(client.Get("/node/containerlogs/container_e1_5_0001_01_000009/x/stdout")->status, 404);
+  (*nm)->Stop();
+  std::filesystem::remove_all(root);
+}
+
+}  // namespace
+}  // namespace weft::web

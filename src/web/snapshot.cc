@@ -1,0 +1,102 @@
+#include "web/snapshot.h"
+
+#include <algorithm>
+
+#include "scheduler/state.h"
+
+namespace weft::web {
+
+const v1::ApplicationReport* ClusterSnapshot::FindApp(const std::string& id) const {
+  auto it = std::lower_bound(
+      apps.begin(), apps.end(), id,
+      [](const v1::ApplicationReport& a, const std::string& key) { return a.application_id() < key; });
+  return it != apps.end() && it->application_id() == id ? &*it : nullptr;
+}
+
+const v1::NodeReport* ClusterSnapshot::FindNode(const std::string& id) const {
+  auto it = std::lower_bound(
+      nodes.begin(), nodes.end(), id,
+      [](const v1::NodeReport& n, const std::string& key) { return n.node_id() < key; });
+  return it != nodes.end() && it->node_id() == id ? &*it : nullptr;
+}
+
+std::shared_ptr<const ClusterSnapshot> BuildSnapshot(rm::ResourceManager& rm, int64_t now_ms,
+                                                     const ClusterSnapshot* previous) {
+  auto s = std::make_shared<ClusterSnapshot>();
+  const scheduler::Scheduler& sched = rm.scheduler();
+  s->taken_ms = now_ms;
+  s->cluster_id = rm.cluster_timestamp_ms();
+  s->started_ms = rm.started_ms();
+  s->policy = std::string(sched.policy().name());
+  for (int i = 0; i < sched.registry().size(); ++i)
+    s->resource_types.emplace_back(sched.registry().info(i).name, sched.registry().info(i).unit);
+  s->metrics = rm.GetClusterMetrics();
+  v1::GetQueueRequest queue_req;
+  queue_req.set_recursive(true);
+  if (auto q = rm.GetQueue(queue_req); q.ok()) s->root_queue = q->queue();
+  // Per-queue counts: leaves from their apps, then summed up the tree (queues() is pre-order,
+  // so walking it backwards visits children before parents).
+  const auto& queues = sched.queues();
+  for (auto it = queues.rbegin(); it != queues.rend(); ++it) {
+    const scheduler::QueueNode* q = *it;
+    QueueCounts& c = s->queue_counts[q->path];
+    for (const scheduler::AppState* app : q->apps) {
+      c.containers += app->num_containers;
+      c.pending_containers += app->pending_containers;
+      c.active_apps += app->runnable ? 1 : 0;
+    }
+    c.pending_apps += static_cast<int64_t>(q->waiting_apps.size());
+    if (q->parent != nullptr) {
+      QueueCounts& p = s->queue_counts[q->parent->path];
+      p.containers += c.containers;
+      p.pending_containers += c.pending_containers;
+      p.active_apps += c.active_apps;
+      p.pending_apps += c.pending_apps;
+    }
+  }
+  if (!queues.empty()) {
+    const QueueCounts& root = s->queue_counts[queues.front()->path];
+    s->containers_running = root.containers;
+    s->containers_pending = root.pending_containers;
+  }
+  v1::ListApplicationsResponse apps = rm.ListApplications({});
+  s->apps.assign(apps.applications().begin(), apps.applications().end());
+  std::sort(s->apps.begin(), s->apps.end(),
+            [](const v1::ApplicationReport& a, const v1::ApplicationReport& b) {
+              return a.application_id() < b.application_id();
+            });
+  for (const v1::ApplicationReport& app : s->apps) {
+    auto attempts = rm.GetApplicationAttempts(app.application_id());
+    if (!attempts.ok()) continue;
+    s->attempts[app.application_id()].assign(attempts->attempts().begin(),
+                                             attempts->attempts().end());
+  }
+  v1::ListNodesResponse nodes = rm.ListNodes({});
+  s->nodes.assign(nodes.nodes().begin(), nodes.nodes().end());
+  std::sort(s->nodes.begin(), s->nodes.end(), [](const v1::NodeReport& a, const v1::NodeReport& b) {
+    return a.node_id() < b.node_id();
+  });
+  s->scheduler_passes = sched.stats().passes;
+  s->containers_allocated = sched.stats().allocations;
+  s->containers_preempted = sched.stats().preempted;
+  s->containers_completed = rm.containers_completed();
+  if (previous != nullptr && s->taken_ms > previous->taken_ms &&
+      s->containers_allocated >= previous->containers_allocated) {
+    s->allocations_per_second =
+        static_cast<double>(s->containers_allocated - previous->containers_allocated) * 1000.0 /
+        static_cast<double>(s->taken_ms - previous->taken_ms);
+  }
+  return s;
+}
+
+std::shared_ptr<const ClusterSnapshot> SnapshotHolder::Get() const {
+  absl::MutexLock l(&mu_);
+  return snapshot_;
+}
+
+void SnapshotHolder::Set(std::shared_ptr<const ClusterSnapshot> snapshot) {
+  absl::MutexLock l(&mu_);
+  snapshot_ = std::move(snapshot);
+}
+
+}  // namespace weft::web

@@ -1,0 +1,75 @@
+// Copyright Weft authors. An immutable copy of what the web UI, the REST API and /metrics show,
+// built on the RM loop and read by HTTP threads without touching RM state.
+#ifndef WEFT_WEB_SNAPSHOT_H_
+#define WEFT_WEB_SNAPSHOT_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "rm/resource_manager.h"
+#include "weft/v1/client.pb.h"
+#include "weft/v1/common.pb.h"
+
+namespace weft::web {
+
+// Per-queue figures the QueueInfo proto does not carry (by queue path).
+struct QueueCounts {
+  int64_t containers = 0;          // running containers of its apps (subtree)
+  int64_t pending_containers = 0;  // containers its apps still ask for (subtree)
+  int64_t active_apps = 0;         // runnable apps (subtree)
+  int64_t pending_apps = 0;        // apps held back by max-running-apps (subtree)
+};
+
+struct ClusterSnapshot {
+  int64_t taken_ms = 0;    // loop clock, ms since the Unix epoch
+  int64_t cluster_id = 0;  // the cluster timestamp in application ids (YARN's cluster id)
+  int64_t started_ms = 0;  // when this RM started
+  std::string policy;      // the scheduler policy's name ("fair", "capacity", ...)
+  // Resource type names in registry order, with their units ("MB", "vcores", "Mbit/s").
+  std::vector<std::pair<std::string, std::string>> resource_types;
+  v1::GetClusterMetricsResponse metrics;
+  v1::QueueInfo root_queue;  // the whole tree
+  std::map<std::string, QueueCounts> queue_counts;
+  std::vector<v1::ApplicationReport> apps;  // by application id, ascending
+  // Attempts of every app in `apps`, by application id, oldest first.
+  std::map<std::string, std::vector<v1::ApplicationAttemptReport>> attempts;
+  std::vector<v1::NodeReport> nodes;  // by node id
+  // Counters since the RM started.
+  int64_t scheduler_passes = 0;
+  int64_t containers_allocated = 0;
+  int64_t containers_completed = 0;
+  int64_t containers_preempted = 0;
+  int64_t containers_running = 0;
+  int64_t containers_pending = 0;
+  // Allocations per second between the previous snapshot and this one (0 for the first).
+  double allocations_per_second = 0;
+
+  const v1::ApplicationReport* FindApp(const std::string& id) const;
+  const v1::NodeReport* FindNode(const std::string& id) const;
+};
+
+// Builds a snapshot from the RM's state at loop time `now_ms`. Must run on the RM loop.
+// `previous` (may be null) is the last published snapshot, for rates.
+std::shared_ptr<const ClusterSnapshot> BuildSnapshot(rm::ResourceManager& rm, int64_t now_ms,
+                                                     const ClusterSnapshot* previous);
+
+// The latest snapshot, swapped in whole. Thread-safe; readers keep the snapshot they got alive
+// for as long as they hold it.
+class SnapshotHolder {
+ public:
+  std::shared_ptr<const ClusterSnapshot> Get() const;
+  void Set(std::shared_ptr<const ClusterSnapshot> snapshot);
+
+ private:
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const ClusterSnapshot> snapshot_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace weft::web
+
+#endif  // WEFT_WEB_SNAPSHOT_H_

@@ -1,0 +1,380 @@
+#include "web/yarn_json.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+#ifndef WEFT_VERSION
+#define WEFT_VERSION "unknown"
+#endif
+
+namespace weft::web {
+namespace {
+
+constexpr char kMemory[] = "memory-mb";
+constexpr char kVcores[] = "vcores";
+constexpr char kNetwork[] = "network-mbps";
+
+// Every resource type of the cluster as {name: amount}.
+Json ResourceMap(const ClusterSnapshot& s, const v1::Resource& r) {
+  Json out = Json::object();
+  for (const auto& [name, unit] : s.resource_types) out[name] = ResourceValue(r, name);
+  return out;
+}
+
+// YARN's resource object: {"memory": MB, "vCores": n}.
+Json YarnResource(const v1::Resource& r) {
+  return {{"memory", ResourceValue(r, kMemory)}, {"vCores", ResourceValue(r, kVcores)}};
+}
+
+v1::Resource Minus(const v1::Resource& a, const v1::Resource& b) {
+  v1::Resource out = a;
+  for (const auto& [k, v] : b.values()) (*out.mutable_values())[k] -= v;
+  for (auto& [k, v] : *out.mutable_values()) v = std::max<int64_t>(v, 0);
+  return out;
+}
+
+// The largest share of the cluster's total `r` takes over any resource type, in [0, 1+].
+double DominantShare(const ClusterSnapshot& s, const v1::Resource& r) {
+  double share = 0;
+  for (const auto& [name, value] : r.values()) {
+    const int64_t total = ResourceValue(s.metrics.total(), name);
+    if (total > 0) share = std::max(share, static_cast<double>(value) / static_cast<double>(total));
+  }
+  return share;
+}
+
+double Round3(double v) { return static_cast<double>(static_cast<int64_t>(v * 1000 + 0.5)) / 1000; }
+
+struct QueueShares {
+  double capacity = 100;  // % of the parent
+  double absolute_capacity = 100;
+  double max_capacity = 100;  // % of the parent
+  double absolute_max_capacity = 100;
+};
+
+Json QueueJson(const ClusterSnapshot& s, const v1::QueueInfo& q, const QueueShares& shares,
+               bool is_root) {
+  const double abs_used = DominantShare(s, q.used()) * 100;
+  Json j;
+  j["queueName"] = q.name();
+  j["queuePath"] = q.path();
+  j["state"] = q.state();
+  j["capacity"] = Round3(shares.capacity);
+  j["maxCapacity"] = Round3(shares.max_capacity);
+  j["absoluteCapacity"] = Round3(shares.absolute_capacity);
+  j["absoluteMaxCapacity"] = Round3(shares.absolute_max_capacity);
+  j["absoluteUsedCapacity"] = Round3(abs_used);
+  j["usedCapacity"] =
+      Round3(shares.absolute_capacity > 0 ? abs_used / shares.absolute_capacity * 100 : 0);
+  j["numApplications"] = q.num_applications();
+  j["usedResources"] = absl::StrCat("<memory:", ResourceValue(q.used(), kMemory),
+                                    ", vCores:", ResourceValue(q.used(), kVcores), ">");
+  j["resourcesUsed"] = YarnResource(q.used());
+  auto counts = s.queue_counts.find(q.path());
+  const QueueCounts c = counts == s.queue_counts.end() ? QueueCounts() : counts->second;
+  j["numActiveApplications"] = c.active_apps;
+  j["numPendingApplications"] = c.pending_apps;
+  j["numContainers"] = c.containers;
+  // Weft: every resource type, the guarantee now and the limit, the policy's weight.
+  j["pendingContainers"] = c.pending_containers;
+  j["weight"] = q.weight();
+  j["used"] = ResourceMap(s, q.used());
+  j["pending"] = ResourceMap(s, q.pending());
+  j["guaranteed"] = ResourceMap(s, q.entitlement());
+  j["maximum"] = ResourceMap(s, q.limit());
+  if (q.children().empty() && !is_root) {
+    j["type"] = "capacitySchedulerLeafQueueInfo";
+    return j;
+  }
+  // Children: the capacity policy's configured percentages (-1 = an equal split); other
+  // policies' weights as a share of the parent. Maximums: the configured percentage (capacity)
+  // or the queue's limit against the parent's.
+  double weights = 0;
+  for (const auto& child : q.children()) weights += child.weight() > 0 ? child.weight() : 0;
+  Json list = Json::array();
+  for (const auto& child : q.children()) {
+    QueueShares cs;
+    if (s.policy == "capacity") {
+      cs.capacity = child.capacity() >= 0 ? child.capacity() : 100.0 / q.children_size();
+      cs.max_capacity = child.maximum_capacity();
+    } else {
+      cs.capacity = weights > 0 ? std::max(0.0, child.weight()) / weights * 100 : 0;
+      const double abs_max = DominantShare(s, child.limit()) * 100;
+      cs.max_capacity = shares.absolute_max_capacity > 0
+                            ? std::min(100.0, abs_max / shares.absolute_max_capacity * 100)
+                            : 100;
+    }
+    cs.absolute_capacity = shares.absolute_capacity * cs.capacity / 100;
+    cs.absolute_max_capacity = shares.absolute_max_capacity * cs.max_capacity / 100;
+    list.push_back(QueueJson(s, child, cs, false));
+  }
+  j["queues"] = {{"queue", list}};
+  return j;
+}
+
+}  // namespace
+
+std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+const char* WeftVersion() { return WEFT_VERSION; }
+
+int64_t ResourceValue(const v1::Resource& r, absl::string_view type) {
+  auto it = r.values().find(std::string(type));
+  return it == r.values().end() ? 0 : it->second;
+}
+
+std::string AppStateName(v1::ApplicationState state) {
+  const std::string& full = v1::ApplicationState_Name(state);
+  absl::string_view name = full;
+  if (!absl::ConsumePrefix(&name, "APP_")) return "NEW";  // APPLICATION_STATE_UNSPECIFIED
+  return std::string(name);
+}
+
+std::string FinalStatusName(v1::FinalApplicationStatus status) {
+  switch (status) {
+    case v1::FINAL_SUCCEEDED:
+      return "SUCCEEDED";
+    case v1::FINAL_FAILED:
+      return "FAILED";
+    case v1::FINAL_KILLED:
+      return "KILLED";
+    default:
+      return "UNDEFINED";
+  }
+}
+
+std::string NodeStateName(v1::NodeState state) {
+  const std::string& full = v1::NodeState_Name(state);
+  absl::string_view name = full;
+  if (!absl::ConsumePrefix(&name, "NODE_") || name == "STATE_UNSPECIFIED") return "NEW";
+  return std::string(name);
+}
+
+std::string AppOfContainer(absl::string_view id) {
+  // container_e<epoch>_<ts>_<seq>_<attempt>_<n>, or YARN's container_<ts>_<seq>_<attempt>_<n>.
+  if (!absl::ConsumePrefix(&id, "container_")) return "";
+  std::vector<absl::string_view> parts = absl::StrSplit(id, '_');
+  if (!parts.empty() && absl::StartsWith(parts[0], "e")) parts.erase(parts.begin());
+  if (parts.size() != 4) return "";
+  for (absl::string_view p : parts) {
+    uint64_t unused;
+    if (!absl::SimpleAtoi(p, &unused)) return "";
+  }
+  return absl::StrCat("application_", parts[0], "_", parts[1]);
+}
+
+Json ClusterInfoJson(const ClusterSnapshot& s) {
+  const std::string version = WeftVersion();
+  return {{"clusterInfo",
+           {{"id", s.cluster_id},
+            {"startedOn", s.started_ms},
+            {"state", "STARTED"},
+            {"haState", "ACTIVE"},
+            {"rmStateStoreName", "weft-sqlite-or-memory"},
+            {"resourceManagerVersion", version},
+            {"resourceManagerBuildVersion", absl::StrCat("weft ", version)},
+            {"resourceManagerVersionBuiltOn", __DATE__},
+            {"hadoopVersion", absl::StrCat("weft-", version)},
+            {"hadoopBuildVersion", absl::StrCat("weft ", version)},
+            {"hadoopVersionBuiltOn", __DATE__},
+            {"haZooKeeperConnectionState", "ResourceManager HA is not enabled."},
+            {"schedulerPolicy", s.policy}}}};
+}
+
+Json ClusterMetricsJson(const ClusterSnapshot& s) {
+  const v1::GetClusterMetricsResponse& m = s.metrics;
+  const v1::Resource available = Minus(m.total(), m.allocated());
+  const int total_nodes = static_cast<int>(s.nodes.size());
+  Json resources = Json::object();
+  for (const auto& [name, unit] : s.resource_types) {
+    resources[name] = {{"unit", unit},
+                       {"total", ResourceValue(m.total(), name)},
+                       {"allocated", ResourceValue(m.allocated(), name)},
+                       {"available", ResourceValue(available, name)},
+                       {"pending", ResourceValue(m.pending(), name)}};
+  }
+  int shutdown = 0;
+  for (const auto& n : s.nodes) shutdown += n.state() == v1::NODE_SHUTDOWN ? 1 : 0;
+  return {{"clusterMetrics",
+           {{"appsSubmitted", m.apps_submitted()},
+            {"appsCompleted", m.apps_completed()},
+            {"appsPending", m.apps_pending()},
+            {"appsRunning", m.apps_running()},
+            {"appsFailed", m.apps_failed()},
+            {"appsKilled", m.apps_killed()},
+            {"reservedMB", 0},
+            {"availableMB", ResourceValue(available, kMemory)},
+            {"allocatedMB", ResourceValue(m.allocated(), kMemory)},
+            {"pendingMB", ResourceValue(m.pending(), kMemory)},
+            {"totalMB", ResourceValue(m.total(), kMemory)},
+            {"reservedVirtualCores", 0},
+            {"availableVirtualCores", ResourceValue(available, kVcores)},
+            {"allocatedVirtualCores", ResourceValue(m.allocated(), kVcores)},
+            {"pendingVirtualCores", ResourceValue(m.pending(), kVcores)},
+            {"totalVirtualCores", ResourceValue(m.total(), kVcores)},
+            {"reservedNetworkMbps", 0},
+            {"availableNetworkMbps", ResourceValue(available, kNetwork)},
+            {"allocatedNetworkMbps", ResourceValue(m.allocated(), kNetwork)},
+            {"pendingNetworkMbps", ResourceValue(m.pending(), kNetwork)},
+            {"totalNetworkMbps", ResourceValue(m.total(), kNetwork)},
+            {"containersAllocated", s.containers_running},
+            {"containersReserved", 0},
+            {"containersPending", s.containers_pending},
+            {"totalNodes", total_nodes},
+            {"activeNodes", m.active_nodes()},
+            {"lostNodes", m.lost_nodes()},
+            {"unhealthyNodes", m.unhealthy_nodes()},
+            {"decommissioningNodes", 0},
+            {"decommissionedNodes", m.decommissioned_nodes()},
+            {"rebootedNodes", 0},
+            {"shutdownNodes", shutdown},
+            {"containerAssignedPerSecond", static_cast<int64_t>(s.allocations_per_second + 0.5)},
+            {"resources", resources}}}};
+}
+
+Json SchedulerJson(const ClusterSnapshot& s) {
+  QueueShares root;
+  Json info = QueueJson(s, s.root_queue, root, true);
+  info["type"] = "capacityScheduler";
+  info["weftPolicy"] = s.policy;
+  return {{"scheduler", {{"schedulerInfo", info}}}};
+}
+
+Json AppJson(const ClusterSnapshot& s, const v1::ApplicationReport& app,
+             absl::string_view http_address) {
+  const bool finished = app.finish_time_ms() > 0;
+  const int64_t started = app.submit_time_ms();
+  const int64_t elapsed = started == 0 ? 0 : (finished ? app.finish_time_ms() : s.taken_ms) - started;
+  // The current attempt's AM container and its node's web address, for the logs link.
+  std::string am_container, am_http;
+  auto attempts = s.attempts.find(app.application_id());
+  if (attempts != s.attempts.end() && !attempts->second.empty()) {
+    am_container = attempts->second.back().am_container_id();
+    am_http = attempts->second.back().am_node_http_address();
+  }
+  Json j;
+  j["id"] = app.application_id();
+  j["user"] = app.user();
+  j["name"] = app.name();
+  j["queue"] = app.queue();
+  j["state"] = AppStateName(app.state());
+  j["finalStatus"] = FinalStatusName(app.final_status());
+  j["progress"] = Round3(app.progress() * 100);
+  j["trackingUI"] = finished ? "History" : "ApplicationMaster";
+  j["trackingUrl"] = absl::StrCat("http://", http_address, "/cluster/app/", app.application_id());
+  j["diagnostics"] = app.diagnostics();
+  j["clusterId"] = s.cluster_id;
+  j["applicationType"] = "YARN";
+  j["applicationTags"] = "";
+  j["priority"] = app.priority();
+  j["startedTime"] = started;
+  j["launchTime"] = app.start_time_ms();
+  j["finishedTime"] = app.finish_time_ms();
+  j["elapsedTime"] = std::max<int64_t>(elapsed, 0);
+  j["amContainerLogs"] = am_container.empty() || am_http.empty()
+                             ? ""
+                             : absl::StrCat("http://", am_http, "/node/containerlogs/",
+                                            am_container, "/", app.user());
+  j["amHostHttpAddress"] = am_http;
+  j["allocatedMB"] = ResourceValue(app.allocated(), kMemory);
+  j["allocatedVCores"] = ResourceValue(app.allocated(), kVcores);
+  j["runningContainers"] = app.running_containers();
+  j["memorySeconds"] = ResourceValue(app.resource_seconds(), kMemory);
+  j["vcoreSeconds"] = ResourceValue(app.resource_seconds(), kVcores);
+  const double cluster_share = DominantShare(s, app.allocated()) * 100;
+  j["clusterUsagePercentage"] = Round3(cluster_share);
+  j["preemptedResourceMB"] = 0;
+  j["preemptedResourceVCores"] = 0;
+  j["numNonAMContainerPreempted"] = 0;
+  j["numAMContainerPreempted"] = 0;
+  j["logAggregationStatus"] = "DISABLED";
+  j["unmanagedApplication"] = false;
+  j["applicationPriority"] = app.priority();
+  j["appNodeLabelExpression"] = "";
+  j["amNodeLabelExpression"] = "";
+  // Weft: network and every resource type, the AM container and how it was sized, the goal.
+  j["allocatedNetworkMbps"] = ResourceValue(app.allocated(), kNetwork);
+  j["networkMbpsSeconds"] = ResourceValue(app.resource_seconds(), kNetwork);
+  j["allocatedResources"] = ResourceMap(s, app.allocated());
+  j["resourceSeconds"] = ResourceMap(s, app.resource_seconds());
+  j["amResource"] = ResourceMap(s, app.am_resource());
+  j["amContainerId"] = am_container;
+  j["currentAttempt"] = app.current_attempt();
+  j["amSizingDecisions"] = Json::array();
+  for (const auto& d : app.am_sizing_decisions()) j["amSizingDecisions"].push_back(d);
+  j["completionGoalMs"] = app.completion_goal_ms();
+  return j;
+}
+
+Json AppAttemptJson(const ClusterSnapshot&, const v1::ApplicationReport& app,
+                    const v1::ApplicationAttemptReport& a) {
+  Json j;
+  j["id"] = a.attempt();
+  j["appAttemptId"] = a.attempt_id();
+  j["nodeId"] = a.am_node_id();
+  j["nodeHttpAddress"] = a.am_node_http_address();
+  j["logsLink"] = a.am_container_id().empty() || a.am_node_http_address().empty()
+                      ? ""
+                      : absl::StrCat("http://", a.am_node_http_address(), "/node/containerlogs/",
+                                     a.am_container_id(), "/", app.user());
+  j["containerId"] = a.am_container_id();
+  j["startTime"] = a.start_time_ms();
+  j["finishedTime"] = a.finish_time_ms();
+  j["appAttemptState"] = a.state();
+  j["diagnosticsInfo"] = a.diagnostics();
+  return j;
+}
+
+Json NodeJson(const ClusterSnapshot& s, const v1::NodeReport& n) {
+  const v1::Resource avail = Minus(n.capability(), n.used());
+  absl::string_view host = n.node_id();
+  if (size_t colon = host.rfind(':'); colon != absl::string_view::npos) host = host.substr(0, colon);
+  Json containers = Json::array();
+  for (const v1::ContainerStatus& c : n.containers()) {
+    containers.push_back({{"id", c.container_id()},
+                          {"appId", AppOfContainer(c.container_id())},
+                          {"memoryRssBytes", c.usage().memory_rss_bytes()},
+                          {"cpuTimeMs", c.usage().cpu_time_ms()},
+                          {"networkTxBytes", c.usage().network_tx_bytes()},
+                          {"networkTxRateMbps", c.usage().network_tx_rate_mbps()}});
+  }
+  Json missing = Json::array();
+  for (const auto& f : n.missing_features()) missing.push_back(f);
+  const bool healthy = n.state() != v1::NODE_UNHEALTHY;
+  Json j;
+  j["rack"] = n.rack().empty() ? "/default-rack" : n.rack();
+  j["state"] = NodeStateName(n.state());
+  j["id"] = n.node_id();
+  j["nodeHostName"] = std::string(host);
+  j["nodeHTTPAddress"] = n.http_address();
+  j["healthStatus"] = healthy ? "Healthy" : "Unhealthy";
+  j["healthReport"] = n.health_report();
+  j["lastHealthUpdate"] = n.last_health_update_ms();
+  j["version"] = WeftVersion();
+  j["numContainers"] = n.num_containers();
+  j["usedMemoryMB"] = ResourceValue(n.used(), kMemory);
+  j["availMemoryMB"] = ResourceValue(avail, kMemory);
+  j["usedVirtualCores"] = ResourceValue(n.used(), kVcores);
+  j["availableVirtualCores"] = ResourceValue(avail, kVcores);
+  // Weft: network and every resource type, isolation, running containers' usage.
+  j["usedNetworkMbps"] = ResourceValue(n.used(), kNetwork);
+  j["availNetworkMbps"] = ResourceValue(avail, kNetwork);
+  j["totalResource"] = ResourceMap(s, n.capability());
+  j["usedResource"] = ResourceMap(s, n.used());
+  j["networkIsolation"] = n.network_isolation();
+  j["missingFeatures"] = missing;
+  j["usage"] = {{"memoryRssBytes", n.usage().memory_rss_bytes()},
+                {"cpuTimeMs", n.usage().cpu_time_ms()},
+                {"networkTxBytes", n.usage().network_tx_bytes()},
+                {"networkTxRateMbps", n.usage().network_tx_rate_mbps()}};
+  j["containers"] = containers;
+  return j;
+}
+
+}  // namespace weft::web

@@ -1,0 +1,51 @@
+// Copyright Weft authors. The JSON objects of YARN's ResourceManager REST API
+// (hadoop-yarn-site ResourceManagerRest), built from a ClusterSnapshot. Field names and types
+// are YARN's, so existing scripts work; Weft's additions (network bandwidth, every resource
+// type, AdaptCont and RAS details) are extra fields next to them, listed in docs/web.md.
+#ifndef WEFT_WEB_YARN_JSON_H_
+#define WEFT_WEB_YARN_JSON_H_
+
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "nlohmann/json.hpp"
+#include "web/snapshot.h"
+
+namespace weft::web {
+
+using Json = nlohmann::json;
+
+// Serializes without ever throwing: invalid UTF-8 in user-supplied text (app names,
+// diagnostics) is replaced by U+FFFD.
+std::string Dump(const Json& j);
+
+// Weft's version ("0.1.0"), as clusterInfo reports it.
+const char* WeftVersion();
+
+// `http_address`: host:port of the RM's web server, for trackingUrl.
+Json ClusterInfoJson(const ClusterSnapshot& s);
+Json ClusterMetricsJson(const ClusterSnapshot& s);
+Json SchedulerJson(const ClusterSnapshot& s);
+Json AppJson(const ClusterSnapshot& s, const v1::ApplicationReport& app,
+             absl::string_view http_address);
+Json AppAttemptJson(const ClusterSnapshot& s, const v1::ApplicationReport& app,
+                    const v1::ApplicationAttemptReport& attempt);
+Json NodeJson(const ClusterSnapshot& s, const v1::NodeReport& node);
+
+// YARN's names of states: "RUNNING" for APP_RUNNING and NODE_RUNNING, "SUCCEEDED" for
+// FINAL_SUCCEEDED.
+std::string AppStateName(v1::ApplicationState state);
+std::string FinalStatusName(v1::FinalApplicationStatus status);
+std::string NodeStateName(v1::NodeState state);
+
+// The application a container belongs to, from its id
+// (container_e<epoch>_<ts>_<seq>_<attempt>_<n> -> application_<ts>_<seq>); "" when the id is
+// not a container id.
+std::string AppOfContainer(absl::string_view container_id);
+
+// A resource type's amount in `r` (0 when absent).
+int64_t ResourceValue(const v1::Resource& r, absl::string_view type);
+
+}  // namespace weft::web
+
+#endif  // WEFT_WEB_YARN_JSON_H_
