@@ -24,7 +24,7 @@ bad() { echo "FAIL: $*"; fail=1; }
 
 # Two large nodes: 128 worker containers of <1024 MB, 1 vcore> fit at once, so the wave of a
 # big job is large (AdaptCont sizes by wave).
-dev_flags=(--nodes 2 --rm-port 0 --data-dir "$tmp/data" --node-resources memory-mb=65536,vcores=64)
+dev_flags=(--nodes 2 --rm-port 0 --http-port 0 --data-dir "$tmp/data" --node-resources memory-mb=65536,vcores=64)
 [[ $(id -u) -ne 0 ]] && dev_flags+=(--no-cgroups)
 "$weft" dev "${dev_flags[@]}" >"$tmp/dev.out" 2>"$tmp/dev.err" &
 dev_pid=$!

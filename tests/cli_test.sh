@@ -20,7 +20,7 @@ fail=0
 ok() { echo "ok: $*"; }
 bad() { echo "FAIL: $*"; fail=1; }
 
-dev_flags=(--nodes 2 --rm-port 0 --data-dir "$tmp/data" --node-resources memory-mb=4096,vcores=4)
+dev_flags=(--nodes 2 --rm-port 0 --http-port 0 --data-dir "$tmp/data" --node-resources memory-mb=4096,vcores=4)
 [[ $(id -u) -ne 0 ]] && dev_flags+=(--no-cgroups)
 "$weft" dev "${dev_flags[@]}" >"$tmp/dev.out" 2>"$tmp/dev.err" &
 dev_pid=$!

@@ -29,7 +29,7 @@ queues:
       default: {}
 YAML
 # 2 nodes x 6 vcores: 12 one-vcore slots, 2 of them for the AMs.
-dev_flags=(--nodes 2 --rm-port 0 --data-dir "$tmp/data" --node-resources memory-mb=6144,vcores=6
+dev_flags=(--nodes 2 --rm-port 0 --http-port 0 --data-dir "$tmp/data" --node-resources memory-mb=6144,vcores=6
            --scheduler-config "$tmp/ras.yaml")
 [[ $(id -u) -ne 0 ]] && dev_flags+=(--no-cgroups)
 "$weft" dev "${dev_flags[@]}" >"$tmp/dev.out" 2>"$tmp/dev.err" &

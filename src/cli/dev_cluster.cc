@@ -53,6 +53,20 @@ absl::StatusOr<nm::NodeManager*> DevCluster::AddNode(const std::string& node_res
   }
   auto options = MakeNodeManagerOptions(f);
   if (!options.ok()) return options.status();
+  // Its web server first, so the NM registers with its address.
+  auto registry = std::make_unique<metrics::Registry>();
+  web::NmWebOptions web_options;
+  web_options.port = 0;
+  web_options.work_root = options->work_root;
+  auto nm_web = web::NmWebServer::Start(web_options, registry.get());
+  if (!nm_web.ok())
+    return absl::Status(nm_web.status().code(),
+                        absl::StrCat("starting NodeManager ", i, "'s web server: ",
+                                     nm_web.status().message()));
+  options->http_address = (*nm_web)->address();
+  options->metrics = registry.get();
+  nm_metrics_.push_back(std::move(registry));
+  nm_webs_.push_back(*std::move(nm_web));
   loops_.push_back(std::make_unique<ThreadEventLoop>());
   loops_.back()->Start();
   auto nm = nm::NodeManager::Start(*options, loops_.back().get());
@@ -64,18 +78,41 @@ absl::StatusOr<nm::NodeManager*> DevCluster::AddNode(const std::string& node_res
     options->use_cgroups = false;
     nm = nm::NodeManager::Start(*options, loops_.back().get());
   }
-  if (!nm.ok())
+  if (!nm.ok()) {
+    nm_webs_.back()->Stop();
+    nm_webs_.pop_back();
+    nm_metrics_.pop_back();
     return absl::Status(nm.status().code(),
                         absl::StrCat("starting NodeManager ", i, ": ", nm.status().message()));
+  }
   nms_.push_back(*std::move(nm));
   return nms_.back().get();
+}
+
+absl::Status DevCluster::StartWeb(web::RmWebOptions options) {
+  if (web_) return absl::FailedPreconditionError("the web server already runs");
+  auto web = web::RmWebServer::Start(rm_.get(), std::move(options));
+  if (!web.ok()) return web.status();
+  web_ = *std::move(web);
+  return absl::OkStatus();
+}
+
+std::vector<std::string> DevCluster::node_web_addresses() const {
+  std::vector<std::string> out;
+  for (const auto& w : nm_webs_) out.push_back(w->address());
+  return out;
 }
 
 void DevCluster::Shutdown() {
   for (auto& nm : nms_) nm->Shutdown();
   nms_.clear();
+  for (auto& w : nm_webs_) w->Stop();
+  nm_webs_.clear();
   for (auto& loop : loops_) loop->Stop();
   loops_.clear();
+  nm_metrics_.clear();
+  if (web_) web_->Stop();
+  web_.reset();
   if (rm_) rm_->Shutdown();
 }
 

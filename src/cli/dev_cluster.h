@@ -12,6 +12,8 @@
 #include "cli/nm_command.h"
 #include "nm/node_manager.h"
 #include "rm/rm_server.h"
+#include "web/nm_web_server.h"
+#include "web/rm_web_server.h"
 
 namespace weft::cli {
 
@@ -31,10 +33,18 @@ class DevCluster {
   absl::StatusOr<nm::NodeManager*> AddNode(const std::string& node_resources,
                                            const NmFlags* network = nullptr);
 
+  // Starts the RM's web server (UI, REST API, /metrics). At most once.
+  absl::Status StartWeb(web::RmWebOptions options);
+  // Null until StartWeb succeeded.
+  web::RmWebServer* web() { return web_.get(); }
+
   rm::RmServer& rm() { return *rm_; }
   const std::vector<std::unique_ptr<nm::NodeManager>>& nodes() const { return nms_; }
+  // host:port of each node's web server (/metrics, container logs), in nodes() order.
+  std::vector<std::string> node_web_addresses() const;
   bool use_cgroups() const { return use_cgroups_; }
-  // Stops the NMs (and their containers), their loops, then the RM. Idempotent.
+  // Stops the NMs (and their containers), their web servers and loops, then the RM's web server
+  // and the RM. Idempotent.
   void Shutdown();
 
  private:
@@ -44,7 +54,11 @@ class DevCluster {
   std::string who_;
   bool use_cgroups_ = true;
   std::unique_ptr<rm::RmServer> rm_;
+  std::unique_ptr<web::RmWebServer> web_;
   std::vector<std::unique_ptr<ThreadEventLoop>> loops_;
+  // Per node, in nodes() order: its metrics (outlive the NM) and its web server.
+  std::vector<std::unique_ptr<metrics::Registry>> nm_metrics_;
+  std::vector<std::unique_ptr<web::NmWebServer>> nm_webs_;
   std::vector<std::unique_ptr<nm::NodeManager>> nms_;
 };
 

@@ -27,6 +27,10 @@ struct DevFlags {
   bool no_cgroups = false;
   NmFlags network;  // only the network_* fields
   std::vector<std::string> resource_limits;
+  std::string secret_file;
+  int http_port = 8088;
+  bool http_port_given = false;  // --http-port on the command line: no fallback when taken
+  bool http_enable_writes = false;
 };
 
 int RunDev(const DevFlags& flags) {
@@ -39,8 +43,13 @@ int RunDev(const DevFlags& flags) {
   rm_flags.scheduler_config = flags.scheduler_config;
   rm_flags.resource_limits = flags.resource_limits;
   rm_flags.state_store = (data_dir / "rm-state.db").string();
+  rm_flags.secret_file = flags.secret_file;
+  rm_flags.http_port = flags.http_port;
+  rm_flags.http_enable_writes = flags.http_enable_writes;
   auto rm_options = MakeRmServerOptions(rm_flags);
   if (!rm_options.ok()) return PrintError(rm_options.status().message());
+  auto web_options = MakeRmWebOptions(rm_flags);
+  if (!web_options.ok()) return PrintError(web_options.status().message());
   // Validates --node-resources before anything starts.
   NmFlags nm_flags;
   nm_flags.rm_address = "127.0.0.1:0";
@@ -61,6 +70,17 @@ int RunDev(const DevFlags& flags) {
   auto cluster =
       DevCluster::Start(*std::move(rm_options), !flags.no_cgroups, data_dir.string(), "weft dev");
   if (!cluster.ok()) return PrintError(cluster.status().message());
+  if (absl::Status s = (*cluster)->StartWeb(*web_options); !s.ok()) {
+    // The default port being busy (another weft dev, a YARN RM) is no reason to fail: take
+    // any free one, unless the user asked for this port.
+    if (flags.http_port_given || s.code() != absl::StatusCode::kUnavailable)
+      return PrintError(absl::StrCat("starting the web server: ", s.message()));
+    std::cerr << "weft dev: HTTP port " << flags.http_port
+              << " is taken; serving the web UI on a free port instead" << std::endl;
+    web_options->port = 0;
+    if (absl::Status again = (*cluster)->StartWeb(*web_options); !again.ok())
+      return PrintError(absl::StrCat("starting the web server: ", again.message()));
+  }
   for (int i = 0; i < flags.nodes; ++i) {
     if (auto nm = (*cluster)->AddNode(flags.node_resources, &flags.network); !nm.ok())
       return PrintError(nm.status().message());
@@ -68,10 +88,19 @@ int RunDev(const DevFlags& flags) {
   rm::RmServer* rm = &(*cluster)->rm();
   const auto& nms = (*cluster)->nodes();
   const bool use_cgroups = (*cluster)->use_cgroups();
+  const web::RmWebServer* http = (*cluster)->web();
+  const std::vector<std::string> nm_web = (*cluster)->node_web_addresses();
   std::cout << "weft dev: ResourceManager listening on " << rm->address() << "\n"
+            << "weft dev: web UI at " << http->url() << "\n"
+            << "weft dev: REST API at http://" << http->address() << "/ws/v1/cluster (writes "
+            << (web_options->writes_enabled ? "enabled, X-Weft-Secret required" : "disabled")
+            << "), metrics at http://" << http->address() << "/metrics\n"
             << "weft dev: state in " << data_dir.string() << "\n";
-  for (size_t i = 0; i < nms.size(); ++i)
-    std::cout << "weft dev: NodeManager " << i << ": " << DescribeNode(*nms[i]) << "\n";
+  for (size_t i = 0; i < nms.size(); ++i) {
+    std::cout << "weft dev: NodeManager " << i << ": " << DescribeNode(*nms[i]);
+    if (i < nm_web.size()) std::cout << " (metrics at http://" << nm_web[i] << "/metrics)";
+    std::cout << "\n";
+  }
   std::cout << "weft dev: containers " << (use_cgroups ? "in cgroups" : "without cgroups") << "\n"
             << "weft dev: try `WEFT_RM=" << rm->address()
             << " weft app submit --command 'echo hello' --wait`\n"
@@ -104,7 +133,20 @@ void AddDevCommand(CLI::App& app, int* exit_code) {
                 "run containers without cgroup resource isolation (automatic when not root)");
   AddNetworkFlags(cmd, &f->network);
   AddResourceLimitFlag(cmd, &f->resource_limits);
-  cmd->callback([f, exit_code] { *exit_code = RunDev(*f); });
+  CLI::Option* http_port =
+      cmd->add_option("--http-port", f->http_port,
+                      "port of the web UI, REST API (/ws/v1/cluster) and /metrics (0 = any free "
+                      "port; when the default is taken, a free one is used)")
+          ->capture_default_str();
+  cmd->add_option("--secret-file", f->secret_file,
+                  "require clients (ClientService, AdminService, REST writes) to present this "
+                  "file's secret (clients: WEFT_SECRET_FILE)");
+  cmd->add_flag("--http-enable-writes", f->http_enable_writes,
+                "allow REST submissions and kills (needs --secret-file; docs/web.md)");
+  cmd->callback([f, exit_code, http_port] {
+    f->http_port_given = http_port->count() > 0;
+    *exit_code = RunDev(*f);
+  });
 }
 
 }  // namespace weft::cli

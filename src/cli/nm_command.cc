@@ -9,7 +9,9 @@
 #include "absl/strings/str_join.h"
 #include "cli/cli_common.h"
 #include "common/event_loop.h"
+#include "common/metrics.h"
 #include "common/resource_types.h"
+#include "web/nm_web_server.h"
 
 namespace weft::cli {
 
@@ -89,6 +91,19 @@ namespace {
 int RunNm(const NmFlags& flags) {
   auto options = MakeNodeManagerOptions(flags);
   if (!options.ok()) return PrintError(options.status().message());
+  if (flags.http_port < 0 || flags.http_port > 65535)
+    return PrintError(absl::StrCat("--http-port ", flags.http_port, " is not a port"));
+  // The web server first, so the NM registers with its address.
+  metrics::Registry registry;
+  web::NmWebOptions web_options;
+  web_options.bind_host = flags.bind_host;
+  web_options.port = flags.http_port;
+  web_options.work_root = options->work_root;
+  auto http = web::NmWebServer::Start(web_options, &registry);
+  if (!http.ok())
+    return PrintError(absl::StrCat("starting the web server: ", http.status().message()));
+  options->http_address = (*http)->address();
+  options->metrics = &registry;
   BlockTerminationSignals();
   ThreadEventLoop loop;
   loop.Start();
@@ -102,6 +117,9 @@ int RunNm(const NmFlags& flags) {
   }
   std::cout << "weft nm: NodeManager " << DescribeNode(**nm) << " on rack " << options->rack
             << ", reporting to " << options->rm_tracker_address << "\n";
+  std::cout << "weft nm: metrics at http://" << (*http)->address()
+            << "/metrics, container logs under http://" << (*http)->address()
+            << "/node/containerlogs/\n";
   std::cout << "weft nm: work root " << options->work_root << "; Ctrl-C or SIGTERM stops it"
             << std::endl;
   int sig = WaitForTerminationSignal();
@@ -110,6 +128,7 @@ int RunNm(const NmFlags& flags) {
   (*nm)->Shutdown();
   nm->reset();
   loop.Stop();
+  (*http)->Stop();
   return 0;
 }
 
@@ -134,6 +153,9 @@ void AddNmCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_flag("--no-cgroups", f->no_cgroups,
                 "run containers without cgroup resource isolation (no root needed)");
+  cmd->add_option("--http-port", f->http_port,
+                  "port of /metrics and container logs (0 = any free port)")
+      ->capture_default_str();
   AddNetworkFlags(cmd, f.get());
   cmd->callback([f, exit_code] { *exit_code = RunNm(*f); });
 }

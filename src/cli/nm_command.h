@@ -28,6 +28,9 @@ struct NmFlags {
   int64_t network_containers_mbps = 0;
   std::string network_burst = "containers";
   std::string network_classifier = "auto";
+  // The NM's web server (/metrics, container logs; YARN's 8042); 0 = a free port. `weft nm`
+  // only: `weft dev` gives each NM a free port.
+  int http_port = 8042;
 };
 
 // --network-interface, --link-mbps, --network-containers-mbps, --network-burst,

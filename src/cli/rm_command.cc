@@ -76,22 +76,57 @@ absl::StatusOr<rm::RmServerOptions> MakeRmServerOptions(const RmFlags& flags) {
   return options;
 }
 
+void AddHttpFlags(CLI::App* cmd, RmFlags* flags) {
+  cmd->add_option("--http-port", flags->http_port,
+                  "port of the web UI, the YARN-compatible REST API (/ws/v1/cluster) and "
+                  "/metrics (0 = any free port)")
+      ->capture_default_str();
+  cmd->add_flag("--http-enable-writes", flags->http_enable_writes,
+                "allow REST submissions and kills (needs --secret-file; callers send the secret "
+                "in header X-Weft-Secret; see docs/web.md)");
+}
+
+absl::StatusOr<web::RmWebOptions> MakeRmWebOptions(const RmFlags& flags) {
+  if (flags.http_port < 0 || flags.http_port > 65535)
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http-port ", flags.http_port, " is not a port"));
+  if (flags.http_enable_writes && flags.secret_file.empty())
+    return absl::InvalidArgumentError(
+        "--http-enable-writes needs --secret-file: REST writes without authentication let "
+        "anyone who reaches the HTTP port run commands on the cluster (docs/web.md)");
+  web::RmWebOptions options;
+  options.bind_host = flags.bind_host;
+  options.port = flags.http_port;
+  options.writes_enabled = flags.http_enable_writes;
+  return options;
+}
+
 namespace {
 
 int RunRm(const RmFlags& flags) {
   auto options = MakeRmServerOptions(flags);
   if (!options.ok()) return PrintError(options.status().message());
+  auto web_options = MakeRmWebOptions(flags);
+  if (!web_options.ok()) return PrintError(web_options.status().message());
   std::string store = options->state_store_path.empty() ? "in memory" : options->state_store_path;
   BlockTerminationSignals();
   auto server = rm::RmServer::Start(*std::move(options));
   if (!server.ok())
     return PrintError(absl::StrCat("starting the ResourceManager: ", server.status().message()));
+  auto http = web::RmWebServer::Start(server->get(), *web_options);
+  if (!http.ok())
+    return PrintError(absl::StrCat("starting the web server: ", http.status().message()));
   std::cout << "weft rm: ResourceManager listening on " << (*server)->address() << " (state "
             << store << ")\n"
+            << "weft rm: web UI " << (*http)->url() << ", REST API http://" << (*http)->address()
+            << "/ws/v1/cluster (writes "
+            << (web_options->writes_enabled ? "enabled, secret required" : "disabled")
+            << "), metrics http://" << (*http)->address() << "/metrics\n"
             << "weft rm: Ctrl-C or SIGTERM stops it" << std::endl;
   int sig = WaitForTerminationSignal();
   std::cerr << "weft rm: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", shutting down"
             << std::endl;
+  (*http)->Stop();
   (*server)->Shutdown();
   server->reset();
   return 0;
@@ -118,6 +153,7 @@ void AddRmCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--secret-file", f->secret_file,
                   "require clients (ClientService, AdminService) to present this file's secret");
+  AddHttpFlags(cmd, f.get());
   cmd->add_option("--am-expiry-ms", f->am_expiry_ms,
                   "an ApplicationMaster silent this long fails its attempt")
       ->capture_default_str();

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "common/resource_types.h"
 #include "rm/rm_server.h"
+#include "web/rm_web_server.h"
 
 namespace weft::cli {
 
@@ -26,6 +27,10 @@ struct RmFlags {
   // Per-container allocation limits, "NAME:MIN:MAX[:INCREMENT]" each, e.g. the seed's
   // "network-mbps:1:200" (YARN's yarn.resource-types.<name>.minimum/maximum-allocation).
   std::vector<std::string> resource_limits;
+  // The web UI, REST API and /metrics (web/rm_web_server.h); 0 = a free port.
+  int http_port = 8088;
+  // REST writes (submit, kill): off unless asked for, and then only with a secret_file.
+  bool http_enable_writes = false;
 };
 
 // Applies --resource-limit values to `registry`; errors name the value.
@@ -38,6 +43,13 @@ void AddResourceLimitFlag(CLI::App* cmd, std::vector<std::string>* limits);
 // Builds the daemon's options: loads the scheduler configuration (errors name the file) and
 // creates the state store's directory.
 absl::StatusOr<rm::RmServerOptions> MakeRmServerOptions(const RmFlags& flags);
+
+// --http-port and --http-enable-writes into `flags` (for `weft rm` and `weft dev`).
+void AddHttpFlags(CLI::App* cmd, RmFlags* flags);
+
+// The RM web server's options from the flags (bind address: the RM's). Errors: a bad port,
+// writes enabled without --secret-file.
+absl::StatusOr<web::RmWebOptions> MakeRmWebOptions(const RmFlags& flags);
 
 // Adds the `rm` subcommand to `app`; when it runs, its exit code is stored in *exit_code.
 void AddRmCommand(CLI::App& app, int* exit_code);

@@ -175,7 +175,15 @@ class NodeManager::Service final : public v1::ContainerService::CallbackService 
 };
 
 NodeManager::NodeManager(NodeManagerOptions options, EventLoop* loop)
-    : options_(std::move(options)), loop_(loop) {}
+    : options_(std::move(options)), loop_(loop) {
+  if (options_.metrics == nullptr) return;
+  // The counters exist from the start (at 0), so a scrape sees every family.
+  options_.metrics->GetCounter("weft_nm_container_launches_total", "Containers started.");
+  options_.metrics->GetCounter(
+      "weft_nm_container_launch_failures_total",
+      "Container starts refused or failed (bad token, replay, launch error).");
+  options_.metrics->GetGauge("weft_nm_containers_running", "Containers running on this node.");
+}
 
 absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptions options,
                                                                 EventLoop* loop) {

@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 
@@ -119,12 +120,46 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
   auto serve = [self](const httplib::Request& req, httplib::Response& res) {
     ToHttplib(self->handler_(FromHttplib(req)), &res);
   };
+  // Methods with a body read it themselves: httplib refuses a POST without Content-Length
+  // (`curl -X POST`, as YARN's docs show for new-application) when it reads the body first.
+  auto serve_with_body = [self](const httplib::Request& req, httplib::Response& res,
+                                const httplib::ContentReader& reader) {
+    HttpRequest r = FromHttplib(req);
+    if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
+      ToHttplib(self->handler_(r), &res);  // no body (reading one would wait for a timeout)
+      return;
+    }
+    const size_t max = self->options_.max_body_bytes;
+    bool too_big = false;
+    const bool read = reader([&](const char* data, size_t n) {
+      if (r.body.size() + n > max) {
+        too_big = true;
+        return false;
+      }
+      r.body.append(data, n);
+      return true;
+    });
+    uint64_t length = 0;
+    const bool has_length =
+        req.has_header("Content-Length") &&
+        absl::SimpleAtoi(req.get_header_value("Content-Length"), &length);
+    if (too_big || (has_length && length > max)) {
+      ToHttplib(JsonError(413, absl::StrCat("the request body is larger than ", max,
+                                            " bytes")),
+                &res);
+    } else if (!read && ((has_length && length > 0) || req.has_header("Transfer-Encoding"))) {
+      ToHttplib(JsonError(400, "the request body could not be read"), &res);
+    } else {
+      if (!read) r.body.clear();  // no body at all: as an empty one
+      ToHttplib(self->handler_(r), &res);
+    }
+  };
   const std::string any = ".*";
   srv.Get(any, serve);
-  srv.Post(any, serve);
-  srv.Put(any, serve);
-  srv.Delete(any, serve);
-  srv.Patch(any, serve);
+  srv.Post(any, serve_with_body);
+  srv.Put(any, serve_with_body);
+  srv.Delete(any, serve_with_body);
+  srv.Patch(any, serve_with_body);
   srv.Options(any, serve);
   // Statuses httplib sets itself (bad request line, 413, unknown method) get a JSON body; a
   // body the handler already wrote is kept.

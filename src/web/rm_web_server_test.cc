@@ -136,6 +136,15 @@ TEST_F(RmWebServerTest, HttpLevelErrorsAreJson) {
   ASSERT_TRUE(bad_json);
   EXPECT_EQ(bad_json->status, 400);
   EXPECT_THAT(bad_json->body, HasSubstr("not valid JSON"));
+  // A POST without any body (no Content-Length), as `curl -X POST` sends it: not malformed.
+  httplib::Client raw("127.0.0.1", web_->port());
+  httplib::Request bare;
+  bare.method = "POST";
+  bare.path = "/ws/v1/cluster/apps/new-application";
+  bare.headers = auth;
+  auto fresh = raw.send(bare);
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(fresh->status, 200) << fresh->body;
   auto unknown = client_->Get("/nowhere");
   ASSERT_TRUE(unknown);
   EXPECT_EQ(unknown->status, 404);

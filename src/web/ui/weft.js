@@ -484,4 +484,7 @@ document.addEventListener("DOMContentLoaded", () => {
   }
   show(location.pathname);
   timer = setInterval(refresh, REFRESH_MS);
+  api("/info").then((i) => {
+    document.getElementById("version").textContent = i.clusterInfo.resourceManagerVersion;
+  }).catch(() => {});
 });

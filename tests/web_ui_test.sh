@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The web UI in a real browser: `weft dev` (RM web server on a free port) with a finished, a
+# running and a killed app; headless Chromium loads every page (overview, applications, one
+# application, nodes, scheduler), the test checks the rendered DOM (the pages render from the
+# REST API in JavaScript, so this proves the scripts ran and their data arrived) and saves a
+# screenshot of each page to SHOT_DIR. Every wait is bounded; the whole test takes ~40 s.
+# Usage: web_ui_test.sh WEFT SHOT_DIR
+set -uo pipefail
+weft=$1
+shots=$2
+tmp=$(mktemp -d)
+dev_pid=""
+cleanup() {
+  if [[ -n "$dev_pid" ]] && kill -0 "$dev_pid" 2>/dev/null; then
+    kill -TERM "$dev_pid"
+    for _ in $(seq 1 100); do kill -0 "$dev_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$dev_pid" 2>/dev/null
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail=0
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; fail=1; }
+browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome)
+[[ -n "$browser" ]] || { echo "FAIL: no chromium (scripts/install-deps.sh installs it)"; exit 1; }
+mkdir -p "$shots"
+
+dev_flags=(--nodes 2 --rm-port 0 --http-port 0 --data-dir "$tmp/data"
+  --node-resources memory-mb=8192,vcores=8,network-mbps=1000)
+[[ $(id -u) -ne 0 ]] && dev_flags+=(--no-cgroups)
+"$weft" dev "${dev_flags[@]}" >"$tmp/dev.out" 2>"$tmp/dev.err" &
+dev_pid=$!
+rm_address="" web=""
+for _ in $(seq 1 300); do
+  if grep -q "Ctrl-C" "$tmp/dev.out" 2>/dev/null; then
+    rm_address=$(sed -n 's/.*ResourceManager listening on \([0-9.]*:[0-9]*\).*/\1/p' "$tmp/dev.out")
+    web=$(sed -n 's|.*web UI at http://\([0-9.]*:[0-9]*\)/cluster.*|\1|p' "$tmp/dev.out")
+    break
+  fi
+  sleep 0.1
+done
+if [[ -z "$rm_address" || -z "$web" ]]; then
+  echo "FAIL: weft dev did not start"; cat "$tmp/dev.out" "$tmp/dev.err"; exit 1
+fi
+export WEFT_RM=$rm_address
+ok "weft dev: RM $rm_address, web UI http://$web/cluster"
+
+# A finished app, a running distributed shell with two containers, a killed app.
+timeout 90 "$weft" app submit --name hello-world --command 'echo hello' --wait --timeout-s 60 \
+  >"$tmp/a1" 2>&1 || bad "app submit --wait: $(cat "$tmp/a1")"
+finished=$(head -1 "$tmp/a1")
+timeout 60 "$weft" app run-shell --num-containers 2 --command 'sleep 60' >"$tmp/a2" 2>&1 &
+timeout 30 "$weft" app submit --name doomed --command 'sleep 300' >"$tmp/a3" 2>&1 ||
+  bad "app submit: $(cat "$tmp/a3")"
+timeout 10 "$weft" app kill "$(head -1 "$tmp/a3")" >/dev/null 2>&1 || bad "app kill"
+# Wait until the shell's containers run (bounded: 30 s), so the pages show live usage.
+for _ in $(seq 1 150); do
+  n=$(curl -sf "http://$web/ws/v1/cluster/metrics" | python3 -c \
+    'import json,sys; print(json.load(sys.stdin)["clusterMetrics"]["containersAllocated"])')
+  [[ "${n:-0}" -ge 3 ]] && break
+  sleep 0.2
+done
+[[ "${n:-0}" -ge 3 ]] && ok "$n containers running" || bad "only ${n:-0} containers running"
+sleep 1.5  # one more snapshot
+
+chrome=("$browser" --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage
+  --no-first-run --hide-scrollbars --user-data-dir="$tmp/profile" --virtual-time-budget=5000)
+
+# page NAME PATH PATTERN...: the rendered DOM contains every pattern; a screenshot is saved.
+page() {
+  local name=$1 path=$2; shift 2
+  local url="http://$web$path"
+  if ! timeout 60 "${chrome[@]}" --dump-dom "$url" >"$tmp/$name.html" 2>"$tmp/$name.err"; then
+    bad "$name: chromium failed: $(tail -3 "$tmp/$name.err")"; return
+  fi
+  local missing=()
+  for pattern in "$@"; do grep -q -- "$pattern" "$tmp/$name.html" || missing+=("$pattern"); done
+  if [[ ${#missing[@]} -eq 0 ]]; then ok "$name ($path) renders: $*"; else
+    bad "$name ($path) lacks: ${missing[*]}"; grep -o '<main.*</main>' "$tmp/$name.html" | head -c 2000; echo
+  fi
+  if timeout 60 "${chrome[@]}" --window-size=1280,900 --screenshot="$shots/$name.png" "$url" \
+    >/dev/null 2>"$tmp/$name.shot.err" && [[ -s "$shots/$name.png" ]]; then
+    ok "screenshot $shots/$name.png ($(stat -c %s "$shots/$name.png") bytes)"
+  else
+    bad "$name: no screenshot: $(tail -3 "$tmp/$name.shot.err")"
+  fi
+}
+
+page overview /cluster "Cluster overview" "submitted" "memory-mb" "network-mbps" "live" \
+  "2 active"
+page applications /cluster/apps "$finished" "hello-world" "doomed" "distributed-shell" \
+  ">FINISHED<" ">KILLED<" ">RUNNING<" "sorted-desc"
+page application "/cluster/app/$finished" "Application" "hello-world" "SUCCEEDED" \
+  "appattempt_" "container_e" "/node/containerlogs/"
+page nodes /cluster/nodes "127.0.0.1:" "RUNNING" "Healthy" "network-mbps used / capacity" \
+  "vcores used / capacity"
+page scheduler /cluster/scheduler "Scheduler" "fair policy" "root" "default" "guaranteed"
+
+if [[ $fail -eq 0 ]]; then echo "PASS (screenshots in $shots)"; else
+  echo "--- weft dev output"; cat "$tmp/dev.out"; tail -20 "$tmp/dev.err"; exit 1; fi
