@@ -60,9 +60,9 @@ absl::StatusOr<nm::NodeManager*> DevCluster::AddNode(const std::string& node_res
   web_options.work_root = options->work_root;
   auto nm_web = web::NmWebServer::Start(web_options, registry.get());
   if (!nm_web.ok())
-    return absl::Status(nm_web.status().code(),
-                        absl::StrCat("starting NodeManager ", i, "'s web server: ",
-                                     nm_web.status().message()));
+    return absl::Status(
+        nm_web.status().code(),
+        absl::StrCat("starting NodeManager ", i, "'s web server: ", nm_web.status().message()));
   options->http_address = (*nm_web)->address();
   options->metrics = registry.get();
   nm_metrics_.push_back(std::move(registry));

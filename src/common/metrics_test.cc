@@ -15,7 +15,7 @@ TEST(MetricsTest, CounterAndGaugeRender) {
   Registry r;
   r.GetCounter("weft_things_total", "Things done.")->Increment();
   r.GetCounter("weft_things_total", "Things done.")->Increment(2);
-  r.GetCounter("weft_things_total", "Things done.")->Increment(-5);  // ignored
+  r.GetCounter("weft_things_total", "Things done.")->Increment(-5);   // ignored
   r.GetCounter("weft_things_total", "Things done.")->IncrementTo(1);  // never down
   r.GetGauge("weft_level", "A level.", {{"queue", "root.a"}})->Set(1.5);
   EXPECT_EQ(r.Render(),

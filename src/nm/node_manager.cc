@@ -585,8 +585,7 @@ void NodeManager::RefreshNetworkStats() {
   for (const auto& [id, net] : net_stats_) {
     options_.metrics
         ->GetCounter("weft_nm_container_network_transmit_bytes_total",
-                     "Bytes a running container sent (its HTB class counter).",
-                     {{"container", id}})
+                     "Bytes a running container sent (its HTB class counter).", {{"container", id}})
         ->IncrementTo(static_cast<double>(net.tx_bytes));
     options_.metrics
         ->GetGauge("weft_nm_container_network_transmit_rate_mbit",

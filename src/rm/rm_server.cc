@@ -64,8 +64,7 @@ class GrpcAmLauncher final : public AmLauncher {
 std::unique_ptr<AmLauncher> NewGrpcAmLauncher() { return std::make_unique<GrpcAmLauncher>(); }
 
 bool SecretMatches(absl::string_view given, absl::string_view want) {
-  return given.size() == want.size() &&
-         CRYPTO_memcmp(given.data(), want.data(), want.size()) == 0;
+  return given.size() == want.size() && CRYPTO_memcmp(given.data(), want.data(), want.size()) == 0;
 }
 
 void RmServer::RecordRpc(const char* method, std::chrono::steady_clock::time_point start,
@@ -110,13 +109,11 @@ class RmServer::Services {
   // metadata "weft-secret" (compared in constant time) or is refused before touching state.
   template <typename Resp, typename Fn>
   static grpc::ServerUnaryReactor* Authorized(RmServer* s, const char* method,
-                                              grpc::CallbackServerContext* ctx, Resp* resp,
-                                              Fn fn) {
+                                              grpc::CallbackServerContext* ctx, Resp* resp, Fn fn) {
     if (!s->options_.client_secret.empty()) {
       std::string given = Metadata(ctx, "weft-secret");
       if (!SecretMatches(given, s->options_.client_secret)) {
-        s->RecordRpc(method, std::chrono::steady_clock::now(),
-                     absl::StatusCode::kUnauthenticated);
+        s->RecordRpc(method, std::chrono::steady_clock::now(), absl::StatusCode::kUnauthenticated);
         grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
         reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                                      given.empty()
@@ -172,15 +169,15 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* KillApplication(grpc::CallbackServerContext* ctx,
                                               const v1::KillApplicationRequest* req,
                                               v1::KillApplicationResponse* resp) override {
-      return Authorized(
-          s_, "ClientService/KillApplication", ctx, resp,
-          [req](ResourceManager& rm) -> absl::StatusOr<v1::KillApplicationResponse> {
-            absl::Status st = rm.KillApplication(req->application_id(), req->diagnostics());
-            if (!st.ok()) return st;
-            v1::KillApplicationResponse out;
-            out.set_kill_completed(true);
-            return out;
-          });
+      return Authorized(s_, "ClientService/KillApplication", ctx, resp,
+                        [req](ResourceManager& rm) -> absl::StatusOr<v1::KillApplicationResponse> {
+                          absl::Status st =
+                              rm.KillApplication(req->application_id(), req->diagnostics());
+                          if (!st.ok()) return st;
+                          v1::KillApplicationResponse out;
+                          out.set_kill_completed(true);
+                          return out;
+                        });
     }
     grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* ctx,
                                         const v1::ListNodesRequest* req,
@@ -208,10 +205,9 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* GetApplicationAttempts(
         grpc::CallbackServerContext* ctx, const v1::GetApplicationAttemptsRequest* req,
         v1::GetApplicationAttemptsResponse* resp) override {
-      return Authorized(s_, "ClientService/GetApplicationAttempts", ctx, resp,
-                        [req](ResourceManager& rm) {
-                          return rm.GetApplicationAttempts(req->application_id());
-                        });
+      return Authorized(
+          s_, "ClientService/GetApplicationAttempts", ctx, resp,
+          [req](ResourceManager& rm) { return rm.GetApplicationAttempts(req->application_id()); });
     }
 
    private:
@@ -230,8 +226,9 @@ class RmServer::Services {
         grpc::CallbackServerContext* ctx, const v1::RegisterApplicationMasterRequest* req,
         v1::RegisterApplicationMasterResponse* resp) override {
       v1::Token t = TokenOf(ctx);
-      return OnLoop(s_, "AmService/RegisterApplicationMaster", ctx, resp,
-                    [t, req](ResourceManager& rm) { return rm.RegisterApplicationMaster(t, *req); });
+      return OnLoop(
+          s_, "AmService/RegisterApplicationMaster", ctx, resp,
+          [t, req](ResourceManager& rm) { return rm.RegisterApplicationMaster(t, *req); });
     }
     grpc::ServerUnaryReactor* Allocate(grpc::CallbackServerContext* ctx,
                                        const v1::AllocateRequest* req,
@@ -330,8 +327,8 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
     metrics::Histogram* pass = s->metrics_.GetHistogram(
         "weft_rm_scheduler_pass_duration_seconds",
         "Wall-clock time of one scheduling pass of the RM, seconds.", metrics::LatencyBuckets());
-    metrics::Counter* passes = s->metrics_.GetCounter(
-        "weft_rm_scheduler_passes_total", "Scheduling passes the RM ran.");
+    metrics::Counter* passes =
+        s->metrics_.GetCounter("weft_rm_scheduler_passes_total", "Scheduling passes the RM ran.");
     s->options_.rm.pass_observer = [pass, passes](double seconds, int64_t) {
       pass->Observe(seconds);
       passes->Increment();

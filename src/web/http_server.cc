@@ -140,12 +140,10 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
       return true;
     });
     uint64_t length = 0;
-    const bool has_length =
-        req.has_header("Content-Length") &&
-        absl::SimpleAtoi(req.get_header_value("Content-Length"), &length);
+    const bool has_length = req.has_header("Content-Length") &&
+                            absl::SimpleAtoi(req.get_header_value("Content-Length"), &length);
     if (too_big || (has_length && length > max)) {
-      ToHttplib(JsonError(413, absl::StrCat("the request body is larger than ", max,
-                                            " bytes")),
+      ToHttplib(JsonError(413, absl::StrCat("the request body is larger than ", max, " bytes")),
                 &res);
     } else if (!read && ((has_length && length > 0) || req.has_header("Transfer-Encoding"))) {
       ToHttplib(JsonError(400, "the request body could not be read"), &res);
@@ -165,12 +163,12 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
   // body the handler already wrote is kept.
   srv.set_error_handler(static_cast<httplib::Server::HandlerWithResponse>(
       [](const httplib::Request&, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    HttpResponse err = JsonError(res.status, absl::StrCat(ReasonOf(res.status), " (HTTP ",
-                                                          res.status, ")"));
-    res.set_content(err.body, err.content_type);
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        HttpResponse err =
+            JsonError(res.status, absl::StrCat(ReasonOf(res.status), " (HTTP ", res.status, ")"));
+        res.set_content(err.body, err.content_type);
+        return httplib::Server::HandlerResponse::Handled;
+      }));
   srv.set_exception_handler(
       [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
         std::string what = "unknown error";
@@ -184,8 +182,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
       });
   const std::string& host = s->options_.bind_host;
   if (s->options_.port < 0 || s->options_.port > 65535)
-    return absl::InvalidArgumentError(absl::StrCat("HTTP port ", s->options_.port,
-                                                   " is not a port"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("HTTP port ", s->options_.port, " is not a port"));
   if (s->options_.port == 0) {
     s->port_ = srv.bind_to_any_port(host);
     if (s->port_ <= 0)

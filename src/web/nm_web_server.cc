@@ -59,8 +59,7 @@ absl::StatusOr<std::unique_ptr<NmWebServer>> NmWebServer::Start(NmWebOptions opt
 }
 
 HttpResponse NmWebServer::HandleRequest(const NmWebOptions& options,
-                                        const metrics::Registry& metrics,
-                                        const HttpRequest& req) {
+                                        const metrics::Registry& metrics, const HttpRequest& req) {
   if (req.method != "GET" && req.method != "HEAD") {
     HttpResponse r = JsonError(405, "the NodeManager's web server only answers GET");
     r.headers.emplace_back("Allow", "GET");
@@ -78,20 +77,19 @@ HttpResponse NmWebServer::HandleRequest(const NmWebOptions& options,
   std::vector<std::string> parts = absl::StrSplit(path, '/', absl::SkipEmpty());
   if (parts.empty() || parts.size() > 3 || !ValidContainerId(parts[0]))
     return JsonError(400, "expected /node/containerlogs/CONTAINER_ID[/USER[/stdout|stderr]]");
-  const std::filesystem::path dir =
-      std::filesystem::path(options.work_root) / "logs" / parts[0];
+  const std::filesystem::path dir = std::filesystem::path(options.work_root) / "logs" / parts[0];
   std::error_code ec;
   if (options.work_root.empty() || !std::filesystem::is_directory(dir, ec))
     return JsonError(404, absl::StrCat("no logs of container ", parts[0], " on this node"));
   if (parts.size() < 3) {
     const std::string user = parts.size() == 2 ? parts[1] : "-";
-    std::string html = absl::StrCat("<!doctype html><meta charset=utf-8><title>Logs of ",
-                                    parts[0], "</title><h1>Logs of ", parts[0], "</h1><ul>");
+    std::string html = absl::StrCat("<!doctype html><meta charset=utf-8><title>Logs of ", parts[0],
+                                    "</title><h1>Logs of ", parts[0], "</h1><ul>");
     for (const char* f : {"stdout", "stderr"}) {
       const auto size = std::filesystem::file_size(dir / f, ec);
       if (ec) continue;
-      absl::StrAppend(&html, "<li><a href=\"/node/containerlogs/", parts[0], "/",
-                      HtmlEscape(user), "/", f, "\">", f, "</a> (", size, " bytes)</li>");
+      absl::StrAppend(&html, "<li><a href=\"/node/containerlogs/", parts[0], "/", HtmlEscape(user),
+                      "/", f, "\">", f, "</a> (", size, " bytes)</li>");
     }
     html += "</ul>";
     HttpResponse r;
@@ -104,10 +102,9 @@ HttpResponse NmWebServer::HandleRequest(const NmWebOptions& options,
   std::ifstream in(dir / parts[2], std::ios::binary | std::ios::ate);
   if (!in) return JsonError(404, absl::StrCat("no ", parts[2], " for container ", parts[0]));
   const std::streamoff size = in.tellg();
-  const std::streamoff start =
-      size > static_cast<std::streamoff>(options.max_log_bytes)
-          ? size - static_cast<std::streamoff>(options.max_log_bytes)
-          : 0;
+  const std::streamoff start = size > static_cast<std::streamoff>(options.max_log_bytes)
+                                   ? size - static_cast<std::streamoff>(options.max_log_bytes)
+                                   : 0;
   in.seekg(start);
   HttpResponse r;
   r.content_type = "text/plain; charset=utf-8";

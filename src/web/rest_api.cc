@@ -81,8 +81,8 @@ std::vector<std::string> ListParam(const HttpRequest& req, const std::string& na
 }
 
 // An integer query parameter in [min, max]; `fallback` when absent.
-absl::StatusOr<int64_t> IntParam(const HttpRequest& req, const std::string& name,
-                                 int64_t fallback, int64_t min, int64_t max) {
+absl::StatusOr<int64_t> IntParam(const HttpRequest& req, const std::string& name, int64_t fallback,
+                                 int64_t min, int64_t max) {
   if (!req.HasParam(name)) return fallback;
   int64_t v = 0;
   const std::string text = req.Param(name);
@@ -150,8 +150,8 @@ absl::StatusOr<int64_t> GetInt(const Json& j, absl::string_view path, int64_t mi
   if (!j.is_number_integer()) return TypeError(path, "an integer", j);
   if (j.is_number_unsigned() &&
       j.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", j.get<uint64_t>(),
-                                                   " is out of range [", min, ", ", max, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", j.get<uint64_t>(), " is out of range [", min, ", ", max, "]"));
   const int64_t v = j.get<int64_t>();
   if (v < min || v > max)
     return absl::InvalidArgumentError(
@@ -167,8 +167,7 @@ absl::StatusOr<bool> GetBool(const Json& j, absl::string_view path) {
 // An object or array field that Weft does not support: only absent or empty.
 absl::Status MustBeEmpty(const Json& j, absl::string_view path, absl::string_view why) {
   if (!j.is_object() && !j.is_array() && !j.is_null()) return TypeError(path, "an object", j);
-  if (!j.empty())
-    return absl::InvalidArgumentError(absl::StrCat(path, " is not supported: ", why));
+  if (!j.empty()) return absl::InvalidArgumentError(absl::StrCat(path, " is not supported: ", why));
   return absl::OkStatus();
 }
 
@@ -240,8 +239,9 @@ absl::Status ParseContainerSpec(const Json& spec, v1::ContainerLaunchContext* la
     } else if (k == "environment") {
       if (absl::Status s = ParseEnvironment(v, launch); !s.ok()) return s;
     } else if (k == "local-resources") {
-      if (absl::Status s = MustBeEmpty(v, path, "Weft runs commands on the node's filesystem and "
-                                                "localizes nothing");
+      if (absl::Status s = MustBeEmpty(v, path,
+                                       "Weft runs commands on the node's filesystem and "
+                                       "localizes nothing");
           !s.ok())
         return s;
     } else if (k == "service-data" || k == "credentials" || k == "application-acls") {
@@ -264,8 +264,7 @@ absl::Status ParseResource(const Json& r, v1::Resource* out) {
       type = "memory-mb";
     } else if (k == "vCores" || k == "vcores") {
       type = "vcores";
-    } else if (k.empty() || k.size() > 64 ||
-               !std::all_of(k.begin(), k.end(), [](char c) {
+    } else if (k.empty() || k.size() > 64 || !std::all_of(k.begin(), k.end(), [](char c) {
                  return absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-';
                })) {
       return absl::InvalidArgumentError(absl::StrCat("unknown field ", Quote(path)));
@@ -334,8 +333,8 @@ absl::StatusOr<v1::ApplicationSubmissionContext> ParseSubmission(absl::string_vi
       if (!type.ok()) return type.status();
       ctx.set_application_type(*type);
     } else if (k == "priority") {
-      auto p = GetInt(v, k, std::numeric_limits<int32_t>::min(),
-                      std::numeric_limits<int32_t>::max());
+      auto p =
+          GetInt(v, k, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
       if (!p.ok()) return p.status();
       ctx.set_priority(static_cast<int32_t>(*p));
     } else if (k == "max-app-attempts") {
@@ -382,19 +381,17 @@ RestApi::RestApi(RestApiOptions options, const SnapshotHolder* snapshots, RmWrit
 
 std::string RestApi::BaseUrl(const HttpRequest& req) const {
   std::string host = req.Header("host");
-  const bool host_ok = !host.empty() && host.size() <= 255 &&
-                       std::all_of(host.begin(), host.end(), [](char c) {
-                         return absl::ascii_isalnum(c) || c == '.' || c == ':' || c == '-' ||
-                                c == '[' || c == ']';
-                       });
+  const bool host_ok =
+      !host.empty() && host.size() <= 255 && std::all_of(host.begin(), host.end(), [](char c) {
+        return absl::ascii_isalnum(c) || c == '.' || c == ':' || c == '-' || c == '[' || c == ']';
+      });
   return absl::StrCat("http://", host_ok ? host : options_.http_address);
 }
 
 HttpResponse RestApi::Handle(const HttpRequest& req) const {
   if (req.body.size() > options_.max_body_bytes)
-    return JsonError(413, absl::StrCat("the request body has ", req.body.size(),
-                                       " bytes; at most ", options_.max_body_bytes,
-                                       " are accepted"));
+    return JsonError(413, absl::StrCat("the request body has ", req.body.size(), " bytes; at most ",
+                                       options_.max_body_bytes, " are accepted"));
   absl::string_view path = req.path;
   while (path.size() > 1 && absl::EndsWith(path, "/")) path.remove_suffix(1);
   if (!absl::ConsumePrefix(&path, "/ws/v1/cluster"))
@@ -408,9 +405,9 @@ HttpResponse RestApi::Handle(const HttpRequest& req) const {
 
   // Writes: POST apps/new-application, POST apps, PUT apps/{id}/state.
   const bool is_write =
-      (req.method == "POST" && ((parts.size() == 2 && parts[0] == "apps" &&
-                                 parts[1] == "new-application") ||
-                                (parts.size() == 1 && parts[0] == "apps"))) ||
+      (req.method == "POST" &&
+       ((parts.size() == 2 && parts[0] == "apps" && parts[1] == "new-application") ||
+        (parts.size() == 1 && parts[0] == "apps"))) ||
       (req.method == "PUT" && parts.size() == 3 && parts[0] == "apps" && parts[2] == "state");
   if (is_write) return Write(req, parts);
   if (req.method != "GET" && req.method != "HEAD") {
@@ -465,7 +462,8 @@ HttpResponse RestApi::Get(const HttpRequest& req, const ClusterSnapshot& s,
     for (const auto* p : {&limit, &started_begin, &started_end, &finished_begin, &finished_end}) {
       if (!p->ok()) return JsonError(400, p->status().message());
     }
-    const bool finished_filter = req.HasParam("finishedTimeBegin") || req.HasParam("finishedTimeEnd");
+    const bool finished_filter =
+        req.HasParam("finishedTimeBegin") || req.HasParam("finishedTimeEnd");
     const std::string queue = req.Param("queue");
     const std::string user = req.Param("user");
     Json list = Json::array();
@@ -551,18 +549,17 @@ HttpResponse RestApi::Write(const HttpRequest& req, const std::vector<std::strin
   }
   if (given.size() != options_.client_secret.size() ||
       CRYPTO_memcmp(given.data(), options_.client_secret.data(), given.size()) != 0) {
-    HttpResponse r = JsonError(401, given.empty()
-                                        ? "this write needs the client secret in header "
-                                          "X-Weft-Secret (or Authorization: Bearer)"
-                                        : "wrong client secret");
+    HttpResponse r = JsonError(401, given.empty() ? "this write needs the client secret in header "
+                                                    "X-Weft-Secret (or Authorization: Bearer)"
+                                                  : "wrong client secret");
     r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"weft\"");
     return r;
   }
   std::string user = req.Header("x-weft-user");
   if (user.empty()) user = req.Param("user.name", "default");
   if (!ValidUser(user))
-    return JsonError(400, absl::StrCat("user ", Quote(user),
-                                       " is not a user name (letters, digits, . _ - @)"));
+    return JsonError(
+        400, absl::StrCat("user ", Quote(user), " is not a user name (letters, digits, . _ - @)"));
   const std::string content_type = absl::AsciiStrToLower(req.Header("content-type"));
   if (absl::StrContains(content_type, "xml"))
     return JsonError(415, "only JSON bodies are supported (Content-Type: application/json)");
@@ -582,8 +579,8 @@ HttpResponse RestApi::Write(const HttpRequest& req, const std::vector<std::strin
       return JsonError(HttpStatusOf(s.code()), s.message());
     HttpResponse r;
     r.status = 202;
-    r.headers.emplace_back("Location", absl::StrCat(BaseUrl(req), "/ws/v1/cluster/apps/",
-                                                    ctx->application_id()));
+    r.headers.emplace_back(
+        "Location", absl::StrCat(BaseUrl(req), "/ws/v1/cluster/apps/", ctx->application_id()));
     return r;
   }
   // PUT apps/{id}/state
@@ -609,12 +606,13 @@ HttpResponse RestApi::Write(const HttpRequest& req, const std::vector<std::strin
     }
   }
   if (target != "KILLED")
-    return JsonError(400, absl::StrCat("Only 'KILLED' is allowed as a target state (got ",
-                                       Quote(target), ")"));
+    return JsonError(
+        400, absl::StrCat("Only 'KILLED' is allowed as a target state (got ", Quote(target), ")"));
   auto report = writer_->KillApplication(
-      id, diagnostics.empty() ? absl::StrCat("Application killed by ", user, " (REST)")
-                              : diagnostics);
-  if (!report.ok()) return JsonError(HttpStatusOf(report.status().code()), report.status().message());
+      id,
+      diagnostics.empty() ? absl::StrCat("Application killed by ", user, " (REST)") : diagnostics);
+  if (!report.ok())
+    return JsonError(HttpStatusOf(report.status().code()), report.status().message());
   const bool final = report->state() == v1::APP_KILLED || report->state() == v1::APP_FINISHED ||
                      report->state() == v1::APP_FAILED;
   HttpResponse r = JsonOk({{"state", AppStateName(report->state())}}, final ? 200 : 202);

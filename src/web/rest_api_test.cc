@@ -110,16 +110,15 @@ TEST_F(RestApiTest, OneAppItsAttemptsAndState) {
   EXPECT_EQ(app["trackingUrl"], "http://rm.example:8088/cluster/app/" + c_.running_);
   EXPECT_THAT(app["amContainerLogs"].get<std::string>(),
               HasSubstr(":8042/node/containerlogs/container_e"));
-  Json attempts = Body(api.Handle(Req("GET", "/ws/v1/cluster/apps/" + c_.running_ +
-                                                 "/appattempts")))["appAttempts"]["appAttempt"];
+  Json attempts = Body(api.Handle(Req(
+      "GET", "/ws/v1/cluster/apps/" + c_.running_ + "/appattempts")))["appAttempts"]["appAttempt"];
   ASSERT_EQ(attempts.size(), 1u);
   EXPECT_EQ(attempts[0]["id"], 1);
   EXPECT_THAT(attempts[0]["containerId"].get<std::string>(), HasSubstr("container_e"));
   EXPECT_THAT(attempts[0]["nodeHttpAddress"].get<std::string>(), HasSubstr(":8042"));
   Json state = Body(api.Handle(Req("GET", "/ws/v1/cluster/apps/" + c_.killed_ + "/state")));
   EXPECT_EQ(state["state"], "KILLED");
-  ExpectError(api.Handle(Req("GET", "/ws/v1/cluster/apps/application_1_99999")), 404,
-              "not found");
+  ExpectError(api.Handle(Req("GET", "/ws/v1/cluster/apps/application_1_99999")), 404, "not found");
   ExpectError(api.Handle(Req("GET", "/ws/v1/cluster/apps/app_../../etc")), 400,
               "Invalid ApplicationId");
   ExpectError(api.Handle(Req("GET", "/ws/v1/cluster/apps/bogus")), 400, "Invalid ApplicationId");
@@ -152,14 +151,14 @@ TEST_F(RestApiTest, NodesWithFilter) {
   ASSERT_EQ(h1["containers"].size(), 1u);
   EXPECT_EQ(h1["containers"][0]["appId"], "application_5_0001");
   EXPECT_EQ(h1["containers"][0]["networkTxRateMbps"], 42);
-  EXPECT_EQ(Body(api.Handle(Req("GET", "/ws/v1/cluster/nodes", {{"states", "LOST"}})))["nodes"]
-                ["node"]
-                    .size(),
-            0u);
-  EXPECT_EQ(Body(api.Handle(Req("GET", "/ws/v1/cluster/nodes", {{"states", "running"}})))["nodes"]
-                ["node"]
-                    .size(),
-            2u);
+  EXPECT_EQ(
+      Body(api.Handle(Req("GET", "/ws/v1/cluster/nodes", {{"states", "LOST"}})))["nodes"]["node"]
+          .size(),
+      0u);
+  EXPECT_EQ(
+      Body(api.Handle(Req("GET", "/ws/v1/cluster/nodes", {{"states", "running"}})))["nodes"]["node"]
+          .size(),
+      2u);
   ExpectError(api.Handle(Req("GET", "/ws/v1/cluster/nodes", {{"states", "ASLEEP"}})), 400,
               "Invalid node state");
   ExpectError(api.Handle(Req("GET", "/ws/v1/cluster/nodes/h9:1")), 404, "not found");
@@ -168,7 +167,8 @@ TEST_F(RestApiTest, NodesWithFilter) {
 
 TEST_F(RestApiTest, SchedulerQueueTree) {
   RestApi api = Api(false);
-  Json info = Body(api.Handle(Req("GET", "/ws/v1/cluster/scheduler")))["scheduler"]["schedulerInfo"];
+  Json info =
+      Body(api.Handle(Req("GET", "/ws/v1/cluster/scheduler")))["scheduler"]["schedulerInfo"];
   EXPECT_EQ(info["type"], "capacityScheduler");
   EXPECT_EQ(info["queueName"], "root");
   EXPECT_EQ(info["capacity"], 100);
@@ -197,16 +197,16 @@ TEST_F(RestApiTest, UnknownPathsAndMethods) {
 TEST_F(RestApiTest, WritesAreRefusedWhenDisabledOrUnauthenticated) {
   const std::string body = R"({"application-id":"application_1_1","am-container-spec":)"
                            R"({"commands":{"command":"true"}}})";
-  ExpectError(Api(false, "s3cret").Handle(Req("POST", "/ws/v1/cluster/apps/new-application")),
-              403, "disabled");
+  ExpectError(Api(false, "s3cret").Handle(Req("POST", "/ws/v1/cluster/apps/new-application")), 403,
+              "disabled");
   // Enabled but the RM has no secret: still refused.
   ExpectError(Api(true, "").Handle(Req("POST", "/ws/v1/cluster/apps", {}, body)), 403,
               "need a client secret");
   RestApi api = Api(true, "s3cret");
   HttpResponse none = api.Handle(Req("POST", "/ws/v1/cluster/apps/new-application"));
   ExpectError(none, 401, "X-Weft-Secret");
-  HttpRequest wrong = Req("PUT", "/ws/v1/cluster/apps/" + c_.running_ + "/state", {},
-                          R"({"state":"KILLED"})");
+  HttpRequest wrong =
+      Req("PUT", "/ws/v1/cluster/apps/" + c_.running_ + "/state", {}, R"({"state":"KILLED"})");
   wrong.headers["x-weft-secret"] = "s3creT";
   ExpectError(api.Handle(wrong), 401, "wrong client secret");
   HttpRequest almost = wrong;
@@ -285,12 +285,16 @@ TEST(ParseSubmissionTest, RefusesBadBodiesNamingTheField) {
   EXPECT_THAT(err("[1]"), HasSubstr("expected an object"));
   EXPECT_THAT(err(std::string(100, '[') + std::string(100, ']')), HasSubstr("nests deeper"));
   EXPECT_THAT(err("{" + spec + "}"), HasSubstr("application-id is required"));
-  EXPECT_THAT(err(R"({"application-id":5,)" + spec + "}"), HasSubstr("application-id: expected a string"));
-  EXPECT_THAT(err(R"({"application-id":"app_1",)" + spec + "}"), HasSubstr("not an application id"));
+  EXPECT_THAT(err(R"({"application-id":5,)" + spec + "}"),
+              HasSubstr("application-id: expected a string"));
+  EXPECT_THAT(err(R"({"application-id":"app_1",)" + spec + "}"),
+              HasSubstr("not an application id"));
   const std::string id = R"("application-id":"application_1_1",)";
   EXPECT_THAT(err("{" + id + R"("am-container-spec":{}})"), HasSubstr("command is required"));
-  EXPECT_THAT(err("{" + id + spec + R"(,"priority":"high"})"), HasSubstr("priority: expected an integer"));
-  EXPECT_THAT(err("{" + id + spec + R"(,"priority":1e40})"), HasSubstr("priority: expected an integer"));
+  EXPECT_THAT(err("{" + id + spec + R"(,"priority":"high"})"),
+              HasSubstr("priority: expected an integer"));
+  EXPECT_THAT(err("{" + id + spec + R"(,"priority":1e40})"),
+              HasSubstr("priority: expected an integer"));
   EXPECT_THAT(err("{" + id + spec + R"(,"max-app-attempts":-1})"), HasSubstr("out of range"));
   EXPECT_THAT(err("{" + id + spec + R"(,"resource":{"memory":-5}})"), HasSubstr("resource.memory"));
   EXPECT_THAT(err("{" + id + spec + R"(,"resource":{"memory":18446744073709551615}})"),
@@ -298,14 +302,16 @@ TEST(ParseSubmissionTest, RefusesBadBodiesNamingTheField) {
   EXPECT_THAT(err("{" + id + spec + R"(,"resource":{"Bad Type":1}})"), HasSubstr("unknown field"));
   EXPECT_THAT(err("{" + id + spec + R"(,"unmanaged-AM":true})"), HasSubstr("not supported"));
   EXPECT_THAT(err("{" + id + spec + R"(,"surprise":1})"), HasSubstr("unknown field 'surprise'"));
-  EXPECT_THAT(err("{" + id +
-                  R"("am-container-spec":{"commands":{"command":"x"},"local-resources":{"a":{}}}})"),
-              HasSubstr("local-resources is not supported"));
+  EXPECT_THAT(
+      err("{" + id +
+          R"("am-container-spec":{"commands":{"command":"x"},"local-resources":{"a":{}}}})"),
+      HasSubstr("local-resources is not supported"));
   EXPECT_THAT(err("{" + id + R"("am-container-spec":{"commands":{"command":[1]}}})"),
               HasSubstr("command[0]: expected a string"));
-  EXPECT_THAT(err("{" + id +
-                  R"("am-container-spec":{"commands":{"command":"x"},"environment":{"entry":[{"key":1}]}}})"),
-              HasSubstr("entry[0].key"));
+  EXPECT_THAT(
+      err("{" + id +
+          R"("am-container-spec":{"commands":{"command":"x"},"environment":{"entry":[{"key":1}]}}})"),
+      HasSubstr("entry[0].key"));
 
   auto ok = ParseSubmission("{" + id + spec +
                             R"(,"resource":{"memory":1024,"vCores":2,"network-mbps":50},)"

@@ -34,10 +34,27 @@ class Fuzzer {
 
   // Flips, inserts, deletes, duplicates and splices `s` a few times.
   std::string Mutate(std::string s) {
-    static const std::vector<std::string> kFragments = {
-        "{", "}", "[", "]", ":", ",", "\"", "\\", "null", "true", "-1", "1e309", "0.5",
-        "18446744073709551616", "\"\\ud800\"", "\xff\xfe", std::string(1, '\0'), "{\"a\":",
-        "[[[[[[[[", "\"application_1_1\"", "\"KILLED\""};
+    static const std::vector<std::string> kFragments = {"{",
+                                                        "}",
+                                                        "[",
+                                                        "]",
+                                                        ":",
+                                                        ",",
+                                                        "\"",
+                                                        "\\",
+                                                        "null",
+                                                        "true",
+                                                        "-1",
+                                                        "1e309",
+                                                        "0.5",
+                                                        "18446744073709551616",
+                                                        "\"\\ud800\"",
+                                                        "\xff\xfe",
+                                                        std::string(1, '\0'),
+                                                        "{\"a\":",
+                                                        "[[[[[[[[",
+                                                        "\"application_1_1\"",
+                                                        "\"KILLED\""};
     const size_t rounds = 1 + Below(4);
     for (size_t r = 0; r < rounds; ++r) {
       const size_t pos = s.empty() ? 0 : Below(s.size() + 1);
@@ -75,20 +92,36 @@ TEST(RestFuzzTest, RandomRequestsNeverCrashAndAlwaysGetWellFormedAnswers) {
   RestApi api(o, &c.snapshots_, &writer);
   Fuzzer f(20240601);
   const std::string running = c.running_;
-  const std::vector<std::string> paths = {
-      "/ws/v1/cluster", "/ws/v1/cluster/info", "/ws/v1/cluster/metrics",
-      "/ws/v1/cluster/scheduler", "/ws/v1/cluster/apps", "/ws/v1/cluster/apps/new-application",
-      "/ws/v1/cluster/apps/" + running, "/ws/v1/cluster/apps/" + running + "/appattempts",
-      "/ws/v1/cluster/apps/" + running + "/state", "/ws/v1/cluster/nodes",
-      "/ws/v1/cluster/nodes/h1:1", "/ws/v1/cluster/apps/application_9_9/state", "/ws/v1"};
-  const std::vector<std::string> methods = {"GET", "POST", "PUT", "DELETE", "HEAD", "PATCH",
-                                            "OPTIONS", "get", ""};
-  const std::vector<std::string> param_names = {
-      "states", "state", "queue", "user", "limit", "finalStatus", "startedTimeBegin",
-      "startedTimeEnd", "finishedTimeBegin", "finishedTimeEnd", "user.name", "x"};
+  const std::vector<std::string> paths = {"/ws/v1/cluster",
+                                          "/ws/v1/cluster/info",
+                                          "/ws/v1/cluster/metrics",
+                                          "/ws/v1/cluster/scheduler",
+                                          "/ws/v1/cluster/apps",
+                                          "/ws/v1/cluster/apps/new-application",
+                                          "/ws/v1/cluster/apps/" + running,
+                                          "/ws/v1/cluster/apps/" + running + "/appattempts",
+                                          "/ws/v1/cluster/apps/" + running + "/state",
+                                          "/ws/v1/cluster/nodes",
+                                          "/ws/v1/cluster/nodes/h1:1",
+                                          "/ws/v1/cluster/apps/application_9_9/state",
+                                          "/ws/v1"};
+  const std::vector<std::string> methods = {"GET",   "POST",    "PUT", "DELETE", "HEAD",
+                                            "PATCH", "OPTIONS", "get", ""};
+  const std::vector<std::string> param_names = {"states",
+                                                "state",
+                                                "queue",
+                                                "user",
+                                                "limit",
+                                                "finalStatus",
+                                                "startedTimeBegin",
+                                                "startedTimeEnd",
+                                                "finishedTimeBegin",
+                                                "finishedTimeEnd",
+                                                "user.name",
+                                                "x"};
   const std::vector<std::string> param_values = {
-      "RUNNING", "killed,FINISHED", "", "0", "-1", "1", "99999999999999999999", "default",
-      "root.default", ",,,", "NEW_SAVING", "REBOOTED", "a b", "\xff"};
+      "RUNNING", "killed,FINISHED", "",    "0",          "-1",       "1",   "99999999999999999999",
+      "default", "root.default",    ",,,", "NEW_SAVING", "REBOOTED", "a b", "\xff"};
   const std::vector<std::string> bodies = {
       R"({"state":"KILLED"})",
       R"({"state":"KILLED","diagnostics":"fuzz"})",
@@ -97,7 +130,11 @@ TEST(RestFuzzTest, RandomRequestsNeverCrashAndAlwaysGetWellFormedAnswers) {
       R"("am-container-spec":{"commands":{"command":"true"},"environment":{"entry":[)"
       R"({"key":"A","value":"B"}]}},"application-tags":{"tag":["x"]},"unmanaged-AM":false})",
       R"({"application-id":"application_1_2","am-container-spec":{"commands":{"command":["a"]}}})",
-      "", "{}", "[]", "null", "\"str\""};
+      "",
+      "{}",
+      "[]",
+      "null",
+      "\"str\""};
   const std::set<int> allowed = {200, 202, 400, 401, 403, 404, 405, 409, 413, 415, 429, 503};
 
   int errors = 0;
@@ -129,8 +166,8 @@ TEST(RestFuzzTest, RandomRequestsNeverCrashAndAlwaysGetWellFormedAnswers) {
     if (f.Coin()) req.headers["host"] = f.Coin() ? "rm:8088" : f.RandomBytes(20);
 
     HttpResponse r = api.Handle(req);
-    ASSERT_TRUE(allowed.contains(r.status)) << "status " << r.status << " for " << req.method
-                                            << " " << req.path << ": " << r.body;
+    ASSERT_TRUE(allowed.contains(r.status))
+        << "status " << r.status << " for " << req.method << " " << req.path << ": " << r.body;
     if (r.status == 202 && r.body.empty()) continue;  // a submission's Location-only answer
     Json j = Json::parse(r.body, nullptr, false);
     ASSERT_FALSE(j.is_discarded()) << "not JSON for " << req.path << ": " << r.body;

@@ -61,8 +61,7 @@ void RenderClusterMetrics(const ClusterSnapshot& s, int64_t now_ms, TextWriter* 
       }
     }
   }
-  out->Family("weft_rm_queue_applications", "Applications in a queue (its subtree).",
-              Type::kGauge);
+  out->Family("weft_rm_queue_applications", "Applications in a queue (its subtree).", Type::kGauge);
   for (const v1::QueueInfo* q : queues)
     out->Sample("weft_rm_queue_applications", {{"queue", q->path()}}, q->num_applications());
   out->Family("weft_rm_queue_containers",
@@ -77,8 +76,8 @@ void RenderClusterMetrics(const ClusterSnapshot& s, int64_t now_ms, TextWriter* 
                 static_cast<double>(c.pending_containers));
   }
 
-  std::map<std::string, int64_t> by_state = {{"NEW", 0},      {"SUBMITTED", 0}, {"ACCEPTED", 0},
-                                             {"RUNNING", 0},  {"FINISHED", 0},  {"FAILED", 0},
+  std::map<std::string, int64_t> by_state = {{"NEW", 0},     {"SUBMITTED", 0}, {"ACCEPTED", 0},
+                                             {"RUNNING", 0}, {"FINISHED", 0},  {"FAILED", 0},
                                              {"KILLED", 0}};
   for (const v1::ApplicationReport& app : s.apps) ++by_state[AppStateName(app.state())];
   out->Family("weft_rm_applications", "Applications the RM knows, by state.", Type::kGauge);

@@ -44,8 +44,7 @@ class RmWebServer {
   // `rm` is not owned and must outlive the RmWebServer (stop this first). Errors: the HTTP
   // server's (Unavailable when the port is taken), InvalidArgument for writes enabled without
   // a client secret.
-  static absl::StatusOr<std::unique_ptr<RmWebServer>> Start(rm::RmServer* rm,
-                                                            RmWebOptions options);
+  static absl::StatusOr<std::unique_ptr<RmWebServer>> Start(rm::RmServer* rm, RmWebOptions options);
   ~RmWebServer();  // Stop()
 
   int port() const { return http_->port(); }

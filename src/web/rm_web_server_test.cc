@@ -125,14 +125,15 @@ TEST_F(RmWebServerTest, HttpLevelErrorsAreJson) {
   Start(true, "s3cret");
   // A body above the limit: 413 before the handler, with a JSON error.
   httplib::Headers auth = {{"X-Weft-Secret", "s3cret"}};
-  auto big = client_->Post("/ws/v1/cluster/apps", auth, std::string(100 * 1024, 'x'),
-                           "application/json");
+  auto big =
+      client_->Post("/ws/v1/cluster/apps", auth, std::string(100 * 1024, 'x'), "application/json");
   ASSERT_TRUE(big);
   EXPECT_EQ(big->status, 413);
   Json j = Json::parse(big->body, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << big->body;
   EXPECT_TRUE(j.contains("RemoteException"));
-  auto bad_json = client_->Post("/ws/v1/cluster/apps", auth, "{\"application-id\":", "application/json");
+  auto bad_json =
+      client_->Post("/ws/v1/cluster/apps", auth, "{\"application-id\":", "application/json");
   ASSERT_TRUE(bad_json);
   EXPECT_EQ(bad_json->status, 400);
   EXPECT_THAT(bad_json->body, HasSubstr("not valid JSON"));
@@ -181,9 +182,8 @@ TEST_F(RmWebServerTest, AuthenticatedWritesReachTheRm) {
   ASSERT_EQ(kill->status, 200) << kill->body;
   EXPECT_EQ(Json::parse(kill->body)["state"], "KILLED");
   EXPECT_EQ(GetJson("/ws/v1/cluster/apps/" + id + "/state")["state"], "KILLED");
-  rm_->RunOnLoop([&](rm::ResourceManager& rm) {
-    EXPECT_EQ(rm.GetApplication(id)->state(), v1::APP_KILLED);
-  });
+  rm_->RunOnLoop(
+      [&](rm::ResourceManager& rm) { EXPECT_EQ(rm.GetApplication(id)->state(), v1::APP_KILLED); });
   // The periodic snapshot follows the RM too (refresh_ms 100).
   const int64_t taken = GetJson("/ws/v1/cluster/metrics")["clusterMetrics"]["appsKilled"];
   EXPECT_EQ(taken, 1);

@@ -7,9 +7,10 @@
 namespace weft::web {
 
 const v1::ApplicationReport* ClusterSnapshot::FindApp(const std::string& id) const {
-  auto it = std::lower_bound(
-      apps.begin(), apps.end(), id,
-      [](const v1::ApplicationReport& a, const std::string& key) { return a.application_id() < key; });
+  auto it = std::lower_bound(apps.begin(), apps.end(), id,
+                             [](const v1::ApplicationReport& a, const std::string& key) {
+                               return a.application_id() < key;
+                             });
   return it != apps.end() && it->application_id() == id ? &*it : nullptr;
 }
 

@@ -106,8 +106,7 @@ class DirectWriter : public RmWriter {
 };
 
 inline HttpRequest Req(const std::string& method, const std::string& path,
-                       std::multimap<std::string, std::string> params = {},
-                       std::string body = "") {
+                       std::multimap<std::string, std::string> params = {}, std::string body = "") {
   HttpRequest r;
   r.method = method;
   r.path = path;

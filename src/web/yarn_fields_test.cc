@@ -19,58 +19,130 @@ namespace {
 using Fields = std::vector<std::string>;
 
 // ResourceManagerRest: Elements of the clusterInfo object.
-const Fields kClusterInfo = {
-    "id:i", "startedOn:i", "state:s", "haState:s", "rmStateStoreName:s",
-    "resourceManagerVersion:s", "resourceManagerBuildVersion:s",
-    "resourceManagerVersionBuiltOn:s", "hadoopVersion:s", "hadoopBuildVersion:s",
-    "hadoopVersionBuiltOn:s", "haZooKeeperConnectionState:s"};
+const Fields kClusterInfo = {"id:i",
+                             "startedOn:i",
+                             "state:s",
+                             "haState:s",
+                             "rmStateStoreName:s",
+                             "resourceManagerVersion:s",
+                             "resourceManagerBuildVersion:s",
+                             "resourceManagerVersionBuiltOn:s",
+                             "hadoopVersion:s",
+                             "hadoopBuildVersion:s",
+                             "hadoopVersionBuiltOn:s",
+                             "haZooKeeperConnectionState:s"};
 const Fields kClusterInfoWeft = {"schedulerPolicy"};
 
 // Elements of the clusterMetrics object.
-const Fields kClusterMetrics = {
-    "appsSubmitted:i", "appsCompleted:i", "appsPending:i", "appsRunning:i", "appsFailed:i",
-    "appsKilled:i", "reservedMB:i", "availableMB:i", "allocatedMB:i", "pendingMB:i",
-    "totalMB:i", "reservedVirtualCores:i", "availableVirtualCores:i",
-    "allocatedVirtualCores:i", "pendingVirtualCores:i", "totalVirtualCores:i",
-    "containersAllocated:i", "containersReserved:i", "containersPending:i", "totalNodes:i",
-    "activeNodes:i", "lostNodes:i", "unhealthyNodes:i", "decommissioningNodes:i",
-    "decommissionedNodes:i", "rebootedNodes:i", "shutdownNodes:i",
-    "containerAssignedPerSecond:i"};
-const Fields kClusterMetricsWeft = {"reservedNetworkMbps", "availableNetworkMbps",
+const Fields kClusterMetrics = {"appsSubmitted:i",
+                                "appsCompleted:i",
+                                "appsPending:i",
+                                "appsRunning:i",
+                                "appsFailed:i",
+                                "appsKilled:i",
+                                "reservedMB:i",
+                                "availableMB:i",
+                                "allocatedMB:i",
+                                "pendingMB:i",
+                                "totalMB:i",
+                                "reservedVirtualCores:i",
+                                "availableVirtualCores:i",
+                                "allocatedVirtualCores:i",
+                                "pendingVirtualCores:i",
+                                "totalVirtualCores:i",
+                                "containersAllocated:i",
+                                "containersReserved:i",
+                                "containersPending:i",
+                                "totalNodes:i",
+                                "activeNodes:i",
+                                "lostNodes:i",
+                                "unhealthyNodes:i",
+                                "decommissioningNodes:i",
+                                "decommissionedNodes:i",
+                                "rebootedNodes:i",
+                                "shutdownNodes:i",
+                                "containerAssignedPerSecond:i"};
+const Fields kClusterMetricsWeft = {"reservedNetworkMbps",  "availableNetworkMbps",
                                     "allocatedNetworkMbps", "pendingNetworkMbps",
-                                    "totalNetworkMbps", "resources"};
+                                    "totalNetworkMbps",     "resources"};
 
 // Capacity Scheduler API: schedulerInfo, and the queues objects (parent, then leaf).
-const Fields kSchedulerInfo = {"type:s", "capacity:n", "usedCapacity:n", "maxCapacity:n",
-                               "queueName:s", "queues:o"};
-const Fields kParentQueue = {"capacity:n", "usedCapacity:n", "maxCapacity:n",
-                             "absoluteCapacity:n", "absoluteMaxCapacity:n",
-                             "absoluteUsedCapacity:n", "numApplications:i", "usedResources:s",
-                             "queueName:s", "state:s", "queues:o", "resourcesUsed:o"};
+const Fields kSchedulerInfo = {"type:s",        "capacity:n",  "usedCapacity:n",
+                               "maxCapacity:n", "queueName:s", "queues:o"};
+const Fields kParentQueue = {"capacity:n",
+                             "usedCapacity:n",
+                             "maxCapacity:n",
+                             "absoluteCapacity:n",
+                             "absoluteMaxCapacity:n",
+                             "absoluteUsedCapacity:n",
+                             "numApplications:i",
+                             "usedResources:s",
+                             "queueName:s",
+                             "state:s",
+                             "queues:o",
+                             "resourcesUsed:o"};
 // A leaf: the parent's fields except queues, plus these.
 const Fields kLeafQueueExtra = {"type:s", "numActiveApplications:i", "numPendingApplications:i",
                                 "numContainers:i"};
 // Documented leaf fields Weft does not provide: its capacity policy has no per-queue
 // application caps (only max-running-apps) nor YARN's minimum-user-limit-percent, and it does
 // not report per-user usage in queues yet.
-const std::set<std::string> kLeafQueueNotProvided = {
-    "maxApplications", "maxApplicationsPerUser", "maxActiveApplications",
-    "maxActiveApplicationsPerUser", "userLimit", "userLimitFactor", "users"};
-const Fields kQueueWeft = {"queuePath", "numActiveApplications", "numPendingApplications",
-                           "numContainers", "pendingContainers", "weight", "used", "pending",
-                           "guaranteed", "maximum", "type", "weftPolicy"};
+const std::set<std::string> kLeafQueueNotProvided = {"maxApplications",
+                                                     "maxApplicationsPerUser",
+                                                     "maxActiveApplications",
+                                                     "maxActiveApplicationsPerUser",
+                                                     "userLimit",
+                                                     "userLimitFactor",
+                                                     "users"};
+const Fields kQueueWeft = {"queuePath",
+                           "numActiveApplications",
+                           "numPendingApplications",
+                           "numContainers",
+                           "pendingContainers",
+                           "weight",
+                           "used",
+                           "pending",
+                           "guaranteed",
+                           "maximum",
+                           "type",
+                           "weftPolicy"};
 
 // Elements of the app (Application) object.
-const Fields kApp = {
-    "id:s", "user:s", "name:s", "applicationType:s", "queue:s", "state:s", "finalStatus:s",
-    "progress:n", "trackingUI:s", "trackingUrl:s", "diagnostics:s", "clusterId:i",
-    "startedTime:i", "finishedTime:i", "elapsedTime:i", "amContainerLogs:s",
-    "amHostHttpAddress:s", "allocatedMB:i", "allocatedVCores:i", "runningContainers:i",
-    "memorySeconds:i", "vcoreSeconds:i", "clusterUsagePercentage:n", "preemptedResourceMB:i",
-    "preemptedResourceVCores:i", "numNonAMContainerPreempted:i", "numAMContainerPreempted:i",
-    "logAggregationStatus:s", "unmanagedApplication:b", "applicationPriority:i",
-    "appNodeLabelExpression:s", "amNodeLabelExpression:s", "applicationTags:s", "priority:i",
-    "launchTime:i"};
+const Fields kApp = {"id:s",
+                     "user:s",
+                     "name:s",
+                     "applicationType:s",
+                     "queue:s",
+                     "state:s",
+                     "finalStatus:s",
+                     "progress:n",
+                     "trackingUI:s",
+                     "trackingUrl:s",
+                     "diagnostics:s",
+                     "clusterId:i",
+                     "startedTime:i",
+                     "finishedTime:i",
+                     "elapsedTime:i",
+                     "amContainerLogs:s",
+                     "amHostHttpAddress:s",
+                     "allocatedMB:i",
+                     "allocatedVCores:i",
+                     "runningContainers:i",
+                     "memorySeconds:i",
+                     "vcoreSeconds:i",
+                     "clusterUsagePercentage:n",
+                     "preemptedResourceMB:i",
+                     "preemptedResourceVCores:i",
+                     "numNonAMContainerPreempted:i",
+                     "numAMContainerPreempted:i",
+                     "logAggregationStatus:s",
+                     "unmanagedApplication:b",
+                     "applicationPriority:i",
+                     "appNodeLabelExpression:s",
+                     "amNodeLabelExpression:s",
+                     "applicationTags:s",
+                     "priority:i",
+                     "launchTime:i"};
 // Documented, not provided: the share of the app's queue (YARN computes it against the queue's
 // capacity scheduler guarantee; Weft reports clusterUsagePercentage only).
 const std::set<std::string> kAppNotProvided = {"queueUsagePercentage"};
@@ -79,17 +151,27 @@ const Fields kAppWeft = {"allocatedNetworkMbps", "networkMbpsSeconds", "allocate
                          "currentAttempt",       "amSizingDecisions",  "completionGoalMs"};
 
 // Elements of the appAttempt object.
-const Fields kAppAttempt = {"id:i", "nodeId:s", "nodeHttpAddress:s", "logsLink:s",
-                            "containerId:s", "startTime:i", "finishedTime:i",
-                            "appAttemptState:s", "diagnosticsInfo:s", "appAttemptId:s"};
+const Fields kAppAttempt = {
+    "id:i",        "nodeId:s",       "nodeHttpAddress:s", "logsLink:s",        "containerId:s",
+    "startTime:i", "finishedTime:i", "appAttemptState:s", "diagnosticsInfo:s", "appAttemptId:s"};
 
 // Elements of the node object.
-const Fields kNode = {"rack:s", "state:s", "id:s", "nodeHostName:s", "nodeHTTPAddress:s",
-                      "healthStatus:s", "healthReport:s", "lastHealthUpdate:i", "version:s",
-                      "usedMemoryMB:i", "availMemoryMB:i", "usedVirtualCores:i",
-                      "availableVirtualCores:i", "numContainers:i"};
-const Fields kNodeWeft = {"usedNetworkMbps", "availNetworkMbps", "totalResource", "usedResource",
-                          "networkIsolation", "missingFeatures", "usage", "containers"};
+const Fields kNode = {"rack:s",
+                      "state:s",
+                      "id:s",
+                      "nodeHostName:s",
+                      "nodeHTTPAddress:s",
+                      "healthStatus:s",
+                      "healthReport:s",
+                      "lastHealthUpdate:i",
+                      "version:s",
+                      "usedMemoryMB:i",
+                      "availMemoryMB:i",
+                      "usedVirtualCores:i",
+                      "availableVirtualCores:i",
+                      "numContainers:i"};
+const Fields kNodeWeft = {"usedNetworkMbps",  "availNetworkMbps", "totalResource", "usedResource",
+                          "networkIsolation", "missingFeatures",  "usage",         "containers"};
 
 // Elements of the NewApplication object, and of maximum-resource-capability.
 const Fields kNewApplication = {"application-id:s", "maximum-resource-capability:o"};
@@ -163,10 +245,9 @@ TEST(YarnFieldsTest, EveryEndpointHasYarnsDocumentedFields) {
 
   Json sched = get("/ws/v1/cluster/scheduler")["scheduler"]["schedulerInfo"];
   Fields root_fields = kSchedulerInfo;
-  CheckObject("schedulerInfo", sched,
-              root_fields, Concat(kQueueWeft, {"absoluteCapacity", "absoluteMaxCapacity",
-                                               "absoluteUsedCapacity", "numApplications",
-                                               "usedResources", "state", "resourcesUsed"}));
+  CheckObject("schedulerInfo", sched, root_fields,
+              Concat(kQueueWeft, {"absoluteCapacity", "absoluteMaxCapacity", "absoluteUsedCapacity",
+                                  "numApplications", "usedResources", "state", "resourcesUsed"}));
   ASSERT_FALSE(sched["queues"]["queue"].empty());
   Fields leaf = Concat(kLeafQueueExtra, {});
   for (const std::string& f : kParentQueue) {
@@ -193,8 +274,8 @@ TEST(YarnFieldsTest, EveryEndpointHasYarnsDocumentedFields) {
   fresh.headers["x-weft-secret"] = "s";
   Json app_id = Json::parse(api.Handle(fresh).body);
   CheckObject("NewApplication", app_id, kNewApplication, {});
-  CheckObject("maximum-resource-capability", app_id["maximum-resource-capability"],
-              kMaxCapability, {});
+  CheckObject("maximum-resource-capability", app_id["maximum-resource-capability"], kMaxCapability,
+              {});
 
   // Collections are YARN's wrappers: {"apps": {"app": [...]}} and the like.
   EXPECT_TRUE(get("/ws/v1/cluster/apps")["apps"]["app"].is_array());

@@ -250,7 +250,8 @@ Json AppJson(const ClusterSnapshot& s, const v1::ApplicationReport& app,
              absl::string_view http_address) {
   const bool finished = app.finish_time_ms() > 0;
   const int64_t started = app.submit_time_ms();
-  const int64_t elapsed = started == 0 ? 0 : (finished ? app.finish_time_ms() : s.taken_ms) - started;
+  const int64_t elapsed =
+      started == 0 ? 0 : (finished ? app.finish_time_ms() : s.taken_ms) - started;
   // The current attempt's AM container and its node's web address, for the logs link.
   std::string am_container, am_http;
   auto attempts = s.attempts.find(app.application_id());
@@ -277,10 +278,10 @@ Json AppJson(const ClusterSnapshot& s, const v1::ApplicationReport& app,
   j["launchTime"] = app.start_time_ms();
   j["finishedTime"] = app.finish_time_ms();
   j["elapsedTime"] = std::max<int64_t>(elapsed, 0);
-  j["amContainerLogs"] = am_container.empty() || am_http.empty()
-                             ? ""
-                             : absl::StrCat("http://", am_http, "/node/containerlogs/",
-                                            am_container, "/", app.user());
+  j["amContainerLogs"] =
+      am_container.empty() || am_http.empty()
+          ? ""
+          : absl::StrCat("http://", am_http, "/node/containerlogs/", am_container, "/", app.user());
   j["amHostHttpAddress"] = am_http;
   j["allocatedMB"] = ResourceValue(app.allocated(), kMemory);
   j["allocatedVCores"] = ResourceValue(app.allocated(), kVcores);
@@ -334,7 +335,8 @@ Json AppAttemptJson(const ClusterSnapshot&, const v1::ApplicationReport& app,
 Json NodeJson(const ClusterSnapshot& s, const v1::NodeReport& n) {
   const v1::Resource avail = Minus(n.capability(), n.used());
   absl::string_view host = n.node_id();
-  if (size_t colon = host.rfind(':'); colon != absl::string_view::npos) host = host.substr(0, colon);
+  if (size_t colon = host.rfind(':'); colon != absl::string_view::npos)
+    host = host.substr(0, colon);
   Json containers = Json::array();
   for (const v1::ContainerStatus& c : n.containers()) {
     containers.push_back({{"id", c.container_id()},
