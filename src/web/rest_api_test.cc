@@ -249,7 +249,7 @@ TEST_F(RestApiTest, AuthenticatedWritesWorkEndToEnd) {
   EXPECT_EQ(app["state"], "ACCEPTED");
   // The same submission again: the RM refuses it, the error comes back as JSON.
   HttpResponse again = api.Handle(submit);
-  EXPECT_GE(again.status, 400);
+  EXPECT_EQ(again.status, 409);
   EXPECT_TRUE(Body(again).contains("RemoteException"));
 
   HttpRequest kill = Req("PUT", "/ws/v1/cluster/apps/" + id + "/state", {},

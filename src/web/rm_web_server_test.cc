@@ -5,9 +5,11 @@
 #include <httplib.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
+#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "web/nm_web_server.h"
@@ -187,6 +189,26 @@ TEST_F(RmWebServerTest, AuthenticatedWritesReachTheRm) {
   // The periodic snapshot follows the RM too (refresh_ms 100).
   const int64_t taken = GetJson("/ws/v1/cluster/metrics")["clusterMetrics"]["appsKilled"];
   EXPECT_EQ(taken, 1);
+}
+
+TEST_F(RmWebServerTest, ReadsDoNotWaitForABusyRmLoop) {
+  Start(true, "s3cret");
+  // Block the RM loop: reads still answer at once, from the last snapshot.
+  absl::Notification release, blocked;
+  rm_->Post([&](rm::ResourceManager&) {
+    blocked.Notify();
+    release.WaitForNotification();
+  });
+  blocked.WaitForNotification();
+  const auto start = std::chrono::steady_clock::now();
+  for (const char* path : {"/ws/v1/cluster/metrics", "/ws/v1/cluster/apps", "/ws/v1/cluster/nodes",
+                           "/ws/v1/cluster/scheduler", "/metrics", "/cluster"}) {
+    auto r = client_->Get(path);
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 200) << path;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  release.Notify();
 }
 
 TEST(RmWebServerStartTest, WritesWithoutASecretAreAConfigurationError) {
