@@ -544,7 +544,8 @@ HttpResponse RestApi::Write(const HttpRequest& req, const std::vector<std::strin
     return JsonError(403, "REST writes need a client secret (--secret-file); see docs/web.md");
   std::string given = req.Header("x-weft-secret");
   if (given.empty()) {
-    absl::string_view auth = req.Header("authorization");
+    const std::string header = req.Header("authorization");
+    absl::string_view auth = header;
     if (absl::ConsumePrefix(&auth, "Bearer ")) given = std::string(auth);
   }
   if (given.size() != options_.client_secret.size() ||

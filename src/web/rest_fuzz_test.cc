@@ -161,6 +161,9 @@ TEST(RestFuzzTest, RandomRequestsNeverCrashAndAlwaysGetWellFormedAnswers) {
         req.body = f.Mutate(f.Pick(bodies));
     }
     if (f.Below(4) != 0) req.headers["x-weft-secret"] = f.Coin() ? "fuzz-secret" : "guess";
+    if (f.Below(5) == 0)
+      req.headers["authorization"] =
+          f.Coin() ? "Bearer fuzz-secret" : "Bearer " + f.RandomBytes(12);
     if (f.Below(3) == 0) req.headers["x-weft-user"] = f.Coin() ? "fuzzer" : f.RandomBytes(10);
     if (f.Below(4) == 0) req.headers["content-type"] = f.Coin() ? "application/xml" : "text/plain";
     if (f.Coin()) req.headers["host"] = f.Coin() ? "rm:8088" : f.RandomBytes(20);
