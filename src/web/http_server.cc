@@ -37,6 +37,9 @@ HttpResponse JsonError(int status, absl::string_view message) {
       java_class = "org.apache.hadoop.yarn.webapp.BadRequestException";
       break;
     case 401:
+      exception = "AuthenticationException";
+      java_class = "org.apache.hadoop.security.authentication.client.AuthenticationException";
+      break;
     case 403:
       exception = "ForbiddenException";
       java_class = "org.apache.hadoop.yarn.webapp.ForbiddenException";
