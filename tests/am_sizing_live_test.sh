@@ -7,41 +7,13 @@
 # Usage: am_sizing_live_test.sh WEFT
 set -uo pipefail
 weft=$1
-tmp=$(mktemp -d)
-dev_pid=""
-cleanup() {
-  if [[ -n "$dev_pid" ]] && kill -0 "$dev_pid" 2>/dev/null; then
-    kill -TERM "$dev_pid"
-    for _ in $(seq 1 100); do kill -0 "$dev_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$dev_pid" 2>/dev/null
-  fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fail=1; }
+source "$(dirname "$0")/lib/dev_cluster.sh"
 
 # Two large nodes: 128 worker containers of <1024 MB, 1 vcore> fit at once, so the wave of a
 # big job is large (AdaptCont sizes by wave).
-dev_flags=(--nodes 2 --rm-port 0 --http-port 0 --data-dir "$tmp/data" --node-resources memory-mb=65536,vcores=64)
-[[ $(id -u) -ne 0 ]] && dev_flags+=(--no-cgroups)
-"$weft" dev "${dev_flags[@]}" >"$tmp/dev.out" 2>"$tmp/dev.err" &
-dev_pid=$!
-rm_address=""
-for _ in $(seq 1 300); do
-  rm_address=$(grep -o 'ResourceManager listening on [0-9.]*:[0-9]*' "$tmp/dev.out" 2>/dev/null |
-    awk '{print $4}')
-  [[ -n "$rm_address" ]] && break
-  kill -0 "$dev_pid" 2>/dev/null || break
-  sleep 0.1
-done
-[[ -n "$rm_address" ]] || { echo "FAIL: weft dev did not start"; cat "$tmp/dev.err"; exit 1; }
-export WEFT_RM=$rm_address
-for _ in $(seq 1 150); do
-  [[ $(timeout 10 "$weft" node list --state RUNNING 2>/dev/null | grep -c RUNNING) -ge 2 ]] && break
-  sleep 0.2
-done
+dev_start --nodes 2 --rm-port 0 --http-port 0 --data-dir "$tmp/data" \
+  --node-resources memory-mb=65536,vcores=64
+dev_wait_nodes 2 || exit 1
 
 # am_memory JSON: the AM container's memory-mb in an app report.
 am_memory() { python3 -c 'import json,sys; print(json.load(sys.stdin)["amResource"]["values"]["memory-mb"])'; }

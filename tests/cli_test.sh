@@ -5,50 +5,13 @@
 # Usage: cli_test.sh WEFT
 set -uo pipefail
 weft=$1
-tmp=$(mktemp -d)
-dev_pid=""
-cleanup() {
-  if [[ -n "$dev_pid" ]] && kill -0 "$dev_pid" 2>/dev/null; then
-    kill -TERM "$dev_pid"
-    for _ in $(seq 1 100); do kill -0 "$dev_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$dev_pid" 2>/dev/null
-  fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fail=1; }
+source "$(dirname "$0")/lib/dev_cluster.sh"
 
-dev_flags=(--nodes 2 --rm-port 0 --http-port 0 --data-dir "$tmp/data" --node-resources memory-mb=4096,vcores=4)
-[[ $(id -u) -ne 0 ]] && dev_flags+=(--no-cgroups)
-"$weft" dev "${dev_flags[@]}" >"$tmp/dev.out" 2>"$tmp/dev.err" &
-dev_pid=$!
-
-# The RM's address, from dev's output (bounded: 30 s).
-rm_address=""
-for _ in $(seq 1 300); do
-  rm_address=$(grep -o 'ResourceManager listening on [0-9.]*:[0-9]*' "$tmp/dev.out" 2>/dev/null |
-    awk '{print $4}')
-  [[ -n "$rm_address" ]] && break
-  kill -0 "$dev_pid" 2>/dev/null || break
-  sleep 0.1
-done
-if [[ -z "$rm_address" ]]; then
-  echo "FAIL: weft dev did not start"; cat "$tmp/dev.out" "$tmp/dev.err"; exit 1
-fi
-export WEFT_RM=$rm_address
+dev_start --nodes 2 --rm-port 0 --http-port 0 --data-dir "$tmp/data" \
+  --node-resources memory-mb=4096,vcores=4
 ok "weft dev: RM at $rm_address"
-
-# Both nodes RUNNING (bounded: 30 s).
-running=0
-for _ in $(seq 1 150); do
-  running=$(timeout 10 "$weft" node list --state RUNNING 2>/dev/null | grep -c RUNNING)
-  [[ "$running" -ge 2 ]] && break
-  sleep 0.2
-done
-if [[ "$running" -ge 2 ]]; then ok "2 nodes RUNNING"; else
-  bad "$running nodes RUNNING after 30 s"; timeout 10 "$weft" node list; fi
+if dev_wait_nodes 2; then ok "2 nodes RUNNING"; else
+  bad "nodes not RUNNING"; timeout 10 "$weft" node list; fi
 timeout 10 "$weft" node list --json | grep -q '"state":"NODE_RUNNING"' && ok "node list --json" ||
   bad "node list --json"
 

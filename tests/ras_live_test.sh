@@ -6,18 +6,8 @@
 # Usage: ras_live_test.sh WEFT
 set -uo pipefail
 weft=$1
-tmp=$(mktemp -d)
-dev_pid=""
-cleanup() {
-  [[ -n "${pids:-}" ]] && kill $pids 2>/dev/null
-  if [[ -n "$dev_pid" ]] && kill -0 "$dev_pid" 2>/dev/null; then
-    kill -TERM "$dev_pid"
-    for _ in $(seq 1 100); do kill -0 "$dev_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$dev_pid" 2>/dev/null
-  fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+source "$(dirname "$0")/lib/dev_cluster.sh"
+trap 'kill ${pids:-} 2>/dev/null; dev_cleanup' EXIT
 
 cat >"$tmp/ras.yaml" <<'YAML'
 policy: ras
@@ -29,25 +19,9 @@ queues:
       default: {}
 YAML
 # 2 nodes x 6 vcores: 12 one-vcore slots, 2 of them for the AMs.
-dev_flags=(--nodes 2 --rm-port 0 --http-port 0 --data-dir "$tmp/data" --node-resources memory-mb=6144,vcores=6
-           --scheduler-config "$tmp/ras.yaml")
-[[ $(id -u) -ne 0 ]] && dev_flags+=(--no-cgroups)
-"$weft" dev "${dev_flags[@]}" >"$tmp/dev.out" 2>"$tmp/dev.err" &
-dev_pid=$!
-rm_address=""
-for _ in $(seq 1 300); do
-  rm_address=$(grep -o 'ResourceManager listening on [0-9.]*:[0-9]*' "$tmp/dev.out" 2>/dev/null |
-    awk '{print $4}')
-  [[ -n "$rm_address" ]] && break
-  kill -0 "$dev_pid" 2>/dev/null || break
-  sleep 0.1
-done
-[[ -n "$rm_address" ]] || { echo "FAIL: weft dev did not start"; cat "$tmp/dev.err"; exit 1; }
-export WEFT_RM=$rm_address
-for _ in $(seq 1 150); do
-  [[ $(timeout 10 "$weft" node list --state RUNNING 2>/dev/null | grep -c RUNNING) -ge 2 ]] && break
-  sleep 0.2
-done
+dev_start --nodes 2 --rm-port 0 --http-port 0 --data-dir "$tmp/data" \
+  --node-resources memory-mb=6144,vcores=6 --scheduler-config "$tmp/ras.yaml"
+dev_wait_nodes 2 || exit 1
 
 # Each app: 40 tasks of 2 s, <512 MB, 1 vcore>, one map-like phase at the shell's priority 1.
 run() {  # name goal_s

@@ -8,42 +8,14 @@
 set -uo pipefail
 weft=$1
 shots=$2
-tmp=$(mktemp -d)
-dev_pid=""
-cleanup() {
-  if [[ -n "$dev_pid" ]] && kill -0 "$dev_pid" 2>/dev/null; then
-    kill -TERM "$dev_pid"
-    for _ in $(seq 1 100); do kill -0 "$dev_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$dev_pid" 2>/dev/null
-  fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fail=1; }
+source "$(dirname "$0")/lib/dev_cluster.sh"
 browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome)
 [[ -n "$browser" ]] || { echo "FAIL: no chromium (scripts/install-deps.sh installs it)"; exit 1; }
 mkdir -p "$shots"
 
-dev_flags=(--nodes 2 --rm-port 0 --http-port 0 --data-dir "$tmp/data"
-  --node-resources memory-mb=8192,vcores=8,network-mbps=1000)
-[[ $(id -u) -ne 0 ]] && dev_flags+=(--no-cgroups)
-"$weft" dev "${dev_flags[@]}" >"$tmp/dev.out" 2>"$tmp/dev.err" &
-dev_pid=$!
-rm_address="" web=""
-for _ in $(seq 1 300); do
-  if grep -q "Ctrl-C" "$tmp/dev.out" 2>/dev/null; then
-    rm_address=$(sed -n 's/.*ResourceManager listening on \([0-9.]*:[0-9]*\).*/\1/p' "$tmp/dev.out")
-    web=$(sed -n 's|.*web UI at http://\([0-9.]*:[0-9]*\)/cluster.*|\1|p' "$tmp/dev.out")
-    break
-  fi
-  sleep 0.1
-done
-if [[ -z "$rm_address" || -z "$web" ]]; then
-  echo "FAIL: weft dev did not start"; cat "$tmp/dev.out" "$tmp/dev.err"; exit 1
-fi
-export WEFT_RM=$rm_address
+dev_start --nodes 2 --rm-port 0 --http-port 0 --data-dir "$tmp/data" \
+  --node-resources memory-mb=8192,vcores=8,network-mbps=1000
+[[ -n "$web" ]] || { echo "FAIL: weft dev printed no web UI address"; cat "$tmp/dev.out"; exit 1; }
 ok "weft dev: RM $rm_address, web UI http://$web/cluster"
 
 # A finished app, a running distributed shell with two containers, a killed app.
