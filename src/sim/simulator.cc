@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <queue>
 #include <limits>
+#include <queue>
 #include <random>
 #include <set>
 
@@ -120,11 +120,11 @@ struct JobRun {
   bool dirty = false;
   bool done = false;
   // AdaptCont runs (SimOptions::am_master) only.
-  Resource am_resource;           // the current attempt's AM container
-  int64_t max_running = -1;       // tasks the AM runs at once at most; -1 = no limit
-  int64_t trackable = -1;         // tasks its memory can track (the model); -1 = unlimited
-  int64_t running = 0;            // its running task containers
-  int64_t nodes_lost_seen = 0;    // Sim::nodes_lost_ at its last decision
+  Resource am_resource;            // the current attempt's AM container
+  int64_t max_running = -1;        // tasks the AM runs at once at most; -1 = no limit
+  int64_t trackable = -1;          // tasks its memory can track (the model); -1 = unlimited
+  int64_t running = 0;             // its running task containers
+  int64_t nodes_lost_seen = 0;     // Sim::nodes_lost_ at its last decision
   bool failed_for_memory = false;  // its last attempt was killed for memory
 };
 
@@ -194,6 +194,9 @@ class Sim {
   // What the job's queue would give it at once under the policy with the jobs now in the
   // scheduler: AdaptCont's headroom (docs/adaptcont.md, "In the simulator").
   Resource ExpectedShare(const JobRun& job) const;
+  // The container one task of `spec` asks for (its first group's, or the slot under --slots):
+  // the unit AdaptCont counts its headroom in.
+  Resource WorkerContainer(const Job& spec) const;
   // Kills the attempts whose AM runs more tasks than its memory can track (the model).
   void CheckAmMemory(int64_t j, int64_t now);
 
@@ -215,9 +218,9 @@ class Sim {
   std::vector<double> util_integral_;
   std::vector<int> util_types_;
   bool contention_ = false;
-  bool utility_series_ = false;  // goals or usage profiles: samples carry RAS utility
-  int64_t nodes_lost_ = 0;       // nodes removed by failure injection so far
-  Resource largest_node_;        // per type, over the cluster's nodes
+  bool utility_series_ = false;           // goals or usage profiles: samples carry RAS utility
+  int64_t nodes_lost_ = 0;                // nodes removed by failure injection so far
+  adaptcont::AmResource max_allocation_;  // registry maximum capped by the largest node
   Resource slot_request_;
   std::vector<NodeRun> node_run_;  // by NodeId, contention model only
   double jain_sum_ = 0;
@@ -623,7 +626,28 @@ void Sim::Lost(const std::vector<ContainerKill>& kills, int64_t now) {
   }
 }
 
+Resource Sim::WorkerContainer(const Job& spec) const {
+  if (o_.slots > 0) return slot_request_;
+  return spec.groups.empty() ? Resource::Of(1024, 1) : spec.groups.front().resource;
+}
+
 Resource Sim::ExpectedShare(const JobRun& job) const {
+  const std::string& policy = o_.scheduler.policy;
+  if (policy != "fair" && policy != "capacity") {
+    // FIFO (and others): what is free now, less what the jobs ahead of it still want (their
+    // tasks not yet running, within what their AMs run at once): they are served first.
+    Resource share = (s_->cluster_total() - s_->cluster_allocated()).ClampedAtZero();
+    for (const JobRun& other : jobs_) {
+      if (&other == &job) break;  // jobs_ is in submission order
+      if (!other.added || other.done) continue;
+      int64_t want = 0;
+      for (const GroupRun& g : other.groups) want += g.finished ? 0 : g.waiting;
+      if (other.max_running >= 0)
+        want = std::min(want, std::max<int64_t>(0, other.max_running - other.running));
+      share = (share - WorkerContainer(*other.job) * want).ClampedAtZero();
+    }
+    return share;
+  }
   Resource share = s_->cluster_total();
   const scheduler::QueueNode* leaf = s_->FindQueue(job.job->queue);
   if (leaf == nullptr) return share;
@@ -631,7 +655,6 @@ Resource Sim::ExpectedShare(const JobRun& job) const {
     for (int t = 0; t < o_.registry.size(); ++t)
       share[t] = static_cast<int64_t>(std::floor(static_cast<double>(share[t]) * f));
   };
-  const std::string& policy = o_.scheduler.policy;
   std::vector<const scheduler::QueueNode*> path;
   for (const scheduler::QueueNode* q = leaf; q->parent != nullptr; q = q->parent) path.push_back(q);
   for (auto it = path.rbegin(); it != path.rend(); ++it) {
@@ -644,29 +667,11 @@ Resource Sim::ExpectedShare(const JobRun& job) const {
         if (c == q || c->running_apps > 0) sum += c->config.weight;
       }
       scale(q->config.weight / sum);
-    } else if (policy == "capacity") {
-      // The guaranteed capacity, elastic growth not counted.
+    } else {
+      // capacity: the guaranteed capacity, elastic growth not counted.
       scale(q->config.capacity >= 0 ? q->config.capacity / 100
                                     : 1.0 / static_cast<double>(siblings.size()));
     }
-    // fifo (and others): see below.
-  }
-  if (policy != "fair" && policy != "capacity") {
-    // FIFO: what is free now, less what the jobs ahead of it still want (their tasks not yet
-    // running, within what their AMs run at once): they are served first.
-    share = (s_->cluster_total() - s_->cluster_allocated()).ClampedAtZero();
-    for (const JobRun& other : jobs_) {
-      if (&other == &job) break;  // jobs_ is in submission order
-      if (!other.added || other.done) continue;
-      int64_t want = 0;
-      for (const GroupRun& g : other.groups) want += g.finished ? 0 : g.waiting;
-      if (other.max_running >= 0)
-        want = std::min(want, std::max<int64_t>(0, other.max_running - other.running));
-      const Resource worker =
-          other.groups.empty() ? Resource::Of(1024, 1) : other.groups.front().spec->resource;
-      share = (share - worker * want).ClampedAtZero();
-    }
-    return share;
   }
   const bool fair_leaf = leaf->config.ordering.has_value()
                              ? *leaf->config.ordering == scheduler::LeafOrdering::kFair
@@ -692,18 +697,10 @@ absl::Status Sim::SizeAm(int64_t j) {
   in.map_tasks = maps;
   in.reduce_tasks = reduces;
   in.input_bytes = maps * config.split_bytes;
-  Resource worker = Resource::Of(1024, 1);
-  if (o_.slots > 0) {
-    worker = slot_request_;
-  } else if (!spec.groups.empty()) {
-    worker = spec.groups.front().resource;
-  }
-  in.available_containers = adaptcont::ContainersInHeadroom(ExpectedShare(job), worker);
+  in.available_containers =
+      adaptcont::ContainersInHeadroom(ExpectedShare(job), WorkerContainer(spec));
   in.nodes_lost = nodes_lost_ - job.nodes_lost_seen;  // the headroom above is taken after it
-  Resource max;
-  for (int t = 0; t < o_.registry.size(); ++t)
-    max[t] = std::min(o_.registry.info(t).maximum, largest_node_[t]);
-  in.cluster_max_allocation = {max[kMemoryMb], max[kVcores]};
+  in.cluster_max_allocation = max_allocation_;
   if (job.attempt > 0) {
     in.previous_attempt = adaptcont::PreviousAttempt{
         {job.am_resource[kMemoryMb], job.am_resource[kVcores]}, job.failed_for_memory};
@@ -775,8 +772,10 @@ void Sim::TakeSample(int64_t now) {
     if (n > 0) {
       smp.cpu_busy_mean = busy / n;
       smp.cpu_wait_mean = wait / n;
-      smp.cpu_busy_std = std::sqrt(std::max(0.0, busy2 / n - smp.cpu_busy_mean * smp.cpu_busy_mean));
-      smp.cpu_wait_std = std::sqrt(std::max(0.0, wait2 / n - smp.cpu_wait_mean * smp.cpu_wait_mean));
+      smp.cpu_busy_std =
+          std::sqrt(std::max(0.0, busy2 / n - smp.cpu_busy_mean * smp.cpu_busy_mean));
+      smp.cpu_wait_std =
+          std::sqrt(std::max(0.0, wait2 / n - smp.cpu_wait_mean * smp.cpu_wait_mean));
     }
   }
   if (r_.job_series) {
@@ -795,8 +794,7 @@ void Sim::TakeSample(int64_t now) {
       }
       auto st = scheduler::ras::StatusOf(*s_, job.app, now);
       if (!st.ok()) continue;
-      smp.jobs.push_back({static_cast<int32_t>(j), st->utility,
-                          static_cast<int32_t>(st->s_running),
+      smp.jobs.push_back({static_cast<int32_t>(j), st->utility, static_cast<int32_t>(st->s_running),
                           static_cast<int32_t>(st->r_running)});
     }
   }
@@ -860,7 +858,12 @@ absl::StatusOr<SimReport> Sim::Run() {
     r_.job_series = true;  // the wave of every job over time (seed 002's Fig. 5)
   }
   r_.contention = contention_;
-  for (const scheduler::NodeSpec& n : node_specs) largest_node_ = Max(largest_node_, n.capacity);
+  if (o_.am_master) {
+    Resource largest;
+    for (const scheduler::NodeSpec& n : node_specs) largest = Max(largest, n.capacity);
+    max_allocation_ = {std::min(o_.registry.info(kMemoryMb).maximum, largest[kMemoryMb]),
+                       std::min(o_.registry.info(kVcores).maximum, largest[kVcores])};
+  }
   for (const scheduler::NodeSpec& n : node_specs) {
     auto id = s_->AddNode(n);
     if (!id.ok()) return id.status();
@@ -994,7 +997,8 @@ absl::StatusOr<SimReport> Sim::Run() {
         for (const Allocation& a : allocations) Allocated(a, now);
         Lost(kills, now);
         if (o_.am_master) {
-          for (const Allocation& a : allocations) CheckAmMemory(static_cast<int64_t>(a.app - 1), now);
+          for (const Allocation& a : allocations)
+            CheckAmMemory(static_cast<int64_t>(a.app - 1), now);
         }
         for (const Allocation& a : allocations) {
           int64_t j = static_cast<int64_t>(a.app - 1);
