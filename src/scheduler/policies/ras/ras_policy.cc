@@ -22,16 +22,18 @@ PhaseProfile PhaseAt(const AppState& app, int32_t priority) {
 
 namespace {
 
-// Mean run time of the app's completed map-like tasks; -1 when none finished yet.
-double AvgMapMs(const AppState& app) {
+// Mean run time of the app's completed tasks of phases of `kind`; -1 when none finished yet.
+double AvgTaskMs(const AppState& app, PhaseKind kind) {
   int64_t n = 0, total = 0;
   for (const auto& [priority, st] : app.phase_stats) {
-    if (PhaseAt(app, priority).kind != PhaseKind::kMapLike) continue;
+    if (PhaseAt(app, priority).kind != kind) continue;
     n += st.completed;
     total += st.total_ms;
   }
   return n > 0 ? static_cast<double>(total) / static_cast<double>(n) : -1;
 }
+
+double AvgMapMs(const AppState& app) { return AvgTaskMs(app, PhaseKind::kMapLike); }
 
 // The time the map-like phase must leave before the goal for the reduce-like one that follows
 // it (reduce-like tasks run at once, spread out, after the maps): one reduce-like task's mean
@@ -41,14 +43,8 @@ double ReduceReserveMs(const AppState& app, double avg_map_ms) {
   bool has_reduce = false;
   for (const PhaseProfile& p : app.profile.phases) has_reduce |= p.kind == PhaseKind::kReduceLike;
   if (!has_reduce) return 0;
-  int64_t n = 0, total = 0;
-  for (const auto& [priority, st] : app.phase_stats) {
-    if (PhaseAt(app, priority).kind != PhaseKind::kReduceLike) continue;
-    n += st.completed;
-    total += st.total_ms;
-  }
-  if (n > 0) return static_cast<double>(total) / static_cast<double>(n);
-  return std::max(avg_map_ms, 0.0);
+  const double avg_reduce_ms = AvgTaskMs(app, PhaseKind::kReduceLike);
+  return avg_reduce_ms >= 0 ? avg_reduce_ms : std::max(avg_map_ms, 0.0);
 }
 
 // RequiredMapSlots for `app`, with its reduce-like phase's time reserved before the goal.
