@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <set>
 #include <cstdio>
+#include <set>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -24,12 +24,12 @@ bool IsFinal(const std::string& state) {
 // not negative. The error names the phase and field.
 absl::Status ValidateProfile(const v1::JobProfile& profile) {
   if (profile.completion_goal_ms() < 0)
-    return absl::InvalidArgumentError(absl::StrCat("profile: completion_goal_ms ",
-                                                   profile.completion_goal_ms(), " is negative"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("profile: completion_goal_ms ", profile.completion_goal_ms(), " is negative"));
   std::set<int32_t> priorities;
   for (const v1::PhaseProfile& phase : profile.phases()) {
-    const std::string name = absl::StrCat("profile phase '", phase.name(), "' (priority ",
-                                          phase.priority(), ")");
+    const std::string name =
+        absl::StrCat("profile phase '", phase.name(), "' (priority ", phase.priority(), ")");
     if (!priorities.insert(phase.priority()).second)
       return absl::InvalidArgumentError(absl::StrCat(name, ": another phase has that priority"));
     for (auto [field, value] : {std::pair<const char*, double>{"cpu", phase.cpu()},
@@ -50,8 +50,8 @@ scheduler::JobProfile ToJobProfile(const v1::JobProfile& in) {
     scheduler::PhaseProfile phase;
     phase.priority = p.priority();
     phase.name = p.name();
-    phase.kind = p.reduce_like() ? scheduler::PhaseKind::kReduceLike
-                                 : scheduler::PhaseKind::kMapLike;
+    phase.kind =
+        p.reduce_like() ? scheduler::PhaseKind::kReduceLike : scheduler::PhaseKind::kMapLike;
     phase.has_usage = p.has_usage();
     phase.usage = {p.cpu(), p.io(), p.memory()};
     out.phases.push_back(std::move(phase));
@@ -385,12 +385,14 @@ absl::Status ResourceManager::SubmitApplication(const v1::ApplicationSubmissionC
     const v1::AmSizingRequest& sizing = ctx.am_sizing();
     if (sizing.input_bytes() <= 0 || sizing.split_bytes() < 0 || sizing.reduce_tasks() < 0)
       return absl::InvalidArgumentError(absl::StrCat(
-          "application ", id, ": AM sizing needs input_bytes > 0, split_bytes >= 0 and "
-          "reduce_tasks >= 0 (got ", sizing.input_bytes(), ", ", sizing.split_bytes(), ", ",
-          sizing.reduce_tasks(), ")"));
-    auto worker = FromProto(sizing.worker_resource(),
-                            absl::StrCat("application ", id, ": AM sizing worker resource"));
-    if (!worker.ok()) return worker.status();
+          "application ", id,
+          ": AM sizing needs input_bytes > 0, split_bytes >= 0 and "
+          "reduce_tasks >= 0 (got ",
+          sizing.input_bytes(), ", ", sizing.split_bytes(), ", ", sizing.reduce_tasks(), ")"));
+    auto worker = SizingWorker(sizing);
+    if (!worker.ok())
+      return absl::InvalidArgumentError(absl::StrCat(
+          "application ", id, ": AM sizing worker resource: ", worker.status().message()));
   }
   auto am = FromProto(ctx.am_resource(), absl::StrCat("application ", id, ": AM resource"));
   if (!am.ok()) return am.status();
@@ -435,6 +437,13 @@ absl::Status ResourceManager::SubmitApplication(const v1::ApplicationSubmissionC
   return absl::OkStatus();
 }
 
+absl::StatusOr<Resource> ResourceManager::SizingWorker(const v1::AmSizingRequest& req) const {
+  auto worker = FromProto(req.worker_resource(), "worker resource");
+  if (!worker.ok()) return worker.status();
+  if (worker->IsZero()) return Resource::Of(1024, 1);
+  return options_.registry.Normalize(*worker);
+}
+
 absl::Status ResourceManager::SizeAm(App& app) {
   const v1::AmSizingRequest& req = app.context.am_sizing();
   adaptcont::AmSizingInput in;
@@ -442,10 +451,8 @@ absl::Status ResourceManager::SizeAm(App& app) {
   in.input_bytes = req.input_bytes();
   in.split_bytes = req.split_bytes();
   in.reduce_tasks = req.reduce_tasks();
-  Resource worker = Resource::Of(1024, 1);
-  if (auto w = FromProto(req.worker_resource(), "worker resource"); w.ok() && !w->IsZero()) {
-    worker = *w;
-  }
+  absl::StatusOr<Resource> worker = SizingWorker(req);
+  if (!worker.ok()) return worker.status();  // checked at submission
   // Headroom: what the app's queue may still take (its limit less its usage), within what the
   // cluster has free now.
   Resource headroom =
@@ -453,7 +460,7 @@ absl::Status ResourceManager::SizeAm(App& app) {
   if (const scheduler::QueueNode* q = scheduler_->FindQueue(app.record.queue)) {
     headroom = Min(headroom, (q->limit - q->usage).ClampedAtZero());
   }
-  in.available_containers = adaptcont::ContainersInHeadroom(headroom, worker);
+  in.available_containers = adaptcont::ContainersInHeadroom(headroom, *worker);
   in.nodes_lost = lost_nodes_ - app.lost_nodes_at_last_sizing;
   // The scheduler's maximum allocation, capped by the largest node as for any ask.
   Resource max;
@@ -472,9 +479,9 @@ absl::Status ResourceManager::SizeAm(App& app) {
   if (!normalized.ok()) return normalized.status();
   app.context.mutable_am_resource()->CopyFrom(ToProto(*normalized));
   app.lost_nodes_at_last_sizing = lost_nodes_;
-  std::string line = absl::StrCat("attempt ", app.attempts.size() + 1, ": AM ",
-                                  options_.registry.Format(*normalized), " (",
-                                  decision->Explanation(), ")");
+  std::string line =
+      absl::StrCat("attempt ", app.attempts.size() + 1, ": AM ",
+                   options_.registry.Format(*normalized), " (", decision->Explanation(), ")");
   std::fprintf(stderr, "weft rm: %s: AdaptCont: %s\n", app.record.app_id.c_str(), line.c_str());
   app.am_sizing_decisions.push_back(std::move(line));
   return absl::OkStatus();

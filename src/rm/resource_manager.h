@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -15,10 +15,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/event_loop.h"
-#include "common/resource_types.h"
 #include "adaptcont/adaptcont.h"
 #include "adaptcont/config.h"
+#include "common/event_loop.h"
+#include "common/resource_types.h"
 #include "scheduler/registry.h"
 #include "security/master_key.h"
 #include "security/secret_source.h"
@@ -190,6 +190,9 @@ class ResourceManager {
   // AdaptCont: decides the AM container of `app`'s next attempt into its context's
   // am_resource and records the decision. Errors: the decision's (e.g. no AM fits the limits).
   absl::Status SizeAm(App& app);
+  // The worker container of an AM sizing request, normalised; <1024 MB, 1 vcore> when empty.
+  // InvalidArgument for an unknown type or a value the registry refuses.
+  absl::StatusOr<Resource> SizingWorker(const v1::AmSizingRequest& req) const;
   // The per-type maximum of the running and unhealthy nodes' capabilities; nullopt when there
   // are none or the RM started less than max_allocation_wait_ms ago.
   std::optional<Resource> LargestNodeCapability() const;

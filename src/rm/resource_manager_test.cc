@@ -159,6 +159,48 @@ TEST_F(ResourceManagerTest, InvalidSubmissionsAreRefusedAndChangeNothing) {
   EXPECT_EQ(rm_->SubmitApplication(ctx, "u").code(), absl::StatusCode::kAlreadyExists);
 }
 
+TEST_F(ResourceManagerTest, BadProfilesAndAmSizingRequestsAreRefusedAndChangeNothing) {
+  auto id = rm_->NewApplication();
+  v1::ApplicationSubmissionContext ctx;
+  ctx.set_application_id(id->application_id());
+  ctx.mutable_am_container_spec()->add_command("true");
+  auto refused = [&](const std::string& want) {
+    absl::Status s = rm_->SubmitApplication(ctx, "u");
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(s.message(), HasSubstr(want));
+  };
+  ctx.mutable_profile()->set_completion_goal_ms(-5);
+  refused("completion_goal_ms -5 is negative");
+  ctx.mutable_profile()->set_completion_goal_ms(0);
+  v1::PhaseProfile* map = ctx.mutable_profile()->add_phases();
+  map->set_name("map");
+  map->set_priority(1);
+  map->set_has_usage(true);
+  map->set_cpu(1.5);
+  refused("profile phase 'map' (priority 1): cpu share 1.5 is not within [0, 1]");
+  map->set_cpu(0.5);
+  *ctx.mutable_profile()->add_phases() = *map;
+  refused("another phase has that priority");
+  ctx.clear_profile();
+  ctx.mutable_am_sizing()->set_enabled(true);
+  refused("AM sizing needs input_bytes > 0");
+  ctx.mutable_am_sizing()->set_input_bytes(1 << 20);
+  ctx.mutable_am_sizing()->set_reduce_tasks(-1);
+  refused("reduce_tasks >= 0");
+  ctx.mutable_am_sizing()->set_reduce_tasks(0);
+  (*ctx.mutable_am_sizing()->mutable_worker_resource()->mutable_values())["memory-mb"] = -1;
+  refused("AM sizing worker resource");
+  EXPECT_TRUE(rm_->ListApplications({}).applications().empty());
+  EXPECT_TRUE(store_->Load()->apps.empty());
+  // Right, the RM sizes the AM itself and says why.
+  ctx.mutable_am_sizing()->clear_worker_resource();
+  ASSERT_TRUE(rm_->SubmitApplication(ctx, "u").ok());
+  auto report = rm_->GetApplication(id->application_id());
+  ASSERT_TRUE(report.ok());
+  ASSERT_EQ(report->am_sizing_decisions_size(), 1);
+  EXPECT_THAT(report->am_sizing_decisions(0), HasSubstr("attempt 1: AM"));
+}
+
 TEST_F(ResourceManagerTest, AllocateProtocolAndCompletedStatusesExactlyOnce) {
   AddNode("h1:1");
   std::string app = Submit();
