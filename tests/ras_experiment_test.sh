@@ -2,6 +2,8 @@
 # Runs seed 003's experiments (experiments/ras/run) into a temp dir and checks the results the
 # docs state: RAS beats every static slot setting (experiment 1); with tight goals RAS meets
 # J7's and J8's goals, which fair with 4 slots misses, and finishes J1 far earlier.
+# It also reruns two settings of the calibration sweep (experiments/ras/sweep.py) and checks
+# they match the committed docs/ras/calibration.csv.
 # Usage: ras_experiment_test.sh WEFT_BINARY SOURCE_DIR
 set -euo pipefail
 WEFT="$1"
@@ -33,6 +35,28 @@ if fails:
     print("\n".join(fails))
     sys.exit(1)
 print("ras experiments: ok")
+PY
+# The calibration sweep: two of its settings rerun here must match the committed table.
+"$SRC/experiments/ras/sweep.py" --weft "$WEFT" --docs "$TMP/sweep" --quick >"$TMP/sweep.log" 2>&1 ||
+  { cat "$TMP/sweep.log"; exit 1; }
+/usr/bin/python3 - "$TMP/sweep/calibration.csv" "$SRC/docs/ras/calibration.csv" <<'PY'
+import csv, sys
+key = lambda r: (r["map_share"], r["penalty"], r["sort_io"])
+fresh = list(csv.DictReader(open(sys.argv[1])))
+committed = {key(r): r for r in csv.DictReader(open(sys.argv[2]))}
+fails = []
+for r in fresh:
+    c = committed.get(key(r))
+    if c is None:
+        fails.append(f"sweep setting {key(r)} is not in the committed calibration.csv")
+    elif c != r:
+        fails.append(f"sweep setting {key(r)}: rerun {r} differs from committed {c}")
+if len(fresh) != 2:
+    fails.append(f"quick sweep wrote {len(fresh)} settings, expected 2")
+if fails:
+    print("\n".join(fails))
+    sys.exit(1)
+print("ras calibration sweep: reproduces the committed table")
 PY
 for f in fig3_makespan.png fig4_tasks_cpu.png fig6_utility.png summary.md exp1_makespan.csv; do
   [[ -s "$TMP/docs/$f" ]] || { echo "missing $f"; exit 1; }
