@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The `ras` policy (seed 003) in the live RM: two distributed-shell apps with the same tasks but
-# different completion-time goals on a `weft dev` cluster too small for both. Once their first
-# tasks have finished (the estimator's cold start is over), the tighter-goal app, behind its
-# goal, must hold more concurrent containers than the relaxed one.
+# different completion-time goals on a `weft dev` cluster too small for both. Both declare their
+# task length (2 s) in the phase profile; the tighter-goal app, behind its goal, must hold more
+# concurrent containers than the relaxed one. A bad declared length is refused first.
 # Usage: ras_live_test.sh WEFT
 set -uo pipefail
 weft=$1
@@ -23,9 +23,14 @@ dev_start --nodes 2 --rm-port 0 --http-port 0 --data-dir "$tmp/data" \
   --node-resources memory-mb=6144,vcores=6 --scheduler-config "$tmp/ras.yaml"
 dev_wait_nodes 2 || exit 1
 
+out=$("$weft" app run-shell --name bad --goal-s 60 --phase map:1:length-s=-2 --num-containers 1 \
+  --command true 2>&1) && { echo "FAIL: a negative task length was accepted: $out"; exit 1; }
+grep -q "bad task length '-2'" <<<"$out" || { echo "FAIL: unexpected error: $out"; exit 1; }
+[[ "$("$weft" app list --json)" != *'"bad"'* ]] || { echo "FAIL: the bad app was stored"; exit 1; }
+
 # Each app: 40 tasks of 2 s, <512 MB, 1 vcore>, one map-like phase at the shell's priority 1.
 run() {  # name goal_s
-  timeout 300 "$weft" app run-shell --name "$1" --goal-s "$2" --phase map:1 \
+  timeout 300 "$weft" app run-shell --name "$1" --goal-s "$2" --phase map:1:length-s=2 \
     --num-containers 40 --command 'sleep 2' --memory-mb 512 --vcores 1 --am-memory-mb 512 \
     --wait >"$tmp/$1.out" 2>&1 &
   pids="${pids:-} $!"

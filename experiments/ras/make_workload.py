@@ -88,6 +88,7 @@ def job_yaml(job, submit_s, goal_s, prof=PROFILES):
         priority: 20
         resource: "memory-mb=128,vcores=1"
         duration-s: {MAP_S[app]}
+        expected-s: {MAP_S[app]}
         usage: "{prof[app]['map']}"
       - name: reduce
         kind: reduce
@@ -95,6 +96,7 @@ def job_yaml(job, submit_s, goal_s, prof=PROFILES):
         priority: 10
         resource: "memory-mb=128,vcores=1"
         duration-s: {reduce_s}
+        expected-s: {reduce_s}
         usage: "{prof[app]['reduce']}"
         depends-on: map
 """

@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -170,12 +172,12 @@ struct SubmitFlags {
   CLI::Option* am_memory_option = nullptr;
   CLI::Option* am_vcores_option = nullptr;
   // RAS (seed 003): a completion-time goal, seconds from submission (0 = none), and phases
-  // "NAME:PRIORITY[:reduce][:cpu=C,io=I,memory=M]".
+  // "NAME:PRIORITY[:reduce][:cpu=C,io=I,memory=M][:length-s=S]".
   double goal_s = 0;
   std::vector<std::string> phases;
 };
 
-// "map:1:cpu=0.5,io=0.2,memory=0.25" or "reduce:2:reduce:cpu=0.1,io=0.6,memory=0.3".
+// "map:1:cpu=0.5,io=0.2,memory=0.25" or "reduce:2:reduce:cpu=0.1,io=0.6,memory=0.3:length-s=40".
 absl::StatusOr<v1::PhaseProfile> ParsePhase(const std::string& text) {
   std::vector<std::string> parts = absl::StrSplit(text, ':');
   v1::PhaseProfile phase;
@@ -183,7 +185,8 @@ absl::StatusOr<v1::PhaseProfile> ParsePhase(const std::string& text) {
   auto bad = [&](absl::string_view why) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--phase '", text, "': ", why,
-        " (expected NAME:PRIORITY[:reduce][:cpu=C,io=I,memory=M], shares in [0, 1])"));
+        " (expected NAME:PRIORITY[:reduce][:cpu=C,io=I,memory=M][:length-s=S], shares in [0, 1], "
+        "S > 0 seconds)"));
   };
   if (parts.size() < 2 || parts[0].empty()) return bad("no name and priority");
   if (!absl::SimpleAtoi(parts[1], &priority)) return bad("the priority is not an integer");
@@ -195,6 +198,14 @@ absl::StatusOr<v1::PhaseProfile> ParsePhase(const std::string& text) {
       continue;
     }
     if (parts[i] == "map") continue;
+    if (absl::StartsWith(parts[i], "length-s=")) {
+      double s = 0;
+      const std::string value = parts[i].substr(9);
+      if (!absl::SimpleAtod(value, &s) || !(s > 0) || s > 1e9)
+        return bad(absl::StrCat("bad task length '", value, "'"));
+      phase.set_expected_task_ms(std::max<int64_t>(1, std::llround(s * 1000)));
+      continue;
+    }
     phase.set_has_usage(true);
     for (absl::string_view item : absl::StrSplit(parts[i], ',')) {
       std::pair<std::string, std::string> kv = absl::StrSplit(item, '=');
@@ -307,9 +318,8 @@ void AddSubmitFlags(CLI::App* cmd, SubmitFlags* f) {
   f->am_memory_option =
       cmd->add_option("--am-memory-mb", f->am_memory_mb, "memory of the AM container, MiB")
           ->capture_default_str();
-  f->am_vcores_option =
-      cmd->add_option("--am-vcores", f->am_vcores, "vcores of the AM container")
-          ->capture_default_str();
+  f->am_vcores_option = cmd->add_option("--am-vcores", f->am_vcores, "vcores of the AM container")
+                            ->capture_default_str();
   cmd->add_option("--am-resource", f->am_resource,
                   "'auto': the RM sizes the AM from the input with AdaptCont (seed 002); an "
                   "explicit --am-memory-mb/--am-vcores wins");
@@ -321,8 +331,9 @@ void AddSubmitFlags(CLI::App* cmd, SubmitFlags* f) {
   cmd->add_option("--goal-s", f->goal_s,
                   "completion-time goal, seconds from now (the ras policy, seed 003)");
   cmd->add_option("--phase", f->phases,
-                  "a phase's profile for ras, NAME:PRIORITY[:reduce][:cpu=C,io=I,memory=M] "
-                  "(shares of a node); repeatable");
+                  "a phase's profile for ras, NAME:PRIORITY[:reduce][:cpu=C,io=I,memory=M]"
+                  "[:length-s=S] (shares of a node; S: one task's expected run time, used "
+                  "until one has finished); repeatable");
   cmd->add_option("--max-attempts", f->max_attempts,
                   "AM attempts before the app fails (0 = the RM's default; capped by the RM)")
       ->capture_default_str();
@@ -346,7 +357,8 @@ int RunShell(const RunShellFlags& f) {
   if (f.num_containers < 1) return PrintError("--num-containers must be >= 1");
   if (f.command.empty()) return PrintError("--command is empty");
   if (f.memory_mb <= 0 || f.vcores <= 0) return PrintError("--memory-mb and --vcores must be > 0");
-  if (f.network_mbps < 0) return PrintError(absl::StrCat("--network-mbps ", f.network_mbps, " is negative"));
+  if (f.network_mbps < 0)
+    return PrintError(absl::StrCat("--network-mbps ", f.network_mbps, " is negative"));
   if (f.max_retries < 0) return PrintError("--max-retries must be >= 0");
   auto self = SelfExecutable();
   if (!self.ok()) return PrintError(self.status().message());
@@ -369,7 +381,8 @@ struct RunTransferFlags {
 
 int RunTransfer(RunTransferFlags f) {
   if (f.to.empty()) return PrintError("--to HOST:PORT (the sink) is required");
-  if (f.megabytes <= 0) return PrintError(absl::StrCat("--megabytes ", f.megabytes, " must be > 0"));
+  if (f.megabytes <= 0)
+    return PrintError(absl::StrCat("--megabytes ", f.megabytes, " must be > 0"));
   auto self = SelfExecutable();
   if (!self.ok()) return PrintError(self.status().message());
   f.shell.command = absl::StrCat(ShellQuote(*self), " transfer send --to ", ShellQuote(f.to),

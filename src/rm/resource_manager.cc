@@ -32,6 +32,9 @@ absl::Status ValidateProfile(const v1::JobProfile& profile) {
         absl::StrCat("profile phase '", phase.name(), "' (priority ", phase.priority(), ")");
     if (!priorities.insert(phase.priority()).second)
       return absl::InvalidArgumentError(absl::StrCat(name, ": another phase has that priority"));
+    if (phase.expected_task_ms() < 0)
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": expected_task_ms ", phase.expected_task_ms(), " is negative (0 = unknown)"));
     for (auto [field, value] : {std::pair<const char*, double>{"cpu", phase.cpu()},
                                 {"io", phase.io()},
                                 {"memory", phase.memory()}}) {
@@ -54,6 +57,7 @@ scheduler::JobProfile ToJobProfile(const v1::JobProfile& in) {
         p.reduce_like() ? scheduler::PhaseKind::kReduceLike : scheduler::PhaseKind::kMapLike;
     phase.has_usage = p.has_usage();
     phase.usage = {p.cpu(), p.io(), p.memory()};
+    phase.expected_task_ms = p.expected_task_ms() > 0 ? p.expected_task_ms() : -1;
     out.phases.push_back(std::move(phase));
   }
   return out;

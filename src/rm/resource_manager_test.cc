@@ -179,6 +179,9 @@ TEST_F(ResourceManagerTest, BadProfilesAndAmSizingRequestsAreRefusedAndChangeNot
   map->set_cpu(1.5);
   refused("profile phase 'map' (priority 1): cpu share 1.5 is not within [0, 1]");
   map->set_cpu(0.5);
+  map->set_expected_task_ms(-3);
+  refused("profile phase 'map' (priority 1): expected_task_ms -3 is negative");
+  map->set_expected_task_ms(60000);
   *ctx.mutable_profile()->add_phases() = *map;
   refused("another phase has that priority");
   ctx.clear_profile();

@@ -495,9 +495,9 @@ absl::Status Scheduler::AddApp(const AppSpec& spec, int64_t now_ms) {
   if (spec.user.empty())
     return absl::InvalidArgumentError(absl::StrCat("application ", spec.id, ": empty user"));
   if (spec.profile.goal_ms < -1)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "application ", spec.id, ": completion-time goal ", spec.profile.goal_ms,
-        " ms is negative (-1 means none)"));
+    return absl::InvalidArgumentError(absl::StrCat("application ", spec.id,
+                                                   ": completion-time goal ", spec.profile.goal_ms,
+                                                   " ms is negative (-1 means none)"));
   for (size_t i = 0; i < spec.profile.phases.size(); ++i) {
     const PhaseProfile& p = spec.profile.phases[i];
     auto where = [&] {
@@ -509,12 +509,16 @@ absl::Status Scheduler::AddApp(const AppSpec& spec, int64_t now_ms) {
         return absl::InvalidArgumentError(
             absl::StrCat(where(), ": priority already used by phase #", k));
     }
+    if (p.expected_task_ms == 0 || p.expected_task_ms < -1)
+      return absl::InvalidArgumentError(absl::StrCat(where(), ": expected task length ",
+                                                     p.expected_task_ms,
+                                                     " ms is not positive (-1 means unknown)"));
     if (!p.has_usage) continue;
     for (auto [name, v] : {std::pair{"cpu", p.usage.cpu}, std::pair{"io", p.usage.io},
                            std::pair{"memory", p.usage.memory}}) {
       if (!(v >= 0 && v <= 1))
-        return absl::InvalidArgumentError(absl::StrCat(
-            where(), ": usage ", name, "=", v, " is not a share of a node in [0, 1]"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where(), ": usage ", name, "=", v, " is not a share of a node in [0, 1]"));
     }
   }
   Resource am;
@@ -968,9 +972,8 @@ class Scheduler::Placement final : public PlacementContext {
         if (a->runnable) apps_.push_back(a);
       }
     }
-    std::sort(apps_.begin(), apps_.end(), [](const AppState* a, const AppState* b) {
-      return a->submit_seq < b->submit_seq;
-    });
+    std::sort(apps_.begin(), apps_.end(),
+              [](const AppState* a, const AppState* b) { return a->submit_seq < b->submit_seq; });
   }
 
   int64_t now_ms() const override { return now_; }

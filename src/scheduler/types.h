@@ -50,6 +50,9 @@ struct PhaseProfile {
   // Measured usage of one task. Absent: the container request is taken as the usage.
   bool has_usage = false;
   TaskUsage usage;
+  // Expected run time of one task, from the offline profiling run (seed 003 section 3.6), in
+  // ms; -1: unknown. `ras` estimates with it until one of the phase's tasks has finished.
+  int64_t expected_task_ms = -1;
 };
 
 // What a job tells the scheduler beyond its asks (seed 003 section 1). Only `ras` acts on it;

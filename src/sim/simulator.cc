@@ -269,6 +269,7 @@ void Sim::Submit(int64_t j, int64_t now) {
     p.kind = g.name == "reduce" ? scheduler::PhaseKind::kReduceLike : g.kind;
     p.has_usage = g.has_usage;
     p.usage = g.usage;
+    p.expected_task_ms = g.expected_ms;
     spec.profile.phases.push_back(std::move(p));
   }
   absl::Status st = Timed([&] { return s_->AddApp(spec, now); });

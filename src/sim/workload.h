@@ -31,6 +31,9 @@ struct TaskGroup {
   scheduler::PhaseKind kind = scheduler::PhaseKind::kMapLike;
   bool has_usage = false;
   scheduler::TaskUsage usage;
+  // The task length the job declares from its offline profiling run (`expected-s`), which
+  // `ras` estimates with until it has observed one; -1: not declared (ms).
+  int64_t expected_ms = -1;
 };
 
 struct Job {

@@ -9,11 +9,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/strings/ascii.h"
 #include "sim/workload.h"
 #include "sim/workload_common.h"
 
@@ -26,11 +26,11 @@ using internal::RecordError;
 // Upper bound of a group's `count`: keeps count x resource far from int64 overflow.
 constexpr int64_t kMaxGroupCount = 1'000'000'000;
 
-constexpr const char* kJobKeys[] = {"id",       "submit-s", "submit-ms", "queue", "user",
-                                    "priority", "goal-s",   "groups"};
-constexpr const char* kGroupKeys[] = {"name",       "count",       "resource",     "duration-s",
-                                      "duration-ms", "durations-ms", "priority",   "depends-on",
-                                      "hosts",       "kind",         "usage"};
+constexpr const char* kJobKeys[] = {"id",   "submit-s", "submit-ms", "queue",
+                                    "user", "priority", "goal-s",    "groups"};
+constexpr const char* kGroupKeys[] = {"name",        "count",        "resource", "duration-s",
+                                      "duration-ms", "durations-ms", "priority", "depends-on",
+                                      "hosts",       "kind",         "usage",    "expected-s"};
 
 // Parses a usage profile "cpu=0.25,io=0.1,memory=0.1" (shares of a node in [0, 1]; keys may
 // be omitted, each at most once). The error names what was wrong.
@@ -281,8 +281,8 @@ bool ReadGroup(const YAML::Node& node, int64_t fallback_line, const std::string&
   } else if (kind == "map") {
     g->kind = scheduler::PhaseKind::kMapLike;
   } else if (!kind.empty()) {
-    return f.Fail(f.LineAt("kind"), absl::StrCat("kind: '", kind.substr(0, 40),
-                                                 "' is not map or reduce"));
+    return f.Fail(f.LineAt("kind"),
+                  absl::StrCat("kind: '", kind.substr(0, 40), "' is not map or reduce"));
   }
   std::string usage;
   if (!f.Text("usage", false, false, &usage)) return false;
@@ -292,6 +292,7 @@ bool ReadGroup(const YAML::Node& node, int64_t fallback_line, const std::string&
       return f.Fail(f.LineAt("usage"), absl::StrCat("usage: ", error));
     g->has_usage = true;
   }
+  if (f.Has("expected-s") && !f.Seconds("expected-s", 1, kMaxTimeMs, &g->expected_ms)) return false;
 
   if (const YAML::Node* hosts = f.Get("hosts")) {
     int64_t hosts_line = f.LineAt("hosts");

@@ -107,11 +107,13 @@ TEST(LoadJobsYamlTest, UnknownKeyIsRejectedWithKeyAndLine) {
   EXPECT_EQ(w->jobs[0].id, "a");
   EXPECT_EQ(w->jobs[1].id, "d");
   EXPECT_EQ(w->skipped_records, 2);
-  EXPECT_THAT(w->warnings,
-              ElementsAre(HasSubstr(":8: job 'b': unknown key 'grups'"),
-                          path + ":14: job 'c': group 'g': unknown key 'duraton-s' in a group "
-                                 "(known: name, count, resource, duration-s, duration-ms, "
-                                 "durations-ms, priority, depends-on, hosts, kind, usage); skipped"));
+  EXPECT_THAT(
+      w->warnings,
+      ElementsAre(HasSubstr(":8: job 'b': unknown key 'grups'"),
+                  path + ":14: job 'c': group 'g': unknown key 'duraton-s' in a group "
+                         "(known: name, count, resource, duration-s, duration-ms, "
+                         "durations-ms, priority, depends-on, hosts, kind, usage, expected-s); "
+                         "skipped"));
 }
 
 TEST(LoadJobsYamlTest, ResourceAboveRegistryMaximumIsRejected) {
@@ -212,17 +214,18 @@ TEST(LoadJobsYamlTest, DocumentErrorsFailEvenWhenLenient) {
 }
 
 TEST(LoadJobsYamlTest, GoalKindAndUsage) {
-  std::string path = WriteTemp("ras.yaml",
-                               "jobs:\n"
-                               "  - id: a\n"
-                               "    submit-s: 10\n"
-                               "    goal-s: 250.5\n"
-                               "    groups:\n"
-                               "      - {name: m, resource: \"memory-mb=128\", duration-s: 1,\n"
-                               "         usage: \"cpu=0.25, io=0.1\"}\n"
-                               "      - {name: reduce, resource: \"memory-mb=128\", duration-s: 1}\n"
-                               "      - {name: r2, kind: reduce, resource: \"memory-mb=128\",\n"
-                               "         duration-s: 1, usage: \"memory=0.5\"}\n");
+  std::string path =
+      WriteTemp("ras.yaml",
+                "jobs:\n"
+                "  - id: a\n"
+                "    submit-s: 10\n"
+                "    goal-s: 250.5\n"
+                "    groups:\n"
+                "      - {name: m, resource: \"memory-mb=128\", duration-s: 1,\n"
+                "         usage: \"cpu=0.25, io=0.1\", expected-s: 1.5}\n"
+                "      - {name: reduce, resource: \"memory-mb=128\", duration-s: 1}\n"
+                "      - {name: r2, kind: reduce, resource: \"memory-mb=128\",\n"
+                "         duration-s: 1, usage: \"memory=0.5\"}\n");
   ResourceTypeRegistry registry;
   absl::StatusOr<Workload> w = LoadJobsYaml(path, registry, kStrict);
   ASSERT_TRUE(w.ok()) << w.status();
@@ -234,6 +237,8 @@ TEST(LoadJobsYamlTest, GoalKindAndUsage) {
   EXPECT_DOUBLE_EQ(j.groups[0].usage.io, 0.1);
   EXPECT_DOUBLE_EQ(j.groups[0].usage.memory, 0.0);
   EXPECT_EQ(j.groups[0].kind, scheduler::PhaseKind::kMapLike);
+  EXPECT_EQ(j.groups[0].expected_ms, 1500);
+  EXPECT_EQ(j.groups[1].expected_ms, -1);  // not declared
   EXPECT_FALSE(j.groups[1].has_usage);
   EXPECT_EQ(j.groups[1].kind, scheduler::PhaseKind::kReduceLike);  // by its name
   EXPECT_EQ(j.groups[2].kind, scheduler::PhaseKind::kReduceLike);
@@ -244,13 +249,25 @@ TEST(LoadJobsYamlTest, GoalKindAndUsage) {
         std::pair{"gpu=0.1", "unknown usage key 'gpu'"},
         std::pair{"cpu=0.1,cpu=0.2", "usage key 'cpu' given twice"},
         std::pair{"cpu", "'cpu' is not key=value"}}) {
-    std::string bad = WriteTemp("bad_usage.yaml",
-                                absl::StrCat("jobs:\n  - id: a\n    groups:\n      - {name: m, "
-                                             "resource: \"memory-mb=128\", duration-s: 1, "
-                                             "usage: \"",
-                                             usage, "\"}\n"));
+    std::string bad =
+        WriteTemp("bad_usage.yaml", absl::StrCat("jobs:\n  - id: a\n    groups:\n      - {name: m, "
+                                                 "resource: \"memory-mb=128\", duration-s: 1, "
+                                                 "usage: \"",
+                                                 usage, "\"}\n"));
     absl::StatusOr<Workload> b = LoadJobsYaml(bad, registry, kStrict);
     ASSERT_FALSE(b.ok()) << usage;
+    EXPECT_THAT(b.status().message(), HasSubstr(message));
+  }
+  for (auto [expected, message] : {std::pair{"0", "expected-s: 0 is below the minimum 1 ms"},
+                                   std::pair{"-4", "expected-s: -4 is negative"},
+                                   std::pair{"soon", "expected-s: 'soon' is not a number"}}) {
+    std::string bad = WriteTemp("bad_expected.yaml",
+                                absl::StrCat("jobs:\n  - id: a\n    groups:\n      - {name: m, "
+                                             "resource: \"memory-mb=128\", duration-s: 1, "
+                                             "expected-s: ",
+                                             expected, "}\n"));
+    absl::StatusOr<Workload> b = LoadJobsYaml(bad, registry, kStrict);
+    ASSERT_FALSE(b.ok()) << expected;
     EXPECT_THAT(b.status().message(), HasSubstr(message));
   }
   std::string bad_kind = WriteTemp("bad_kind.yaml",

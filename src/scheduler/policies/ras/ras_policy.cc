@@ -22,13 +22,20 @@ PhaseProfile PhaseAt(const AppState& app, int32_t priority) {
 
 namespace {
 
-// Mean run time of the app's completed tasks of phases of `kind`; -1 when none finished yet.
+// Mean run time of the app's completed tasks of phases of `kind`; until one has finished, the
+// mean of those phases' declared expected lengths; -1 when neither is known (ms).
 double AvgTaskMs(const AppState& app, PhaseKind kind) {
   int64_t n = 0, total = 0;
   for (const auto& [priority, st] : app.phase_stats) {
     if (PhaseAt(app, priority).kind != kind) continue;
     n += st.completed;
     total += st.total_ms;
+  }
+  if (n > 0) return static_cast<double>(total) / static_cast<double>(n);
+  for (const PhaseProfile& p : app.profile.phases) {
+    if (p.kind != kind || p.expected_task_ms <= 0) continue;
+    ++n;
+    total += p.expected_task_ms;
   }
   return n > 0 ? static_cast<double>(total) / static_cast<double>(n) : -1;
 }
@@ -120,8 +127,8 @@ class RasPolicy final : public SchedulingPolicy {
   bool SupportsPreemption() const override { return false; }
   absl::Status Configure(const SchedulerConfig& config) override {
     if (config.ras.control_period_ms < 1)
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ras.control-period-ms: ", config.ras.control_period_ms, " must be >= 1"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("ras.control-period-ms: ", config.ras.control_period_ms, " must be >= 1"));
     if (config.ras.max_rounds < 0)
       return absl::InvalidArgumentError(
           absl::StrCat("ras.max-rounds: ", config.ras.max_rounds, " must be >= 0"));
@@ -306,8 +313,7 @@ void RasPolicy::Place(PlacementContext& ctx) {
   };
   auto commit = [&](size_t p, size_t n, int gi, const Load& load) {
     const ras::PhaseModel& pm = model_.phases[p];
-    if (!ctx.Place(refs_[p].app->id, static_cast<size_t>(gi), static_cast<NodeId>(n)))
-      return false;
+    if (!ctx.Place(refs_[p].app->id, static_cast<size_t>(gi), static_cast<NodeId>(n))) return false;
     ++running[p][n];
     --pending[p];
     ++(pm.kind == PhaseKind::kMapLike ? s_run : r_run)[pm.job];

@@ -72,7 +72,7 @@ TEST(RasPolicyTest, WithoutProfileTheRequestIsTheUsage) {
 TEST(RasPolicyTest, TransitionWithoutOverload) {
   auto s = MakeScheduler(kRas);
   ASSERT_TRUE(s->AddNode({"n1", "/r1", Resource::Of(2048, 8)}).ok());
-  const TaskUsage quarter{0.25, 0.1, 0.1};  // four fit on the node
+  const TaskUsage quarter{0.25, 0.1, 0.1};                              // four fit on the node
   ASSERT_TRUE(s->AddApp(Job(1, 1000 * 1000 * 1000, quarter), 0).ok());  // a relaxed goal
   ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(20, Resource::Of(128, 1), "*", 20)})).ok());
   PassResult r = s->Schedule(0);
@@ -184,10 +184,62 @@ TEST(RasPolicyTest, EstimatorReservesTimeForTheReducePhase) {
   EXPECT_EQ(s_req(2), 15);  // 10 s = 2 waves
 }
 
+TEST(RasPolicyTest, EstimatorUsesDeclaredTaskLengthsUntilItHasObservedOne) {
+  // 30 map tasks left, the goal 30 s away. The profile declares maps of 2 s and reduces of 8 s
+  // (the offline profiling run); observed lengths replace them once tasks have finished.
+  auto s = MakeScheduler(kRas);
+  ASSERT_TRUE(s->AddNode({"n1", "/r1", Resource::Of(2048, 8)}).ok());
+  AppSpec job = Job(1, 30000, {0.1, 0.1, 0.1});
+  job.profile.phases[0].expected_task_ms = 2000;
+  job.profile.phases[1].expected_task_ms = 8000;
+  ASSERT_TRUE(s->AddApp(job, 0).ok());
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(30, Resource::Of(128, 1), "*", 20)})).ok());
+  auto status = ras::StatusOf(*s, 1, 0);
+  ASSERT_TRUE(status.ok());
+  EXPECT_DOUBLE_EQ(status->avg_map_ms, 2000);
+  EXPECT_EQ(status->s_req, 3);  // 30 s - 8 s reserved = 11 waves of 2 s -> ceil(30 / 11)
+
+  // Without declared lengths the cold start asks for every pending task at once.
+  auto cold = MakeScheduler(kRas);
+  ASSERT_TRUE(cold->AddNode({"n1", "/r1", Resource::Of(2048, 8)}).ok());
+  ASSERT_TRUE(cold->AddApp(Job(1, 30000, {0.1, 0.1, 0.1}), 0).ok());
+  ASSERT_TRUE(cold->UpdateRequests(1, Asks({Ask(30, Resource::Of(128, 1), "*", 20)})).ok());
+  auto cold_status = ras::StatusOf(*cold, 1, 0);
+  ASSERT_TRUE(cold_status.ok());
+  EXPECT_EQ(cold_status->s_req, 30);
+
+  // The maps placed at 1 s all finish at 5 s: the observed 4 s replaces the declared 2 s (the
+  // reduce reserve stays the declared 8 s until a reduce-like task finishes).
+  PassResult r = s->Schedule(1000);
+  ASSERT_GE(r.allocations.size(), 3u);
+  for (const Allocation& a : r.allocations)
+    ASSERT_TRUE(s->ContainerCompleted(a.container, 5000).ok());
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(24, Resource::Of(128, 1), "*", 20)})).ok());
+  status = ras::StatusOf(*s, 1, 5000);
+  ASSERT_TRUE(status.ok());
+  EXPECT_DOUBLE_EQ(status->avg_map_ms, 4000);
+  EXPECT_EQ(status->s_pend, 24);
+  EXPECT_EQ(status->s_req, 6);  // 30 s - 8 s - 5 s = 4 waves of 4 s -> ceil(24 / 4)
+}
+
+TEST(RasPolicyTest, DeclaredTaskLengthMustBePositive) {
+  for (int64_t bad : {int64_t{0}, int64_t{-2}}) {
+    auto s = MakeScheduler(kRas);
+    AppSpec job = Job(1, 20000, {0.1, 0.1, 0.1});
+    job.profile.phases[1].expected_task_ms = bad;
+    absl::Status st = s->AddApp(job, 0);
+    ASSERT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find("phase #1 ('reduce', priority 10): expected task length"),
+              std::string::npos)
+        << st.message();
+    EXPECT_EQ(s->app(1), nullptr);
+  }
+}
+
 TEST(RasPolicyTest, ConfigKeys) {
   ResourceTypeRegistry reg;
-  auto c = ParseSchedulerConfig("policy: ras\nras: {control-period-ms: 5000, max-rounds: 7}\n",
-                                reg, "t");
+  auto c = ParseSchedulerConfig("policy: ras\nras: {control-period-ms: 5000, max-rounds: 7}\n", reg,
+                                "t");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->ras.control_period_ms, 5000);
   EXPECT_EQ(c->ras.max_rounds, 7);
