@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs seed 003's experiments (experiments/ras/run) into a temp dir and checks the results the
-# docs state: RAS beats every static slot setting (experiment 1); with tight goals RAS meets
-# J7's and J8's goals, which fair with 4 slots misses, and finishes J1 far earlier.
+# docs state: RAS beats every static slot setting and the best static one is 4 slots
+# (experiment 1); with tight goals RAS meets J1's goal, which fair with 4 slots misses, meets
+# J7's and J8's, and meets more goals than fair (experiment 2).
 # It also reruns two settings of the calibration sweep (experiments/ras/sweep.py) and checks
 # they match the committed docs/ras/calibration.csv.
 # Usage: ras_experiment_test.sh WEFT_BINARY SOURCE_DIR
@@ -23,12 +24,14 @@ for k, v in e1["fair_makespan_s"].items():
 for iso in s["isolation"]:
     if abs(iso["fair4_s"] - iso["seed_s"]) > 1:
         fails.append(f"isolation {iso['id']}: {iso['fair4_s']} vs seed {iso['seed_s']}")
+if e1["best_static_slots"] != 4:
+    fails.append(f"exp1: the best static setting is {e1['best_static_slots']} slots, not 4")
 jobs = {j["id"]: j for j in e2["jobs"]}
+if not jobs["J1"]["ras_met"] or jobs["J1"]["fair_met"]:
+    fails.append(f"exp2 J1: ras_met {jobs['J1']['ras_met']} fair_met {jobs['J1']['fair_met']}")
 for j in ("J7", "J8"):
-    if not jobs[j]["ras_met"] or jobs[j]["fair_met"]:
-        fails.append(f"exp2 {j}: ras_met {jobs[j]['ras_met']} fair_met {jobs[j]['fair_met']}")
-if not jobs["J1"]["ras_finish_s"] < jobs["J1"]["fair_finish_s"]:
-    fails.append("exp2 J1: ras not earlier than fair")
+    if not jobs[j]["ras_met"]:
+        fails.append(f"exp2 {j}: ras misses its goal")
 if not e2["ras_goals_met"] > e2["fair_goals_met"]:
     fails.append("exp2: ras meets no more goals than fair")
 if fails:

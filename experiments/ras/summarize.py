@@ -159,9 +159,11 @@ def main():
                 series[key][t] = series[key].get(t, 0) + int(r[kind])
         ax = axes[0][col]
         colors = {"Sort": "#1b9e77", "Combine": "#d95f02", "Select": "#7570b3"}
+        # Every sample time on every line: an app with no job reporting runs 0 tasks (not a
+        # straight line between its jobs' samples).
+        times = sorted({float(r["time_s"]) for r in rows})
         for (app, kind), pts in sorted(series.items()):
-            ts = sorted(pts)
-            ax.plot(ts, [pts[t] for t in ts], color=colors[app],
+            ax.plot(times, [pts.get(t, 0) for t in times], color=colors[app],
                     ls="-" if kind == "running_map" else ":",
                     label=f"{app} {'maps' if kind == 'running_map' else 'reduces'}")
         ax.set_title(f"Experiment 1, {title}: running tasks")
