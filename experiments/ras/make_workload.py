@@ -2,8 +2,9 @@
 """Writes seed 003's workload (Table 1, Table 2) as Weft job lists.
 
 Usage: make_workload.py OUT_DIR [--map-share PHI] [--sort-io X]
-Writes OUT_DIR/relaxed.yaml (experiment 1), OUT_DIR/tight.yaml (experiment 2) and
-OUT_DIR/J<n>.yaml (each job alone, submitted at 0, for the isolation check).
+Writes OUT_DIR/relaxed.yaml (experiment 1), OUT_DIR/tight.yaml (experiment 2),
+OUT_DIR/J<n>.yaml (each job alone, submitted at 0, for the isolation check) and
+OUT_DIR/sim-flags (SIM_FLAGS, one per line: the `weft sim` cluster the workload is for).
 
 Calibration (docs/ras.md): a job alone on the 20 nodes runs 4 maps per node (the seed's best
 static slot count) in whole waves of `MAP_S`, then its reduces, and that adds up to Table 1's
@@ -22,6 +23,12 @@ import os
 
 NODES = 20
 RELAXED_GOAL_S = 1_000_000  # experiment 1: "highly relaxed" goals
+# Seed 003 section 4.1: 20 worker nodes of 2 cores and 2 GB, no AM containers (Hadoop 0.2x's
+# JobTracker), no data-locality preferences; a sample every 10 s. Node vcores = 8 only bounds
+# RAS at the baseline's largest slot count (RAS places by the usage profiles). The run script
+# and sweep.py add the policy and --overload-penalty.
+SIM_FLAGS = ["--nodes", str(NODES), "--node-resources", "memory-mb=2048,vcores=8", "--racks", "1",
+             "--am-resources", "", "--replicas", "0", "--sample-s", "10"]
 
 # Table 2. Sort's row is unreadable in the seed: an I/O-heavy profile was chosen (ASSUMPTION).
 PROFILES = {
@@ -75,7 +82,7 @@ def profiles(sort_io):
     return p
 
 
-def job_yaml(job, submit_s, goal_s, prof=PROFILES):
+def job_yaml(job, submit_s, goal_s, prof):
     jid, app, gb, _, length, waves, reduce_s, _ = job
     maps = waves * PER_NODE[app] * NODES
     assert waves * MAP_S[app] + reduce_s == length, jid
@@ -119,6 +126,8 @@ def write(out, map_share=MAP_SHARE, sort_io=None):
     for j in jobs:
         with open(os.path.join(out, f"{j[0]}.yaml"), "w") as f:
             f.write(head + job_yaml(j, 0, RELAXED_GOAL_S, prof))
+    with open(os.path.join(out, "sim-flags"), "w") as f:
+        f.write("".join(flag + "\n" for flag in SIM_FLAGS))
     return jobs
 
 

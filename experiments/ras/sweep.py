@@ -46,9 +46,7 @@ CLAIMS = ["C1", "C2", "C3", "C4", "C5"]
 
 def sim(weft, wl_dir, wl, penalty, *policy):
     with tempfile.NamedTemporaryFile(suffix=".json") as rep:
-        cmd = [weft, "sim", "--workload", f"jobs:{wl_dir}/{wl}.yaml", "--nodes", "20",
-               "--node-resources", "memory-mb=2048,vcores=8", "--racks", "1",
-               "--am-resources", "", "--replicas", "0", "--sample-s", "10",
+        cmd = [weft, "sim", "--workload", f"jobs:{wl_dir}/{wl}.yaml", *make_workload.SIM_FLAGS,
                "--overload-penalty", str(penalty), *policy, "--report", rep.name]
         r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if r.returncode != 0:
