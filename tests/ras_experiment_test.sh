@@ -39,6 +39,15 @@ if fails:
     sys.exit(1)
 print("ras experiments: ok")
 PY
+# Bad calibration arguments are refused, naming the value, and write nothing.
+for arg in "--map-share 1.5" "--sort-io 0"; do
+  if out=$(/usr/bin/python3 "$SRC/experiments/ras/make_workload.py" "$TMP/bad" $arg 2>&1); then
+    echo "make_workload.py accepted $arg"; exit 1
+  fi
+  grep -q -- "${arg%% *} must be in (0, 1], got ${arg##* }" <<<"$out" ||
+    { echo "make_workload.py $arg: unexpected error: $out"; exit 1; }
+  [[ ! -e "$TMP/bad" ]] || { echo "make_workload.py $arg wrote $TMP/bad"; exit 1; }
+done
 # The calibration sweep: two of its settings rerun here must match the committed table.
 "$SRC/experiments/ras/sweep.py" --weft "$WEFT" --docs "$TMP/sweep" --quick >"$TMP/sweep.log" 2>&1 ||
   { cat "$TMP/sweep.log"; exit 1; }
