@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "security/tokens.h"
 #include "store/memory_store.h"
 #include "store/sqlite_store.h"
 

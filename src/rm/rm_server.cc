@@ -61,6 +61,30 @@ class GrpcAmLauncher final : public AmLauncher {
 
 }  // namespace
 
+// Scheduling passes into the RM's metrics: their wall-clock duration (measured here, on a
+// monotonic clock; the RM itself reads only its loop's clock) and their count.
+class RmServer::PassMetrics final : public PassObserver {
+ public:
+  explicit PassMetrics(metrics::Registry* registry)
+      : duration_(
+            registry->GetHistogram("weft_rm_scheduler_pass_duration_seconds",
+                                   "Wall-clock time of one scheduling pass of the RM, seconds.",
+                                   metrics::LatencyBuckets())),
+        passes_(registry->GetCounter("weft_rm_scheduler_passes_total",
+                                     "Scheduling passes the RM ran.")) {}
+  void BeforePass() override { start_ = std::chrono::steady_clock::now(); }
+  void AfterPass(int64_t) override {
+    duration_->Observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+    passes_->Increment();
+  }
+
+ private:
+  metrics::Histogram* duration_;
+  metrics::Counter* passes_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 std::unique_ptr<AmLauncher> NewGrpcAmLauncher() { return std::make_unique<GrpcAmLauncher>(); }
 
 bool SecretMatches(absl::string_view given, absl::string_view want) {
@@ -324,15 +348,8 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
   }
   s->secrets_ = std::make_unique<security::OpenSslSecretSource>();
   if (!s->options_.rm.pass_observer) {
-    metrics::Histogram* pass = s->metrics_.GetHistogram(
-        "weft_rm_scheduler_pass_duration_seconds",
-        "Wall-clock time of one scheduling pass of the RM, seconds.", metrics::LatencyBuckets());
-    metrics::Counter* passes =
-        s->metrics_.GetCounter("weft_rm_scheduler_passes_total", "Scheduling passes the RM ran.");
-    s->options_.rm.pass_observer = [pass, passes](double seconds, int64_t) {
-      pass->Observe(seconds);
-      passes->Increment();
-    };
+    s->pass_metrics_ = std::make_unique<PassMetrics>(&s->metrics_);
+    s->options_.rm.pass_observer = s->pass_metrics_.get();
   }
   s->launcher_ = s->options_.launcher ? std::move(s->options_.launcher) : NewGrpcAmLauncher();
   s->loop_.Start();

@@ -61,11 +61,13 @@ class RmServer {
  private:
   RmServer() = default;
   class Services;
+  class PassMetrics;
   void RecordRpc(const char* method, std::chrono::steady_clock::time_point start,
                  absl::StatusCode code);
 
   RmServerOptions options_;
-  metrics::Registry metrics_;  // before loop_: the loop's tasks record into it
+  metrics::Registry metrics_;                  // before loop_: the loop's tasks record into it
+  std::unique_ptr<PassMetrics> pass_metrics_;  // the RM's pass observer unless one was given
   ThreadEventLoop loop_;
   std::unique_ptr<store::StateStore> store_;
   std::unique_ptr<security::SecretSource> secrets_;

@@ -383,7 +383,7 @@ absl::StatusOr<std::vector<ContainerKill>> Scheduler::RemoveNode(absl::string_vi
   std::vector<ContainerKill> lost;
   for (ContainerId c : NodeContainers(id)) {
     const ContainerState& cs = slot(c);
-    lost.push_back({c, cs.app, id, cs.resource, ContainerExit::kNodeLost});
+    lost.push_back({c, cs.app, id, cs.resource, ContainerExit::kNodeLost, cs.is_am, cs.allocated_ms});
     ReleaseContainer(c);
   }
   if (n.schedulable) view_.total -= n.capacity;
@@ -568,7 +568,8 @@ absl::StatusOr<std::vector<ContainerKill>> Scheduler::RemoveApp(AppId id) {
   std::vector<ContainerKill> released;
   for (ContainerId c : AppContainers(id)) {
     const ContainerState& cs = slot(c);
-    released.push_back({c, id, cs.node, cs.resource, ContainerExit::kAppRemoved});
+    released.push_back(
+        {c, id, cs.node, cs.resource, ContainerExit::kAppRemoved, cs.is_am, cs.allocated_ms});
     ReleaseContainer(c);
   }
   // Drop its pending demand, then the app itself.
@@ -1156,7 +1157,8 @@ void Scheduler::KillExpired(int64_t now_ms, PassResult* out) {
       keep.push_back(id);
       continue;
     }
-    out->kills.push_back({id, c->app, c->node, c->resource, ContainerExit::kPreempted});
+    out->kills.push_back(
+        {id, c->app, c->node, c->resource, ContainerExit::kPreempted, c->is_am, c->allocated_ms});
     ++stats_.preempted;
     ReleaseContainer(id);
   }

@@ -131,6 +131,8 @@ struct ContainerKill {
   NodeId node = 0;
   Resource resource;
   ContainerExit reason = ContainerExit::kPreempted;
+  bool is_am = false;        // it was its app's AM container
+  int64_t allocated_ms = 0;  // when it was allocated, on the caller's clock
 };
 
 // Everything one scheduling pass decided, in decision order.

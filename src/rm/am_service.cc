@@ -1,0 +1,188 @@
+// Copyright Weft authors.
+#include "rm/am_service.h"
+
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "rm/container_tracker.h"
+#include "rm/node_tracker.h"
+#include "rm/rm_keys.h"
+#include "security/tokens.h"
+
+namespace weft::rm {
+
+AmService::AmService(RmContext* ctx) : ctx_(ctx) {}
+
+AmService::~AmService() { ctx_->loop->Cancel(expiry_timer_); }
+
+void AmService::StartExpiry() {
+  expiry_timer_ = ctx_->loop->Schedule(std::max<int64_t>(1, ctx_->options->am_expiry_ms / 4),
+                                       [this] { CheckExpiry(); });
+}
+
+void AmService::CheckExpiry() {
+  expiry_timer_ = 0;
+  const int64_t now = ctx_->NowMs();
+  // Collected first: failing an attempt changes the app table's index.
+  std::vector<std::string> expired;
+  for (const auto& [id, app] : ctx_->apps->apps()) {
+    if (IsFinal(app.state) || app.attempts.empty()) continue;
+    const RmAttempt& at = app.current();
+    if ((at.state == v1::ATTEMPT_LAUNCHED || at.state == v1::ATTEMPT_RUNNING) &&
+        now - at.last_heard_ms >= ctx_->options->am_expiry_ms)
+      expired.push_back(id);
+  }
+  for (const std::string& id : expired) {
+    RmApp* app = ctx_->apps->Find(id);
+    const RmAttempt& at = app->current();
+    ctx_->apps->AttemptFailed(*app,
+                              absl::StrCat("AM of ", at.attempt_id, " did not call Allocate for ",
+                                           (now - at.last_heard_ms) / 1000, " s"));
+  }
+  StartExpiry();
+  ctx_->request_pass();
+}
+
+absl::StatusOr<RmApp*> AmService::Authenticate(const v1::Token& token) {
+  auto data = security::DecodeAmRmToken(token.identifier());
+  if (!data.ok())
+    return absl::PermissionDeniedError(absl::StrCat("bad AMRM token: ", data.status().message()));
+  security::Token t{token.identifier(), token.password()};
+  auto verified =
+      security::VerifyAmRmToken(t, ctx_->keys->amrm(), data->app_attempt_id, ctx_->NowMs());
+  if (!verified.ok()) return verified.status();
+  RmApp* app = ctx_->apps->FindByAttempt(data->app_attempt_id);
+  if (app == nullptr || app->current().attempt_id != data->app_attempt_id)
+    return absl::PermissionDeniedError(
+        absl::StrCat("AMRM token for unknown or old attempt ", data->app_attempt_id));
+  if (IsFinal(app->state) || app->current().state == v1::ATTEMPT_FAILED)
+    return absl::FailedPreconditionError(
+        absl::StrCat(data->app_attempt_id, " is no longer running"));
+  return app;
+}
+
+absl::StatusOr<v1::RegisterApplicationMasterResponse> AmService::RegisterApplicationMaster(
+    const v1::Token& token, const v1::RegisterApplicationMasterRequest&) {
+  auto who = Authenticate(token);
+  if (!who.ok()) return who.status();
+  RmApp& app = **who;
+  RmAttempt& at = app.current();
+  if (at.registered)
+    return absl::FailedPreconditionError(absl::StrCat(at.attempt_id, " is already registered"));
+  if (absl::Status s = ctx_->apps->AttemptRegistered(app); !s.ok()) return s;
+  v1::RegisterApplicationMasterResponse resp;
+  *resp.mutable_maximum_capability() = ctx_->ToProto(ctx_->MaximumAllocation());
+  resp.set_queue(app.record.queue);
+  return resp;
+}
+
+absl::StatusOr<v1::AllocateResponse> AmService::Allocate(const v1::Token& token,
+                                                         const v1::AllocateRequest& req) {
+  auto who = Authenticate(token);
+  if (!who.ok()) return who.status();
+  RmApp& app = **who;
+  RmAttempt& at = app.current();
+  if (!at.registered)
+    return absl::FailedPreconditionError(
+        absl::StrCat(at.attempt_id, ": Allocate before RegisterApplicationMaster"));
+  at.last_heard_ms = ctx_->NowMs();
+  // YARN's response_id protocol: the AM sends the id of the last reply it received.
+  if (req.response_id() + 1 == at.last_response_id) return at.last_response;  // a retry
+  if (req.response_id() != at.last_response_id) {
+    v1::AllocateResponse resync;
+    resync.set_am_command(v1::AM_RESYNC);
+    resync.set_response_id(at.last_response_id);
+    return resync;
+  }
+  const ResourceTypeRegistry& registry = ctx_->registry();
+  // Validate and convert everything before changing anything.
+  scheduler::RequestUpdate update;
+  // The largest running node's capability; nullopt when none runs (nothing to compare with).
+  const std::optional<Resource> largest =
+      req.asks_size() > 0 ? ctx_->nodes->LargestNodeCapability() : std::nullopt;
+  for (int i = 0; i < req.asks_size(); ++i) {
+    const v1::ResourceRequest& ask = req.asks(i);
+    auto cap = ctx_->FromProto(ask.capability(), absl::StrCat("ask #", i));
+    if (!cap.ok()) return cap.status();
+    // As YARN caps the maximum allocation by the largest node: an ask no node could ever hold
+    // is refused now rather than left pending forever.
+    if (ask.num_containers() > 0 && largest.has_value()) {
+      for (int t = 0; t < registry.size(); ++t) {
+        if ((*cap)[t] > (*largest)[t]) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "ask #", i, ": ", registry.info(t).name, "=", (*cap)[t],
+              " is above the largest node's ", (*largest)[t],
+              t == kNetworkMbps ? " (a node offers its containers' share of its link, or 0 "
+                                  "when it does not enforce bandwidth)"
+                                : ""));
+        }
+      }
+    }
+    update.asks.push_back({ask.priority(), ask.resource_name(), *cap, ask.num_containers(),
+                           ask.relax_locality(), ask.allocation_request_id()});
+  }
+  // What the scheduler holds of each released container, taken before it releases them.
+  struct Released {
+    scheduler::ContainerId id;
+    Resource resource;
+    int64_t allocated_ms;
+    std::string node;
+  };
+  std::vector<Released> released;
+  for (const std::string& r : req.releases()) {
+    auto id = ctx_->containers->FindOwned(r, app.record.app_id);
+    if (!id.ok()) return id.status();
+    const scheduler::ContainerState* cs = ctx_->scheduler->container(*id);
+    if (cs == nullptr)
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot release container '", r, "': not allocated to this application"));
+    if (cs->is_am)
+      return absl::InvalidArgumentError(absl::StrCat("cannot release the AM container '", r, "'"));
+    update.releases.push_back(*id);
+    released.push_back(
+        {*id, cs->resource, cs->allocated_ms, ctx_->scheduler->node(cs->node)->name});
+  }
+  for (const auto& b : req.blacklist_additions()) update.blacklist_additions.push_back(b);
+  for (const auto& b : req.blacklist_removals()) update.blacklist_removals.push_back(b);
+  if (absl::Status s = ctx_->scheduler->UpdateRequests(at.sched_app, update); !s.ok()) return s;
+  for (const Released& r : released)
+    ctx_->containers->Forget(r.id, r.resource, r.allocated_ms, r.node);
+  v1::AllocateResponse resp;
+  resp.set_response_id(++at.last_response_id);
+  for (auto& c : at.new_containers) *resp.add_allocated_containers() = std::move(c);
+  at.new_containers.clear();
+  for (auto& s : at.new_completed) *resp.add_completed_containers() = std::move(s);
+  at.new_completed.clear();
+  const scheduler::Scheduler& sched = *ctx_->scheduler;
+  *resp.mutable_available_resources() =
+      ctx_->ToProto((sched.cluster_total() - sched.cluster_allocated()).ClampedAtZero());
+  resp.set_num_cluster_nodes(sched.num_nodes());
+  // The AMRM master key rolled since this attempt's token was issued: hand the AM a token under
+  // the current key (YARN's rolled AMRM token), before the old key expires.
+  if (at.amrm_key_id != ctx_->keys->amrm().current().id) {
+    at.amrm_token = ctx_->keys->IssueAmRmToken(at.attempt_id, &at.amrm_key_id);
+    *resp.mutable_amrm_token() = at.amrm_token;
+  }
+  at.last_response = resp;
+  ctx_->request_pass();
+  return resp;
+}
+
+absl::StatusOr<v1::FinishApplicationMasterResponse> AmService::FinishApplicationMaster(
+    const v1::Token& token, const v1::FinishApplicationMasterRequest& req) {
+  auto who = Authenticate(token);
+  if (!who.ok()) return who.status();
+  FinalStatus final_status = req.final_status();
+  if (final_status != v1::FINAL_SUCCEEDED && final_status != v1::FINAL_KILLED)
+    final_status = v1::FINAL_FAILED;
+  if (absl::Status s = ctx_->apps->AttemptUnregistered(**who, final_status, req.diagnostics());
+      !s.ok())
+    return s;
+  v1::FinishApplicationMasterResponse resp;
+  resp.set_is_unregistered(true);
+  return resp;
+}
+
+}  // namespace weft::rm

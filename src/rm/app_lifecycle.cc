@@ -1,0 +1,194 @@
+// Copyright Weft authors.
+#include "rm/app_lifecycle.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace weft::rm {
+namespace {
+
+struct AppTransition {
+  AppState from;
+  AppEvent event;
+  AppState to;
+};
+struct AttemptTransition {
+  AttemptState from;
+  AttemptEvent event;
+  AttemptState to;
+};
+
+// The application state machine. An app is ACCEPTED while an attempt waits for or runs its AM
+// before registration, RUNNING once that AM registered; a failed attempt with attempts left
+// takes it back to ACCEPTED.
+constexpr AppTransition kAppTable[] = {
+    {v1::APP_NEW, AppEvent::kAccepted, v1::APP_ACCEPTED},
+    {v1::APP_SUBMITTED, AppEvent::kAccepted, v1::APP_ACCEPTED},
+    {v1::APP_ACCEPTED, AppEvent::kAccepted, v1::APP_ACCEPTED},
+    {v1::APP_RUNNING, AppEvent::kAccepted, v1::APP_ACCEPTED},
+    {v1::APP_ACCEPTED, AppEvent::kAttemptRegistered, v1::APP_RUNNING},
+    {v1::APP_RUNNING, AppEvent::kAttemptRegistered, v1::APP_RUNNING},
+    {v1::APP_NEW, AppEvent::kFailed, v1::APP_FAILED},
+    {v1::APP_SUBMITTED, AppEvent::kFailed, v1::APP_FAILED},
+    {v1::APP_ACCEPTED, AppEvent::kFinished, v1::APP_FINISHED},
+    {v1::APP_ACCEPTED, AppEvent::kFailed, v1::APP_FAILED},
+    {v1::APP_ACCEPTED, AppEvent::kKilled, v1::APP_KILLED},
+    {v1::APP_RUNNING, AppEvent::kFinished, v1::APP_FINISHED},
+    {v1::APP_RUNNING, AppEvent::kFailed, v1::APP_FAILED},
+    {v1::APP_RUNNING, AppEvent::kKilled, v1::APP_KILLED},
+    {v1::APP_NEW, AppEvent::kKilled, v1::APP_KILLED},
+    {v1::APP_SUBMITTED, AppEvent::kKilled, v1::APP_KILLED},
+};
+
+// The attempt state machine. An AM may register before the NM's launch reply reaches the RM
+// (ALLOCATED -> RUNNING), and may unregister before it registered (YARN allows both).
+constexpr AttemptTransition kAttemptTable[] = {
+    {v1::ATTEMPT_NEW, AttemptEvent::kScheduled, v1::ATTEMPT_SCHEDULED},
+    {v1::ATTEMPT_SUBMITTED, AttemptEvent::kScheduled, v1::ATTEMPT_SCHEDULED},
+    {v1::ATTEMPT_SCHEDULED, AttemptEvent::kAmAllocated, v1::ATTEMPT_ALLOCATED},
+    {v1::ATTEMPT_ALLOCATED, AttemptEvent::kAmLaunched, v1::ATTEMPT_LAUNCHED},
+    {v1::ATTEMPT_ALLOCATED, AttemptEvent::kRegistered, v1::ATTEMPT_RUNNING},
+    {v1::ATTEMPT_LAUNCHED, AttemptEvent::kRegistered, v1::ATTEMPT_RUNNING},
+    {v1::ATTEMPT_ALLOCATED, AttemptEvent::kUnregistered, v1::ATTEMPT_FINISHING},
+    {v1::ATTEMPT_LAUNCHED, AttemptEvent::kUnregistered, v1::ATTEMPT_FINISHING},
+    {v1::ATTEMPT_RUNNING, AttemptEvent::kUnregistered, v1::ATTEMPT_FINISHING},
+    {v1::ATTEMPT_FINISHING, AttemptEvent::kUnregistered, v1::ATTEMPT_FINISHING},
+    // The app's end reaches every attempt that has not ended on its own.
+    {v1::ATTEMPT_NEW, AttemptEvent::kFinished, v1::ATTEMPT_FINISHED},
+    {v1::ATTEMPT_SUBMITTED, AttemptEvent::kFinished, v1::ATTEMPT_FINISHED},
+    {v1::ATTEMPT_SCHEDULED, AttemptEvent::kFinished, v1::ATTEMPT_FINISHED},
+    {v1::ATTEMPT_ALLOCATED, AttemptEvent::kFinished, v1::ATTEMPT_FINISHED},
+    {v1::ATTEMPT_LAUNCHED, AttemptEvent::kFinished, v1::ATTEMPT_FINISHED},
+    {v1::ATTEMPT_RUNNING, AttemptEvent::kFinished, v1::ATTEMPT_FINISHED},
+    {v1::ATTEMPT_FINISHING, AttemptEvent::kFinished, v1::ATTEMPT_FINISHED},
+    {v1::ATTEMPT_NEW, AttemptEvent::kFailed, v1::ATTEMPT_FAILED},
+    {v1::ATTEMPT_SUBMITTED, AttemptEvent::kFailed, v1::ATTEMPT_FAILED},
+    {v1::ATTEMPT_SCHEDULED, AttemptEvent::kFailed, v1::ATTEMPT_FAILED},
+    {v1::ATTEMPT_ALLOCATED, AttemptEvent::kFailed, v1::ATTEMPT_FAILED},
+    {v1::ATTEMPT_LAUNCHED, AttemptEvent::kFailed, v1::ATTEMPT_FAILED},
+    {v1::ATTEMPT_RUNNING, AttemptEvent::kFailed, v1::ATTEMPT_FAILED},
+    {v1::ATTEMPT_FINISHING, AttemptEvent::kFailed, v1::ATTEMPT_FAILED},
+    {v1::ATTEMPT_NEW, AttemptEvent::kKilled, v1::ATTEMPT_KILLED},
+    {v1::ATTEMPT_SUBMITTED, AttemptEvent::kKilled, v1::ATTEMPT_KILLED},
+    {v1::ATTEMPT_SCHEDULED, AttemptEvent::kKilled, v1::ATTEMPT_KILLED},
+    {v1::ATTEMPT_ALLOCATED, AttemptEvent::kKilled, v1::ATTEMPT_KILLED},
+    {v1::ATTEMPT_LAUNCHED, AttemptEvent::kKilled, v1::ATTEMPT_KILLED},
+    {v1::ATTEMPT_RUNNING, AttemptEvent::kKilled, v1::ATTEMPT_KILLED},
+    {v1::ATTEMPT_FINISHING, AttemptEvent::kKilled, v1::ATTEMPT_KILLED},
+};
+
+}  // namespace
+
+const char* AppEventName(AppEvent e) {
+  switch (e) {
+    case AppEvent::kAccepted:
+      return "accepted";
+    case AppEvent::kAttemptRegistered:
+      return "attempt-registered";
+    case AppEvent::kFinished:
+      return "finished";
+    case AppEvent::kFailed:
+      return "failed";
+    case AppEvent::kKilled:
+      return "killed";
+  }
+  return "?";
+}
+
+const char* AttemptEventName(AttemptEvent e) {
+  switch (e) {
+    case AttemptEvent::kScheduled:
+      return "scheduled";
+    case AttemptEvent::kAmAllocated:
+      return "am-allocated";
+    case AttemptEvent::kAmLaunched:
+      return "am-launched";
+    case AttemptEvent::kRegistered:
+      return "registered";
+    case AttemptEvent::kUnregistered:
+      return "unregistered";
+    case AttemptEvent::kFinished:
+      return "finished";
+    case AttemptEvent::kFailed:
+      return "failed";
+    case AttemptEvent::kKilled:
+      return "killed";
+  }
+  return "?";
+}
+
+absl::StatusOr<AppState> NextAppState(AppState from, AppEvent event) {
+  for (const AppTransition& t : kAppTable) {
+    if (t.from == from && t.event == event) return t.to;
+  }
+  return absl::FailedPreconditionError(absl::StrCat("application in state ", AppStateName(from),
+                                                    " cannot take event '", AppEventName(event),
+                                                    "'"));
+}
+
+absl::StatusOr<AttemptState> NextAttemptState(AttemptState from, AttemptEvent event) {
+  for (const AttemptTransition& t : kAttemptTable) {
+    if (t.from == from && t.event == event) return t.to;
+  }
+  return absl::FailedPreconditionError(absl::StrCat("attempt in state ", AttemptStateName(from),
+                                                    " cannot take event '", AttemptEventName(event),
+                                                    "'"));
+}
+
+bool IsFinal(AppState s) {
+  return s == v1::APP_FINISHED || s == v1::APP_FAILED || s == v1::APP_KILLED;
+}
+
+bool IsFinal(AttemptState s) {
+  return s == v1::ATTEMPT_FINISHED || s == v1::ATTEMPT_FAILED || s == v1::ATTEMPT_KILLED;
+}
+
+std::string AppStateName(AppState s) {
+  return std::string(absl::StripPrefix(v1::ApplicationState_Name(s), "APP_"));
+}
+
+std::string AttemptStateName(AttemptState s) {
+  return std::string(absl::StripPrefix(v1::ApplicationAttemptState_Name(s), "ATTEMPT_"));
+}
+
+std::string FinalStatusName(FinalStatus s) {
+  if (s == v1::FINAL_STATUS_UNDEFINED) return "";
+  return std::string(absl::StripPrefix(v1::FinalApplicationStatus_Name(s), "FINAL_"));
+}
+
+absl::StatusOr<AppState> ParseAppState(absl::string_view name) {
+  AppState s;
+  if (!absl::StartsWith(name, "APP") &&
+      v1::ApplicationState_Parse(absl::StrCat("APP_", name), &s) &&
+      s != v1::APPLICATION_STATE_UNSPECIFIED)
+    return s;
+  return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not an application state"));
+}
+
+absl::StatusOr<AttemptState> ParseAttemptState(absl::string_view name) {
+  AttemptState s;
+  if (!absl::StartsWith(name, "ATTEMPT") &&
+      v1::ApplicationAttemptState_Parse(absl::StrCat("ATTEMPT_", name), &s) &&
+      s != v1::ATTEMPT_STATE_UNSPECIFIED)
+    return s;
+  return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not an attempt state"));
+}
+
+absl::StatusOr<FinalStatus> ParseFinalStatus(absl::string_view name) {
+  FinalStatus s;
+  // Stores spell "not reported yet" as "" or UNDEFINED (YARN's name).
+  if (name.empty() || name == "UNDEFINED") return v1::FINAL_STATUS_UNDEFINED;
+  if (!absl::StartsWith(name, "FINAL") && !absl::StartsWith(name, "STATUS") &&
+      v1::FinalApplicationStatus_Parse(absl::StrCat("FINAL_", name), &s))
+    return s;
+  return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not a final status"));
+}
+
+AppEvent AppEventFor(FinalStatus final_status) {
+  if (final_status == v1::FINAL_SUCCEEDED) return AppEvent::kFinished;
+  if (final_status == v1::FINAL_KILLED) return AppEvent::kKilled;
+  return AppEvent::kFailed;
+}
+
+}  // namespace weft::rm

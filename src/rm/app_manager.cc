@@ -1,0 +1,592 @@
+// Copyright Weft authors.
+#include "rm/app_manager.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
+#include "adaptcont/adaptcont.h"
+#include "common/log.h"
+#include "rm/container_tracker.h"
+#include "rm/node_tracker.h"
+#include "rm/rm_keys.h"
+#include "rm/submission.h"
+
+namespace weft::rm {
+
+AppManager::AppManager(RmContext* ctx) : ctx_(ctx) {}
+
+AppManager::~AppManager() { ctx_->loop->Cancel(retry_timer_); }
+
+RmApp* AppManager::Find(const std::string& app_id) {
+  auto it = apps_.find(app_id);
+  return it == apps_.end() ? nullptr : &it->second;
+}
+
+RmApp* AppManager::FindBySchedulerId(scheduler::AppId id) {
+  auto it = by_sched_app_.find(id);
+  return it == by_sched_app_.end() ? nullptr : Find(it->second);
+}
+
+RmApp* AppManager::FindByAttempt(const std::string& attempt_id) {
+  auto it = by_attempt_.find(attempt_id);
+  return it == by_attempt_.end() ? nullptr : Find(it->second);
+}
+
+void AppManager::Transition(RmApp& app, AppEvent event) {
+  absl::StatusOr<AppState> next = NextAppState(app.state, event);
+  if (!next.ok()) {
+    log::Error("app_transition_refused", {{"app", app.record.app_id}, {"error", next.status()}});
+    return;
+  }
+  if (*next != app.state)
+    log::Info("app_state", {{"app", app.record.app_id},
+                            {"from", AppStateName(app.state)},
+                            {"to", AppStateName(*next)}});
+  app.state = *next;
+}
+
+void AppManager::Transition(RmAttempt& at, AttemptEvent event) {
+  absl::StatusOr<AttemptState> next = NextAttemptState(at.state, event);
+  if (!next.ok()) {
+    log::Error("attempt_transition_refused",
+               {{"attempt", at.attempt_id}, {"error", next.status()}});
+    return;
+  }
+  at.state = *next;
+}
+
+absl::Status AppManager::Write(RmApp& app) {
+  app.record.state = AppStateName(app.state);
+  app.record.final_status = FinalStatusName(app.final_status);
+  absl::Status s;
+  if (app.attempts.empty()) {
+    s = ctx_->store->PutApplication(app.record);
+  } else {
+    const RmAttempt& a = app.current();
+    store::AttemptRecord at;
+    at.app_id = app.record.app_id;
+    at.attempt_id = a.id;
+    at.state = AttemptStateName(a.state);
+    at.am_container_id = a.am_container_id;
+    at.node = a.am_node;
+    at.diagnostics = a.diagnostics;
+    at.start_ms = a.start_ms;
+    at.finish_ms = a.finish_ms;
+    s = ctx_->store->PutApplicationAndAttempt(app.record, at);
+  }
+  return s;
+}
+
+absl::Status AppManager::Persist(RmApp& app) {
+  absl::Status s = Write(app);
+  if (s.ok()) {
+    unpersisted_.erase(app.record.app_id);
+    return s;
+  }
+  log::Error("store_write_failed", {{"app", app.record.app_id},
+                                    {"state", AppStateName(app.state)},
+                                    {"error", s},
+                                    {"retry_ms", ctx_->options->store_retry_ms}});
+  unpersisted_.insert(app.record.app_id);
+  if (retry_timer_ == 0)
+    retry_timer_ = ctx_->loop->Schedule(ctx_->options->store_retry_ms, [this] { RetryPersist(); });
+  return absl::UnavailableError(absl::StrCat("application ", app.record.app_id,
+                                             ": the state store did not take the change (",
+                                             s.message(), "); the RM retries the write"));
+}
+
+void AppManager::RetryPersist() {
+  retry_timer_ = 0;
+  std::set<std::string> pending = std::move(unpersisted_);
+  unpersisted_.clear();
+  for (const std::string& id : pending) {
+    if (RmApp* app = Find(id)) {
+      if (Persist(*app).ok()) log::Info("store_write_retried", {{"app", id}});
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ClientService
+
+absl::StatusOr<v1::NewApplicationResponse> AppManager::NewApplication() {
+  int32_t seq = next_app_seq_++;
+  std::string id = absl::StrFormat("application_%d_%04d", ctx_->options->cluster_timestamp_ms, seq);
+  reserved_ids_[id] = seq;
+  v1::NewApplicationResponse resp;
+  resp.set_application_id(id);
+  *resp.mutable_maximum_capability() = ctx_->ToProto(ctx_->MaximumAllocation());
+  return resp;
+}
+
+absl::StatusOr<Resource> AppManager::SizingWorker(const v1::AmSizingRequest& req) const {
+  auto worker = ctx_->FromProto(req.worker_resource(), "worker resource");
+  if (!worker.ok()) return worker.status();
+  if (worker->IsZero()) return Resource::Of(1024, 1);
+  return ctx_->registry().Normalize(*worker);
+}
+
+absl::Status AppManager::SubmitApplication(const v1::ApplicationSubmissionContext& ctx,
+                                           const std::string& user) {
+  const std::string& id = ctx.application_id();
+  if (apps_.contains(id))
+    return absl::AlreadyExistsError(absl::StrCat("application ", id, " was already submitted"));
+  auto reserved = reserved_ids_.find(id);
+  if (reserved == reserved_ids_.end())
+    return absl::NotFoundError(
+        absl::StrCat("application id '", id, "' was not handed out by NewApplication on this RM"));
+  if (static_cast<int64_t>(ctx.ByteSizeLong()) > ctx_->options->max_submission_bytes)
+    return absl::InvalidArgumentError(absl::StrCat("application ", id, ": submission of ",
+                                                   ctx.ByteSizeLong(), " bytes exceeds ",
+                                                   ctx_->options->max_submission_bytes));
+  if (user.empty())
+    return absl::InvalidArgumentError(absl::StrCat("application ", id, ": no user"));
+  if (ctx.am_container_spec().command().empty())
+    return absl::InvalidArgumentError(absl::StrCat("application ", id, ": empty AM command"));
+  if (ctx.max_app_attempts() < 0)
+    return absl::InvalidArgumentError(absl::StrCat("application ", id, ": max_app_attempts ",
+                                                   ctx.max_app_attempts(), " is negative"));
+  if (absl::Status s = ValidateProfile(ctx.profile()); !s.ok())
+    return absl::InvalidArgumentError(absl::StrCat("application ", id, ": ", s.message()));
+  if (ctx.am_sizing().enabled()) {
+    const v1::AmSizingRequest& sizing = ctx.am_sizing();
+    if (sizing.input_bytes() <= 0 || sizing.split_bytes() < 0 || sizing.reduce_tasks() < 0)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "application ", id,
+          ": AM sizing needs input_bytes > 0, split_bytes >= 0 and "
+          "reduce_tasks >= 0 (got ",
+          sizing.input_bytes(), ", ", sizing.split_bytes(), ", ", sizing.reduce_tasks(), ")"));
+    auto worker = SizingWorker(sizing);
+    if (!worker.ok())
+      return absl::InvalidArgumentError(absl::StrCat(
+          "application ", id, ": AM sizing worker resource: ", worker.status().message()));
+  }
+  auto am = ctx_->FromProto(ctx.am_resource(), absl::StrCat("application ", id, ": AM resource"));
+  if (!am.ok()) return am.status();
+  if (am->IsZero()) *am = Resource::Of(1024, 1);  // YARN's default AM container
+  auto normalized = ctx_->registry().Normalize(*am);
+  if (!normalized.ok())
+    return absl::InvalidArgumentError(
+        absl::StrCat("application ", id, ": AM resource: ", normalized.status().message()));
+
+  RmApp app;
+  app.cluster_ts = ctx_->options->cluster_timestamp_ms;
+  app.seq = reserved->second;
+  app.context = ctx;
+  app.context.mutable_am_resource()->CopyFrom(ctx_->ToProto(*normalized));
+  app.record.app_id = id;
+  app.record.name = ctx.name();
+  app.record.queue = ctx.queue().empty() ? "default" : ctx.queue();
+  app.record.user = user;
+  app.record.priority = ctx.priority();
+  app.record.submit_ms = ctx_->NowMs();
+  app.record.max_attempts = ctx.max_app_attempts() == 0
+                                ? ctx_->options->max_app_attempts
+                                : std::min(ctx.max_app_attempts(), ctx_->options->max_app_attempts);
+  app.record.submission = app.context.SerializeAsString();
+  // The scheduler validates the queue (known, a leaf, RUNNING) as it admits the attempt; the
+  // store must have the app before the client hears success.
+  auto [it, inserted] = apps_.emplace(id, std::move(app));
+  RmApp& stored = it->second;
+  if (absl::Status s = StartAttempt(stored); !s.ok()) {
+    apps_.erase(it);
+    return s;
+  }
+  Transition(stored, AppEvent::kAccepted);
+  const RmAttempt& first = stored.current();
+  if (absl::Status s = Write(stored); !s.ok()) {
+    // Not stored: the submission did not happen (the client may retry with the same id).
+    (void)ctx_->scheduler->RemoveApp(first.sched_app);
+    by_sched_app_.erase(first.sched_app);
+    by_attempt_.erase(first.attempt_id);
+    apps_.erase(it);
+    log::Error("store_write_failed", {{"app", id}, {"during", "submission"}, {"error", s}});
+    return absl::UnavailableError(absl::StrCat("application ", id, ": not stored: ", s.message()));
+  }
+  reserved_ids_.erase(reserved);
+  log::Info("app_submitted", {{"app", id}, {"user", user}, {"queue", stored.record.queue}});
+  ctx_->request_pass();
+  return absl::OkStatus();
+}
+
+absl::Status AppManager::SizeAm(RmApp& app) {
+  const v1::AmSizingRequest& req = app.context.am_sizing();
+  adaptcont::AmSizingInput in;
+  in.user = app.record.user;
+  in.input_bytes = req.input_bytes();
+  in.split_bytes = req.split_bytes();
+  in.reduce_tasks = req.reduce_tasks();
+  absl::StatusOr<Resource> worker = SizingWorker(req);
+  if (!worker.ok()) return worker.status();  // checked at submission
+  // Headroom: what the app's queue may still take (its limit less its usage), within what the
+  // cluster has free now.
+  const scheduler::Scheduler& sched = *ctx_->scheduler;
+  Resource headroom = (sched.cluster_total() - sched.cluster_allocated()).ClampedAtZero();
+  if (const scheduler::QueueNode* q = sched.FindQueue(app.record.queue)) {
+    headroom = Min(headroom, (q->limit - q->usage).ClampedAtZero());
+  }
+  in.available_containers = adaptcont::ContainersInHeadroom(headroom, *worker);
+  in.nodes_lost = ctx_->nodes->lost_nodes() - app.lost_nodes_at_last_sizing;
+  // The scheduler's maximum allocation, capped by the largest node as for any ask.
+  Resource max = ctx_->MaximumAllocation();
+  if (std::optional<Resource> largest = ctx_->nodes->LargestNodeCapability())
+    max = Min(max, *largest);
+  in.cluster_max_allocation = {max[kMemoryMb], max[kVcores]};
+  if (!app.attempts.empty()) {
+    const RmAttempt& last = app.attempts.back();
+    in.previous_attempt = adaptcont::PreviousAttempt{
+        {last.am_resource[kMemoryMb], last.am_resource[kVcores]}, last.am_memory_failure};
+  }
+  absl::StatusOr<adaptcont::AmSizingDecision> decision =
+      adaptcont::DecideAmSize(ctx_->options->adaptcont, in);
+  if (!decision.ok()) return decision.status();
+  auto normalized = ctx_->registry().Normalize(decision->AsResource());
+  if (!normalized.ok()) return normalized.status();
+  app.context.mutable_am_resource()->CopyFrom(ctx_->ToProto(*normalized));
+  app.lost_nodes_at_last_sizing = ctx_->nodes->lost_nodes();
+  std::string line =
+      absl::StrCat("attempt ", app.attempts.size() + 1, ": AM ",
+                   ctx_->registry().Format(*normalized), " (", decision->Explanation(), ")");
+  log::Info("am_sized", {{"app", app.record.app_id}, {"decision", line}});
+  app.am_sizing_decisions.push_back(std::move(line));
+  return absl::OkStatus();
+}
+
+absl::Status AppManager::StartAttempt(RmApp& app) {
+  RmAttempt at;
+  at.id = app.attempts.empty() ? 1 : app.attempts.back().id + 1;
+  at.attempt_id = absl::StrFormat("appattempt_%d_%04d_%06d", ctx_->options->cluster_timestamp_ms,
+                                  app.seq, at.id);
+  at.sched_app = next_sched_app_++;
+  at.start_ms = ctx_->NowMs();
+  scheduler::AppSpec spec;
+  spec.id = at.sched_app;
+  spec.queue = app.record.queue;
+  spec.user = app.record.user;
+  spec.priority = app.record.priority;
+  spec.profile = ToJobProfile(app.context.profile());
+  if (app.context.am_sizing().enabled()) {
+    if (absl::Status s = SizeAm(app); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("application ", app.record.app_id,
+                                                 ": sizing its AM (AdaptCont): ", s.message()));
+    }
+  }
+  auto am = ctx_->FromProto(app.context.am_resource(), "AM resource");
+  if (!am.ok()) return am.status();
+  spec.am_resource = *am;
+  at.am_resource = *am;
+  if (absl::Status s = ctx_->scheduler->AddApp(spec, ctx_->NowMs()); !s.ok()) {
+    // The core names the app by its internal number; users know it by its id.
+    absl::string_view why = s.message();
+    absl::ConsumePrefix(&why, absl::StrCat("application ", spec.id, ": "));
+    return absl::Status(s.code(), absl::StrCat("application ", app.record.app_id, ": ", why));
+  }
+  Transition(at, AttemptEvent::kScheduled);
+  by_sched_app_[at.sched_app] = app.record.app_id;
+  by_attempt_[at.attempt_id] = app.record.app_id;
+  app.attempts.push_back(std::move(at));
+  return absl::OkStatus();
+}
+
+absl::Status AppManager::KillApplication(const std::string& app_id,
+                                         const std::string& diagnostics) {
+  RmApp* app = Find(app_id);
+  if (app == nullptr)
+    return absl::NotFoundError(absl::StrCat("application '", app_id, "' not found"));
+  if (IsFinal(app->state)) return absl::OkStatus();  // idempotent, as YARN
+  FinishApp(*app, AppEvent::kKilled, v1::FINAL_KILLED,
+            diagnostics.empty() ? "Application killed by user." : diagnostics);
+  if (unpersisted_.contains(app_id))
+    return absl::UnavailableError(absl::StrCat(
+        "application ", app_id,
+        " is killed, but the state store did not take it yet; the RM retries the write"));
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attempts and the end of an app
+
+void AppManager::AmContainerAllocated(RmApp& app, const v1::Container& container) {
+  RmAttempt& at = app.current();
+  at.am_container_id = container.container_id();
+  at.am_node = container.node_id();
+  Transition(at, AttemptEvent::kAmAllocated);
+  at.amrm_token = ctx_->keys->IssueAmRmToken(at.attempt_id, &at.amrm_key_id);
+  at.last_heard_ms = ctx_->NowMs();
+  if (app.record.start_ms == 0) app.record.start_ms = ctx_->NowMs();
+  // A failed write is logged and retried; the launch does not wait for it.
+  Persist(app).IgnoreError();
+  v1::StartContainerRequest start;
+  *start.mutable_container_token() = container.container_token();
+  *start.mutable_launch_context() = app.context.am_container_spec();
+  auto& env = *start.mutable_launch_context()->mutable_environment();
+  env["WEFT_APPLICATION_ID"] = app.record.app_id;
+  env["WEFT_APP_ATTEMPT_ID"] = at.attempt_id;
+  env["WEFT_RM_ADDRESS"] = ctx_->rm_address;
+  // Environment variables are text: the serialized token travels base64-encoded.
+  env["WEFT_AMRM_TOKEN"] = absl::Base64Escape(at.amrm_token.SerializeAsString());
+  std::string app_id = app.record.app_id;
+  int32_t attempt = at.id;
+  ctx_->launcher->Launch(at.am_node, start, [this, app_id, attempt](absl::Status s) {
+    ctx_->loop->Post([this, app_id, attempt, s] {
+      RmApp* app = Find(app_id);
+      if (app == nullptr || app->current().id != attempt || IsFinal(app->state)) return;
+      if (!s.ok()) {
+        AttemptFailed(*app, absl::StrCat("AM container launch failed: ", s.message()));
+        return;
+      }
+      if (app->current().state == v1::ATTEMPT_ALLOCATED)
+        Transition(app->current(), AttemptEvent::kAmLaunched);
+    });
+  });
+}
+
+void AppManager::AmContainerEnded(RmApp& app, const std::string& container, int32_t exit_status,
+                                  const std::string& diagnostics) {
+  RmAttempt& at = app.current();
+  if (at.state == v1::ATTEMPT_FINISHING) {
+    FinishApp(app, AppEventFor(at.final_status), at.final_status, at.diagnostics);
+    return;
+  }
+  at.am_memory_failure = exit_status == v1::CONTAINER_EXIT_KILLED_EXCEEDED_PMEM;
+  AttemptFailed(app, absl::StrCat("AM container ", container, " exited with status ", exit_status,
+                                  diagnostics.empty() ? "" : ": ", diagnostics));
+}
+
+absl::Status AppManager::AttemptRegistered(RmApp& app) {
+  RmAttempt& at = app.current();
+  at.registered = true;
+  Transition(at, AttemptEvent::kRegistered);
+  at.last_heard_ms = ctx_->NowMs();
+  Transition(app, AppEvent::kAttemptRegistered);
+  return Persist(app);
+}
+
+absl::Status AppManager::AttemptUnregistered(RmApp& app, FinalStatus final_status,
+                                             const std::string& diagnostics) {
+  RmAttempt& at = app.current();
+  Transition(at, AttemptEvent::kUnregistered);
+  at.final_status = final_status;
+  at.diagnostics = diagnostics;
+  // YARN finishes the app once the AM container exits; the AM has unregistered now.
+  FinishApp(app, AppEventFor(final_status), final_status, diagnostics);
+  if (unpersisted_.contains(app.record.app_id))
+    return absl::UnavailableError(
+        absl::StrCat("application ", app.record.app_id,
+                     ": unregistered, but the state store did not take it yet"));
+  return absl::OkStatus();
+}
+
+void AppManager::ReleaseContainers(RmApp& app) {
+  if (app.attempts.empty()) return;
+  const scheduler::AppId sched_app = app.current().sched_app;
+  if (!by_sched_app_.contains(sched_app)) return;  // released already
+  auto released = ctx_->scheduler->RemoveApp(sched_app);
+  by_sched_app_.erase(sched_app);
+  if (!released.ok()) return;
+  for (const scheduler::ContainerKill& k : *released) {
+    ctx_->containers->Forget(k.container, k.resource, k.allocated_ms,
+                             ctx_->scheduler->node(k.node)->name);
+  }
+}
+
+void AppManager::AttemptFailed(RmApp& app, const std::string& diagnostics) {
+  RmAttempt& at = app.current();
+  Transition(at, AttemptEvent::kFailed);
+  at.diagnostics = diagnostics;
+  at.finish_ms = ctx_->NowMs();
+  log::Warn("attempt_failed", {{"attempt", at.attempt_id}, {"why", diagnostics}});
+  Persist(app).IgnoreError();  // logged, retried
+  ReleaseContainers(app);
+  if (static_cast<int32_t>(app.attempts.size()) >= app.record.max_attempts) {
+    FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
+              absl::StrCat("Application failed ", app.attempts.size(), " time(s) (max attempts ",
+                           app.record.max_attempts, "); last attempt: ", diagnostics));
+    return;
+  }
+  if (absl::Status s = StartAttempt(app); !s.ok()) {
+    FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
+              absl::StrCat("cannot start a new attempt: ", s.message()));
+    return;
+  }
+  Transition(app, AppEvent::kAccepted);
+  Persist(app).IgnoreError();  // logged, retried
+  ctx_->request_pass();
+}
+
+void AppManager::FinishApp(RmApp& app, AppEvent event, FinalStatus final_status,
+                           const std::string& diagnostics) {
+  Transition(app, event);
+  if (!app.attempts.empty() && !IsFinal(app.current().state)) {
+    RmAttempt& at = app.current();
+    Transition(at, app.state == v1::APP_FINISHED ? AttemptEvent::kFinished
+                   : app.state == v1::APP_KILLED ? AttemptEvent::kKilled
+                                                 : AttemptEvent::kFailed);
+    at.finish_ms = ctx_->NowMs();
+  }
+  ReleaseContainers(app);
+  app.final_status = final_status;
+  app.record.diagnostics = diagnostics;
+  app.record.finish_ms = ctx_->NowMs();
+  log::Info("app_finished", {{"app", app.record.app_id},
+                             {"state", AppStateName(app.state)},
+                             {"final_status", FinalStatusName(final_status)}});
+  Persist(app).IgnoreError();  // logged, retried; callers with a client check unpersisted_
+}
+
+void AppManager::ChargeUsage(const std::string& app_id, const Resource& resource_ms) {
+  if (RmApp* app = Find(app_id)) app->usage_ms += resource_ms;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recovery
+
+RmApp& AppManager::Restore(RmApp app) {
+  if (app.cluster_ts == ctx_->options->cluster_timestamp_ms)
+    next_app_seq_ = std::max(next_app_seq_, app.seq + 1);
+  std::string id = app.record.app_id;
+  auto [it, inserted] = apps_.insert_or_assign(id, std::move(app));
+  return it->second;
+}
+
+absl::Status AppManager::RestartAfterRecovery(RmApp& app) {
+  if (!app.attempts.empty() && !IsFinal(app.current().state)) {
+    Transition(app.current(), AttemptEvent::kFailed);
+    app.current().diagnostics = "the ResourceManager restarted";
+  }
+  if (static_cast<int32_t>(app.attempts.size()) >= app.record.max_attempts) {
+    FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
+              "The ResourceManager restarted and no application attempts remain.");
+    return absl::OkStatus();
+  }
+  if (absl::Status s = StartAttempt(app); !s.ok()) {
+    FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
+              absl::StrCat("The ResourceManager restarted; a new attempt could not start: ",
+                           s.message()));
+    return absl::OkStatus();
+  }
+  Transition(app, AppEvent::kAccepted);
+  return Persist(app);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reports
+
+v1::ApplicationReport AppManager::Report(const RmApp& app) const {
+  v1::ApplicationReport r;
+  r.set_application_id(app.record.app_id);
+  r.set_name(app.record.name);
+  r.set_queue(app.record.queue);
+  r.set_user(app.record.user);
+  r.set_priority(app.record.priority);
+  r.set_state(app.state);
+  r.set_final_status(app.final_status);
+  r.set_diagnostics(app.record.diagnostics);
+  r.set_submit_time_ms(app.record.submit_ms);
+  r.set_start_time_ms(app.record.start_ms);
+  r.set_finish_time_ms(app.record.finish_ms);
+  const scheduler::Scheduler& sched = *ctx_->scheduler;
+  if (!app.attempts.empty()) {
+    const RmAttempt& at = app.current();
+    r.set_current_attempt(at.id);
+    r.set_am_host(at.am_node);
+    if (const scheduler::AppState* s = sched.app(at.sched_app)) {
+      *r.mutable_allocated() = ctx_->ToProto(s->usage);
+      r.set_running_containers(static_cast<int32_t>(s->num_containers));
+    }
+  }
+  r.set_progress(IsFinal(app.state) ? 1.0f : 0.0f);
+  *r.mutable_am_resource() = app.context.am_resource();
+  for (const std::string& d : app.am_sizing_decisions) r.add_am_sizing_decisions(d);
+  r.set_completion_goal_ms(app.context.profile().completion_goal_ms());
+  // Resource-seconds: ended containers plus the running ones so far.
+  Resource usage_ms = app.usage_ms;
+  if (!app.attempts.empty() && !IsFinal(app.state)) {
+    const int64_t now = ctx_->NowMs();
+    for (scheduler::ContainerId id : sched.AppContainers(app.current().sched_app)) {
+      if (const scheduler::ContainerState* c = sched.container(id))
+        usage_ms += c->resource * std::max<int64_t>(0, now - c->allocated_ms);
+    }
+  }
+  Resource seconds;
+  for (int i = 0; i < ctx_->registry().size(); ++i) seconds[i] = usage_ms[i] / 1000;
+  *r.mutable_resource_seconds() = ctx_->ToProto(seconds);
+  return r;
+}
+
+absl::StatusOr<v1::ApplicationReport> AppManager::GetApplication(const std::string& app_id) const {
+  auto it = apps_.find(app_id);
+  if (it == apps_.end())
+    return absl::NotFoundError(absl::StrCat("application '", app_id, "' not found"));
+  return Report(it->second);
+}
+
+v1::ListApplicationsResponse AppManager::ListApplications(
+    const v1::ListApplicationsRequest& req) const {
+  v1::ListApplicationsResponse resp;
+  for (const auto& [id, app] : apps_) {
+    if (!req.states().empty() &&
+        std::find(req.states().begin(), req.states().end(), app.state) == req.states().end())
+      continue;
+    if (!req.queue().empty() && req.queue() != app.record.queue) continue;
+    if (!req.user().empty() && req.user() != app.record.user) continue;
+    *resp.add_applications() = Report(app);
+    if (req.limit() > 0 && resp.applications_size() >= req.limit()) break;
+  }
+  return resp;
+}
+
+absl::StatusOr<v1::GetApplicationAttemptsResponse> AppManager::GetApplicationAttempts(
+    const std::string& app_id) const {
+  auto it = apps_.find(app_id);
+  if (it == apps_.end())
+    return absl::NotFoundError(absl::StrCat("application '", app_id, "' not found"));
+  v1::GetApplicationAttemptsResponse resp;
+  for (const RmAttempt& at : it->second.attempts) {
+    v1::ApplicationAttemptReport* r = resp.add_attempts();
+    r->set_attempt_id(at.attempt_id);
+    r->set_attempt(at.id);
+    r->set_state(AttemptStateName(at.state));
+    r->set_am_container_id(at.am_container_id);
+    r->set_am_node_id(at.am_node);
+    if (const RmNode* n = ctx_->nodes->Find(at.am_node))
+      r->set_am_node_http_address(n->registration.http_address());
+    r->set_start_time_ms(at.start_ms);
+    r->set_finish_time_ms(at.finish_ms);
+    r->set_diagnostics(at.diagnostics);
+  }
+  return resp;
+}
+
+void AppManager::CountApps(v1::GetClusterMetricsResponse* m) const {
+  for (const auto& [id, app] : apps_) {
+    m->set_apps_submitted(m->apps_submitted() + 1);
+    switch (app.state) {
+      case v1::APP_RUNNING:
+        m->set_apps_running(m->apps_running() + 1);
+        break;
+      case v1::APP_ACCEPTED:
+      case v1::APP_SUBMITTED:
+        m->set_apps_pending(m->apps_pending() + 1);
+        break;
+      case v1::APP_FINISHED:
+        m->set_apps_completed(m->apps_completed() + 1);
+        break;
+      case v1::APP_FAILED:
+        m->set_apps_failed(m->apps_failed() + 1);
+        break;
+      case v1::APP_KILLED:
+        m->set_apps_killed(m->apps_killed() + 1);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+}  // namespace weft::rm

@@ -1,0 +1,155 @@
+// Copyright Weft authors. The RM's applications and their attempts (YARN's RMAppManager with
+// the RMApp and RMAppAttempt state machines): submission, attempts and their AM containers,
+// the end of an app, reports, and what the state store keeps of them.
+#ifndef WEFT_RM_APP_MANAGER_H_
+#define WEFT_RM_APP_MANAGER_H_
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/resource.h"
+#include "rm/app_lifecycle.h"
+#include "rm/rm_context.h"
+#include "scheduler/types.h"
+#include "store/state_store.h"
+#include "weft/v1/am.pb.h"
+#include "weft/v1/client.pb.h"
+#include "weft/v1/common.pb.h"
+
+namespace weft::rm {
+
+struct RmAttempt {
+  int32_t id = 1;
+  std::string attempt_id;  // appattempt_<ts>_<seq>_<attempt>
+  AttemptState state = v1::ATTEMPT_NEW;
+  scheduler::AppId sched_app = 0;  // its number in the scheduling core
+  std::string am_container_id, am_node;
+  int64_t start_ms = 0, last_heard_ms = 0;  // loop clock
+  bool registered = false;
+  v1::Token amrm_token;
+  int32_t amrm_key_id = 0;  // master key that signed amrm_token
+  int32_t last_response_id = 0;
+  v1::AllocateResponse last_response;
+  std::vector<v1::Container> new_containers;              // not yet handed to the AM
+  std::vector<v1::ContainerStatus> new_completed;         // not yet handed to the AM
+  FinalStatus final_status = v1::FINAL_STATUS_UNDEFINED;  // what its AM unregistered with
+  std::string diagnostics;
+  int64_t finish_ms = 0;  // when it ended (0 while it runs)
+  // Its AM container was killed for exceeding its memory limit (AdaptCont's feedback).
+  bool am_memory_failure = false;
+  Resource am_resource;  // the AM container it asked for
+};
+
+struct RmApp {
+  // The stored fields. Its `state` and `final_status` strings are written from the typed
+  // fields below when the app is persisted: read those instead.
+  store::ApplicationRecord record;
+  AppState state = v1::APP_NEW;
+  FinalStatus final_status = v1::FINAL_STATUS_UNDEFINED;
+  v1::ApplicationSubmissionContext context;
+  int64_t cluster_ts = 0;  // of the RM start that created it (part of its ids)
+  int32_t seq = 0;
+  std::vector<RmAttempt> attempts;
+  // AdaptCont's decisions, one per attempt sized by the RM (inputs and reasons).
+  std::vector<std::string> am_sizing_decisions;
+  int64_t lost_nodes_at_last_sizing = 0;  // NodeTracker::lost_nodes() at the last decision
+  // Sum over its ended containers of resource x ms held (YARN's memorySeconds and
+  // vcoreSeconds, in ms); running ones are added in reports.
+  Resource usage_ms;
+  RmAttempt& current() { return attempts.back(); }
+  const RmAttempt& current() const { return attempts.back(); }
+};
+
+// Thread-compatible: the RM loop only.
+//
+// Store errors: every change that a caller is told succeeded is stored first (submission), or
+// the caller gets the store's error (UNAVAILABLE, the change made in memory, its write retried
+// every store_retry_ms until it succeeds). Changes with no caller (an attempt failing, an AM
+// container allocated) log the error and are retried the same way.
+class AppManager {
+ public:
+  explicit AppManager(RmContext* ctx);
+  ~AppManager();
+
+  // ClientService.
+  absl::StatusOr<v1::NewApplicationResponse> NewApplication();
+  // Validates everything first (nothing changes on error), admits the first attempt into the
+  // scheduler, and stores the app before returning OK.
+  absl::Status SubmitApplication(const v1::ApplicationSubmissionContext& context,
+                                 const std::string& user);
+  // Idempotent for ended apps. NotFound for unknown ids.
+  absl::Status KillApplication(const std::string& app_id, const std::string& diagnostics);
+  absl::StatusOr<v1::ApplicationReport> GetApplication(const std::string& app_id) const;
+  v1::ListApplicationsResponse ListApplications(const v1::ListApplicationsRequest& req) const;
+  absl::StatusOr<v1::GetApplicationAttemptsResponse> GetApplicationAttempts(
+      const std::string& app_id) const;
+  // Adds the app counts (submitted, running, pending, completed, failed, killed) to `m`.
+  void CountApps(v1::GetClusterMetricsResponse* m) const;
+
+  // Recovery (rm_recovery.h): puts back an app read from the store, and gives ids of this
+  // cluster timestamp a sequence number after `seq`.
+  RmApp& Restore(RmApp app);
+  // The RM restarted under a restored unfinished app: its running attempt died with the old RM
+  // (FAILED); a new attempt starts, or the app fails when none remains. Errors: the store's.
+  absl::Status RestartAfterRecovery(RmApp& app);
+
+  // Events from the other services.
+  void AmContainerAllocated(RmApp& app, const v1::Container& container);
+  void AmContainerEnded(RmApp& app, const std::string& container, int32_t exit_status,
+                        const std::string& diagnostics);
+  // Its AM registered / unregistered. Errors: the store's (the change stays, retried).
+  absl::Status AttemptRegistered(RmApp& app);
+  absl::Status AttemptUnregistered(RmApp& app, FinalStatus final_status,
+                                   const std::string& diagnostics);
+  // The current attempt failed: a new one starts if attempts remain, else the app fails.
+  void AttemptFailed(RmApp& app, const std::string& diagnostics);
+  void ChargeUsage(const std::string& app_id, const Resource& resource_ms);
+
+  RmApp* Find(const std::string& app_id);
+  RmApp* FindBySchedulerId(scheduler::AppId id);
+  // The app of any of its attempts, current or old, by attempt id (AmService's index: O(1));
+  // nullptr when unknown.
+  RmApp* FindByAttempt(const std::string& attempt_id);
+  const std::map<std::string, RmApp>& apps() const { return apps_; }
+
+ private:
+  // Adds a new attempt of `app` to the scheduler, asking for its AM container.
+  absl::Status StartAttempt(RmApp& app);
+  // AdaptCont: decides the AM container of `app`'s next attempt into its context's
+  // am_resource and records the decision. Errors: the decision's (e.g. no AM fits).
+  absl::Status SizeAm(RmApp& app);
+  // The worker container of an AM sizing request, normalised; <1024 MB, 1 vcore> when empty.
+  absl::StatusOr<Resource> SizingWorker(const v1::AmSizingRequest& req) const;
+  // Ends the app in `event`'s state and releases its containers.
+  void FinishApp(RmApp& app, AppEvent event, FinalStatus final_status,
+                 const std::string& diagnostics);
+  void ReleaseContainers(RmApp& app);
+  void Transition(RmApp& app, AppEvent event);
+  void Transition(RmAttempt& attempt, AttemptEvent event);
+  // Writes the app and its current attempt; the store's error as it is.
+  absl::Status Write(RmApp& app);
+  // Write, and on error: logs it, keeps the app for a retry, and returns Unavailable.
+  absl::Status Persist(RmApp& app);
+  void RetryPersist();
+  v1::ApplicationReport Report(const RmApp& app) const;
+
+  RmContext* ctx_;
+  int32_t next_app_seq_ = 1;
+  scheduler::AppId next_sched_app_ = 1;
+  std::map<std::string, RmApp> apps_;            // by application id
+  std::map<std::string, int32_t> reserved_ids_;  // NewApplication, not yet submitted
+  absl::flat_hash_map<scheduler::AppId, std::string> by_sched_app_;
+  absl::flat_hash_map<std::string, std::string> by_attempt_;  // every attempt id -> app id
+  std::set<std::string> unpersisted_;                         // apps whose last write failed
+  TimerId retry_timer_ = 0;
+};
+
+}  // namespace weft::rm
+
+#endif  // WEFT_RM_APP_MANAGER_H_

@@ -1,0 +1,247 @@
+// Copyright Weft authors.
+#include "rm/node_tracker.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "rm/container_tracker.h"
+#include "rm/rm_keys.h"
+
+namespace weft::rm {
+namespace {
+
+// A decommission entry names a node id ("host:port") or a whole host.
+bool Matches(const std::string& node_id, const std::string& name) {
+  return node_id == name || node_id.substr(0, node_id.find(':')) == name;
+}
+
+}  // namespace
+
+NodeTracker::NodeTracker(RmContext* ctx) : ctx_(ctx) {}
+
+NodeTracker::~NodeTracker() { ctx_->loop->Cancel(expiry_timer_); }
+
+void NodeTracker::StartExpiry() {
+  expiry_timer_ = ctx_->loop->Schedule(std::max<int64_t>(1, ctx_->options->nm_expiry_ms / 4),
+                                       [this] { CheckExpiry(); });
+}
+
+const RmNode* NodeTracker::Find(const std::string& node_id) const {
+  auto it = nodes_.find(node_id);
+  return it == nodes_.end() ? nullptr : &it->second;
+}
+
+void NodeTracker::AddCleanup(const std::string& node_id, const std::string& name) {
+  auto it = nodes_.find(node_id);
+  if (it != nodes_.end()) it->second.to_cleanup.push_back(name);
+}
+
+void NodeTracker::LoseContainers(const std::string& node_id, int32_t exit_status,
+                                 const std::string& diagnostics, bool clean_up_on_node) {
+  if (ctx_->scheduler->FindNode(node_id) < 0) return;
+  auto lost = ctx_->scheduler->RemoveNode(node_id);
+  if (!lost.ok()) {
+    log::Error("node_remove_failed", {{"node", node_id}, {"error", lost.status()}});
+    return;
+  }
+  for (const scheduler::ContainerKill& k : *lost) {
+    if (clean_up_on_node) {
+      if (const RmContainer* c = ctx_->containers->Find(k.container)) AddCleanup(node_id, c->name);
+    }
+    ctx_->containers->Ended(k, exit_status, diagnostics);
+  }
+}
+
+absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
+    const v1::RegisterNodeManagerRequest& req) {
+  const std::string& id = req.node_id();
+  if (id.empty() || id.find(':') == std::string::npos)
+    return absl::InvalidArgumentError(absl::StrCat("node id '", id, "' is not host:port"));
+  std::string rack = req.rack().empty() ? "/default-rack" : req.rack();
+  auto cap = ctx_->FromProto(req.capability(), absl::StrCat("node ", id, ": capability"));
+  if (!cap.ok()) return cap.status();
+  if (cap->AnyNegative())
+    return absl::InvalidArgumentError(
+        absl::StrCat("node ", id, ": capability ", ctx_->registry().Format(*cap), " is negative"));
+  auto existing = nodes_.find(id);
+  bool decommissioned =
+      decommissioned_.contains(id) || decommissioned_.contains(id.substr(0, id.find(':')));
+  if (decommissioned ||
+      (existing != nodes_.end() && existing->second.state == v1::NODE_DECOMMISSIONED)) {
+    v1::RegisterNodeManagerResponse resp;
+    resp.set_action(v1::NODE_ACTION_SHUTDOWN);
+    resp.set_diagnostics("node is decommissioned");
+    return resp;
+  }
+  // A node registering again (NM restart) loses the containers the RM had for it.
+  LoseContainers(id, v1::CONTAINER_EXIT_LOST_NODE, "node " + id + " re-registered",
+                 /*clean_up_on_node=*/false);
+  auto sid = ctx_->scheduler->AddNode({id, rack, *cap});
+  if (!sid.ok()) return sid.status();
+  RmNode& node = nodes_[id];
+  node.registration = req;
+  node.registration.set_rack(rack);
+  node.state = v1::NODE_RUNNING;
+  node.last_heartbeat_ms = ctx_->NowMs();
+  node.response_id = 0;
+  node.to_cleanup.clear();
+  log::Info("node_registered",
+            {{"node", id}, {"rack", rack}, {"capability", ctx_->registry().Format(*cap)}});
+  v1::RegisterNodeManagerResponse resp;
+  resp.set_action(v1::NODE_ACTION_NORMAL);
+  resp.set_rm_epoch(ctx_->epoch);
+  *resp.mutable_container_key() = RmKeys::ToProto(ctx_->keys->container().current());
+  *resp.mutable_next_container_key() = RmKeys::ToProto(ctx_->keys->container().next());
+  resp.set_heartbeat_interval_ms(ctx_->options->heartbeat_interval_ms);
+  ctx_->request_pass();
+  return resp;
+}
+
+absl::StatusOr<v1::NodeHeartbeatResponse> NodeTracker::NodeHeartbeat(
+    const v1::NodeHeartbeatRequest& req) {
+  v1::NodeHeartbeatResponse resp;
+  resp.set_next_heartbeat_interval_ms(ctx_->options->heartbeat_interval_ms);
+  auto it = nodes_.find(req.node_id());
+  if (it == nodes_.end() || it->second.state == v1::NODE_LOST) {
+    resp.set_action(v1::NODE_ACTION_RESYNC);
+    resp.set_diagnostics("unknown node: register again");
+    return resp;
+  }
+  RmNode& node = it->second;
+  if (node.state == v1::NODE_DECOMMISSIONED) {
+    resp.set_action(v1::NODE_ACTION_SHUTDOWN);
+    return resp;
+  }
+  node.last_heartbeat_ms = ctx_->NowMs();
+  node.health_report = req.health().report();
+  bool healthy = !req.has_health() || req.health().healthy();
+  if ((node.state == v1::NODE_UNHEALTHY) == healthy) {
+    node.state = healthy ? v1::NODE_RUNNING : v1::NODE_UNHEALTHY;
+    log::Info("node_health_changed", {{"node", req.node_id()}, {"healthy", healthy}});
+    auto cap = ctx_->FromProto(node.registration.capability(), "capability");
+    if (cap.ok()) {
+      if (absl::Status s = ctx_->scheduler->UpdateNode(req.node_id(), *cap, healthy); !s.ok())
+        log::Error("node_update_failed", {{"node", req.node_id()}, {"error", s}});
+    }
+  }
+  node.running.clear();
+  node.usage = req.node_usage();
+  for (const v1::ContainerStatus& st : req.container_statuses()) {
+    if (st.state() == v1::CONTAINER_RUNNING) node.running.push_back(st);
+    if (st.state() != v1::CONTAINER_COMPLETE) continue;
+    // Unknown names are already known complete, or were never this RM's.
+    ctx_->containers->Completed(st.container_id(), st.exit_status(), st.diagnostics());
+  }
+  resp.set_response_id(++node.response_id);
+  resp.set_action(v1::NODE_ACTION_NORMAL);
+  for (const std::string& c : node.to_cleanup) resp.add_containers_to_cleanup(c);
+  node.to_cleanup.clear();
+  *resp.mutable_container_key() = RmKeys::ToProto(ctx_->keys->container().current());
+  *resp.mutable_next_container_key() = RmKeys::ToProto(ctx_->keys->container().next());
+  ctx_->request_pass();
+  return resp;
+}
+
+absl::Status NodeTracker::RefreshNodes(const v1::RefreshNodesRequest& req) {
+  for (const std::string& name : req.decommission()) {
+    if (name.empty()) return absl::InvalidArgumentError("empty node name to decommission");
+  }
+  for (const std::string& name : req.decommission()) {
+    decommissioned_.insert(name);
+    for (auto& [id, node] : nodes_) {
+      if (!Matches(id, name) || node.state == v1::NODE_DECOMMISSIONED) continue;
+      node.state = v1::NODE_DECOMMISSIONED;
+      log::Info("node_decommissioned", {{"node", id}});
+      LoseContainers(id, v1::CONTAINER_EXIT_ABORTED,
+                     absl::StrCat("node ", id, " was decommissioned"),
+                     /*clean_up_on_node=*/true);
+    }
+  }
+  for (const std::string& name : req.recommission()) {
+    decommissioned_.erase(name);
+    for (auto& [id, node] : nodes_) {
+      if (Matches(id, name) && node.state == v1::NODE_DECOMMISSIONED) node.state = v1::NODE_LOST;
+    }
+  }
+  ctx_->request_pass();
+  return absl::OkStatus();
+}
+
+void NodeTracker::CheckExpiry() {
+  expiry_timer_ = 0;
+  const int64_t now = ctx_->NowMs();
+  for (auto& [id, node] : nodes_) {
+    if (node.state == v1::NODE_LOST || node.state == v1::NODE_DECOMMISSIONED) continue;
+    if (now - node.last_heartbeat_ms < ctx_->options->nm_expiry_ms) continue;
+    node.state = v1::NODE_LOST;
+    ++lost_nodes_;
+    log::Warn("node_lost", {{"node", id}, {"silent_ms", now - node.last_heartbeat_ms}});
+    LoseContainers(id, v1::CONTAINER_EXIT_LOST_NODE,
+                   absl::StrCat("Container lost: node ", id, " stopped heartbeating"),
+                   /*clean_up_on_node=*/false);
+  }
+  StartExpiry();
+  ctx_->request_pass();
+}
+
+v1::ListNodesResponse NodeTracker::ListNodes(const v1::ListNodesRequest& req) const {
+  v1::ListNodesResponse resp;
+  for (const auto& [id, node] : nodes_) {
+    if (!req.states().empty() &&
+        std::find(req.states().begin(), req.states().end(), node.state) == req.states().end())
+      continue;
+    v1::NodeReport* r = resp.add_nodes();
+    r->set_node_id(id);
+    r->set_rack(node.registration.rack());
+    r->set_state(node.state);
+    r->set_http_address(node.registration.http_address());
+    *r->mutable_capability() = node.registration.capability();
+    r->set_health_report(node.health_report);
+    r->set_last_health_update_ms(node.last_heartbeat_ms);
+    for (const auto& f : node.registration.missing_features()) r->add_missing_features(f);
+    r->set_network_isolation(node.registration.network_isolation());
+    for (const v1::ContainerStatus& st : node.running) *r->add_containers() = st;
+    *r->mutable_usage() = node.usage;
+    scheduler::NodeId sid = ctx_->scheduler->FindNode(id);
+    if (sid >= 0) {
+      *r->mutable_used() = ctx_->ToProto(ctx_->scheduler->node(sid)->allocated);
+      r->set_num_containers(ctx_->scheduler->node(sid)->num_containers);
+    }
+  }
+  return resp;
+}
+
+void NodeTracker::CountNodes(v1::GetClusterMetricsResponse* m) const {
+  for (const auto& [id, node] : nodes_) {
+    switch (node.state) {
+      case v1::NODE_RUNNING:
+        m->set_active_nodes(m->active_nodes() + 1);
+        break;
+      case v1::NODE_LOST:
+        m->set_lost_nodes(m->lost_nodes() + 1);
+        break;
+      case v1::NODE_UNHEALTHY:
+        m->set_unhealthy_nodes(m->unhealthy_nodes() + 1);
+        break;
+      case v1::NODE_DECOMMISSIONED:
+        m->set_decommissioned_nodes(m->decommissioned_nodes() + 1);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+std::optional<Resource> NodeTracker::LargestNodeCapability() const {
+  std::optional<Resource> largest;
+  if (ctx_->NowMs() - ctx_->started_ms < ctx_->options->max_allocation_wait_ms) return largest;
+  for (const auto& [id, node] : nodes_) {
+    if (node.state != v1::NODE_RUNNING && node.state != v1::NODE_UNHEALTHY) continue;
+    auto cap = ctx_->FromProto(node.registration.capability(), "capability");
+    if (cap.ok()) largest = Max(largest.value_or(Resource()), *cap);
+  }
+  return largest;
+}
+
+}  // namespace weft::rm

@@ -1,0 +1,87 @@
+// Copyright Weft authors. The RM's view of its NodeManagers (YARN's ResourceTrackerService,
+// NMLivelinessMonitor and NodesListManager): registration, heartbeats, expiry of silent nodes,
+// decommissioning, and node reports.
+#ifndef WEFT_RM_NODE_TRACKER_H_
+#define WEFT_RM_NODE_TRACKER_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/resource.h"
+#include "rm/rm_context.h"
+#include "weft/v1/admin.pb.h"
+#include "weft/v1/client.pb.h"
+#include "weft/v1/tracker.pb.h"
+
+namespace weft::rm {
+
+// One NodeManager as the RM knows it.
+struct RmNode {
+  v1::RegisterNodeManagerRequest registration;
+  v1::NodeState state = v1::NODE_RUNNING;
+  int64_t last_heartbeat_ms = 0;  // loop clock
+  int32_t response_id = 0;
+  std::vector<std::string> to_cleanup;  // container names the NM must stop, next heartbeat
+  std::string health_report;
+  // From the last heartbeat: running containers' statuses (with usage) and the node's total.
+  std::vector<v1::ContainerStatus> running;
+  v1::ResourceUsage usage;
+};
+
+// Thread-compatible: the RM loop only. Node ids are "host:port" of the NM's ContainerService.
+class NodeTracker {
+ public:
+  explicit NodeTracker(RmContext* ctx);
+  ~NodeTracker();
+
+  // TrackerService. A node registering again (an NM restart) loses the containers the RM had
+  // for it. A decommissioned node is told to shut down. Errors: InvalidArgument for a bad id
+  // or capability (nothing changes).
+  absl::StatusOr<v1::RegisterNodeManagerResponse> RegisterNode(
+      const v1::RegisterNodeManagerRequest& req);
+  // Unknown or LOST nodes are told to register again (RESYNC).
+  absl::StatusOr<v1::NodeHeartbeatResponse> NodeHeartbeat(const v1::NodeHeartbeatRequest& req);
+
+  // AdminService: decommissioned nodes lose their containers at once and are told to shut
+  // down; recommissioned ones may register again. InvalidArgument for an empty name (nothing
+  // changes).
+  absl::Status RefreshNodes(const v1::RefreshNodesRequest& req);
+
+  // Starts the liveness timer: nodes silent for nm_expiry_ms become LOST.
+  void StartExpiry();
+
+  // The NM of `node_id` must stop container `name` (sent with its next heartbeat reply).
+  void AddCleanup(const std::string& node_id, const std::string& name);
+
+  v1::ListNodesResponse ListNodes(const v1::ListNodesRequest& req) const;
+  // Adds the node counts (active, lost, unhealthy, decommissioned) to `m`.
+  void CountNodes(v1::GetClusterMetricsResponse* m) const;
+  const RmNode* Find(const std::string& node_id) const;
+  // The per-type maximum of the running and unhealthy nodes' capabilities; nullopt when there
+  // are none or the RM started less than max_allocation_wait_ms ago.
+  std::optional<Resource> LargestNodeCapability() const;
+  // Nodes that went LOST since this RM started (AdaptCont's input).
+  int64_t lost_nodes() const { return lost_nodes_; }
+
+ private:
+  void CheckExpiry();
+  // Removes `node_id` from the scheduler; its containers end with `exit_status`.
+  void LoseContainers(const std::string& node_id, int32_t exit_status,
+                      const std::string& diagnostics, bool clean_up_on_node);
+
+  RmContext* ctx_;
+  std::map<std::string, RmNode> nodes_;   // by node id
+  std::set<std::string> decommissioned_;  // node ids or host names
+  int64_t lost_nodes_ = 0;
+  TimerId expiry_timer_ = 0;
+};
+
+}  // namespace weft::rm
+
+#endif  // WEFT_RM_NODE_TRACKER_H_

@@ -1,0 +1,59 @@
+// Copyright Weft authors. What the ResourceManager's services share (YARN's RMContext): the
+// options, the loop, the store, the scheduling core, and each service, so that one service can
+// reach another without owning it. The ResourceManager owns everything named here.
+//
+// Thread-compatible: every service runs on the RM loop's thread only.
+#ifndef WEFT_RM_RM_CONTEXT_H_
+#define WEFT_RM_RM_CONTEXT_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/event_loop.h"
+#include "common/resource.h"
+#include "rm/rm_options.h"
+#include "scheduler/scheduler.h"
+#include "store/state_store.h"
+#include "weft/v1/common.pb.h"
+
+namespace weft::rm {
+
+class AmService;
+class AppManager;
+class ContainerTracker;
+class NodeTracker;
+class RmKeys;
+
+struct RmContext {
+  const RmOptions* options = nullptr;
+  EventLoop* loop = nullptr;
+  store::StateStore* store = nullptr;
+  AmLauncher* launcher = nullptr;
+  scheduler::Scheduler* scheduler = nullptr;
+  RmKeys* keys = nullptr;
+  AppManager* apps = nullptr;
+  NodeTracker* nodes = nullptr;
+  ContainerTracker* containers = nullptr;
+  AmService* am_service = nullptr;
+  int64_t epoch = 0;       // this RM start's epoch (in container ids)
+  int64_t started_ms = 0;  // loop time of the RM's start
+  std::string rm_address;  // where AMs reach AmService (host:port), given in WEFT_RM_ADDRESS
+  // Asks for a scheduling pass soon (coalesced); set by the ResourceManager.
+  std::function<void()> request_pass;
+
+  int64_t NowMs() const { return loop->NowMs(); }
+  const ResourceTypeRegistry& registry() const { return options->registry; }
+  // Resource <-> proto by type name. FromProto refuses unknown type names with
+  // InvalidArgument prefixed by `what`.
+  v1::Resource ToProto(const Resource& r) const;
+  absl::StatusOr<Resource> FromProto(const v1::Resource& p, absl::string_view what) const;
+  // The registry's per-type maximum allocation.
+  Resource MaximumAllocation() const;
+};
+
+}  // namespace weft::rm
+
+#endif  // WEFT_RM_RM_CONTEXT_H_

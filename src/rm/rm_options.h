@@ -1,0 +1,63 @@
+// Copyright Weft authors. The ResourceManager's settings and the AM launcher it is given.
+#ifndef WEFT_RM_RM_OPTIONS_H_
+#define WEFT_RM_RM_OPTIONS_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "adaptcont/config.h"
+#include "common/resource_types.h"
+#include "scheduler/registry.h"
+#include "weft/v1/container.pb.h"
+
+namespace weft::rm {
+
+// Told about every scheduling pass, on the RM loop. The observer measures the pass itself (the
+// RM reads no clock but its loop's): BeforePass, the pass, then AfterPass with the number of
+// containers it allocated.
+class PassObserver {
+ public:
+  virtual ~PassObserver() = default;
+  virtual void BeforePass() = 0;
+  virtual void AfterPass(int64_t allocations) = 0;
+};
+
+struct RmOptions {
+  scheduler::SchedulerConfig scheduler = scheduler::DefaultSchedulerConfig();
+  ResourceTypeRegistry registry;
+  int64_t cluster_timestamp_ms = 0;      // part of every application id; 0 = start time
+  int64_t heartbeat_interval_ms = 1000;  // told to NMs
+  int64_t nm_expiry_ms = 600000;         // a node silent this long is LOST (YARN: 10 min)
+  int64_t am_expiry_ms = 600000;         // an AM silent this long fails its attempt
+  int64_t pass_interval_ms = 100;        // between scheduling passes
+  int32_t max_app_attempts = 2;          // default and cap of an app's max attempts
+  int64_t container_token_lifetime_ms = 600000;
+  int64_t key_roll_interval_ms = 24LL * 3600 * 1000;
+  int64_t max_submission_bytes = 1 << 20;  // an application's submission context, serialized
+  std::string scheduler_config_path;       // what RefreshQueues re-reads ("" = none)
+  // Asks above the largest running node's capability are refused (YARN caps its maximum
+  // allocation by the largest node), but only this long after the RM started, so that nodes
+  // re-registering after a restart are not mistaken for a smaller cluster (YARN's
+  // scheduling-wait-ms after recovery).
+  int64_t max_allocation_wait_ms = 5000;
+  // Retry interval of state-store writes that failed (the app stays in memory meanwhile).
+  int64_t store_retry_ms = 1000;
+  // How the RM sizes AM containers of apps that ask it to (seed 002, AdaptCont).
+  adaptcont::AdaptContConfig adaptcont = adaptcont::DefaultAdaptContConfig();
+  // Told about every scheduling pass (metrics); null = none. Not owned; must outlive the RM.
+  PassObserver* pass_observer = nullptr;
+};
+
+// Starts AM containers on NodeManagers (YARN's AM launcher). `done` may run on any thread.
+class AmLauncher {
+ public:
+  virtual ~AmLauncher() = default;
+  virtual void Launch(const std::string& node_id, const v1::StartContainerRequest& request,
+                      std::function<void(absl::Status)> done) = 0;
+};
+
+}  // namespace weft::rm
+
+#endif  // WEFT_RM_RM_OPTIONS_H_

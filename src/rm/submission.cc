@@ -1,0 +1,53 @@
+// Copyright Weft authors.
+#include "rm/submission.h"
+
+#include <set>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace weft::rm {
+
+absl::Status ValidateProfile(const v1::JobProfile& profile) {
+  if (profile.completion_goal_ms() < 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("profile: completion_goal_ms ", profile.completion_goal_ms(), " is negative"));
+  std::set<int32_t> priorities;
+  for (const v1::PhaseProfile& phase : profile.phases()) {
+    const std::string name =
+        absl::StrCat("profile phase '", phase.name(), "' (priority ", phase.priority(), ")");
+    if (!priorities.insert(phase.priority()).second)
+      return absl::InvalidArgumentError(absl::StrCat(name, ": another phase has that priority"));
+    if (phase.expected_task_ms() < 0)
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": expected_task_ms ", phase.expected_task_ms(), " is negative (0 = unknown)"));
+    for (auto [field, value] : {std::pair<const char*, double>{"cpu", phase.cpu()},
+                                {"io", phase.io()},
+                                {"memory", phase.memory()}}) {
+      if (!(value >= 0 && value <= 1))
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, ": ", field, " share ", value, " is not within [0, 1]"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+scheduler::JobProfile ToJobProfile(const v1::JobProfile& in) {
+  scheduler::JobProfile out;
+  out.goal_ms = in.completion_goal_ms() > 0 ? in.completion_goal_ms() : -1;
+  for (const v1::PhaseProfile& p : in.phases()) {
+    scheduler::PhaseProfile phase;
+    phase.priority = p.priority();
+    phase.name = p.name();
+    phase.kind =
+        p.reduce_like() ? scheduler::PhaseKind::kReduceLike : scheduler::PhaseKind::kMapLike;
+    phase.has_usage = p.has_usage();
+    phase.usage = {p.cpu(), p.io(), p.memory()};
+    phase.expected_task_ms = p.expected_task_ms() > 0 ? p.expected_task_ms() : -1;
+    out.phases.push_back(std::move(phase));
+  }
+  return out;
+}
+
+}  // namespace weft::rm
