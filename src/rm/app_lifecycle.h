@@ -4,7 +4,7 @@
 //
 // A state's name, as stores and reports spell it, is its proto enum's name without the prefix
 // (weft.v1.ApplicationState APP_RUNNING -> "RUNNING", ApplicationAttemptState ATTEMPT_ALLOCATED
-// -> "ALLOCATED"); the proto enums are the one list of names.
+// -> ALLOCATED); the proto enums are the one list of names.
 #ifndef WEFT_RM_APP_LIFECYCLE_H_
 #define WEFT_RM_APP_LIFECYCLE_H_
 

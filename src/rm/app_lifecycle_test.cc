@@ -65,7 +65,7 @@ TEST(AppLifecycleTest, EndedAttemptsTakeNoEvent) {
 
 TEST(AppLifecycleTest, NamesRoundTripWithoutPrefixes) {
   EXPECT_EQ(AppStateName(v1::APP_RUNNING), "RUNNING");
-  EXPECT_EQ(AttemptStateName(v1::ATTEMPT_ALLOCATED), "ALLOCATED");
+  EXPECT_EQ(AttemptStateName(v1::ATTEMPT_LAUNCHED), "LAUNCHED");
   EXPECT_EQ(FinalStatusName(v1::FINAL_SUCCEEDED), "SUCCEEDED");
   EXPECT_EQ(FinalStatusName(v1::FINAL_STATUS_UNDEFINED), "");
   for (int i = v1::APP_NEW; i <= v1::APP_KILLED; ++i) {

@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "rm/rm_test_util.h"
 #include "security/tokens.h"
 #include "store/memory_store.h"
 #include "store/sqlite_store.h"
@@ -18,39 +19,6 @@ namespace weft::rm {
 namespace {
 
 using ::testing::HasSubstr;
-
-class FakeLauncher : public AmLauncher {
- public:
-  void Launch(const std::string& node_id, const v1::StartContainerRequest& request,
-              std::function<void(absl::Status)> done) override {
-    launches.push_back({node_id, request});
-    done(fail ? absl::UnavailableError("node unreachable") : absl::OkStatus());
-  }
-  std::vector<std::pair<std::string, v1::StartContainerRequest>> launches;
-  bool fail = false;
-};
-
-// A node registration offering `mb` MiB and `vcores` vcores.
-v1::RegisterNodeManagerRequest NodeRequest(const std::string& id, int64_t mb = 8192,
-                                           int64_t vcores = 8) {
-  v1::RegisterNodeManagerRequest req;
-  req.set_node_id(id);
-  (*req.mutable_capability()->mutable_values())["memory-mb"] = mb;
-  (*req.mutable_capability()->mutable_values())["vcores"] = vcores;
-  return req;
-}
-
-// An off-switch ask for `n` containers of <1 GB, 1 vcore> at priority 1.
-v1::ResourceRequest AnyAsk(int32_t n) {
-  v1::ResourceRequest ask;
-  ask.set_priority(1);
-  ask.set_resource_name("*");
-  (*ask.mutable_capability()->mutable_values())["memory-mb"] = 1024;
-  (*ask.mutable_capability()->mutable_values())["vcores"] = 1;
-  ask.set_num_containers(n);
-  ask.set_relax_locality(true);
-  return ask;
-}
 
 class ResourceManagerTest : public ::testing::Test {
  protected:

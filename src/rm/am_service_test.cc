@@ -1,0 +1,98 @@
+// Copyright Weft authors. AmService: who may call, the response-id protocol, releases, and AM
+// liveness.
+#include "rm/am_service.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rm/rm_test_util.h"
+
+namespace weft::rm {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(AmServiceTest, AllocateBeforeRegisterAndDoubleRegisterAreRefused) {
+  RmHarness h;
+  h.AddNode("h1:1");
+  h.Submit();
+  h.loop.Advance(200);
+  v1::Token t = h.AmToken();
+  auto early = h.rm().Allocate(t, {});
+  EXPECT_EQ(early.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(early.status().message(), HasSubstr("before RegisterApplicationMaster"));
+  ASSERT_TRUE(h.rm().RegisterApplicationMaster(t, {}).ok());
+  EXPECT_EQ(h.rm().RegisterApplicationMaster(t, {}).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(AmServiceTest, ATokenOfAFinishedAppIsNoLongerRunning) {
+  RmHarness h;
+  h.AddNode("h1:1");
+  std::string app = h.Submit();
+  h.loop.Advance(200);
+  v1::Token t = h.RegisterAm();
+  ASSERT_TRUE(h.rm().KillApplication(app, "").ok());
+  auto r = h.rm().Allocate(t, {});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(r.status().message(), HasSubstr("no longer running"));
+}
+
+TEST(AmServiceTest, AnAppCannotReleaseAnotherAppsContainerOrItsOwnAm) {
+  RmHarness h;
+  h.AddNode("h1:1", 16384, 16);
+  std::string a = h.Submit("alice");
+  h.Submit("bob");
+  h.loop.Advance(200);
+  ASSERT_EQ(h.launcher.launches.size(), 2u);
+  v1::Token ta = h.RegisterAm(0);
+  v1::Token tb = h.RegisterAm(1);
+  v1::AllocateRequest ask;
+  *ask.add_asks() = AnyAsk(1);
+  auto r = h.rm().Allocate(ta, ask);
+  ASSERT_TRUE(r.ok()) << r.status();
+  h.loop.Advance(200);
+  v1::AllocateRequest poll;
+  poll.set_response_id(1);
+  r = h.rm().Allocate(ta, poll);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->allocated_containers_size(), 1);
+  const std::string alices = r->allocated_containers(0).container_id();
+  // Bob names Alice's container: refused, and Alice keeps it.
+  v1::AllocateRequest steal;
+  steal.add_releases(alices);
+  auto refused = h.rm().Allocate(tb, steal);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("not allocated to this application"));
+  EXPECT_EQ(h.rm().GetApplication(a)->running_containers(), 2);
+  // Alice names her own AM container: refused too.
+  const std::string am = h.rm().GetApplicationAttempts(a)->attempts(0).am_container_id();
+  v1::AllocateRequest own_am;
+  own_am.set_response_id(2);
+  own_am.add_releases(am);
+  auto am_refused = h.rm().Allocate(ta, own_am);
+  EXPECT_EQ(am_refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(am_refused.status().message(), HasSubstr("AM container"));
+}
+
+TEST(AmServiceTest, ASilentAmFailsItsAttemptAfterTheExpiry) {
+  RmOptions o = RmHarness::DefaultOptions();
+  o.am_expiry_ms = 4000;
+  RmHarness h(o);
+  h.AddNode("h1:1");
+  std::string app = h.Submit();
+  h.loop.Advance(200);
+  h.RegisterAm();
+  // Heartbeats keep the node alive; the AM says nothing.
+  for (int i = 0; i < 6; ++i) {
+    h.loop.Advance(1000);
+    h.Heartbeat("h1:1");
+  }
+  auto attempts = h.rm().GetApplicationAttempts(app);
+  ASSERT_TRUE(attempts.ok());
+  ASSERT_GE(attempts->attempts_size(), 2);
+  EXPECT_EQ(attempts->attempts(0).state(), "FAILED");
+  EXPECT_THAT(attempts->attempts(0).diagnostics(), HasSubstr("did not call Allocate"));
+}
+
+}  // namespace
+}  // namespace weft::rm

@@ -1,0 +1,126 @@
+// Copyright Weft authors. AppManager: the app and attempt lifecycle as the store sees it, and
+// what happens when the store refuses a write.
+#include "rm/app_manager.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rm/rm_test_util.h"
+
+namespace weft::rm {
+namespace {
+
+using ::testing::HasSubstr;
+
+int64_t HarnessRetryMs() { return RmOptions().store_retry_ms; }
+
+store::ApplicationRecord StoredApp(FaultyStore& store, const std::string& id) {
+  auto state = store.Load();
+  EXPECT_TRUE(state.ok());
+  for (const auto& a : state->apps) {
+    if (a.app_id == id) return a;
+  }
+  return {};
+}
+
+TEST(AppManagerTest, ASubmissionTheStoreRefusesIsNotMadeAndCanBeRetried) {
+  RmHarness h;
+  h.AddNode("h1:1");
+  auto id = h.rm().NewApplication();
+  ASSERT_TRUE(id.ok());
+  v1::ApplicationSubmissionContext ctx;
+  ctx.set_application_id(id->application_id());
+  ctx.mutable_am_container_spec()->add_command("true");
+  h.store().fail_writes = true;
+  absl::Status s = h.rm().SubmitApplication(ctx, "alice");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("not stored"));
+  EXPECT_THAT(s.message(), HasSubstr("disk full"));
+  // Nothing happened: no app, no attempt in the scheduler, no AM launched.
+  EXPECT_EQ(h.rm().GetApplication(id->application_id()).status().code(),
+            absl::StatusCode::kNotFound);
+  h.loop.Advance(500);
+  EXPECT_TRUE(h.launcher.launches.empty());
+  EXPECT_EQ(h.rm().scheduler().FindQueue("root")->pending, Resource());
+  // The same id can be submitted once the store works again.
+  h.store().fail_writes = false;
+  EXPECT_TRUE(h.rm().SubmitApplication(ctx, "alice").ok());
+  EXPECT_EQ(StoredApp(h.store(), id->application_id()).state, "ACCEPTED");
+}
+
+TEST(AppManagerTest, AKillTheStoreRefusesIsReportedAndRetriedUntilStored) {
+  RmHarness h;
+  h.AddNode("h1:1");
+  std::string app = h.Submit();
+  h.store().fail_writes = true;
+  absl::Status s = h.rm().KillApplication(app, "");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("killed, but the state store did not take it"));
+  // Killed in memory at once; the store still has it running.
+  EXPECT_EQ(h.rm().GetApplication(app)->state(), v1::APP_KILLED);
+  EXPECT_EQ(StoredApp(h.store(), app).state, "ACCEPTED");
+  // Retried while the store fails, then written once it works.
+  const int refused = h.store().failed;
+  h.loop.Advance(HarnessRetryMs());
+  EXPECT_GT(h.store().failed, refused);
+  h.store().fail_writes = false;
+  h.loop.Advance(HarnessRetryMs());
+  store::ApplicationRecord stored = StoredApp(h.store(), app);
+  EXPECT_EQ(stored.state, "KILLED");
+  EXPECT_EQ(stored.final_status, "KILLED");
+}
+
+TEST(AppManagerTest, StateChangesWithoutACallerAreRetriedToo) {
+  RmHarness h;
+  h.AddNode("h1:1");
+  std::string app = h.Submit();
+  h.store().fail_writes = true;
+  h.loop.Advance(200);  // the AM container is allocated and launched; its write fails
+  ASSERT_EQ(h.launcher.launches.size(), 1u);
+  h.store().fail_writes = false;
+  h.loop.Advance(HarnessRetryMs());
+  auto state = h.store().Load();
+  ASSERT_TRUE(state.ok());
+  ASSERT_EQ(state->attempts.size(), 1u);
+  // The retry writes the state as it is now (the fake launcher launched it at once).
+  EXPECT_EQ(state->attempts[0].state, "LAUNCHED");
+  EXPECT_FALSE(state->attempts[0].am_container_id.empty());
+}
+
+TEST(AppManagerTest, RegistrationTheStoreRefusesIsReportedButTakesEffect) {
+  RmHarness h;
+  h.AddNode("h1:1");
+  std::string app = h.Submit();
+  h.loop.Advance(200);
+  h.store().fail_writes = true;
+  auto r = h.rm().RegisterApplicationMaster(h.AmToken(), {});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(h.rm().GetApplication(app)->state(), v1::APP_RUNNING);
+  h.store().fail_writes = false;
+  h.loop.Advance(HarnessRetryMs());
+  EXPECT_EQ(StoredApp(h.store(), app).state, "RUNNING");
+}
+
+TEST(AppManagerTest, AFailedAmStartsANewAttemptAndTheOldTokenIsRefusedAsOld) {
+  RmHarness h;
+  h.AddNode("h1:1");
+  std::string app = h.Submit();
+  h.loop.Advance(200);
+  auto attempts = h.rm().GetApplicationAttempts(app);
+  ASSERT_TRUE(attempts.ok());
+  ASSERT_EQ(attempts->attempts_size(), 1);
+  EXPECT_EQ(attempts->attempts(0).state(), "LAUNCHED");
+  // Its AM container exits with 1: the attempt fails, a second one starts.
+  h.Heartbeat("h1:1", {{attempts->attempts(0).am_container_id(), 1}});
+  attempts = h.rm().GetApplicationAttempts(app);
+  ASSERT_EQ(attempts->attempts_size(), 2);
+  EXPECT_EQ(attempts->attempts(0).state(), "FAILED");
+  EXPECT_THAT(attempts->attempts(0).diagnostics(), HasSubstr("exited with status 1"));
+  EXPECT_EQ(attempts->attempts(1).state(), "SCHEDULED");
+  EXPECT_EQ(h.rm().GetApplication(app)->state(), v1::APP_ACCEPTED);
+  auto old = h.rm().Allocate(h.AmToken(0), {});
+  EXPECT_EQ(old.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(old.status().message(), HasSubstr("old attempt"));
+}
+
+}  // namespace
+}  // namespace weft::rm

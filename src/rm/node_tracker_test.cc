@@ -1,0 +1,91 @@
+// Copyright Weft authors. NodeTracker: registration, heartbeats, liveness and decommissioning.
+#include "rm/node_tracker.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rm/rm_test_util.h"
+
+namespace weft::rm {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(NodeTrackerTest, BadRegistrationsAreRefusedAndAddNoNode) {
+  RmHarness h;
+  auto no_port = h.rm().RegisterNode(NodeRequest("host-without-port"));
+  EXPECT_EQ(no_port.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(no_port.status().message(), HasSubstr("'host-without-port' is not host:port"));
+  auto negative = h.rm().RegisterNode(NodeRequest("h1:1", -5, 4));
+  EXPECT_EQ(negative.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(negative.status().message(), HasSubstr("negative"));
+  v1::RegisterNodeManagerRequest unknown_type = NodeRequest("h2:1");
+  (*unknown_type.mutable_capability()->mutable_values())["qubits"] = 3;
+  EXPECT_THAT(h.rm().RegisterNode(unknown_type).status().message(),
+              HasSubstr("unknown resource type 'qubits'"));
+  EXPECT_EQ(h.rm().ListNodes({}).nodes_size(), 0);
+  EXPECT_EQ(h.rm().scheduler().num_nodes(), 0);
+}
+
+TEST(NodeTrackerTest, ARegistrationHandsOutTheContainerKeysAndTheInterval) {
+  RmHarness h;
+  auto r = h.rm().RegisterNode(NodeRequest("h1:1"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->action(), v1::NODE_ACTION_NORMAL);
+  EXPECT_EQ(r->container_key().key_id(), h.rm().container_keys().current().id);
+  EXPECT_EQ(r->next_container_key().key_id(), h.rm().container_keys().next().id);
+  EXPECT_EQ(r->rm_epoch(), h.rm().epoch());
+  EXPECT_EQ(r->heartbeat_interval_ms(), RmOptions().heartbeat_interval_ms);
+}
+
+TEST(NodeTrackerTest, ASilentNodeIsLostAndMustRegisterAgain) {
+  RmHarness h;  // nm_expiry_ms 10 s
+  h.AddNode("h1:1");
+  h.AddNode("h2:1");
+  for (int i = 0; i < 12; ++i) {
+    h.loop.Advance(1000);
+    h.Heartbeat("h2:1");  // only h2 keeps talking
+  }
+  v1::GetClusterMetricsResponse m = h.rm().GetClusterMetrics();
+  EXPECT_EQ(m.lost_nodes(), 1);
+  EXPECT_EQ(m.active_nodes(), 1);
+  EXPECT_EQ(h.rm().scheduler().num_nodes(), 1);
+  EXPECT_EQ(h.Heartbeat("h1:1").action(), v1::NODE_ACTION_RESYNC);
+  // It may come back by registering again.
+  h.AddNode("h1:1");
+  EXPECT_EQ(h.rm().GetClusterMetrics().active_nodes(), 2);
+}
+
+TEST(NodeTrackerTest, AnUnhealthyNodeKeepsItsContainersButGetsNoNewOnes) {
+  RmHarness h;
+  h.AddNode("h1:1");
+  v1::NodeHeartbeatRequest sick;
+  sick.set_node_id("h1:1");
+  sick.mutable_health()->set_healthy(false);
+  sick.mutable_health()->set_report("disk /data failed");
+  ASSERT_TRUE(h.rm().NodeHeartbeat(sick).ok());
+  v1::ListNodesResponse nodes = h.rm().ListNodes({});
+  ASSERT_EQ(nodes.nodes_size(), 1);
+  EXPECT_EQ(nodes.nodes(0).state(), v1::NODE_UNHEALTHY);
+  EXPECT_EQ(nodes.nodes(0).health_report(), "disk /data failed");
+  h.Submit();
+  h.loop.Advance(500);
+  EXPECT_TRUE(h.launcher.launches.empty());  // no AM placed on the unhealthy node
+}
+
+TEST(NodeTrackerTest, DecommissioningByHostNameAndAnEmptyName) {
+  RmHarness h;
+  h.AddNode("h1:1");
+  v1::RefreshNodesRequest empty;
+  empty.add_decommission("");
+  EXPECT_EQ(h.rm().RefreshNodes(empty).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(h.rm().GetClusterMetrics().active_nodes(), 1);
+  v1::RefreshNodesRequest req;
+  req.add_decommission("h1");  // the host: every NM on it
+  ASSERT_TRUE(h.rm().RefreshNodes(req).ok());
+  EXPECT_EQ(h.rm().GetClusterMetrics().decommissioned_nodes(), 1);
+  EXPECT_EQ(h.Heartbeat("h1:1").action(), v1::NODE_ACTION_SHUTDOWN);
+  EXPECT_EQ(h.rm().RegisterNode(NodeRequest("h1:2"))->action(), v1::NODE_ACTION_SHUTDOWN);
+}
+
+}  // namespace
+}  // namespace weft::rm

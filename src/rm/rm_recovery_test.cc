@@ -1,0 +1,90 @@
+// Copyright Weft authors. What an RM start restores from its store, and stored state it
+// refuses.
+#include "rm/rm_recovery.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rm/rm_test_util.h"
+#include "store/memory_store.h"
+
+namespace weft::rm {
+namespace {
+
+using ::testing::HasSubstr;
+
+absl::Status StartOn(store::StateStore* store) {
+  ManualEventLoop loop;
+  FakeLauncher launcher;
+  security::FakeSecretSource secrets;
+  return ResourceManager::Create(RmHarness::DefaultOptions(), &loop, store, &launcher, &secrets)
+      .status();
+}
+
+store::ApplicationRecord App(const std::string& id, const std::string& state) {
+  store::ApplicationRecord a;
+  a.app_id = id;
+  a.queue = "default";
+  a.user = "alice";
+  a.state = state;
+  a.max_attempts = 2;
+  v1::ApplicationSubmissionContext ctx;
+  ctx.set_application_id(id);
+  ctx.mutable_am_container_spec()->add_command("true");
+  a.submission = ctx.SerializeAsString();
+  return a;
+}
+
+TEST(RmRecoveryTest, ASubmissionThatDoesNotParseRefusesTheStartNamingTheApp) {
+  auto store = store::NewMemoryStore();
+  store::ApplicationRecord a = App("application_1_0001", "FINISHED");
+  a.submission = "\xff\xff not a proto";
+  ASSERT_TRUE(store->PutApplication(a).ok());
+  absl::Status s = StartOn(store.get());
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(s.message(), HasSubstr("recovering RM state"));
+  EXPECT_THAT(s.message(), HasSubstr("application_1_0001"));
+}
+
+TEST(RmRecoveryTest, AMalformedAppIdRefusesTheStart) {
+  auto store = store::NewMemoryStore();
+  ASSERT_TRUE(store->PutApplication(App("app-7", "FINISHED")).ok());
+  absl::Status s = StartOn(store.get());
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(s.message(), HasSubstr("'app-7' is malformed"));
+}
+
+TEST(RmRecoveryTest, FinishedAppsStayQueryableAndUnfinishedOnesGetANewAttempt) {
+  auto store = std::make_unique<FaultyStore>(store::NewMemoryStore());
+  ASSERT_TRUE(store->PutApplication(App("application_1_0001", "FINISHED")).ok());
+  store::ApplicationRecord running = App("application_1_0002", "RUNNING");
+  store::AttemptRecord at;
+  at.app_id = running.app_id;
+  at.attempt_id = 1;
+  at.state = "RUNNING";
+  ASSERT_TRUE(store->PutApplicationAndAttempt(running, at).ok());
+  ManualEventLoop loop;
+  FakeLauncher launcher;
+  security::FakeSecretSource secrets;
+  auto rm =
+      ResourceManager::Create(RmHarness::DefaultOptions(), &loop, store.get(), &launcher, &secrets);
+  ASSERT_TRUE(rm.ok()) << rm.status();
+  EXPECT_EQ((*rm)->GetApplication("application_1_0001")->state(), v1::APP_FINISHED);
+  auto attempts = (*rm)->GetApplicationAttempts("application_1_0002");
+  ASSERT_TRUE(attempts.ok());
+  ASSERT_EQ(attempts->attempts_size(), 2);
+  EXPECT_EQ(attempts->attempts(0).state(), "FAILED");
+  EXPECT_EQ(attempts->attempts(0).diagnostics(), "the ResourceManager restarted");
+  EXPECT_EQ(attempts->attempts(1).state(), "SCHEDULED");
+  EXPECT_EQ((*rm)->GetApplication("application_1_0002")->state(), v1::APP_ACCEPTED);
+}
+
+TEST(RmRecoveryTest, AStoreThatRefusesWritesRefusesTheStart) {
+  auto store = std::make_unique<FaultyStore>(store::NewMemoryStore());
+  store->fail_writes = true;
+  absl::Status s = StartOn(store.get());
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("disk full"));
+}
+
+}  // namespace
+}  // namespace weft::rm
