@@ -6,19 +6,19 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/yaml_util.h"
 #include "yaml-cpp/yaml.h"
 
 namespace weft::adaptcont {
 namespace {
 
+using yaml::CheckKeys;
+using yaml::Err;
+using yaml::Scalar;
+
 constexpr int64_t kMaxMemoryMb = int64_t{1} << 30;  // 1 EiB: far above any real container
 constexpr int64_t kMaxCount = int64_t{1} << 40;     // tasks in a wave, vcores
 constexpr int64_t kMaxSplitBytes = int64_t{1} << 50;
-
-absl::Status Err(absl::string_view origin, absl::string_view path, absl::string_view what) {
-  if (origin.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
-  return absl::InvalidArgumentError(absl::StrCat(origin, ": ", path, ": ", what));
-}
 
 absl::Status CheckRange(absl::string_view path, int64_t v, int64_t lo, int64_t hi) {
   if (v < lo) return Err("", path, absl::StrCat(v, lo == 1 ? " must be > 0" : " must be >= 0"));
@@ -31,30 +31,6 @@ absl::Status CheckCap(absl::string_view path, const AmResource& cap) {
       !s.ok())
     return s;
   return CheckRange(absl::StrCat(path, ".vcores"), cap.vcores, 0, kMaxCount);
-}
-
-template <typename T>
-absl::StatusOr<T> Scalar(const YAML::Node& node, absl::string_view origin, absl::string_view path) {
-  if (!node.IsScalar()) return Err(origin, path, "expected a single value");
-  try {
-    return node.as<T>();
-  } catch (const YAML::Exception&) {
-    return Err(origin, path, absl::StrCat("'", node.Scalar(), "' is not a valid value"));
-  }
-}
-
-absl::Status CheckKeys(const YAML::Node& node, const std::set<std::string>& allowed,
-                       absl::string_view origin, absl::string_view path) {
-  if (!node.IsMap()) return Err(origin, path, "expected a mapping");
-  for (const auto& kv : node) {
-    std::string key = kv.first.as<std::string>();
-    if (!allowed.count(key)) {
-      std::string known;
-      for (const auto& k : allowed) absl::StrAppend(&known, known.empty() ? "" : ", ", k);
-      return Err(origin, path, absl::StrCat("unknown key '", key, "' (allowed: ", known, ")"));
-    }
-  }
-  return absl::OkStatus();
 }
 
 // Reads an integer key of `node` into *out when present, checking [lo, hi].

@@ -33,15 +33,14 @@ absl::Status ValidateProfile(const v1::JobProfile& profile) {
   return absl::OkStatus();
 }
 
-scheduler::JobProfile ToJobProfile(const v1::JobProfile& in) {
-  scheduler::JobProfile out;
+JobProfile ToJobProfile(const v1::JobProfile& in) {
+  JobProfile out;
   out.goal_ms = in.completion_goal_ms() > 0 ? in.completion_goal_ms() : -1;
   for (const v1::PhaseProfile& p : in.phases()) {
-    scheduler::PhaseProfile phase;
+    PhaseProfile phase;
     phase.priority = p.priority();
     phase.name = p.name();
-    phase.kind =
-        p.reduce_like() ? scheduler::PhaseKind::kReduceLike : scheduler::PhaseKind::kMapLike;
+    phase.kind = p.reduce_like() ? PhaseKind::kReduceLike : PhaseKind::kMapLike;
     phase.has_usage = p.has_usage();
     phase.usage = {p.cpu(), p.io(), p.memory()};
     phase.expected_task_ms = p.expected_task_ms() > 0 ? p.expected_task_ms() : -1;

@@ -14,7 +14,7 @@ namespace weft::rm {
 absl::Status ValidateProfile(const v1::JobProfile& profile);
 
 // The profile as the scheduling core takes it (0 in the proto means "unknown": -1 here).
-scheduler::JobProfile ToJobProfile(const v1::JobProfile& in);
+JobProfile ToJobProfile(const v1::JobProfile& in);
 
 }  // namespace weft::rm
 

@@ -1,46 +1,20 @@
 #include "scheduler/config.h"
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/yaml_util.h"
 #include "yaml-cpp/yaml.h"
 
 namespace weft::scheduler {
 namespace {
 
-absl::Status Err(absl::string_view origin, absl::string_view path, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(origin, ": ", path, ": ", what));
-}
-
-// Reads a scalar of type T at `node`, with an error naming `path` when it does not convert.
-template <typename T>
-absl::StatusOr<T> Scalar(const YAML::Node& node, absl::string_view origin, absl::string_view path) {
-  if (!node.IsScalar()) return Err(origin, path, "expected a single value");
-  try {
-    return node.as<T>();
-  } catch (const YAML::Exception&) {
-    return Err(origin, path, absl::StrCat("'", node.Scalar(), "' is not a valid value"));
-  }
-}
-
-absl::Status CheckKeys(const YAML::Node& node, const std::set<std::string>& allowed,
-                       absl::string_view origin, absl::string_view path) {
-  if (!node.IsMap()) return Err(origin, path, "expected a mapping");
-  for (const auto& kv : node) {
-    std::string key = kv.first.as<std::string>();
-    if (!allowed.count(key)) {
-      std::string known;
-      for (const auto& k : allowed) absl::StrAppend(&known, known.empty() ? "" : ", ", k);
-      return Err(origin, path, absl::StrCat("unknown key '", key, "' (allowed: ", known, ")"));
-    }
-  }
-  return absl::OkStatus();
-}
+using yaml::CheckKeys;
+using yaml::Err;
+using yaml::Scalar;
 
 bool ValidQueueName(absl::string_view name) {
   if (name.empty() || name.size() > 128) return false;
@@ -184,20 +158,25 @@ SchedulerConfig DefaultSchedulerConfig() {
   return c;
 }
 
-absl::StatusOr<SchedulerConfig> ParseSchedulerConfig(absl::string_view yaml,
-                                                     const ResourceTypeRegistry& registry,
-                                                     absl::string_view origin) {
-  YAML::Node doc;
-  try {
-    doc = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(origin, ": not valid YAML: ", e.what()));
-  }
+absl::StatusOr<SchedulerConfig> ParseSchedulerConfigWith(
+    absl::string_view yaml, const ResourceTypeRegistry& registry, absl::string_view origin,
+    const std::vector<PolicySection>& sections) {
+  absl::StatusOr<YAML::Node> loaded = yaml::Load(yaml, origin);
+  if (!loaded.ok()) return loaded.status();
+  const YAML::Node& doc = *loaded;
   SchedulerConfig config = DefaultSchedulerConfig();
+  config.origin = std::string(origin);
   if (doc.IsNull()) return config;
-  if (auto s = CheckKeys(doc, {"policy", "locality", "preemption", "ras", "queues"}, origin, "(top)");
-      !s.ok())
-    return s;
+  std::set<std::string> top = {"policy", "locality", "preemption", "queues"};
+  for (const PolicySection& section : sections) top.insert(section.key);
+  if (auto s = CheckKeys(doc, top, origin, "(top)"); !s.ok()) return s;
+  for (const PolicySection& section : sections) {
+    const YAML::Node& node = doc[section.key];
+    if (!node) continue;
+    std::string text = YAML::Dump(node);
+    if (absl::Status s = section.validate(text, origin); !s.ok()) return s;
+    config.policy_sections[section.key] = std::move(text);
+  }
   if (doc["policy"]) {
     auto v = Scalar<std::string>(doc["policy"], origin, "policy");
     if (!v.ok()) return v.status();
@@ -254,22 +233,6 @@ absl::StatusOr<SchedulerConfig> ParseSchedulerConfig(absl::string_view yaml,
       config.preemption.threshold = *v;
     }
   }
-  if (const YAML::Node& ras = doc["ras"]) {
-    if (auto s = CheckKeys(ras, {"control-period-ms", "max-rounds"}, origin, "ras"); !s.ok())
-      return s;
-    if (ras["control-period-ms"]) {
-      auto v = Scalar<int64_t>(ras["control-period-ms"], origin, "ras.control-period-ms");
-      if (!v.ok()) return v.status();
-      if (*v < 1) return Err(origin, "ras.control-period-ms", absl::StrCat(*v, " must be >= 1"));
-      config.ras.control_period_ms = *v;
-    }
-    if (ras["max-rounds"]) {
-      auto v = Scalar<int32_t>(ras["max-rounds"], origin, "ras.max-rounds");
-      if (!v.ok()) return v.status();
-      if (*v < 0) return Err(origin, "ras.max-rounds", absl::StrCat(*v, " must be >= 0"));
-      config.ras.max_rounds = *v;
-    }
-  }
   if (const YAML::Node& queues = doc["queues"]) {
     if (!queues.IsMap() || queues.size() != 1 || !queues["root"])
       return Err(origin, "queues", "expected a mapping with the single key 'root'");
@@ -283,15 +246,6 @@ absl::StatusOr<SchedulerConfig> ParseSchedulerConfig(absl::string_view yaml,
     config.root = std::move(root);
   }
   return config;
-}
-
-absl::StatusOr<SchedulerConfig> LoadSchedulerConfigFile(absl::string_view path,
-                                                        const ResourceTypeRegistry& registry) {
-  std::ifstream in{std::string(path)};
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open scheduler config '", path, "'"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseSchedulerConfig(ss.str(), registry, path);
 }
 
 }  // namespace weft::scheduler

@@ -3,6 +3,7 @@
 #define WEFT_SCHEDULER_CONFIG_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,18 +19,19 @@ namespace weft::scheduler {
 enum class QueueState : uint8_t { kRunning, kStopped };
 enum class LeafOrdering : uint8_t { kFifo, kFair };
 
-// One queue of the hierarchy. Every key is documented in docs/scheduler.md; which keys a
-// policy reads is stated there too. Percentages are of the parent queue (0..100).
+// One queue of the hierarchy, YARN's queue attributes. Every key is documented in
+// docs/scheduler.md, with which policies read it (a policy ignores the others). Percentages
+// are of the parent queue (0..100).
 struct QueueConfig {
   std::string name;                         // [A-Za-z0-9_-]+; "root" at the top
-  double weight = 1.0;                      // fair: share of the parent's fair share (> 0)
-  Resource min_resources;                   // fair: guaranteed minimum (0 = none)
-  Resource max_resources;                   // fair: hard cap; kUnlimited per type unless given
-  int64_t max_running_apps = -1;            // all: apps beyond it wait (runnable later); -1 = none
-  double capacity = -1;                     // capacity: guaranteed % of parent; -1 = equal split
-  double maximum_capacity = 100;            // capacity: elastic cap, % of parent
-  double user_limit_factor = 1.0;           // capacity: a user may use this multiple of capacity
-  double maximum_am_resource_percent = 10;  // capacity: % of the queue for AM containers
+  double weight = 1.0;                      // share of the parent's share (> 0)
+  Resource min_resources;                   // guaranteed minimum (0 = none)
+  Resource max_resources;                   // hard cap; kUnlimited per type unless given
+  int64_t max_running_apps = -1;            // apps beyond it wait (runnable later); -1 = none
+  double capacity = -1;                     // guaranteed % of parent; -1 = equal split
+  double maximum_capacity = 100;            // elastic cap, % of parent
+  double user_limit_factor = 1.0;           // a user may use this multiple of the guarantee
+  double maximum_am_resource_percent = 10;  // % of the queue for AM containers
   QueueState state = QueueState::kRunning;
   std::optional<LeafOrdering> ordering;  // leaf app ordering; policy default when unset
   std::vector<QueueConfig> children;
@@ -53,35 +55,40 @@ struct PreemptionConfig {
   double threshold = 0.8;
 };
 
-// The `ras` policy's control loop (seed 003); other policies ignore it. See docs/scheduler.md.
-struct RasConfig {
-  // Period T of the placement control loop, in ms of the caller's clock: a new placement is
-  // computed at most this often, and also at once when a job (or a new phase of one) appears.
-  int64_t control_period_ms = 30000;
-  // Upper bound on the max-min rounds (one task moved per round) in one control cycle.
-  int32_t max_rounds = 1000;
-};
-
 struct SchedulerConfig {
-  std::string policy = "fair";  // a name known to the policy registry
+  // A name known to the policy registry (scheduler/registry.h); "" = the policy the
+  // scheduler is created with (the registry's default when created by name).
+  std::string policy;
   LocalityConfig locality;
   PreemptionConfig preemption;
-  RasConfig ras;
   QueueConfig root;  // name "root"; a single leaf "default" when not configured
+  // Settings a policy owns beyond the queue tree: each top-level key a policy declared (see
+  // PolicySection) -> its subtree as YAML text. The core keeps them and never reads them; the
+  // policy parses its own in SchedulingPolicy::Configure.
+  std::map<std::string, std::string> policy_sections;
+  std::string origin = "config";  // where it was read from (a file name), for error messages
 };
 
-// The configuration used when none is given: root with one leaf, "default".
+// The configuration used when none is given: root with one leaf, "default", no policy named.
 SchedulerConfig DefaultSchedulerConfig();
+
+// A top-level key a policy owns in the configuration file, and its check: OK, or
+// InvalidArgument "<origin>: <key path>: <what>".
+struct PolicySection {
+  std::string key;
+  absl::Status (*validate)(absl::string_view yaml, absl::string_view origin);
+};
 
 // Parses YAML text. Structural errors only (unknown keys, wrong types, malformed resources,
 // duplicate queue names, out-of-range numbers); policy-specific rules (e.g. capacities summing
 // to 100) are checked by the policy. Errors name the key path, e.g.
 // "queues.root.children.prod.weight: -1 must be > 0". `origin` prefixes messages (a file name).
-absl::StatusOr<SchedulerConfig> ParseSchedulerConfig(absl::string_view yaml,
-                                                     const ResourceTypeRegistry& registry,
-                                                     absl::string_view origin = "config");
-absl::StatusOr<SchedulerConfig> LoadSchedulerConfigFile(absl::string_view path,
-                                                        const ResourceTypeRegistry& registry);
+// Top-level keys beyond the core's (policy, locality, preemption, queues) must be one of
+// `sections`, whose checks run on their subtrees. Most callers want the registry's
+// ParseSchedulerConfig (scheduler/registry.h), which passes every policy's sections.
+absl::StatusOr<SchedulerConfig> ParseSchedulerConfigWith(
+    absl::string_view yaml, const ResourceTypeRegistry& registry, absl::string_view origin,
+    const std::vector<PolicySection>& sections);
 
 }  // namespace weft::scheduler
 

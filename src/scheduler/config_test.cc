@@ -2,6 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "scheduler/registry.h"
 
 namespace weft::scheduler {
 namespace {

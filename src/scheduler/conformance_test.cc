@@ -137,6 +137,37 @@ void CheckAccounting(const Scheduler& s) {
   EXPECT_EQ(node_sum, s.cluster_allocated());
 }
 
+// The per-app report hook: only policies with a notion of job utility make one, it reads only
+// the scheduler's state, and an unknown app gets none.
+TYPED_TEST(ConformanceTest, PolicyReportsReadOnlyTheSchedulersState) {
+  auto s = MakeScheduler(kOpenQueues, TypeParam::kName);
+  int reports = 0;
+  this->Drive(s.get(), 7, false, [&](const Scheduler& s, const PassResult&) {
+    for (AppId id = 1; id < 16; ++id) {
+      std::optional<AppPolicyReport> own = s.PolicyReport(id, 100);
+      if (s.app(id) == nullptr) {
+        EXPECT_FALSE(own.has_value()) << id;
+        continue;
+      }
+      EXPECT_EQ(own.has_value(), std::string(TypeParam::kName) == "ras") << id;
+      if (own.has_value()) {
+        ++reports;
+        EXPECT_GE(own->running_map_like, 0);
+        EXPECT_GE(own->running_reduce_like, 0);
+      }
+      // The same report as a yardstick from outside equals the policy's own.
+      auto as = PolicyReportAs(TypeParam::kName, s, id, 100);
+      ASSERT_TRUE(as.ok());
+      EXPECT_EQ(as->has_value(), own.has_value());
+    }
+  });
+  if (std::string(TypeParam::kName) == "ras") {
+    EXPECT_GT(reports, 0);
+  }
+  EXPECT_EQ(PolicyReportAs("no-such-policy", *s, 1, 0).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
 TYPED_TEST(ConformanceTest, NodesAreNeverOverAllocated) {
   auto s = MakeScheduler(kLimitedQueues, TypeParam::kName);
   this->Drive(s.get(), 1, true, [](const Scheduler& s, const PassResult&) { CheckAccounting(s); });

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,8 +33,8 @@ struct ClusterView {
   }
 };
 
-// The core's side of a policy that places containers itself (SchedulingPolicy::Place, e.g.
-// `ras`). The core stays the only writer of state: the policy reads, then asks the core to
+// The core's side of a policy that places containers itself (SchedulingPolicy::Place).
+// The core stays the only writer of state: the policy reads, then asks the core to
 // allocate; every allocation the core makes through it keeps all of the core's invariants
 // (node capacity, queue limits, blacklists, locality rows, accounting). Valid only during the
 // Place() call it is passed to.
@@ -63,6 +64,15 @@ class PlacementContext {
   // The core's own placement for the group (locality levels with delay scheduling, indexed
   // node search). False when nothing was placed.
   virtual bool PlaceAnywhere(AppId app, size_t group) = 0;
+};
+
+class Scheduler;
+
+// What a policy tells about one app at a moment (simulator samples, reports).
+struct AppPolicyReport {
+  double utility = 0;            // the policy's utility of the app's running tasks now
+  int32_t running_map_like = 0;  // the app's running task containers, by phase kind
+  int32_t running_reduce_like = 0;
 };
 
 // A scheduling policy decides *who* is served next and *how much* each queue may hold; the
@@ -103,11 +113,19 @@ class SchedulingPolicy {
   // Whether the core should run preemption for this policy (when the config enables it).
   virtual bool SupportsPreemption() const = 0;
 
-  // Settings beyond the queue tree (e.g. `ras`'s control loop). Called when the scheduler is
-  // created and on every Reconfigure, before the configuration is applied; an error refuses it.
+  // Settings beyond the queue tree: the policy's own section of the configuration, if any
+  // (SchedulerConfig::policy_sections). Called when the scheduler is created and on every
+  // Reconfigure, before the configuration is applied; an error refuses it.
   virtual absl::Status Configure(const SchedulerConfig&) { return absl::OkStatus(); }
 
-  // Policies that decide *where* as well (`ras`) return true: the core then calls Place() in
+  // The per-app hook: the policy's report on `app` at `now_ms` (Scheduler::PolicyReport, and
+  // the registry's PolicyReportAs for a policy used as a yardstick while another schedules);
+  // nullopt when it makes none, or for an unknown app. Must read only the scheduler's state.
+  virtual std::optional<AppPolicyReport> Report(const Scheduler&, AppId, int64_t /*now_ms*/) const {
+    return std::nullopt;
+  }
+
+  // Policies that decide *where* as well return true: the core then calls Place() in
   // every pass, after preemption and instead of its own ordering loop. Such a policy may keep
   // state between passes (its current placement plan); it must still be deterministic.
   virtual bool DecidesPlacement() const { return false; }

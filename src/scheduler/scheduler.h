@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,9 +78,8 @@ class Scheduler {
   // A container finished (or was released through its NM). Unknown ids are NotFound.
   absl::Status ContainerCompleted(ContainerId container);
   // The same, for a task container that ran to completion at `now_ms`: its run time (from its
-  // allocation) is also recorded in its app's phase statistics (AppState::phase_stats, the
-  // Job Status Updater of seed 003), from which `ras` estimates task lengths. AM containers
-  // and times before the allocation are not recorded.
+  // allocation) is added to its app's AppState::task_stats, from which goal-aware policies
+  // estimate task lengths. AM containers and times before the allocation are not recorded.
   absl::Status ContainerCompleted(ContainerId container, int64_t now_ms);
 
   // One global scheduling pass at time `now_ms`: kills containers whose preemption grace has
@@ -87,6 +87,12 @@ class Scheduler {
   // The result lives in a buffer the scheduler reuses: it is valid until the next call to
   // Schedule() (reusing it keeps a busy pass from touching fresh memory every time).
   const PassResult& Schedule(int64_t now_ms);
+
+  // The policy's report on `app` at `now_ms`; nullopt when the policy makes none or the app is
+  // unknown.
+  std::optional<AppPolicyReport> PolicyReport(AppId app, int64_t now_ms) const {
+    return policy_->Report(*this, app, now_ms);
+  }
 
   // Recomputes every queue's entitlement (fair share / elastic guarantee capped by demand).
   // Schedule() does it when preemption is on; reports call it when they need the figures.

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -70,18 +71,20 @@ struct RequestGroup {
   int32_t live_racks = 0;        // rack rows with count > 0
 };
 
-// The Job Status Updater's record of one phase (container priority) of an app: tasks that
-// completed normally and their total run time, from ContainerCompleted(id, now_ms).
-struct PhaseStats {
+// An app's task containers of one container priority (a phase of the job) that ran to
+// completion, and their total run time (ContainerCompleted with a time). Recorded whatever the
+// policy: goal-aware policies and reports estimate task lengths from it (seed 003's Job
+// Status Updater).
+struct TaskStats {
   int64_t completed = 0;
   int64_t total_ms = 0;
 };
 
 struct AppState : Schedulable {
   AppId id = 0;
-  JobProfile profile;  // as given in AppSpec (validated)
-  absl::flat_hash_map<int32_t, PhaseStats> phase_stats;  // by container priority
-  QueueNode* queue = nullptr;  // its leaf
+  JobProfile profile;                                  // as given in AppSpec (validated)
+  absl::flat_hash_map<int32_t, TaskStats> task_stats;  // by container priority
+  QueueNode* queue = nullptr;                          // its leaf
   std::string user;
   int32_t priority = 0;
   uint64_t submit_seq = 0;  // order of AddApp calls

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/job_profile.h"
 #include "common/resource.h"
 
 namespace weft::scheduler {
@@ -28,42 +29,6 @@ struct NodeSpec {
   Resource capacity;
 };
 
-// Seed 003 (RAS): what one running task of a phase actually consumes, as a share of one
-// node's capacity in [0, 1] per resource, distinct from what its container requests (Table 2
-// of the seed). `io` is the task's share of the node's disk and network bandwidth.
-struct TaskUsage {
-  double cpu = 0;
-  double io = 0;
-  double memory = 0;
-};
-
-// How the `ras` utility treats a phase's tasks (seed 003 section 3.3): map-like tasks are the
-// bulk of a job's work, steered towards its completion-time goal; reduce-like tasks should all
-// run as early as possible and are spread over nodes.
-enum class PhaseKind : uint8_t { kMapLike, kReduceLike };
-
-// One phase of a job: the tasks it asks for at container priority `priority`.
-struct PhaseProfile {
-  int32_t priority = 0;  // the request priority that carries this phase's tasks
-  std::string name;      // "map", "reduce", ... (reports only)
-  PhaseKind kind = PhaseKind::kMapLike;
-  // Measured usage of one task. Absent: the container request is taken as the usage.
-  bool has_usage = false;
-  TaskUsage usage;
-  // Expected run time of one task, from the offline profiling run (seed 003 section 3.6), in
-  // ms; -1: unknown. `ras` estimates with it until one of the phase's tasks has finished.
-  int64_t expected_task_ms = -1;
-};
-
-// What a job tells the scheduler beyond its asks (seed 003 section 1). Only `ras` acts on it;
-// other policies keep it for reports. Requests at a priority no phase names form a map-like
-// phase without a usage profile.
-struct JobProfile {
-  // Completion-time goal (soft deadline), absolute, in ms on the caller's clock; -1: none.
-  int64_t goal_ms = -1;
-  std::vector<PhaseProfile> phases;
-};
-
 // An application as it is added to the scheduler.
 struct AppSpec {
   AppId id = 0;
@@ -73,7 +38,9 @@ struct AppSpec {
   // The ApplicationMaster's container, allocated before any other ask of the app. Zero means
   // no AM container (an unmanaged AM, or a caller that models none).
   Resource am_resource;
-  JobProfile profile;  // seed 003; optional
+  // What the job tells the scheduler beyond its asks (optional). The core checks it and
+  // hands it to the policy; policies that steer by goals or usage (seed 003) read it.
+  JobProfile profile;
 };
 
 // One row of YARN's ResourceRequest table. `num_containers` is absolute: it replaces the

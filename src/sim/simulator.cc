@@ -15,7 +15,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "adaptcont/adaptcont.h"
-#include "scheduler/policies/ras/ras_policy.h"
 #include "scheduler/registry.h"
 
 namespace weft::sim {
@@ -60,6 +59,9 @@ absl::StatusOr<FailureSpec> ParseFailureSpec(absl::string_view text) {
 }
 
 namespace {
+
+// The policy whose per-app report gives the utility series (seed 003's utility function).
+constexpr char kUtilityYardstick[] = "ras";
 
 // Events at the same instant run in this order, then in the order they were queued.
 enum class EventType : uint8_t { kTaskFinish, kFailure, kSubmit, kAmReady, kPass, kSample };
@@ -261,12 +263,12 @@ void Sim::Submit(int64_t j, int64_t now) {
   spec.profile.goal_ms = job.job->goal_ms;
   for (const TaskGroup& g : job.job->groups) {
     bool dup = false;
-    for (const scheduler::PhaseProfile& p : spec.profile.phases) dup |= p.priority == g.priority;
+    for (const PhaseProfile& p : spec.profile.phases) dup |= p.priority == g.priority;
     if (dup) continue;  // one profile per container priority: the first group's
-    scheduler::PhaseProfile p;
+    PhaseProfile p;
     p.priority = g.priority;
     p.name = g.name;
-    p.kind = g.name == "reduce" ? scheduler::PhaseKind::kReduceLike : g.kind;
+    p.kind = g.name == "reduce" ? PhaseKind::kReduceLike : g.kind;
     p.has_usage = g.has_usage;
     p.usage = g.usage;
     p.expected_task_ms = g.expected_ms;
@@ -793,10 +795,13 @@ void Sim::TakeSample(int64_t now) {
         smp.jobs.push_back(js);
         continue;
       }
-      auto st = scheduler::ras::StatusOf(*s_, job.app, now);
-      if (!st.ok()) continue;
-      smp.jobs.push_back({static_cast<int32_t>(j), st->utility, static_cast<int32_t>(st->s_running),
-                          static_cast<int32_t>(st->r_running)});
+      // Seed 003's job utility, whatever policy schedules the run (the baselines are measured
+      // with the same yardstick).
+      auto report = scheduler::PolicyReportAs(kUtilityYardstick, *s_, job.app, now);
+      if (!report.ok() || !report->has_value()) continue;
+      const scheduler::AppPolicyReport* st = &**report;
+      smp.jobs.push_back(
+          {static_cast<int32_t>(j), st->utility, st->running_map_like, st->running_reduce_like});
     }
   }
   r_.samples.push_back(std::move(smp));

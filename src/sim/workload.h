@@ -28,9 +28,9 @@ struct TaskGroup {
   // Seed 003 (RAS): how the `ras` utility treats the phase, and what one task actually uses
   // (shares of a node, distinct from `resource`). With a usage, the simulator's contention
   // model applies to the task (docs/simulator.md). Groups named "reduce" are reduce-like.
-  scheduler::PhaseKind kind = scheduler::PhaseKind::kMapLike;
+  PhaseKind kind = PhaseKind::kMapLike;
   bool has_usage = false;
-  scheduler::TaskUsage usage;
+  TaskUsage usage;
   // The task length the job declares from its offline profiling run (`expected-s`), which
   // `ras` estimates with until it has observed one; -1: not declared (ms).
   int64_t expected_ms = -1;

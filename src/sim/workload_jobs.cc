@@ -34,8 +34,8 @@ constexpr const char* kGroupKeys[] = {"name",        "count",        "resource",
 
 // Parses a usage profile "cpu=0.25,io=0.1,memory=0.1" (shares of a node in [0, 1]; keys may
 // be omitted, each at most once). The error names what was wrong.
-bool ParseUsage(const std::string& text, scheduler::TaskUsage* out, std::string* error) {
-  scheduler::TaskUsage u;
+bool ParseUsage(const std::string& text, TaskUsage* out, std::string* error) {
+  TaskUsage u;
   bool seen[3] = {false, false, false};
   for (absl::string_view part : absl::StrSplit(text, ',')) {
     part = absl::StripAsciiWhitespace(part);
@@ -273,13 +273,13 @@ bool ReadGroup(const YAML::Node& node, int64_t fallback_line, const std::string&
     }
   }
 
-  if (g->name == "reduce") g->kind = scheduler::PhaseKind::kReduceLike;
+  if (g->name == "reduce") g->kind = PhaseKind::kReduceLike;
   std::string kind;
   if (!f.Text("kind", false, false, &kind)) return false;
   if (kind == "reduce") {
-    g->kind = scheduler::PhaseKind::kReduceLike;
+    g->kind = PhaseKind::kReduceLike;
   } else if (kind == "map") {
-    g->kind = scheduler::PhaseKind::kMapLike;
+    g->kind = PhaseKind::kMapLike;
   } else if (!kind.empty()) {
     return f.Fail(f.LineAt("kind"),
                   absl::StrCat("kind: '", kind.substr(0, 40), "' is not map or reduce"));

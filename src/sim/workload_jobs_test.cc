@@ -236,12 +236,12 @@ TEST(LoadJobsYamlTest, GoalKindAndUsage) {
   EXPECT_DOUBLE_EQ(j.groups[0].usage.cpu, 0.25);
   EXPECT_DOUBLE_EQ(j.groups[0].usage.io, 0.1);
   EXPECT_DOUBLE_EQ(j.groups[0].usage.memory, 0.0);
-  EXPECT_EQ(j.groups[0].kind, scheduler::PhaseKind::kMapLike);
+  EXPECT_EQ(j.groups[0].kind, PhaseKind::kMapLike);
   EXPECT_EQ(j.groups[0].expected_ms, 1500);
   EXPECT_EQ(j.groups[1].expected_ms, -1);  // not declared
   EXPECT_FALSE(j.groups[1].has_usage);
-  EXPECT_EQ(j.groups[1].kind, scheduler::PhaseKind::kReduceLike);  // by its name
-  EXPECT_EQ(j.groups[2].kind, scheduler::PhaseKind::kReduceLike);
+  EXPECT_EQ(j.groups[1].kind, PhaseKind::kReduceLike);  // by its name
+  EXPECT_EQ(j.groups[2].kind, PhaseKind::kReduceLike);
   EXPECT_DOUBLE_EQ(j.groups[2].usage.memory, 0.5);
 
   // Each bad seed 003 field (the rest of the group is valid) and the error it must give.

@@ -2,6 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "scheduler/registry.h"
 #include "scheduler/test_util.h"
 
 namespace weft::scheduler {

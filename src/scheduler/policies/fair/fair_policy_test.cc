@@ -16,8 +16,7 @@ constexpr int64_t kGb = 1024;
 std::vector<int> FillCluster(Scheduler* s, const std::vector<std::string>& queues,
                              int64_t node_gb = 40, int nodes = 1) {
   for (int i = 0; i < nodes; ++i)
-    EXPECT_TRUE(
-        s->AddNode({absl::StrCat("n", i), "/r1", Resource::Of(node_gb * kGb, 100)}).ok());
+    EXPECT_TRUE(s->AddNode({absl::StrCat("n", i), "/r1", Resource::Of(node_gb * kGb, 100)}).ok());
   for (size_t i = 0; i < queues.size(); ++i) {
     EXPECT_TRUE(s->AddApp(App(i + 1, queues[i]), 0).ok());
     EXPECT_TRUE(s->UpdateRequests(i + 1, Asks({Ask(1000, Resource::Of(1 * kGb, 1))})).ok());

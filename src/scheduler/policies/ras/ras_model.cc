@@ -25,8 +25,7 @@ double ReduceUtility(int64_t r_alloc, int64_t r_pend) {
   return std::log(static_cast<double>(r_alloc)) / std::log(static_cast<double>(r_pend)) - 1.0;
 }
 
-double JobUtility(int64_t s_alloc, int64_t s_req, int64_t s_pend, int64_t r_alloc,
-                  int64_t r_pend) {
+double JobUtility(int64_t s_alloc, int64_t s_req, int64_t s_pend, int64_t r_alloc, int64_t r_pend) {
   return std::min(1.0, MapUtility(s_alloc, s_req, s_pend) + ReduceUtility(r_alloc, r_pend));
 }
 
@@ -151,9 +150,8 @@ class Planner {
   std::vector<int32_t> ByUtility() const {
     std::vector<int32_t> order(m_.jobs.size());
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-      return out_.utility[a] < out_.utility[b];
-    });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int32_t a, int32_t b) { return out_.utility[a] < out_.utility[b]; });
     return order;
   }
 

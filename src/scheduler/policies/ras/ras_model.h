@@ -73,8 +73,8 @@ double PeakAfter(const Load& used, const Load& add);
 // Placement (seed 003 section 3.4, Algorithm 1), over a plain model.
 
 struct NodeModel {
-  Load used{};      // actual usage of everything running on the node now
-  Resource free;    // capacity - allocated (container requests)
+  Load used{};    // actual usage of everything running on the node now
+  Resource free;  // capacity - allocated (container requests)
   Resource capacity;
   bool usable = true;  // schedulable
 };
@@ -86,15 +86,15 @@ struct PhaseModel {
   PhaseKind kind = PhaseKind::kMapLike;
   bool has_usage = false;
   TaskUsage usage;
-  Resource request;                  // of one container (usage fallback, request fit)
-  int64_t pending = 0;               // waiting for a container
-  std::vector<int32_t> running;      // per node: its tasks running there now
-  std::vector<uint8_t> allowed;      // per node: may be placed there (health, blacklist)
+  Resource request;              // of one container (usage fallback, request fit)
+  int64_t pending = 0;           // waiting for a container
+  std::vector<int32_t> running;  // per node: its tasks running there now
+  std::vector<uint8_t> allowed;  // per node: may be placed there (health, blacklist)
 };
 
 struct JobModel {
   int64_t goal_ms = -1;
-  int64_t s_req = 0;              // from RequiredMapSlots
+  int64_t s_req = 0;               // from RequiredMapSlots
   int64_t s_pend = 0, r_pend = 0;  // unfinished map-like / reduce-like tasks
 };
 

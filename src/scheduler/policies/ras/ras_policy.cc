@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "common/yaml_util.h"
 
 namespace weft::scheduler {
 namespace ras {
@@ -26,7 +27,7 @@ namespace {
 // mean of those phases' declared expected lengths; -1 when neither is known (ms).
 double AvgTaskMs(const AppState& app, PhaseKind kind) {
   int64_t n = 0, total = 0;
-  for (const auto& [priority, st] : app.phase_stats) {
+  for (const auto& [priority, st] : app.task_stats) {
     if (PhaseAt(app, priority).kind != kind) continue;
     n += st.completed;
     total += st.total_ms;
@@ -102,38 +103,27 @@ namespace {
 
 using ras::Load;
 
-class RasPolicy final : public SchedulingPolicy {
+// Orders apps as FIFO does (seed 003's RAS has no queue fairness); what it adds is placement.
+class RasPolicy final : public FifoOrderingPolicy {
  public:
   absl::string_view name() const override { return "ras"; }
-  absl::Status Validate(const QueueConfig&) const override { return absl::OkStatus(); }
-  LeafOrdering DefaultLeafOrdering() const override { return LeafOrdering::kFifo; }
-  OrderKey AppKey(const AppState& app, const ClusterView&) const override {
-    return {-app.priority, 0, app.submit_seq};
-  }
-  OrderKey QueueKey(const QueueNode&, const OrderKey& best_child,
-                    const ClusterView&) const override {
-    return best_child;
-  }
-  void Recompute(const std::vector<QueueNode*>& queues, const ClusterView&) const override {
-    for (QueueNode* q : queues) {
-      for (int i = 0; i < kMaxResourceTypes; ++i) q->limit[i] = kUnlimited;
-      q->share_weight = 1;
-      q->floor = Resource();
-    }
-  }
-  bool CanAllocate(const AppState&, const Resource&, bool, const ClusterView&) const override {
-    return true;
-  }
-  bool SupportsPreemption() const override { return false; }
   absl::Status Configure(const SchedulerConfig& config) override {
-    if (config.ras.control_period_ms < 1)
-      return absl::InvalidArgumentError(
-          absl::StrCat("ras.control-period-ms: ", config.ras.control_period_ms, " must be >= 1"));
-    if (config.ras.max_rounds < 0)
-      return absl::InvalidArgumentError(
-          absl::StrCat("ras.max-rounds: ", config.ras.max_rounds, " must be >= 0"));
-    config_ = config.ras;
+    auto section = config.policy_sections.find("ras");
+    if (section == config.policy_sections.end()) {
+      config_ = RasConfig();
+      return absl::OkStatus();
+    }
+    absl::StatusOr<RasConfig> parsed = ParseRasSection(section->second, config.origin);
+    if (!parsed.ok()) return parsed.status();
+    config_ = *parsed;
     return absl::OkStatus();
+  }
+  std::optional<AppPolicyReport> Report(const Scheduler& scheduler, AppId app,
+                                        int64_t now_ms) const override {
+    absl::StatusOr<ras::JobStatus> st = ras::StatusOf(scheduler, app, now_ms);
+    if (!st.ok()) return std::nullopt;
+    return AppPolicyReport{st->utility, static_cast<int32_t>(st->s_running),
+                           static_cast<int32_t>(st->r_running)};
   }
   bool DecidesPlacement() const override { return true; }
   void Place(PlacementContext& ctx) override;
@@ -402,5 +392,33 @@ void RasPolicy::Place(PlacementContext& ctx) {
 }  // namespace
 
 std::unique_ptr<SchedulingPolicy> NewRasPolicy() { return std::make_unique<RasPolicy>(); }
+
+absl::StatusOr<RasConfig> ParseRasSection(absl::string_view text, absl::string_view origin) {
+  absl::StatusOr<YAML::Node> loaded = yaml::Load(text, origin);
+  if (!loaded.ok()) return loaded.status();
+  const YAML::Node& node = *loaded;
+  RasConfig config;
+  if (node.IsNull()) return config;
+  if (auto s = yaml::CheckKeys(node, {"control-period-ms", "max-rounds"}, origin, "ras"); !s.ok())
+    return s;
+  if (node["control-period-ms"]) {
+    auto v = yaml::Scalar<int64_t>(node["control-period-ms"], origin, "ras.control-period-ms");
+    if (!v.ok()) return v.status();
+    if (*v < 1)
+      return yaml::Err(origin, "ras.control-period-ms", absl::StrCat(*v, " must be >= 1"));
+    config.control_period_ms = *v;
+  }
+  if (node["max-rounds"]) {
+    auto v = yaml::Scalar<int32_t>(node["max-rounds"], origin, "ras.max-rounds");
+    if (!v.ok()) return v.status();
+    if (*v < 0) return yaml::Err(origin, "ras.max-rounds", absl::StrCat(*v, " must be >= 0"));
+    config.max_rounds = *v;
+  }
+  return config;
+}
+
+absl::Status ValidateRasSection(absl::string_view yaml, absl::string_view origin) {
+  return ParseRasSection(yaml, origin).status();
+}
 
 }  // namespace weft::scheduler

@@ -7,6 +7,10 @@
 #include <memory>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "scheduler/policies/fifo/fifo_policy.h"
 #include "scheduler/policies/ras/ras_model.h"
 #include "scheduler/policy.h"
 #include "scheduler/scheduler.h"
@@ -17,7 +21,8 @@ namespace weft::scheduler {
 // node's CPU, I/O and memory; the container request when a job gives none) and steers every
 // job towards its completion-time goal with the utility function of seed 003:
 //
-//  * Placement control loop: at most every `ras.control-period-ms` (and at once when a job or a
+//  * Placement control loop: at most every `control-period-ms` of its section (and at once when a
+//  job or a
 //    new phase of one appears, or the set of nodes changes) a new placement plan — job slots
 //    per node — is computed from the running tasks with ras::ComputePlacement (reduce-like
 //    tasks spread first, then max-min rounds over job utility, then greedy fill), never
@@ -32,6 +37,20 @@ namespace weft::scheduler {
 // Cost: each pass reads every container; a plan is O(slots x nodes x jobs). Meant for clusters
 // of up to a few hundred nodes, as in the seed.
 std::unique_ptr<SchedulingPolicy> NewRasPolicy();
+
+// `ras`'s own settings: the top-level `ras:` section of the scheduler configuration.
+struct RasConfig {
+  // Period T of the placement control loop, in ms of the caller's clock: a new placement is
+  // computed at most this often, and also at once when a job (or a new phase of one) appears.
+  int64_t control_period_ms = 30000;
+  // Upper bound on the max-min rounds (one task moved per round) in one control cycle.
+  int32_t max_rounds = 1000;
+};
+
+// Parses the `ras:` section (its YAML text); InvalidArgument "<origin>: ras.<key>: <what>".
+absl::StatusOr<RasConfig> ParseRasSection(absl::string_view yaml, absl::string_view origin);
+// The same, for the registry's PolicySection check.
+absl::Status ValidateRasSection(absl::string_view yaml, absl::string_view origin);
 
 namespace ras {
 

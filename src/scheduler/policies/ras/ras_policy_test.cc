@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "scheduler/registry.h"
 #include "scheduler/test_util.h"
 
 namespace weft::scheduler {
@@ -143,7 +144,7 @@ TEST(RasPolicyTest, RecordsTaskLengthsAndValidatesProfiles) {
   ASSERT_EQ(r.allocations.size(), 2u);
   ASSERT_TRUE(s->ContainerCompleted(r.allocations[0].container, 5000).ok());
   ASSERT_TRUE(s->ContainerCompleted(r.allocations[1].container, 7000).ok());
-  const PhaseStats& ps = s->app(1)->phase_stats.at(20);
+  const TaskStats& ps = s->app(1)->task_stats.at(20);
   EXPECT_EQ(ps.completed, 2);
   EXPECT_EQ(ps.total_ms, 4000 + 6000);
   ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(30, Resource::Of(128, 1), "*", 20)})).ok());
@@ -241,14 +242,59 @@ TEST(RasPolicyTest, ConfigKeys) {
   auto c = ParseSchedulerConfig("policy: ras\nras: {control-period-ms: 5000, max-rounds: 7}\n", reg,
                                 "t");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->ras.control_period_ms, 5000);
-  EXPECT_EQ(c->ras.max_rounds, 7);
+  // The section is the policy's: the core keeps its text, the policy parses it.
+  ASSERT_TRUE(c->policy_sections.contains("ras"));
+  auto ras_config = ParseRasSection(c->policy_sections.at("ras"), "t");
+  ASSERT_TRUE(ras_config.ok()) << ras_config.status();
+  EXPECT_EQ(ras_config->control_period_ms, 5000);
+  EXPECT_EQ(ras_config->max_rounds, 7);
   c = ParseSchedulerConfig("ras: {control-period-ms: 0}\n", reg, "t");
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("ras.control-period-ms"), std::string::npos);
   c = ParseSchedulerConfig("ras: {period: 5}\n", reg, "t");
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("unknown key 'period'"), std::string::npos);
+  // A section the configuration carries is checked again when the policy is configured.
+  SchedulerConfig direct = DefaultSchedulerConfig();
+  direct.policy = "ras";
+  direct.origin = "direct";
+  direct.policy_sections["ras"] = "max-rounds: -3";
+  auto created = CreateScheduler(direct, SchedulerOptions{reg});
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().message(), "direct: ras.max-rounds: -3 must be >= 0");
+  // Other top-level keys stay refused, naming what is allowed.
+  c = ParseSchedulerConfig("fifo: {x: 1}\n", reg, "t");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find(
+                "unknown key 'fifo' (allowed: locality, policy, preemption, queues, ras)"),
+            std::string::npos)
+      << c.status();
+}
+
+TEST(RasPolicyTest, ReportsThroughTheCoresPerAppHook) {
+  ResourceTypeRegistry reg;
+  auto c = ParseSchedulerConfig("policy: ras\n", reg, "t");
+  ASSERT_TRUE(c.ok());
+  auto s = CreateScheduler(*c, SchedulerOptions{reg});
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_TRUE((*s)->AddNode({"n1", "/r", Resource::Of(4096, 4)}).ok());
+  AppSpec app;
+  app.id = 1;
+  app.profile.goal_ms = 100000;
+  ASSERT_TRUE((*s)->AddApp(app, 0).ok());
+  ASSERT_TRUE((*s)->UpdateRequests(1, Asks({Ask(1, Resource::Of(512, 1), "*", 5)})).ok());
+  const PassResult& r = (*s)->Schedule(1000);
+  ASSERT_EQ(r.allocations.size(), 1u);
+  const ContainerId task = r.allocations[0].container;
+  std::optional<AppPolicyReport> running = (*s)->PolicyReport(1, 2000);
+  ASSERT_TRUE(running.has_value());
+  EXPECT_EQ(running->running_map_like, 1);
+  ASSERT_TRUE((*s)->ContainerCompleted(task, 4000).ok());
+  EXPECT_EQ((*s)->app(1)->task_stats.at(5).total_ms, 3000);
+  std::optional<AppPolicyReport> report = (*s)->PolicyReport(1, 5000);
+  ASSERT_TRUE(report.has_value());
+  EXPECT_EQ(report->running_map_like, 0);
+  EXPECT_FALSE((*s)->PolicyReport(99, 5000).has_value());
 }
 
 }  // namespace

@@ -1,0 +1,362 @@
+// Copyright Weft authors. The scheduler core: apps, their requests and containers.
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "scheduler/scheduler.h"
+#include "scheduler/scheduler_internal.h"
+
+namespace weft::scheduler {
+namespace {
+
+// Group order: the AM first, then YARN priority (lower first), request id, capability.
+bool GroupBefore(const RequestGroup& a, const RequestGroup& b) {
+  if (a.is_am != b.is_am) return a.is_am;
+  if (a.priority != b.priority) return a.priority < b.priority;
+  if (a.allocation_request_id != b.allocation_request_id)
+    return a.allocation_request_id < b.allocation_request_id;
+  for (int i = 0; i < kMaxResourceTypes; ++i) {
+    if (a.capability[i] != b.capability[i]) return a.capability[i] < b.capability[i];
+  }
+  return false;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Apps and requests
+
+const AppState* Scheduler::app(AppId id) const {
+  auto it = apps_.find(id);
+  return it == apps_.end() ? nullptr : it->second.get();
+}
+
+const ContainerState* Scheduler::container(ContainerId id) const {
+  auto it = containers_.find(id);
+  return it == containers_.end() ? nullptr : &slab_[it->second];
+}
+
+template <typename Next>
+std::vector<ContainerId> Scheduler::ListContainers(int32_t head, Next next) const {
+  std::vector<ContainerId> ids;
+  for (int32_t i = head; i >= 0; i = next(slab_[i])) ids.push_back(slab_[i].id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+std::vector<ContainerId> Scheduler::AppContainers(AppId id) const {
+  const AppState* a = app(id);
+  if (a == nullptr) return {};
+  return ListContainers(a->first_container, [](const ContainerState& c) { return c.app_next; });
+}
+
+std::vector<ContainerId> Scheduler::NodeContainers(NodeId id) const {
+  const NodeState* n = node(id);
+  if (n == nullptr) return {};
+  return ListContainers(n->first_container, [](const ContainerState& c) { return c.node_next; });
+}
+
+bool Scheduler::CanRun(const QueueNode* leaf) const {
+  for (const QueueNode* q = leaf; q; q = q->parent) {
+    if (q->config.max_running_apps >= 0 && q->running_apps >= q->config.max_running_apps)
+      return false;
+  }
+  return true;
+}
+
+void Scheduler::PromoteWaiting(QueueNode* leaf) {
+  while (!leaf->waiting_apps.empty() && CanRun(leaf)) {
+    AppState* app = leaf->waiting_apps.front();
+    leaf->waiting_apps.pop_front();
+    app->runnable = true;
+    for (QueueNode* q = leaf; q; q = q->parent) ++q->running_apps;
+    RefreshApp(app);
+  }
+}
+
+absl::Status Scheduler::AddApp(const AppSpec& spec, int64_t now_ms) {
+  (void)now_ms;
+  if (apps_.contains(spec.id))
+    return absl::AlreadyExistsError(absl::StrCat("application ", spec.id, " already exists"));
+  QueueNode* leaf = FindQueueMutable(spec.queue);
+  if (leaf == nullptr)
+    return absl::NotFoundError(
+        absl::StrCat("application ", spec.id, ": unknown queue '", spec.queue, "'"));
+  if (!leaf->is_leaf())
+    return absl::InvalidArgumentError(absl::StrCat("application ", spec.id, ": queue '", leaf->path,
+                                                   "' is a parent queue, not a leaf"));
+  for (const QueueNode* q = leaf; q; q = q->parent) {
+    if (q->config.state == QueueState::kStopped)
+      return absl::FailedPreconditionError(
+          absl::StrCat("application ", spec.id, ": queue '", q->path, "' is STOPPED"));
+  }
+  if (spec.user.empty())
+    return absl::InvalidArgumentError(absl::StrCat("application ", spec.id, ": empty user"));
+  if (spec.profile.goal_ms < -1)
+    return absl::InvalidArgumentError(absl::StrCat("application ", spec.id,
+                                                   ": completion-time goal ", spec.profile.goal_ms,
+                                                   " ms is negative (-1 means none)"));
+  for (size_t i = 0; i < spec.profile.phases.size(); ++i) {
+    const PhaseProfile& p = spec.profile.phases[i];
+    auto where = [&] {
+      return absl::StrCat("application ", spec.id, ": phase #", i, " ('", p.name, "', priority ",
+                          p.priority, ")");
+    };
+    for (size_t k = 0; k < i; ++k) {
+      if (spec.profile.phases[k].priority == p.priority)
+        return absl::InvalidArgumentError(
+            absl::StrCat(where(), ": priority already used by phase #", k));
+    }
+    if (p.expected_task_ms == 0 || p.expected_task_ms < -1)
+      return absl::InvalidArgumentError(absl::StrCat(where(), ": expected task length ",
+                                                     p.expected_task_ms,
+                                                     " ms is not positive (-1 means unknown)"));
+    if (!p.has_usage) continue;
+    for (auto [name, v] : {std::pair{"cpu", p.usage.cpu}, std::pair{"io", p.usage.io},
+                           std::pair{"memory", p.usage.memory}}) {
+      if (!(v >= 0 && v <= 1))
+        return absl::InvalidArgumentError(
+            absl::StrCat(where(), ": usage ", name, "=", v, " is not a share of a node in [0, 1]"));
+    }
+  }
+  Resource am;
+  if (!spec.am_resource.IsZero()) {
+    auto n = registry().Normalize(spec.am_resource);
+    if (!n.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat("application ", spec.id, ": AM resource: ", n.status().message()));
+    am = *n;
+  }
+  auto app = std::make_unique<AppState>();
+  app->id = spec.id;
+  app->profile = spec.profile;
+  app->queue = leaf;
+  app->user = spec.user;
+  app->priority = spec.priority;
+  app->submit_seq = next_submit_seq_++;
+  if (!am.IsZero()) {
+    RequestGroup g;
+    g.is_am = true;
+    g.priority = -1;
+    g.capability = am;
+    g.any.count = 1;
+    app->groups.push_back(std::move(g));
+    app->pending = am;
+    app->pending_containers = 1;
+    for (QueueNode* q = leaf; q; q = q->parent) q->pending += am;
+  }
+  app->user_usage = &leaf->user_usage[spec.user];
+  AppState* raw = app.get();
+  apps_[spec.id] = std::move(app);
+  leaf->apps.push_back(raw);
+  if (CanRun(leaf)) {
+    raw->runnable = true;
+    for (QueueNode* q = leaf; q; q = q->parent) ++q->running_apps;
+  } else {
+    leaf->waiting_apps.push_back(raw);
+  }
+  RefreshApp(raw);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<ContainerKill>> Scheduler::RemoveApp(AppId id) {
+  auto it = apps_.find(id);
+  if (it == apps_.end()) return absl::NotFoundError(absl::StrCat("application ", id, " not found"));
+  AppState* app = it->second.get();
+  std::vector<ContainerKill> released;
+  for (ContainerId c : AppContainers(id)) {
+    const ContainerState& cs = slot(c);
+    released.push_back(
+        {c, id, cs.node, cs.resource, ContainerExit::kAppRemoved, cs.is_am, cs.allocated_ms});
+    ReleaseContainer(c);
+  }
+  // Drop its pending demand, then the app itself.
+  for (QueueNode* q = app->queue; q; q = q->parent) q->pending -= app->pending;
+  app->pending = Resource();
+  app->pending_containers = 0;
+  app->groups.clear();
+  QueueNode* leaf = app->queue;
+  if (app->heap_pos >= 0) HeapRemove(leaf, app);
+  if (!keys_dirty_) RefreshUp(leaf);
+  leaf->apps.erase(std::find(leaf->apps.begin(), leaf->apps.end(), app));
+  auto w = std::find(leaf->waiting_apps.begin(), leaf->waiting_apps.end(), app);
+  if (w != leaf->waiting_apps.end()) leaf->waiting_apps.erase(w);
+  if (app->runnable) {
+    for (QueueNode* q = leaf; q; q = q->parent) --q->running_apps;
+  }
+  bool other = false;
+  for (AppState* a : leaf->apps) other |= a != app && a->user == app->user;
+  if (!other) leaf->user_usage.erase(app->user);
+  apps_.erase(it);
+  PromoteWaiting(leaf);
+  return released;
+}
+
+void Scheduler::RecomputePending(AppState* app) {
+  Resource pending;
+  int64_t count = 0;
+  for (const RequestGroup& g : app->groups) {
+    pending += g.capability * g.any.count;
+    count += g.any.count;
+  }
+  for (QueueNode* q = app->queue; q; q = q->parent) {
+    q->pending -= app->pending;
+    q->pending += pending;
+  }
+  app->pending = pending;
+  app->pending_containers = count;
+}
+
+absl::Status Scheduler::UpdateRequests(AppId id, const RequestUpdate& update) {
+  auto it = apps_.find(id);
+  if (it == apps_.end()) return absl::NotFoundError(absl::StrCat("application ", id, " not found"));
+  AppState* app = it->second.get();
+  // Validate everything first; nothing changes unless all of it is acceptable.
+  std::vector<Resource> normalized;
+  normalized.reserve(update.asks.size());
+  for (size_t i = 0; i < update.asks.size(); ++i) {
+    const ResourceRequest& ask = update.asks[i];
+    auto where = [&] {
+      return absl::StrCat("application ", id, ": ask #", i, " (priority ", ask.priority, ", '",
+                          ask.resource_name, "')");
+    };
+    if (ask.num_containers < 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat(where(), ": num_containers ", ask.num_containers, " is negative"));
+    if (ask.priority < 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat(where(), ": priority ", ask.priority, " is negative"));
+    if (ask.resource_name.empty())
+      return absl::InvalidArgumentError(absl::StrCat(where(), ": empty resource name"));
+    auto n = registry().Normalize(ask.capability);
+    if (!n.ok())
+      return absl::InvalidArgumentError(absl::StrCat(where(), ": ", n.status().message()));
+    normalized.push_back(*n);
+  }
+  for (ContainerId c : update.releases) {
+    const ContainerState* cs = container(c);
+    if (cs == nullptr || cs->app != id)
+      return absl::InvalidArgumentError(absl::StrCat("application ", id,
+                                                     ": cannot release container ", c,
+                                                     ": not allocated to this application"));
+  }
+  for (const auto* list : {&update.blacklist_additions, &update.blacklist_removals}) {
+    for (const std::string& name : *list) {
+      if (name.empty() || name == kAnyResourceName || internal::IsRackName(name))
+        return absl::InvalidArgumentError(
+            absl::StrCat("application ", id, ": blacklist entry '", name, "' is not a node name"));
+    }
+  }
+
+  // Apply.
+  for (ContainerId c : update.releases) ReleaseContainer(c);
+  for (const std::string& name : update.blacklist_additions) {
+    if (std::find(app->blacklist_names.begin(), app->blacklist_names.end(), name) ==
+        app->blacklist_names.end())
+      app->blacklist_names.push_back(name);
+    NodeId n = FindNode(name);
+    if (n >= 0) app->blacklist.insert(n);
+  }
+  for (const std::string& name : update.blacklist_removals) {
+    app->blacklist_names.erase(
+        std::remove(app->blacklist_names.begin(), app->blacklist_names.end(), name),
+        app->blacklist_names.end());
+    NodeId n = FindNode(name);
+    if (n >= 0) app->blacklist.erase(n);
+  }
+  for (size_t i = 0; i < update.asks.size(); ++i) {
+    const ResourceRequest& ask = update.asks[i];
+    RequestGroup probe;
+    probe.priority = ask.priority;
+    probe.allocation_request_id = ask.allocation_request_id;
+    probe.capability = normalized[i];
+    auto pos = std::lower_bound(app->groups.begin(), app->groups.end(), probe, GroupBefore);
+    if (pos == app->groups.end() || GroupBefore(probe, *pos)) {
+      if (ask.num_containers == 0 && ask.resource_name == kAnyResourceName) continue;
+      pos = app->groups.insert(pos, std::move(probe));
+    }
+    RequestGroup& g = *pos;
+    if (ask.resource_name == kAnyResourceName) {
+      g.any = {ask.num_containers, ask.relax_locality};
+    } else {
+      bool rack = internal::IsRackName(ask.resource_name);
+      auto& rows = rack ? g.racks : g.hosts;
+      int32_t& live = rack ? g.live_racks : g.live_hosts;
+      auto [idx, inserted] = g.row_index.try_emplace(ask.resource_name, 0);
+      if (inserted) {
+        idx->second = static_cast<int32_t>(rows.size());
+        rows.push_back({ask.resource_name, -1, 0, true});
+        g.resolved_generation = 0;  // resolve the new row before the next probe
+      }
+      RequestGroup::LocalRow& row = rows[idx->second];
+      live += (ask.num_containers > 0) - (row.count > 0);
+      row.count = ask.num_containers;
+      row.relax = ask.relax_locality;
+    }
+  }
+  // Drop groups with nothing outstanding at any level.
+  app->groups.erase(std::remove_if(app->groups.begin(), app->groups.end(),
+                                   [](const RequestGroup& g) {
+                                     return !g.is_am && g.any.count == 0 && g.live_hosts == 0 &&
+                                            g.live_racks == 0;
+                                   }),
+                    app->groups.end());
+  RecomputePending(app);
+  RefreshApp(app);
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::ContainerCompleted(ContainerId id) {
+  if (!containers_.contains(id))
+    return absl::NotFoundError(absl::StrCat("container ", id, " is not allocated"));
+  ReleaseContainer(id);
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::ContainerCompleted(ContainerId id, int64_t now_ms) {
+  if (!containers_.contains(id))
+    return absl::NotFoundError(absl::StrCat("container ", id, " is not allocated"));
+  const ContainerState& c = slot(id);
+  if (!c.is_am && now_ms >= c.allocated_ms) {
+    TaskStats& st = apps_.at(c.app)->task_stats[c.priority];
+    ++st.completed;
+    st.total_ms += now_ms - c.allocated_ms;
+  }
+  ReleaseContainer(id);
+  return absl::OkStatus();
+}
+
+void Scheduler::ChargeUsage(AppState* app, const Resource& r, bool is_am, int sign) {
+  Resource d = r * sign;
+  app->usage += d;
+  if (is_am) app->am_usage += d;
+  *app->user_usage += d;
+  for (QueueNode* q = app->queue; q; q = q->parent) {
+    q->usage += d;
+    if (is_am) q->am_usage += d;
+  }
+}
+
+void Scheduler::ReleaseContainer(ContainerId id) {
+  auto it = containers_.find(id);
+  const int32_t i = it->second;
+  containers_.erase(it);
+  const ContainerState c = slab_[i];
+  NodeState& n = nodes_[c.node];
+  AppState* app = apps_.at(c.app).get();
+  // Unlink from the node's and the app's lists.
+  (c.node_prev >= 0 ? slab_[c.node_prev].node_next : n.first_container) = c.node_next;
+  if (c.node_next >= 0) slab_[c.node_next].node_prev = c.node_prev;
+  (c.app_prev >= 0 ? slab_[c.app_prev].app_next : app->first_container) = c.app_next;
+  if (c.app_next >= 0) slab_[c.app_next].app_prev = c.app_prev;
+  --n.num_containers;
+  --app->num_containers;
+  free_slots_.push_back(i);
+  n.allocated -= c.resource;
+  UpdateNodeIndex(c.node);
+  ChargeUsage(app, c.resource, c.is_am, -1);
+  RefreshApp(app);
+}
+
+}  // namespace weft::scheduler
