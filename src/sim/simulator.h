@@ -79,8 +79,8 @@ struct JobResult {
 
 // One job in one sample (only for workloads with goals or usage profiles).
 struct JobSample {
-  int32_t job = 0;        // index into SimReport::job_results
-  double utility = 0;     // seed 003's U of its running tasks now (-inf: none running)
+  int32_t job = 0;     // index into SimReport::job_results
+  double utility = 0;  // seed 003's U of its running tasks now (-inf: none running)
   int32_t running_map = 0, running_reduce = 0;  // its running task containers (the wave)
 };
 

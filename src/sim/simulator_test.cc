@@ -91,8 +91,7 @@ TEST(SimulatorTest, UnknownQueueFailsTheJobNotTheRun) {
 TEST(SimulatorTest, DeterministicForTheSameSeed) {
   Workload w;
   for (int i = 0; i < 20; ++i)
-    w.jobs.push_back(
-        MakeJob(absl::StrCat("j", i), i * 3000, 10 + i, 5000 + 100 * i, i % 3, 2000));
+    w.jobs.push_back(MakeJob(absl::StrCat("j", i), i * 3000, 10 + i, 5000 + 100 * i, i % 3, 2000));
   SimOptions o = Options(4);
   o.replicas = 3;
   auto a = RunSimulation(w, o);
@@ -107,8 +106,7 @@ TEST(SimulatorTest, DeterministicForTheSameSeed) {
 TEST(SimulatorTest, FairSharesBeatFifoForSmallJobsBehindABigOne) {
   Workload w;
   w.jobs.push_back(MakeJob("big", 0, 400, 60000));
-  for (int i = 0; i < 5; ++i)
-    w.jobs.push_back(MakeJob(absl::StrCat("small", i), 5000, 4, 10000));
+  for (int i = 0; i < 5; ++i) w.jobs.push_back(MakeJob(absl::StrCat("small", i), 5000, 4, 10000));
   auto fifo = RunSimulation(w, Options(2, "fifo"));
   auto fair = RunSimulation(w, Options(2, "fair"));
   ASSERT_TRUE(fifo.ok() && fair.ok());
