@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
-#include "adaptcont/adaptcont.h"
+#include "adaptcont/am_sizing.h"
 #include "common/log.h"
 #include "rm/container_tracker.h"
 #include "rm/node_tracker.h"
@@ -216,42 +216,32 @@ absl::Status AppManager::SubmitApplication(const v1::ApplicationSubmissionContex
 
 absl::Status AppManager::SizeAm(RmApp& app) {
   const v1::AmSizingRequest& req = app.context.am_sizing();
-  adaptcont::AmSizingInput in;
-  in.user = app.record.user;
-  in.input_bytes = req.input_bytes();
-  in.split_bytes = req.split_bytes();
-  in.reduce_tasks = req.reduce_tasks();
+  adaptcont::AmSizingJob job;
+  job.user = app.record.user;
+  job.queue = app.record.queue;
+  job.input_bytes = req.input_bytes();
+  job.split_bytes = req.split_bytes();
+  job.reduce_tasks = req.reduce_tasks();
   absl::StatusOr<Resource> worker = SizingWorker(req);
   if (!worker.ok()) return worker.status();  // checked at submission
-  // Headroom: what the app's queue may still take (its limit less its usage), within what the
-  // cluster has free now.
-  const scheduler::Scheduler& sched = *ctx_->scheduler;
-  Resource headroom = (sched.cluster_total() - sched.cluster_allocated()).ClampedAtZero();
-  if (const scheduler::QueueNode* q = sched.FindQueue(app.record.queue)) {
-    headroom = Min(headroom, (q->limit - q->usage).ClampedAtZero());
-  }
-  in.available_containers = adaptcont::ContainersInHeadroom(headroom, *worker);
-  in.nodes_lost = ctx_->nodes->lost_nodes() - app.lost_nodes_at_last_sizing;
-  // The scheduler's maximum allocation, capped by the largest node as for any ask.
-  Resource max = ctx_->MaximumAllocation();
-  if (std::optional<Resource> largest = ctx_->nodes->LargestNodeCapability())
-    max = Min(max, *largest);
-  in.cluster_max_allocation = {max[kMemoryMb], max[kVcores]};
+  job.worker = *worker;
+  job.nodes_lost = ctx_->nodes->lost_nodes() - app.lost_nodes_at_last_sizing;
   if (!app.attempts.empty()) {
     const RmAttempt& last = app.attempts.back();
-    in.previous_attempt = adaptcont::PreviousAttempt{
+    job.previous_attempt = adaptcont::PreviousAttempt{
         {last.am_resource[kMemoryMb], last.am_resource[kVcores]}, last.am_memory_failure};
   }
-  absl::StatusOr<adaptcont::AmSizingDecision> decision =
-      adaptcont::DecideAmSize(ctx_->options->adaptcont, in);
-  if (!decision.ok()) return decision.status();
-  auto normalized = ctx_->registry().Normalize(decision->AsResource());
-  if (!normalized.ok()) return normalized.status();
-  app.context.mutable_am_resource()->CopyFrom(ctx_->ToProto(*normalized));
+  // Nodes still re-registering after a start must not look like a smaller cluster.
+  const bool nodes_settled =
+      ctx_->NowMs() - ctx_->started_ms >= ctx_->options->max_allocation_wait_ms;
+  absl::StatusOr<adaptcont::AmSizingOutcome> sized =
+      adaptcont::SizeAmContainer(ctx_->options->adaptcont, *ctx_->scheduler, job, nodes_settled);
+  if (!sized.ok()) return sized.status();
+  app.context.mutable_am_resource()->CopyFrom(ctx_->ToProto(sized->am));
   app.lost_nodes_at_last_sizing = ctx_->nodes->lost_nodes();
   std::string line =
-      absl::StrCat("attempt ", app.attempts.size() + 1, ": AM ",
-                   ctx_->registry().Format(*normalized), " (", decision->Explanation(), ")");
+      absl::StrCat("attempt ", app.attempts.size() + 1, ": AM ", ctx_->registry().Format(sized->am),
+                   " (", sized->decision.Explanation(), ")");
   log::Info("am_sized", {{"app", app.record.app_id}, {"decision", line}});
   app.am_sizing_decisions.push_back(std::move(line));
   return absl::OkStatus();

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "adaptcont/am_sizing.h"
 #include "sim/sim_run.h"
 
 namespace weft::sim::internal {
@@ -112,84 +113,33 @@ Resource Sim::WorkerContainer(const Job& spec) const {
   return spec.groups.empty() ? Resource::Of(1024, 1) : spec.groups.front().resource;
 }
 
-Resource Sim::ExpectedShare(const JobRun& job) const {
-  const std::string& policy = o_.scheduler.policy;
-  if (policy != "fair" && policy != "capacity") {
-    // FIFO (and others): what is free now, less what the jobs ahead of it still want (their
-    // tasks not yet running, within what their AMs run at once): they are served first.
-    Resource share = (s_->cluster_total() - s_->cluster_allocated()).ClampedAtZero();
-    for (const JobRun& other : jobs_) {
-      if (&other == &job) break;  // jobs_ is in submission order
-      if (!other.added || other.done) continue;
-      int64_t want = 0;
-      for (const GroupRun& g : other.groups) want += g.finished ? 0 : g.waiting;
-      if (other.max_running >= 0)
-        want = std::min(want, std::max<int64_t>(0, other.max_running - other.running));
-      share = (share - WorkerContainer(*other.job) * want).ClampedAtZero();
-    }
-    return share;
-  }
-  Resource share = s_->cluster_total();
-  const scheduler::QueueNode* leaf = s_->FindQueue(job.job->queue);
-  if (leaf == nullptr) return share;
-  auto scale = [&](double f) {
-    for (int t = 0; t < o_.registry.size(); ++t)
-      share[t] = static_cast<int64_t>(std::floor(static_cast<double>(share[t]) * f));
-  };
-  std::vector<const scheduler::QueueNode*> path;
-  for (const scheduler::QueueNode* q = leaf; q->parent != nullptr; q = q->parent) path.push_back(q);
-  for (auto it = path.rbegin(); it != path.rend(); ++it) {
-    const scheduler::QueueNode* q = *it;
-    const auto& siblings = q->parent->children;
-    if (policy == "fair") {
-      // Weighted among the siblings that have apps, this queue included.
-      double sum = 0;
-      for (const scheduler::QueueNode* c : siblings) {
-        if (c == q || c->running_apps > 0) sum += c->config.weight;
-      }
-      scale(q->config.weight / sum);
-    } else {
-      // capacity: the guaranteed capacity, elastic growth not counted.
-      scale(q->config.capacity >= 0 ? q->config.capacity / 100
-                                    : 1.0 / static_cast<double>(siblings.size()));
-    }
-  }
-  const bool fair_leaf = leaf->config.ordering.has_value()
-                             ? *leaf->config.ordering == scheduler::LeafOrdering::kFair
-                             : policy == "fair";
-  if (fair_leaf) {
-    int64_t apps = 1;  // this job's
-    for (const scheduler::AppState* a : leaf->apps) apps += a->runnable ? 1 : 0;
-    scale(1.0 / static_cast<double>(apps));
-  }
-  return share;
-}
-
 absl::Status Sim::SizeAm(int64_t j) {
   JobRun& job = jobs_[j];
   const Job& spec = *job.job;
   const adaptcont::AdaptContConfig& config = *o_.am_master;
-  adaptcont::AmSizingInput in;
+  // The RM's decision in the same state (adaptcont/am_sizing.h). Map-like tasks: the groups
+  // that depend on none; reduce-like: the others (seed 002's application constraint sizes the
+  // AM for the former).
+  adaptcont::AmSizingJob in;
   in.user = spec.user;
-  // Map-like tasks: the groups that depend on none; reduce-like: the others (seed 002's
-  // application constraint sizes the AM for the former).
+  in.queue = spec.queue;
   int64_t maps = 0, reduces = 0;
   for (const TaskGroup& g : spec.groups) (g.depends_on.empty() ? maps : reduces) += g.count;
-  in.map_tasks = maps;
-  in.reduce_tasks = reduces;
+  // As a client of the RM says it: the input (one split per map task) and the split size.
   in.input_bytes = maps * config.split_bytes;
-  in.available_containers =
-      adaptcont::ContainersInHeadroom(ExpectedShare(job), WorkerContainer(spec));
-  in.nodes_lost = nodes_lost_ - job.nodes_lost_seen;  // the headroom above is taken after it
-  in.cluster_max_allocation = max_allocation_;
+  in.split_bytes = config.split_bytes;
+  in.reduce_tasks = reduces;
+  in.worker = WorkerContainer(spec);
+  in.nodes_lost = nodes_lost_ - job.nodes_lost_seen;
   if (job.attempt > 0) {
     in.previous_attempt = adaptcont::PreviousAttempt{
         {job.am_resource[kMemoryMb], job.am_resource[kVcores]}, job.failed_for_memory};
   }
-  absl::StatusOr<adaptcont::AmSizingDecision> d = adaptcont::DecideAmSize(config, in);
-  if (!d.ok()) return d.status();
-  absl::StatusOr<Resource> am = o_.registry.Normalize(d->AsResource());
-  if (!am.ok()) return am.status();
+  absl::StatusOr<adaptcont::AmSizingOutcome> sized =
+      adaptcont::SizeAmContainer(config, *s_, in);
+  if (!sized.ok()) return sized.status();
+  const Resource* am = &sized->am;
+  const adaptcont::AmSizingDecision* d = &sized->decision;
   job.am_resource = *am;
   job.max_running = d->max_running_tasks;
   job.trackable = adaptcont::AmTasksTrackable((*am)[kMemoryMb], config.am_memory_model);

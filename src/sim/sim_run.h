@@ -153,9 +153,6 @@ class Sim {
   // AdaptCont: sizes job j's next AM attempt into JobRun::am_resource; errors are the
   // decision's (no AM fits its ceilings).
   absl::Status SizeAm(int64_t j);
-  // What the job's queue would give it at once under the policy with the jobs now in the
-  // scheduler: AdaptCont's headroom (docs/adaptcont.md, "In the simulator").
-  Resource ExpectedShare(const JobRun& job) const;
   // The container one task of `spec` asks for (its first group's, or the slot under --slots):
   // the unit AdaptCont counts its headroom in.
   Resource WorkerContainer(const Job& spec) const;
@@ -181,7 +178,6 @@ class Sim {
   bool contention_ = false;
   bool utility_series_ = false;           // goals or usage profiles: samples carry RAS utility
   int64_t nodes_lost_ = 0;                // nodes removed by failure injection so far
-  adaptcont::AmResource max_allocation_;  // registry maximum capped by the largest node
   Resource slot_request_;
   std::vector<NodeRun> node_run_;  // by NodeId, contention model only
   double jain_sum_ = 0;

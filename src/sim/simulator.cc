@@ -133,12 +133,6 @@ absl::StatusOr<SimReport> Sim::Run() {
     r_.job_series = true;  // the wave of every job over time (seed 002's Fig. 5)
   }
   r_.contention = contention_;
-  if (o_.am_master) {
-    Resource largest;
-    for (const scheduler::NodeSpec& n : node_specs) largest = Max(largest, n.capacity);
-    max_allocation_ = {std::min(o_.registry.info(kMemoryMb).maximum, largest[kMemoryMb]),
-                       std::min(o_.registry.info(kVcores).maximum, largest[kVcores])};
-  }
   for (const scheduler::NodeSpec& n : node_specs) {
     auto id = s_->AddNode(n);
     if (!id.ok()) return id.status();
