@@ -144,47 +144,6 @@ bool IsFinal(AttemptState s) {
   return s == v1::ATTEMPT_FINISHED || s == v1::ATTEMPT_FAILED || s == v1::ATTEMPT_KILLED;
 }
 
-std::string AppStateName(AppState s) {
-  return std::string(absl::StripPrefix(v1::ApplicationState_Name(s), "APP_"));
-}
-
-std::string AttemptStateName(AttemptState s) {
-  return std::string(absl::StripPrefix(v1::ApplicationAttemptState_Name(s), "ATTEMPT_"));
-}
-
-std::string FinalStatusName(FinalStatus s) {
-  if (s == v1::FINAL_STATUS_UNDEFINED) return "";
-  return std::string(absl::StripPrefix(v1::FinalApplicationStatus_Name(s), "FINAL_"));
-}
-
-absl::StatusOr<AppState> ParseAppState(absl::string_view name) {
-  AppState s;
-  if (!absl::StartsWith(name, "APP") &&
-      v1::ApplicationState_Parse(absl::StrCat("APP_", name), &s) &&
-      s != v1::APPLICATION_STATE_UNSPECIFIED)
-    return s;
-  return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not an application state"));
-}
-
-absl::StatusOr<AttemptState> ParseAttemptState(absl::string_view name) {
-  AttemptState s;
-  if (!absl::StartsWith(name, "ATTEMPT") &&
-      v1::ApplicationAttemptState_Parse(absl::StrCat("ATTEMPT_", name), &s) &&
-      s != v1::ATTEMPT_STATE_UNSPECIFIED)
-    return s;
-  return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not an attempt state"));
-}
-
-absl::StatusOr<FinalStatus> ParseFinalStatus(absl::string_view name) {
-  FinalStatus s;
-  // Stores spell "not reported yet" as "" or UNDEFINED (YARN's name).
-  if (name.empty() || name == "UNDEFINED") return v1::FINAL_STATUS_UNDEFINED;
-  if (!absl::StartsWith(name, "FINAL") && !absl::StartsWith(name, "STATUS") &&
-      v1::FinalApplicationStatus_Parse(absl::StrCat("FINAL_", name), &s))
-    return s;
-  return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not a final status"));
-}
-
 AppEvent AppEventFor(FinalStatus final_status) {
   if (final_status == v1::FINAL_SUCCEEDED) return AppEvent::kFinished;
   if (final_status == v1::FINAL_KILLED) return AppEvent::kKilled;

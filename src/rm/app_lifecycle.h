@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "store/state_names.h"
 #include "weft/v1/common.pb.h"
 
 namespace weft::rm {
@@ -52,15 +53,13 @@ absl::StatusOr<AttemptState> NextAttemptState(AttemptState from, AttemptEvent ev
 bool IsFinal(AppState s);
 bool IsFinal(AttemptState s);
 
-// Names without the proto prefix, and back. Parsing refuses unknown names and the
-// UNSPECIFIED values with InvalidArgument naming the text.
-std::string AppStateName(AppState s);
-std::string AttemptStateName(AttemptState s);
-// "" for FINAL_STATUS_UNDEFINED (nothing reported yet), else "SUCCEEDED", "FAILED", "KILLED".
-std::string FinalStatusName(FinalStatus s);
-absl::StatusOr<AppState> ParseAppState(absl::string_view name);
-absl::StatusOr<AttemptState> ParseAttemptState(absl::string_view name);
-absl::StatusOr<FinalStatus> ParseFinalStatus(absl::string_view name);
+// Names without the proto prefix, and back: the stores' spelling (store/state_names.h).
+using store::AppStateName;
+using store::AttemptStateName;
+using store::FinalStatusName;
+using store::ParseAppState;
+using store::ParseAttemptState;
+using store::ParseFinalStatus;
 
 // The application state an AM's final status leads to (YARN: SUCCEEDED -> FINISHED), and the
 // event that takes it there.

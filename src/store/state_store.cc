@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "store/state_names.h"
 
 namespace weft::store {
 namespace {
@@ -21,6 +22,11 @@ std::string NotOneOf(absl::string_view field, absl::string_view value,
   return absl::StrCat(field, " '", value, "' is not one of ", absl::StrJoin(allowed, ", "));
 }
 
+std::string NotOneOf(absl::string_view field, absl::string_view value,
+                     const std::vector<std::string>& allowed) {
+  return absl::StrCat(field, " '", value, "' is not one of ", absl::StrJoin(allowed, ", "));
+}
+
 }  // namespace
 
 absl::Status ValidateApplicationRecord(const ApplicationRecord& app) {
@@ -28,13 +34,13 @@ absl::Status ValidateApplicationRecord(const ApplicationRecord& app) {
     return absl::InvalidArgumentError("application record: app_id is empty");
   }
   const std::string where = absl::StrCat("application '", app.app_id, "': ");
-  if (!OneOf(app.state, kApplicationStates)) {
+  if (!ParseAppState(app.state).ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(where, NotOneOf("state", app.state, kApplicationStates)));
+        absl::StrCat(where, NotOneOf("state", app.state, AppStateNames())));
   }
-  if (!app.final_status.empty() && !OneOf(app.final_status, kFinalStatuses)) {
+  if (!ParseFinalStatus(app.final_status).ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        where, NotOneOf("final_status", app.final_status, kFinalStatuses), " (or empty)"));
+        where, NotOneOf("final_status", app.final_status, FinalStatusNames()), " (or empty)"));
   }
   if (app.max_attempts < 1) {
     return absl::InvalidArgumentError(
@@ -53,9 +59,9 @@ absl::Status ValidateAttemptRecord(const AttemptRecord& attempt) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, "attempt_id ", attempt.attempt_id, " is less than 1"));
   }
-  if (!OneOf(attempt.state, kAttemptStates)) {
+  if (!ParseAttemptState(attempt.state).ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(where, NotOneOf("state", attempt.state, kAttemptStates)));
+        absl::StrCat(where, NotOneOf("state", attempt.state, AttemptStateNames())));
   }
   return absl::OkStatus();
 }

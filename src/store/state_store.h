@@ -14,19 +14,8 @@
 
 namespace weft::store {
 
-// Application states, in lifecycle order (see DESIGN.md, "RM daemon").
-inline constexpr absl::string_view kApplicationStates[] = {
-    "NEW", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHED", "FAILED", "KILLED"};
-
-// Attempt states (a subset of YARN's RMAppAttemptState), in lifecycle order.
-inline constexpr absl::string_view kAttemptStates[] = {
-    "NEW",     "SUBMITTED", "SCHEDULED", "ALLOCATED", "LAUNCHED",
-    "RUNNING", "FINISHING", "FINISHED",  "FAILED",    "KILLED"};
-
-// Final statuses an AM reports (YARN's FinalApplicationStatus). The empty string means "not
-// reported yet" and is accepted too.
-inline constexpr absl::string_view kFinalStatuses[] = {"UNDEFINED", "SUCCEEDED", "FAILED",
-                                                       "KILLED"};
+// Application and attempt states and final statuses are spelled as in store/state_names.h
+// (the proto enums' names without prefix).
 
 // Master key purposes: the key that signs container tokens and the one that signs AM-RM tokens.
 inline constexpr absl::string_view kMasterKeyPurposes[] = {"container", "amrm"};
@@ -39,8 +28,8 @@ struct ApplicationRecord {
   std::string queue;
   std::string user;
   int32_t priority = 0;
-  std::string state = "NEW";  // one of kApplicationStates
-  std::string final_status;   // "" or one of kFinalStatuses
+  std::string state = "NEW";  // an application state (store/state_names.h)
+  std::string final_status;   // "" or a final status (store/state_names.h)
   std::string diagnostics;
   int64_t submit_ms = 0;
   int64_t start_ms = 0;
@@ -57,7 +46,7 @@ struct ApplicationRecord {
 struct AttemptRecord {
   std::string app_id;           // non-empty; names a stored application
   int32_t attempt_id = 1;       // >= 1
-  std::string state = "NEW";    // one of kAttemptStates
+  std::string state = "NEW";    // an attempt state (store/state_names.h)
   std::string am_container_id;  // "" until the AM container is allocated
   std::string node;             // node of the AM container, "" until allocated
   int32_t exit_status = 0;      // of the AM container
