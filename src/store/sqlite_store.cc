@@ -19,9 +19,23 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "store/sqlite_util.h"
 
 namespace weft::store {
 namespace {
+
+using sqlite::BindAll;
+using sqlite::Blob;
+using sqlite::CodeForSqlite;
+using sqlite::CreateParentDirectories;
+using sqlite::ErrnoError;
+using sqlite::Int;
+using sqlite::Param;
+using sqlite::RowReader;
+using sqlite::ScopedReset;
+using sqlite::StatementPtr;
+using sqlite::SyncDirectory;
+using sqlite::Text;
 
 // Version of the schema below. Bump it, and teach Open() to migrate, when the schema changes.
 constexpr int64_t kSchemaVersion = 1;
@@ -118,198 +132,6 @@ FROM attempts ORDER BY app_id, attempt_id
 constexpr const char* kLoadMasterKeys = R"sql(
 SELECT purpose, key_id, secret, created_ms, expires_ms FROM master_keys ORDER BY purpose, key_id
 )sql";
-
-absl::StatusCode CodeForSqlite(int rc) {
-  switch (rc & 0xff) {
-    case SQLITE_CONSTRAINT:
-    case SQLITE_NOTADB:
-    case SQLITE_CANTOPEN:
-    case SQLITE_READONLY:
-    case SQLITE_SCHEMA:
-      return absl::StatusCode::kFailedPrecondition;
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-      return absl::StatusCode::kUnavailable;
-    case SQLITE_CORRUPT:
-      return absl::StatusCode::kDataLoss;
-    case SQLITE_FULL:
-    case SQLITE_NOMEM:
-      return absl::StatusCode::kResourceExhausted;
-    case SQLITE_TOOBIG:
-    case SQLITE_RANGE:
-      return absl::StatusCode::kInvalidArgument;
-    case SQLITE_PERM:
-    case SQLITE_AUTH:
-      return absl::StatusCode::kPermissionDenied;
-    default:
-      return absl::StatusCode::kInternal;
-  }
-}
-
-absl::StatusCode CodeForErrno(int err) {
-  switch (err) {
-    case EACCES:
-    case EPERM:
-    case EROFS:
-      return absl::StatusCode::kPermissionDenied;
-    case ENOENT:
-    case ENOTDIR:
-      return absl::StatusCode::kNotFound;
-    case ENOSPC:
-    case EDQUOT:
-    case EMFILE:
-    case ENFILE:
-      return absl::StatusCode::kResourceExhausted;
-    default:
-      return absl::StatusCode::kInternal;
-  }
-}
-
-absl::Status ErrnoError(int err, absl::string_view what) {
-  return absl::Status(CodeForErrno(err), absl::StrCat(what, ": ", std::strerror(err)));
-}
-
-// Flushes a directory's entries (files created in it) to stable storage.
-absl::Status SyncDirectory(const std::filesystem::path& dir) {
-  const std::string name = dir.empty() ? std::string(".") : dir.string();
-  int fd = ::open(name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError(errno, absl::StrCat("opening directory '", name, "'"));
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) return ErrnoError(err, absl::StrCat("syncing directory '", name, "'"));
-  return absl::OkStatus();
-}
-
-// Creates the missing directories above `file` and makes their entries durable.
-absl::Status CreateParentDirectories(const std::filesystem::path& file) {
-  namespace fs = std::filesystem;
-  const fs::path parent = file.parent_path();
-  std::vector<fs::path> missing;  // deepest first
-  for (fs::path dir = parent; !dir.empty(); dir = dir.parent_path()) {
-    std::error_code ec;
-    if (fs::exists(dir, ec) || dir == dir.parent_path()) break;
-    missing.push_back(dir);
-  }
-  if (missing.empty()) return absl::OkStatus();
-  std::error_code ec;
-  fs::create_directories(parent, ec);
-  if (ec) {
-    return ErrnoError(ec.value(), absl::StrCat("creating directory '", parent.string(), "'"));
-  }
-  for (const fs::path& dir : missing) {
-    if (absl::Status s = SyncDirectory(dir.parent_path()); !s.ok()) return s;
-  }
-  return absl::OkStatus();
-}
-
-struct StatementDeleter {
-  void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
-};
-using StatementPtr = std::unique_ptr<sqlite3_stmt, StatementDeleter>;
-
-// Resets a statement and clears its bindings when it goes out of scope, so that it can be run
-// again and holds no pointers into the caller's strings.
-class ScopedReset {
- public:
-  explicit ScopedReset(sqlite3_stmt* stmt) : stmt_(stmt) {}
-  ~ScopedReset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  ScopedReset(const ScopedReset&) = delete;
-  ScopedReset& operator=(const ScopedReset&) = delete;
-
- private:
-  sqlite3_stmt* stmt_;
-};
-
-// A value bound to a statement parameter. Text and blob values point into the caller's
-// memory, which must stay valid until the statement is reset.
-struct Param {
-  enum class Kind { kInt, kText, kBlob };
-  Kind kind;
-  int64_t integer;
-  absl::string_view bytes;
-};
-Param Int(int64_t value) { return {Param::Kind::kInt, value, {}}; }
-Param Text(absl::string_view value) { return {Param::Kind::kText, 0, value}; }
-Param Blob(absl::string_view value) { return {Param::Kind::kBlob, 0, value}; }
-
-// Binds `params` to parameters 1..n of `stmt`. Returns an SQLite result code.
-int BindAll(sqlite3_stmt* stmt, std::initializer_list<Param> params) {
-  int index = 0;
-  for (const Param& p : params) {
-    ++index;
-    // A null pointer would bind SQL NULL; an empty value must stay an empty TEXT or BLOB.
-    const char* data = p.bytes.data() != nullptr ? p.bytes.data() : "";
-    int rc = SQLITE_OK;
-    switch (p.kind) {
-      case Param::Kind::kInt:
-        rc = sqlite3_bind_int64(stmt, index, p.integer);
-        break;
-      case Param::Kind::kText:
-        rc = sqlite3_bind_text64(stmt, index, data, p.bytes.size(), SQLITE_STATIC, SQLITE_UTF8);
-        break;
-      case Param::Kind::kBlob:
-        rc = sqlite3_bind_blob64(stmt, index, data, p.bytes.size(), SQLITE_STATIC);
-        break;
-    }
-    if (rc != SQLITE_OK) return rc;
-  }
-  return SQLITE_OK;
-}
-
-// Reads the columns of the current row of a query, checking each value's type. The first
-// mismatch is kept in problem().
-class RowReader {
- public:
-  RowReader(sqlite3_stmt* stmt, absl::string_view table) : stmt_(stmt), table_(table) {}
-
-  // A TEXT column (want_blob false) or a BLOB column (want_blob true), as raw bytes.
-  std::string Bytes(int col, bool want_blob = false) {
-    const int type = sqlite3_column_type(stmt_, col);
-    if (type != (want_blob ? SQLITE_BLOB : SQLITE_TEXT)) {
-      Bad(col, want_blob ? "is not a BLOB" : "is not TEXT");
-      return {};
-    }
-    const void* data = sqlite3_column_blob(stmt_, col);
-    const int size = sqlite3_column_bytes(stmt_, col);
-    if (data == nullptr || size <= 0) return {};
-    return std::string(static_cast<const char*>(data), static_cast<size_t>(size));
-  }
-
-  int64_t Int64(int col) {
-    if (sqlite3_column_type(stmt_, col) != SQLITE_INTEGER) {
-      Bad(col, "is not an INTEGER");
-      return 0;
-    }
-    return sqlite3_column_int64(stmt_, col);
-  }
-
-  int32_t Int32(int col) {
-    const int64_t value = Int64(col);
-    if (value < INT32_MIN || value > INT32_MAX) {
-      Bad(col, absl::StrCat("value ", value, " does not fit in 32 bits"));
-      return 0;
-    }
-    return static_cast<int32_t>(value);
-  }
-
-  // "" if every column read so far was well-typed; else "<table>.<column> <what is wrong>".
-  const std::string& problem() const { return problem_; }
-
- private:
-  void Bad(int col, absl::string_view why) {
-    if (problem_.empty()) {
-      problem_ = absl::StrCat(table_, ".", sqlite3_column_name(stmt_, col), " ", why);
-    }
-  }
-
-  sqlite3_stmt* stmt_;
-  absl::string_view table_;
-  std::string problem_;
-};
 
 class SqliteStore final : public StateStore {
  public:
