@@ -11,7 +11,13 @@
 #include <utility>
 
 #include "absl/strings/escaping.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "weft/v1/tokens.pb.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "weft/v1/tokens.pb.h"
 
 namespace weft::security {
 namespace {
@@ -26,107 +32,50 @@ void CheckOrDie(bool condition, const char* message) {
   }
 }
 
-// Appends fixed-width big-endian integers and length-prefixed strings.
-class Writer {
- public:
-  explicit Writer(char kind) {
-    out_.push_back(static_cast<char>(kTokenFormatVersion));
-    out_.push_back(kind);
+// The two header bytes, then the message in protobuf's deterministic encoding.
+std::string Serialize(char kind, const google::protobuf::MessageLite& message) {
+  std::string out;
+  out.push_back(static_cast<char>(kTokenFormatVersion));
+  out.push_back(kind);
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    CheckOrDie(message.SerializeToCodedStream(&coded), "serializing a token identifier");
   }
+  return out;
+}
 
-  Writer& String(absl::string_view s) {
-    CheckOrDie(s.size() <= std::numeric_limits<uint32_t>::max(), "token field over 4 GiB");
-    Unsigned(s.size(), 4);
-    out_.append(s.data(), s.size());
-    return *this;
+// Parses `in` as Serialize(expected_kind, *message) wrote it: the header, a message that
+// parses, and nothing but its canonical encoding (no reordered, repeated, default-valued or
+// unknown fields, no trailing bytes).
+absl::Status Parse(absl::string_view in, char expected_kind, absl::string_view what,
+                   google::protobuf::Message* message) {
+  auto fail = [&](absl::string_view reason) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed ", what, " identifier (", in.size(), " bytes): ", reason));
+  };
+  if (in.size() < 2) return fail("header truncated");
+  const auto version = static_cast<uint8_t>(in[0]);
+  if (version != kTokenFormatVersion) {
+    return fail(absl::StrCat("header: unknown format version ", version));
   }
-  Writer& Int32(int32_t v) {
-    Unsigned(static_cast<uint32_t>(v), 4);
-    return *this;
+  if (in[1] != expected_kind) {
+    return fail(absl::StrCat("header: kind byte 0x", absl::Hex(static_cast<uint8_t>(in[1])),
+                             " is not this kind of token"));
   }
-  Writer& Int64(int64_t v) {
-    Unsigned(static_cast<uint64_t>(v), 8);
-    return *this;
+  const absl::string_view body = in.substr(2);
+  if (body.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !message->ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+    return fail("body does not parse (truncated, trailing or corrupt bytes)");
   }
-  std::string Finish() { return std::move(out_); }
-
- private:
-  void Unsigned(uint64_t v, int width) {
-    for (int i = width - 1; i >= 0; --i) out_.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  message->DiscardUnknownFields();  // so that an unknown field fails the comparison below
+  if (Serialize(expected_kind, *message) != in) {
+    return fail(
+        "body is not in canonical encoding (trailing, unknown, repeated or reordered fields)");
   }
-
-  std::string out_;
-};
-
-// Reads what Writer wrote from untrusted bytes. Every read checks the remaining length first;
-// the first failure sticks and later reads do nothing.
-class Reader {
- public:
-  Reader(absl::string_view in, absl::string_view what) : in_(in), what_(what) {}
-
-  // Consumes the version and kind bytes.
-  void Header(char expected_kind) {
-    if (in_.size() < 2) return Fail("header", "truncated");
-    const auto version = static_cast<uint8_t>(in_[0]);
-    if (version != kTokenFormatVersion) {
-      return Fail("header", absl::StrCat("unknown format version ", version));
-    }
-    if (in_[1] != expected_kind) {
-      return Fail("header", absl::StrCat("kind byte 0x", absl::Hex(static_cast<uint8_t>(in_[1])),
-                                         " is not this kind of token"));
-    }
-    pos_ = 2;
-  }
-  void String(const char* field, std::string* out) {
-    uint64_t length = 0;
-    if (!Unsigned(field, 4, &length)) return;
-    if (length > in_.size() - pos_) {
-      return Fail(field, absl::StrCat("length ", length, " exceeds the ", in_.size() - pos_,
-                                      " bytes left"));
-    }
-    out->assign(in_.data() + pos_, length);
-    pos_ += length;
-  }
-  void Int32(const char* field, int32_t* out) {
-    uint64_t v = 0;
-    if (Unsigned(field, 4, &v)) *out = static_cast<int32_t>(static_cast<uint32_t>(v));
-  }
-  void Int64(const char* field, int64_t* out) {
-    uint64_t v = 0;
-    if (Unsigned(field, 8, &v)) *out = static_cast<int64_t>(v);
-  }
-  absl::Status Finish() {
-    if (status_.ok() && pos_ != in_.size()) {
-      Fail("end", absl::StrCat(in_.size() - pos_, " trailing bytes"));
-    }
-    return status_;
-  }
-
- private:
-  bool Unsigned(const char* field, size_t width, uint64_t* out) {
-    if (!status_.ok()) return false;
-    if (in_.size() - pos_ < width) {
-      Fail(field, "truncated");
-      return false;
-    }
-    uint64_t v = 0;
-    for (size_t i = 0; i < width; ++i) v = (v << 8) | static_cast<uint8_t>(in_[pos_ + i]);
-    pos_ += width;
-    *out = v;
-    return true;
-  }
-  void Fail(absl::string_view field, absl::string_view reason) {
-    if (!status_.ok()) return;
-    status_ = absl::InvalidArgumentError(absl::StrCat("malformed ", what_, " identifier (",
-                                                      in_.size(), " bytes): ", field, " at offset ",
-                                                      pos_, ": ", reason));
-  }
-
-  absl::string_view in_;
-  absl::string_view what_;
-  size_t pos_ = 0;
-  absl::Status status_;
-};
+  return absl::OkStatus();
+}
 
 // Identifier strings are untrusted until the signature is checked; keep them printable.
 std::string Printable(absl::string_view s) { return absl::CHexEscape(s); }
@@ -154,50 +103,50 @@ bool PasswordMatches(const Token& token, const MasterKey& key) {
 }
 
 std::string EncodeContainerTokenIdentifier(const ContainerTokenData& data) {
-  return Writer(kContainerKind)
-      .String(data.container_id)
-      .String(data.node_id)
-      .String(data.user)
-      .String(data.resource)
-      .Int64(data.expiry_ms)
-      .Int32(data.master_key_id)
-      .Int64(data.rm_epoch)
-      .String(data.app_id)
-      .Finish();
+  v1::ContainerTokenIdentifierProto p;
+  p.set_container_id(data.container_id);
+  p.set_node_id(data.node_id);
+  p.set_user(data.user);
+  p.set_resource(data.resource);
+  p.set_expiry_ms(data.expiry_ms);
+  p.set_master_key_id(data.master_key_id);
+  p.set_rm_epoch(data.rm_epoch);
+  p.set_app_id(data.app_id);
+  return Serialize(kContainerKind, p);
 }
 
 std::string EncodeAmRmTokenIdentifier(const AmRmTokenData& data) {
-  return Writer(kAmRmKind)
-      .String(data.app_attempt_id)
-      .Int32(data.master_key_id)
-      .Int64(data.expiry_ms)
-      .Finish();
+  v1::AMRMTokenIdentifierProto p;
+  p.set_app_attempt_id(data.app_attempt_id);
+  p.set_master_key_id(data.master_key_id);
+  p.set_expiry_ms(data.expiry_ms);
+  return Serialize(kAmRmKind, p);
 }
 
 absl::StatusOr<ContainerTokenData> DecodeContainerToken(absl::string_view identifier) {
+  v1::ContainerTokenIdentifierProto p;
+  if (absl::Status s = Parse(identifier, kContainerKind, "container token", &p); !s.ok()) {
+    return s;
+  }
   ContainerTokenData data;
-  Reader r(identifier, "container token");
-  r.Header(kContainerKind);
-  r.String("container_id", &data.container_id);
-  r.String("node_id", &data.node_id);
-  r.String("user", &data.user);
-  r.String("resource", &data.resource);
-  r.Int64("expiry_ms", &data.expiry_ms);
-  r.Int32("master_key_id", &data.master_key_id);
-  r.Int64("rm_epoch", &data.rm_epoch);
-  r.String("app_id", &data.app_id);
-  if (absl::Status s = r.Finish(); !s.ok()) return s;
+  data.container_id = p.container_id();
+  data.node_id = p.node_id();
+  data.user = p.user();
+  data.resource = p.resource();
+  data.expiry_ms = p.expiry_ms();
+  data.master_key_id = p.master_key_id();
+  data.rm_epoch = p.rm_epoch();
+  data.app_id = p.app_id();
   return data;
 }
 
 absl::StatusOr<AmRmTokenData> DecodeAmRmToken(absl::string_view identifier) {
+  v1::AMRMTokenIdentifierProto p;
+  if (absl::Status s = Parse(identifier, kAmRmKind, "AMRM token", &p); !s.ok()) return s;
   AmRmTokenData data;
-  Reader r(identifier, "AMRM token");
-  r.Header(kAmRmKind);
-  r.String("app_attempt_id", &data.app_attempt_id);
-  r.Int32("master_key_id", &data.master_key_id);
-  r.Int64("expiry_ms", &data.expiry_ms);
-  if (absl::Status s = r.Finish(); !s.ok()) return s;
+  data.app_attempt_id = p.app_attempt_id();
+  data.master_key_id = p.master_key_id();
+  data.expiry_ms = p.expiry_ms();
   return data;
 }
 

@@ -5,10 +5,10 @@
 // master key can check that the RM issued the identifier unchanged; nobody without it can
 // make or alter one.
 //
-// Identifier format, version 1 (every integer big-endian, two's complement):
-//   u8 version (= 1) | u8 kind ('C' container, 'A' AMRM) | fields in declaration order, where
-//   a string is u32 length + bytes, an int32 4 bytes and an int64 8 bytes; nothing follows.
-// Each value has exactly one encoding, and the kind byte keeps one kind of token from being
+// Identifier format, version 2: u8 version (= 2) | u8 kind ('C' container, 'A' AMRM) | the
+// token's protobuf message (proto/weft/v1/tokens.proto, as YARN's *TokenIdentifierProto) in
+// deterministic encoding; nothing follows. Decoders accept only that canonical encoding, so
+// each value has exactly one identifier, and the kind byte keeps one kind of token from being
 // read as the other.
 #ifndef WEFT_SECURITY_TOKENS_H_
 #define WEFT_SECURITY_TOKENS_H_
@@ -23,7 +23,7 @@
 
 namespace weft::security {
 
-inline constexpr uint8_t kTokenFormatVersion = 1;
+inline constexpr uint8_t kTokenFormatVersion = 2;  // 1: a hand-made encoding, retired
 // Length of a token's password (an HMAC-SHA256 digest), in bytes.
 inline constexpr size_t kTokenPasswordBytes = 32;
 
@@ -71,9 +71,10 @@ bool PasswordMatches(const Token& token, const MasterKey& key);
 std::string EncodeContainerTokenIdentifier(const ContainerTokenData& data);
 std::string EncodeAmRmTokenIdentifier(const AmRmTokenData& data);
 
-// Parse an identifier from untrusted bytes: never reads out of bounds, never allocates more
-// than the input's size. InvalidArgument (naming the field) for an unknown version, the
-// other kind of token, a truncated field, or trailing bytes. Decoding authenticates nothing:
+// Parse an identifier from untrusted bytes (protobuf's parser: bounded reads). InvalidArgument
+// "malformed <kind> identifier (<n> bytes): <why>" for an unknown version, the other kind of
+// token, a body that does not parse, or one that is not the canonical encoding (trailing or
+// repeated fields). Decoding authenticates nothing:
 // use the Verify functions for that.
 absl::StatusOr<ContainerTokenData> DecodeContainerToken(absl::string_view identifier);
 absl::StatusOr<AmRmTokenData> DecodeAmRmToken(absl::string_view identifier);
@@ -91,7 +92,7 @@ Token IssueAmRmToken(const AmRmTokenData& data, const MasterKey& key);
 //   "AMRM token for <attempt>: bad signature" | ": unknown master key <id>" |
 //   ": master key <id> expired at <ms> (now <ms>)" | ": expired at <ms> (now <ms>)" |
 //   ": issued for <attempt>, expected <attempt>"; or, for bytes that do not parse,
-//   "malformed AMRM token identifier (<n> bytes): <field> at offset <k>: <reason>".
+//   "malformed AMRM token identifier (<n> bytes): <reason>".
 absl::StatusOr<AmRmTokenData> VerifyAmRmToken(const Token& token, const MasterKeyManager& keys,
                                               absl::string_view expected_attempt_id,
                                               int64_t now_ms);

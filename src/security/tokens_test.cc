@@ -84,25 +84,48 @@ TEST(TokenCodecTest, AmRmIdentifierRoundTripsAndKindsDoNotMix) {
 TEST(TokenCodecTest, RejectsBadVersionTruncationAndTrailingBytes) {
   const std::string id = EncodeContainerTokenIdentifier(SampleContainer());
   std::string bad_version = id;
-  bad_version[0] = 2;
+  bad_version[0] = 1;  // the retired hand-made format
   absl::Status s = DecodeContainerToken(bad_version).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("version 2"), absl::string_view::npos) << s;
+  EXPECT_NE(s.message().find("version 1"), absl::string_view::npos) << s;
 
+  // A prefix cut inside a field does not parse; one cut between fields is a well-formed
+  // identifier with fewer fields (protobuf's messages are not self-delimiting, as YARN's
+  // identifiers), never the original grant, and its password no longer matches.
+  const ContainerTokenData original = SampleContainer();
   for (size_t len = 0; len < id.size(); ++len) {
-    EXPECT_EQ(DecodeContainerToken(absl::string_view(id).substr(0, len)).status().code(),
-              absl::StatusCode::kInvalidArgument)
-        << "prefix of " << len << " bytes";
+    absl::StatusOr<ContainerTokenData> prefix =
+        DecodeContainerToken(absl::string_view(id).substr(0, len));
+    if (prefix.ok()) {
+      EXPECT_NE(*prefix, original) << "prefix of " << len << " bytes";
+    } else {
+      EXPECT_EQ(prefix.status().code(), absl::StatusCode::kInvalidArgument);
+    }
   }
   s = DecodeContainerToken(id + "x").status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("trailing"), absl::string_view::npos) << s;
 
-  // A length prefix pointing far past the end must not be followed.
-  std::string huge_length = id.substr(0, 2) + std::string("\xff\xff\xff\xf0", 4) + "abc";
+  // A length prefix pointing far past the end must not be followed: field 1 (container_id,
+  // length-delimited) claiming ~4 GiB.
+  std::string huge_length = id.substr(0, 2) + std::string("\x0a\xf0\xff\xff\xff\x0f", 6) + "abc";
   s = DecodeContainerToken(huge_length).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("container_id"), absl::string_view::npos) << s;
+  EXPECT_NE(s.message().find("malformed container token identifier"), absl::string_view::npos)
+      << s;
+}
+
+TEST(TokenCodecTest, OnlyTheCanonicalEncodingIsAccepted) {
+  // The same values spelled differently (a field repeated: protobuf keeps the last) must not
+  // decode: two identifiers for one grant would let a signed token be re-spelled.
+  const std::string id = EncodeAmRmTokenIdentifier(SampleAmRm(7));
+  const std::string repeated = id + std::string("\x10\x01", 2);  // master_key_id again
+  absl::Status s = DecodeAmRmToken(repeated).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("canonical"), absl::string_view::npos) << s;
+  // An unknown field is refused too.
+  s = DecodeAmRmToken(id + std::string("\x78\x01", 2)).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(TokenCodecTest, HostileBytesNeverCrashAndDecodedValuesAreCanonical) {
