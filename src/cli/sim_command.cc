@@ -14,6 +14,7 @@
 #include "sim/report.h"
 #include "sim/simulator.h"
 #include "sim/workload.h"
+#include "sim/workload_registry.h"
 
 #ifndef WEFT_SOURCE_DIR
 #define WEFT_SOURCE_DIR "."
@@ -70,48 +71,30 @@ std::string PythonForPlots() {
 
 absl::Status RunSim(const SimFlags& f) {
   ResourceTypeRegistry reg;
-  // Load the workload.
-  size_t colon = f.workload.find(':');
-  if (colon == std::string::npos)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--workload '", f.workload,
-        "' must be FORMAT:PATH with FORMAT one of swim, sls, rumen, alibaba2017, jobs"));
-  std::string format = f.workload.substr(0, colon), path = f.workload.substr(colon + 1);
+  // Load the workload (FORMAT:PATH, the format from sim/workload_registry.h).
   sim::LoadOptions lo;
   lo.strict = f.strict;
   lo.max_jobs = f.max_jobs;
-  absl::StatusOr<sim::Workload> workload;
-  sim::DefaultTaskResources defaults;
-  if (format == "swim") {
-    sim::SwimModel m;
-    m.split_bytes = f.split_mb << 20;
-    m.reduce_bytes = f.reduce_mb << 20;
-    m.task_overhead_ms = f.task_overhead_ms;
-    m.max_tasks_per_group = f.max_tasks;
-    m.map_bytes_per_ms = f.map_mbps * 1024 * 1024 / 1000;
-    m.reduce_bytes_per_ms = f.reduce_mbps * 1024 * 1024 / 1000;
-    auto mr = reg.Parse(f.map_resources);
-    if (!mr.ok()) return Fail(mr.status(), "--map-resources");
-    auto rr = reg.Parse(f.reduce_resources);
-    if (!rr.ok()) return Fail(rr.status(), "--reduce-resources");
-    m.map_resource = *mr;
-    m.reduce_resource = *rr;
-    workload = sim::LoadSwim(path, m, reg, lo);
-  } else if (format == "sls") {
-    workload = sim::LoadSls(path, defaults, reg, lo);
-  } else if (format == "rumen") {
-    workload = sim::LoadRumen(path, defaults, reg, lo);
-  } else if (format == "alibaba2017") {
-    sim::AlibabaModel m;
-    m.machine_memory_mb = f.alibaba_machine_memory_mb;
-    m.include_unfinished = f.include_unfinished;
-    workload = sim::LoadAlibaba2017(path, m, reg, lo);
-  } else if (format == "jobs") {
-    workload = sim::LoadJobsYaml(path, reg, lo);
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--workload: unknown format '", format, "' (known: swim, sls, rumen, alibaba2017, jobs)"));
-  }
+  sim::WorkloadModels models;
+  sim::SwimModel& m = models.swim;
+  m.split_bytes = f.split_mb << 20;
+  m.reduce_bytes = f.reduce_mb << 20;
+  m.task_overhead_ms = f.task_overhead_ms;
+  m.max_tasks_per_group = f.max_tasks;
+  m.map_bytes_per_ms = f.map_mbps * 1024 * 1024 / 1000;
+  m.reduce_bytes_per_ms = f.reduce_mbps * 1024 * 1024 / 1000;
+  auto mr = reg.Parse(f.map_resources);
+  if (!mr.ok()) return Fail(mr.status(), "--map-resources");
+  auto rr = reg.Parse(f.reduce_resources);
+  if (!rr.ok()) return Fail(rr.status(), "--reduce-resources");
+  m.map_resource = *mr;
+  m.reduce_resource = *rr;
+  models.alibaba.machine_memory_mb = f.alibaba_machine_memory_mb;
+  models.alibaba.include_unfinished = f.include_unfinished;
+  auto spec = sim::BuiltinWorkloadFormats().Resolve(f.workload);
+  if (!spec.ok()) return spec.status();
+  const std::string& path = spec->path;
+  absl::StatusOr<sim::Workload> workload = spec->format->load(path, models, reg, lo);
   if (!workload.ok()) return Fail(workload.status(), "loading the workload");
 
   sim::SimOptions o;

@@ -1,7 +1,7 @@
 # Workload loaders (traces -> weft::sim::Workload), see sim/workload.h and docs/workloads.md.
 weft_library(weft_sim_workload
   SOURCES workload_common.cc workload_swim.cc workload_sls.cc workload_rumen.cc
-          workload_alibaba.cc workload_jobs.cc
+          workload_alibaba.cc workload_jobs.cc workload_registry.cc
   PUBLIC_DEPS weft_common absl::status absl::statusor absl::strings
   PRIVATE_DEPS yaml-cpp nlohmann_json::nlohmann_json)
 
@@ -10,6 +10,6 @@ weft_library(weft_sim_workload
 weft_test(workload_test
   SOURCES workload_common_test.cc workload_swim_test.cc workload_sls_test.cc
           workload_rumen_test.cc workload_alibaba_test.cc workload_jobs_test.cc
-          workload_fuzz_test.cc
+          workload_fuzz_test.cc workload_registry_test.cc
   DEPS weft_sim_workload nlohmann_json::nlohmann_json)
 target_compile_definitions(workload_test PRIVATE WEFT_TEST_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
