@@ -154,6 +154,15 @@ else
     bad "weft dev exit $rc after SIGTERM: $(tail -3 "$tmp/dev.err")"
   fi
 fi
+# The daemons log structured events (common/log.h) on stderr, named by the subcommand.
+if grep -Eq ' info +dev node_registered ' "$tmp/dev.err"; then ok "dev logs node_registered"
+else bad "no 'info dev node_registered' event in the dev log: $(head -5 "$tmp/dev.err")"; fi
+# --log-level is checked before anything starts.
+if "$weft" rm --port 0 --log-level loud >/dev/null 2>"$tmp/ll.err"; then
+  bad "--log-level loud accepted"
+elif grep -q "log level 'loud' is not one of debug, info, warn, error, off" "$tmp/ll.err"; then
+  ok "--log-level loud refused with the known levels"
+else bad "--log-level loud: $(cat "$tmp/ll.err")"; fi
 
 # A standalone RM that requires a client secret: refused without it, served with it.
 printf 's3cret\n' >"$tmp/secret"

@@ -11,6 +11,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 
 namespace weft::am {
 namespace {
@@ -159,7 +160,8 @@ absl::StatusOr<v1::ContainerStatus> NmClient::Status(const v1::Container& contai
 }
 
 int RunShellAm(const ShellAmOptions& o) {
-  auto say = [](const std::string& line) { std::cerr << "weft shell AM: " << line << std::endl; };
+  // The AM's log (its container's stderr): one event per line of what it did or why it stopped.
+  auto say = [](const std::string& line) { log::Info("shell_am", {{"msg", line}}); };
   if (o.num_containers < 1 || o.command.empty() || o.max_retries < 0) {
     say("need --num-containers >= 1, a --command and --max-retries >= 0");
     return 2;

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/nm_command.h"
+#include "common/log.h"
 
 namespace weft::cli {
 
@@ -19,10 +20,9 @@ absl::StatusOr<std::unique_ptr<DevCluster>> DevCluster::Start(rm::RmServerOption
   c->who_ = std::move(who);
   c->use_cgroups_ = use_cgroups;
   if (c->use_cgroups_ && geteuid() != 0) {
-    std::cerr << c->who_
-              << ": warning: not running as root, so cgroups are unusable; containers "
-                 "run WITHOUT resource isolation (as with --no-cgroups)"
-              << std::endl;
+    log::Warn("cgroups_unusable",
+              {{"reason", "not running as root"},
+               {"effect", "containers run WITHOUT resource isolation (as with --no-cgroups)"}});
     c->use_cgroups_ = false;
   }
   auto rm = rm::RmServer::Start(std::move(rm_options));
@@ -72,8 +72,9 @@ absl::StatusOr<nm::NodeManager*> DevCluster::AddNode(const std::string& node_res
   auto nm = nm::NodeManager::Start(*options, loops_.back().get());
   if (!nm.ok() && use_cgroups_ && f.network_interface.empty() &&
       nm.status().code() == absl::StatusCode::kFailedPrecondition) {
-    std::cerr << who_ << ": warning: cgroups are unusable (" << nm.status().message()
-              << "); containers run WITHOUT resource isolation (as with --no-cgroups)" << std::endl;
+    log::Warn("cgroups_unusable",
+              {{"reason", nm.status().message()},
+               {"effect", "containers run WITHOUT resource isolation (as with --no-cgroups)"}});
     use_cgroups_ = false;
     options->use_cgroups = false;
     nm = nm::NodeManager::Start(*options, loops_.back().get());

@@ -1,5 +1,7 @@
 // weft: the command-line entry point. One binary, one subcommand per job.
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "cli/admin_command.h"
@@ -12,12 +14,14 @@
 #include "cli/rm_command.h"
 #include "cli/sim_command.h"
 #include "cli/transfer_command.h"
+#include "common/log.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"weft: a cluster resource manager in the style of Apache Hadoop YARN"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "weft 0.1.0");
   int exit_code = 0;
+  app.fallthrough();  // subcommands inherit it: parent options (--log-level) go anywhere
   weft::cli::AddRmCommand(app, &exit_code);
   weft::cli::AddNmCommand(app, &exit_code);
   weft::cli::AddDevCommand(app, &exit_code);
@@ -30,6 +34,20 @@ int main(int argc, char** argv) {
   weft::cli::AddDemoCommand(app, &exit_code);
   weft::cli::AddSimCommand(app, &exit_code);
   weft::cli::AddTransferCommand(app, &exit_code);
+  // The daemons' log threshold (common/log.h), accepted before or after the subcommand
+  // (`weft rm --log-level debug`). Logs go to stderr, named by the subcommand.
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "log threshold: debug, info, warn, error or off")
+      ->capture_default_str()
+      ->check([](const std::string& text) {
+        absl::StatusOr<weft::log::Level> level = weft::log::ParseLevel(text);
+        return level.ok() ? std::string() : std::string(level.status().message());
+      });
+  app.parse_complete_callback([&app, &log_level] {
+    const std::vector<CLI::App*> sub = app.get_subcommands();
+    weft::log::Init(sub.empty() ? "weft" : sub.front()->get_name(),
+                    *weft::log::ParseLevel(log_level));
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

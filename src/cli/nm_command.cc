@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/cli_common.h"
+#include "common/log.h"
 #include "common/event_loop.h"
 #include "common/metrics.h"
 #include "common/resource_types.h"
@@ -123,8 +124,8 @@ int RunNm(const NmFlags& flags) {
   std::cout << "weft nm: work root " << options->work_root << "; Ctrl-C or SIGTERM stops it"
             << std::endl;
   int sig = WaitForTerminationSignal();
-  std::cerr << "weft nm: " << (sig == SIGINT ? "SIGINT" : "SIGTERM")
-            << ", stopping containers and shutting down" << std::endl;
+  log::Info("shutting_down", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"},
+                              {"containers", "stopping"}});
   (*nm)->Shutdown();
   nm->reset();
   loop.Stop();

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "cli/cli_common.h"
+#include "common/log.h"
 #include "scheduler/config.h"
 
 namespace weft::cli {
@@ -124,8 +125,7 @@ int RunRm(const RmFlags& flags) {
             << "), metrics http://" << (*http)->address() << "/metrics\n"
             << "weft rm: Ctrl-C or SIGTERM stops it" << std::endl;
   int sig = WaitForTerminationSignal();
-  std::cerr << "weft rm: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", shutting down"
-            << std::endl;
+  log::Info("shutting_down", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
   (*http)->Stop();
   (*server)->Shutdown();
   server->reset();
