@@ -187,8 +187,6 @@ class NodeManager {
   // True once Shutdown() has closed (and cancelled) RM calls.
   bool RmCallsClosed();
 
-  void Log(absl::string_view message) const;
-
   const NodeManagerOptions options_;
   EventLoop* const loop_;  // not owned
 

@@ -1,0 +1,380 @@
+// Copyright Weft authors. The NodeManager's ContainerService and its containers (YARN's
+// ContainerManagerImpl): starting a container from a verified token, stopping it, its status,
+// reaping exits and cleaning up finished applications. Runs on the NodeManager's loop.
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/log.h"
+#include "nm/node_manager.h"
+#include "nm/node_manager_internal.h"
+#include "security/tokens.h"
+
+namespace weft::nm {
+
+using internal::CompletedStatus;
+using internal::kCgroupRoot;
+using internal::kReapIntervalMs;
+using internal::LimitsFromTokenResource;
+
+// ---- ContainerService.
+
+void NodeManager::DoStartContainers(const v1::StartContainersRequest& request,
+                                    v1::StartContainersResponse* response) {
+  for (const v1::StartContainerRequest& one : request.requests()) {
+    std::string container_id;
+    absl::Status status = StartOne(one, &container_id);
+    CountLaunch(status.ok());
+    if (status.ok()) {
+      response->add_succeeded(container_id);
+    } else {
+      v1::ContainerFailure* failure = response->add_failed();
+      failure->set_container_id(container_id);
+      failure->set_message(status.ToString());
+    }
+  }
+}
+
+absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
+                                   std::string* container_id) {
+  if (shutting_down_) return absl::UnavailableError("the NodeManager is shutting down");
+  if (rm_shutdown_) {
+    return absl::FailedPreconditionError("this node was shut down by the ResourceManager");
+  }
+  if (!request.has_container_token() || request.container_token().identifier().empty()) {
+    return absl::InvalidArgumentError("missing container token");
+  }
+  // Only to name the container in a failure; nothing is trusted before VerifyStart.
+  if (absl::StatusOr<security::ContainerTokenData> unverified =
+          security::DecodeContainerToken(request.container_token().identifier());
+      unverified.ok()) {
+    *container_id = unverified->container_id;
+  }
+  const auto& command = request.launch_context().command();
+  if (command.empty() || absl::StripAsciiWhitespace(command[0]).empty()) {
+    return absl::InvalidArgumentError("empty command in the launch context");
+  }
+
+  absl::StatusOr<security::ContainerTokenData> token = verifier_.VerifyStart(
+      security::Token{request.container_token().identifier(), request.container_token().password()},
+      node_id_, loop_->NowMs());
+  if (!token.ok()) return token.status();
+  *container_id = token->container_id;
+  const std::string& id = token->container_id;
+  if (absl::Status s = ValidateContainerId(id); !s.ok()) return s;
+  if (token->app_id.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("container token for ", id, " names no application"));
+  }
+  if (absl::Status s = ValidateContainerId(token->app_id); !s.ok() || token->app_id == "logs") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("container token for ", id, ": bad application id '", token->app_id, "'"));
+  }
+  if (containers_.contains(id)) {
+    return absl::AlreadyExistsError(absl::StrCat("container ", id, " was already started here"));
+  }
+  if (finished_apps_.contains(token->app_id) || cleaning_apps_.contains(token->app_id)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("application ", token->app_id, " has finished on this node"));
+  }
+  int64_t network_mbps = 0;
+  absl::StatusOr<CgroupLimits> limits = LimitsFromTokenResource(token->resource, &network_mbps);
+  if (!limits.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("container token for ", id, ": ", limits.status().message()));
+  }
+
+  LaunchSpec spec;
+  spec.container_id = id;
+  if (command.size() == 1) {
+    spec.argv = ShellCommand(command[0]);
+  } else {
+    spec.argv.assign(command.begin(), command.end());
+  }
+  for (const auto& [name, value] : request.launch_context().environment()) {
+    spec.env[name] = value;
+  }
+  spec.work_dir = absl::StrCat(options_.work_root, "/", token->app_id, "/", id);
+  spec.log_dir = absl::StrCat(options_.work_root, "/logs/", id);
+  spec.limits = *limits;
+  spec.user = token->user;
+  if (traffic_ != nullptr) {
+    // Shaped from its first packet: the class and rule exist before the process does. A
+    // failure fails the start rather than running the container unshaped.
+    std::string cgroup2_path;
+    if (cgroups_->version() == "v2") {
+      cgroup2_path = cgroups_->Path("memory", id).substr(std::strlen(kCgroupRoot));
+    }
+    absl::StatusOr<uint32_t> classid = traffic_->AddContainer(id, network_mbps, cgroup2_path);
+    if (!classid.ok()) return classid.status();
+    spec.limits.net_cls_classid = *classid;
+  }
+  absl::StatusOr<pid_t> pid = executor_->Launch(spec);
+  if (!pid.ok()) {
+    if (traffic_ != nullptr) (void)traffic_->RemoveContainer(id);
+    return pid.status();
+  }
+  ContainerRecord record;
+  record.app_id = token->app_id;
+  containers_.emplace(id, std::move(record));
+  return absl::OkStatus();
+}
+
+void NodeManager::DoStopContainers(const v1::StopContainersRequest& request,
+                                   v1::StopContainersResponse* response) {
+  for (const std::string& id : request.container_ids()) {
+    auto add_failure = [&](absl::Status status) {
+      v1::ContainerFailure* failure = response->add_failed();
+      failure->set_container_id(id);
+      failure->set_message(status.ToString());
+    };
+    if (id.empty()) {
+      add_failure(absl::InvalidArgumentError("empty container id"));
+      continue;
+    }
+    auto it = containers_.find(id);
+    if (it == containers_.end()) {
+      add_failure(absl::NotFoundError(absl::StrCat("container ", id, " is not known here")));
+      continue;
+    }
+    if (it->second.running) {
+      StopContainer(id, v1::CONTAINER_EXIT_KILLED_BY_AM,
+                    "Container stopped by a StopContainers request");
+    }
+    response->add_succeeded(id);  // stopping an already completed container is a no-op
+  }
+}
+
+void NodeManager::DoGetContainerStatuses(const v1::GetContainerStatusesRequest& request,
+                                         v1::GetContainerStatusesResponse* response) {
+  for (const std::string& id : request.container_ids()) {
+    auto it = containers_.find(id);
+    if (it != containers_.end()) {
+      *response->add_statuses() = StatusOf(id, it->second);
+      continue;
+    }
+    if (auto unacked = unacked_completed_.find(id); unacked != unacked_completed_.end()) {
+      *response->add_statuses() = unacked->second;
+      continue;
+    }
+    v1::ContainerFailure* failure = response->add_failed();
+    failure->set_container_id(id);
+    failure->set_message(
+        (id.empty() ? absl::InvalidArgumentError("empty container id")
+                    : absl::NotFoundError(absl::StrCat("container ", id, " is not known here")))
+            .ToString());
+  }
+}
+
+// ---- Containers.
+
+v1::ContainerStatus NodeManager::StatusOf(const std::string& container_id,
+                                          const ContainerRecord& record) {
+  if (!record.running) {
+    return CompletedStatus(container_id, record.exit_status, record.diagnostics);
+  }
+  v1::ContainerStatus status;
+  status.set_container_id(container_id);
+  status.set_state(v1::CONTAINER_RUNNING);
+  status.set_exit_status(v1::CONTAINER_EXIT_INVALID);
+  if (cgroups_ != nullptr) {
+    absl::StatusOr<CgroupUsage> usage = cgroups_->Usage(container_id);
+    if (usage.ok()) {
+      if (usage->rss_bytes.has_value()) {
+        status.mutable_usage()->set_memory_rss_bytes(*usage->rss_bytes);
+      }
+      if (usage->cpu_ns.has_value()) {
+        status.mutable_usage()->set_cpu_time_ms(*usage->cpu_ns / 1'000'000);
+      }
+    }
+  }
+  if (auto net = net_stats_.find(container_id); net != net_stats_.end()) {
+    status.mutable_usage()->set_network_tx_bytes(net->second.tx_bytes);
+    status.mutable_usage()->set_network_tx_rate_mbps(
+        static_cast<int64_t>(std::llround(net->second.tx_rate_mbps)));
+  }
+  return status;
+}
+
+void NodeManager::RefreshNetworkStats() {
+  if (traffic_ == nullptr) return;
+  absl::StatusOr<std::map<std::string, ContainerNetStats>> stats =
+      traffic_->ReadStats(OsEnv::Default()->NowMs());
+  if (!stats.ok()) {
+    log::Warn("network_stats_unreadable", {{"node", node_id_}, {"error", stats.status()}});
+    return;
+  }
+  net_stats_ = *std::move(stats);
+  if (options_.metrics == nullptr) return;
+  for (const auto& [id, net] : net_stats_) {
+    options_.metrics
+        ->GetCounter("weft_nm_container_network_transmit_bytes_total",
+                     "Bytes a running container sent (its HTB class counter).", {{"container", id}})
+        ->IncrementTo(static_cast<double>(net.tx_bytes));
+    options_.metrics
+        ->GetGauge("weft_nm_container_network_transmit_rate_mbit",
+                   "A running container's send rate between the last two readings, Mbit/s.",
+                   {{"container", id}})
+        ->Set(net.tx_rate_mbps);
+  }
+}
+
+void NodeManager::CountLaunch(bool ok) {
+  if (options_.metrics == nullptr) return;
+  if (ok) {
+    options_.metrics->GetCounter("weft_nm_container_launches_total", "Containers started.")
+        ->Increment();
+  } else {
+    options_.metrics
+        ->GetCounter("weft_nm_container_launch_failures_total",
+                     "Container starts refused or failed (bad token, replay, launch error).")
+        ->Increment();
+  }
+  UpdateRunningGauge();
+}
+
+void NodeManager::CountExit(const std::string& container_id, int exit_status) {
+  if (options_.metrics == nullptr) return;
+  const char* outcome = exit_status == 0 ? "succeeded" : exit_status > 0 ? "failed" : "killed";
+  options_.metrics
+      ->GetCounter("weft_nm_containers_completed_total",
+                   "Containers that ended: succeeded (exit 0), failed (non-zero exit) or killed "
+                   "(stopped, over their memory limit, or their app ended).",
+                   {{"outcome", outcome}})
+      ->Increment();
+  options_.metrics->Remove("weft_nm_container_network_transmit_bytes_total",
+                           {{"container", container_id}});
+  options_.metrics->Remove("weft_nm_container_network_transmit_rate_mbit",
+                           {{"container", container_id}});
+  UpdateRunningGauge();
+}
+
+void NodeManager::CountHeartbeat(bool ok) {
+  if (options_.metrics == nullptr) return;
+  options_.metrics
+      ->GetCounter("weft_nm_heartbeats_total", "Heartbeats to the RM by result.",
+                   {{"result", ok ? "ok" : "error"}})
+      ->Increment();
+}
+
+void NodeManager::UpdateRunningGauge() {
+  int64_t running = 0;
+  for (const auto& [id, record] : containers_) running += record.running ? 1 : 0;
+  options_.metrics->GetGauge("weft_nm_containers_running", "Containers running on this node.")
+      ->Set(static_cast<double>(running));
+}
+
+void NodeManager::StopContainer(const std::string& container_id, int exit_status,
+                                absl::string_view reason) {
+  auto it = containers_.find(container_id);
+  if (it == containers_.end() || !it->second.running) return;
+  if (!it->second.stop_exit_status.has_value()) {
+    it->second.stop_exit_status = exit_status;
+    it->second.stop_reason = std::string(reason);
+  }
+  executor_->Stop(container_id, options_.stop_grace_ms);
+  // Reap soon enough to send the SIGKILL on time when the grace is shorter than a tick.
+  if (options_.stop_grace_ms < kReapIntervalMs) {
+    if (reap_timer_.has_value()) loop_->Cancel(*reap_timer_);
+    reap_timer_ = loop_->Schedule(options_.stop_grace_ms, [this] { ReapTick(); });
+  }
+}
+
+void NodeManager::StopAllContainers(int exit_status, absl::string_view reason) {
+  std::vector<std::string> running;
+  for (const auto& [id, record] : containers_) {
+    if (record.running) running.push_back(id);
+  }
+  for (const std::string& id : running) StopContainer(id, exit_status, reason);
+}
+
+void NodeManager::ReapTick() {
+  reap_timer_.reset();
+  if (executor_ == nullptr) return;
+  for (const ContainerExit& exit : executor_->Reap()) OnContainerExit(exit);
+  if (shutting_down_ && std::none_of(containers_.begin(), containers_.end(),
+                                     [](const auto& e) { return e.second.running; })) {
+    FinishShutdownOnLoop();
+    return;
+  }
+  int64_t delay_ms = kReapIntervalMs;
+  if (int64_t deadline = executor_->NextDeadlineMs(); deadline >= 0) {
+    delay_ms = std::clamp<int64_t>(deadline - OsEnv::Default()->NowMs(), 0, kReapIntervalMs);
+  }
+  reap_timer_ = loop_->Schedule(delay_ms, [this] { ReapTick(); });
+}
+
+void NodeManager::OnContainerExit(const ContainerExit& exit) {
+  auto it = containers_.find(exit.container_id);
+  if (it == containers_.end()) {
+    log::Warn("unknown_container_reaped", {{"node", node_id_}, {"container", exit.container_id}});
+    return;
+  }
+  ContainerRecord& record = it->second;
+  record.running = false;
+  if (record.stop_exit_status.has_value()) {
+    record.exit_status = *record.stop_exit_status;
+    record.diagnostics = record.stop_reason;
+    if (!exit.diagnostics.empty()) absl::StrAppend(&record.diagnostics, "; ", exit.diagnostics);
+  } else if (exit.oom_killed) {
+    record.exit_status = v1::CONTAINER_EXIT_KILLED_EXCEEDED_PMEM;
+    record.diagnostics = exit.diagnostics;
+  } else {
+    record.exit_status = exit.exit_code;
+    record.diagnostics = exit.diagnostics;
+  }
+  unacked_completed_[exit.container_id] =
+      CompletedStatus(exit.container_id, record.exit_status, record.diagnostics);
+  CountExit(exit.container_id, record.exit_status);
+  if (traffic_ != nullptr) {
+    if (absl::Status s = traffic_->RemoveContainer(exit.container_id); !s.ok()) {
+      log::Warn("traffic_class_removal_failed",
+                {{"node", node_id_}, {"container", exit.container_id}, {"error", s}});
+    }
+  }
+  net_stats_.erase(exit.container_id);
+  if (cleaning_apps_.contains(record.app_id)) MaybeFinishAppCleanup(record.app_id);
+}
+
+void NodeManager::CleanupApplication(const std::string& app_id) {
+  if (app_id.empty() || finished_apps_.contains(app_id)) return;
+  cleaning_apps_.insert(app_id);
+  for (const auto& [id, record] : containers_) {
+    if (record.app_id == app_id && record.running) {
+      StopContainer(id, v1::CONTAINER_EXIT_KILLED_AFTER_APP_COMPLETION,
+                    "Container killed: its application finished");
+    }
+  }
+  MaybeFinishAppCleanup(app_id);
+}
+
+void NodeManager::MaybeFinishAppCleanup(std::string app_id) {
+  for (const auto& [id, record] : containers_) {
+    if (record.app_id == app_id && record.running) return;
+  }
+  for (auto it = containers_.begin(); it != containers_.end();) {
+    if (it->second.app_id != app_id) {
+      ++it;
+      continue;
+    }
+    if (absl::Status s = executor_->Cleanup(it->first); !s.ok()) {
+      log::Warn("container_cleanup_failed", {{"node", node_id_}, {"container", it->first}, {"error", s}});
+    }
+    it = containers_.erase(it);
+  }
+  // Only a validated id (ValidateContainerId, not "logs") ever names an app directory.
+  if (ValidateContainerId(app_id).ok() && app_id != "logs") {
+    const std::string dir = absl::StrCat(options_.work_root, "/", app_id);
+    if (absl::Status s = OsEnv::Default()->RemoveTree(dir); !s.ok()) {
+      log::Warn("app_work_dir_removal_failed", {{"node", node_id_}, {"app", app_id}, {"error", s}});
+    }
+  }
+  cleaning_apps_.erase(app_id);
+  finished_apps_.insert(app_id);
+}
+
+}  // namespace weft::nm

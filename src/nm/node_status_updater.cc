@@ -1,0 +1,231 @@
+// Copyright Weft authors. The NodeManager's side of the ResourceTracker protocol (YARN's
+// NodeStatusUpdater): registration, heartbeats with container statuses, and what the RM's
+// replies carry (master keys, containers and applications to clean up, resync). Runs on the
+// NodeManager's loop.
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "nm/node_manager.h"
+#include "nm/node_manager_internal.h"
+
+namespace weft::nm {
+namespace {
+
+using internal::kDefaultHeartbeatIntervalMs;
+using internal::kRegisterRetryMs;
+using internal::kRmCallTimeoutMs;
+
+// One call to the RM and what it needs to stay alive until its callback has run.
+template <typename Request, typename Response>
+struct RmCall {
+  grpc::ClientContext context;
+  Request request;
+  Response response;
+};
+
+void ToProto(const Resource& r, v1::Resource* out) {
+  auto& values = *out->mutable_values();
+  values["memory-mb"] = r[kMemoryMb];
+  values["vcores"] = r[kVcores];
+  if (r[kNetworkMbps] != 0) values["network-mbps"] = r[kNetworkMbps];
+  if (r[kDiskMbps] != 0) values["disk-mbps"] = r[kDiskMbps];
+}
+
+}  // namespace
+
+// ---- RM protocol.
+
+bool NodeManager::BeginRmCall(grpc::ClientContext* context) {
+  absl::MutexLock lock(&rm_mu_);
+  if (rm_closed_) return false;
+  rm_calls_.insert(context);
+  return true;
+}
+
+bool NodeManager::RmCallsClosed() {
+  absl::MutexLock lock(&rm_mu_);
+  return rm_closed_;
+}
+
+void NodeManager::EndRmCall(grpc::ClientContext* context) {
+  absl::MutexLock lock(&rm_mu_);
+  rm_calls_.erase(context);
+}
+
+void NodeManager::ScheduleRm(int64_t delay_ms, bool register_again) {
+  if (rm_timer_.has_value()) loop_->Cancel(*rm_timer_);
+  rm_timer_ = loop_->Schedule(delay_ms, [this, register_again] {
+    rm_timer_.reset();
+    if (rm_call_in_flight_ || shutting_down_ || rm_shutdown_) return;
+    if (register_again) {
+      SendRegister();
+    } else {
+      SendHeartbeat();
+    }
+  });
+}
+
+void NodeManager::UpdateKeys(bool has_current, const v1::MasterKey& current, bool has_next,
+                             const v1::MasterKey& next) {
+  if (!has_current && !has_next) return;
+  auto convert = [](const v1::MasterKey& key) {
+    security::MasterKey out;
+    out.id = key.key_id();
+    out.secret = key.secret();
+    out.expires_ms = key.expires_ms();
+    return out;
+  };
+  security::MasterKey cur = convert(has_current ? current : next);
+  security::MasterKey nxt = convert(has_next ? next : current);
+  verifier_.UpdateKeys(cur, nxt);
+  last_key_id_ = cur.id;
+}
+
+void NodeManager::SendRegister() {
+  using Call = RmCall<v1::RegisterNodeManagerRequest, v1::RegisterNodeManagerResponse>;
+  auto call = std::make_shared<Call>();
+  v1::RegisterNodeManagerRequest& request = call->request;
+  request.set_node_id(node_id_);
+  request.set_rack(options_.rack);
+  ToProto(capability_, request.mutable_capability());
+  for (const auto& [id, record] : containers_) {
+    if (record.running) *request.add_running_containers() = StatusOf(id, record);
+  }
+  for (const std::string& feature : missing_features_) request.add_missing_features(feature);
+  request.set_network_isolation(network_isolation_);
+  request.set_http_address(options_.http_address);
+  call->context.set_deadline(std::chrono::system_clock::now() +
+                             std::chrono::milliseconds(kRmCallTimeoutMs));
+  if (!BeginRmCall(&call->context)) return;
+  rm_call_in_flight_ = true;
+  tracker_->async()->RegisterNodeManager(
+      &call->context, &call->request, &call->response, [this, call](grpc::Status status) {
+        loop_->Post([this, call, status] { OnRegisterReply(status, call->response); });
+        EndRmCall(&call->context);
+      });
+}
+
+void NodeManager::OnRegisterReply(const grpc::Status& status,
+                                  const v1::RegisterNodeManagerResponse& reply) {
+  rm_call_in_flight_ = false;
+  if (shutting_down_) return;
+  if (!status.ok()) {
+    if (RmCallsClosed()) return;  // cancelled by Shutdown()
+    log::Warn("register_failed", {{"rm", options_.rm_tracker_address},
+                                  {"error", status.error_message()},
+                                  {"retry_ms", kRegisterRetryMs}});
+    ScheduleRm(kRegisterRetryMs, /*register_again=*/true);
+    return;
+  }
+  if (reply.action() == v1::NODE_ACTION_SHUTDOWN) {
+    log::Error("register_refused", {{"rm", options_.rm_tracker_address},
+                                    {"action", "shutdown"}, {"diagnostics", reply.diagnostics()}});
+    rm_shutdown_ = true;
+    StopAllContainers(v1::CONTAINER_EXIT_KILLED_BY_RM,
+                      "Container killed: the ResourceManager shut this node down");
+    return;
+  }
+  if (reply.action() == v1::NODE_ACTION_RESYNC) {
+    log::Info("register_resync", {{"rm", options_.rm_tracker_address},
+                                  {"diagnostics", reply.diagnostics()}});
+    ScheduleRm(kRegisterRetryMs, /*register_again=*/true);
+    return;
+  }
+  UpdateKeys(reply.has_container_key(), reply.container_key(), reply.has_next_container_key(),
+             reply.next_container_key());
+  rm_epoch_ = reply.rm_epoch();
+  log::Info("registered",
+            {{"node", node_id_}, {"rm", options_.rm_tracker_address}, {"rm_epoch", rm_epoch_}});
+  last_response_id_ = 0;
+  heartbeat_interval_ms_ = reply.heartbeat_interval_ms() > 0 ? reply.heartbeat_interval_ms()
+                                                             : kDefaultHeartbeatIntervalMs;
+  ScheduleRm(0, /*register_again=*/false);
+}
+
+void NodeManager::SendHeartbeat() {
+  using Call = RmCall<v1::NodeHeartbeatRequest, v1::NodeHeartbeatResponse>;
+  auto call = std::make_shared<Call>();
+  v1::NodeHeartbeatRequest& request = call->request;
+  request.set_node_id(node_id_);
+  request.set_response_id(last_response_id_);
+  v1::ResourceUsage* node_usage = request.mutable_node_usage();
+  RefreshNetworkStats();
+  for (const auto& [id, record] : containers_) {
+    if (!record.running) continue;
+    v1::ContainerStatus* status = request.add_container_statuses();
+    *status = StatusOf(id, record);
+    node_usage->set_memory_rss_bytes(node_usage->memory_rss_bytes() +
+                                     status->usage().memory_rss_bytes());
+    node_usage->set_cpu_time_ms(node_usage->cpu_time_ms() + status->usage().cpu_time_ms());
+    node_usage->set_network_tx_bytes(node_usage->network_tx_bytes() +
+                                     status->usage().network_tx_bytes());
+    node_usage->set_network_tx_rate_mbps(node_usage->network_tx_rate_mbps() +
+                                         status->usage().network_tx_rate_mbps());
+  }
+  for (const auto& [id, status] : unacked_completed_) *request.add_container_statuses() = status;
+  request.mutable_health()->set_healthy(true);
+  request.set_last_known_container_key_id(last_key_id_);
+  call->context.set_deadline(std::chrono::system_clock::now() +
+                             std::chrono::milliseconds(kRmCallTimeoutMs));
+  if (!BeginRmCall(&call->context)) return;
+  rm_call_in_flight_ = true;
+  tracker_->async()->NodeHeartbeat(
+      &call->context, &call->request, &call->response, [this, call](grpc::Status status) {
+        loop_->Post(
+            [this, call, status] { OnHeartbeatReply(status, call->request, call->response); });
+        EndRmCall(&call->context);
+      });
+}
+
+void NodeManager::OnHeartbeatReply(const grpc::Status& status,
+                                   const v1::NodeHeartbeatRequest& request,
+                                   const v1::NodeHeartbeatResponse& reply) {
+  rm_call_in_flight_ = false;
+  if (shutting_down_ || rm_shutdown_) return;
+  CountHeartbeat(status.ok());
+  if (!status.ok()) {
+    // Nothing is lost: unacknowledged completed statuses go out again with the next one.
+    if (RmCallsClosed()) return;  // cancelled by Shutdown()
+    log::Warn("heartbeat_failed", {{"rm", options_.rm_tracker_address},
+                                   {"error", status.error_message()},
+                                   {"retry_ms", heartbeat_interval_ms_}});
+    ScheduleRm(heartbeat_interval_ms_, /*register_again=*/false);
+    return;
+  }
+  if (reply.response_id() == request.response_id() + 1) {
+    for (const v1::ContainerStatus& sent : request.container_statuses()) {
+      if (sent.state() == v1::CONTAINER_COMPLETE) unacked_completed_.erase(sent.container_id());
+    }
+  }
+  last_response_id_ = reply.response_id();
+  UpdateKeys(reply.has_container_key(), reply.container_key(), reply.has_next_container_key(),
+             reply.next_container_key());
+  if (reply.next_heartbeat_interval_ms() > 0) {
+    heartbeat_interval_ms_ = reply.next_heartbeat_interval_ms();
+  }
+  switch (reply.action()) {
+    case v1::NODE_ACTION_RESYNC:
+      log::Info("heartbeat_resync", {{"node", node_id_}, {"diagnostics", reply.diagnostics()}});
+      ScheduleRm(0, /*register_again=*/true);
+      return;
+    case v1::NODE_ACTION_SHUTDOWN:
+      log::Error("shutdown_by_rm", {{"node", node_id_}, {"diagnostics", reply.diagnostics()}});
+      rm_shutdown_ = true;
+      StopAllContainers(v1::CONTAINER_EXIT_KILLED_BY_RM,
+                        "Container killed: the ResourceManager shut this node down");
+      return;
+    default:
+      break;
+  }
+  for (const std::string& id : reply.containers_to_cleanup()) {
+    StopContainer(id, v1::CONTAINER_EXIT_KILLED_BY_RM, "Container killed by the ResourceManager");
+  }
+  for (const std::string& app_id : reply.applications_to_cleanup()) CleanupApplication(app_id);
+  ScheduleRm(heartbeat_interval_ms_, /*register_again=*/false);
+}
+
+}  // namespace weft::nm
