@@ -6,6 +6,7 @@
 # disabled by default, and refused at start-up without a secret. Every wait is bounded.
 # Usage: web_test.sh WEFT
 set -uo pipefail
+source "$(dirname "$0")/lib/snapshot.sh"
 weft=$1
 weft_abs=$(readlink -f "$weft")
 tmp=$(mktemp -d)
@@ -72,7 +73,7 @@ finished=$(head -1 "$tmp/a1")
 timeout 30 "$weft" app submit --command 'sleep 120' --name long-runner >"$tmp/a2" 2>&1 ||
   bad "app submit: $(cat "$tmp/a2")"
 running=$(head -1 "$tmp/a2")
-sleep 2  # the next snapshot (1 s) sees both
+wait_next_snapshot "$web" || bad "no snapshot after the submissions"  # it sees both
 
 # check_keys URL PYTHON_EXPR KEYS...: the object the expression picks from the JSON has the keys.
 check_keys() {

@@ -9,6 +9,7 @@ set -uo pipefail
 weft=$1
 shots=$2
 source "$(dirname "$0")/lib/dev_cluster.sh"
+source "$(dirname "$0")/lib/snapshot.sh"
 browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome)
 [[ -n "$browser" ]] || { echo "FAIL: no chromium (scripts/install-deps.sh installs it)"; exit 1; }
 mkdir -p "$shots"
@@ -34,7 +35,7 @@ for _ in $(seq 1 150); do
   sleep 0.2
 done
 [[ "${n:-0}" -ge 3 ]] && ok "$n containers running" || bad "only ${n:-0} containers running"
-sleep 1.5  # one more snapshot
+wait_next_snapshot "$web" || bad "no snapshot after the containers started"
 
 chrome=("$browser" --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage
   --no-first-run --hide-scrollbars --user-data-dir="$tmp/profile" --virtual-time-budget=5000)

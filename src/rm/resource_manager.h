@@ -95,6 +95,7 @@ class ResourceManager {
   // The timestamp in this RM's application ids (YARN's cluster id), ms since the Unix epoch.
   int64_t cluster_timestamp_ms() const { return options_.cluster_timestamp_ms; }
   int64_t started_ms() const { return ctx_.started_ms; }  // when Create ran, loop clock
+  int64_t NowMs() const { return ctx_.NowMs(); }          // the loop's clock
   // Containers that ended since the RM started (completed, released, lost, preempted, or
   // removed with their application).
   int64_t containers_completed() const;

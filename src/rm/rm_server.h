@@ -54,6 +54,8 @@ class RmServer {
   // The RM's live metrics: scheduler pass durations and RPC latencies (filled by the server;
   // the web layer adds the cluster's figures). Thread-safe.
   metrics::Registry& metrics() { return metrics_; }
+  // The RM loop's clock (ms since the Unix epoch). Thread-safe.
+  int64_t NowMs() const { return loop_.NowMs(); }
   // When non-empty, what ClientService and AdminService callers must present.
   const std::string& client_secret() const { return options_.client_secret; }
   void Shutdown();

@@ -29,6 +29,16 @@ struct SchedulerOptions {
 };
 
 // Counters since creation.
+// Counts of one queue's subtree for reports (the RM's web UI and REST API read these, not the
+// queue tree).
+struct QueueSummary {
+  std::string path;                // "root.prod.etl"
+  int64_t containers = 0;          // running containers of its apps
+  int64_t pending_containers = 0;  // containers its apps still ask for
+  int64_t active_apps = 0;         // runnable apps
+  int64_t pending_apps = 0;        // apps held back by max-running-apps
+};
+
 struct SchedulerStats {
   int64_t passes = 0;
   int64_t allocations = 0;
@@ -119,6 +129,8 @@ class Scheduler {
   const std::vector<QueueNode*>& queues() const { return queue_list_; }
   // By leaf name, or by path for any queue; nullptr when unknown.
   const QueueNode* FindQueue(absl::string_view name) const;
+  // Every queue's subtree counts, in pre-order (root first).
+  std::vector<QueueSummary> QueueSummaries() const;
 
  private:
   class Placement;  // the PlacementContext given to policies that place containers themselves

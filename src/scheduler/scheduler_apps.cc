@@ -359,4 +359,30 @@ void Scheduler::ReleaseContainer(ContainerId id) {
   RefreshApp(app);
 }
 
+std::vector<QueueSummary> Scheduler::QueueSummaries() const {
+  std::vector<QueueSummary> out(queue_list_.size());
+  absl::flat_hash_map<const QueueNode*, size_t> index;
+  for (size_t i = 0; i < queue_list_.size(); ++i) index[queue_list_[i]] = i;
+  // Pre-order walked backwards visits children before their parents.
+  for (size_t i = queue_list_.size(); i-- > 0;) {
+    const QueueNode* q = queue_list_[i];
+    QueueSummary& c = out[i];
+    c.path = q->path;
+    for (const AppState* app : q->apps) {
+      c.containers += app->num_containers;
+      c.pending_containers += app->pending_containers;
+      c.active_apps += app->runnable ? 1 : 0;
+    }
+    c.pending_apps += static_cast<int64_t>(q->waiting_apps.size());
+    if (q->parent != nullptr) {
+      QueueSummary& p = out[index.at(q->parent)];
+      p.containers += c.containers;
+      p.pending_containers += c.pending_containers;
+      p.active_apps += c.active_apps;
+      p.pending_apps += c.pending_apps;
+    }
+  }
+  return out;
+}
+
 }  // namespace weft::scheduler

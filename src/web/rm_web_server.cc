@@ -18,8 +18,6 @@ namespace {
 
 constexpr absl::Duration kWriteTimeout = absl::Seconds(10);
 
-int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
-
 bool ValidAssetName(absl::string_view name) {
   return !name.empty() && name.size() <= 64 && name[0] != '.' &&
          std::all_of(name.begin(), name.end(), [](char c) {
@@ -46,7 +44,7 @@ struct RmWebServer::Shared {
   // On the RM loop.
   void Rebuild(rm::ResourceManager& rm) {
     std::shared_ptr<const ClusterSnapshot> previous = snapshots.Get();
-    snapshots.Set(BuildSnapshot(rm, NowMs(), previous.get()));
+    snapshots.Set(BuildSnapshot(rm, rm.NowMs(), previous.get()));
   }
 };
 
@@ -194,7 +192,7 @@ HttpResponse RmWebServer::Metrics() const {
   metrics::TextWriter out;
   rm_->metrics().RenderTo(&out);
   if (std::shared_ptr<const ClusterSnapshot> s = shared_->snapshots.Get())
-    RenderClusterMetrics(*s, NowMs(), &out);
+    RenderClusterMetrics(*s, rm_->NowMs(), &out);
   HttpResponse r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
   r.body = out.Take();

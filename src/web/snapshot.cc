@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "scheduler/state.h"
 
 namespace weft::web {
 
@@ -26,6 +25,7 @@ std::shared_ptr<const ClusterSnapshot> BuildSnapshot(rm::ResourceManager& rm, in
   auto s = std::make_shared<ClusterSnapshot>();
   const scheduler::Scheduler& sched = rm.scheduler();
   s->taken_ms = now_ms;
+  s->generation = previous != nullptr ? previous->generation + 1 : 1;
   s->cluster_id = rm.cluster_timestamp_ms();
   s->started_ms = rm.started_ms();
   s->policy = std::string(sched.policy().name());
@@ -35,28 +35,13 @@ std::shared_ptr<const ClusterSnapshot> BuildSnapshot(rm::ResourceManager& rm, in
   v1::GetQueueRequest queue_req;
   queue_req.set_recursive(true);
   if (auto q = rm.GetQueue(queue_req); q.ok()) s->root_queue = q->queue();
-  // Per-queue counts: leaves from their apps, then summed up the tree (queues() is pre-order,
-  // so walking it backwards visits children before parents).
-  const auto& queues = sched.queues();
-  for (auto it = queues.rbegin(); it != queues.rend(); ++it) {
-    const scheduler::QueueNode* q = *it;
-    QueueCounts& c = s->queue_counts[q->path];
-    for (const scheduler::AppState* app : q->apps) {
-      c.containers += app->num_containers;
-      c.pending_containers += app->pending_containers;
-      c.active_apps += app->runnable ? 1 : 0;
-    }
-    c.pending_apps += static_cast<int64_t>(q->waiting_apps.size());
-    if (q->parent != nullptr) {
-      QueueCounts& p = s->queue_counts[q->parent->path];
-      p.containers += c.containers;
-      p.pending_containers += c.pending_containers;
-      p.active_apps += c.active_apps;
-      p.pending_apps += c.pending_apps;
-    }
+  // Per-queue subtree counts, root first.
+  const std::vector<scheduler::QueueSummary> queues = sched.QueueSummaries();
+  for (const scheduler::QueueSummary& q : queues) {
+    s->queue_counts[q.path] = {q.containers, q.pending_containers, q.active_apps, q.pending_apps};
   }
   if (!queues.empty()) {
-    const QueueCounts& root = s->queue_counts[queues.front()->path];
+    const QueueCounts& root = s->queue_counts[queues.front().path];
     s->containers_running = root.containers;
     s->containers_pending = root.pending_containers;
   }

@@ -27,6 +27,9 @@ struct QueueCounts {
 
 struct ClusterSnapshot {
   int64_t taken_ms = 0;    // loop clock, ms since the Unix epoch
+  // 1 for an RM's first snapshot, one more for each after it: a client that read generation g
+  // knows the first snapshot above g was taken after its read (tests wait on it, not on time).
+  int64_t generation = 1;
   int64_t cluster_id = 0;  // the cluster timestamp in application ids (YARN's cluster id)
   int64_t started_ms = 0;  // when this RM started
   std::string policy;      // the scheduler policy's name ("fair", "capacity", ...)

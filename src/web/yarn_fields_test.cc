@@ -31,7 +31,7 @@ const Fields kClusterInfo = {"id:i",
                              "hadoopBuildVersion:s",
                              "hadoopVersionBuiltOn:s",
                              "haZooKeeperConnectionState:s"};
-const Fields kClusterInfoWeft = {"schedulerPolicy"};
+const Fields kClusterInfoWeft = {"schedulerPolicy", "snapshotGeneration"};
 
 // Elements of the clusterMetrics object.
 const Fields kClusterMetrics = {"appsSubmitted:i",

@@ -176,6 +176,7 @@ Json ClusterInfoJson(const ClusterSnapshot& s) {
             {"startedOn", s.started_ms},
             {"state", "STARTED"},
             {"haState", "ACTIVE"},
+            {"snapshotGeneration", s.generation},  // Weft's: see ClusterSnapshot
             {"rmStateStoreName", "weft-sqlite-or-memory"},
             {"resourceManagerVersion", version},
             {"resourceManagerBuildVersion", absl::StrCat("weft ", version)},
