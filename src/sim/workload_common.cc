@@ -16,6 +16,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/json_nesting.h"
 
 namespace weft::sim::internal {
 namespace {
@@ -382,9 +383,7 @@ bool JsonStreamReader::Next(JsonRecord* rec) {
   }
 
   std::string text;
-  int depth = 0;
-  bool in_string = false;
-  bool escape = false;
+  JsonNestingScanner nesting;
   bool too_deep = false;
   bool closed = false;
   while (!closed && Fill()) {
@@ -393,26 +392,11 @@ bool JsonStreamReader::Next(JsonRecord* rec) {
     while (pos_ < len_) {
       char c = buf_[pos_++];
       if (c == '\n') ++line_;
-      if (in_string) {
-        if (escape) {
-          escape = false;
-        } else if (c == '\\') {
-          escape = true;
-        } else if (c == '"') {
-          in_string = false;
-        }
-        continue;
+      if (nesting.Feed(c)) {
+        closed = true;
+        break;
       }
-      if (c == '"') {
-        in_string = true;
-      } else if (c == '{' || c == '[') {
-        if (++depth > kMaxDepth) too_deep = true;
-      } else if (c == '}' || c == ']') {
-        if (--depth == 0) {
-          closed = true;
-          break;
-        }
-      }
+      if (nesting.max_depth() > kMaxDepth) too_deep = true;
     }
     if (!too_deep) text.append(buf_.data() + start, pos_ - start);
   }

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "web/yarn_json.h"
+#include "common/ids.h"
 
 namespace weft::web {
 namespace {

@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/json_nesting.h"
 #include "web/http_server.h"
 #include "web/yarn_json.h"
 
@@ -93,38 +94,10 @@ absl::StatusOr<int64_t> IntParam(const HttpRequest& req, const std::string& name
   return v;
 }
 
-// The deepest nesting of arrays and objects in `text` (strings skipped), stopping early once
-// above `limit`: guards the parser against stack exhaustion.
-int NestingDepth(absl::string_view text, int limit) {
-  int depth = 0, max_depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      max_depth = std::max(max_depth, ++depth);
-      if (max_depth > limit) return max_depth;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return max_depth;
-}
-
 absl::StatusOr<Json> ParseJsonObject(absl::string_view body) {
   if (absl::StripAsciiWhitespace(body).empty())
     return absl::InvalidArgumentError("the request body is empty; expected a JSON object");
-  if (NestingDepth(body, kMaxJsonDepth) > kMaxJsonDepth)
+  if (JsonNestingDepth(body, kMaxJsonDepth) > kMaxJsonDepth)
     return absl::InvalidArgumentError(
         absl::StrCat("the JSON body nests deeper than ", kMaxJsonDepth, " levels"));
   Json j = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);

@@ -156,19 +156,6 @@ std::string NodeStateName(v1::NodeState state) {
   return std::string(name);
 }
 
-std::string AppOfContainer(absl::string_view id) {
-  // container_e<epoch>_<ts>_<seq>_<attempt>_<n>, or YARN's container_<ts>_<seq>_<attempt>_<n>.
-  if (!absl::ConsumePrefix(&id, "container_")) return "";
-  std::vector<absl::string_view> parts = absl::StrSplit(id, '_');
-  if (!parts.empty() && absl::StartsWith(parts[0], "e")) parts.erase(parts.begin());
-  if (parts.size() != 4) return "";
-  for (absl::string_view p : parts) {
-    uint64_t unused;
-    if (!absl::SimpleAtoi(p, &unused)) return "";
-  }
-  return absl::StrCat("application_", parts[0], "_", parts[1]);
-}
-
 Json ClusterInfoJson(const ClusterSnapshot& s) {
   const std::string version = WeftVersion();
   return {{"clusterInfo",

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "common/ids.h"
 #include "nlohmann/json.hpp"
 #include "web/snapshot.h"
 
@@ -38,10 +39,7 @@ std::string AppStateName(v1::ApplicationState state);
 std::string FinalStatusName(v1::FinalApplicationStatus status);
 std::string NodeStateName(v1::NodeState state);
 
-// The application a container belongs to, from its id
-// (container_e<epoch>_<ts>_<seq>_<attempt>_<n> -> application_<ts>_<seq>); "" when the id is
-// not a container id.
-std::string AppOfContainer(absl::string_view container_id);
+using ::weft::AppOfContainer;  // common/ids.h
 
 // A resource type's amount in `r` (0 when absent).
 int64_t ResourceValue(const v1::Resource& r, absl::string_view type);
