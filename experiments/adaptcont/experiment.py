@@ -118,6 +118,8 @@ def pct_lower(x, base):
 def plots(args, rows, reports):
     import matplotlib
     matplotlib.use("Agg")
+    # Reproducible files: fixed SVG ids, no creation date.
+    matplotlib.rcParams["svg.hashsalt"] = "weft-adaptcont"
     import matplotlib.pyplot as plt
     scen = [(a, w) for a in ARRIVALS for w in WORKLOADS]
     title = {("all", "mixed"): "Set-All, Workload-Mixed", ("all", "same"): "Set-All, Workload-Same",
@@ -185,7 +187,7 @@ def plots(args, rows, reports):
 
 def save(fig, folder, name):
     fig.savefig(os.path.join(folder, name + ".png"), dpi=80)
-    fig.savefig(os.path.join(folder, name + ".svg"))
+    fig.savefig(os.path.join(folder, name + ".svg"), metadata={"Date": None})
 
 
 def main():
