@@ -157,6 +157,19 @@ fi
 # The daemons log structured events (common/log.h) on stderr, named by the subcommand.
 if grep -Eq ' info +dev node_registered ' "$tmp/dev.err"; then ok "dev logs node_registered"
 else bad "no 'info dev node_registered' event in the dev log: $(head -5 "$tmp/dev.err")"; fi
+# Values sent as gRPC metadata are checked first: a line break in --user or in the secret file
+# is a one-line error (CLI11's exit 105), never gRPC's abort (SIGABRT, 134).
+"$weft" app list --user $'alice\nroot' >/dev/null 2>"$tmp/nl.err"
+rc=$?
+if [[ $rc -ne 0 && $rc -lt 128 ]] && grep -q "has a line break" "$tmp/nl.err"; then
+  ok "--user with a newline refused: $(head -1 "$tmp/nl.err")"
+else bad "--user with a newline: exit $rc, $(cat "$tmp/nl.err")"; fi
+printf 'two\nlines\n' >"$tmp/nl.secret"
+WEFT_SECRET_FILE="$tmp/nl.secret" "$weft" app list >/dev/null 2>"$tmp/nls.err"
+rc=$?
+if [[ $rc -ne 0 && $rc -lt 128 ]] && grep -q "secret file .* has a line break" "$tmp/nls.err"; then
+  ok "a secret file with two lines refused"
+else bad "secret with a newline: exit $rc, $(cat "$tmp/nls.err")"; fi
 # --log-level is checked before anything starts.
 if "$weft" rm --port 0 --log-level loud >/dev/null 2>"$tmp/ll.err"; then
   bad "--log-level loud accepted"

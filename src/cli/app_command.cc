@@ -35,10 +35,22 @@ struct CommonFlags {
   bool json = false;
 };
 
+// --user values go to the RM as gRPC metadata: one line of printable ASCII.
+CLI::Validator UserNameValidator() {
+  return CLI::Validator(
+      [](const std::string& v) {
+        absl::Status s = CheckMetadataValue("the user name", v);
+        return s.ok() ? std::string() : std::string(s.message());
+      },
+      "USER");
+}
+
 void AddCommonFlags(CLI::App* cmd, CommonFlags* f, bool with_user_flag = true) {
   AddRmOption(cmd, &f->rm_address);
   if (with_user_flag)
-    cmd->add_option("--user", f->user, "act as this user (default: $USER)")->capture_default_str();
+    cmd->add_option("--user", f->user, "act as this user (default: $USER)")
+        ->capture_default_str()
+        ->check(UserNameValidator());
   cmd->add_flag("--json", f->json, "print protobuf JSON instead of a human table");
 }
 
@@ -572,7 +584,8 @@ void AddAppCommand(CLI::App& app, int* exit_code) {
     cmd->add_flag("--json", f->common.json, "print protobuf JSON instead of a human table");
     cmd->add_option("--state", f->states, "only these states, e.g. RUNNING,ACCEPTED");
     cmd->add_option("--queue", f->queue, "only this queue");
-    cmd->add_option("--user", f->user, "only this user's applications");
+    cmd->add_option("--user", f->user, "only this user's applications")
+        ->check(UserNameValidator());
     cmd->add_option("--limit", f->limit, "at most this many (0 = all)");
     cmd->callback([f, exit_code] { *exit_code = List(*f); });
   }

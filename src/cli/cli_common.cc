@@ -14,6 +14,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -65,6 +66,26 @@ RmClient::RmClient(std::string rm_address, std::string user)
       v1::ClientService::NewStub(grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
 }
 
+absl::Status CheckMetadataValue(absl::string_view what, absl::string_view value) {
+  if (value.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " is empty"));
+  for (size_t i = 0; i < value.size(); ++i) {
+    const auto c = static_cast<unsigned char>(value[i]);
+    if (c < 0x20 || c > 0x7e) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s has a %s (byte 0x%02x at offset %d); it must be one line of printable ASCII", what,
+          c == '\n' || c == '\r' ? "line break" : "control or non-ASCII character", c, i));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckClientEnvironment() {
+  if (const char* user = std::getenv("USER"); user != nullptr && *user != '\0') {
+    if (absl::Status s = CheckMetadataValue("$USER", user); !s.ok()) return s;
+  }
+  return ClientSecret().status();
+}
+
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read secret file '", path, "'"));
@@ -73,6 +94,10 @@ absl::StatusOr<std::string> ReadSecretFile(const std::string& path) {
   std::string secret(absl::StripTrailingAsciiWhitespace(ss.str()));
   if (secret.empty())
     return absl::InvalidArgumentError(absl::StrCat("secret file '", path, "' is empty"));
+  if (absl::Status s = CheckMetadataValue(absl::StrCat("secret file '", path, "'"), secret);
+      !s.ok()) {
+    return s;
+  }
   return secret;
 }
 

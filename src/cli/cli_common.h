@@ -27,6 +27,13 @@ std::string DefaultUser();
 // Reads a client secret file: its contents without trailing whitespace. Errors name the file
 // (missing, unreadable, empty).
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path);
+// A value the CLI sends as gRPC metadata (a user name, a secret): non-empty printable ASCII
+// (0x20-0x7e), which is all gRPC carries in a text header. InvalidArgument naming `what` and
+// the first offending byte otherwise, so that a newline in --user or a secret file is a clear
+// error instead of gRPC aborting the process.
+absl::Status CheckMetadataValue(absl::string_view what, absl::string_view value);
+// Checks $USER and $WEFT_SECRET_FILE's contents when set (called before any command runs).
+absl::Status CheckClientEnvironment();
 // The secret client commands present: the contents of $WEFT_SECRET_FILE, or "" when unset.
 absl::StatusOr<std::string> ClientSecret();
 

@@ -7,6 +7,7 @@
 #include "cli/admin_command.h"
 #include "cli/am_command.h"
 #include "cli/app_command.h"
+#include "cli/cli_common.h"
 #include "cli/demo_command.h"
 #include "cli/dev_command.h"
 #include "cli/nm_command.h"
@@ -47,6 +48,10 @@ int main(int argc, char** argv) {
     const std::vector<CLI::App*> sub = app.get_subcommands();
     weft::log::Init(sub.empty() ? "weft" : sub.front()->get_name(),
                     *weft::log::ParseLevel(log_level));
+    // What would otherwise reach gRPC as a malformed header and abort the process.
+    if (absl::Status s = weft::cli::CheckClientEnvironment(); !s.ok()) {
+      throw CLI::ValidationError(std::string(s.message()));
+    }
   });
   try {
     app.parse(argc, argv);
