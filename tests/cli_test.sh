@@ -31,6 +31,18 @@ fi
 id=$(head -1 "$tmp/ok.out")
 [[ "$(app_state "$id")" == FINISHED ]] && ok "app status $id -> FINISHED" ||
   bad "app status $id: $(app_state "$id")"
+# The RM tells the NMs that ran it that the app ended; they delete its work dirs (its
+# container logs stay under logs/). Bounded: 10 s (the next heartbeats).
+# (Its containers' logs there show the path is right: the work dirs are their siblings.)
+ls -d "$tmp"/data/nm*/logs/container_*"${id#application_}"_* >/dev/null 2>&1 ||
+  bad "no container logs of $id under $tmp/data/nm*/logs"
+for _ in $(seq 1 100); do
+  ls -d "$tmp"/data/nm*/"$id" >/dev/null 2>&1 || break
+  sleep 0.1
+done
+if ls -d "$tmp"/data/nm*/"$id" >/dev/null 2>&1; then
+  bad "work dir of finished $id still there: $(ls -d "$tmp"/data/nm*/"$id")"
+else ok "the NMs deleted the work dir of finished $id"; fi
 
 # A command that exits 3 with two attempts: FAILED after attempt 2, non-zero exit.
 if timeout 120 "$weft" app submit --command 'exit 3' --max-attempts 2 --wait --timeout-s 90 \

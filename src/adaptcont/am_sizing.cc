@@ -17,9 +17,11 @@ std::optional<Resource> LargestLiveNode(const scheduler::Scheduler& scheduler) {
   return largest;
 }
 
-Resource ActiveQueueShare(const scheduler::Scheduler& scheduler, const scheduler::QueueNode& queue) {
+Resource ActiveQueueShare(const scheduler::Scheduler& scheduler,
+                          const scheduler::QueueNode& queue) {
   std::vector<const scheduler::QueueNode*> path;
-  for (const scheduler::QueueNode* q = &queue; q->parent != nullptr; q = q->parent) path.push_back(q);
+  for (const scheduler::QueueNode* q = &queue; q->parent != nullptr; q = q->parent)
+    path.push_back(q);
   Resource share = scheduler.cluster_total();
   for (auto it = path.rbegin(); it != path.rend(); ++it) {
     const scheduler::QueueNode* q = *it;

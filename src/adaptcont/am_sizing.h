@@ -40,8 +40,9 @@ struct AmSizingOutcome {
 
 // Sizes the AM of `job` as the RM does:
 //  * headroom: what the job's queue may still take within what the cluster has free now: the
-//    least of its limit and its active share (ActiveQueueShare) less its usage; in a leaf that orders its apps fairly, this app's part of it (split
-//    evenly among the leaf's runnable apps and this one); counted in `job.worker` containers
+//    least of its limit and its active share (ActiveQueueShare) less its usage; in a leaf that
+//    orders its apps fairly, this app's part of it (split evenly among the leaf's runnable
+//    apps and this one); counted in `job.worker` containers
 //    (ContainersInHeadroom). An unknown queue leaves the cluster's free resources;
 //  * ceilings: the registry's maximum allocation, capped by the largest live node's
 //    capability unless `use_largest_node` is false (the RM's first max_allocation_wait_ms,

@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/cli_common.h"
-#include "common/log.h"
 #include "common/event_loop.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "common/resource_types.h"
 #include "web/nm_web_server.h"
@@ -46,7 +46,8 @@ absl::StatusOr<nm::NodeManagerOptions> MakeNodeManagerOptions(const NmFlags& fla
   if (flags.link_mbps < 0 || flags.network_containers_mbps < 0)
     return absl::InvalidArgumentError("--link-mbps and --network-containers-mbps must be >= 0");
   auto burst = nm::ParseBurstLimit(flags.network_burst);
-  if (!burst.ok()) return absl::InvalidArgumentError(absl::StrCat("--network-burst: ", burst.status().message()));
+  if (!burst.ok())
+    return absl::InvalidArgumentError(absl::StrCat("--network-burst: ", burst.status().message()));
   options.network_burst = *burst;
   if (flags.network_interface.empty() &&
       (flags.link_mbps != 0 || flags.network_containers_mbps != 0))
@@ -124,8 +125,8 @@ int RunNm(const NmFlags& flags) {
   std::cout << "weft nm: work root " << options->work_root << "; Ctrl-C or SIGTERM stops it"
             << std::endl;
   int sig = WaitForTerminationSignal();
-  log::Info("shutting_down", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"},
-                              {"containers", "stopping"}});
+  log::Info("shutting_down",
+            {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}, {"containers", "stopping"}});
   (*nm)->Shutdown();
   nm->reset();
   loop.Stop();

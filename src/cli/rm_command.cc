@@ -23,8 +23,9 @@ absl::Status ApplyResourceLimits(const std::vector<std::string>& limits,
     bool ok = parts.size() == 3 || parts.size() == 4;
     for (size_t i = 1; ok && i < parts.size(); ++i) ok = absl::SimpleAtoi(parts[i], &values[i - 1]);
     if (!ok)
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--resource-limit '", text, "': expected NAME:MIN:MAX[:INCREMENT], e.g. network-mbps:1:200"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--resource-limit '", text,
+                       "': expected NAME:MIN:MAX[:INCREMENT], e.g. network-mbps:1:200"));
     if (absl::Status s = registry->SetLimits(parts[0], values[0], values[1], values[2]); !s.ok())
       return absl::InvalidArgumentError(
           absl::StrCat("--resource-limit '", text, "': ", s.message()));

@@ -362,7 +362,8 @@ void NodeManager::MaybeFinishAppCleanup(std::string app_id) {
       continue;
     }
     if (absl::Status s = executor_->Cleanup(it->first); !s.ok()) {
-      log::Warn("container_cleanup_failed", {{"node", node_id_}, {"container", it->first}, {"error", s}});
+      log::Warn("container_cleanup_failed",
+                {{"node", node_id_}, {"container", it->first}, {"error", s}});
     }
     it = containers_.erase(it);
   }

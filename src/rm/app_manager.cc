@@ -420,6 +420,11 @@ void AppManager::FinishApp(RmApp& app, AppEvent event, FinalStatus final_status,
     at.finish_ms = ctx_->NowMs();
   }
   ReleaseContainers(app);
+  // Its NMs delete its work dirs once its containers there have exited.
+  for (const std::string& node : app.ran_nodes) {
+    ctx_->nodes->AddAppCleanup(node, app.record.app_id);
+  }
+  app.ran_nodes.clear();
   app.final_status = final_status;
   app.record.diagnostics = diagnostics;
   app.record.finish_ms = ctx_->NowMs();

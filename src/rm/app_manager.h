@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/resource.h"
@@ -62,6 +63,10 @@ struct RmApp {
   // Sum over its ended containers of resource x ms held (YARN's memorySeconds and
   // vcoreSeconds, in ms); running ones are added in reports.
   Resource usage_ms;
+  // Nodes that were given one of its containers (YARN's ranNodes): told to clean the app up
+  // (its work dirs) when it ends. Not stored: an app that ended before an RM restart is not
+  // cleaned up by the new RM.
+  absl::flat_hash_set<std::string> ran_nodes;
   RmAttempt& current() { return attempts.back(); }
   const RmAttempt& current() const { return attempts.back(); }
 };

@@ -57,6 +57,7 @@ void ContainerTracker::Allocated(const scheduler::Allocation& a) {
   *proto.mutable_container_token() = ctx_->keys->IssueContainerToken(td);
   by_name_[c.name] = a.container;
   containers_[a.container] = std::move(c);
+  app->ran_nodes.insert(node_id);
   if (a.is_am) {
     ctx_->apps->AmContainerAllocated(*app, proto);
   } else {

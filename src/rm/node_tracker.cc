@@ -32,6 +32,11 @@ const RmNode* NodeTracker::Find(const std::string& node_id) const {
   return it == nodes_.end() ? nullptr : &it->second;
 }
 
+void NodeTracker::AddAppCleanup(const std::string& node_id, const std::string& app_id) {
+  auto it = nodes_.find(node_id);
+  if (it != nodes_.end()) it->second.apps_to_cleanup.push_back(app_id);
+}
+
 void NodeTracker::AddCleanup(const std::string& node_id, const std::string& name) {
   auto it = nodes_.find(node_id);
   if (it != nodes_.end()) it->second.to_cleanup.push_back(name);
@@ -137,6 +142,8 @@ absl::StatusOr<v1::NodeHeartbeatResponse> NodeTracker::NodeHeartbeat(
   resp.set_action(v1::NODE_ACTION_NORMAL);
   for (const std::string& c : node.to_cleanup) resp.add_containers_to_cleanup(c);
   node.to_cleanup.clear();
+  for (const std::string& a : node.apps_to_cleanup) resp.add_applications_to_cleanup(a);
+  node.apps_to_cleanup.clear();
   *resp.mutable_container_key() = RmKeys::ToProto(ctx_->keys->container().current());
   *resp.mutable_next_container_key() = RmKeys::ToProto(ctx_->keys->container().next());
   ctx_->request_pass();

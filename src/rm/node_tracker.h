@@ -28,6 +28,7 @@ struct RmNode {
   int64_t last_heartbeat_ms = 0;  // loop clock
   int32_t response_id = 0;
   std::vector<std::string> to_cleanup;  // container names the NM must stop, next heartbeat
+  std::vector<std::string> apps_to_cleanup;  // ended apps whose work dirs it must delete
   std::string health_report;
   // From the last heartbeat: running containers' statuses (with usage) and the node's total.
   std::vector<v1::ContainerStatus> running;
@@ -58,6 +59,9 @@ class NodeTracker {
 
   // The NM of `node_id` must stop container `name` (sent with its next heartbeat reply).
   void AddCleanup(const std::string& node_id, const std::string& name);
+  // Tells the node, in its next heartbeat reply, that `app_id` ended (YARN's
+  // applications_to_cleanup). Nothing for an unknown node.
+  void AddAppCleanup(const std::string& node_id, const std::string& app_id);
 
   v1::ListNodesResponse ListNodes(const v1::ListNodesRequest& req) const;
   // Adds the node counts (active, lost, unhealthy, decommissioned) to `m`.

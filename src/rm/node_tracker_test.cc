@@ -72,6 +72,22 @@ TEST(NodeTrackerTest, AnUnhealthyNodeKeepsItsContainersButGetsNoNewOnes) {
   EXPECT_TRUE(h.launcher.launches.empty());  // no AM placed on the unhealthy node
 }
 
+TEST(NodeTrackerTest, AnEndedAppIsCleanedUpOnTheNodesThatRanItOnce) {
+  RmHarness h;
+  h.AddNode("h1:1");
+  const std::string app = h.Submit();
+  h.loop.Advance(500);
+  ASSERT_EQ(h.launcher.launches.size(), 1u);  // its AM, on h1
+  h.AddNode("h2:1");                           // never ran anything of it
+  EXPECT_EQ(h.Heartbeat("h1:1").applications_to_cleanup_size(), 0);  // still running
+  ASSERT_TRUE(h.rm().KillApplication(app, "test").ok());
+  v1::NodeHeartbeatResponse ran = h.Heartbeat("h1:1");
+  ASSERT_EQ(ran.applications_to_cleanup_size(), 1);
+  EXPECT_EQ(ran.applications_to_cleanup(0), app);
+  EXPECT_EQ(h.Heartbeat("h2:1").applications_to_cleanup_size(), 0);
+  EXPECT_EQ(h.Heartbeat("h1:1").applications_to_cleanup_size(), 0);  // said once
+}
+
 TEST(NodeTrackerTest, DecommissioningByHostNameAndAnEmptyName) {
   RmHarness h;
   h.AddNode("h1:1");

@@ -90,26 +90,26 @@ TEST_P(AmSizingParityTest, RmAndSimulatorDecideTheSameAm) {
   sim_options.registry = registry;
   sim_options.am_master = adaptcont;
   sim_options.replicas = 0;
-  for (int i = 0; i < kNodes; ++i) sim_options.nodes.push_back({"n" + std::to_string(i), "/r", node});
+  for (int i = 0; i < kNodes; ++i)
+    sim_options.nodes.push_back({"n" + std::to_string(i), "/r", node});
   auto run = sim::RunSimulation(workload, sim_options);
   ASSERT_TRUE(run.ok()) << run.status();
   ASSERT_EQ(run->job_results.size(), 1u);
   ASSERT_FALSE(run->job_results[0].am_decisions.empty());
   const Resource& sim_am = run->job_results[0].am_containers[0];
-  const std::string sim_decision = absl::StrCat(
-      "attempt 1: AM ", registry.Format(sim_am), " (", run->job_results[0].am_decisions[0], ")");
+  const std::string sim_decision = absl::StrCat("attempt 1: AM ", registry.Format(sim_am), " (",
+                                                run->job_results[0].am_decisions[0], ")");
 
   EXPECT_EQ(rm_decision, sim_decision);
   EXPECT_EQ(report->am_resource().values().at("memory-mb"), sim_am[kMemoryMb]);
   EXPECT_EQ(report->am_resource().values().at("vcores"), sim_am[kVcores]);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Jobs, AmSizingParityTest,
-    ::testing::Values(Case{"etl", 40, 0, Resource::Of(1024, 1)},
-                      Case{"etl", 2000, 20, Resource::Of(2048, 1)},
-                      Case{"adhoc", 300, 10, Resource::Of(1024, 1)},
-                      Case{"adhoc", 5, 1, Resource::Of(4096, 2)}));
+INSTANTIATE_TEST_SUITE_P(Jobs, AmSizingParityTest,
+                         ::testing::Values(Case{"etl", 40, 0, Resource::Of(1024, 1)},
+                                           Case{"etl", 2000, 20, Resource::Of(2048, 1)},
+                                           Case{"adhoc", 300, 10, Resource::Of(1024, 1)},
+                                           Case{"adhoc", 5, 1, Resource::Of(4096, 2)}));
 
 }  // namespace
 }  // namespace weft
