@@ -139,6 +139,7 @@ absl::Status NmClient::Start(const v1::Container& container, const std::string& 
 absl::Status NmClient::Stop(const v1::Container& container) {
   v1::StopContainersRequest req;
   req.add_container_ids(container.container_id());
+  *req.add_container_tokens() = container.container_token();
   v1::StopContainersResponse resp;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
@@ -149,6 +150,7 @@ absl::Status NmClient::Stop(const v1::Container& container) {
 absl::StatusOr<v1::ContainerStatus> NmClient::Status(const v1::Container& container) {
   v1::GetContainerStatusesRequest req;
   req.add_container_ids(container.container_id());
+  *req.add_container_tokens() = container.container_token();
   v1::GetContainerStatusesResponse resp;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));

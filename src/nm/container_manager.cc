@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -124,24 +125,54 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
   return absl::OkStatus();
 }
 
+absl::flat_hash_map<std::string, absl::Status> NodeManager::AuthorizeControl(
+    const google::protobuf::RepeatedPtrField<v1::Token>& tokens) {
+  absl::flat_hash_map<std::string, absl::Status> verdicts;
+  for (const v1::Token& t : tokens) {
+    absl::StatusOr<security::ContainerTokenData> data = verifier_.VerifyControl(
+        security::Token{t.identifier(), t.password()}, node_id_, loop_->NowMs());
+    if (data.ok()) {
+      verdicts[data->container_id] = absl::OkStatus();
+    } else if (auto unverified = security::DecodeContainerToken(t.identifier());
+               unverified.ok()) {
+      verdicts.try_emplace(unverified->container_id, data.status());
+    }
+  }
+  return verdicts;
+}
+
+absl::Status NodeManager::Authorized(
+    const absl::flat_hash_map<std::string, absl::Status>& verdicts, const std::string& id) {
+  if (id.empty()) return absl::InvalidArgumentError("empty container id");
+  auto v = verdicts.find(id);
+  if (v == verdicts.end()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "no container token for ", id, ": stop and status calls need the container's token"));
+  }
+  if (!v->second.ok()) return v->second;
+  auto it = containers_.find(id);
+  if (it == containers_.end() && !unacked_completed_.contains(id)) {
+    return absl::NotFoundError(absl::StrCat("container ", id, " is not known here"));
+  }
+  return absl::OkStatus();
+}
+
 void NodeManager::DoStopContainers(const v1::StopContainersRequest& request,
                                    v1::StopContainersResponse* response) {
+  const absl::flat_hash_map<std::string, absl::Status> verdicts =
+      AuthorizeControl(request.container_tokens());
   for (const std::string& id : request.container_ids()) {
-    auto add_failure = [&](absl::Status status) {
+    if (absl::Status s = Authorized(verdicts, id); !s.ok()) {
       v1::ContainerFailure* failure = response->add_failed();
       failure->set_container_id(id);
-      failure->set_message(status.ToString());
-    };
-    if (id.empty()) {
-      add_failure(absl::InvalidArgumentError("empty container id"));
+      failure->set_message(s.ToString());
+      if (s.code() == absl::StatusCode::kPermissionDenied) {
+        log::Warn("control_refused", {{"call", "StopContainers"}, {"container", id}, {"error", s}});
+      }
       continue;
     }
     auto it = containers_.find(id);
-    if (it == containers_.end()) {
-      add_failure(absl::NotFoundError(absl::StrCat("container ", id, " is not known here")));
-      continue;
-    }
-    if (it->second.running) {
+    if (it != containers_.end() && it->second.running) {
       StopContainer(id, v1::CONTAINER_EXIT_KILLED_BY_AM,
                     "Container stopped by a StopContainers request");
     }
@@ -151,22 +182,20 @@ void NodeManager::DoStopContainers(const v1::StopContainersRequest& request,
 
 void NodeManager::DoGetContainerStatuses(const v1::GetContainerStatusesRequest& request,
                                          v1::GetContainerStatusesResponse* response) {
+  const absl::flat_hash_map<std::string, absl::Status> verdicts =
+      AuthorizeControl(request.container_tokens());
   for (const std::string& id : request.container_ids()) {
-    auto it = containers_.find(id);
-    if (it != containers_.end()) {
+    if (absl::Status s = Authorized(verdicts, id); !s.ok()) {
+      v1::ContainerFailure* failure = response->add_failed();
+      failure->set_container_id(id);
+      failure->set_message(s.ToString());
+      continue;
+    }
+    if (auto it = containers_.find(id); it != containers_.end()) {
       *response->add_statuses() = StatusOf(id, it->second);
-      continue;
+    } else {
+      *response->add_statuses() = unacked_completed_.at(id);
     }
-    if (auto unacked = unacked_completed_.find(id); unacked != unacked_completed_.end()) {
-      *response->add_statuses() = unacked->second;
-      continue;
-    }
-    v1::ContainerFailure* failure = response->add_failed();
-    failure->set_container_id(id);
-    failure->set_message(
-        (id.empty() ? absl::InvalidArgumentError("empty container id")
-                    : absl::NotFoundError(absl::StrCat("container ", id, " is not known here")))
-            .ToString());
   }
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -142,6 +143,13 @@ class NodeManager {
                          v1::StartContainersResponse* response);
   // Starts one container; the error message is the failure reported for it.
   absl::Status StartOne(const v1::StartContainerRequest& request, std::string* container_id);
+  // Stop and status calls: each container id needs a valid token for this node
+  // (ContainerTokenVerifier::VerifyControl). The verdict per container id named by a token;
+  // then, for one id, OK or why not (InvalidArgument, PermissionDenied, NotFound).
+  absl::flat_hash_map<std::string, absl::Status> AuthorizeControl(
+      const google::protobuf::RepeatedPtrField<v1::Token>& tokens);
+  absl::Status Authorized(const absl::flat_hash_map<std::string, absl::Status>& verdicts,
+                          const std::string& id);
   void DoStopContainers(const v1::StopContainersRequest& request,
                         v1::StopContainersResponse* response);
   void DoGetContainerStatuses(const v1::GetContainerStatusesRequest& request,

@@ -254,9 +254,23 @@ class NodeManagerTest : public ::testing::Test {
     return Start({Request(rm_->IssueToken(TokenData(container_id)), std::move(command))});
   }
 
+  // Stop and status calls as the AM makes them: with each container's token (a valid one
+  // for this node, issued by the RM for the id; none for an empty id).
+  template <typename Request>
+  void AddTokens(const std::vector<std::string>& ids, Request* request) {
+    for (const std::string& id : ids) {
+      request->add_container_ids(id);
+      if (!id.empty()) *request->add_container_tokens() = rm_->IssueToken(TokenData(id));
+    }
+  }
+
   v1::StopContainersResponse Stop(std::vector<std::string> ids) {
     v1::StopContainersRequest request;
-    for (const std::string& id : ids) request.add_container_ids(id);
+    AddTokens(ids, &request);
+    return StopRaw(request);
+  }
+
+  v1::StopContainersResponse StopRaw(const v1::StopContainersRequest& request) {
     v1::StopContainersResponse response;
     grpc::ClientContext context;
     grpc::Status status = stub_->StopContainers(&context, request, &response);
@@ -266,7 +280,11 @@ class NodeManagerTest : public ::testing::Test {
 
   v1::GetContainerStatusesResponse Statuses(std::vector<std::string> ids) {
     v1::GetContainerStatusesRequest request;
-    for (const std::string& id : ids) request.add_container_ids(id);
+    AddTokens(ids, &request);
+    return StatusesRaw(request);
+  }
+
+  v1::GetContainerStatusesResponse StatusesRaw(const v1::GetContainerStatusesRequest& request) {
     v1::GetContainerStatusesResponse response;
     grpc::ClientContext context;
     grpc::Status status = stub_->GetContainerStatuses(&context, request, &response);
@@ -543,6 +561,56 @@ TEST_F(NodeManagerTest, StopContainersStopsALongRunningContainer) {
   EXPECT_THAT(completed->diagnostics(), HasSubstr("StopContainers"));
   // Stopping a completed container again is a no-op success.
   EXPECT_THAT(Stop({id}).succeeded(), ElementsAre(id));
+}
+
+TEST_F(NodeManagerTest, StopAndStatusNeedTheContainersOwnTokenForThisNode) {
+  StartNm(Options());
+  const std::string id = "container_e1_1_0001_01_000040";
+  const std::string other = "container_e1_1_0002_01_000041";  // another app's container
+  ASSERT_THAT(StartOne(id, {"sleep 100"}).succeeded(), ElementsAre(id));
+  auto refused = [&](const v1::StopContainersRequest& request, const std::string& why) {
+    v1::StopContainersResponse r = StopRaw(request);
+    EXPECT_THAT(r.succeeded(), IsEmpty()) << why;
+    ASSERT_EQ(r.failed_size(), 1) << why;
+    EXPECT_THAT(r.failed(0).message(), AllOf(HasSubstr("PERMISSION_DENIED"), HasSubstr(why)));
+  };
+  // No token at all (the attack of issue 14: any local caller stopped any container).
+  v1::StopContainersRequest bare;
+  bare.add_container_ids(id);
+  refused(bare, "no container token for " + id);
+  // Another container's valid token does not cover this one.
+  v1::StopContainersRequest wrong = bare;
+  *wrong.add_container_tokens() = rm_->IssueToken(TokenData(other, "application_1_0002"));
+  refused(wrong, "no container token for " + id);
+  // A token for this container but another node.
+  security::ContainerTokenData elsewhere = TokenData(id);
+  elsewhere.node_id = "otherhost:1";
+  v1::StopContainersRequest moved = bare;
+  *moved.add_container_tokens() = rm_->IssueToken(elsewhere);
+  refused(moved, "issued for node otherhost:1");
+  // A forged one (right fields, wrong key).
+  v1::StopContainersRequest forged = bare;
+  v1::Token t = rm_->IssueToken(TokenData(id));
+  t.set_password(std::string(32, 'x'));
+  *forged.add_container_tokens() = t;
+  refused(forged, "bad signature");
+  // Statuses are private too.
+  v1::GetContainerStatusesRequest peek;
+  peek.add_container_ids(id);
+  v1::GetContainerStatusesResponse seen = StatusesRaw(peek);
+  EXPECT_EQ(seen.statuses_size(), 0);
+  ASSERT_EQ(seen.failed_size(), 1);
+  EXPECT_THAT(seen.failed(0).message(), HasSubstr("PERMISSION_DENIED"));
+  // It still runs; with its own token (expired since: control calls do not check that) the
+  // owner stops it.
+  v1::GetContainerStatusesResponse running = Statuses({id});
+  ASSERT_EQ(running.statuses_size(), 1);
+  EXPECT_EQ(running.statuses(0).state(), v1::CONTAINER_RUNNING);
+  security::ContainerTokenData old = TokenData(id);
+  old.expiry_ms = loop_.NowMs() - 1;
+  v1::StopContainersRequest owner = bare;
+  *owner.add_container_tokens() = rm_->IssueToken(old);
+  EXPECT_THAT(StopRaw(owner).succeeded(), ElementsAre(id));
 }
 
 TEST_F(NodeManagerTest, StopEscalatesToSigkillAfterTheGrace) {

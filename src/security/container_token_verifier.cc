@@ -38,16 +38,23 @@ absl::StatusOr<ContainerTokenData> ContainerTokenVerifier::VerifyStart(
     const Token& token, absl::string_view this_node_id, int64_t now_ms) {
   // A clock step backwards must not revive a token whose container id was already forgotten.
   latest_now_ms_ = std::max(latest_now_ms_, now_ms);
-  absl::StatusOr<ContainerTokenData> result = Check(token, this_node_id, latest_now_ms_);
+  absl::StatusOr<ContainerTokenData> result =
+      Check(token, this_node_id, latest_now_ms_, /*for_start=*/true);
   // Prune afterwards, so that a token under a just-expired key is refused as such rather
   // than as signed by an unknown key.
   DropExpired(latest_now_ms_);
   return result;
 }
 
+absl::StatusOr<ContainerTokenData> ContainerTokenVerifier::VerifyControl(
+    const Token& token, absl::string_view this_node_id, int64_t now_ms) {
+  latest_now_ms_ = std::max(latest_now_ms_, now_ms);
+  return Check(token, this_node_id, latest_now_ms_, /*for_start=*/false);
+}
+
 absl::StatusOr<ContainerTokenData> ContainerTokenVerifier::Check(const Token& token,
                                                                  absl::string_view this_node_id,
-                                                                 int64_t now_ms) {
+                                                                 int64_t now_ms, bool for_start) {
   absl::StatusOr<ContainerTokenData> data = DecodeContainerToken(token.identifier);
   if (!data.ok()) {
     return absl::PermissionDeniedError(data.status().message());
@@ -68,7 +75,7 @@ absl::StatusOr<ContainerTokenData> ContainerTokenVerifier::Check(const Token& to
                                                     " expired at ", key->second.expires_ms,
                                                     " (now ", now_ms, ")"));
   }
-  if (now_ms >= data->expiry_ms) {
+  if (for_start && now_ms >= data->expiry_ms) {
     return absl::PermissionDeniedError(
         absl::StrCat(prefix, "expired at ", data->expiry_ms, " (now ", now_ms, ")"));
   }
@@ -77,6 +84,7 @@ absl::StatusOr<ContainerTokenData> ContainerTokenVerifier::Check(const Token& to
                                                     ", this is node ",
                                                     absl::CHexEscape(this_node_id)));
   }
+  if (!for_start) return data;
   if (started_.contains(data->container_id)) {
     return absl::PermissionDeniedError(absl::StrCat(prefix, "already used (replay)"));
   }

@@ -54,6 +54,15 @@ class ContainerTokenVerifier {
   absl::StatusOr<ContainerTokenData> VerifyStart(const Token& token, absl::string_view this_node_id,
                                                  int64_t now_ms);
 
+  // Authorises a stop or status call on the container the token names: well formed, master
+  // key known and unexpired, password matching, issued for `this_node_id`. The token's own
+  // expiry is not checked (a container outlives its start token, as YARN's NMToken outlives
+  // its container token) and nothing is remembered. Refusals are PermissionDenied with the
+  // messages of VerifyStart.
+  absl::StatusOr<ContainerTokenData> VerifyControl(const Token& token,
+                                                   absl::string_view this_node_id,
+                                                   int64_t now_ms);
+
   // Marks `container_id` as started until `token_expiry_ms` without a token; for NM recovery,
   // which re-reads its running containers after a restart so that their tokens stay spent.
   void RecordStarted(absl::string_view container_id, int64_t token_expiry_ms);
@@ -64,8 +73,9 @@ class ContainerTokenVerifier {
   size_t started_count() const { return started_.size(); }
 
  private:
+  // `for_start`: also checks the token's expiry and refuses (then records) a replay.
   absl::StatusOr<ContainerTokenData> Check(const Token& token, absl::string_view this_node_id,
-                                           int64_t now_ms);
+                                           int64_t now_ms, bool for_start);
   // Drops keys with expires_ms <= now_ms and started ids whose token expired at or before now.
   void DropExpired(int64_t now_ms);
 

@@ -61,6 +61,24 @@ TEST_F(ContainerTokenVerifierTest, AcceptsAValidStart) {
   EXPECT_EQ(nm_.started_count(), 1u);
 }
 
+TEST_F(ContainerTokenVerifierTest, ControlCallsNeedASignedTokenForThisNodeButNotAFreshOne) {
+  const Token t = Issue("container_1", 5000);
+  ASSERT_TRUE(nm_.VerifyStart(t, kNode, 100).ok());
+  // The start spent it for starting, not for stopping or asking: repeatable, after its expiry.
+  ASSERT_TRUE(nm_.VerifyControl(t, kNode, 200).ok());
+  absl::StatusOr<ContainerTokenData> late = nm_.VerifyControl(t, kNode, 6000);
+  ASSERT_TRUE(late.ok()) << late.status();
+  EXPECT_EQ(late->container_id, "container_1");
+  EXPECT_EQ(nm_.started_count(), 1u);  // nothing remembered
+  Token forged = t;
+  forged.password[0] ^= 0x01;
+  ExpectDenied(nm_.VerifyControl(forged, kNode, 200),
+               "container token for container_1: bad signature");
+  ExpectDenied(nm_.VerifyControl(Issue("container_2", 5000, "other:1"), kNode, 200),
+               "container token for container_2: issued for node other:1, this is node "
+               "node7.example.com:8041");
+}
+
 TEST_F(ContainerTokenVerifierTest, RefusesForgeriesWithDistinctMessages) {
   const Token t = Issue("container_1", 5000);
   Token bad_password = t;
