@@ -10,6 +10,8 @@ PACKAGES=(
   libabsl-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   libsqlite3-dev libssl-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libcpp-httplib-dev
+  # user authentication (MUNGE, as Slurm): the library and the munged daemon
+  libmunge-dev munge
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   # plots and run-time tools
@@ -25,15 +27,23 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#PACKAGES[@]} packages present"
-  exit 0
-fi
-
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "install-deps: done"
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+else
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "install-deps: done"
+fi
+
+# The RM authenticates users through the host's munged (docs/security.md). The package makes
+# /etc/munge/munge.key; where no init system started the daemon (a container, a chroot), its
+# init script starts it as the munge user.
+if ! munge -n >/dev/null 2>&1; then
+  echo "install-deps: starting munged"
+  $SUDO /etc/init.d/munge start >/dev/null || $SUDO service munge start >/dev/null
+  munge -n >/dev/null || { echo "install-deps: munged does not answer" >&2; exit 1; }
+fi

@@ -202,12 +202,19 @@ done
 if [[ -z $secured ]]; then
   bad "weft rm --secret-file did not start: $(cat "$tmp/rm.out" "$tmp/rm.err")"
 else
-  if WEFT_SECRET_FILE= "$weft" app list --rm "$secured" >/dev/null 2>"$tmp/s.err"; then
-    bad "a secured RM answered a client without the secret"
-  elif grep -q "requires a client secret" "$tmp/s.err"; then
-    ok "secured RM refuses a client without the secret"
+  # Without the secret a client is who MUNGE says; a wrong secret is refused.
+  printf 'guess\n' >"$tmp/wrong"
+  if WEFT_SECRET_FILE="$tmp/wrong" "$weft" app list --rm "$secured" >/dev/null 2>"$tmp/s.err"; then
+    bad "a secured RM answered a client with a wrong secret"
+  elif grep -q "wrong admin secret" "$tmp/s.err"; then
+    ok "secured RM refuses a wrong secret"
   else
-    bad "secured RM without secret: $(cat "$tmp/s.err")"
+    bad "secured RM with a wrong secret: $(cat "$tmp/s.err")"
+  fi
+  if WEFT_SECRET_FILE= "$weft" app list --rm "$secured" >/dev/null 2>"$tmp/s.err"; then
+    ok "secured RM serves a MUNGE-authenticated client"
+  else
+    bad "secured RM with MUNGE: $(cat "$tmp/s.err")"
   fi
   if WEFT_SECRET_FILE="$tmp/secret" "$weft" app list --rm "$secured" >/dev/null 2>"$tmp/s.err"; then
     ok "secured RM serves a client with the secret"

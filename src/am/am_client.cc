@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <set>
 #include <thread>
@@ -41,10 +43,16 @@ absl::StatusOr<AmEnvironment> ReadAmEnvironment() {
       return absl::FailedPreconditionError(
           absl::StrCat(name, " is not set: this must run as an ApplicationMaster container"));
   }
-  std::string raw;
-  if (!absl::Base64Unescape(Env("WEFT_AMRM_TOKEN"), &raw) || !env.amrm_token.ParseFromString(raw) ||
-      env.amrm_token.identifier().empty())
-    return absl::FailedPreconditionError("WEFT_AMRM_TOKEN is missing or malformed");
+  const std::string path = Env("WEFT_TOKEN_FILE_AMRM");
+  if (path.empty())
+    return absl::FailedPreconditionError(
+        "WEFT_TOKEN_FILE_AMRM is not set: this must run as an ApplicationMaster container");
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream raw;
+  raw << in.rdbuf();
+  if (!in || !env.amrm_token.ParseFromString(raw.str()) || env.amrm_token.identifier().empty())
+    return absl::FailedPreconditionError(
+        absl::StrCat("the AMRM token file '", path, "' is unreadable or malformed"));
   return env;
 }
 

@@ -20,7 +20,7 @@ struct AmEnvironment {
   std::string rm_address;      // WEFT_RM_ADDRESS
   std::string application_id;  // WEFT_APPLICATION_ID
   std::string attempt_id;      // WEFT_APP_ATTEMPT_ID
-  v1::Token amrm_token;        // WEFT_AMRM_TOKEN (base64 of the serialized token)
+  v1::Token amrm_token;        // the file WEFT_TOKEN_FILE_AMRM names (the serialized token)
 };
 // Reads the variables above; the error names the missing or malformed one.
 absl::StatusOr<AmEnvironment> ReadAmEnvironment();

@@ -37,7 +37,8 @@ int QueueStatus(const QueueFlags& f) {
   req.set_recursive(true);
   v1::GetQueueResponse resp;
   auto ctx = client.NewContext();
-  if (absl::Status s = FromGrpc(client.stub().GetQueue(ctx.get(), req, &resp), client.address());
+  if (!ctx.ok()) return PrintError(ctx.status().message());
+  if (absl::Status s = FromGrpc(client.stub().GetQueue(ctx->get(), req, &resp), client.address());
       !s.ok())
     return PrintError(s.message());
   if (f.json) {
@@ -62,11 +63,10 @@ std::unique_ptr<v1::AdminService::Stub> AdminStub(const std::string& address) {
       grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
 }
 
-// A context with the client secret (see cli_common.h) and a 10 s deadline.
-std::unique_ptr<grpc::ClientContext> AdminContext() {
+// A context with the caller's credentials (see cli_common.h) and a 10 s deadline.
+absl::StatusOr<std::unique_ptr<grpc::ClientContext>> AdminContext() {
   auto ctx = std::make_unique<grpc::ClientContext>();
-  if (auto secret = ClientSecret(); secret.ok() && !secret->empty())
-    ctx->AddMetadata("weft-secret", *secret);
+  if (absl::Status s = AddClientCredentials(ctx.get(), ""); !s.ok()) return s;
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   return ctx;
 }
@@ -74,8 +74,9 @@ std::unique_ptr<grpc::ClientContext> AdminContext() {
 int RefreshQueues(const AdminFlags& f) {
   auto stub = AdminStub(f.rm_address);
   auto ctx = AdminContext();
+  if (!ctx.ok()) return PrintError(ctx.status().message());
   v1::RefreshQueuesResponse resp;
-  if (absl::Status s = FromGrpc(stub->RefreshQueues(ctx.get(), {}, &resp), f.rm_address); !s.ok())
+  if (absl::Status s = FromGrpc(stub->RefreshQueues(ctx->get(), {}, &resp), f.rm_address); !s.ok())
     return PrintError(s.message());
   std::cout << "queues refreshed\n";
   return 0;
@@ -84,6 +85,7 @@ int RefreshQueues(const AdminFlags& f) {
 int RefreshNodes(const AdminFlags& f, bool decommission) {
   auto stub = AdminStub(f.rm_address);
   auto ctx = AdminContext();
+  if (!ctx.ok()) return PrintError(ctx.status().message());
   v1::RefreshNodesRequest req;
   for (const auto& n : f.nodes) {
     if (decommission) {
@@ -93,7 +95,7 @@ int RefreshNodes(const AdminFlags& f, bool decommission) {
     }
   }
   v1::RefreshNodesResponse resp;
-  if (absl::Status s = FromGrpc(stub->RefreshNodes(ctx.get(), req, &resp), f.rm_address); !s.ok())
+  if (absl::Status s = FromGrpc(stub->RefreshNodes(ctx->get(), req, &resp), f.rm_address); !s.ok())
     return PrintError(s.message());
   std::cout << (decommission ? "decommissioned: " : "recommissioned: ")
             << absl::StrJoin(f.nodes, " ") << "\n";

@@ -97,7 +97,7 @@ void AddAmCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = group->add_subcommand(
       "shell",
       "The distributed shell: run N containers of a command, retrying failed ones; "
-      "reads WEFT_RM_ADDRESS, WEFT_APPLICATION_ID, WEFT_APP_ATTEMPT_ID, WEFT_AMRM_TOKEN");
+      "reads WEFT_RM_ADDRESS, WEFT_APPLICATION_ID, WEFT_APP_ATTEMPT_ID and the token file WEFT_TOKEN_FILE_AMRM");
   cmd->add_option("--num-containers", f->options.num_containers, "containers to run")->required();
   cmd->add_option("--command", f->options.command, "each container's shell command")->required();
   cmd->add_option("--memory-mb", f->options.memory_mb, "memory of each container, MiB")

@@ -31,7 +31,7 @@ namespace {
 // Flags every `app` subcommand has.
 struct CommonFlags {
   std::string rm_address;
-  std::string user = DefaultUser();
+  std::string user;  // --user: act as this user; "" = as oneself (MUNGE says who)
   bool json = false;
 };
 
@@ -48,8 +48,9 @@ CLI::Validator UserNameValidator() {
 void AddCommonFlags(CLI::App* cmd, CommonFlags* f, bool with_user_flag = true) {
   AddRmOption(cmd, &f->rm_address);
   if (with_user_flag)
-    cmd->add_option("--user", f->user, "act as this user (default: $USER)")
-        ->capture_default_str()
+    cmd->add_option("--user", f->user,
+                    "act as this user: for the RM's proxy users and admin-secret holders "
+                    "(default: yourself, as MUNGE authenticates you)")
         ->check(UserNameValidator());
   cmd->add_flag("--json", f->json, "print protobuf JSON instead of a human table");
 }
@@ -268,7 +269,8 @@ int Submit(const SubmitFlags& f, const std::string& am_command) {
   v1::NewApplicationResponse app;
   {
     auto ctx = client.NewContext();
-    absl::Status s = FromGrpc(client.stub().NewApplication(ctx.get(), {}, &app), client.address());
+    if (!ctx.ok()) return PrintError(ctx.status().message());
+    absl::Status s = FromGrpc(client.stub().NewApplication(ctx->get(), {}, &app), client.address());
     if (!s.ok()) return PrintError(s.message());
   }
   v1::SubmitApplicationRequest req;
@@ -292,9 +294,10 @@ int Submit(const SubmitFlags& f, const std::string& am_command) {
   c->set_application_type(f.application_type);
   {
     auto ctx = client.NewContext();
+    if (!ctx.ok()) return PrintError(ctx.status().message());
     v1::SubmitApplicationResponse resp;
     absl::Status s =
-        FromGrpc(client.stub().SubmitApplication(ctx.get(), req, &resp), client.address());
+        FromGrpc(client.stub().SubmitApplication(ctx->get(), req, &resp), client.address());
     if (!s.ok())
       return PrintError(absl::StrCat("submitting ", app.application_id(), " to queue '",
                                      f.queue.empty() ? "default" : f.queue, "': ", s.message()));
@@ -422,9 +425,10 @@ int List(const ListFlags& f) {
   req.set_limit(f.limit);
   RmClient client(f.common.rm_address, f.common.user);
   auto ctx = client.NewContext();
+  if (!ctx.ok()) return PrintError(ctx.status().message());
   v1::ListApplicationsResponse resp;
   if (absl::Status s =
-          FromGrpc(client.stub().ListApplications(ctx.get(), req, &resp), client.address());
+          FromGrpc(client.stub().ListApplications(ctx->get(), req, &resp), client.address());
       !s.ok())
     return PrintError(s.message());
   if (f.common.json) {
@@ -490,12 +494,15 @@ int Kill(const IdFlags& f) {
   v1::KillApplicationRequest req;
   req.set_application_id(f.app_id);
   req.set_diagnostics(f.diagnostics.empty()
-                          ? absl::StrCat("killed by user ", f.common.user, " from the CLI")
+                          ? absl::StrCat("killed by user ",
+                                         f.common.user.empty() ? DefaultUser() : f.common.user,
+                                         " from the CLI")
                           : f.diagnostics);
   auto ctx = client.NewContext();
+  if (!ctx.ok()) return PrintError(ctx.status().message());
   v1::KillApplicationResponse resp;
   if (absl::Status s =
-          FromGrpc(client.stub().KillApplication(ctx.get(), req, &resp), client.address());
+          FromGrpc(client.stub().KillApplication(ctx->get(), req, &resp), client.address());
       !s.ok())
     return PrintError(s.message());
   if (f.common.json) {

@@ -17,6 +17,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/util/json_util.h"
+#include "rm/client_auth.h"
+#include "security/munge.h"
 
 namespace weft::cli {
 
@@ -107,22 +109,36 @@ absl::StatusOr<std::string> ClientSecret() {
   return ReadSecretFile(path);
 }
 
-std::unique_ptr<grpc::ClientContext> RmClient::NewContext(int64_t timeout_ms) const {
-  auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->AddMetadata("weft-user", user_);
-  // A bad $WEFT_SECRET_FILE shows up as the RM's UNAUTHENTICATED answer.
-  if (auto secret = ClientSecret(); secret.ok() && !secret->empty())
+absl::Status AddClientCredentials(grpc::ClientContext* ctx, const std::string& act_as) {
+  absl::StatusOr<std::string> secret = ClientSecret();
+  if (!secret.ok()) return secret.status();
+  if (!act_as.empty()) ctx->AddMetadata("weft-user", act_as);
+  if (!secret->empty()) {
     ctx->AddMetadata("weft-secret", *secret);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::string> cred =
+      security::MungeEncode(security::MungeSocketFromEnvironment(), rm::kMungePayload);
+  if (!cred.ok()) return cred.status();
+  ctx->AddMetadata("weft-munge-cred", *cred);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<grpc::ClientContext>> RmClient::NewContext(
+    int64_t timeout_ms) const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  if (absl::Status s = AddClientCredentials(ctx.get(), user_); !s.ok()) return s;
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
   return ctx;
 }
 
 absl::StatusOr<v1::ApplicationReport> RmClient::GetApplication(const std::string& app_id) {
   auto ctx = NewContext();
+  if (!ctx.ok()) return ctx.status();
   v1::GetApplicationRequest req;
   req.set_application_id(app_id);
   v1::GetApplicationResponse resp;
-  if (absl::Status s = FromGrpc(stub_->GetApplication(ctx.get(), req, &resp), address_); !s.ok())
+  if (absl::Status s = FromGrpc(stub_->GetApplication(ctx->get(), req, &resp), address_); !s.ok())
     return s;
   return resp.report();
 }

@@ -47,12 +47,21 @@ int PrintError(absl::string_view message);
 // UNAVAILABLE and DEADLINE_EXCEEDED say which RM address could not be reached.
 absl::Status FromGrpc(const grpc::Status& status, absl::string_view rm_address);
 
+// Adds who is calling to a ClientService or AdminService call: the admin secret of
+// $WEFT_SECRET_FILE when set, else a fresh MUNGE credential from the munged at
+// $WEFT_MUNGE_SOCKET (default /run/munge/munge.socket.2); and `act_as` ("weft-user") when
+// non-empty. Errors: the secret file's, or munged unreachable (naming the socket).
+absl::Status AddClientCredentials(grpc::ClientContext* ctx, const std::string& act_as);
+
 // A ClientService stub for `rm_address` plus the per-call context every command sets up.
 class RmClient {
  public:
+  // `user`: act as this user (proxy users and secret holders only); "" = as oneself.
   RmClient(std::string rm_address, std::string user);
-  // A context with the "weft-user" metadata and a deadline of `timeout_ms`.
-  std::unique_ptr<grpc::ClientContext> NewContext(int64_t timeout_ms = 10000) const;
+  // A context with the caller's credentials (AddClientCredentials) and a deadline of
+  // `timeout_ms`.
+  absl::StatusOr<std::unique_ptr<grpc::ClientContext>> NewContext(
+      int64_t timeout_ms = 10000) const;
   v1::ClientService::Stub& stub() { return *stub_; }
   const std::string& address() const { return address_; }
 

@@ -44,17 +44,23 @@ int RunDrfDemo(const DemoFlags& flags) {
       std::filesystem::temp_directory_path() / absl::StrCat("weft-demo-", getpid());
   rm::RmServerOptions options;  // in-memory state, any free port on 127.0.0.1
   options.port = 0;
+  // The demo's two users, A and B, are this process's own callers, not Unix users.
+  options.auth.mode = rm::UserAuthentication::kDeclared;
   options.rm.pass_interval_ms = 100;
   auto cluster =
       DevCluster::Start(std::move(options), !flags.no_cgroups, dir.string(), "weft demo");
   if (!cluster.ok()) return PrintError(cluster.status().message());
   DevCluster& c = **cluster;
+  // Users A and B are the demo's, not Unix users: containers run as this process's user
+  // (YARN's DefaultContainerExecutor).
+  NmFlags nm_flags;
+  nm_flags.run_containers_as = "nm-user";
   auto cleanup = [&] {
     c.Shutdown();
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
   };
-  if (auto nm = c.AddNode("memory-mb=2048,vcores=2"); !nm.ok()) {
+  if (auto nm = c.AddNode("memory-mb=2048,vcores=2", &nm_flags); !nm.ok()) {
     cleanup();
     return PrintError(nm.status().message());
   }
@@ -115,7 +121,7 @@ int RunDrfDemo(const DemoFlags& flags) {
     return PrintError("the two ApplicationMasters did not start within 60 s");
   }
   std::cout << "  adding the 9-vcore / 18-GB task node\n";
-  if (auto nm = c.AddNode("memory-mb=18432,vcores=9"); !nm.ok()) {
+  if (auto nm = c.AddNode("memory-mb=18432,vcores=9", &nm_flags); !nm.ok()) {
     cleanup();
     return PrintError(nm.status().message());
   }

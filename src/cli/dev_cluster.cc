@@ -50,6 +50,10 @@ absl::StatusOr<nm::NodeManager*> DevCluster::AddNode(const std::string& node_res
     f.network_containers_mbps = network->network_containers_mbps;
     f.network_burst = network->network_burst;
     f.network_classifier = network->network_classifier;
+    f.run_containers_as = network->run_containers_as;
+    f.min_user_id = network->min_user_id;
+    f.banned_users = network->banned_users;
+    f.allowed_system_users = network->allowed_system_users;
   }
   auto options = MakeNodeManagerOptions(f);
   if (!options.ok()) return options.status();

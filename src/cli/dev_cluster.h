@@ -29,7 +29,8 @@ class DevCluster {
   // Starts one more NodeManager offering `node_resources` ("" = detect). If the NM refuses
   // cgroups, they are turned off for it and the following nodes, with a warning (not when
   // `network` asks for bandwidth isolation, which needs them: then it fails).
-  // `network`: only its network_* fields are used; null = bandwidth not enforced.
+  // `network`: only its network_* and container-user fields are used; null = bandwidth not
+  // enforced, containers as the app user with the default policy.
   absl::StatusOr<nm::NodeManager*> AddNode(const std::string& node_resources,
                                            const NmFlags* network = nullptr);
 

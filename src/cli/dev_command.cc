@@ -25,9 +25,10 @@ struct DevFlags {
   std::string node_resources = "memory-mb=4096,vcores=4";
   std::string scheduler_config;
   bool no_cgroups = false;
-  NmFlags network;  // only the network_* fields
+  NmFlags network;  // only the network_* and container-user fields
   std::vector<std::string> resource_limits;
   std::string secret_file;
+  RmFlags user_auth;  // only proxy_users, admins and munge_socket
   int http_port = 8088;
   bool http_port_given = false;  // --http-port on the command line: no fallback when taken
   bool http_enable_writes = false;
@@ -44,6 +45,9 @@ int RunDev(const DevFlags& flags) {
   rm_flags.resource_limits = flags.resource_limits;
   rm_flags.state_store = (data_dir / "rm-state.db").string();
   rm_flags.secret_file = flags.secret_file;
+  rm_flags.proxy_users = flags.user_auth.proxy_users;
+  rm_flags.admins = flags.user_auth.admins;
+  rm_flags.munge_socket = flags.user_auth.munge_socket;
   rm_flags.http_port = flags.http_port;
   rm_flags.http_enable_writes = flags.http_enable_writes;
   auto rm_options = MakeRmServerOptions(rm_flags);
@@ -63,6 +67,10 @@ int RunDev(const DevFlags& flags) {
   nm_flags.network_containers_mbps = flags.network.network_containers_mbps;
   nm_flags.network_burst = flags.network.network_burst;
   nm_flags.network_classifier = flags.network.network_classifier;
+  nm_flags.run_containers_as = flags.network.run_containers_as;
+  nm_flags.min_user_id = flags.network.min_user_id;
+  nm_flags.banned_users = flags.network.banned_users;
+  nm_flags.allowed_system_users = flags.network.allowed_system_users;
   if (auto check = MakeNodeManagerOptions(nm_flags); !check.ok())
     return PrintError(check.status().message());
 
@@ -132,12 +140,14 @@ void AddDevCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-cgroups", f->no_cgroups,
                 "run containers without cgroup resource isolation (automatic when not root)");
   AddNetworkFlags(cmd, &f->network);
+  AddContainerUserFlags(cmd, &f->network);
   AddResourceLimitFlag(cmd, &f->resource_limits);
   CLI::Option* http_port =
       cmd->add_option("--http-port", f->http_port,
                       "port of the web UI, REST API (/ws/v1/cluster) and /metrics (0 = any free "
                       "port; when the default is taken, a free one is used)")
           ->capture_default_str();
+  AddUserAuthFlags(cmd, &f->user_auth);
   cmd->add_option("--secret-file", f->secret_file,
                   "require clients (ClientService, AdminService, REST writes) to present this "
                   "file's secret (clients: WEFT_SECRET_FILE)");

@@ -53,9 +53,42 @@ absl::StatusOr<nm::NodeManagerOptions> MakeNodeManagerOptions(const NmFlags& fla
       (flags.link_mbps != 0 || flags.network_containers_mbps != 0))
     return absl::InvalidArgumentError(
         "--link-mbps and --network-containers-mbps need --network-interface");
+  if (flags.run_containers_as == "app-user") {
+    options.run_as = nm::ContainerRunAs::kAppUser;
+  } else if (flags.run_containers_as == "nm-user") {
+    options.run_as = nm::ContainerRunAs::kNmUser;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--run-containers-as '", flags.run_containers_as, "': expected app-user or nm-user"));
+  }
+  if (flags.min_user_id < 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("--min-user-id ", flags.min_user_id, " must be >= 0"));
+  options.user_policy.min_user_id = flags.min_user_id;
+  options.user_policy.banned_users = flags.banned_users;
+  options.user_policy.allowed_system_users = flags.allowed_system_users;
   if (flags.work_root.empty()) return absl::InvalidArgumentError("--work-root is empty");
   options.work_root = std::filesystem::absolute(flags.work_root).lexically_normal().string();
   return options;
+}
+
+void AddContainerUserFlags(CLI::App* cmd, NmFlags* f) {
+  cmd->add_option("--run-containers-as", f->run_containers_as,
+                  "app-user: each container runs as its app's (authenticated) user, as YARN's "
+                  "LinuxContainerExecutor; nm-user: as this NodeManager's user, whoever "
+                  "submitted (single-user clusters only)")
+      ->capture_default_str();
+  cmd->add_option("--min-user-id", f->min_user_id,
+                  "containers of users with a lower uid are refused (YARN's min.user.id)")
+      ->capture_default_str();
+  cmd->add_option("--banned-users", f->banned_users,
+                  "users whose containers are refused, comma-separated (YARN's banned.users)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--allowed-system-users", f->allowed_system_users,
+                  "users below --min-user-id allowed anyway, comma-separated (e.g. root on a "
+                  "development machine)")
+      ->delimiter(',');
 }
 
 void AddNetworkFlags(CLI::App* cmd, NmFlags* f) {
@@ -159,6 +192,7 @@ void AddNmCommand(CLI::App& app, int* exit_code) {
                   "port of /metrics and container logs (0 = any free port)")
       ->capture_default_str();
   AddNetworkFlags(cmd, f.get());
+  AddContainerUserFlags(cmd, f.get());
   cmd->callback([f, exit_code] { *exit_code = RunNm(*f); });
 }
 

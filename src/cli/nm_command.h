@@ -31,7 +31,15 @@ struct NmFlags {
   // The NM's web server (/metrics, container logs; YARN's 8042); 0 = a free port. `weft nm`
   // only: `weft dev` gives each NM a free port.
   int http_port = 8042;
+  // Whom containers run as (nm/container_user.h): "app-user" or "nm-user"; and who may.
+  std::string run_containers_as = "app-user";
+  int64_t min_user_id = 1000;
+  std::vector<std::string> banned_users = {"hdfs", "yarn", "mapred", "bin"};
+  std::vector<std::string> allowed_system_users;
 };
+
+// --run-containers-as, --min-user-id, --banned-users, --allowed-system-users into `f`.
+void AddContainerUserFlags(CLI::App* cmd, NmFlags* f);
 
 // --network-interface, --link-mbps, --network-containers-mbps, --network-burst,
 // --network-classifier into `f`.

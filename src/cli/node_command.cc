@@ -50,8 +50,9 @@ absl::StatusOr<v1::ListNodesResponse> ListNodes(const NodeFlags& f) {
   for (v1::NodeState s : *states) req.add_states(s);
   RmClient client(f.rm_address, DefaultUser());
   auto ctx = client.NewContext();
+  if (!ctx.ok()) return ctx.status();
   v1::ListNodesResponse resp;
-  if (absl::Status s = FromGrpc(client.stub().ListNodes(ctx.get(), req, &resp), client.address());
+  if (absl::Status s = FromGrpc(client.stub().ListNodes(ctx->get(), req, &resp), client.address());
       !s.ok())
     return s;
   return resp;

@@ -12,6 +12,7 @@
 #include "cli/cli_common.h"
 #include "common/log.h"
 #include "scheduler/config.h"
+#include "security/munge.h"
 
 namespace weft::cli {
 
@@ -61,6 +62,15 @@ absl::StatusOr<rm::RmServerOptions> MakeRmServerOptions(const RmFlags& flags) {
     options.rm.scheduler = *std::move(config);
     options.rm.scheduler_config_path = flags.scheduler_config;
   }
+  options.auth.mode = rm::UserAuthentication::kMunge;
+  options.auth.munge_socket =
+      flags.munge_socket.empty() ? security::MungeSocketFromEnvironment() : flags.munge_socket;
+  options.auth.proxy_users = flags.proxy_users;
+  options.auth.admins = flags.admins;
+  for (const std::string& u : flags.proxy_users)
+    if (u == "root" || u == "*")
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--proxy-users '", u, "': name the service users that may act as others"));
   if (!flags.secret_file.empty()) {
     auto secret = ReadSecretFile(flags.secret_file);
     if (!secret.ok()) return secret.status();
@@ -76,6 +86,20 @@ absl::StatusOr<rm::RmServerOptions> MakeRmServerOptions(const RmFlags& flags) {
     options.state_store_path = path.string();
   }
   return options;
+}
+
+void AddUserAuthFlags(CLI::App* cmd, RmFlags* flags) {
+  cmd->add_option("--proxy-users", flags->proxy_users,
+                  "users who may act as another user (clients' --user), as YARN's proxy users; "
+                  "comma-separated or repeated")
+      ->delimiter(',');
+  cmd->add_option("--admins", flags->admins,
+                  "cluster admins besides the RM's own user (may kill any app, refresh queues, "
+                  "decommission nodes); comma-separated or repeated")
+      ->delimiter(',');
+  cmd->add_option("--munge-socket", flags->munge_socket,
+                  "munged's socket for authenticating users (default: $WEFT_MUNGE_SOCKET, else "
+                  "/run/munge/munge.socket.2)");
 }
 
 void AddHttpFlags(CLI::App* cmd, RmFlags* flags) {
@@ -152,6 +176,7 @@ void AddRmCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--nm-expiry-ms", f->nm_expiry_ms, "a NodeManager silent this long is LOST")
       ->capture_default_str();
+  AddUserAuthFlags(cmd, f.get());
   cmd->add_option("--secret-file", f->secret_file,
                   "require clients (ClientService, AdminService) to present this file's secret");
   AddHttpFlags(cmd, f.get());

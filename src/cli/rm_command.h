@@ -31,7 +31,15 @@ struct RmFlags {
   int http_port = 8088;
   // REST writes (submit, kill): off unless asked for, and then only with a secret_file.
   bool http_enable_writes = false;
+  // Users who may act as others (--user), cluster admins besides the RM's own user, and the
+  // munged socket ("" = $WEFT_MUNGE_SOCKET, else libmunge's default).
+  std::vector<std::string> proxy_users;
+  std::vector<std::string> admins;
+  std::string munge_socket;
 };
+
+// --proxy-users, --admins and --munge-socket into `flags` (for `weft rm` and `weft dev`).
+void AddUserAuthFlags(CLI::App* cmd, RmFlags* flags);
 
 // Applies --resource-limit values to `registry`; errors name the value.
 absl::Status ApplyResourceLimits(const std::vector<std::string>& limits,

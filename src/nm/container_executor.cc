@@ -3,10 +3,12 @@
 
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -54,6 +56,13 @@ absl::Status ValidateSpec(const LaunchSpec& spec) {
     return absl::InvalidArgumentError(
         absl::StrCat("log_dir '", spec.log_dir, "' is not an absolute path"));
   }
+  for (const auto& [name, value] : spec.tokens) {
+    if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) {
+          return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+        }))
+      return absl::InvalidArgumentError(
+          absl::StrCat("token name '", name, "' is not [a-z0-9_]+"));
+  }
   for (const auto& [name, value] : spec.env) {
     if (name.empty() || absl::StrContains(name, '=') || absl::StrContains(name, '\0') ||
         absl::StrContains(value, '\0')) {
@@ -91,6 +100,8 @@ absl::StatusOr<pid_t> ContainerExecutor::Launch(const LaunchSpec& spec) {
   }
   if (absl::Status s = env_->CreateDirs(spec.work_dir); !s.ok()) return WithContext(s, context);
   if (absl::Status s = env_->CreateDirs(spec.log_dir); !s.ok()) return WithContext(s, context);
+  std::map<std::string, std::string> token_env;
+  if (absl::Status s = PrepareDirs(spec, &token_env); !s.ok()) return WithContext(s, context);
   if (cgroups_ != nullptr) {
     if (absl::Status s = cgroups_->Create(spec.container_id, spec.limits); !s.ok()) {
       return WithContext(s, context);
@@ -103,6 +114,7 @@ absl::StatusOr<pid_t> ContainerExecutor::Launch(const LaunchSpec& spec) {
   env["CONTAINER_ID"] = spec.container_id;
   env["PWD"] = spec.work_dir;
   env["LOG_DIRS"] = spec.log_dir;
+  for (const auto& [name, value] : token_env) env[name] = value;
 
   SpawnOptions options;
   options.argv = spec.argv;
@@ -110,6 +122,7 @@ absl::StatusOr<pid_t> ContainerExecutor::Launch(const LaunchSpec& spec) {
   options.work_dir = spec.work_dir;
   options.stdout_path = absl::StrCat(spec.log_dir, "/stdout");
   options.stderr_path = absl::StrCat(spec.log_dir, "/stderr");
+  options.run_as = spec.run_as;
 
   absl::StatusOr<pid_t> pid = env_->Spawn(options, [&](pid_t child) {
     return cgroups_ != nullptr ? cgroups_->AddProcess(spec.container_id, child) : absl::OkStatus();
@@ -123,6 +136,36 @@ absl::StatusOr<pid_t> ContainerExecutor::Launch(const LaunchSpec& spec) {
   container.work_dir = spec.work_dir;
   container.memory_limit_bytes = spec.limits.memory_bytes;
   return *pid;
+}
+
+absl::Status ContainerExecutor::PrepareDirs(const LaunchSpec& spec,
+                                           std::map<std::string, std::string>* token_env) {
+  std::vector<std::string> owned = {spec.work_dir, spec.log_dir};
+  if (!spec.app_dir.empty()) owned.push_back(spec.app_dir);
+  if (!spec.tokens.empty()) {
+    const std::string dir = absl::StrCat(spec.work_dir, "/.tokens");
+    if (absl::Status s = env_->CreateDirs(dir); !s.ok()) return s;
+    owned.push_back(dir);
+    if (!spec.run_as.has_value()) {
+      if (absl::Status s = env_->SetOwner(dir, getuid(), getgid(), 0700); !s.ok()) return s;
+    }
+  }
+  if (spec.run_as.has_value()) {
+    for (const std::string& dir : owned) {
+      if (absl::Status s = env_->SetOwner(dir, spec.run_as->uid, spec.run_as->gid, 0700);
+          !s.ok())
+        return s;
+    }
+  }
+  for (const auto& [name, value] : spec.tokens) {
+    const std::string path = absl::StrCat(spec.work_dir, "/.tokens/", name);
+    if (absl::Status s = env_->WriteFile(path, value); !s.ok()) return s;
+    const uid_t uid = spec.run_as.has_value() ? spec.run_as->uid : getuid();
+    const gid_t gid = spec.run_as.has_value() ? spec.run_as->gid : getgid();
+    if (absl::Status s = env_->SetOwner(path, uid, gid, 0600); !s.ok()) return s;
+    (*token_env)[absl::StrCat("WEFT_TOKEN_FILE_", absl::AsciiStrToUpper(name))] = path;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ContainerExecutor::Signal(absl::string_view container_id, int sig) {

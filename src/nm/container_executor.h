@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,15 @@ struct LaunchSpec {
   std::string work_dir;  // absolute; created if missing; the process starts there
   std::string log_dir;   // absolute; created if missing; gets the files "stdout" and "stderr"
   CgroupLimits limits;
-  std::string user;  // informational for now: containers run as the NM's user
+  std::string user;  // the app's user: USER in the environment
+  // When set, the process runs as this user (os_env.h), and work_dir, log_dir and app_dir are
+  // created owned by it with mode 0700, so that no other user reads them.
+  std::optional<SpawnOptions::RunAs> run_as;
+  // The app's directory (work_dir's parent), created and owned like work_dir; "" = none.
+  std::string app_dir;
+  // Credentials by name ([a-z0-9_]+): each is written to <work_dir>/.tokens/<name> (mode
+  // 0600, in a 0700 directory, owned by run_as when set) and WEFT_TOKEN_FILE_<NAME> names it.
+  std::map<std::string, std::string> tokens;
 };
 
 inline constexpr char kDefaultContainerPath[] =
@@ -124,6 +133,10 @@ class ContainerExecutor {
     bool sigterm_sent = false;
     bool sigkill_sent = false;
   };
+
+  // Creates the token files and gives run_as the container's directories (LaunchSpec);
+  // `token_env` gets WEFT_TOKEN_FILE_<NAME> for each token.
+  absl::Status PrepareDirs(const LaunchSpec& spec, std::map<std::string, std::string>* token_env);
 
   // Builds the report of a container whose main process ended with `status`, and releases
   // what remains of it (process group, cgroups).

@@ -1,6 +1,8 @@
 // Copyright Weft authors. The NodeManager's ContainerService and its containers (YARN's
 // ContainerManagerImpl): starting a container from a verified token, stopping it, its status,
 // reaping exits and cleaning up finished applications. Runs on the NodeManager's loop.
+#include <unistd.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -103,6 +105,18 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
   spec.log_dir = absl::StrCat(options_.work_root, "/logs/", id);
   spec.limits = *limits;
   spec.user = token->user;
+  spec.app_dir = absl::StrCat(options_.work_root, "/", token->app_id);
+  if (options_.run_as == ContainerRunAs::kAppUser) {
+    absl::StatusOr<security::UnixUser> as =
+        ResolveContainerUser(options_.user_policy, token->user, geteuid());
+    if (!as.ok()) {
+      log::Warn("container_refused", {{"container", id}, {"user", token->user},
+                                      {"reason", as.status().message()}});
+      return as.status();
+    }
+    spec.run_as = SpawnOptions::RunAs{as->uid, as->gid, as->gids};
+  }
+  for (const auto& [name, value] : request.launch_context().tokens()) spec.tokens[name] = value;
   if (traffic_ != nullptr) {
     // Shaped from its first packet: the class and rule exist before the process does. A
     // failure fails the start rather than running the container unshaped.

@@ -278,6 +278,12 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
     return absl::FailedPreconditionError(
         absl::StrCat("starting NodeManager: creating work_root: ", s.ToString()));
   }
+  // Users reach their own directories through these but cannot list them (containers'
+  // directories are theirs, mode 0700).
+  for (const std::string& dir : {opts.work_root, absl::StrCat(opts.work_root, "/logs")}) {
+    if (absl::Status s = env->SetOwner(dir, geteuid(), getegid(), 0711); !s.ok())
+      return absl::FailedPreconditionError(absl::StrCat("starting NodeManager: ", s.ToString()));
+  }
   nm->executor_ = std::make_unique<ContainerExecutor>(nm->cgroups_.get(), env);
 
   // ContainerService.

@@ -24,6 +24,7 @@
 #include "common/resource.h"
 #include "nm/cgroups.h"
 #include "nm/container_executor.h"
+#include "nm/container_user.h"
 #include "nm/traffic_controller.h"
 #include "security/container_token_verifier.h"
 #include "weft/v1/container.grpc.pb.h"
@@ -55,6 +56,10 @@ struct NodeManagerOptions {
   // false: run containers without resource isolation (reported as a missing feature). true:
   // Start fails when cgroups are unusable (e.g. not root).
   bool use_cgroups = true;
+  // Whom containers run as, and who may (nm/container_user.h). As the app's user, an NM
+  // running as root switches to that user; one that is not root runs only its own user's.
+  ContainerRunAs run_as = ContainerRunAs::kAppUser;
+  ContainerUserPolicy user_policy;
 
   // Network bandwidth isolation (nm/traffic_controller.h). Empty: off, and a network-mbps
   // capability is scheduled but not enforced (reported as a missing feature). Set: Start

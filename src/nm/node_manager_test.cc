@@ -206,6 +206,8 @@ class NodeManagerTest : public ::testing::Test {
     options.stop_grace_ms = 500;
     options.use_cgroups = use_cgroups;
     options.cgroup_hierarchy = cgroup_hierarchy_;
+    // The tokens' users ("u", ...) are not Unix users; ContainersRunAsTheAppsUser covers that.
+    options.run_as = ContainerRunAs::kNmUser;
     return options;
   }
 

@@ -3,6 +3,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -82,7 +84,9 @@ ProcessStatus DecodeWaitStatus(int status) {
 }
 
 // Steps of the child between fork and exec; a failure reports {step, errno} on a pipe.
-enum ChildStep : int { kSetsid, kChdir, kStdin, kStdout, kStderr, kExec };
+enum ChildStep : int {
+  kSetsid, kChdir, kStdin, kStdout, kStderr, kSetgroups, kSetgid, kSetuid, kNoNewPrivs, kExec
+};
 struct ChildFailure {
   int step;
   int error;
@@ -98,6 +102,11 @@ struct ChildArgs {
   const char* program;
   char* const* argv;
   char* const* envp;
+  bool set_ids;  // run as uid/gid/groups below
+  uid_t uid;
+  gid_t gid;
+  const gid_t* groups;
+  size_t num_groups;
 };
 
 [[noreturn]] void ChildFail(const ChildArgs& args, int step) {
@@ -120,6 +129,14 @@ struct ChildArgs {
   if (dup2(args.stdin_fd, STDIN_FILENO) < 0) ChildFail(args, kStdin);
   if (dup2(args.stdout_fd, STDOUT_FILENO) < 0) ChildFail(args, kStdout);
   if (dup2(args.stderr_fd, STDERR_FILENO) < 0) ChildFail(args, kStderr);
+  // Groups, then gid, then uid (after setuid there is no right left to change the others);
+  // a change of uid away from 0 drops every capability.
+  if (args.set_ids) {
+    if (setgroups(args.num_groups, args.groups) < 0) ChildFail(args, kSetgroups);
+    if (setresgid(args.gid, args.gid, args.gid) < 0) ChildFail(args, kSetgid);
+    if (setresuid(args.uid, args.uid, args.uid) < 0) ChildFail(args, kSetuid);
+  }
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) ChildFail(args, kNoNewPrivs);
   // Default dispositions and an empty mask: exec keeps ignored signals and the mask.
   struct sigaction dfl = {};
   dfl.sa_handler = SIG_DFL;
@@ -234,6 +251,12 @@ class PosixOsEnv : public OsEnv {
     return absl::OkStatus();
   }
 
+  absl::Status SetOwner(const std::string& path, uid_t uid, gid_t gid, mode_t mode) override {
+    if (lchown(path.c_str(), uid, gid) < 0) return ErrnoError(errno, "chown", path);
+    if (chmod(path.c_str(), mode) < 0) return ErrnoError(errno, "chmod", path);
+    return absl::OkStatus();
+  }
+
   absl::Status RemoveTree(const std::string& path) override {
     std::error_code ec;
     std::filesystem::remove_all(path, ec);
@@ -269,9 +292,30 @@ class PosixOsEnv : public OsEnv {
     if (pipe2(report_pipe, O_CLOEXEC) < 0) return absl::ErrnoToStatus(errno, "pipe2");
     UniqueFd report_read(report_pipe[0]), report_write(report_pipe[1]);
 
-    ChildArgs args{go_read.get(),    report_write.get(), in->get(),
-                   out->get(),       err->get(),         options.work_dir.c_str(),
-                   program->c_str(), argv.data(),        envp.data()};
+    if (options.run_as.has_value()) {
+      // The container's user owns its log files.
+      for (const UniqueFd* fd : {&*out, &*err}) {
+        if (fchown(fd->get(), options.run_as->uid, options.run_as->gid) < 0)
+          return ErrnoError(errno, "chown log of", options.stdout_path);
+      }
+    }
+    const std::vector<gid_t> no_groups;
+    const std::vector<gid_t>& groups =
+        options.run_as.has_value() ? options.run_as->groups : no_groups;
+    ChildArgs args{go_read.get(),
+                   report_write.get(),
+                   in->get(),
+                   out->get(),
+                   err->get(),
+                   options.work_dir.c_str(),
+                   program->c_str(),
+                   argv.data(),
+                   envp.data(),
+                   options.run_as.has_value(),
+                   options.run_as.has_value() ? options.run_as->uid : 0,
+                   options.run_as.has_value() ? options.run_as->gid : 0,
+                   groups.data(),
+                   groups.size()};
     pid_t pid = fork();
     if (pid < 0) return absl::ErrnoToStatus(errno, "fork");
     if (pid == 0) RunChild(args);
@@ -315,6 +359,16 @@ class PosixOsEnv : public OsEnv {
         return absl::ErrnoToStatus(failure.error, "dup2 stdout");
       case kStderr:
         return absl::ErrnoToStatus(failure.error, "dup2 stderr");
+      case kSetgroups:
+        return absl::ErrnoToStatus(failure.error, "setgroups");
+      case kSetgid:
+        return absl::ErrnoToStatus(failure.error,
+                                   absl::StrCat("setresgid ", options.run_as->gid));
+      case kSetuid:
+        return absl::ErrnoToStatus(failure.error,
+                                   absl::StrCat("setresuid ", options.run_as->uid));
+      case kNoNewPrivs:
+        return absl::ErrnoToStatus(failure.error, "prctl PR_SET_NO_NEW_PRIVS");
       default:
         return ErrnoError(failure.error, "exec", options.argv[0]);
     }
@@ -369,6 +423,10 @@ class PosixOsEnv : public OsEnv {
 };
 
 }  // namespace
+
+absl::Status OsEnv::SetOwner(const std::string& path, uid_t, gid_t, mode_t) {
+  return absl::UnimplementedError(absl::StrCat("chown ", path, ": not supported here"));
+}
 
 OsEnv* OsEnv::Default() {
   static OsEnv* const env = new PosixOsEnv();

@@ -33,6 +33,16 @@ struct SpawnOptions {
   // /dev/null.
   std::string stdout_path;
   std::string stderr_path;
+  // When set, the process runs as this user: its supplementary groups, gid and then uid are
+  // set before exec (the spawner must be root unless they are its own), so it keeps no
+  // capability, and the log files are owned by it. Either way the process gets
+  // PR_SET_NO_NEW_PRIVS: no setuid program or file capability can raise its privileges.
+  struct RunAs {
+    uid_t uid = 0;
+    gid_t gid = 0;
+    std::vector<gid_t> groups;  // supplementary groups
+  };
+  std::optional<RunAs> run_as;
 };
 
 // How a process ended.
@@ -73,6 +83,9 @@ class OsEnv {
   virtual absl::Status RemoveDir(const std::string& path) = 0;
   // rm -rf without following symbolic links. OK when `path` does not exist.
   virtual absl::Status RemoveTree(const std::string& path) = 0;
+  // chown(uid, gid) then chmod(mode) of an existing path (not following a final symlink).
+  // The default implementation returns Unimplemented (fakes that never run as another user).
+  virtual absl::Status SetOwner(const std::string& path, uid_t uid, gid_t gid, mode_t mode);
 
   // ---- Processes. The caller of Spawn owns the child: it must reap it with TryWait or Wait.
 

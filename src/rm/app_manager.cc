@@ -318,8 +318,11 @@ void AppManager::AmContainerAllocated(RmApp& app, const v1::Container& container
   env["WEFT_APPLICATION_ID"] = app.record.app_id;
   env["WEFT_APP_ATTEMPT_ID"] = at.attempt_id;
   env["WEFT_RM_ADDRESS"] = ctx_->rm_address;
-  // Environment variables are text: the serialized token travels base64-encoded.
-  env["WEFT_AMRM_TOKEN"] = absl::Base64Escape(at.amrm_token.SerializeAsString());
+  // The AMRM token goes to a file only the app's user can read (the NM writes it), not into
+  // an environment every process of the container inherits.
+  auto& tokens = *start.mutable_launch_context()->mutable_tokens();
+  tokens.clear();
+  tokens["amrm"] = at.amrm_token.SerializeAsString();
   std::string app_id = app.record.app_id;
   int32_t attempt = at.id;
   ctx_->launcher->Launch(at.am_node, start, [this, app_id, attempt](absl::Status s) {

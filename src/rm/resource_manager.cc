@@ -122,6 +122,31 @@ absl::Status ResourceManager::KillApplication(const std::string& app_id,
   return apps_->KillApplication(app_id, diagnostics);
 }
 
+absl::Status ResourceManager::SubmitApplication(const v1::ApplicationSubmissionContext& context,
+                                                const Caller& caller) {
+  return apps_->SubmitApplication(context, caller.user);
+}
+
+absl::Status ResourceManager::KillApplication(const std::string& app_id,
+                                              const std::string& diagnostics,
+                                              const Caller& caller) {
+  if (absl::Status st = CheckModifyAccess(app_id, caller); !st.ok()) return st;
+  return apps_->KillApplication(
+      app_id, diagnostics.empty() && caller.user != caller.real_user
+                  ? absl::StrCat("Application killed by ", caller.user, ".")
+                  : diagnostics);
+}
+
+absl::Status ResourceManager::CheckModifyAccess(const std::string& app_id,
+                                                const Caller& caller) const {
+  absl::StatusOr<v1::ApplicationReport> app = apps_->GetApplication(app_id);
+  if (!app.ok()) return app.status();
+  if (caller.admin || app->user() == caller.user) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat(
+      "user '", caller.user, "' may not modify application ", app_id, " of user '", app->user(),
+      "': only its owner, an admin of its queue or a cluster admin may"));
+}
+
 absl::StatusOr<v1::GetApplicationAttemptsResponse> ResourceManager::GetApplicationAttempts(
     const std::string& app_id) const {
   return apps_->GetApplicationAttempts(app_id);

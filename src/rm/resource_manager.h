@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/event_loop.h"
+#include "rm/client_auth.h"
 #include "rm/rm_context.h"
 #include "rm/rm_options.h"
 #include "scheduler/registry.h"
@@ -62,6 +63,15 @@ class ResourceManager {
   absl::StatusOr<v1::ApplicationReport> GetApplication(const std::string& app_id) const;
   v1::ListApplicationsResponse ListApplications(const v1::ListApplicationsRequest& req) const;
   absl::Status KillApplication(const std::string& app_id, const std::string& diagnostics);
+  // The same for an authenticated caller (the gRPC and REST services): it submits as
+  // caller.user; it kills only as the app's owner, an admin of its queue or a cluster admin
+  // (PermissionDenied otherwise, nothing changed).
+  absl::Status SubmitApplication(const v1::ApplicationSubmissionContext& context,
+                                 const Caller& caller);
+  absl::Status KillApplication(const std::string& app_id, const std::string& diagnostics,
+                               const Caller& caller);
+  // OK when `caller` may modify (kill, move, reprioritise) the app; NotFound, PermissionDenied.
+  absl::Status CheckModifyAccess(const std::string& app_id, const Caller& caller) const;
   v1::ListNodesResponse ListNodes(const v1::ListNodesRequest& req) const;
   v1::GetClusterMetricsResponse GetClusterMetrics() const;
   absl::StatusOr<v1::GetQueueResponse> GetQueue(const v1::GetQueueRequest& req);

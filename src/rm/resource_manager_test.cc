@@ -50,11 +50,8 @@ class ResourceManagerTest : public ::testing::Test {
 
   v1::Token AmToken(size_t launch = 0) {
     v1::Token t;
-    std::string raw;
-    EXPECT_TRUE(absl::Base64Unescape(
-        launcher_.launches.at(launch).second.launch_context().environment().at("WEFT_AMRM_TOKEN"),
-        &raw));
-    EXPECT_TRUE(t.ParseFromString(raw));
+    EXPECT_TRUE(
+        t.ParseFromString(launcher_.launches.at(launch).second.launch_context().tokens().at("amrm")));
     return t;
   }
 
@@ -550,10 +547,8 @@ TEST(ResourceManagerKeysTest, AmrmTokenIsRolledInAnAllocateReplyAfterAKeyRoll) {
   ASSERT_TRUE((*rm)->SubmitApplication(ctx, "u").ok());
   loop.Advance(200);
   v1::Token token;
-  std::string raw;
-  ASSERT_TRUE(absl::Base64Unescape(
-      launcher.launches.at(0).second.launch_context().environment().at("WEFT_AMRM_TOKEN"), &raw));
-  ASSERT_TRUE(token.ParseFromString(raw));
+  ASSERT_TRUE(token.ParseFromString(launcher.launches.at(0).second.launch_context().tokens().at("amrm")));
+  EXPECT_FALSE(launcher.launches.at(0).second.launch_context().environment().contains("WEFT_AMRM_TOKEN"));
   ASSERT_TRUE((*rm)->RegisterApplicationMaster(token, {}).ok());
   auto first = (*rm)->Allocate(token, {});
   ASSERT_TRUE(first.ok());

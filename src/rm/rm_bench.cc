@@ -60,7 +60,8 @@ class BenchLauncher final : public AmLauncher {
     {
       absl::MutexLock l(&mu_);
       const auto& env = request.launch_context().environment();
-      launched_[env.at("WEFT_APPLICATION_ID")] = env.at("WEFT_AMRM_TOKEN");
+      launched_[env.at("WEFT_APPLICATION_ID")] =
+          absl::Base64Escape(request.launch_context().tokens().at("amrm"));
     }
     done(absl::OkStatus());
   }
@@ -126,6 +127,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
         "bench rm: nodes, threads, duration and interval must be >= 1");
   auto* launcher = new BenchLauncher();
   RmServerOptions so;
+  so.auth.mode = UserAuthentication::kDeclared;  // the bench's clients are this process
   so.rm.heartbeat_interval_ms = o.heartbeat_interval_ms;
   so.rm.pass_interval_ms = 50;
   so.rm.nm_expiry_ms = std::max<int64_t>(60000, 30 * o.heartbeat_interval_ms);

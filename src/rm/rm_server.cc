@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "security/munge.h"
+#include "security/user_identity.h"
 #include "store/memory_store.h"
 #include "store/sqlite_store.h"
 #include "weft/v1/admin.grpc.pb.h"
@@ -87,10 +89,6 @@ class RmServer::PassMetrics final : public PassObserver {
 
 std::unique_ptr<AmLauncher> NewGrpcAmLauncher() { return std::make_unique<GrpcAmLauncher>(); }
 
-bool SecretMatches(absl::string_view given, absl::string_view want) {
-  return given.size() == want.size() && CRYPTO_memcmp(given.data(), want.data(), want.size()) == 0;
-}
-
 void RmServer::RecordRpc(const char* method, std::chrono::steady_clock::time_point start,
                          absl::StatusCode code) {
   const double seconds =
@@ -129,24 +127,35 @@ class RmServer::Services {
     return reactor;
   }
 
-  // ClientService and AdminService: when the RM has a client secret, a call must carry it in
-  // metadata "weft-secret" (compared in constant time) or is refused before touching state.
+  // ClientService and AdminService: the caller is authenticated (client_auth.h) before the
+  // call touches state; `fn` gets the Caller when it takes one. `admin_only`: AdminService,
+  // for cluster admins only.
   template <typename Resp, typename Fn>
   static grpc::ServerUnaryReactor* Authorized(RmServer* s, const char* method,
-                                              grpc::CallbackServerContext* ctx, Resp* resp, Fn fn) {
-    if (!s->options_.client_secret.empty()) {
-      std::string given = Metadata(ctx, "weft-secret");
-      if (!SecretMatches(given, s->options_.client_secret)) {
-        s->RecordRpc(method, std::chrono::steady_clock::now(), absl::StatusCode::kUnauthenticated);
-        grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-        reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                                     given.empty()
-                                         ? "this RM requires a client secret (weft-secret)"
-                                         : "wrong client secret"));
-        return reactor;
-      }
+                                              grpc::CallbackServerContext* ctx, Resp* resp, Fn fn,
+                                              bool admin_only = false) {
+    Presented p;
+    p.munge_credential = Metadata(ctx, "weft-munge-cred");
+    p.secret = Metadata(ctx, "weft-secret");
+    p.declared_user = Metadata(ctx, "weft-user");
+    absl::StatusOr<Caller> caller = AuthenticateClient(s->options_.auth, p);
+    if (caller.ok() && admin_only && !caller->admin)
+      caller = absl::PermissionDeniedError(absl::StrCat(
+          "user '", caller->user, "' is not a cluster admin (weft rm --admins)"));
+    if (!caller.ok()) {
+      s->RecordRpc(method, std::chrono::steady_clock::now(), caller.status().code());
+      grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+      reactor->Finish(ToGrpc(caller.status()));
+      return reactor;
     }
-    return OnLoop(s, method, ctx, resp, std::move(fn));
+    if constexpr (std::is_invocable_v<Fn, ResourceManager&, const Caller&>) {
+      return OnLoop(s, method, ctx, resp,
+                    [fn = std::move(fn), c = *std::move(caller)](ResourceManager& rm) mutable {
+                      return fn(rm, c);
+                    });
+    } else {
+      return OnLoop(s, method, ctx, resp, std::move(fn));
+    }
   }
 
   class Client final : public v1::ClientService::CallbackService {
@@ -161,12 +170,11 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* SubmitApplication(grpc::CallbackServerContext* ctx,
                                                 const v1::SubmitApplicationRequest* req,
                                                 v1::SubmitApplicationResponse* resp) override {
-      std::string user = Metadata(ctx, "weft-user");
-      if (user.empty()) user = "default";
       return Authorized(
           s_, "ClientService/SubmitApplication", ctx, resp,
-          [req, user](ResourceManager& rm) -> absl::StatusOr<v1::SubmitApplicationResponse> {
-            if (absl::Status st = rm.SubmitApplication(req->context(), user); !st.ok()) return st;
+          [req](ResourceManager& rm,
+                const Caller& c) -> absl::StatusOr<v1::SubmitApplicationResponse> {
+            if (absl::Status st = rm.SubmitApplication(req->context(), c); !st.ok()) return st;
             return v1::SubmitApplicationResponse();
           });
     }
@@ -194,9 +202,10 @@ class RmServer::Services {
                                               const v1::KillApplicationRequest* req,
                                               v1::KillApplicationResponse* resp) override {
       return Authorized(s_, "ClientService/KillApplication", ctx, resp,
-                        [req](ResourceManager& rm) -> absl::StatusOr<v1::KillApplicationResponse> {
+                        [req](ResourceManager& rm,
+                              const Caller& c) -> absl::StatusOr<v1::KillApplicationResponse> {
                           absl::Status st =
-                              rm.KillApplication(req->application_id(), req->diagnostics());
+                              rm.KillApplication(req->application_id(), req->diagnostics(), c);
                           if (!st.ok()) return st;
                           v1::KillApplicationResponse out;
                           out.set_kill_completed(true);
@@ -303,7 +312,8 @@ class RmServer::Services {
                         [](ResourceManager& rm) -> absl::StatusOr<v1::RefreshQueuesResponse> {
                           if (absl::Status st = rm.RefreshQueues(); !st.ok()) return st;
                           return v1::RefreshQueuesResponse();
-                        });
+                        },
+                        /*admin_only=*/true);
     }
     grpc::ServerUnaryReactor* RefreshNodes(grpc::CallbackServerContext* ctx,
                                            const v1::RefreshNodesRequest* req,
@@ -312,7 +322,8 @@ class RmServer::Services {
                         [req](ResourceManager& rm) -> absl::StatusOr<v1::RefreshNodesResponse> {
                           if (absl::Status st = rm.RefreshNodes(*req); !st.ok()) return st;
                           return v1::RefreshNodesResponse();
-                        });
+                        },
+                        /*admin_only=*/true);
     }
     grpc::ServerUnaryReactor* GetServiceState(grpc::CallbackServerContext* ctx,
                                               const v1::GetServiceStateRequest*,
@@ -339,6 +350,20 @@ class RmServer::Services {
 absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions options) {
   std::unique_ptr<RmServer> s(new RmServer());
   s->options_ = std::move(options);
+  s->options_.auth.admin_secret = s->options_.client_secret;
+  if (s->options_.auth.rm_user.empty()) {
+    absl::StatusOr<security::UnixUser> me = security::CurrentUser();
+    if (!me.ok()) return me.status();
+    s->options_.auth.rm_user = me->name;
+  }
+  if (s->options_.auth.mode == UserAuthentication::kMunge) {
+    // Fail at start, not at the first client: users are authenticated through munged.
+    absl::StatusOr<std::string> probe =
+        security::MungeEncode(s->options_.auth.munge_socket, "weft-rm-start");
+    if (!probe.ok())
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the RM authenticates users with MUNGE: ", probe.status().message()));
+  }
   if (s->options_.state_store_path.empty()) {
     s->store_ = store::NewMemoryStore();
   } else {

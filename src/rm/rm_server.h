@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "common/event_loop.h"
 #include "common/metrics.h"
+#include "rm/client_auth.h"
 #include "rm/resource_manager.h"
 #include "security/secret_source.h"
 #include "store/state_store.h"
@@ -24,8 +25,11 @@ struct RmServerOptions {
   std::string bind_host = "127.0.0.1";  // any other address is an explicit choice
   int port = 0;                         // ClientService, AmService, TrackerService, AdminService
   std::string state_store_path;         // SQLite file; "" = in memory (state lost on exit)
-  // When non-empty, ClientService and AdminService calls must carry it in metadata
-  // "weft-secret"; others get UNAUTHENTICATED. Empty (dev mode): no check.
+  // How ClientService and AdminService callers are authenticated (MUNGE by default), who may
+  // act as others and who is a cluster admin (client_auth.h).
+  ClientAuthOptions auth;
+  // The admin secret (auth.admin_secret): whoever presents it in metadata "weft-secret" is a
+  // cluster admin. Empty: none is accepted.
   std::string client_secret;
   // Starts AM containers; null = the real one (ContainerService on the AM's node). Benchmarks
   // with simulated nodes inject their own.
@@ -37,9 +41,9 @@ struct RmServerOptions {
 // and finish it from there, so no RPC holds a lock or blocks a gRPC thread on RM state.
 //
 // Metadata: AmService calls carry the attempt's AMRM token, serialized, under
-// "weft-amrm-token-bin"; ClientService calls name their user under "weft-user" and, when the
-// RM has a client secret, carry it under "weft-secret" (every ClientService and AdminService
-// call, reads and writes alike).
+// "weft-amrm-token-bin"; ClientService and AdminService calls carry a MUNGE credential under
+// "weft-munge-cred" (or the admin secret under "weft-secret") and, to act as another user (proxy
+// users and the secret only), that user under "weft-user".
 class RmServer {
  public:
   static absl::StatusOr<std::unique_ptr<RmServer>> Start(RmServerOptions options);
@@ -56,8 +60,12 @@ class RmServer {
   metrics::Registry& metrics() { return metrics_; }
   // The RM loop's clock (ms since the Unix epoch). Thread-safe.
   int64_t NowMs() const { return loop_.NowMs(); }
-  // When non-empty, what ClientService and AdminService callers must present.
+  // When non-empty, the admin secret.
   const std::string& client_secret() const { return options_.client_secret; }
+  // Authenticates a caller as ClientService does (for the REST API). Thread-safe.
+  absl::StatusOr<Caller> Authenticate(const Presented& presented) const {
+    return AuthenticateClient(options_.auth, presented);
+  }
   void Shutdown();
 
  private:

@@ -132,11 +132,8 @@ class RmHarness {
   // The AMRM token handed to the `launch`-th AM container.
   v1::Token AmToken(size_t launch = 0) {
     v1::Token t;
-    std::string raw;
-    EXPECT_TRUE(absl::Base64Unescape(
-        launcher.launches.at(launch).second.launch_context().environment().at("WEFT_AMRM_TOKEN"),
-        &raw));
-    EXPECT_TRUE(t.ParseFromString(raw));
+    EXPECT_TRUE(
+        t.ParseFromString(launcher.launches.at(launch).second.launch_context().tokens().at("amrm")));
     return t;
   }
 

@@ -22,6 +22,7 @@ class DistributedShellTest : public ::testing::Test {
     dir_ = std::filesystem::temp_directory_path() / absl::StrCat("weft_dshell_", getpid());
     std::filesystem::create_directories(dir_);
     rm::RmServerOptions ro;
+    ro.auth.mode = rm::UserAuthentication::kDeclared;
     ro.rm.pass_interval_ms = 20;
     ro.rm.heartbeat_interval_ms = 100;
     ro.state_store_path = (dir_ / "rm.db").string();
@@ -38,6 +39,7 @@ class DistributedShellTest : public ::testing::Test {
       no.use_cgroups = geteuid() == 0;
       no.cgroup_hierarchy = absl::StrCat("weft_dshell_", getpid(), "_", i);
       no.stop_grace_ms = 500;
+      no.run_as = nm::ContainerRunAs::kNmUser;  // the declared users are not Unix users
       auto nm = nm::NodeManager::Start(no, loops_.back().get());
       ASSERT_TRUE(nm.ok()) << nm.status();
       nms_.push_back(std::move(*nm));

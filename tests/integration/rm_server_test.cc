@@ -8,6 +8,10 @@
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "security/munge.h"
+#include "security/test_munged.h"
+#include "security/user_identity.h"
+#include "weft/v1/admin.grpc.pb.h"
 #include "weft/v1/am.grpc.pb.h"
 #include "weft/v1/client.grpc.pb.h"
 #include "weft/v1/container.grpc.pb.h"
@@ -47,6 +51,7 @@ class RmServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     RmServerOptions o;
+    o.auth.mode = UserAuthentication::kDeclared;
     o.rm.pass_interval_ms = 20;
     auto s = RmServer::Start(std::move(o));
     ASSERT_TRUE(s.ok()) << s.status();
@@ -104,8 +109,8 @@ TEST_F(RmServerTest, SubmitLaunchesTheAmWhichRegistersAndAllocates) {
   EXPECT_EQ(env.at("WEFT_APPLICATION_ID"), app.application_id());
   EXPECT_EQ(env.at("WEFT_RM_ADDRESS"), rm_->address());
 
-  std::string token;
-  ASSERT_TRUE(absl::Base64Unescape(env.at("WEFT_AMRM_TOKEN"), &token));
+  const std::string token = started[0].launch_context().tokens().at("amrm");
+  EXPECT_FALSE(env.contains("WEFT_AMRM_TOKEN"));  // never in the environment
   grpc::ClientContext c4;
   c4.AddMetadata("weft-amrm-token-bin", token);
   v1::RegisterApplicationMasterResponse am_reg;
@@ -164,45 +169,102 @@ TEST_F(RmServerTest, ErrorsMapToGrpcCodes) {
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
-TEST(RmServerSecretTest, ClientAndAdminCallsNeedTheSecretWhenConfigured) {
+// Users are authenticated by MUNGE (a private munged here); the admin secret makes an admin.
+TEST(RmServerAuthTest, CallersAreAuthenticatedByMungeOrTheAdminSecret) {
+  auto munged = security::TestMunged::Start();
+  ASSERT_TRUE(munged.ok()) << munged.status();
   RmServerOptions o;
   o.client_secret = "s3cret";
+  o.auth.munge_socket = (*munged)->socket();
+  o.auth.rm_user = "weft-test-rm";  // so that this process's user is no admin
   auto rm = RmServer::Start(std::move(o));
   ASSERT_TRUE(rm.ok()) << rm.status();
   auto ch = grpc::CreateChannel((*rm)->address(), grpc::InsecureChannelCredentials());
   auto client = v1::ClientService::NewStub(ch);
+  auto admin = v1::AdminService::NewStub(ch);
+  auto munge = [&](grpc::ClientContext* ctx) {
+    auto cred = security::MungeEncode((*munged)->socket(), kMungePayload);
+    ASSERT_TRUE(cred.ok()) << cred.status();
+    ctx->AddMetadata("weft-munge-cred", *cred);
+  };
+  const std::string me = security::CurrentUser()->name;
   v1::NewApplicationResponse app;
   grpc::ClientContext none;
   grpc::Status st = client->NewApplication(&none, {}, &app);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED);
-  EXPECT_THAT(st.error_message(), HasSubstr("requires a client secret"));
+  EXPECT_THAT(st.error_message(), HasSubstr("carried no credential"));
   grpc::ClientContext wrong;
   wrong.AddMetadata("weft-secret", "guess");
   EXPECT_EQ(client->NewApplication(&wrong, {}, &app).error_code(),
             grpc::StatusCode::UNAUTHENTICATED);
+  grpc::ClientContext forged;
+  forged.AddMetadata("weft-munge-cred", "MUNGE:AwQFAAC5forged:");
+  EXPECT_EQ(client->NewApplication(&forged, {}, &app).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
   grpc::ClientContext right;
   right.AddMetadata("weft-secret", "s3cret");
-  EXPECT_TRUE(client->NewApplication(&right, {}, &app).ok());
-  // NodeManagers are not clients: TrackerService does not take the secret.
+  ASSERT_TRUE(client->NewApplication(&right, {}, &app).ok());
+  // The secret holder submits as "alice".
+  grpc::ClientContext as_alice;
+  as_alice.AddMetadata("weft-secret", "s3cret");
+  as_alice.AddMetadata("weft-user", "alice");
+  v1::SubmitApplicationRequest submit;
+  submit.mutable_context()->set_application_id(app.application_id());
+  submit.mutable_context()->mutable_am_container_spec()->add_command("true");
+  v1::SubmitApplicationResponse submit_resp;
+  st = client->SubmitApplication(&as_alice, submit, &submit_resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  // A MUNGE-authenticated user is who MUNGE says: declaring another is for proxy users only.
+  grpc::ClientContext impersonate;
+  munge(&impersonate);
+  impersonate.AddMetadata("weft-user", "alice");
+  v1::KillApplicationRequest kill;
+  kill.set_application_id(app.application_id());
+  v1::KillApplicationResponse kill_resp;
+  st = client->KillApplication(&impersonate, kill, &kill_resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(st.error_message(), HasSubstr("may not act as 'alice'"));
+  // ... and may not kill alice's app as itself either.
+  grpc::ClientContext cross;
+  munge(&cross);
+  st = client->KillApplication(&cross, kill, &kill_resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(st.error_message(), HasSubstr("of user 'alice'"));
+  // A replayed credential is refused.
+  grpc::ClientContext first, replay;
+  auto cred = security::MungeEncode((*munged)->socket(), kMungePayload);
+  ASSERT_TRUE(cred.ok());
+  first.AddMetadata("weft-munge-cred", *cred);
+  replay.AddMetadata("weft-munge-cred", *cred);
+  v1::GetApplicationRequest get;
+  get.set_application_id(app.application_id());
+  v1::GetApplicationResponse get_resp;
+  ASSERT_TRUE(client->GetApplication(&first, get, &get_resp).ok());
+  EXPECT_EQ(get_resp.report().user(), "alice");
+  st = client->GetApplication(&replay, get, &get_resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(st.error_message(), HasSubstr("Replayed"));
+  // Admin calls: not for an ordinary user, fine for the secret holder.
+  grpc::ClientContext refresh_user, refresh_admin;
+  munge(&refresh_user);
+  v1::RefreshNodesResponse refresh_resp;
+  st = admin->RefreshNodes(&refresh_user, {}, &refresh_resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(st.error_message(), HasSubstr("'" + me + "' is not a cluster admin"));
+  refresh_admin.AddMetadata("weft-secret", "s3cret");
+  st = admin->RefreshNodes(&refresh_admin, {}, &refresh_resp);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  // The secret holder (an admin) may kill alice's app.
+  grpc::ClientContext kill_admin;
+  kill_admin.AddMetadata("weft-secret", "s3cret");
+  EXPECT_TRUE(client->KillApplication(&kill_admin, kill, &kill_resp).ok());
+  // NodeManagers are not clients: TrackerService takes no user credential.
   auto tracker = v1::TrackerService::NewStub(ch);
   grpc::ClientContext nm;
   v1::RegisterNodeManagerRequest reg;
   reg.set_node_id("127.0.0.1:1");
   v1::RegisterNodeManagerResponse reg_resp;
   EXPECT_TRUE(tracker->RegisterNodeManager(&nm, reg, &reg_resp).ok());
-  // Writes need it too: submitting and killing without the secret are refused.
-  grpc::ClientContext submit_none;
-  v1::SubmitApplicationRequest submit;
-  submit.mutable_context()->set_application_id(app.application_id());
-  v1::SubmitApplicationResponse submit_resp;
-  EXPECT_EQ(client->SubmitApplication(&submit_none, submit, &submit_resp).error_code(),
-            grpc::StatusCode::UNAUTHENTICATED);
-  grpc::ClientContext kill_none;
-  v1::KillApplicationRequest kill;
-  kill.set_application_id(app.application_id());
-  v1::KillApplicationResponse kill_resp;
-  EXPECT_EQ(client->KillApplication(&kill_none, kill, &kill_resp).error_code(),
-            grpc::StatusCode::UNAUTHENTICATED);
   grpc::ClientContext attempts_none;
   v1::GetApplicationAttemptsRequest attempts;
   v1::GetApplicationAttemptsResponse attempts_resp;
@@ -211,9 +273,9 @@ TEST(RmServerSecretTest, ClientAndAdminCallsNeedTheSecretWhenConfigured) {
   // Refusals and successes are counted per method and code.
   const std::string text = (*rm)->metrics().Render();
   EXPECT_THAT(text, HasSubstr("weft_rm_rpc_requests_total{method=\"ClientService/NewApplication\","
-                              "code=\"UNAUTHENTICATED\"} 2"));
+                              "code=\"UNAUTHENTICATED\"} 3"));
   EXPECT_THAT(text, HasSubstr("weft_rm_rpc_duration_seconds_count{method=\"ClientService/"
-                              "NewApplication\"} 3"));
+                              "NewApplication\"} 4"));
   EXPECT_THAT(text, HasSubstr("weft_rm_scheduler_passes_total"));
 }
 

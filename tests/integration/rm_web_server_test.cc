@@ -32,6 +32,7 @@ class RmWebServerTest : public ::testing::Test {
  protected:
   void Start(bool writes, const std::string& secret) {
     rm::RmServerOptions o;
+    o.auth.mode = rm::UserAuthentication::kDeclared;
     o.client_secret = secret;
     o.launcher = std::make_unique<NoLauncher>();
     auto rm = rm::RmServer::Start(std::move(o));
@@ -213,6 +214,7 @@ TEST_F(RmWebServerTest, ReadsDoNotWaitForABusyRmLoop) {
 
 TEST(RmWebServerStartTest, WritesWithoutASecretAreAConfigurationError) {
   rm::RmServerOptions o;
+    o.auth.mode = rm::UserAuthentication::kDeclared;
   o.launcher = std::make_unique<NoLauncher>();
   auto rm = rm::RmServer::Start(std::move(o));
   ASSERT_TRUE(rm.ok());
@@ -226,6 +228,7 @@ TEST(RmWebServerStartTest, WritesWithoutASecretAreAConfigurationError) {
 
 TEST(RmWebServerStartTest, ATakenPortIsReported) {
   rm::RmServerOptions o;
+    o.auth.mode = rm::UserAuthentication::kDeclared;
   o.launcher = std::make_unique<NoLauncher>();
   auto rm = rm::RmServer::Start(std::move(o));
   ASSERT_TRUE(rm.ok());

@@ -8,6 +8,7 @@
 #   dev_wait_nodes N    waits (bounded: 30 s) until N nodes are RUNNING; returns 1 otherwise.
 #   ok MSG / bad MSG    report a check; bad makes the test fail (fail=1).
 tmp=$(mktemp -d)
+chmod 711 "$tmp"  # NM work roots live inside: containers of other users reach their own dirs
 fail=0
 dev_pid=""
 rm_address=""
@@ -27,7 +28,9 @@ trap dev_cleanup EXIT
 
 dev_start() {
   local flags=("$@")
-  [[ $(id -u) -ne 0 ]] && flags+=(--no-cgroups)
+  # Containers run as the submitting user; root's are refused unless allowed explicitly
+  # (tests/security/ covers ordinary users).
+  if [[ $(id -u) -ne 0 ]]; then flags+=(--no-cgroups); else flags+=(--allowed-system-users root); fi
   "$weft" dev "${flags[@]}" >"$tmp/dev.out" 2>"$tmp/dev.err" &
   dev_pid=$!
   for _ in $(seq 1 300); do

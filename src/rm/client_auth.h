@@ -1,0 +1,63 @@
+// Copyright Weft authors. Who is calling the RM's client and admin services
+// (YARN: the RPC layer's UserGroupInformation, proxy users and yarn.admin.acl).
+#ifndef WEFT_RM_CLIENT_AUTH_H_
+#define WEFT_RM_CLIENT_AUTH_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace weft::rm {
+
+// An authenticated caller.
+struct Caller {
+  std::string user;                 // whom the call acts as (owner of what it submits)
+  std::vector<std::string> groups;  // user's groups, from the OS (empty for declared users)
+  std::string real_user;            // who authenticated: == user unless proxying
+  bool admin = false;               // a cluster admin (may administer every app and queue)
+};
+
+enum class UserAuthentication {
+  // The caller proves its Unix user with a MUNGE credential (metadata "weft-munge-cred", HTTP
+  // header X-Weft-Munge-Credential); the RM resolves the user and groups from its OS.
+  kMunge,
+  // The caller's declared user ("weft-user") is believed. FOR IN-PROCESS TESTS, the DRF demo
+  // and `weft bench rm` only, whose callers are the RM's own process; no CLI flag selects it.
+  kDeclared,
+};
+
+struct ClientAuthOptions {
+  UserAuthentication mode = UserAuthentication::kMunge;
+  std::string munge_socket;  // "" = libmunge's default socket
+  // Whoever presents it (metadata "weft-secret", header X-Weft-Secret) is a cluster admin
+  // acting as its declared user. Empty: no secret is accepted.
+  std::string admin_secret;
+  // Users who may act as another user by declaring it ("weft-user"), as YARN's proxy users
+  // (hadoop.proxyuser.*): e.g. a gateway or a workflow server. Never as root.
+  std::vector<std::string> proxy_users;
+  // Cluster admins besides the RM's own user (YARN: yarn.admin.acl). "*" = everyone.
+  std::vector<std::string> admins;
+  std::string rm_user;  // the RM process's user, always an admin; set by the server
+};
+
+// What a call presented.
+struct Presented {
+  std::string munge_credential;
+  std::string secret;
+  std::string declared_user;  // "" = none
+};
+
+// Authenticates a call. Unauthenticated: no credential, a bad or replayed MUNGE credential,
+// a wrong secret; PermissionDenied: a declared user the caller may not act as; InvalidArgument:
+// a declared user that is not a user name. Blocks for the MUNGE decode (one local IPC).
+absl::StatusOr<Caller> AuthenticateClient(const ClientAuthOptions& options,
+                                          const Presented& presented);
+
+// The payload sealed in client credentials; a credential with another payload is refused.
+inline constexpr char kMungePayload[] = "weft-client";
+
+}  // namespace weft::rm
+
+#endif  // WEFT_RM_CLIENT_AUTH_H_
