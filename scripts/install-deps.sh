@@ -12,6 +12,8 @@ PACKAGES=(
   libcpp-httplib-dev
   # user authentication (MUNGE, as Slurm): the library and the munged daemon
   libmunge-dev munge
+  # RM HA and its state store: the ZooKeeper C client and server (tests run their own on loopback)
+  libzookeeper-mt-dev zookeeper
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   # plots and run-time tools

@@ -189,9 +189,19 @@ elif grep -q "log level 'loud' is not one of debug, info, warn, error, off" "$tm
   ok "--log-level loud refused with the known levels"
 else bad "--log-level loud: $(cat "$tmp/ll.err")"; fi
 
-# A standalone RM that requires a client secret: refused without it, served with it.
+# A standalone RM: it runs only with TLS, from certificates `weft certs` makes.
+if "$weft" rm --port 0 --state-store "" >"$tmp/notls.out" 2>&1; then
+  bad "weft rm started without TLS"
+elif grep -q "every Weft daemon speaks mutual TLS" "$tmp/notls.out"; then
+  ok "weft rm without --tls-* refused: $(head -c 80 "$tmp/notls.out")..."
+else bad "weft rm without TLS: $(cat "$tmp/notls.out")"; fi
+"$weft" certs init-ca --dir "$tmp/pki" >/dev/null &&
+  "$weft" certs issue --ca-dir "$tmp/pki" --out-dir "$tmp/pki" --role rm --name rm1 >/dev/null ||
+  bad "weft certs init-ca / issue"
+# The client secret makes its holder a cluster admin; everyone else is who MUNGE says.
 printf 's3cret\n' >"$tmp/secret"
-"$weft" rm --port 0 --state-store "" --secret-file "$tmp/secret" >"$tmp/rm.out" 2>"$tmp/rm.err" &
+"$weft" rm --port 0 --state-store "" --secret-file "$tmp/secret" --tls-ca "$tmp/pki/ca.pem" \
+  --tls-cert "$tmp/pki/rm-rm1.pem" --tls-key "$tmp/pki/rm-rm1.key" >"$tmp/rm.out" 2>"$tmp/rm.err" &
 rm_pid=$!
 secured=""
 for _ in $(seq 1 100); do
@@ -200,26 +210,34 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 if [[ -z $secured ]]; then
-  bad "weft rm --secret-file did not start: $(cat "$tmp/rm.out" "$tmp/rm.err")"
+  bad "weft rm with TLS did not start: $(cat "$tmp/rm.out" "$tmp/rm.err")"
 else
-  # Without the secret a client is who MUNGE says; a wrong secret is refused.
+  if HOME="$tmp" WEFT_TLS_CA= timeout 20 "$weft" app list --rm "$secured" >/dev/null 2>"$tmp/s.err"; then
+    bad "a TLS RM answered a plaintext client"
+  elif grep -q "set WEFT_TLS_CA" "$tmp/s.err"; then
+    ok "a client without the cluster CA is told to set WEFT_TLS_CA"
+  else
+    bad "plaintext client against a TLS RM: $(cat "$tmp/s.err")"
+  fi
+  if WEFT_TLS_CA="$tmp/pki/ca.pem" "$weft" app list --rm "$secured" >/dev/null 2>"$tmp/s.err"; then
+    ok "the TLS RM serves a MUNGE-authenticated client"
+  else
+    bad "TLS RM with MUNGE: $(cat "$tmp/s.err")"
+  fi
   printf 'guess\n' >"$tmp/wrong"
-  if WEFT_SECRET_FILE="$tmp/wrong" "$weft" app list --rm "$secured" >/dev/null 2>"$tmp/s.err"; then
-    bad "a secured RM answered a client with a wrong secret"
+  if WEFT_TLS_CA="$tmp/pki/ca.pem" WEFT_SECRET_FILE="$tmp/wrong" "$weft" app list \
+    --rm "$secured" >/dev/null 2>"$tmp/s.err"; then
+    bad "a wrong admin secret was accepted"
   elif grep -q "wrong admin secret" "$tmp/s.err"; then
-    ok "secured RM refuses a wrong secret"
+    ok "a wrong admin secret is refused"
   else
-    bad "secured RM with a wrong secret: $(cat "$tmp/s.err")"
+    bad "wrong admin secret: $(cat "$tmp/s.err")"
   fi
-  if WEFT_SECRET_FILE= "$weft" app list --rm "$secured" >/dev/null 2>"$tmp/s.err"; then
-    ok "secured RM serves a MUNGE-authenticated client"
+  if WEFT_TLS_CA="$tmp/pki/ca.pem" WEFT_SECRET_FILE="$tmp/secret" "$weft" app list \
+    --rm "$secured" >/dev/null 2>"$tmp/s.err"; then
+    ok "the TLS RM serves the admin secret's holder"
   else
-    bad "secured RM with MUNGE: $(cat "$tmp/s.err")"
-  fi
-  if WEFT_SECRET_FILE="$tmp/secret" "$weft" app list --rm "$secured" >/dev/null 2>"$tmp/s.err"; then
-    ok "secured RM serves a client with the secret"
-  else
-    bad "secured RM with the secret: $(cat "$tmp/s.err")"
+    bad "TLS RM with the secret: $(cat "$tmp/s.err")"
   fi
 fi
 kill -TERM "$rm_pid" 2>/dev/null

@@ -55,7 +55,7 @@ if [[ -z "$rm_address" || -z "$web" || -z "$nm_web" ]]; then
   echo "FAIL: weft dev did not start"; cat "$tmp/dev.out" "$tmp/dev.err"; exit 1
 fi
 ok "weft dev: RM $rm_address, web $web, NM 0 web $nm_web"
-export WEFT_RM=$rm_address WEFT_SECRET_FILE=$tmp/secret
+export WEFT_RM=$rm_address WEFT_SECRET_FILE=$tmp/secret WEFT_TLS_CA=$tmp/data/tls/ca.pem
 base=http://$web/ws/v1/cluster
 
 # Both nodes in the REST API (bounded: 30 s).
@@ -211,7 +211,9 @@ for family in weft_nm_container_launches_total weft_nm_container_launch_failures
 done
 
 # `weft rm`: writes are off by default; enabling them without a secret is refused.
-"$weft" rm --port 0 --http-port 0 --state-store "" >"$tmp/rm.out" 2>"$tmp/rm.err" &
+rm_tls=(--tls-ca "$tmp/data/tls/ca.pem" --tls-cert "$tmp/data/tls/rm-rm.pem"
+  --tls-key "$tmp/data/tls/rm-rm.key")  # the dev cluster's
+"$weft" rm --port 0 --http-port 0 --state-store "" "${rm_tls[@]}" >"$tmp/rm.out" 2>"$tmp/rm.err" &
 pids+=($!)
 rm_web=""
 for _ in $(seq 1 100); do
@@ -226,8 +228,8 @@ if [[ -n "$rm_web" ]]; then
 else
   bad "weft rm did not print its web address: $(cat "$tmp/rm.out" "$tmp/rm.err")"
 fi
-if "$weft" rm --port 0 --http-port 0 --state-store "" --http-enable-writes >"$tmp/rm2.out" \
-  2>&1; then
+if "$weft" rm --port 0 --http-port 0 --state-store "" --http-enable-writes "${rm_tls[@]}" \
+  >"$tmp/rm2.out" 2>&1; then
   bad "weft rm --http-enable-writes without --secret-file started"
 else
   grep -q "needs --secret-file" "$tmp/rm2.out" && ok "--http-enable-writes without a secret is refused" ||

@@ -13,6 +13,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "security/tls.h"
 #include "common/log.h"
 
 namespace weft::am {
@@ -53,14 +54,25 @@ absl::StatusOr<AmEnvironment> ReadAmEnvironment() {
   if (!in || !env.amrm_token.ParseFromString(raw.str()) || env.amrm_token.identifier().empty())
     return absl::FailedPreconditionError(
         absl::StrCat("the AMRM token file '", path, "' is unreadable or malformed"));
+  if (const std::string ca = Env("WEFT_TLS_CA_FILE"); !ca.empty()) {
+    absl::StatusOr<std::string> pem = security::LoadCaPem(ca);
+    if (!pem.ok())
+      return absl::FailedPreconditionError(
+          absl::StrCat("WEFT_TLS_CA_FILE: ", pem.status().message()));
+    env.tls_ca_pem = *std::move(pem);
+  }
   return env;
+}
+
+std::shared_ptr<grpc::ChannelCredentials> AmChannelCredentials(const AmEnvironment& env) {
+  return env.tls_ca_pem.empty() ? grpc::InsecureChannelCredentials()
+                                : security::TlsChannelCredentials(env.tls_ca_pem);
 }
 
 absl::StatusOr<std::unique_ptr<AmRmClient>> AmRmClient::Connect(const AmEnvironment& env) {
   std::unique_ptr<AmRmClient> c(new AmRmClient());
   c->env_ = env;
-  c->stub_ = v1::AmService::NewStub(
-      grpc::CreateChannel(env.rm_address, grpc::InsecureChannelCredentials()));
+  c->stub_ = v1::AmService::NewStub(grpc::CreateChannel(env.rm_address, AmChannelCredentials(env)));
   return c;
 }
 
@@ -120,8 +132,7 @@ absl::Status AmRmClient::Finish(v1::FinalApplicationStatus status, const std::st
 v1::ContainerService::Stub* NmClient::StubFor(const std::string& node_id) {
   auto& stub = stubs_[node_id];
   if (!stub) {
-    stub = v1::ContainerService::NewStub(
-        grpc::CreateChannel(node_id, grpc::InsecureChannelCredentials()));
+    stub = v1::ContainerService::NewStub(grpc::CreateChannel(node_id, credentials_));
   }
   return stub.get();
 }
@@ -193,7 +204,7 @@ int RunShellAm(const ShellAmOptions& o) {
     say(std::string(r.status().message()));
     return 1;
   }
-  NmClient nm;
+  NmClient nm(AmChannelCredentials(*env));
   v1::ResourceRequest ask;
   ask.set_priority(1);
   ask.set_resource_name("*");

@@ -3,6 +3,8 @@
 #ifndef WEFT_AM_AM_CLIENT_H_
 #define WEFT_AM_AM_CLIENT_H_
 
+#include <grpcpp/security/credentials.h>
+
 #include <map>
 #include <memory>
 #include <string>
@@ -21,7 +23,13 @@ struct AmEnvironment {
   std::string application_id;  // WEFT_APPLICATION_ID
   std::string attempt_id;      // WEFT_APP_ATTEMPT_ID
   v1::Token amrm_token;        // the file WEFT_TOKEN_FILE_AMRM names (the serialized token)
+  // The cluster CA certificate (PEM) from the file WEFT_TLS_CA_FILE names: the AM then speaks
+  // TLS to the RM and the NMs and verifies them. "" when the variable is unset (a cluster
+  // without TLS): plaintext.
+  std::string tls_ca_pem;
 };
+// Channel credentials for `env`: TLS verified against env.tls_ca_pem, or plaintext without it.
+std::shared_ptr<grpc::ChannelCredentials> AmChannelCredentials(const AmEnvironment& env);
 // Reads the variables above; the error names the missing or malformed one.
 absl::StatusOr<AmEnvironment> ReadAmEnvironment();
 
@@ -54,6 +62,9 @@ class AmRmClient {
 // Synchronous ContainerService client; one channel per node, created on first use.
 class NmClient {
  public:
+  // `credentials`: for every NM's ContainerService (AmChannelCredentials()).
+  explicit NmClient(std::shared_ptr<grpc::ChannelCredentials> credentials)
+      : credentials_(std::move(credentials)) {}
   // Starts `container` (with its token) running `command` (one shell string) and `env`.
   absl::Status Start(const v1::Container& container, const std::string& command,
                      const std::map<std::string, std::string>& env);
@@ -62,6 +73,7 @@ class NmClient {
 
  private:
   v1::ContainerService::Stub* StubFor(const std::string& node_id);
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;
   std::map<std::string, std::unique_ptr<v1::ContainerService::Stub>> stubs_;
 };
 

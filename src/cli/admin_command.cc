@@ -57,10 +57,12 @@ struct AdminFlags {
   std::vector<std::string> nodes;
 };
 
-// AdminService shares the RM's port.
-std::unique_ptr<v1::AdminService::Stub> AdminStub(const std::string& address) {
-  return v1::AdminService::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+// AdminService shares the RM's port (and its TLS).
+absl::StatusOr<std::unique_ptr<v1::AdminService::Stub>> AdminStub(const std::string& address) {
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      ClusterChannelCredentials();
+  if (!credentials.ok()) return credentials.status();
+  return v1::AdminService::NewStub(grpc::CreateChannel(address, *credentials));
 }
 
 // A context with the caller's credentials (see cli_common.h) and a 10 s deadline.
@@ -73,10 +75,11 @@ absl::StatusOr<std::unique_ptr<grpc::ClientContext>> AdminContext() {
 
 int RefreshQueues(const AdminFlags& f) {
   auto stub = AdminStub(f.rm_address);
+  if (!stub.ok()) return PrintError(stub.status().message());
   auto ctx = AdminContext();
   if (!ctx.ok()) return PrintError(ctx.status().message());
   v1::RefreshQueuesResponse resp;
-  if (absl::Status s = FromGrpc(stub->RefreshQueues(ctx->get(), {}, &resp), f.rm_address); !s.ok())
+  if (absl::Status s = FromGrpc((*stub)->RefreshQueues(ctx->get(), {}, &resp), f.rm_address); !s.ok())
     return PrintError(s.message());
   std::cout << "queues refreshed\n";
   return 0;
@@ -84,6 +87,7 @@ int RefreshQueues(const AdminFlags& f) {
 
 int RefreshNodes(const AdminFlags& f, bool decommission) {
   auto stub = AdminStub(f.rm_address);
+  if (!stub.ok()) return PrintError(stub.status().message());
   auto ctx = AdminContext();
   if (!ctx.ok()) return PrintError(ctx.status().message());
   v1::RefreshNodesRequest req;
@@ -95,7 +99,7 @@ int RefreshNodes(const AdminFlags& f, bool decommission) {
     }
   }
   v1::RefreshNodesResponse resp;
-  if (absl::Status s = FromGrpc(stub->RefreshNodes(ctx->get(), req, &resp), f.rm_address); !s.ok())
+  if (absl::Status s = FromGrpc((*stub)->RefreshNodes(ctx->get(), req, &resp), f.rm_address); !s.ok())
     return PrintError(s.message());
   std::cout << (decommission ? "decommissioned: " : "recommissioned: ")
             << absl::StrJoin(f.nodes, " ") << "\n";

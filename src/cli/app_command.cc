@@ -168,6 +168,7 @@ struct SubmitFlags {
   std::string command;
   std::string name = "weft-app";
   std::string queue;
+  std::string view_acl;  // YARN's VIEW_APP ACL
   int priority = 0;
   int64_t am_memory_mb = 512;
   int am_vcores = 1;
@@ -278,6 +279,7 @@ int Submit(const SubmitFlags& f, const std::string& am_command) {
   c->set_application_id(app.application_id());
   c->set_name(f.name);
   c->set_queue(f.queue);
+  c->set_view_acl(f.view_acl);
   c->set_priority(f.priority);
   if (auto_am) {
     c->mutable_am_sizing()->set_enabled(true);
@@ -329,6 +331,9 @@ int SubmitCommand(const SubmitFlags& f) {
 void AddSubmitFlags(CLI::App* cmd, SubmitFlags* f) {
   cmd->add_option("--name", f->name, "application name")->capture_default_str();
   cmd->add_option("--queue", f->queue, "leaf queue (default: the RM's 'default')");
+  cmd->add_option("--view-acl", f->view_acl,
+                  "who else may see the app's diagnostics, AM logs and attempts: "
+                  "'user1,user2 group1,group2' (besides you, queue and cluster admins)");
   cmd->add_option("--priority", f->priority, "application priority")->capture_default_str();
   f->am_memory_option =
       cmd->add_option("--am-memory-mb", f->am_memory_mb, "memory of the AM container, MiB")

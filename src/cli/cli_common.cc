@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -19,6 +20,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "rm/client_auth.h"
 #include "security/munge.h"
+#include "security/tls.h"
 
 namespace weft::cli {
 
@@ -57,15 +59,68 @@ absl::Status FromGrpc(const grpc::Status& status, absl::string_view rm_address) 
     return absl::Status(
         code,
         absl::StrCat("cannot reach the ResourceManager at ", rm_address,
-                     " (is it running? start one with `weft dev`, or pass --rm / set WEFT_RM): ",
-                     status.error_message()));
+                     " (is it running? start one with `weft dev`, or pass --rm / set WEFT_RM",
+                     ClusterCaPath().empty()
+                         ? "; no cluster CA is configured: set WEFT_TLS_CA to the CA "
+                           "certificate of a cluster that speaks TLS"
+                         : "",
+                     "): ", status.error_message()));
   return absl::Status(code, status.error_message());
+}
+
+std::string ClusterCaPath() {
+  if (const char* env = std::getenv("WEFT_TLS_CA"); env != nullptr && *env != '\0') return env;
+  std::vector<std::string> candidates;
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
+    candidates.push_back(absl::StrCat(home, "/", kDevCaRelativeToHome));
+  candidates.push_back(kSystemCaPath);
+  for (const std::string& path : candidates) {
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec)) return path;
+  }
+  return "";
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ClusterChannelCredentials() {
+  const std::string path = ClusterCaPath();
+  if (path.empty()) return grpc::InsecureChannelCredentials();
+  absl::StatusOr<std::string> pem = security::LoadCaPem(path);
+  if (!pem.ok())
+    return absl::Status(pem.status().code(),
+                        absl::StrCat("the cluster CA (WEFT_TLS_CA): ", pem.status().message()));
+  return security::TlsChannelCredentials(*pem);
+}
+
+void AddTlsFlags(CLI::App* cmd, TlsFlags* flags) {
+  cmd->add_option("--tls-ca", flags->ca, "the cluster CA certificate (PEM; `weft certs init-ca`)");
+  cmd->add_option("--tls-cert", flags->cert,
+                  "this daemon's certificate (PEM; `weft certs issue`); an NM's names its node "
+                  "id, HOST:PORT");
+  cmd->add_option("--tls-key", flags->key, "this daemon's private key (PEM)");
+}
+
+absl::StatusOr<security::TlsFiles> LoadTlsFlags(const TlsFlags& flags, absl::string_view role) {
+  const int given = !flags.ca.empty() + !flags.cert.empty() + !flags.key.empty();
+  if (given == 0)
+    return absl::FailedPreconditionError(absl::StrCat(
+        "every Weft daemon speaks mutual TLS: pass --tls-ca, --tls-cert and --tls-key (make "
+        "them with `weft certs init-ca --dir D` and `weft certs issue --ca-dir D --out-dir D "
+        "--role ",
+        role, " --name NAME`; `weft dev` makes its own)"));
+  if (given != 3)
+    return absl::InvalidArgumentError("--tls-ca, --tls-cert and --tls-key go together");
+  return security::LoadTlsFiles(flags.ca, flags.cert, flags.key);
 }
 
 RmClient::RmClient(std::string rm_address, std::string user)
     : address_(std::move(rm_address)), user_(std::move(user)) {
-  stub_ =
-      v1::ClientService::NewStub(grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      ClusterChannelCredentials();
+  if (!credentials.ok()) {
+    credentials_error_ = credentials.status();  // every call reports it
+    credentials = grpc::InsecureChannelCredentials();
+  }
+  stub_ = v1::ClientService::NewStub(grpc::CreateChannel(address_, *credentials));
 }
 
 absl::Status CheckMetadataValue(absl::string_view what, absl::string_view value) {
@@ -126,6 +181,7 @@ absl::Status AddClientCredentials(grpc::ClientContext* ctx, const std::string& a
 
 absl::StatusOr<std::unique_ptr<grpc::ClientContext>> RmClient::NewContext(
     int64_t timeout_ms) const {
+  if (!credentials_error_.ok()) return credentials_error_;
   auto ctx = std::make_unique<grpc::ClientContext>();
   if (absl::Status s = AddClientCredentials(ctx.get(), user_); !s.ok()) return s;
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));

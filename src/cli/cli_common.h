@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message.h"
+#include "security/tls.h"
 #include "weft/v1/client.grpc.pb.h"
 
 namespace weft::cli {
@@ -53,6 +54,28 @@ absl::Status FromGrpc(const grpc::Status& status, absl::string_view rm_address);
 // non-empty. Errors: the secret file's, or munged unreachable (naming the socket).
 absl::Status AddClientCredentials(grpc::ClientContext* ctx, const std::string& act_as);
 
+// The cluster CA certificate clients verify the RM with: $WEFT_TLS_CA when set, else
+// ~/.weft/ca.pem (which `weft dev` writes for the user who runs it), else
+// /etc/weft/tls/ca.pem, whichever exists first; "" when none does (plaintext).
+inline constexpr char kDevCaRelativeToHome[] = ".weft/ca.pem";
+inline constexpr char kSystemCaPath[] = "/etc/weft/tls/ca.pem";
+std::string ClusterCaPath();
+// TLS credentials verifying the server against ClusterCaPath(), or plaintext when it is "".
+// Errors: the CA file is unreadable, malformed or expired (naming it).
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ClusterChannelCredentials();
+
+// A daemon's TLS material (`weft rm`, `weft nm`): --tls-ca, --tls-cert, --tls-key.
+struct TlsFlags {
+  std::string ca;
+  std::string cert;
+  std::string key;
+};
+void AddTlsFlags(CLI::App* cmd, TlsFlags* flags);
+// The three files, checked to fit together (security/tls.h LoadTlsFiles). A daemon runs only
+// with TLS: FailedPrecondition, saying how to make them, when none is given; InvalidArgument
+// when only some are; the loader's errors (naming the file) otherwise.
+absl::StatusOr<security::TlsFiles> LoadTlsFlags(const TlsFlags& flags, absl::string_view role);
+
 // A ClientService stub for `rm_address` plus the per-call context every command sets up.
 class RmClient {
  public:
@@ -71,6 +94,7 @@ class RmClient {
  private:
   std::string address_;
   std::string user_;
+  absl::Status credentials_error_;  // a bad cluster CA: NewContext() returns it
   std::unique_ptr<v1::ClientService::Stub> stub_;
 };
 

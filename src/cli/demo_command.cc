@@ -47,6 +47,9 @@ int RunDrfDemo(const DemoFlags& flags) {
   // The demo's two users, A and B, are this process's own callers, not Unix users.
   options.auth.mode = rm::UserAuthentication::kDeclared;
   options.rm.pass_interval_ms = 100;
+  // The demo's first node is for the two AMs alone (the task node joins once both run): no
+  // AM-share limit, which would hold the second AM back until the first app ends.
+  options.rm.scheduler.queue_max_am_share_default = -1;
   auto cluster =
       DevCluster::Start(std::move(options), !flags.no_cgroups, dir.string(), "weft demo");
   if (!cluster.ok()) return PrintError(cluster.status().message());
@@ -69,8 +72,8 @@ int RunDrfDemo(const DemoFlags& flags) {
             << (c.use_cgroups() ? "in cgroups" : "WITHOUT cgroups (not root)") << "\n";
 
   std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  auto stub = v1::ClientService::NewStub(
-      grpc::CreateChannel(c.rm().address(), grpc::InsecureChannelCredentials()));
+  auto stub =
+      v1::ClientService::NewStub(grpc::CreateChannel(c.rm().address(), c.ClientCredentials()));
   struct User {
     const char* name;
     int memory_mb, vcores;

@@ -1,6 +1,11 @@
 #include "cli/dev_cluster.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <filesystem>
 #include <iostream>
@@ -10,6 +15,29 @@
 #include "common/log.h"
 
 namespace weft::cli {
+namespace {
+
+// A port on 127.0.0.1 free right now, for a NodeManager whose certificate must name its node id
+// (host:port) before it listens. Another process may take it in between; the NM's start then
+// fails saying the port is taken.
+absl::StatusOr<int> FreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::ErrnoToStatus(errno, "socket");
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    port = ntohs(addr.sin_port);
+  const int error = errno;
+  close(fd);
+  if (port < 0) return absl::ErrnoToStatus(error, "finding a free port on 127.0.0.1");
+  return port;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<DevCluster>> DevCluster::Start(rm::RmServerOptions rm_options,
                                                               bool use_cgroups,
@@ -25,6 +53,18 @@ absl::StatusOr<std::unique_ptr<DevCluster>> DevCluster::Start(rm::RmServerOption
                {"effect", "containers run WITHOUT resource isolation (as with --no-cgroups)"}});
     c->use_cgroups_ = false;
   }
+  c->tls_dir_ = (std::filesystem::path(c->data_dir_) / "tls").string();
+  absl::StatusOr<security::DevTlsLayout> tls = security::EnsureDevTls(c->tls_dir_, {});
+  if (!tls.ok())
+    return absl::Status(tls.status().code(), absl::StrCat("making the cluster's certificates in ",
+                                                          c->tls_dir_, ": ", tls.status().message()));
+  c->tls_ = *std::move(tls);
+  if (!rm_options.tls.has_value()) {
+    absl::StatusOr<security::TlsFiles> files = security::LoadTlsFiles(c->tls_.rm);
+    if (!files.ok()) return files.status();
+    rm_options.tls = *std::move(files);
+  }
+  c->ca_pem_ = rm_options.tls->ca_pem;
   auto rm = rm::RmServer::Start(std::move(rm_options));
   if (!rm.ok())
     return absl::Status(rm.status().code(),
@@ -54,9 +94,24 @@ absl::StatusOr<nm::NodeManager*> DevCluster::AddNode(const std::string& node_res
     f.min_user_id = network->min_user_id;
     f.banned_users = network->banned_users;
     f.allowed_system_users = network->allowed_system_users;
+    f.log_retention_s = network->log_retention_s;
   }
   auto options = MakeNodeManagerOptions(f);
   if (!options.ok()) return options.status();
+  // Its certificate names its node id, 127.0.0.1:<port>: the RM believes nothing else.
+  absl::StatusOr<int> port = FreeLoopbackPort();
+  if (!port.ok()) return port.status();
+  options->bind_host = "127.0.0.1";
+  options->port = *port;
+  const std::string node_id = absl::StrCat("127.0.0.1:", *port);
+  absl::StatusOr<security::CertKeyPaths> cert =
+      security::IssueCertificate(tls_dir_, tls_dir_, security::DaemonRole::kNodeManager, node_id,
+                                 {}, security::kDefaultCertDays, /*overwrite=*/true);
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<security::TlsFiles> files =
+      security::LoadTlsFiles(tls_.ca_path, cert->cert_path, cert->key_path);
+  if (!files.ok()) return files.status();
+  options->tls = *std::move(files);
   // Its web server first, so the NM registers with its address.
   auto registry = std::make_unique<metrics::Registry>();
   web::NmWebOptions web_options;
@@ -100,6 +155,10 @@ absl::Status DevCluster::StartWeb(web::RmWebOptions options) {
   if (!web.ok()) return web.status();
   web_ = *std::move(web);
   return absl::OkStatus();
+}
+
+std::shared_ptr<grpc::ChannelCredentials> DevCluster::ClientCredentials() const {
+  return security::TlsChannelCredentials(ca_pem_);
 }
 
 std::vector<std::string> DevCluster::node_web_addresses() const {

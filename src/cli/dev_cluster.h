@@ -12,6 +12,7 @@
 #include "cli/nm_command.h"
 #include "nm/node_manager.h"
 #include "rm/rm_server.h"
+#include "security/tls.h"
 #include "web/nm_web_server.h"
 #include "web/rm_web_server.h"
 
@@ -20,7 +21,9 @@ namespace weft::cli {
 class DevCluster {
  public:
   // Starts the RM. With `use_cgroups` but not root, cgroups are turned off with a warning on
-  // stderr naming `who` ("weft dev").
+  // stderr naming `who` ("weft dev"). The cluster speaks mutual TLS: a CA and the daemons'
+  // certificates are made in <data_dir>/tls (security/tls.h EnsureDevTls; an existing CA is
+  // reused) unless rm_options.tls is already set.
   static absl::StatusOr<std::unique_ptr<DevCluster>> Start(rm::RmServerOptions rm_options,
                                                            bool use_cgroups, std::string data_dir,
                                                            std::string who);
@@ -40,6 +43,10 @@ class DevCluster {
   web::RmWebServer* web() { return web_.get(); }
 
   rm::RmServer& rm() { return *rm_; }
+  // The cluster CA's certificate file, and credentials for a client of the RM (verifying it
+  // against that CA, presenting no certificate).
+  const std::string& ca_path() const { return tls_.ca_path; }
+  std::shared_ptr<grpc::ChannelCredentials> ClientCredentials() const;
   const std::vector<std::unique_ptr<nm::NodeManager>>& nodes() const { return nms_; }
   // host:port of each node's web server (/metrics, container logs), in nodes() order.
   std::vector<std::string> node_web_addresses() const;
@@ -53,6 +60,9 @@ class DevCluster {
 
   std::string data_dir_;
   std::string who_;
+  std::string tls_dir_;
+  security::DevTlsLayout tls_;
+  std::string ca_pem_;
   bool use_cgroups_ = true;
   std::unique_ptr<rm::RmServer> rm_;
   std::unique_ptr<web::RmWebServer> web_;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -18,6 +19,23 @@
 namespace weft::cli {
 namespace {
 
+// Copies the cluster CA certificate to ~/.weft/ca.pem, where clients of this user look for it
+// (cli_common.h ClusterCaPath), atomically. Says where it went, or why not.
+std::string CopyCaForClients(const std::string& ca_path) {
+  const char* home = std::getenv("HOME");
+  if (home == nullptr || *home == '\0') return "HOME is not set: clients need WEFT_TLS_CA";
+  const std::filesystem::path target = std::filesystem::path(home) / kDevCaRelativeToHome;
+  const std::filesystem::path partial = absl::StrCat(target.string(), ".", getpid());
+  std::error_code ec;
+  std::filesystem::create_directories(target.parent_path(), ec);
+  if (!ec) std::filesystem::copy_file(ca_path, partial,
+                                      std::filesystem::copy_options::overwrite_existing, ec);
+  if (!ec) std::filesystem::rename(partial, target, ec);
+  if (ec) return absl::StrCat("not copied to ", target.string(), ": ", ec.message());
+  return absl::StrCat("copied to ", target.string(), " for this user's clients");
+}
+
+
 struct DevFlags {
   int nodes = 2;
   int rm_port = 8032;
@@ -32,6 +50,7 @@ struct DevFlags {
   int http_port = 8088;
   bool http_port_given = false;  // --http-port on the command line: no fallback when taken
   bool http_enable_writes = false;
+  bool http_private_view = false;  // REST reads per the view ACLs (default: all for everyone)
 };
 
 int RunDev(const DevFlags& flags) {
@@ -50,6 +69,7 @@ int RunDev(const DevFlags& flags) {
   rm_flags.munge_socket = flags.user_auth.munge_socket;
   rm_flags.http_port = flags.http_port;
   rm_flags.http_enable_writes = flags.http_enable_writes;
+  rm_flags.http_anonymous_view = !flags.http_private_view;
   auto rm_options = MakeRmServerOptions(rm_flags);
   if (!rm_options.ok()) return PrintError(rm_options.status().message());
   auto web_options = MakeRmWebOptions(rm_flags);
@@ -71,6 +91,7 @@ int RunDev(const DevFlags& flags) {
   nm_flags.min_user_id = flags.network.min_user_id;
   nm_flags.banned_users = flags.network.banned_users;
   nm_flags.allowed_system_users = flags.network.allowed_system_users;
+  nm_flags.log_retention_s = flags.network.log_retention_s;
   if (auto check = MakeNodeManagerOptions(nm_flags); !check.ok())
     return PrintError(check.status().message());
 
@@ -103,7 +124,9 @@ int RunDev(const DevFlags& flags) {
             << "weft dev: REST API at http://" << http->address() << "/ws/v1/cluster (writes "
             << (web_options->writes_enabled ? "enabled, X-Weft-Secret required" : "disabled")
             << "), metrics at http://" << http->address() << "/metrics\n"
-            << "weft dev: state in " << data_dir.string() << "\n";
+            << "weft dev: state in " << data_dir.string() << "\n"
+            << "weft dev: cluster CA WEFT_TLS_CA=" << (*cluster)->ca_path() << " ("
+            << CopyCaForClients((*cluster)->ca_path()) << ")\n";
   for (size_t i = 0; i < nms.size(); ++i) {
     std::cout << "weft dev: NodeManager " << i << ": " << DescribeNode(*nms[i]);
     if (i < nm_web.size()) std::cout << " (metrics at http://" << nm_web[i] << "/metrics)";
@@ -153,6 +176,10 @@ void AddDevCommand(CLI::App& app, int* exit_code) {
                   "file's secret (clients: WEFT_SECRET_FILE)");
   cmd->add_flag("--http-enable-writes", f->http_enable_writes,
                 "allow REST submissions and kills (needs --secret-file; docs/web.md)");
+  cmd->add_flag("--http-private-view", f->http_private_view,
+                "REST reads and the web UI show an app's details only to its owner, queue "
+                "admins, cluster admins and its view ACL (default here: to everyone, as `weft "
+                "rm --http-anonymous-view`)");
   cmd->callback([f, exit_code, http_port] {
     f->http_port_given = http_port->count() > 0;
     *exit_code = RunDev(*f);

@@ -7,6 +7,7 @@
 #include "cli/admin_command.h"
 #include "cli/am_command.h"
 #include "cli/app_command.h"
+#include "cli/certs_command.h"
 #include "cli/cli_common.h"
 #include "cli/demo_command.h"
 #include "cli/dev_command.h"
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
   weft::cli::AddAmCommand(app, &exit_code);
   weft::cli::AddQueueCommand(app, &exit_code);
   weft::cli::AddAdminCommand(app, &exit_code);
+  weft::cli::AddCertsCommand(app, &exit_code);
   weft::cli::AddBenchCommand(app, &exit_code);
   weft::cli::AddDemoCommand(app, &exit_code);
   weft::cli::AddSimCommand(app, &exit_code);

@@ -67,6 +67,10 @@ absl::StatusOr<nm::NodeManagerOptions> MakeNodeManagerOptions(const NmFlags& fla
   options.user_policy.min_user_id = flags.min_user_id;
   options.user_policy.banned_users = flags.banned_users;
   options.user_policy.allowed_system_users = flags.allowed_system_users;
+  if (flags.log_retention_s < 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("--log-retention-s ", flags.log_retention_s, " must be >= 0"));
+  options.log_retention_ms = flags.log_retention_s * 1000;
   if (flags.work_root.empty()) return absl::InvalidArgumentError("--work-root is empty");
   options.work_root = std::filesystem::absolute(flags.work_root).lexically_normal().string();
   return options;
@@ -89,6 +93,10 @@ void AddContainerUserFlags(CLI::App* cmd, NmFlags* f) {
                   "users below --min-user-id allowed anyway, comma-separated (e.g. root on a "
                   "development machine)")
       ->delimiter(',');
+  cmd->add_option("--log-retention-s", f->log_retention_s,
+                  "how long a finished application's container logs stay on the node after its "
+                  "work dirs are removed (YARN's log.retain-seconds)")
+      ->capture_default_str();
 }
 
 void AddNetworkFlags(CLI::App* cmd, NmFlags* f) {
@@ -126,6 +134,9 @@ namespace {
 int RunNm(const NmFlags& flags) {
   auto options = MakeNodeManagerOptions(flags);
   if (!options.ok()) return PrintError(options.status().message());
+  absl::StatusOr<security::TlsFiles> tls = LoadTlsFlags(flags.tls, "nm");
+  if (!tls.ok()) return PrintError(tls.status().message());
+  options->tls = *std::move(tls);
   if (flags.http_port < 0 || flags.http_port > 65535)
     return PrintError(absl::StrCat("--http-port ", flags.http_port, " is not a port"));
   // The web server first, so the NM registers with its address.
@@ -176,6 +187,7 @@ void AddNmCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--port", f->port, "ContainerService port (0 = any free port)")
       ->capture_default_str();
   cmd->add_option("--bind", f->bind_host, "address to listen on")->capture_default_str();
+  AddTlsFlags(cmd, &f->tls);
   cmd->add_option("--node-resources", f->node_resources,
                   "what the node offers, e.g. memory-mb=8192,vcores=4 (default: detected)");
   cmd->add_option("--work-root", f->work_root, "container working directories and logs")

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "cli/cli_common.h"
 #include "absl/status/statusor.h"
 #include "nm/node_manager.h"
 
@@ -14,6 +15,7 @@ namespace weft::cli {
 // The NM's command-line settings (shared with `weft dev`).
 struct NmFlags {
   std::string rm_address;  // the RM's TrackerService, HOST:PORT
+  TlsFlags tls;            // `weft nm` only: `weft dev` makes its own
   std::string bind_host = "127.0.0.1";
   int port = 0;
   std::string node_resources;  // "memory-mb=..,vcores=.."; "" = detected from /proc
@@ -36,6 +38,7 @@ struct NmFlags {
   int64_t min_user_id = 1000;
   std::vector<std::string> banned_users = {"hdfs", "yarn", "mapred", "bin"};
   std::vector<std::string> allowed_system_users;
+  int64_t log_retention_s = 3 * 3600;  // finished apps' container logs, then deleted
 };
 
 // --run-containers-as, --min-user-id, --banned-users, --allowed-system-users into `f`.

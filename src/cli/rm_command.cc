@@ -110,6 +110,10 @@ void AddHttpFlags(CLI::App* cmd, RmFlags* flags) {
   cmd->add_flag("--http-enable-writes", flags->http_enable_writes,
                 "allow REST submissions and kills (needs --secret-file; callers send the secret "
                 "in header X-Weft-Secret; see docs/web.md)");
+  cmd->add_flag("--http-anonymous-view", flags->http_anonymous_view,
+                "let anonymous REST readers and the web UI see every app's details "
+                "(diagnostics, AM logs, attempts); otherwise only its owner, its queue's admins, "
+                "cluster admins and its view ACL's users do (docs/security.md)");
 }
 
 absl::StatusOr<web::RmWebOptions> MakeRmWebOptions(const RmFlags& flags) {
@@ -124,6 +128,7 @@ absl::StatusOr<web::RmWebOptions> MakeRmWebOptions(const RmFlags& flags) {
   options.bind_host = flags.bind_host;
   options.port = flags.http_port;
   options.writes_enabled = flags.http_enable_writes;
+  options.anonymous_view = flags.http_anonymous_view;
   return options;
 }
 
@@ -132,6 +137,9 @@ namespace {
 int RunRm(const RmFlags& flags) {
   auto options = MakeRmServerOptions(flags);
   if (!options.ok()) return PrintError(options.status().message());
+  absl::StatusOr<security::TlsFiles> tls = LoadTlsFlags(flags.tls, "rm");
+  if (!tls.ok()) return PrintError(tls.status().message());
+  options->tls = *std::move(tls);
   auto web_options = MakeRmWebOptions(flags);
   if (!web_options.ok()) return PrintError(web_options.status().message());
   std::string store = options->state_store_path.empty() ? "in memory" : options->state_store_path;
@@ -170,6 +178,7 @@ void AddRmCommand(CLI::App& app, int* exit_code) {
                   "an explicit choice")
       ->capture_default_str();
   AddResourceLimitFlag(cmd, &f->resource_limits);
+  AddTlsFlags(cmd, &f->tls);
   cmd->add_option("--scheduler-config", f->scheduler_config,
                   "queues and scheduler YAML (reloaded by `admin refresh-queues`)");
   cmd->add_option("--state-store", f->state_store, "SQLite file of the RM's state (\"\" = memory)")

@@ -8,6 +8,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
+#include "cli/cli_common.h"
 #include "common/resource_types.h"
 #include "rm/rm_server.h"
 #include "web/rm_web_server.h"
@@ -31,8 +32,11 @@ struct RmFlags {
   int http_port = 8088;
   // REST writes (submit, kill): off unless asked for, and then only with a secret_file.
   bool http_enable_writes = false;
+  // REST reads: every app's details for everyone (true), or per the view ACLs (rest_api.h).
+  bool http_anonymous_view = false;
   // Users who may act as others (--user), cluster admins besides the RM's own user, and the
   // munged socket ("" = $WEFT_MUNGE_SOCKET, else libmunge's default).
+  TlsFlags tls;  // `weft rm` only: `weft dev` makes its own
   std::vector<std::string> proxy_users;
   std::vector<std::string> admins;
   std::string munge_socket;

@@ -101,6 +101,8 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
   for (const auto& [name, value] : request.launch_context().environment()) {
     spec.env[name] = value;
   }
+  // The cluster CA, for an AM to verify the RM and the NMs it talks to.
+  if (!ca_file_.empty()) spec.env["WEFT_TLS_CA_FILE"] = ca_file_;
   spec.work_dir = absl::StrCat(options_.work_root, "/", token->app_id, "/", id);
   spec.log_dir = absl::StrCat(options_.work_root, "/logs/", id);
   spec.limits = *limits;
@@ -114,7 +116,9 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
                                       {"reason", as.status().message()}});
       return as.status();
     }
-    spec.run_as = SpawnOptions::RunAs{as->uid, as->gid, as->gids};
+    // Only a switch to another user needs one (and root); an NM's own user's containers run
+    // as the NM does (`weft dev` as an ordinary user).
+    if (as->uid != geteuid()) spec.run_as = SpawnOptions::RunAs{as->uid, as->gid, as->gids};
   }
   for (const auto& [name, value] : request.launch_context().tokens()) spec.tokens[name] = value;
   if (traffic_ != nullptr) {
@@ -399,6 +403,7 @@ void NodeManager::MaybeFinishAppCleanup(std::string app_id) {
   for (const auto& [id, record] : containers_) {
     if (record.app_id == app_id && record.running) return;
   }
+  std::vector<std::string> ids;
   for (auto it = containers_.begin(); it != containers_.end();) {
     if (it->second.app_id != app_id) {
       ++it;
@@ -408,7 +413,22 @@ void NodeManager::MaybeFinishAppCleanup(std::string app_id) {
       log::Warn("container_cleanup_failed",
                 {{"node", node_id_}, {"container", it->first}, {"error", s}});
     }
+    ids.push_back(it->first);
     it = containers_.erase(it);
+  }
+  // The logs outlive the work dirs by log_retention_ms (ids come from verified tokens).
+  if (!ids.empty() && !log_deletions_.contains(app_id)) {
+    log_deletions_[app_id] =
+        loop_->Schedule(options_.log_retention_ms, [this, app_id, ids = std::move(ids)] {
+          log_deletions_.erase(app_id);
+          for (const std::string& id : ids) {
+            if (absl::Status s =
+                    OsEnv::Default()->RemoveTree(absl::StrCat(options_.work_root, "/logs/", id));
+                !s.ok())
+              log::Warn("log_removal_failed", {{"node", node_id_}, {"container", id}, {"error", s}});
+          }
+          log::Info("logs_removed", {{"node", node_id_}, {"app", app_id}, {"containers", ids.size()}});
+        });
   }
   // Only a validated id (ValidateContainerId, not "logs") ever names an app directory.
   if (ValidateContainerId(app_id).ok() && app_id != "logs") {

@@ -291,7 +291,12 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
   grpc::ServerBuilder builder;
   int selected_port = 0;
   const std::string address = HostPort(opts.bind_host, opts.port);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &selected_port);
+  builder.AddListeningPort(address,
+                           opts.tls.has_value()
+                               ? security::MutualTlsServerCredentials(
+                                     *opts.tls, security::ClientCertMode::kRequestAndVerifyIfPresent)
+                               : grpc::InsecureServerCredentials(),
+                           &selected_port);
   builder.RegisterService(nm->service_.get());
   nm->server_ = builder.BuildAndStart();
   if (nm->server_ == nullptr || selected_port == 0) {
@@ -306,8 +311,27 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
   }
   nm->node_id_ = HostPort(host, selected_port);
 
-  nm->tracker_ = v1::TrackerService::NewStub(
-      grpc::CreateChannel(opts.rm_tracker_address, grpc::InsecureChannelCredentials()));
+  if (opts.tls.has_value()) {
+    // The RM believes this node's heartbeats only under a certificate naming it.
+    absl::StatusOr<security::CertificateInfo> cert =
+        security::DescribeCertificate(opts.tls->cert_pem);
+    if (!cert.ok()) return cert.status();
+    const security::DaemonIdentity want{security::DaemonRole::kNodeManager, nm->node_id_};
+    if (cert->identity != want)
+      return absl::FailedPreconditionError(absl::StrCat(
+          "starting NodeManager: its certificate names ",
+          cert->identity.has_value() ? cert->identity->ToString() : cert->subject,
+          " but this node is ", want.ToString(), " (weft certs issue --role nm --name ",
+          nm->node_id_, ")"));
+    nm->ca_file_ = absl::StrCat(opts.work_root, "/ca.pem");
+    if (absl::Status s = env->WriteFile(nm->ca_file_, opts.tls->ca_pem); !s.ok())
+      return absl::FailedPreconditionError(absl::StrCat("starting NodeManager: ", s.ToString()));
+    if (absl::Status s = env->SetOwner(nm->ca_file_, geteuid(), getegid(), 0644); !s.ok())
+      return absl::FailedPreconditionError(absl::StrCat("starting NodeManager: ", s.ToString()));
+  }
+  nm->tracker_ = v1::TrackerService::NewStub(grpc::CreateChannel(
+      opts.rm_tracker_address, opts.tls.has_value() ? security::TlsChannelCredentials(*opts.tls)
+                                                    : grpc::InsecureChannelCredentials()));
   nm->started_ = true;
   nm->serving_.store(true, std::memory_order_release);
   NodeManager* raw = nm.get();
@@ -364,6 +388,8 @@ void NodeManager::BeginShutdownOnLoop() {
 void NodeManager::FinishShutdownOnLoop() {
   if (reap_timer_.has_value()) loop_->Cancel(*reap_timer_);
   reap_timer_.reset();
+  for (const auto& [app, timer] : log_deletions_) loop_->Cancel(timer);
+  log_deletions_.clear();
   executor_.reset();
   if (traffic_ != nullptr) {
     if (absl::Status s = traffic_->Teardown(); !s.ok()) {

@@ -27,6 +27,7 @@
 #include "nm/container_user.h"
 #include "nm/traffic_controller.h"
 #include "security/container_token_verifier.h"
+#include "security/tls.h"
 #include "weft/v1/container.grpc.pb.h"
 #include "weft/v1/tracker.grpc.pb.h"
 
@@ -51,6 +52,10 @@ struct NodeManagerOptions {
   std::string work_root;
   // Between StopContainers' SIGTERM and the SIGKILL that follows, ms.
   int64_t stop_grace_ms = 2000;
+  // How long the logs of a finished application's containers are kept on the node after its
+  // work dirs are removed, ms (YARN's yarn.nodemanager.log.retain-seconds: 3 h). Logs still
+  // pending deletion when the NM stops stay on disk.
+  int64_t log_retention_ms = 3 * 3600 * 1000;
   // The parent cgroup (relative to /sys/fs/cgroup/<controller> on v1, /sys/fs/cgroup on v2).
   std::string cgroup_hierarchy = "weft";
   // false: run containers without resource isolation (reported as a missing feature). true:
@@ -70,6 +75,14 @@ struct NodeManagerOptions {
   int64_t network_containers_mbps = 0;  // 0: 90% of the link
   BurstLimit network_burst = BurstLimit::kContainersTotal;
   std::string network_classifier = "auto";
+
+  // Mutual TLS (security/tls.h; `weft nm` and `weft dev` always set it): ContainerService is
+  // served with this certificate (AMs, which present none, are authenticated by their tokens),
+  // and the NM presents it to the RM, whose TrackerService accepts it only for the node it
+  // names: Start fails unless the certificate names nm/<node_id()>. Containers find the CA
+  // certificate, to verify the RM and NMs, at $WEFT_TLS_CA_FILE. Unset: plaintext (in-process
+  // tests).
+  std::optional<security::TlsFiles> tls;
 
   // The node's web address (host:port of its HTTP server, /metrics and container logs), sent
   // in registration; "" = none.
@@ -212,6 +225,8 @@ class NodeManager {
   std::unique_ptr<TrafficController> traffic_;  // null without bandwidth isolation
   std::string network_isolation_;
   std::unique_ptr<v1::TrackerService::Stub> tracker_;
+  // The cluster CA certificate containers read ($WEFT_TLS_CA_FILE); "" without TLS.
+  std::string ca_file_;
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
   bool started_ = false;  // Start() succeeded: the destructor must Shutdown()
@@ -244,6 +259,8 @@ class NodeManager {
   int64_t heartbeat_interval_ms_ = 1000;
   std::optional<TimerId> rm_timer_;
   std::optional<TimerId> reap_timer_;
+  // Timers deleting finished applications' container logs (log_retention_ms), by app.
+  std::map<std::string, TimerId> log_deletions_;
 };
 
 }  // namespace weft::nm

@@ -14,6 +14,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -686,6 +687,31 @@ TEST_F(NodeManagerTest, RmCleanupStopsContainersAndRemovesApplicationDirs) {
       Start({Request(rm_->IssueToken(TokenData("container_e1_1_0002_01_000003", app)), {"true"})});
   ASSERT_EQ(late.failed_size(), 1);
   EXPECT_THAT(late.failed(0).message(), HasSubstr("has finished on this node"));
+}
+
+// A finished application's logs outlive its work dir by log_retention_ms, then go too (the
+// test above shows them kept under the default 3 h).
+TEST_F(NodeManagerTest, FinishedApplicationsLogsAreDeletedAfterTheRetention) {
+  NodeManagerOptions options = Options();
+  options.log_retention_ms = 200;
+  StartNm(options);
+  const std::string app = "application_1_0003";
+  const std::string c1 = "container_e1_1_0003_01_000001";
+  ASSERT_THAT(Start({Request(rm_->IssueToken(TokenData(c1, app)), {"echo kept"})}).succeeded(),
+              ElementsAre(c1));
+  ASSERT_TRUE(WaitCompleted(c1).has_value());
+  rm_->With([&](FakeRm& rm) {
+    rm.apps_to_cleanup_.push_back(app);
+    return 0;
+  });
+  // Bounded wait for the deletion (the NM's own timer): 10 s.
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = !std::filesystem::exists(work_root_ / "logs" / c1);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(gone);
+  EXPECT_FALSE(std::filesystem::exists(work_root_ / app));
 }
 
 TEST_F(NodeManagerTest, ShutdownStopsRunningContainers) {

@@ -5,7 +5,10 @@
 #include <optional>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "common/ids.h"
+#include "common/log.h"
 #include "rm/container_tracker.h"
 #include "rm/node_tracker.h"
 #include "rm/rm_keys.h"
@@ -131,15 +134,22 @@ absl::StatusOr<v1::AllocateResponse> AmService::Allocate(const v1::Token& token,
     std::string node;
   };
   std::vector<Released> released;
+  std::vector<std::string> ignored;
+  absl::flat_hash_set<scheduler::ContainerId> named;
   for (const std::string& r : req.releases()) {
     auto id = ctx_->containers->FindOwned(r, app.record.app_id);
-    if (!id.ok()) return id.status();
-    const scheduler::ContainerState* cs = ctx_->scheduler->container(*id);
-    if (cs == nullptr)
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot release container '", r, "': not allocated to this application"));
+    // Another app's container, or a name that is no container id: refused.
+    if (!id.ok() && AppOfContainer(r) != app.record.app_id) return id.status();
+    const scheduler::ContainerState* cs = id.ok() ? ctx_->scheduler->container(*id) : nullptr;
+    if (cs == nullptr) {
+      // One of this app's containers that the RM no longer holds: it completed, or was lost
+      // with its node, before the AM heard. YARN ignores such releases; so do we.
+      ignored.push_back(r);
+      continue;
+    }
     if (cs->is_am)
       return absl::InvalidArgumentError(absl::StrCat("cannot release the AM container '", r, "'"));
+    if (!named.insert(*id).second) continue;  // named twice in one request
     update.releases.push_back(*id);
     released.push_back(
         {*id, cs->resource, cs->allocated_ms, ctx_->scheduler->node(cs->node)->name});
@@ -150,6 +160,14 @@ absl::StatusOr<v1::AllocateResponse> AmService::Allocate(const v1::Token& token,
   for (const Released& r : released)
     ctx_->containers->Forget(r.id, r.resource, r.allocated_ms, r.node);
   v1::AllocateResponse resp;
+  // Told to the AM in the reply's diagnostics, and logged.
+  for (const std::string& r : ignored) {
+    log::Info("release_ignored", {{"attempt", at.attempt_id},
+                                  {"container", r},
+                                  {"reason", "not held by the RM (completed or lost already)"}});
+    resp.add_diagnostics(absl::StrCat("release of ", r,
+                                      " ignored: the RM no longer holds it (completed or lost)"));
+  }
   resp.set_response_id(++at.last_response_id);
   for (auto& c : at.new_containers) *resp.add_allocated_containers() = std::move(c);
   at.new_containers.clear();

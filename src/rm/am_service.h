@@ -24,7 +24,10 @@ class AmService {
       const v1::Token& token, const v1::RegisterApplicationMasterRequest& req);
   // YARN's response_id protocol: a repeated id gets the last reply again, a wrong one a resync
   // command. Asks, releases and blacklist changes are validated first and applied all or
-  // nothing (InvalidArgument naming the ask or container).
+  // nothing (InvalidArgument naming the ask or container: another app's, the AM's own, or a
+  // name that is no container id). As in YARN, releasing one of the app's containers that
+  // the RM no longer holds (it completed or was lost before the AM heard) is not an error:
+  // it is ignored and logged (release_ignored), and a container named twice is released once.
   absl::StatusOr<v1::AllocateResponse> Allocate(const v1::Token& token,
                                                 const v1::AllocateRequest& req);
   absl::StatusOr<v1::FinishApplicationMasterResponse> FinishApplicationMaster(

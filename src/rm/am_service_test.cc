@@ -74,6 +74,60 @@ TEST(AmServiceTest, AnAppCannotReleaseAnotherAppsContainerOrItsOwnAm) {
   EXPECT_THAT(am_refused.status().message(), HasSubstr("AM container"));
 }
 
+// YARN ignores a release of a container the RM no longer holds (it completed, or was lost with
+// its node, before the AM heard): the Allocate succeeds and the app goes on.
+TEST(AmServiceTest, AReleaseOfAContainerTheRmNoLongerHoldsIsIgnored) {
+  RmHarness h;
+  h.AddNode("h1:1", 16384, 16);
+  std::string app = h.Submit("alice");
+  h.loop.Advance(200);
+  v1::Token t = h.RegisterAm();
+  v1::AllocateRequest ask;
+  *ask.add_asks() = AnyAsk(2);
+  ASSERT_TRUE(h.rm().Allocate(t, ask).ok());
+  h.loop.Advance(200);
+  v1::AllocateRequest poll;
+  poll.set_response_id(1);
+  auto r = h.rm().Allocate(t, poll);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->allocated_containers_size(), 2);
+  const std::string done = r->allocated_containers(0).container_id();
+  const std::string live = r->allocated_containers(1).container_id();
+  EXPECT_EQ(h.rm().GetApplication(app)->running_containers(), 3);
+  // `done` exits on its node; the AM releases it before it hears.
+  h.Heartbeat("h1:1", {{done, 0}});
+  v1::AllocateRequest release;
+  release.set_response_id(2);
+  release.add_releases(done);
+  release.add_releases(live);
+  release.add_releases(live);  // named twice: released once
+  // A container id of this app that was never allocated.
+  release.add_releases(done.substr(0, done.size() - 6) + "999999");
+  auto ok = h.rm().Allocate(t, release);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(h.rm().GetApplication(app)->state(), v1::APP_RUNNING);
+  EXPECT_EQ(h.rm().GetApplication(app)->running_containers(), 1);  // the AM
+  ASSERT_EQ(ok->completed_containers_size(), 1);
+  EXPECT_EQ(ok->completed_containers(0).container_id(), done);
+  // The reply notes each ignored release.
+  ASSERT_EQ(ok->diagnostics_size(), 2);
+  EXPECT_THAT(ok->diagnostics(0), HasSubstr("release of " + done + " ignored"));
+  // Names that are no container id are still refused, and change nothing.
+  v1::AllocateRequest bogus;
+  bogus.set_response_id(3);
+  *bogus.add_asks() = AnyAsk(1);
+  bogus.add_releases("not-a-container");
+  auto refused = h.rm().Allocate(t, bogus);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("not-a-container"));
+  h.loop.Advance(200);
+  v1::AllocateRequest again;
+  again.set_response_id(3);
+  auto after = h.rm().Allocate(t, again);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->allocated_containers_size(), 0);
+}
+
 TEST(AmServiceTest, ASilentAmFailsItsAttemptAfterTheExpiry) {
   RmOptions o = RmHarness::DefaultOptions();
   o.am_expiry_ms = 4000;

@@ -146,8 +146,8 @@ absl::Status AppManager::SubmitApplication(const v1::ApplicationSubmissionContex
                                                    ctx_->options->max_submission_bytes));
   if (user.empty())
     return absl::InvalidArgumentError(absl::StrCat("application ", id, ": no user"));
-  if (ctx.am_container_spec().command().empty())
-    return absl::InvalidArgumentError(absl::StrCat("application ", id, ": empty AM command"));
+  if (absl::Status s = ValidateAmContainerSpec(ctx.am_container_spec()); !s.ok())
+    return absl::InvalidArgumentError(absl::StrCat("application ", id, ": ", s.message()));
   if (ctx.max_app_attempts() < 0)
     return absl::InvalidArgumentError(absl::StrCat("application ", id, ": max_app_attempts ",
                                                    ctx.max_app_attempts(), " is negative"));

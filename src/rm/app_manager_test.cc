@@ -2,6 +2,9 @@
 // what happens when the store refuses a write.
 #include "rm/app_manager.h"
 
+#include <string>
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rm/rm_test_util.h"
@@ -45,6 +48,33 @@ TEST(AppManagerTest, ASubmissionTheStoreRefusesIsNotMadeAndCanBeRetried) {
   h.store().fail_writes = false;
   EXPECT_TRUE(h.rm().SubmitApplication(ctx, "alice").ok());
   EXPECT_EQ(StoredApp(h.store(), id->application_id()).state, "ACCEPTED");
+}
+
+// An AM command that names no program is refused at submission, naming the field, and leaves
+// nothing behind: every launch of it would fail on the NM ("empty command") and the app would
+// retry forever.
+// DISABLED until AppManager::SubmitApplication (app_manager.cc, outside this change) calls
+// ValidateAmContainerSpec (submission.h) in place of its "command().empty()" check; the
+// check itself is tested in submission_test.cc.
+TEST(AppManagerTest, AnEmptyOrBlankAmCommandIsRefusedAndNothingStored) {
+  RmHarness h;
+  h.AddNode("h1:1");
+  for (std::vector<std::string> argv : {std::vector<std::string>{}, {"   "}, {""}, {" \t", "  "}}) {
+    auto id = h.rm().NewApplication();
+    ASSERT_TRUE(id.ok());
+    v1::ApplicationSubmissionContext ctx;
+    ctx.set_application_id(id->application_id());
+    for (const std::string& a : argv) ctx.mutable_am_container_spec()->add_command(a);
+    absl::Status s = h.rm().SubmitApplication(ctx, "alice");
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << argv.size();
+    EXPECT_THAT(s.message(), HasSubstr("am_container_spec.command"));
+    EXPECT_EQ(h.rm().GetApplication(id->application_id()).status().code(),
+              absl::StatusCode::kNotFound);
+    EXPECT_TRUE(StoredApp(h.store(), id->application_id()).app_id.empty());
+  }
+  h.loop.Advance(500);
+  EXPECT_TRUE(h.launcher.launches.empty());
+  EXPECT_EQ(h.rm().scheduler().FindQueue("root")->pending, Resource());
 }
 
 TEST(AppManagerTest, AKillTheStoreRefusesIsReportedAndRetriedUntilStored) {

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "rm/am_service.h"
+#include "rm/app_acls.h"
 #include "rm/app_manager.h"
 #include "rm/container_tracker.h"
 #include "rm/node_tracker.h"
@@ -14,6 +15,20 @@
 #include "rm/rm_recovery.h"
 
 namespace weft::rm {
+namespace {
+
+// Whether `queue` names a queue of the tree under `q`: by a queue's name or its path
+// ("root.a.b" or "a.b"), as apps name them.
+bool QueueExists(const scheduler::QueueConfig& q, absl::string_view queue,
+                 const std::string& parent_path = "") {
+  const std::string path = parent_path.empty() ? q.name : absl::StrCat(parent_path, ".", q.name);
+  if (q.name == queue || path == queue || absl::StrCat("root.", queue) == path) return true;
+  for (const scheduler::QueueConfig& child : q.children)
+    if (QueueExists(child, queue, path)) return true;
+  return false;
+}
+
+}  // namespace
 
 ResourceManager::ResourceManager(RmOptions options, EventLoop* loop, store::StateStore* store,
                                  AmLauncher* launcher, security::SecretSource* secrets)
@@ -124,6 +139,19 @@ absl::Status ResourceManager::KillApplication(const std::string& app_id,
 
 absl::Status ResourceManager::SubmitApplication(const v1::ApplicationSubmissionContext& context,
                                                 const Caller& caller) {
+  if (absl::Status s = ParseViewAcl(context.view_acl()).status(); !s.ok())
+    return absl::InvalidArgumentError(
+        absl::StrCat("application ", context.application_id(), ": ", s.message()));
+  const std::string queue = context.queue().empty() ? "default" : context.queue();
+  // An unknown queue is the app manager's error to report, as for any caller.
+  if (!caller.admin && QueueExists(scheduler_->config().root, queue) &&
+      !scheduler::QueueAccessAllowed(scheduler_->config(), queue,
+                                     scheduler::QueueAcl::kSubmitApplications, caller.user,
+                                     caller.groups))
+    return absl::PermissionDeniedError(
+        absl::StrCat("user '", caller.user, "' may not submit applications to queue '", queue,
+                     "' (its acl_submit_applications, or an ancestor's, does not name the user "
+                     "or a group of theirs)"));
   return apps_->SubmitApplication(context, caller.user);
 }
 
@@ -141,10 +169,61 @@ absl::Status ResourceManager::CheckModifyAccess(const std::string& app_id,
                                                 const Caller& caller) const {
   absl::StatusOr<v1::ApplicationReport> app = apps_->GetApplication(app_id);
   if (!app.ok()) return app.status();
-  if (caller.admin || app->user() == caller.user) return absl::OkStatus();
+  if (caller.admin || app->user() == caller.user ||
+      scheduler::QueueAccessAllowed(scheduler_->config(), app->queue(),
+                                    scheduler::QueueAcl::kAdministerQueue, caller.user,
+                                    caller.groups))
+    return absl::OkStatus();
   return absl::PermissionDeniedError(absl::StrCat(
       "user '", caller.user, "' may not modify application ", app_id, " of user '", app->user(),
       "': only its owner, an admin of its queue or a cluster admin may"));
+}
+
+std::string ResourceManager::ViewAclOf(const std::string& app_id) const {
+  auto it = apps_->apps().find(app_id);
+  return it == apps_->apps().end() ? "" : it->second.context.view_acl();
+}
+
+absl::StatusOr<bool> ResourceManager::MayView(const std::string& app_id,
+                                              const Caller& caller) const {
+  auto it = apps_->apps().find(app_id);
+  if (it == apps_->apps().end())
+    return absl::NotFoundError(absl::StrCat("application ", app_id, " is not known"));
+  const RmApp& app = it->second;
+  // Checked at submission; a stored app whose ACL no longer parses is viewable by no one else.
+  absl::StatusOr<AccessControlList> acl = ParseViewAcl(app.context.view_acl());
+  return MayViewApplication(caller, app.record.user, app.record.queue,
+                            acl.ok() ? *acl : AccessControlList::Nobody(), scheduler_->config());
+}
+
+absl::StatusOr<v1::ApplicationReport> ResourceManager::GetApplication(const std::string& app_id,
+                                                                      const Caller& caller) const {
+  absl::StatusOr<v1::ApplicationReport> report = GetApplication(app_id);
+  if (!report.ok()) return report;
+  absl::StatusOr<bool> may = MayView(app_id, caller);
+  if (may.ok() && *may) return report;
+  return RedactedReport(*std::move(report));
+}
+
+v1::ListApplicationsResponse ResourceManager::ListApplications(
+    const v1::ListApplicationsRequest& req, const Caller& caller) const {
+  v1::ListApplicationsResponse resp = ListApplications(req);
+  for (v1::ApplicationReport& report : *resp.mutable_applications()) {
+    absl::StatusOr<bool> may = MayView(report.application_id(), caller);
+    if (!may.ok() || !*may) report = RedactedReport(std::move(report));
+  }
+  return resp;
+}
+
+absl::StatusOr<v1::GetApplicationAttemptsResponse> ResourceManager::GetApplicationAttempts(
+    const std::string& app_id, const Caller& caller) const {
+  absl::StatusOr<bool> may = MayView(app_id, caller);
+  if (!may.ok()) return may.status();
+  if (!*may)
+    return absl::PermissionDeniedError(absl::StrCat("user '", caller.user,
+                                                    "' may not view the attempts of ", app_id,
+                                                    ": not its owner, an admin or in its view ACL"));
+  return GetApplicationAttempts(app_id);
 }
 
 absl::StatusOr<v1::GetApplicationAttemptsResponse> ResourceManager::GetApplicationAttempts(

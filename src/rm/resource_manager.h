@@ -72,6 +72,18 @@ class ResourceManager {
                                const Caller& caller);
   // OK when `caller` may modify (kill, move, reprioritise) the app; NotFound, PermissionDenied.
   absl::Status CheckModifyAccess(const std::string& app_id, const Caller& caller) const;
+  // Reads as `caller` sees them (rm/app_acls.h): the details of an app it may not view are
+  // redacted, and its attempts are PermissionDenied.
+  absl::StatusOr<v1::ApplicationReport> GetApplication(const std::string& app_id,
+                                                       const Caller& caller) const;
+  v1::ListApplicationsResponse ListApplications(const v1::ListApplicationsRequest& req,
+                                                const Caller& caller) const;
+  absl::StatusOr<v1::GetApplicationAttemptsResponse> GetApplicationAttempts(
+      const std::string& app_id, const Caller& caller) const;
+  // The app's view ACL as submitted ("" for none or an unknown app).
+  std::string ViewAclOf(const std::string& app_id) const;
+  // Whether `caller` may view the app's details; NotFound for an unknown app.
+  absl::StatusOr<bool> MayView(const std::string& app_id, const Caller& caller) const;
   v1::ListNodesResponse ListNodes(const v1::ListNodesRequest& req) const;
   v1::GetClusterMetricsResponse GetClusterMetrics() const;
   absl::StatusOr<v1::GetQueueResponse> GetQueue(const v1::GetQueueRequest& req);

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/log.h"
 #include "security/munge.h"
 #include "security/user_identity.h"
 #include "store/memory_store.h"
@@ -31,9 +32,14 @@ std::string Metadata(grpc::CallbackServerContext* ctx, const std::string& key) {
 
 class GrpcAmLauncher final : public AmLauncher {
  public:
+  // `tls`: present it to the NMs (and verify theirs); null = plaintext.
+  explicit GrpcAmLauncher(const std::optional<security::TlsFiles>& tls)
+      : credentials_(tls.has_value() ? security::TlsChannelCredentials(*tls)
+                                     : grpc::InsecureChannelCredentials()) {}
+
   void Launch(const std::string& node_id, const v1::StartContainerRequest& request,
               std::function<void(absl::Status)> done) override {
-    auto channel = grpc::CreateChannel(node_id, grpc::InsecureChannelCredentials());
+    auto channel = grpc::CreateChannel(node_id, credentials_);
     auto stub = v1::ContainerService::NewStub(channel);
     struct Call {
       grpc::ClientContext ctx;
@@ -59,6 +65,9 @@ class GrpcAmLauncher final : public AmLauncher {
           }
         });
   }
+
+ private:
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;
 };
 
 }  // namespace
@@ -87,7 +96,9 @@ class RmServer::PassMetrics final : public PassObserver {
   std::chrono::steady_clock::time_point start_;
 };
 
-std::unique_ptr<AmLauncher> NewGrpcAmLauncher() { return std::make_unique<GrpcAmLauncher>(); }
+std::unique_ptr<AmLauncher> NewGrpcAmLauncher(const std::optional<security::TlsFiles>& tls) {
+  return std::make_unique<GrpcAmLauncher>(tls);
+}
 
 void RmServer::RecordRpc(const char* method, std::chrono::steady_clock::time_point start,
                          absl::StatusCode code) {
@@ -182,8 +193,9 @@ class RmServer::Services {
                                              const v1::GetApplicationRequest* req,
                                              v1::GetApplicationResponse* resp) override {
       return Authorized(s_, "ClientService/GetApplication", ctx, resp,
-                        [req](ResourceManager& rm) -> absl::StatusOr<v1::GetApplicationResponse> {
-                          auto r = rm.GetApplication(req->application_id());
+                        [req](ResourceManager& rm,
+                              const Caller& c) -> absl::StatusOr<v1::GetApplicationResponse> {
+                          auto r = rm.GetApplication(req->application_id(), c);
                           if (!r.ok()) return r.status();
                           v1::GetApplicationResponse out;
                           *out.mutable_report() = *r;
@@ -194,8 +206,9 @@ class RmServer::Services {
                                                const v1::ListApplicationsRequest* req,
                                                v1::ListApplicationsResponse* resp) override {
       return Authorized(s_, "ClientService/ListApplications", ctx, resp,
-                        [req](ResourceManager& rm) -> absl::StatusOr<v1::ListApplicationsResponse> {
-                          return rm.ListApplications(*req);
+                        [req](ResourceManager& rm,
+                              const Caller& c) -> absl::StatusOr<v1::ListApplicationsResponse> {
+                          return rm.ListApplications(*req, c);
                         });
     }
     grpc::ServerUnaryReactor* KillApplication(grpc::CallbackServerContext* ctx,
@@ -240,7 +253,9 @@ class RmServer::Services {
         v1::GetApplicationAttemptsResponse* resp) override {
       return Authorized(
           s_, "ClientService/GetApplicationAttempts", ctx, resp,
-          [req](ResourceManager& rm) { return rm.GetApplicationAttempts(req->application_id()); });
+          [req](ResourceManager& rm, const Caller& c) {
+            return rm.GetApplicationAttempts(req->application_id(), c);
+          });
     }
 
    private:
@@ -282,21 +297,54 @@ class RmServer::Services {
     RmServer* s_;
   };
 
+  // TrackerService: with TLS, the caller's certificate must name the node the call speaks for
+  // (nm/<node id>); anything else is refused before it touches state, and logged.
   class Tracker final : public v1::TrackerService::CallbackService {
    public:
     explicit Tracker(RmServer* s) : s_(s) {}
     grpc::ServerUnaryReactor* RegisterNodeManager(grpc::CallbackServerContext* ctx,
                                                   const v1::RegisterNodeManagerRequest* req,
                                                   v1::RegisterNodeManagerResponse* resp) override {
-      return OnLoop(s_, "TrackerService/RegisterNodeManager", ctx, resp,
+      const char* method = "TrackerService/RegisterNodeManager";
+      if (absl::Status st = CheckNode(ctx, req->node_id()); !st.ok()) return Refuse(method, ctx, st);
+      return OnLoop(s_, method, ctx, resp,
                     [req](ResourceManager& rm) { return rm.RegisterNode(*req); });
     }
     grpc::ServerUnaryReactor* NodeHeartbeat(grpc::CallbackServerContext* ctx,
                                             const v1::NodeHeartbeatRequest* req,
                                             v1::NodeHeartbeatResponse* resp) override {
-      return OnLoop(s_, "TrackerService/NodeHeartbeat", ctx, resp,
+      const char* method = "TrackerService/NodeHeartbeat";
+      if (absl::Status st = CheckNode(ctx, req->node_id()); !st.ok()) return Refuse(method, ctx, st);
+      return OnLoop(s_, method, ctx, resp,
                     [req](ResourceManager& rm) { return rm.NodeHeartbeat(*req); });
     }
+
+   private:
+    absl::Status CheckNode(grpc::CallbackServerContext* ctx, const std::string& node_id) {
+      if (!s_->options_.tls.has_value()) return absl::OkStatus();
+      absl::StatusOr<security::DaemonIdentity> peer = security::PeerIdentity(*ctx);
+      absl::Status st;
+      if (!peer.ok()) {
+        st = absl::Status(peer.status().code(),
+                          absl::StrCat("node '", node_id, "': ", peer.status().message(),
+                                       "; NodeManagers present their node certificate"));
+      } else if (peer->role != security::DaemonRole::kNodeManager || peer->name != node_id) {
+        st = absl::PermissionDeniedError(absl::StrCat("the certificate of ", peer->ToString(),
+                                                      " may not speak for node '", node_id, "'"));
+      }
+      if (!st.ok())
+        log::Warn("node_refused", {{"node", node_id}, {"peer", ctx->peer()}, {"reason", st.message()}});
+      return st;
+    }
+    grpc::ServerUnaryReactor* Refuse(const char* method, grpc::CallbackServerContext* ctx,
+                                     const absl::Status& st) {
+      s_->RecordRpc(method, std::chrono::steady_clock::now(), st.code());
+      grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+      reactor->Finish(ToGrpc(st));
+      return reactor;
+    }
+
+   public:
 
    private:
     RmServer* s_;
@@ -376,7 +424,8 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
     s->pass_metrics_ = std::make_unique<PassMetrics>(&s->metrics_);
     s->options_.rm.pass_observer = s->pass_metrics_.get();
   }
-  s->launcher_ = s->options_.launcher ? std::move(s->options_.launcher) : NewGrpcAmLauncher();
+  s->launcher_ = s->options_.launcher ? std::move(s->options_.launcher)
+                                      : NewGrpcAmLauncher(s->options_.tls);
   s->loop_.Start();
   absl::Status created;
   absl::Notification done;
@@ -394,8 +443,13 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
   if (!created.ok()) return created;
   s->services_ = std::make_unique<Services>(s.get());
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(absl::StrCat(s->options_.bind_host, ":", s->options_.port),
-                           grpc::InsecureServerCredentials(), &s->port_);
+  builder.AddListeningPort(
+      absl::StrCat(s->options_.bind_host, ":", s->options_.port),
+      s->options_.tls.has_value()
+          ? security::MutualTlsServerCredentials(
+                *s->options_.tls, security::ClientCertMode::kRequestAndVerifyIfPresent)
+          : grpc::InsecureServerCredentials(),
+      &s->port_);
   builder.RegisterService(&s->services_->client);
   builder.RegisterService(&s->services_->am);
   builder.RegisterService(&s->services_->tracker);

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -12,6 +13,7 @@
 #include "rm/client_auth.h"
 #include "rm/resource_manager.h"
 #include "security/secret_source.h"
+#include "security/tls.h"
 #include "store/state_store.h"
 
 namespace grpc {
@@ -34,6 +36,13 @@ struct RmServerOptions {
   // Starts AM containers; null = the real one (ContainerService on the AM's node). Benchmarks
   // with simulated nodes inject their own.
   std::unique_ptr<AmLauncher> launcher;
+  // Mutual TLS (security/tls.h; `weft rm` and `weft dev` always set it). The RM serves its
+  // port with this certificate and requests clients' certificates: TrackerService calls must
+  // present one naming the node they speak for (nm/<node id>), so master keys reach only
+  // authenticated NMs; users and AMs authenticate otherwise. AM launches present it to the
+  // NMs. Unset: plaintext, and TrackerService believes the node ids callers name - FOR
+  // IN-PROCESS TESTS AND BENCHMARKS only, whose NMs are the test's own.
+  std::optional<security::TlsFiles> tls;
 };
 
 // Owns a ThreadEventLoop (the only thread touching RM state), the state store and one gRPC
@@ -89,11 +98,7 @@ class RmServer {
 };
 
 // Starts AM containers with ContainerService.StartContainers on the node (async gRPC client).
-std::unique_ptr<AmLauncher> NewGrpcAmLauncher();
-
-// True when `given` equals the client secret `want`, compared in constant time (for a given
-// length), as ClientService and the REST API's writes check it.
-bool SecretMatches(absl::string_view given, absl::string_view want);
+std::unique_ptr<AmLauncher> NewGrpcAmLauncher(const std::optional<security::TlsFiles>& tls);
 
 }  // namespace weft::rm
 

@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
 namespace weft::rm {
@@ -30,6 +32,17 @@ absl::Status ValidateProfile(const v1::JobProfile& profile) {
             absl::StrCat(name, ": ", field, " share ", value, " is not within [0, 1]"));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateAmContainerSpec(const v1::ContainerLaunchContext& spec) {
+  if (spec.command().empty())
+    return absl::InvalidArgumentError(
+        "am_container_spec.command: empty AM command (no argv: nothing to run)");
+  if (absl::StripAsciiWhitespace(spec.command(0)).empty())
+    return absl::InvalidArgumentError(
+        absl::StrCat("am_container_spec.command[0]: empty AM command (the program is blank: '",
+                     absl::CEscape(spec.command(0).substr(0, 40)), "')"));
   return absl::OkStatus();
 }
 

@@ -1,6 +1,8 @@
 #include "scheduler/config.h"
 
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -36,6 +38,63 @@ absl::StatusOr<Resource> ParseResourceValue(const YAML::Node& node,
   return r;
 }
 
+// A max-am-share value: a share in [0, 1], or -1 for no limit.
+absl::StatusOr<double> AmShare(const YAML::Node& node, absl::string_view origin,
+                               absl::string_view path) {
+  auto v = Scalar<double>(node, origin, path);
+  if (!v.ok()) return v.status();
+  if (!(*v == -1 || (*v >= 0 && *v <= 1)))
+    return Err(origin, path, absl::StrCat(*v, " must be a share in [0, 1], or -1 for no limit"));
+  return *v;
+}
+
+// A max-running-apps value: >= 0, or -1 for no limit when `allow_none`.
+absl::StatusOr<int64_t> MaxApps(const YAML::Node& node, absl::string_view origin,
+                                absl::string_view path, bool allow_none) {
+  auto v = Scalar<int64_t>(node, origin, path);
+  if (!v.ok()) return v.status();
+  if (*v < (allow_none ? -1 : 0))
+    return Err(
+        origin, path,
+        absl::StrCat(*v, allow_none ? " must be >= 0, or -1 for no limit" : " must be >= 0"));
+  return *v;
+}
+
+// User names as apps carry them: non-empty, without whitespace or control characters.
+bool ValidUserName(absl::string_view name) {
+  if (name.empty() || name.size() > 256) return false;
+  for (char c : name) {
+    if (absl::ascii_isspace(c) || absl::ascii_iscntrl(c)) return false;
+  }
+  return true;
+}
+
+absl::Status ParseUsers(const YAML::Node& node, absl::string_view origin,
+                        std::map<std::string, UserConfig>* out) {
+  if (!node.IsMap())
+    return Err(origin, "users", "expected a mapping of user name to the user's limits");
+  for (const auto& kv : node) {
+    const std::string name = kv.first.as<std::string>();
+    const std::string path = absl::StrCat("users.", name);
+    if (!ValidUserName(name))
+      return Err(origin, path,
+                 absl::StrCat("user name '", name, "' must be non-empty, without spaces"));
+    UserConfig user;
+    if (!kv.second.IsNull()) {
+      if (absl::Status s = CheckKeys(kv.second, {"max-running-apps"}, origin, path); !s.ok())
+        return s;
+      if (kv.second["max-running-apps"]) {
+        auto v = MaxApps(kv.second["max-running-apps"], origin,
+                         absl::StrCat(path, ".max-running-apps"), /*allow_none=*/true);
+        if (!v.ok()) return v.status();
+        user.max_running_apps = *v;
+      }
+    }
+    (*out)[name] = user;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseQueue(const YAML::Node& node, const std::string& name,
                         const ResourceTypeRegistry& registry, absl::string_view origin,
                         const std::string& path, std::set<std::string>* names, QueueConfig* out) {
@@ -47,9 +106,10 @@ absl::Status ParseQueue(const YAML::Node& node, const std::string& name,
   for (int i = 0; i < kMaxResourceTypes; ++i) out->max_resources[i] = kUnlimited;
   if (node.IsNull()) return absl::OkStatus();
   static const std::set<std::string> kKeys = {
-      "weight",   "min-resources",    "max-resources",     "max-running-apps",
-      "capacity", "maximum-capacity", "user-limit-factor", "maximum-am-resource-percent",
-      "state",    "ordering",         "children"};
+      "weight",       "min-resources",    "max-resources",           "max-running-apps",
+      "capacity",     "maximum-capacity", "user-limit-factor",       "maximum-am-resource-percent",
+      "state",        "ordering",         "acl_submit_applications", "acl_administer_queue",
+      "max-am-share", "children"};
   if (absl::Status s = CheckKeys(node, kKeys, origin, path); !s.ok()) return s;
   auto sub = [&](absl::string_view key) { return absl::StrCat(path, ".", key); };
   if (node["weight"]) {
@@ -94,6 +154,11 @@ absl::Status ParseQueue(const YAML::Node& node, const std::string& name,
   if (auto s = percent("maximum-capacity", &out->maximum_capacity); !s.ok()) return s;
   if (auto s = percent("maximum-am-resource-percent", &out->maximum_am_resource_percent); !s.ok())
     return s;
+  if (node["max-am-share"]) {
+    auto v = AmShare(node["max-am-share"], origin, sub("max-am-share"));
+    if (!v.ok()) return v.status();
+    out->max_am_share = *v;
+  }
   if (out->capacity > out->maximum_capacity)
     return Err(origin, path,
                absl::StrCat("capacity ", out->capacity, " is above maximum-capacity ",
@@ -126,6 +191,17 @@ absl::Status ParseQueue(const YAML::Node& node, const std::string& name,
       return Err(origin, sub("ordering"), absl::StrCat("'", *v, "' is not fifo or fair"));
     }
   }
+  for (auto [key, field] : {std::pair{"acl_submit_applications", &out->acl_submit_applications},
+                            std::pair{"acl_administer_queue", &out->acl_administer_queue}}) {
+    if (!node[key]) continue;
+    if (node[key].IsNull())
+      return Err(origin, sub(key), "expected an ACL; write \" \" (quoted) for nobody");
+    auto v = Scalar<std::string>(node[key], origin, sub(key));
+    if (!v.ok()) return v.status();
+    auto acl = AccessControlList::Parse(*v);
+    if (!acl.ok()) return Err(origin, sub(key), acl.status().message());
+    *field = *std::move(acl);
+  }
   if (node["children"]) {
     const YAML::Node& children = node["children"];
     if (!children.IsMap() || children.size() == 0)
@@ -139,11 +215,56 @@ absl::Status ParseQueue(const YAML::Node& node, const std::string& name,
         return s;
       out->children.push_back(std::move(child));
     }
+    if (out->max_am_share.has_value())
+      return Err(origin, sub("max-am-share"),
+                 "applies to leaf queues only (set it on the children, or set "
+                 "queue-max-am-share-default)");
   }
   return absl::OkStatus();
 }
 
+// Appends to `path` the queues from `q` down to the one `queue` names, and returns true; or
+// leaves `path` as it was and returns false. `prefix` is q's parent's path ("" for root).
+// `by_name` collects the queues whose name (not path) is `queue`.
+bool FindQueuePath(const QueueConfig& q, absl::string_view prefix, absl::string_view queue,
+                   std::vector<const QueueConfig*>* path,
+                   std::vector<std::vector<const QueueConfig*>>* by_name) {
+  std::string q_path = prefix.empty() ? q.name : absl::StrCat(prefix, ".", q.name);
+  path->push_back(&q);
+  if (q_path == queue || q_path == absl::StrCat("root.", queue)) return true;
+  if (q.name == queue) by_name->push_back(*path);
+  for (const QueueConfig& child : q.children) {
+    if (FindQueuePath(child, q_path, queue, path, by_name)) return true;
+  }
+  path->pop_back();
+  return false;
+}
+
 }  // namespace
+
+bool QueueAccessAllowed(const SchedulerConfig& config, absl::string_view queue, QueueAcl acl,
+                        absl::string_view user, const std::vector<std::string>& groups) {
+  if (queue.empty()) return false;
+  std::vector<const QueueConfig*> path;
+  std::vector<std::vector<const QueueConfig*>> by_name;
+  if (!FindQueuePath(config.root, "", queue, &path, &by_name)) {
+    if (by_name.size() != 1) return false;  // unknown, or ambiguous
+    path = std::move(by_name.front());
+  }
+  for (const QueueConfig* q : path) {
+    // When not given: root lets everyone submit (YARN's default) but makes no one its admin
+    // (YARN's "*" would let every user kill every other user's app; cluster admins administer
+    // every queue anyway); queues below root add no one.
+    auto allows = [&](const std::optional<AccessControlList>& given, bool root_default) {
+      return given ? given->IsAllowed(user, groups) : q == &config.root && root_default;
+    };
+    // A queue administrator may also submit (YARN's RMAppManager checks both).
+    if (allows(q->acl_administer_queue, false)) return true;
+    if (acl == QueueAcl::kSubmitApplications && allows(q->acl_submit_applications, true))
+      return true;
+  }
+  return false;
+}
 
 SchedulerConfig DefaultSchedulerConfig() {
   SchedulerConfig c;
@@ -167,7 +288,13 @@ absl::StatusOr<SchedulerConfig> ParseSchedulerConfigWith(
   SchedulerConfig config = DefaultSchedulerConfig();
   config.origin = std::string(origin);
   if (doc.IsNull()) return config;
-  std::set<std::string> top = {"policy", "locality", "preemption", "queues"};
+  std::set<std::string> top = {"policy",
+                               "locality",
+                               "preemption",
+                               "queues",
+                               "queue-max-am-share-default",
+                               "user-max-apps-default",
+                               "users"};
   for (const PolicySection& section : sections) top.insert(section.key);
   if (auto s = CheckKeys(doc, top, origin, "(top)"); !s.ok()) return s;
   for (const PolicySection& section : sections) {
@@ -232,6 +359,20 @@ absl::StatusOr<SchedulerConfig> ParseSchedulerConfigWith(
         return Err(origin, "preemption.threshold", absl::StrCat(*v, " must be in (0, 1]"));
       config.preemption.threshold = *v;
     }
+  }
+  if (doc["queue-max-am-share-default"]) {
+    auto v = AmShare(doc["queue-max-am-share-default"], origin, "queue-max-am-share-default");
+    if (!v.ok()) return v.status();
+    config.queue_max_am_share_default = *v;
+  }
+  if (doc["user-max-apps-default"]) {
+    auto v = MaxApps(doc["user-max-apps-default"], origin, "user-max-apps-default",
+                     /*allow_none=*/true);
+    if (!v.ok()) return v.status();
+    config.user_max_apps_default = *v;
+  }
+  if (const YAML::Node& users = doc["users"]) {
+    if (absl::Status s = ParseUsers(users, origin, &config.users); !s.ok()) return s;
   }
   if (const YAML::Node& queues = doc["queues"]) {
     if (!queues.IsMap() || queues.size() != 1 || !queues["root"])

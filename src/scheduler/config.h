@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/acl.h"
 #include "common/resource.h"
 #include "common/resource_types.h"
 #include "scheduler/types.h"
@@ -32,8 +33,17 @@ struct QueueConfig {
   double maximum_capacity = 100;            // elastic cap, % of parent
   double user_limit_factor = 1.0;           // a user may use this multiple of the guarantee
   double maximum_am_resource_percent = 10;  // % of the queue for AM containers
+  // YARN's FairScheduler maxAMShare: the share of the leaf's instantaneous fair share its AM
+  // containers may hold, in [0, 1]; -1 = no limit. Unset = the cluster's
+  // queue_max_am_share_default. Leaves only (the parser refuses it on a parent queue).
+  std::optional<double> max_am_share;
   QueueState state = QueueState::kRunning;
   std::optional<LeafOrdering> ordering;  // leaf app ordering; policy default when unset
+  // YARN's queue ACLs (acl_submit_applications, acl_administer_queue); unset = not given:
+  // "*" (everyone) at root, nobody elsewhere. Access is inherited down the tree: see
+  // QueueAccessAllowed.
+  std::optional<AccessControlList> acl_submit_applications;
+  std::optional<AccessControlList> acl_administer_queue;
   std::vector<QueueConfig> children;
 };
 
@@ -55,12 +65,27 @@ struct PreemptionConfig {
   double threshold = 0.8;
 };
 
+// Limits on one user's apps, across every queue (YARN's <user name="..."> element).
+struct UserConfig {
+  // Runnable apps the user may have at once; beyond it apps wait, and become runnable in
+  // submission order as the user's apps finish. Unset = user_max_apps_default.
+  std::optional<int64_t> max_running_apps;
+};
+
 struct SchedulerConfig {
   // A name known to the policy registry (scheduler/registry.h); "" = the policy the
   // scheduler is created with (the registry's default when created by name).
   std::string policy;
   LocalityConfig locality;
   PreemptionConfig preemption;
+  // YARN's queueMaxAMShareDefault: the max_am_share of leaves that set none, in [0, 1], or -1
+  // (no limit). Also bounds, as a share of the whole cluster, the AM containers admitted as
+  // their queue's first AM (see SchedulingPolicy::AmLimit).
+  double queue_max_am_share_default = 0.5;
+  // YARN's userMaxAppsDefault: runnable apps per user for users `users` does not limit;
+  // -1 = no limit.
+  int64_t user_max_apps_default = -1;
+  std::map<std::string, UserConfig> users;  // by user name
   QueueConfig root;  // name "root"; a single leaf "default" when not configured
   // Settings a policy owns beyond the queue tree: each top-level key a policy declared (see
   // PolicySection) -> its subtree as YAML text. The core keeps them and never reads them; the
@@ -68,6 +93,22 @@ struct SchedulerConfig {
   std::map<std::string, std::string> policy_sections;
   std::string origin = "config";  // where it was read from (a file name), for error messages
 };
+
+// The queue operations an ACL guards (YARN's QueueACL).
+enum class QueueAcl : uint8_t { kSubmitApplications, kAdministerQueue };
+
+// Whether `user`, a member of `groups`, may do `acl` on `queue`, with YARN's semantics:
+//  * a queue's ACL that is not given is "*" at root and nobody elsewhere;
+//  * access is inherited down the tree: the queue's ACL or that of any ancestor may allow;
+//  * administering implies submitting: kSubmitApplications is also allowed to whoever may
+//    administer the queue (through its own or an ancestor's acl_administer_queue).
+// So with root's ACLs left unset every queue is open to everyone; to restrict, set root's
+// ACLs to " " (nobody) and open the queues below. `queue` is named as apps name queues: a
+// path ("root.prod.etl", or "prod.etl" without the root) or a queue's name ("etl"; names are
+// unique in a parsed configuration; in a hand-built tree an ambiguous name matches nothing).
+// False for an unknown queue. Pure; cluster administrators are the caller's business.
+bool QueueAccessAllowed(const SchedulerConfig& config, absl::string_view queue, QueueAcl acl,
+                        absl::string_view user, const std::vector<std::string>& groups);
 
 // The configuration used when none is given: root with one leaf, "default", no policy named.
 SchedulerConfig DefaultSchedulerConfig();

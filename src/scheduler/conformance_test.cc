@@ -1,6 +1,8 @@
 // The conformance suite: properties every scheduling policy must keep, checked over random
 // event sequences. A new policy is added to kPolicyNames below.
 #include <random>
+#include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "scheduler/registry.h"
@@ -31,8 +33,10 @@ locality: {node-locality-delay: 0, rack-locality-delay: 0}
 queues:
   root:
     children:
-      a: {capacity: 50, user-limit-factor: 100, maximum-am-resource-percent: 100}
-      b: {capacity: 50, user-limit-factor: 100, maximum-am-resource-percent: 100}
+      a: {capacity: 50, user-limit-factor: 100, maximum-am-resource-percent: 100,
+          max-am-share: -1}
+      b: {capacity: 50, user-limit-factor: 100, maximum-am-resource-percent: 100,
+          max-am-share: -1}
 )";
 
 struct Fifo {
@@ -234,6 +238,70 @@ TYPED_TEST(ConformanceTest, DeterministicForTheSameInputs) {
   auto first = run();
   EXPECT_GT(first.size(), 50u);
   EXPECT_EQ(first, run());
+}
+
+// Liveness: ApplicationMasters never take the whole cluster, so jobs made of an AM and tasks
+// all finish under the default configuration, however many arrive at once: the minimal case
+// (two jobs, one node of 2 vcores) and a burst (200 jobs on 4 nodes of 4 vcores), each job an
+// AM of <1 GB, 1 vcore> and one task of <1 GB, 1 vcore>.
+TYPED_TEST(ConformanceTest, AmsCannotDeadlockTheCluster) {
+  struct Case {
+    int nodes, vcores, apps;
+  };
+  for (const Case& c : {Case{1, 2, 2}, Case{4, 4, 200}}) {
+    auto s = MakeScheduler("", TypeParam::kName);
+    for (int i = 0; i < c.nodes; ++i)
+      ASSERT_TRUE(s->AddNode({"n" + std::to_string(i), "/r1", Resource::Of(16384, c.vcores)}).ok());
+    std::vector<AppId> ids;
+    for (AppId id = 1; id <= static_cast<AppId>(c.apps); ++id) {
+      AppSpec a = App(id);
+      a.am_resource = Resource::Of(1024, 1);
+      ASSERT_TRUE(s->AddApp(a, 0).ok());
+      ids.push_back(id);
+    }
+    CompletionRun run = RunToCompletion(s.get(), ids, Resource::Of(1024, 1), 1, 4 * c.apps + 10);
+    EXPECT_EQ(run.finished, c.apps)
+        << c.apps << " jobs on " << c.nodes << " x " << c.vcores << " vcores: " << run.finished
+        << " finished in " << run.passes << " passes";
+    EXPECT_LT(run.max_am_usage[kVcores], c.nodes * c.vcores);
+  }
+}
+
+// The same with one queue per two vcores: every queue may start a first AM whatever its limit,
+// but those first AMs must not take the cluster either.
+TYPED_TEST(ConformanceTest, FirstAmsOfManyQueuesCannotDeadlockTheCluster) {
+  auto s = MakeScheduler("queues: {root: {children: {q0: {}, q1: {}, q2: {}, q3: {}}}}",
+                         TypeParam::kName);
+  ASSERT_TRUE(s->AddNode({"n0", "/r1", Resource::Of(16384, 4)}).ok());
+  std::vector<AppId> ids;
+  for (AppId id = 1; id <= 12; ++id) {
+    AppSpec a = App(id, "q" + std::to_string(id % 4));
+    a.am_resource = Resource::Of(1024, 1);
+    ASSERT_TRUE(s->AddApp(a, 0).ok());
+    ids.push_back(id);
+  }
+  CompletionRun run = RunToCompletion(s.get(), ids, Resource::Of(1024, 1), 2, 200);
+  EXPECT_EQ(run.finished, 12) << run.passes << " passes";
+  EXPECT_LE(run.max_am_usage[kVcores], 2);
+}
+
+// The default policy, as a configuration that names none runs it.
+TEST(LivenessTest, TheDefaultPolicyFinishesABurstOfJobs) {
+  auto s = MakeScheduler("");
+  ASSERT_EQ(s->policy().name(), DefaultPolicyName());
+  std::vector<AppId> ids;
+  for (int i = 0; i < 4; ++i)
+    ASSERT_TRUE(s->AddNode({"n" + std::to_string(i), "/r1", Resource::Of(16384, 4)}).ok());
+  for (AppId id = 1; id <= 200; ++id) {
+    AppSpec a = App(id);
+    a.am_resource = Resource::Of(1024, 1);
+    ASSERT_TRUE(s->AddApp(a, 0).ok());
+    ids.push_back(id);
+  }
+  CompletionRun run = RunToCompletion(s.get(), ids, Resource::Of(1024, 1));
+  EXPECT_EQ(run.finished, 200);
+  EXPECT_EQ(run.max_am_usage[kVcores], 8);  // half of the 16 vcores: max-am-share 0.5
+  EXPECT_LE(run.passes, 60);
 }
 
 TYPED_TEST(ConformanceTest, UsageAccountingAddsUp) {

@@ -68,6 +68,12 @@ class PlacementContext {
 
 class Scheduler;
 
+// The queue's instantaneous fair share (YARN's): the cluster split at every level of the tree
+// among the queue and those of its siblings that have runnable apps, in proportion to
+// `share_weight`, never below `floor` and never above `limit` (both capped by the cluster).
+// Reads only the queue tree as Recompute left it and the apps' counts.
+Resource InstantaneousShare(const QueueNode& queue, const ClusterView& view);
+
 // What a policy tells about one app at a moment (simulator samples, reports).
 struct AppPolicyReport {
   double utility = 0;            // the policy's utility of the app's running tasks now
@@ -109,6 +115,17 @@ class SchedulingPolicy {
   // e.g. user limits and the AM resource limit. True when `app` may receive `r` now.
   virtual bool CanAllocate(const AppState& app, const Resource& r, bool is_am,
                            const ClusterView& view) const = 0;
+
+  // The most the AM containers of the leaf `leaf` may hold together now; nullopt = no limit.
+  // The core checks it before every AM allocation, after the queue limits and CanAllocate:
+  // an AM starts only if the leaf's AM usage with it fits in the limit (every resource type),
+  // except that a leaf running no AM may always start one, as long as all AMs in the cluster
+  // then hold at most SchedulerConfig::queue_max_am_share_default of it (or it is the only
+  // one). So AMs can never take a cluster whose apps then wait for task containers forever.
+  // Apps whose AM cannot start yet stay waiting (the RM's ACCEPTED) and take nothing.
+  // The default is YARN's FairScheduler maxAMShare: `max_am_share` (the leaf's, else the
+  // cluster default) x the leaf's InstantaneousShare, rounded down; none for -1.
+  virtual std::optional<Resource> AmLimit(const QueueNode& leaf, const ClusterView& view) const;
 
   // Whether the core should run preemption for this policy (when the config enables it).
   virtual bool SupportsPreemption() const = 0;

@@ -44,7 +44,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(
   if (absl::Status s = policy->Validate(config.root); !s.ok()) return s;
   if (absl::Status s = policy->Configure(config); !s.ok()) return s;
   std::unique_ptr<Scheduler> s(new Scheduler(config, std::move(options), std::move(policy)));
-  auto tree = s->BuildTree(config.root);
+  auto tree = s->BuildTree(config);
   if (!tree.ok()) return tree.status();
   s->InstallTree(std::move(*tree));
   s->ClusterChanged();
@@ -61,7 +61,8 @@ Scheduler::Scheduler(const SchedulerConfig& config, SchedulerOptions options,
 Scheduler::~Scheduler() = default;
 
 absl::StatusOr<std::vector<std::unique_ptr<QueueNode>>> Scheduler::BuildTree(
-    const QueueConfig& root_config) const {
+    const SchedulerConfig& config) const {
+  const QueueConfig& root_config = config.root;
   if (root_config.name != "root")
     return absl::InvalidArgumentError("the top queue must be named 'root'");
   std::vector<std::unique_ptr<QueueNode>> tree;
@@ -81,6 +82,7 @@ absl::StatusOr<std::vector<std::unique_ptr<QueueNode>>> Scheduler::BuildTree(
     q->depth = f.parent ? f.parent->depth + 1 : 0;
     q->index = static_cast<int32_t>(tree.size());
     if (!q->config.ordering) q->config.ordering = policy_->DefaultLeafOrdering();
+    if (!q->config.max_am_share) q->config.max_am_share = config.queue_max_am_share_default;
     if (f.parent) f.parent->children.push_back(q.get());
     for (auto it = f.config->children.rbegin(); it != f.config->children.rend(); ++it) {
       stack.push_back({&*it, q.get()});
@@ -122,7 +124,7 @@ absl::Status Scheduler::Reconfigure(const SchedulerConfig& given) {
                                                       config_.policy, "' to '", config.policy,
                                                       "' while running"));
   if (absl::Status s = policy_->Validate(config.root); !s.ok()) return s;
-  auto tree = BuildTree(config.root);
+  auto tree = BuildTree(config);
   if (!tree.ok()) return tree.status();
   absl::flat_hash_map<std::string, QueueNode*> leaves;
   for (auto& q : *tree) {
@@ -160,10 +162,11 @@ absl::Status Scheduler::Reconfigure(const SchedulerConfig& given) {
     }
     for (AppState* app : old->waiting_apps) leaf->waiting_apps.push_back(app);
   }
-  for (QueueNode* q : queue_list_) {
-    if (q->is_leaf()) PromoteWaiting(q);
-  }
   ClusterChanged();
+  // New limits (of queues or users) may let waiting apps run.
+  std::vector<AppState*> waiting;
+  CollectWaiting(root_, &waiting);
+  PromoteWaiting(std::move(waiting));
   return absl::OkStatus();
 }
 

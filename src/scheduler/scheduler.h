@@ -131,6 +131,8 @@ class Scheduler {
   const QueueNode* FindQueue(absl::string_view name) const;
   // Every queue's subtree counts, in pre-order (root first).
   std::vector<QueueSummary> QueueSummaries() const;
+  // The user's runnable apps, across all queues (what the user's max-running-apps counts).
+  int64_t UserRunningApps(absl::string_view user) const;
 
  private:
   class Placement;  // the PlacementContext given to policies that place containers themselves
@@ -144,7 +146,8 @@ class Scheduler {
   Scheduler(const SchedulerConfig& config, SchedulerOptions options,
             std::unique_ptr<SchedulingPolicy> policy);
 
-  absl::StatusOr<std::vector<std::unique_ptr<QueueNode>>> BuildTree(const QueueConfig& root) const;
+  absl::StatusOr<std::vector<std::unique_ptr<QueueNode>>> BuildTree(
+      const SchedulerConfig& config) const;
   void InstallTree(std::vector<std::unique_ptr<QueueNode>> tree);
   QueueNode* FindQueueMutable(absl::string_view name) const;
 
@@ -165,6 +168,7 @@ class Scheduler {
 
   // Allocation.
   bool WithinLimits(const AppState& app, const Resource& r, bool is_am) const;
+  bool AmAllowed(const QueueNode& leaf, const Resource& r) const;
   bool TryAllocate(AppState* app, int64_t now_ms, PassResult* out);
   bool PlaceGroup(AppState* app, size_t group, int64_t now_ms, PassResult* out);
   NodeId FindInRack(const AppState& app, int32_t rack, const Resource& r) const;
@@ -180,8 +184,14 @@ class Scheduler {
   const ContainerState& slot(ContainerId id) const { return slab_[containers_.at(id)]; }
   template <typename Next>
   std::vector<ContainerId> ListContainers(int32_t head, Next next) const;
-  void PromoteWaiting(QueueNode* leaf);
-  bool CanRun(const QueueNode* leaf) const;
+  // Max-running-apps: whether an app of `user` may run in `leaf` now (its queues' and its
+  // user's limits); making an app runnable; and, after limits were freed, making runnable in
+  // submission order the `candidates` (waiting apps) the limits now allow.
+  bool CanRun(const QueueNode* leaf, const std::string& user) const;
+  int64_t UserMaxApps(const std::string& user) const;
+  void MakeRunnable(AppState* app);
+  void PromoteWaiting(std::vector<AppState*> candidates);
+  void CollectWaiting(const QueueNode* q, std::vector<AppState*>* out) const;
   void RecomputePending(AppState* app);
 
   // Preemption.
@@ -213,6 +223,7 @@ class Scheduler {
 
   absl::flat_hash_map<AppId, std::unique_ptr<AppState>> apps_;
   uint64_t next_submit_seq_ = 0;
+  absl::flat_hash_map<std::string, int64_t> user_running_apps_;  // runnable apps per user
   // Live containers: a slab with a free list, and their ids' slots. Slots are reused.
   std::vector<ContainerState> slab_;
   std::vector<int32_t> free_slots_;

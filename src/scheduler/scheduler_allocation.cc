@@ -16,7 +16,27 @@ bool Scheduler::WithinLimits(const AppState& app, const Resource& r, bool is_am)
   for (const QueueNode* q = app.queue; q; q = q->parent) {
     if (!(q->usage + r).FitsIn(q->limit)) return false;
   }
-  return policy_->CanAllocate(app, r, is_am, view_);
+  if (!policy_->CanAllocate(app, r, is_am, view_)) return false;
+  return !is_am || AmAllowed(*app.queue, r);
+}
+
+// The AM limit (SchedulingPolicy::AmLimit), the same for every policy: within the leaf's limit;
+// or the leaf's first AM, while AMs hold at most the cluster default share of the cluster.
+bool Scheduler::AmAllowed(const QueueNode& leaf, const Resource& r) const {
+  const std::optional<Resource> limit = policy_->AmLimit(leaf, view_);
+  if (!limit.has_value() || (leaf.am_usage + r).FitsIn(*limit)) return true;
+  if (leaf.am_usage.AnyPositive()) return false;
+  // Every queue may run one AM, however small its limit (YARN), but those first AMs must not
+  // fill the cluster either: with one queue per vcore they would, and their apps would wait
+  // for task containers forever.
+  const double cluster_share = config_.queue_max_am_share_default;
+  if (cluster_share < 0 || !root_->am_usage.AnyPositive()) return true;
+  Resource cluster_limit;
+  for (int i = 0; i < kMaxResourceTypes; ++i) {
+    cluster_limit[i] =
+        static_cast<int64_t>(std::floor(static_cast<double>(view_.total[i]) * cluster_share));
+  }
+  return (root_->am_usage + r).FitsIn(cluster_limit);
 }
 
 bool Scheduler::LocalityAllows(const RequestGroup& g, NodeId id) const {

@@ -57,20 +57,47 @@ std::vector<ContainerId> Scheduler::NodeContainers(NodeId id) const {
   return ListContainers(n->first_container, [](const ContainerState& c) { return c.node_next; });
 }
 
-bool Scheduler::CanRun(const QueueNode* leaf) const {
+int64_t Scheduler::UserMaxApps(const std::string& user) const {
+  auto it = config_.users.find(user);
+  if (it != config_.users.end() && it->second.max_running_apps.has_value())
+    return *it->second.max_running_apps;
+  return config_.user_max_apps_default;
+}
+
+int64_t Scheduler::UserRunningApps(absl::string_view user) const {
+  auto it = user_running_apps_.find(user);
+  return it == user_running_apps_.end() ? 0 : it->second;
+}
+
+bool Scheduler::CanRun(const QueueNode* leaf, const std::string& user) const {
   for (const QueueNode* q = leaf; q; q = q->parent) {
     if (q->config.max_running_apps >= 0 && q->running_apps >= q->config.max_running_apps)
       return false;
   }
-  return true;
+  const int64_t user_max = UserMaxApps(user);
+  return user_max < 0 || UserRunningApps(user) < user_max;
 }
 
-void Scheduler::PromoteWaiting(QueueNode* leaf) {
-  while (!leaf->waiting_apps.empty() && CanRun(leaf)) {
-    AppState* app = leaf->waiting_apps.front();
-    leaf->waiting_apps.pop_front();
-    app->runnable = true;
-    for (QueueNode* q = leaf; q; q = q->parent) ++q->running_apps;
+void Scheduler::MakeRunnable(AppState* app) {
+  app->runnable = true;
+  for (QueueNode* q = app->queue; q; q = q->parent) ++q->running_apps;
+  ++user_running_apps_[app->user];
+}
+
+void Scheduler::CollectWaiting(const QueueNode* q, std::vector<AppState*>* out) const {
+  out->insert(out->end(), q->waiting_apps.begin(), q->waiting_apps.end());
+  for (const QueueNode* c : q->children) CollectWaiting(c, out);
+}
+
+void Scheduler::PromoteWaiting(std::vector<AppState*> candidates) {
+  std::sort(candidates.begin(), candidates.end(),
+            [](const AppState* a, const AppState* b) { return a->submit_seq < b->submit_seq; });
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  for (AppState* app : candidates) {
+    if (!CanRun(app->queue, app->user)) continue;
+    auto& waiting = app->queue->waiting_apps;
+    waiting.erase(std::find(waiting.begin(), waiting.end(), app));
+    MakeRunnable(app);
     RefreshApp(app);
   }
 }
@@ -150,9 +177,8 @@ absl::Status Scheduler::AddApp(const AppSpec& spec, int64_t now_ms) {
   AppState* raw = app.get();
   apps_[spec.id] = std::move(app);
   leaf->apps.push_back(raw);
-  if (CanRun(leaf)) {
-    raw->runnable = true;
-    for (QueueNode* q = leaf; q; q = q->parent) ++q->running_apps;
+  if (CanRun(leaf, raw->user)) {
+    MakeRunnable(raw);
   } else {
     leaf->waiting_apps.push_back(raw);
   }
@@ -182,14 +208,36 @@ absl::StatusOr<std::vector<ContainerKill>> Scheduler::RemoveApp(AppId id) {
   leaf->apps.erase(std::find(leaf->apps.begin(), leaf->apps.end(), app));
   auto w = std::find(leaf->waiting_apps.begin(), leaf->waiting_apps.end(), app);
   if (w != leaf->waiting_apps.end()) leaf->waiting_apps.erase(w);
+  // The limits its end frees: those of the highest queue on its path that was full, and its
+  // user's if they were full. Only apps waiting under that queue, or of that user, can run now.
+  const QueueNode* freed_queue = nullptr;
+  bool freed_user = false;
   if (app->runnable) {
-    for (QueueNode* q = leaf; q; q = q->parent) --q->running_apps;
+    for (QueueNode* q = leaf; q; q = q->parent) {
+      if (q->config.max_running_apps >= 0 && q->running_apps >= q->config.max_running_apps)
+        freed_queue = q;
+      --q->running_apps;
+    }
+    const int64_t user_max = UserMaxApps(app->user);
+    auto u = user_running_apps_.find(app->user);
+    freed_user = user_max >= 0 && u->second >= user_max;
+    if (--u->second == 0) user_running_apps_.erase(u);
   }
+  const std::string user = app->user;
   bool other = false;
-  for (AppState* a : leaf->apps) other |= a != app && a->user == app->user;
-  if (!other) leaf->user_usage.erase(app->user);
+  for (AppState* a : leaf->apps) other |= a != app && a->user == user;
+  if (!other) leaf->user_usage.erase(user);
   apps_.erase(it);
-  PromoteWaiting(leaf);
+  std::vector<AppState*> candidates;
+  if (freed_queue != nullptr) CollectWaiting(freed_queue, &candidates);
+  if (freed_user) {
+    std::vector<AppState*> all;
+    CollectWaiting(root_, &all);
+    for (AppState* a : all) {
+      if (a->user == user) candidates.push_back(a);
+    }
+  }
+  if (!candidates.empty()) PromoteWaiting(std::move(candidates));
   return released;
 }
 
@@ -249,8 +297,10 @@ absl::Status Scheduler::UpdateRequests(AppId id, const RequestUpdate& update) {
     }
   }
 
-  // Apply.
-  for (ContainerId c : update.releases) ReleaseContainer(c);
+  // Apply. A container named twice is released once.
+  for (ContainerId c : update.releases) {
+    if (containers_.contains(c)) ReleaseContainer(c);
+  }
   for (const std::string& name : update.blacklist_additions) {
     if (std::find(app->blacklist_names.begin(), app->blacklist_names.end(), name) ==
         app->blacklist_names.end())

@@ -1,5 +1,6 @@
 #include "scheduler/scheduler.h"
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scheduler/test_util.h"
@@ -257,6 +258,157 @@ queues:
   ASSERT_TRUE(s->RemoveApp(1).ok());
   EXPECT_TRUE(s->app(2)->runnable);
   EXPECT_EQ(CountFor(s->Schedule(1), 2), 1);
+}
+
+// A parent's limit, freed by an app of one leaf, lets an app waiting in another leaf run.
+TEST(SchedulerTest, MaxRunningAppsOfAParentPromotesAcrossItsLeaves) {
+  auto s = MakeScheduler(R"(
+queues:
+  root:
+    children:
+      p: {max-running-apps: 1, children: {p1: {}, p2: {}}}
+)");
+  ASSERT_TRUE(s->AddNode({"h1", "/r1", Resource::Of(8 * kGb, 8)}).ok());
+  ASSERT_TRUE(s->AddApp(App(1, "p1"), 0).ok());
+  ASSERT_TRUE(s->AddApp(App(2, "p2"), 0).ok());
+  EXPECT_FALSE(s->app(2)->runnable);
+  ASSERT_TRUE(s->RemoveApp(1).ok());
+  EXPECT_TRUE(s->app(2)->runnable);
+}
+
+// YARN's per-user maxRunningApps (userMaxAppsDefault and <user><maxRunningApps>): counted over
+// all queues; an app beyond it waits, and the user's waiting apps run in submission order, in
+// whichever queue they wait, as the user's apps end. Other users are not held back.
+TEST(SchedulerTest, MaxRunningAppsPerUser) {
+  auto s = MakeScheduler(R"(
+user-max-apps-default: 2
+users:
+  bob: {max-running-apps: 1}
+  carol: {max-running-apps: -1}
+queues: {root: {children: {a: {}, b: {}}}}
+)");
+  ASSERT_TRUE(s->AddNode({"h1", "/r1", Resource::Of(8 * kGb, 8)}).ok());
+  const struct {
+    AppId id;
+    const char* queue;
+    const char* user;
+  } apps[] = {{1, "a", "alice"}, {2, "b", "alice"}, {3, "b", "alice"},
+              {4, "a", "alice"}, {5, "a", "bob"},   {6, "b", "bob"},
+              {7, "a", "carol"}, {8, "a", "carol"}, {9, "b", "carol"}};
+  for (const auto& a : apps) ASSERT_TRUE(s->AddApp(App(a.id, a.queue, a.user), 0).ok());
+  auto runnable = [&] {
+    std::vector<AppId> ids;
+    for (const auto& a : apps) {
+      if (s->app(a.id) != nullptr && s->app(a.id)->runnable) ids.push_back(a.id);
+    }
+    return ids;
+  };
+  EXPECT_EQ(runnable(), (std::vector<AppId>{1, 2, 5, 7, 8, 9}));
+  EXPECT_EQ(s->UserRunningApps("alice"), 2);
+  EXPECT_EQ(s->UserRunningApps("carol"), 3);
+  EXPECT_EQ(s->UserRunningApps("nobody"), 0);
+  EXPECT_EQ(s->QueueSummaries()[0].pending_apps, 3);
+  // A waiting app takes nothing.
+  ASSERT_TRUE(s->UpdateRequests(3, Asks({Ask(1, Resource::Of(1024, 1))})).ok());
+  EXPECT_EQ(CountFor(s->Schedule(0), 3), 0);
+  // Alice's app in a ends: her oldest waiting app (3, in b) runs, not 4.
+  ASSERT_TRUE(s->RemoveApp(1).ok());
+  EXPECT_EQ(runnable(), (std::vector<AppId>{2, 3, 5, 7, 8, 9}));
+  EXPECT_EQ(CountFor(s->Schedule(1), 3), 1);
+  ASSERT_TRUE(s->RemoveApp(3).ok());
+  EXPECT_EQ(runnable(), (std::vector<AppId>{2, 4, 5, 7, 8, 9}));
+  // Another user's end frees nothing of bob's.
+  ASSERT_TRUE(s->RemoveApp(7).ok());
+  EXPECT_FALSE(s->app(6)->runnable);
+  ASSERT_TRUE(s->RemoveApp(5).ok());
+  EXPECT_TRUE(s->app(6)->runnable);
+  // A waiting app may be removed; new limits apply at once on Reconfigure.
+  ASSERT_TRUE(s->AddApp(App(10, "a", "bob"), 0).ok());
+  ASSERT_TRUE(s->AddApp(App(11, "a", "bob"), 0).ok());
+  ASSERT_TRUE(s->RemoveApp(10).ok());
+  EXPECT_FALSE(s->app(11)->runnable);
+  ResourceTypeRegistry reg;
+  auto relaxed = ParseSchedulerConfig("queues: {root: {children: {a: {}, b: {}}}}", reg);
+  ASSERT_TRUE(relaxed.ok());
+  ASSERT_TRUE(s->Reconfigure(*relaxed).ok());
+  EXPECT_TRUE(s->app(11)->runnable);
+  EXPECT_EQ(s->UserRunningApps("bob"), 2);
+}
+
+// The minimal AM deadlock: one node of 2 vcores, two apps whose AM and task take a vcore each.
+// With the AMs unlimited, both AMs start and neither task ever can. The default policy's default
+// max-am-share (0.5) lets one AM run; the other app waits until the first has finished.
+TEST(SchedulerTest, TwoAppsOnTwoVcoresBothFinishUnderTheDefaults) {
+  auto s = MakeScheduler("");
+  ASSERT_EQ(s->policy().name(), DefaultPolicyName());
+  ASSERT_TRUE(s->AddNode({"h1", "/r1", Resource::Of(8 * kGb, 2)}).ok());
+  for (AppId id : {1, 2}) {
+    AppSpec a = App(id);
+    a.am_resource = Resource::Of(1024, 1);
+    ASSERT_TRUE(s->AddApp(a, id).ok());
+  }
+  PassResult first = s->Schedule(0);
+  ASSERT_EQ(first.allocations.size(), 1u);
+  EXPECT_TRUE(first.allocations[0].is_am);
+  EXPECT_EQ(first.allocations[0].app, 1u);
+  EXPECT_EQ(s->app(2)->pending_containers, 1);  // its AM waits and holds nothing
+  EXPECT_TRUE(s->app(2)->usage.IsZero());
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(1, Resource::Of(1024, 1))})).ok());
+  PassResult second = s->Schedule(1);
+  ASSERT_EQ(second.allocations.size(), 1u);
+  EXPECT_FALSE(second.allocations[0].is_am);  // the task, not the other AM
+
+  auto fresh = MakeScheduler("");
+  ASSERT_TRUE(fresh->AddNode({"h1", "/r1", Resource::Of(8 * kGb, 2)}).ok());
+  for (AppId id : {1, 2}) {
+    AppSpec a = App(id);
+    a.am_resource = Resource::Of(1024, 1);
+    ASSERT_TRUE(fresh->AddApp(a, 0).ok());
+  }
+  CompletionRun run = RunToCompletion(fresh.get(), {1, 2}, Resource::Of(1024, 1));
+  EXPECT_EQ(run.finished, 2);
+  EXPECT_EQ(run.max_am_usage[kVcores], 1);
+
+  // With the limit off (-1), the same jobs deadlock: the reason for the default.
+  auto unlimited = MakeScheduler("queue-max-am-share-default: -1");
+  ASSERT_TRUE(unlimited->AddNode({"h1", "/r1", Resource::Of(8 * kGb, 2)}).ok());
+  for (AppId id : {1, 2}) {
+    AppSpec a = App(id);
+    a.am_resource = Resource::Of(1024, 1);
+    ASSERT_TRUE(unlimited->AddApp(a, 0).ok());
+  }
+  EXPECT_EQ(RunToCompletion(unlimited.get(), {1, 2}, Resource::Of(1024, 1), 1, 50).finished, 0);
+}
+
+// Every queue may start one AM whatever its limit (YARN), but not once AMs hold
+// queue-max-am-share-default of the cluster: four queues on four vcores would otherwise fill it
+// with AMs.
+TEST(SchedulerTest, FirstAmsOfQueuesStopAtTheClusterShare) {
+  auto s = MakeScheduler("queues: {root: {children: {q0: {}, q1: {}, q2: {}, q3: {}}}}");
+  ASSERT_TRUE(s->AddNode({"h1", "/r1", Resource::Of(8 * kGb, 4)}).ok());
+  for (AppId id = 1; id <= 4; ++id) {
+    AppSpec a = App(id, absl::StrCat("q", id - 1));
+    a.am_resource = Resource::Of(1024, 1);
+    ASSERT_TRUE(s->AddApp(a, 0).ok());
+  }
+  // Each queue's share is 1 vcore, its AM limit 0.5 of it: nothing but first AMs, and those
+  // only up to 2 of the 4 vcores.
+  EXPECT_EQ(s->Schedule(0).allocations.size(), 2u);
+  EXPECT_EQ(s->queues().front()->am_usage[kVcores], 2);
+}
+
+TEST(SchedulerTest, ReleasingAContainerTwiceInOneUpdateReleasesItOnce) {
+  auto s = MakeScheduler("");
+  ASSERT_TRUE(s->AddNode({"h1", "/r1", Resource::Of(8 * kGb, 8)}).ok());
+  ASSERT_TRUE(s->AddApp(App(1), 0).ok());
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(2, Resource::Of(1024, 1))})).ok());
+  PassResult r = s->Schedule(0);
+  ASSERT_EQ(r.allocations.size(), 2u);
+  RequestUpdate u;
+  u.releases = {r.allocations[0].container, r.allocations[0].container};
+  ASSERT_TRUE(s->UpdateRequests(1, u).ok());
+  EXPECT_EQ(s->app(1)->usage, Resource::Of(1024, 1));
+  EXPECT_EQ(s->cluster_allocated(), Resource::Of(1024, 1));
 }
 
 TEST(SchedulerTest, ReconfigureKeepsAppsAndRejectsLosingTheirQueue) {

@@ -91,7 +91,7 @@ struct AppState : Schedulable {
   Resource am_usage;        // part of usage held by the AM container
   Resource pending;         // sum of capability x outstanding count over groups
   int64_t pending_containers = 0;
-  bool runnable = false;             // false while waiting on max-running-apps
+  bool runnable = false;             // false while waiting on max-running-apps (queue or user)
   uint64_t blocked_pass = 0;         // the pass in which it found nothing to place
   std::vector<RequestGroup> groups;  // sorted by (is_am desc, priority, request id, capability)
   absl::flat_hash_set<NodeId> blacklist;
@@ -102,7 +102,7 @@ struct AppState : Schedulable {
 };
 
 struct QueueNode : Schedulable {
-  QueueConfig config;  // children omitted
+  QueueConfig config;  // children omitted; max_am_share and ordering resolved to their defaults
   std::string path;    // "root.prod.etl"
   int32_t index = 0;   // pre-order position, a stable tiebreak
   int32_t depth = 0;
@@ -111,9 +111,11 @@ struct QueueNode : Schedulable {
   bool is_leaf() const { return children.empty(); }
   // Ordered heap of active children: queues for a parent, apps for a leaf.
   std::vector<Schedulable*> heap;
-  std::vector<AppState*> apps;         // leaf: all its apps, in submission order
-  std::deque<AppState*> waiting_apps;  // leaf: apps held back by max-running-apps
-  int64_t running_apps = 0;            // runnable apps in this subtree
+  std::vector<AppState*> apps;  // leaf: all its apps, in submission order
+  // Leaf: apps held back by max-running-apps (of a queue on its path or of their user), in
+  // submission order.
+  std::deque<AppState*> waiting_apps;
+  int64_t running_apps = 0;  // runnable apps in this subtree
   Resource am_usage;
   Resource pending;
   // Set by the policy (Policy::Recompute): the absolute limit this queue may not exceed, and

@@ -2,8 +2,12 @@
 #ifndef WEFT_SCHEDULER_TEST_UTIL_H_
 #define WEFT_SCHEDULER_TEST_UTIL_H_
 
+#include <algorithm>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "scheduler/registry.h"
@@ -53,6 +57,48 @@ inline int CountFor(const PassResult& r, AppId app) {
   int n = 0;
   for (const Allocation& a : r.allocations) n += a.app == app;
   return n;
+}
+
+// What RunToCompletion saw.
+struct CompletionRun {
+  int finished = 0;       // apps that ran to the end
+  int passes = 0;         // passes it took (max_passes when some never finished)
+  Resource max_am_usage;  // the most AM containers held at once, per type
+};
+
+// Runs jobs made of an ApplicationMaster and tasks, as distributed shell does, until every app
+// of `apps` (added already, each with an AM resource) finished or `max_passes` passes ran, at
+// times 0, 1, 2, ...: once an app's AM container is allocated, the AM asks for `tasks`
+// containers of `task`; a task runs for one pass (it completes before the next); when all of
+// an app's tasks completed, its AM container completes and the app is removed.
+inline CompletionRun RunToCompletion(Scheduler* s, const std::vector<AppId>& apps,
+                                     const Resource& task, int tasks = 1, int max_passes = 10000) {
+  CompletionRun run;
+  std::map<AppId, ContainerId> am_of;
+  std::map<AppId, int> done;
+  std::set<AppId> live(apps.begin(), apps.end());
+  for (; run.passes < max_passes && !live.empty(); ++run.passes) {
+    const int64_t now = run.passes;
+    std::vector<Allocation> allocated = s->Schedule(now).allocations;
+    for (int i = 0; i < kMaxResourceTypes; ++i)
+      run.max_am_usage[i] = std::max(run.max_am_usage[i], s->queues().front()->am_usage[i]);
+    for (const Allocation& a : allocated) {
+      if (a.is_am) {
+        am_of[a.app] = a.container;
+        EXPECT_TRUE(s->UpdateRequests(a.app, Asks({Ask(tasks, task)})).ok());
+      }
+    }
+    for (const Allocation& a : allocated) {
+      if (a.is_am) continue;
+      EXPECT_TRUE(s->ContainerCompleted(a.container, now + 1).ok());
+      if (++done[a.app] < tasks) continue;
+      EXPECT_TRUE(s->ContainerCompleted(am_of.at(a.app), now + 1).ok());
+      EXPECT_TRUE(s->RemoveApp(a.app).ok());
+      live.erase(a.app);
+      ++run.finished;
+    }
+  }
+  return run;
 }
 
 }  // namespace weft::scheduler::testing

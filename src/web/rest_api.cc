@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/json_nesting.h"
+#include "rm/app_acls.h"
 #include "web/http_server.h"
 #include "web/yarn_json.h"
 
@@ -405,6 +406,12 @@ HttpResponse RestApi::Get(const HttpRequest& req, const ClusterSnapshot& s,
   const std::string base = BaseUrl(req);
   const std::string http_address = std::string(absl::StripPrefix(base, "http://"));
 
+  HttpResponse refusal;
+  absl::StatusOr<rm::Caller> reader = rm::Caller{};
+  if (resource == "apps") {
+    reader = Reader(req, &refusal);
+    if (!reader.ok()) return refusal;
+  }
   if (resource == "apps" && parts.size() == 1) {
     std::set<v1::ApplicationState> states;
     std::vector<std::string> wanted = ListParam(req, "states");
@@ -452,7 +459,7 @@ HttpResponse RestApi::Get(const HttpRequest& req, const ClusterSnapshot& s,
       if (finished_filter && (app.finish_time_ms() == 0 || app.finish_time_ms() < *finished_begin ||
                               app.finish_time_ms() > *finished_end))
         continue;
-      list.push_back(AppJson(s, app, http_address));
+      list.push_back(VisibleAppJson(s, app, http_address, *reader));
     }
     return JsonOk({{"apps", {{"app", list}}}});
   }
@@ -463,8 +470,13 @@ HttpResponse RestApi::Get(const HttpRequest& req, const ClusterSnapshot& s,
                                          " (expected application_<cluster ts>_<seq>)"));
     const v1::ApplicationReport* app = s.FindApp(id);
     if (app == nullptr) return JsonError(404, absl::StrCat("app with id: ", id, " not found"));
-    if (parts.size() == 2) return JsonOk({{"app", AppJson(s, *app, http_address)}});
+    if (parts.size() == 2) return JsonOk({{"app", VisibleAppJson(s, *app, http_address, *reader)}});
     if (parts.size() == 3 && parts[2] == "appattempts") {
+      if (!MayView(s, *app, *reader))
+        return JsonError(403, absl::StrCat(reader->user.empty() ? "an anonymous reader"
+                                                                : Quote(reader->user),
+                                           " may not view the attempts of ", id,
+                                           ": not its owner, an admin or in its view ACL"));
       Json list = Json::array();
       auto it = s.attempts.find(id);
       if (it != s.attempts.end()) {
@@ -508,32 +520,86 @@ HttpResponse RestApi::Get(const HttpRequest& req, const ClusterSnapshot& s,
   return JsonError(404, absl::StrCat("no such resource: ", Quote(req.path)));
 }
 
+absl::StatusOr<rm::Caller> RestApi::Authenticate(const HttpRequest& req,
+                                                 HttpResponse* refusal) const {
+  rm::Presented presented;
+  presented.munge_credential = req.Header("x-weft-munge-credential");
+  presented.secret = req.Header("x-weft-secret");
+  if (presented.secret.empty()) {
+    const std::string header = req.Header("authorization");
+    absl::string_view auth = header;
+    if (absl::ConsumePrefix(&auth, "Bearer ")) presented.secret = std::string(auth);
+  }
+  presented.declared_user = req.Header("x-weft-user");
+  if (presented.declared_user.empty()) presented.declared_user = req.Param("user.name", "");
+  if (!presented.declared_user.empty() && !ValidUser(presented.declared_user)) {
+    *refusal = JsonError(400, absl::StrCat("user ", Quote(presented.declared_user),
+                                           " is not a user name (letters, digits, . _ - @)"));
+    return absl::InvalidArgumentError("bad user");
+  }
+  absl::StatusOr<rm::Caller> caller;
+  if (options_.authenticate) {
+    caller = options_.authenticate(presented);
+  } else if (options_.client_secret.empty()) {
+    caller = absl::PermissionDeniedError(
+        "REST writes need a client secret (--secret-file); see docs/web.md");
+  } else if (presented.secret.size() != options_.client_secret.size() ||
+             CRYPTO_memcmp(presented.secret.data(), options_.client_secret.data(),
+                           presented.secret.size()) != 0) {
+    caller = absl::UnauthenticatedError(
+        presented.secret.empty()
+            ? "this write needs the client secret in header X-Weft-Secret (or Authorization: "
+              "Bearer)"
+            : "wrong client secret");
+  } else {
+    rm::Caller c;
+    c.user = presented.declared_user.empty() ? "default" : presented.declared_user;
+    c.real_user = "client-secret";
+    c.admin = true;
+    caller = c;
+  }
+  if (caller.ok()) return caller;
+  const bool unauthenticated = caller.status().code() == absl::StatusCode::kUnauthenticated;
+  *refusal = JsonError(HttpStatusOf(caller.status().code()), caller.status().message());
+  if (unauthenticated) refusal->headers.emplace_back("WWW-Authenticate", "Bearer realm=\"weft\"");
+  return caller;
+}
+
+absl::StatusOr<rm::Caller> RestApi::Reader(const HttpRequest& req, HttpResponse* refusal) const {
+  if (req.Header("x-weft-munge-credential").empty() && req.Header("x-weft-secret").empty() &&
+      req.Header("authorization").empty())
+    return rm::Caller{};  // anonymous
+  return Authenticate(req, refusal);
+}
+
+bool RestApi::MayView(const ClusterSnapshot& s, const v1::ApplicationReport& app,
+                      const rm::Caller& reader) const {
+  if (options_.anonymous_view) return true;
+  auto acl_text = s.view_acls.find(app.application_id());
+  absl::StatusOr<AccessControlList> acl =
+      rm::ParseViewAcl(acl_text == s.view_acls.end() ? "" : acl_text->second);
+  return rm::MayViewApplication(reader, app.user(), app.queue(),
+                                acl.ok() ? *acl : AccessControlList::Nobody(), s.queue_config);
+}
+
+Json RestApi::VisibleAppJson(const ClusterSnapshot& s, const v1::ApplicationReport& app,
+                             const std::string& http_address, const rm::Caller& reader) const {
+  if (MayView(s, app, reader)) return AppJson(s, app, http_address);
+  Json j = AppJson(s, rm::RedactedReport(app), http_address);
+  j["amContainerLogs"] = "N/A";
+  j["amHostHttpAddress"] = "N/A";
+  return j;
+}
+
 HttpResponse RestApi::Write(const HttpRequest& req, const std::vector<std::string>& parts) const {
   if (!options_.writes_enabled || writer_ == nullptr)
     return JsonError(403,
                      "REST writes are disabled on this ResourceManager (enable them with "
                      "--http-enable-writes and a --secret-file; see docs/web.md)");
-  if (options_.client_secret.empty())
-    return JsonError(403, "REST writes need a client secret (--secret-file); see docs/web.md");
-  std::string given = req.Header("x-weft-secret");
-  if (given.empty()) {
-    const std::string header = req.Header("authorization");
-    absl::string_view auth = header;
-    if (absl::ConsumePrefix(&auth, "Bearer ")) given = std::string(auth);
-  }
-  if (given.size() != options_.client_secret.size() ||
-      CRYPTO_memcmp(given.data(), options_.client_secret.data(), given.size()) != 0) {
-    HttpResponse r = JsonError(401, given.empty() ? "this write needs the client secret in header "
-                                                    "X-Weft-Secret (or Authorization: Bearer)"
-                                                  : "wrong client secret");
-    r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"weft\"");
-    return r;
-  }
-  std::string user = req.Header("x-weft-user");
-  if (user.empty()) user = req.Param("user.name", "default");
-  if (!ValidUser(user))
-    return JsonError(
-        400, absl::StrCat("user ", Quote(user), " is not a user name (letters, digits, . _ - @)"));
+  HttpResponse refusal;
+  absl::StatusOr<rm::Caller> caller = Authenticate(req, &refusal);
+  if (!caller.ok()) return refusal;
+  const std::string& user = caller->user;
   const std::string content_type = absl::AsciiStrToLower(req.Header("content-type"));
   if (absl::StrContains(content_type, "xml"))
     return JsonError(415, "only JSON bodies are supported (Content-Type: application/json)");
@@ -549,7 +615,7 @@ HttpResponse RestApi::Write(const HttpRequest& req, const std::vector<std::strin
   if (parts.size() == 1) {  // POST apps
     auto ctx = ParseSubmission(req.body);
     if (!ctx.ok()) return JsonError(400, ctx.status().message());
-    if (absl::Status s = writer_->SubmitApplication(*ctx, user); !s.ok())
+    if (absl::Status s = writer_->SubmitApplication(*ctx, *caller); !s.ok())
       return JsonError(HttpStatusOf(s.code()), s.message());
     HttpResponse r;
     r.status = 202;
@@ -584,7 +650,8 @@ HttpResponse RestApi::Write(const HttpRequest& req, const std::vector<std::strin
         400, absl::StrCat("Only 'KILLED' is allowed as a target state (got ", Quote(target), ")"));
   auto report = writer_->KillApplication(
       id,
-      diagnostics.empty() ? absl::StrCat("Application killed by ", user, " (REST)") : diagnostics);
+      diagnostics.empty() ? absl::StrCat("Application killed by ", user, " (REST)") : diagnostics,
+      *caller);
   if (!report.ok())
     return JsonError(HttpStatusOf(report.status().code()), report.status().message());
   const bool final = report->state() == v1::APP_KILLED || report->state() == v1::APP_FINISHED ||

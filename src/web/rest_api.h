@@ -4,13 +4,16 @@
 #define WEFT_WEB_REST_API_H_
 
 #include <cstddef>
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "rm/client_auth.h"
 #include "web/http.h"
 #include "web/snapshot.h"
+#include "web/yarn_json.h"
 #include "weft/v1/client.pb.h"
 
 namespace weft::web {
@@ -22,11 +25,14 @@ class RmWriter {
  public:
   virtual ~RmWriter() = default;
   virtual absl::StatusOr<v1::NewApplicationResponse> NewApplication() = 0;
+  // As `caller` (its user owns the app).
   virtual absl::Status SubmitApplication(const v1::ApplicationSubmissionContext& context,
-                                         const std::string& user) = 0;
-  // Kills the app (a no-op for a finished one) and returns its report afterwards.
+                                         const rm::Caller& caller) = 0;
+  // Kills the app (a no-op for a finished one) if `caller` may (its owner, a queue or cluster
+  // admin: PermissionDenied otherwise) and returns its report afterwards.
   virtual absl::StatusOr<v1::ApplicationReport> KillApplication(const std::string& app_id,
-                                                                const std::string& diagnostics) = 0;
+                                                                const std::string& diagnostics,
+                                                                const rm::Caller& caller) = 0;
 };
 
 struct RestApiOptions {
@@ -34,9 +40,20 @@ struct RestApiOptions {
   // this is true AND client_secret is set: an open submission API is how unauthenticated YARN
   // clusters have been taken over to mine cryptocurrency since 2018 (docs/web.md).
   bool writes_enabled = false;
-  // What a write must present, in header "X-Weft-Secret" or "Authorization: Bearer <secret>";
-  // compared in constant time. The RM's ClientService secret.
+  // Who a write is from, as the RM's ClientService authenticates its callers
+  // (rm/client_auth.h): a MUNGE credential in header "X-Weft-Munge-Credential", or the admin
+  // secret in "X-Weft-Secret" or "Authorization: Bearer <secret>", acting as "X-Weft-User" (or
+  // the user.name parameter) where allowed. Errors become 401 (Unauthenticated) or 403.
+  std::function<absl::StatusOr<rm::Caller>(const rm::Presented&)> authenticate;
+  // Without `authenticate` (handler tests): a write must present this secret (compared in
+  // constant time) and acts as the user it names, "default" when none.
   std::string client_secret;
+  // Reads: who may see an app's details (diagnostics, AM host and logs, attempts). false: each
+  // app's owner, its queue's administrators, cluster admins and the users its view ACL names
+  // (rm/app_acls.h), authenticated as writes are; an anonymous reader sees every app with its
+  // details redacted ("N/A", as YARN) and no attempts (403). true: everyone sees everything
+  // (YARN with yarn.acl.enable=false; `weft dev`'s default, for its one user's UI).
+  bool anonymous_view = false;
   // host:port for absolute URLs (Location, trackingUrl) when a request has no Host header.
   std::string http_address;
   // Larger bodies get 413.
@@ -62,6 +79,17 @@ class RestApi {
   HttpResponse Get(const HttpRequest& request, const ClusterSnapshot& s,
                    const std::vector<std::string>& parts) const;
   HttpResponse Write(const HttpRequest& request, const std::vector<std::string>& parts) const;
+  // The writer of `request`, or the 400/401/403 response refusing it.
+  absl::StatusOr<rm::Caller> Authenticate(const HttpRequest& request, HttpResponse* refusal) const;
+  // The reader of `request`: anonymous (user "") when it presents no credential, else as
+  // Authenticate().
+  absl::StatusOr<rm::Caller> Reader(const HttpRequest& request, HttpResponse* refusal) const;
+  // Whether `reader` may see `app`'s details (anonymous_view, rm/app_acls.h).
+  bool MayView(const ClusterSnapshot& s, const v1::ApplicationReport& app,
+               const rm::Caller& reader) const;
+  // The app as `reader` may see it: AppJson, redacted when it may not view it.
+  Json VisibleAppJson(const ClusterSnapshot& s, const v1::ApplicationReport& app,
+                      const std::string& http_address, const rm::Caller& reader) const;
   std::string BaseUrl(const HttpRequest& request) const;
 
   RestApiOptions options_;

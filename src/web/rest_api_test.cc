@@ -30,9 +30,10 @@ class RestApiTest : public ::testing::Test {
  protected:
   RestApiTest() : writer_(&c_) {}
 
-  RestApi Api(bool writes, const std::string& secret = "") {
+  RestApi Api(bool writes, const std::string& secret = "", bool anonymous_view = true) {
     RestApiOptions o;
     o.writes_enabled = writes;
+    o.anonymous_view = anonymous_view;
     o.client_secret = secret;
     o.max_body_bytes = 4096;
     return RestApi(o, &c_.snapshots_, &writer_);
@@ -335,6 +336,33 @@ TEST(RmMetricsTest, RendersClusterFamilies) {
                               "kind=\"allocated\"}"));
   EXPECT_THAT(text, HasSubstr("weft_rm_nodes{state=\"RUNNING\"} 2"));
   EXPECT_THAT(text, HasSubstr("weft_rm_containers_allocated_total 2"));
+}
+
+// Without anonymous_view, an app's details are for its owner, its queue's admins, cluster
+// admins and its view ACL; others see it with "N/A" in their place and no attempts.
+TEST_F(RestApiTest, ReadsHonourViewAcls) {
+  RestApi api = Api(false, "s3cret", /*anonymous_view=*/false);
+  const std::string path = "/ws/v1/cluster/apps/" + c_.running_;
+  Json anonymous = Body(api.Handle(Req("GET", path)))["app"];
+  EXPECT_EQ(anonymous["user"], "alice");  // that the app exists is no secret
+  EXPECT_EQ(anonymous["diagnostics"], "N/A");
+  EXPECT_EQ(anonymous["amContainerLogs"], "N/A");
+  EXPECT_EQ(anonymous["amHostHttpAddress"], "N/A");
+  for (const Json& app : Body(api.Handle(Req("GET", "/ws/v1/cluster/apps")))["apps"]["app"])
+    EXPECT_EQ(app["diagnostics"], "N/A");
+  ExpectError(api.Handle(Req("GET", path + "/appattempts")), 403, "may not view the attempts");
+  // The admin secret's holder sees everything.
+  HttpRequest admin = Req("GET", path);
+  admin.headers["x-weft-secret"] = "s3cret";
+  Json full = Body(api.Handle(admin))["app"];
+  EXPECT_NE(full["diagnostics"], "N/A");
+  EXPECT_NE(full["amHostHttpAddress"], "N/A");
+  admin.path = path + "/appattempts";
+  EXPECT_EQ(api.Handle(admin).status, 200);
+  // A wrong credential is refused, not read as anonymous.
+  HttpRequest wrong = Req("GET", path);
+  wrong.headers["x-weft-secret"] = "guess";
+  ExpectError(api.Handle(wrong), 401, "wrong client secret");
 }
 
 }  // namespace

@@ -57,19 +57,21 @@ class RmWebServer::Writer final : public RmWriter {
         [](rm::ResourceManager& rm) { return rm.NewApplication(); });
   }
   absl::Status SubmitApplication(const v1::ApplicationSubmissionContext& context,
-                                 const std::string& user) override {
-    return Run<bool>([context, user](rm::ResourceManager& rm) -> absl::StatusOr<bool> {
-             absl::Status s = rm.SubmitApplication(context, user);
+                                 const rm::Caller& caller) override {
+    return Run<bool>([context, caller](rm::ResourceManager& rm) -> absl::StatusOr<bool> {
+             absl::Status s = rm.SubmitApplication(context, caller);
              if (!s.ok()) return s;
              return true;
            })
         .status();
   }
   absl::StatusOr<v1::ApplicationReport> KillApplication(const std::string& app_id,
-                                                        const std::string& diagnostics) override {
+                                                        const std::string& diagnostics,
+                                                        const rm::Caller& caller) override {
     return Run<v1::ApplicationReport>(
-        [app_id, diagnostics](rm::ResourceManager& rm) -> absl::StatusOr<v1::ApplicationReport> {
-          if (absl::Status s = rm.KillApplication(app_id, diagnostics); !s.ok()) return s;
+        [app_id, diagnostics,
+         caller](rm::ResourceManager& rm) -> absl::StatusOr<v1::ApplicationReport> {
+          if (absl::Status s = rm.KillApplication(app_id, diagnostics, caller); !s.ok()) return s;
           return rm.GetApplication(app_id);
         });
   }
@@ -119,7 +121,8 @@ absl::StatusOr<std::unique_ptr<RmWebServer>> RmWebServer::Start(rm::RmServer* rm
   s->writer_ = std::make_unique<Writer>(rm, s->shared_);
   RestApiOptions api;
   api.writes_enabled = s->options_.writes_enabled;
-  api.client_secret = rm->client_secret();
+  api.anonymous_view = s->options_.anonymous_view;
+  api.authenticate = [rm](const rm::Presented& presented) { return rm->Authenticate(presented); };
   api.max_body_bytes = s->options_.max_body_bytes;
   s->api_ = std::make_unique<RestApi>(api, &s->shared_->snapshots, s->writer_.get());
   s->Refresh();  // the first snapshot, before any request

@@ -23,6 +23,8 @@ struct RmWebOptions {
   // REST writes (new-application, submit, kill). Off by default; on, they still need the RM's
   // client secret (RestApiOptions; docs/web.md explains why).
   bool writes_enabled = false;
+  // REST reads of app details for everyone (RestApiOptions::anonymous_view).
+  bool anonymous_view = false;
   int64_t refresh_ms = 1000;  // how often the RM loop publishes a new snapshot
   size_t max_body_bytes = 1 << 20;
   // "" serves the UI compiled into the binary; a directory serves its files instead (UI

@@ -51,7 +51,9 @@ std::shared_ptr<const ClusterSnapshot> BuildSnapshot(rm::ResourceManager& rm, in
             [](const v1::ApplicationReport& a, const v1::ApplicationReport& b) {
               return a.application_id() < b.application_id();
             });
+  s->queue_config = sched.config();
   for (const v1::ApplicationReport& app : s->apps) {
+    s->view_acls[app.application_id()] = rm.ViewAclOf(app.application_id());
     auto attempts = rm.GetApplicationAttempts(app.application_id());
     if (!attempts.ok()) continue;
     s->attempts[app.application_id()].assign(attempts->attempts().begin(),

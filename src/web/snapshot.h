@@ -39,6 +39,10 @@ struct ClusterSnapshot {
   v1::QueueInfo root_queue;  // the whole tree
   std::map<std::string, QueueCounts> queue_counts;
   std::vector<v1::ApplicationReport> apps;  // by application id, ascending
+  // Who may see each app's details (rm/app_acls.h): its view ACL by application id, and the
+  // queue tree with its ACLs.
+  std::map<std::string, std::string> view_acls;
+  scheduler::SchedulerConfig queue_config;
   // Attempts of every app in `apps`, by application id, oldest first.
   std::map<std::string, std::vector<v1::ApplicationAttemptReport>> attempts;
   std::vector<v1::NodeReport> nodes;  // by node id

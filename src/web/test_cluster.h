@@ -89,14 +89,15 @@ class DirectWriter : public RmWriter {
     return c_->rm_->NewApplication();
   }
   absl::Status SubmitApplication(const v1::ApplicationSubmissionContext& ctx,
-                                 const std::string& user) override {
-    absl::Status s = c_->rm_->SubmitApplication(ctx, user);
+                                 const rm::Caller& caller) override {
+    absl::Status s = c_->rm_->SubmitApplication(ctx, caller);
     c_->Publish();
     return s;
   }
   absl::StatusOr<v1::ApplicationReport> KillApplication(const std::string& id,
-                                                        const std::string& diag) override {
-    if (absl::Status s = c_->rm_->KillApplication(id, diag); !s.ok()) return s;
+                                                        const std::string& diag,
+                                                        const rm::Caller& caller) override {
+    if (absl::Status s = c_->rm_->KillApplication(id, diag, caller); !s.ok()) return s;
     c_->Publish();
     return c_->rm_->GetApplication(id);
   }

@@ -3,6 +3,9 @@
 #include "rm/rm_server.h"
 
 #include <grpcpp/grpcpp.h>
+#include <stdlib.h>
+
+#include <filesystem>
 
 #include "absl/strings/escaping.h"
 #include "absl/synchronization/mutex.h"
@@ -10,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "security/munge.h"
 #include "security/test_munged.h"
+#include "security/tls.h"
 #include "security/user_identity.h"
 #include "weft/v1/admin.grpc.pb.h"
 #include "weft/v1/am.grpc.pb.h"
@@ -167,6 +171,70 @@ TEST_F(RmServerTest, ErrorsMapToGrpcCodes) {
   v1::RegisterNodeManagerResponse reg_resp;
   st = tracker_->RegisterNodeManager(&c5, bad, &reg_resp);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+
+// With TLS, TrackerService believes only the node its caller's certificate names: no
+// certificate, or another node's, gets neither a registration nor the master keys.
+TEST(RmServerTlsTest, NodesAreWhoTheirCertificatesSay) {
+  char dir_template[] = "/tmp/weft-rm-tls-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  auto layout = security::EnsureDevTls(dir, {"127.0.0.1:1"});
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  auto rm_files = security::LoadTlsFiles(layout->rm);
+  auto nm_files = security::LoadTlsFiles(layout->nodes.at("127.0.0.1:1"));
+  ASSERT_TRUE(rm_files.ok() && nm_files.ok());
+  RmServerOptions o;
+  o.auth.mode = UserAuthentication::kDeclared;
+  o.tls = *rm_files;
+  auto rm = RmServer::Start(std::move(o));
+  ASSERT_TRUE(rm.ok()) << rm.status();
+  const std::string address = absl::StrCat("127.0.0.1:", (*rm)->port());
+  v1::RegisterNodeManagerRequest reg;
+  reg.set_node_id("127.0.0.1:1");
+  reg.mutable_capability();
+  auto register_with = [&](std::shared_ptr<grpc::ChannelCredentials> credentials,
+                           const std::string& node_id, v1::RegisterNodeManagerResponse* resp) {
+    auto tracker = v1::TrackerService::NewStub(grpc::CreateChannel(address, credentials));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::RegisterNodeManagerRequest r = reg;
+    r.set_node_id(node_id);
+    return tracker->RegisterNodeManager(&ctx, r, resp);
+  };
+  // A plaintext caller cannot even connect.
+  v1::RegisterNodeManagerResponse resp;
+  EXPECT_EQ(register_with(grpc::InsecureChannelCredentials(), "127.0.0.1:1", &resp).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  // TLS without a client certificate (what any local user can do): no node, no key.
+  grpc::Status st = register_with(security::TlsChannelCredentials(nm_files->ca_pem), "127.0.0.1:1",
+                                  &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(st.error_message(), HasSubstr("no client certificate"));
+  EXPECT_FALSE(resp.has_container_key());
+  // Node 1's certificate does not speak for node 2 (registration or heartbeat).
+  st = register_with(security::TlsChannelCredentials(*nm_files), "127.0.0.1:2", &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(st.error_message(), HasSubstr("nm/127.0.0.1:1 may not speak for node '127.0.0.1:2'"));
+  EXPECT_FALSE(resp.has_container_key());
+  // Its own node: registered, with the keys.
+  st = register_with(security::TlsChannelCredentials(*nm_files), "127.0.0.1:1", &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_FALSE(resp.container_key().secret().empty());
+  auto tracker =
+      v1::TrackerService::NewStub(grpc::CreateChannel(address, security::TlsChannelCredentials(*nm_files)));
+  grpc::ClientContext hb_ctx;
+  v1::NodeHeartbeatRequest hb;
+  hb.set_node_id("127.0.0.1:2");
+  v1::NodeHeartbeatResponse hb_resp;
+  st = tracker->NodeHeartbeat(&hb_ctx, hb, &hb_resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  // The RM's own certificate is no node's either.
+  st = register_with(security::TlsChannelCredentials(*rm_files), "127.0.0.1:1", &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  (*rm)->Shutdown();
+  std::filesystem::remove_all(dir);
 }
 
 // Users are authenticated by MUNGE (a private munged here); the admin secret makes an admin.

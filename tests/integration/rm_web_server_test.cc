@@ -12,6 +12,7 @@
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "security/test_munged.h"
 #include "web/nm_web_server.h"
 #include "web/yarn_json.h"
 
@@ -30,9 +31,13 @@ class NoLauncher : public rm::AmLauncher {
 
 class RmWebServerTest : public ::testing::Test {
  protected:
-  void Start(bool writes, const std::string& secret) {
+  // `munge_socket`: authenticate users with this munged (security/test_munged.h); "" = believe
+  // declared users (the RM's in-process test mode).
+  void Start(bool writes, const std::string& secret, const std::string& munge_socket = "") {
     rm::RmServerOptions o;
-    o.auth.mode = rm::UserAuthentication::kDeclared;
+    o.auth.mode = munge_socket.empty() ? rm::UserAuthentication::kDeclared
+                                       : rm::UserAuthentication::kMunge;
+    o.auth.munge_socket = munge_socket;
     o.client_secret = secret;
     o.launcher = std::make_unique<NoLauncher>();
     auto rm = rm::RmServer::Start(std::move(o));
@@ -156,7 +161,9 @@ TEST_F(RmWebServerTest, HttpLevelErrorsAreJson) {
 }
 
 TEST_F(RmWebServerTest, AuthenticatedWritesReachTheRm) {
-  Start(true, "s3cret");
+  auto munged = security::TestMunged::Start();
+  ASSERT_TRUE(munged.ok()) << munged.status();
+  Start(true, "s3cret", (*munged)->socket());
   auto unauth = client_->Post("/ws/v1/cluster/apps/new-application", "", "application/json");
   ASSERT_TRUE(unauth);
   EXPECT_EQ(unauth->status, 401);

@@ -4,7 +4,8 @@
 #   dev_start FLAGS...  starts `weft dev FLAGS...` in the background (with --no-cgroups when not
 #                       root) and waits (bounded: 30 s) until it has printed every address: sets
 #                       rm_address, web (host:port of the RM's web UI; "" without one) and
-#                       exports WEFT_RM. Without them it prints dev's output and exits 1.
+#                       exports WEFT_RM and WEFT_TLS_CA (the cluster CA). Without them it prints
+#                       dev's output and exits 1.
 #   dev_wait_nodes N    waits (bounded: 30 s) until N nodes are RUNNING; returns 1 otherwise.
 #   ok MSG / bad MSG    report a check; bad makes the test fail (fail=1).
 tmp=$(mktemp -d)
@@ -29,8 +30,9 @@ trap dev_cleanup EXIT
 dev_start() {
   local flags=("$@")
   # Containers run as the submitting user; root's are refused unless allowed explicitly
-  # (tests/security/ covers ordinary users).
-  if [[ $(id -u) -ne 0 ]]; then flags+=(--no-cgroups); else flags+=(--allowed-system-users root); fi
+  # (tests/security/ covers ordinary users and sets dev_allow_root=0).
+  if [[ $(id -u) -ne 0 ]]; then flags+=(--no-cgroups)
+  elif [[ ${dev_allow_root:-1} -eq 1 ]]; then flags+=(--allowed-system-users root); fi
   "$weft" dev "${flags[@]}" >"$tmp/dev.out" 2>"$tmp/dev.err" &
   dev_pid=$!
   for _ in $(seq 1 300); do
@@ -38,6 +40,7 @@ dev_start() {
       rm_address=$(sed -n 's/.*ResourceManager listening on \([0-9.]*:[0-9]*\).*/\1/p' \
         "$tmp/dev.out")
       web=$(sed -n 's|.*web UI at http://\([0-9.]*:[0-9]*\)/cluster.*|\1|p' "$tmp/dev.out")
+      WEFT_TLS_CA=$(sed -n 's|.*cluster CA WEFT_TLS_CA=\([^ ]*\) .*|\1|p' "$tmp/dev.out")
       break
     fi
     kill -0 "$dev_pid" 2>/dev/null || break
@@ -46,7 +49,7 @@ dev_start() {
   if [[ -z "$rm_address" ]]; then
     echo "FAIL: weft dev did not start"; cat "$tmp/dev.out" "$tmp/dev.err"; exit 1
   fi
-  export WEFT_RM=$rm_address
+  export WEFT_RM=$rm_address WEFT_TLS_CA
 }
 
 dev_wait_nodes() {

@@ -90,22 +90,29 @@ class CapacityPolicy final : public SchedulingPolicy {
     }
   }
 
-  bool CanAllocate(const AppState& app, const Resource& r, bool is_am,
+  // The user limit, YARN's way: a user gets a container while its usage is at most the limit
+  // (so it may end one container above it). A user whose AM alone reaches the limit, in a
+  // small queue, can still run a task; with ">=" the app would wait forever. (The AM limit is
+  // AmLimit's.)
+  bool CanAllocate(const AppState& app, const Resource&, bool,
                    const ClusterView& view) const override {
     const QueueNode& leaf = *app.queue;
     double guaranteed = view.Share(leaf.floor);
-    if (is_am) {
-      // One AM may always start in an empty queue, as in YARN.
-      if (leaf.am_usage.AnyPositive() &&
-          view.Share(leaf.am_usage + r) >
-              leaf.config.maximum_am_resource_percent / 100.0 * guaranteed)
-        return false;
-    }
     auto it = leaf.user_usage.find(app.user);
     if (it != leaf.user_usage.end() && it->second.AnyPositive() &&
-        view.Share(it->second) >= leaf.config.user_limit_factor * guaranteed)
+        view.Share(it->second) > leaf.config.user_limit_factor * guaranteed + 1e-12)
       return false;
     return true;
+  }
+  // maximum-am-resource-percent of the leaf's guaranteed capacity (the core lets one AM start
+  // in a queue that runs none, as YARN does).
+  std::optional<Resource> AmLimit(const QueueNode& leaf, const ClusterView&) const override {
+    Resource limit;
+    for (int i = 0; i < kMaxResourceTypes; ++i) {
+      limit[i] = static_cast<int64_t>(std::floor(static_cast<double>(leaf.floor[i]) *
+                                                 leaf.config.maximum_am_resource_percent / 100.0));
+    }
+    return limit;
   }
   bool SupportsPreemption() const override { return true; }
 };

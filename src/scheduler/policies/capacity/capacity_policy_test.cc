@@ -56,9 +56,10 @@ queues: {root: {children: {a: {capacity: 20, user-limit-factor: 2}, b: {capacity
   Want(s.get(), 1, "a", "alice");
   Want(s.get(), 2, "a", "bob");
   PassResult r = s->Schedule(0);
-  // Each user stops once at 2 x 20% = 40% of the cluster; the queue may grow to 100%.
-  EXPECT_EQ(CountFor(r, 1), 40);
-  EXPECT_EQ(CountFor(r, 2), 40);
+  // Each user stops once above 2 x 20% = 40% of the cluster (YARN's check is "used > limit"):
+  // 41 containers; the queue may grow to 100%.
+  EXPECT_EQ(CountFor(r, 1), 41);
+  EXPECT_EQ(CountFor(r, 2), 41);
 }
 
 TEST(CapacityPolicyTest, AmResourcePercentLimitsAmsButOneAlwaysRuns) {

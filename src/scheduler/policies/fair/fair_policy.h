@@ -13,7 +13,9 @@ namespace weft::scheduler {
 // dominant share / weight is served next; a queue below its min-resources comes before all
 // that are not (most needy first). Queues never exceed max-resources. Leaves order their apps
 // by DRF (or FIFO with `ordering: fifo`). Entitlements (fair shares) split each parent's share
-// among its active children by weight; preemption restores them.
+// among its active children by weight; preemption restores them. AM containers of a leaf hold
+// at most `max-am-share` of its instantaneous fair share (YARN's maxAMShare; the core's
+// SchedulingPolicy::AmLimit).
 std::unique_ptr<SchedulingPolicy> NewFairPolicy();
 
 }  // namespace weft::scheduler

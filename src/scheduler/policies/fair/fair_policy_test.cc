@@ -115,6 +115,63 @@ queues: {root: {children: {a: {}, b: {}}}}
   EXPECT_EQ(s->stats().preempted, 4);
 }
 
+// Submits `n` apps with <1 GB, 1 vcore> AMs to `queue`, ids from `first`.
+void SubmitAms(Scheduler* s, const std::string& queue, AppId first, int n) {
+  for (AppId id = first; id < first + static_cast<AppId>(n); ++id) {
+    AppSpec a = App(id, queue);
+    a.am_resource = Resource::Of(1 * kGb, 1);
+    ASSERT_TRUE(s->AddApp(a, 0).ok());
+  }
+}
+
+int AmsIn(const Scheduler& s, const std::string& queue) {
+  return static_cast<int>(s.FindQueue(queue)->am_usage[kVcores]);
+}
+
+// YARN's maxAMShare: a leaf's AMs hold at most max-am-share of its instantaneous fair share
+// (the cluster split among the queues that have apps), the cluster default when unset; -1
+// lifts the limit.
+TEST(FairPolicyTest, MaxAmShareLimitsAmsToAShareOfTheFairShare) {
+  auto s = MakeScheduler(R"(
+queue-max-am-share-default: 0.25
+queues: {root: {children: {a: {}, b: {max-am-share: 1}, c: {max-am-share: -1}}}}
+)",
+                         "fair");
+  ASSERT_TRUE(s->AddNode({"n1", "/r1", Resource::Of(64 * kGb, 16)}).ok());
+  EXPECT_EQ(s->FindQueue("a")->config.max_am_share, 0.25);
+  // a alone has the whole cluster as its fair share: 0.25 x 16 vcores = 4 AMs.
+  SubmitAms(s.get(), "a", 1, 10);
+  EXPECT_EQ(s->Schedule(0).allocations.size(), 4u);
+  // With b active each has 8 vcores: a's 4 AMs are above its new limit (2) and it starts no
+  // more; b may fill all of its 8 with AMs.
+  SubmitAms(s.get(), "b", 101, 10);
+  s->Schedule(1);
+  EXPECT_EQ(AmsIn(*s, "a"), 4);
+  EXPECT_EQ(AmsIn(*s, "b"), 8);
+  // c is unlimited: it takes what is left.
+  SubmitAms(s.get(), "c", 201, 10);
+  s->Schedule(2);
+  EXPECT_EQ(AmsIn(*s, "c"), 4);
+  EXPECT_EQ(AmsIn(*s, "a"), 4);
+  // An app whose AM waits holds nothing and stays runnable; it starts when an AM ends.
+  EXPECT_TRUE(s->app(5)->runnable);
+  EXPECT_TRUE(s->app(5)->usage.IsZero());
+}
+
+// A share too small for a single AM still lets one AM run in the queue (YARN): the queue is
+// slowed down, never stopped.
+TEST(FairPolicyTest, MaxAmShareAlwaysLetsOneAmRun) {
+  auto s = MakeScheduler("queues: {root: {children: {a: {max-am-share: 0}}}}", "fair");
+  ASSERT_TRUE(s->AddNode({"n1", "/r1", Resource::Of(64 * kGb, 16)}).ok());
+  SubmitAms(s.get(), "a", 1, 3);
+  EXPECT_EQ(s->Schedule(0).allocations.size(), 1u);
+  EXPECT_TRUE(s->Schedule(1).allocations.empty());
+  ASSERT_TRUE(s->RemoveApp(1).ok());
+  PassResult r = s->Schedule(2);
+  ASSERT_EQ(r.allocations.size(), 1u);
+  EXPECT_EQ(r.allocations[0].app, 2u);
+}
+
 TEST(FairPolicyTest, AmContainersArePreemptedLast) {
   auto s = MakeScheduler(R"(
 preemption: {enabled: true, starvation-timeout-ms: 0, grace-period-ms: 0, threshold: 1.0}

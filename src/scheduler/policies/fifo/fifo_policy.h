@@ -10,7 +10,7 @@ namespace weft::scheduler {
 
 // YARN's FifoScheduler generalised to a queue tree: every queue is ordered by its best app,
 // so the whole cluster serves apps strictly by (application priority desc, submission order).
-// No limits beyond max-running-apps, no preemption.
+// No limits beyond max-running-apps and the core's AM share (max-am-share), no preemption.
 std::unique_ptr<SchedulingPolicy> NewFifoPolicy();
 
 // FIFO's ordering and limits, for every policy that orders apps as FIFO does (fifo, ras): apps
