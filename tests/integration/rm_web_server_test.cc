@@ -12,6 +12,7 @@
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "security/munge.h"
 #include "security/test_munged.h"
 #include "web/nm_web_server.h"
 #include "web/yarn_json.h"
@@ -197,6 +198,18 @@ TEST_F(RmWebServerTest, AuthenticatedWritesReachTheRm) {
   // The periodic snapshot follows the RM too (refresh_ms 100).
   const int64_t taken = GetJson("/ws/v1/cluster/metrics")["clusterMetrics"]["appsKilled"];
   EXPECT_EQ(taken, 1);
+  // A user writes with a MUNGE credential, as the CLI does; a replayed one is refused.
+  auto cred = security::MungeEncode((*munged)->socket(), rm::kMungePayload);
+  ASSERT_TRUE(cred.ok()) << cred.status();
+  httplib::Headers user = {{"X-Weft-Munge-Credential", *cred}};
+  auto mine = client_->Post("/ws/v1/cluster/apps/new-application", user, "", "application/json");
+  ASSERT_TRUE(mine);
+  EXPECT_EQ(mine->status, 200) << mine->body;
+  auto replayed =
+      client_->Post("/ws/v1/cluster/apps/new-application", user, "", "application/json");
+  ASSERT_TRUE(replayed);
+  EXPECT_EQ(replayed->status, 401) << replayed->body;
+  EXPECT_THAT(replayed->body, HasSubstr("Replayed"));
 }
 
 TEST_F(RmWebServerTest, ReadsDoNotWaitForABusyRmLoop) {

@@ -1,18 +1,22 @@
-// Copyright Weft authors. The StateStore contract, run over every implementation.
-#include "store/state_store.h"
-
+// Copyright Weft authors. The StateStore contract, run over every implementation: memory,
+// SQLite and ZooKeeper (against a private server this test starts). What only one implementation
+// does is tested beside it (sqlite_store_test.cc, zk_store_test.cc).
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "store/memory_store.h"
 #include "store/sqlite_store.h"
+#include "store/state_store.h"
 #include "store/store_test_util.h"
+#include "store/test_zookeeper.h"
+#include "store/zk_store.h"
 
 namespace weft::store {
 namespace {
@@ -21,15 +25,35 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
+// Each factory opens a new, empty store; `dir` is a fresh temporary directory it may use.
+
 struct MemoryStoreFactory {
+  static constexpr const char* kName = "Memory";
   static absl::StatusOr<std::unique_ptr<StateStore>> Open(const std::string& /*dir*/) {
     return NewMemoryStore();
   }
 };
 
 struct SqliteStoreFactory {
+  static constexpr const char* kName = "Sqlite";
   static absl::StatusOr<std::unique_ptr<StateStore>> Open(const std::string& dir) {
     return OpenSqliteStore(dir + "/rm/state.db");  // "rm/" does not exist yet.
+  }
+};
+
+// One ZooKeeper server for the whole program (started by the first test that needs it, killed
+// at exit), and a new root per store.
+struct ZooKeeperStoreFactory {
+  static constexpr const char* kName = "ZooKeeper";
+  static absl::StatusOr<std::unique_ptr<StateStore>> Open(const std::string& /*dir*/) {
+    static absl::StatusOr<std::unique_ptr<TestZooKeeper>> server = TestZooKeeper::Start();
+    static int stores = 0;
+    if (!server.ok()) return server.status();
+    ZkStoreOptions options;
+    options.connect = (*server)->connect_string();
+    options.root = absl::StrCat("/conformance/store-", ++stores);
+    options.identity = "conformance-test";
+    return OpenZooKeeperStore(options);
   }
 };
 
@@ -56,12 +80,12 @@ class ImplementationNames {
  public:
   template <typename T>
   static std::string GetName(int) {
-    if constexpr (std::is_same_v<T, MemoryStoreFactory>) return "Memory";
-    return "Sqlite";
+    return T::kName;
   }
 };
 
-using Implementations = ::testing::Types<MemoryStoreFactory, SqliteStoreFactory>;
+using Implementations =
+    ::testing::Types<MemoryStoreFactory, SqliteStoreFactory, ZooKeeperStoreFactory>;
 TYPED_TEST_SUITE(StateStoreTest, Implementations, ImplementationNames);
 
 TYPED_TEST(StateStoreTest, NewStoreIsEmpty) {
@@ -350,6 +374,62 @@ TYPED_TEST(StateStoreTest, CallsAfterCloseFail) {
             absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(this->store_->Load().status().message()), HasSubstr("closed"));
   EXPECT_TRUE(this->store_->Close().ok());  // Idempotent.
+}
+
+// Keys are bytes: any app_id (slashes, dots, '%', spaces, control and non-ASCII bytes) is stored,
+// sorted bytewise (as unsigned bytes), and removed with its attempts.
+TYPED_TEST(StateStoreTest, KeysWithAnyBytesRoundTripAndSortBytewise) {
+  std::vector<std::string> ids = {
+      "a/b",  "..",   ".",    "app 1",    "%41", "A", "\xc3\xa9t\xc3\xa9",
+      "\x01", "\x7f", "\xff", "zookeeper"};
+  ids.push_back(std::string(300, 'x'));
+  for (const std::string& id : ids) {
+    ASSERT_TRUE(this->store_->PutApplication(FullApplication(id)).ok()) << id;
+    ASSERT_TRUE(this->store_->PutAttempt(FullAttempt(id, 1)).ok()) << id;
+  }
+  std::vector<std::string> sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  ASSERT_EQ(sorted.back(), "\xff");  // std::string compares bytes as unsigned.
+
+  RmState state = this->MustLoad();
+  std::vector<std::string> apps, attempts;
+  for (const auto& app : state.apps) apps.push_back(app.app_id);
+  for (const auto& attempt : state.attempts) attempts.push_back(attempt.app_id);
+  EXPECT_EQ(apps, sorted);
+  EXPECT_EQ(attempts, sorted);
+  for (const std::string& id : ids)
+    EXPECT_THAT(state.apps, ::testing::Contains(FullApplication(id)));
+
+  ASSERT_TRUE(this->store_->RemoveApplication("a/b").ok());
+  ASSERT_TRUE(this->store_->RemoveApplication("..").ok());
+  state = this->MustLoad();
+  EXPECT_EQ(state.apps.size(), ids.size() - 2);
+  EXPECT_EQ(state.attempts.size(), ids.size() - 2);
+  EXPECT_EQ(this->store_->RemoveApplication("a").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(this->store_->RemoveApplication("").code(), absl::StatusCode::kNotFound);
+}
+
+// Many records, each kind interleaved with the others, all come back.
+TYPED_TEST(StateStoreTest, ManyRecordsComeBack) {
+  RmState want;
+  for (int i = 0; i < 120; ++i) {
+    const std::string id = absl::StrCat("application_1700000000000_", 1000 + i);
+    ApplicationRecord app = FullApplication(id);
+    app.priority = i;
+    want.apps.push_back(app);
+    for (int n = 1; n <= 1 + i % 3; ++n) want.attempts.push_back(FullAttempt(id, n));
+    ASSERT_TRUE(this->store_->PutApplicationAndAttempt(app, FullAttempt(id, 1)).ok());
+    for (int n = 2; n <= 1 + i % 3; ++n) {
+      ASSERT_TRUE(this->store_->PutAttempt(FullAttempt(id, n)).ok());
+    }
+    if (i % 10 == 0) {
+      want.keys.push_back(FullMasterKey("container", i));
+      ASSERT_TRUE(this->store_->PutMasterKey(FullMasterKey("container", i)).ok());
+    }
+  }
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(this->store_->BumpEpoch().ok());
+  want.epoch = 4;
+  EXPECT_EQ(this->MustLoad(), want);
 }
 
 }  // namespace

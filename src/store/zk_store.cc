@@ -1,0 +1,709 @@
+// Copyright Weft authors.
+#include "store/zk_store.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/log.h"
+#include "store/zk_client.h"
+#include "store/zk_codec.h"
+
+namespace weft::store {
+namespace {
+
+using zk::ZkClient;
+using Op = ZkClient::Op;
+
+// The data of <root>: tells a Weft store from other data, and its layout version.
+constexpr absl::string_view kRootMarker = "weft-rm-state 1";
+constexpr absl::string_view kChildren[] = {"apps", "keys", "epoch", "fence"};
+// How often one call re-plans after finding that the store changed between its reads and its
+// transaction (only a deposed writer's in-flight transaction, or a person editing nodes, can
+// do that: the fence keeps out every other writer).
+constexpr int kMaxConflicts = 3;
+
+std::string DefaultIdentity() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') {
+    std::snprintf(host, sizeof(host), "%s", "unknown-host");
+  }
+  return absl::StrCat(host, ":", ::getpid());
+}
+
+absl::Status ValidateOptions(const ZkStoreOptions& options) {
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("ZooKeeper state store options: ", why));
+  };
+  if (options.connect.empty()) return bad("connect string is empty");
+  const std::string& root = options.root;
+  if (root.empty() || root[0] != '/' || root == "/" || root.back() == '/') {
+    return bad(absl::StrCat("root '", root,
+                            "' must be an absolute path other than \"/\", without a trailing "
+                            "'/' (e.g. \"/weft/rm-state\")"));
+  }
+  for (absl::string_view part : absl::StrSplit(absl::string_view(root).substr(1), '/')) {
+    if (part.empty() || part == "." || part == ".." || part.find('\0') != part.npos) {
+      return bad(absl::StrCat("root '", absl::CHexEscape(root),
+                              "' has an empty, '.' or '..' "
+                              "component or a NUL byte"));
+    }
+  }
+  if (absl::string_view(root).substr(0, 10) == "/zookeeper" &&
+      (root.size() == 10 || root[10] == '/')) {
+    return bad(absl::StrCat("root '", root, "' is inside ZooKeeper's own /zookeeper"));
+  }
+  if (options.session_timeout_ms <= 0) {
+    return bad(absl::StrCat("session timeout ", options.session_timeout_ms, " ms is not positive"));
+  }
+  if (options.identity.find('\n') != std::string::npos) {
+    return bad(
+        absl::StrCat("identity '", absl::CHexEscape(options.identity), "' contains a newline"));
+  }
+  if (options.max_request_bytes < 4096) {
+    return bad(
+        absl::StrCat("max_request_bytes ", options.max_request_bytes, " is below 4096 bytes"));
+  }
+  return absl::OkStatus();
+}
+
+class ZkStore final : public StateStore {
+ public:
+  ZkStore(ZkStoreOptions options, std::unique_ptr<ZkClient> client)
+      : options_(std::move(options)),
+        apps_(options_.root + "/apps"),
+        keys_(options_.root + "/keys"),
+        epoch_(options_.root + "/epoch"),
+        fence_(options_.root + "/fence"),
+        description_(absl::StrCat("ZooKeeper state store '", options_.connect, options_.root, "'")),
+        client_(std::move(client)) {}
+  ~ZkStore() override { Close().IgnoreError(); }
+  ZkStore(const ZkStore&) = delete;
+  ZkStore& operator=(const ZkStore&) = delete;
+
+  // Connects, checks or creates the layout and, with options_.fence, takes over the fence.
+  absl::Status Init();
+
+  absl::StatusOr<RmState> Load() override;
+  absl::StatusOr<int64_t> BumpEpoch() override;
+  absl::Status PutApplication(const ApplicationRecord& app) override;
+  absl::Status PutAttempt(const AttemptRecord& attempt) override;
+  absl::Status PutApplicationAndAttempt(const ApplicationRecord& app,
+                                        const AttemptRecord& attempt) override;
+  absl::Status RemoveApplication(absl::string_view app_id) override;
+  absl::Status PutMasterKey(const MasterKeyRecord& key) override;
+  absl::Status RemoveMasterKey(absl::string_view purpose, int32_t key_id) override;
+  absl::Status Close() override;
+
+ private:
+  // What a mutating call does in one round: reads what it needs, then either returns its final
+  // status (`ops` empty: nothing to write) or the operations of one transaction.
+  struct Plan {
+    std::vector<Op> ops;
+    absl::Status result;  // the call's status once `ops` (if any) committed
+    bool again = false;   // after `ops` commit, plan the next transaction of the same call
+  };
+  // `resuming`: an earlier transaction of this call may have been applied (its answer was lost)
+  // or was applied (a call in several transactions), so what it wrote or deleted is not news.
+  using Planner = absl::FunctionRef<absl::StatusOr<Plan>(bool resuming, absl::Time deadline)>;
+
+  // Runs a mutating call: plans, commits the plan's operations in one transaction that starts
+  // with the fence check, and retries after connection loss until the call's deadline.
+  absl::Status Mutate(absl::string_view what, Planner plan);
+  // Runs `fn` (one attempt of a read-only step) until it succeeds, fails for a reason other than
+  // Unavailable, or `deadline` passes; reconnects before each attempt.
+  absl::Status Retrying(absl::Time deadline, absl::FunctionRef<absl::Status()> fn);
+
+  // FailedPrecondition if this store may not write now (closed, read-only or fenced).
+  absl::Status CheckWritable(absl::string_view what) const;
+  // InvalidArgument if a transaction of `ops` (plus the fence check) would be too large.
+  absl::Status CheckSize(absl::string_view what, std::vector<Op> ops) const;
+  absl::Status Prefixed(const absl::Status& s, absl::string_view what) const {
+    return absl::Status(s.code(), absl::StrCat(description_, ": ", what, ": ", s.message()));
+  }
+  absl::Status Closed() const {
+    return absl::FailedPreconditionError(absl::StrCat(description_, " is closed"));
+  }
+  absl::Status Fenced(absl::string_view what, bool unknown) const;
+  // Marks this store fenced and finds out (best effort) whom the fence names now.
+  void BecomeFenced(absl::Time deadline);
+  absl::Time Deadline() const {
+    return absl::Now() + absl::Milliseconds(options_.session_timeout_ms);
+  }
+
+  std::string AppPath(absl::string_view app_id) const {
+    return absl::StrCat(apps_, "/", zk::EscapeNodeName(app_id));
+  }
+  std::string AttemptPath(absl::string_view app_id, int32_t attempt_id) const {
+    return absl::StrCat(AppPath(app_id), "/", attempt_id);
+  }
+  static std::string KeyNodeName(absl::string_view purpose, int32_t key_id) {
+    return absl::StrCat(zk::EscapeNodeName(purpose), ".", key_id);
+  }
+  std::string KeyPath(absl::string_view purpose, int32_t key_id) const {
+    return absl::StrCat(keys_, "/", KeyNodeName(purpose, key_id));
+  }
+
+  absl::Status EnsureLayout(absl::Time deadline);
+  absl::StatusOr<RmState> LoadOnce();
+  absl::Status Corrupt(absl::string_view path, absl::string_view problem) const {
+    return absl::DataLossError(absl::StrCat(description_, ": ", path, ": ", problem));
+  }
+
+  const ZkStoreOptions options_;
+  const std::string apps_, keys_, epoch_, fence_;
+  const std::string description_;
+  std::unique_ptr<ZkClient> client_;  // null once closed
+  int32_t fence_version_ = -1;        // the fence's version this store set; -1: read-only
+  bool opened_ = false;               // Init() succeeded
+  bool fenced_ = false;
+  std::string fenced_by_;  // the fence's data when this store found itself fenced
+};
+
+absl::Status ZkStore::Retrying(absl::Time deadline, absl::FunctionRef<absl::Status()> fn) {
+  for (;;) {
+    if (absl::Status s = client_->Connect(deadline); !s.ok()) return s;
+    absl::Status s = fn();
+    if (!absl::IsUnavailable(s) || absl::Now() >= deadline) return s;
+  }
+}
+
+absl::Status ZkStore::Init() {
+  if (absl::Status s = Retrying(Deadline(), [&] { return EnsureLayout(Deadline()); }); !s.ok()) {
+    return absl::StartsWith(s.message(), description_) ? s : Prefixed(s, "opening");
+  }
+  if (!options_.fence) {
+    weft::log::Info("state_store_opened", {{"store", description_}, {"mode", "read-only"}});
+    opened_ = true;
+    return absl::OkStatus();
+  }
+  // Take over: bump the fence's version. A repeat after a lost answer just bumps it again.
+  absl::Status status = Retrying(Deadline(), [&]() -> absl::Status {
+    absl::StatusOr<ZkClient::MultiResult> r =
+        client_->Multi({Op::Set(fence_, options_.identity)}, Deadline());
+    if (!r.ok()) return r.status();
+    if (r->rc != ZOK) {
+      return absl::Status(zk::CodeForZk(r->rc),
+                          absl::StrCat("setting ", fence_, ": ", client_->Describe(r->rc)));
+    }
+    fence_version_ = r->set_versions[0];
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return Prefixed(status, "taking over the fence");
+  weft::log::Info("state_store_opened", {{"store", description_},
+                                         {"mode", "active"},
+                                         {"identity", options_.identity},
+                                         {"fence_version", fence_version_}});
+  opened_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status ZkStore::EnsureLayout(absl::Time deadline) {
+  const std::string& root = options_.root;
+  for (int round = 0; round < kMaxConflicts; ++round) {
+    absl::StatusOr<std::vector<ZkClient::Node>> nodes = client_->Get({root}, deadline);
+    if (!nodes.ok()) return nodes.status();
+    ZkClient::Node node = std::move((*nodes)[0]);
+    std::vector<Op> layout;
+    if (!node.exists) {
+      if (!options_.fence) {
+        return absl::NotFoundError(absl::StrCat(
+            description_, ": there is no state store at ", root,
+            " (a read-only store does not create one; open it with fence=true first)"));
+      }
+      // Ancestors first, one by one (another store may be creating them too).
+      for (size_t slash = root.find('/', 1); slash != std::string::npos;
+           slash = root.find('/', slash + 1)) {
+        const std::string ancestor = root.substr(0, slash);
+        absl::StatusOr<ZkClient::MultiResult> r =
+            client_->Multi({Op::Create(ancestor, "")}, deadline);
+        if (!r.ok()) return r.status();
+        if (r->rc != ZOK && r->rc != ZNODEEXISTS) {
+          return absl::Status(
+              zk::CodeForZk(r->rc),
+              absl::StrCat(description_, ": creating ", ancestor, ": ", client_->Describe(r->rc)));
+        }
+      }
+      layout.push_back(Op::Create(root, std::string(kRootMarker)));
+    } else if (node.data != kRootMarker) {
+      if (!node.data.empty() || node.num_children != 0 || !options_.fence) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            description_, ": ", root, " exists but is not a Weft state store (its data is '",
+            absl::CHexEscape(node.data.substr(0, 64)), node.data.size() > 64 ? "..." : "",
+            "' and it has ", node.num_children, " children; expected '", kRootMarker, "')"));
+      }
+      // An empty node (e.g. made by an operator for its ACL): adopt it.
+      layout.push_back(Op::Set(root, std::string(kRootMarker), node.version));
+    }
+    if (!layout.empty()) {
+      layout.push_back(Op::Create(apps_, ""));
+      layout.push_back(Op::Create(keys_, ""));
+      layout.push_back(Op::Create(epoch_, "0"));
+      layout.push_back(Op::Create(fence_, ""));
+      absl::StatusOr<ZkClient::MultiResult> r = client_->Multi(layout, deadline);
+      if (!r.ok()) return r.status();
+      if (r->rc != ZOK) {
+        if (r->failed_op == 0 && (r->rc == ZNODEEXISTS || r->rc == ZBADVERSION)) {
+          continue;  // Another store created or adopted the root meanwhile: check it again.
+        }
+        return absl::Status(zk::CodeForZk(r->rc),
+                            absl::StrCat(description_, ": creating the layout under ", root, ": ",
+                                         client_->Describe(r->rc)));
+      }
+      weft::log::Info("state_store_created", {{"store", description_}});
+    }
+    absl::StatusOr<std::vector<std::optional<std::vector<std::string>>>> children =
+        client_->GetChildren({root}, deadline);
+    if (!children.ok()) return children.status();
+    if (!(*children)[0].has_value()) continue;  // Removed meanwhile.
+    std::vector<std::string> missing;
+    for (absl::string_view child : kChildren) {
+      const std::vector<std::string>& names = *(*children)[0];
+      if (std::find(names.begin(), names.end(), child) == names.end()) {
+        missing.push_back(absl::StrCat(root, "/", child));
+      }
+    }
+    if (!missing.empty()) {
+      return absl::DataLossError(
+          absl::StrCat(description_, ": the store is damaged: ", absl::StrJoin(missing, ", "),
+                       missing.size() == 1 ? " is" : " are", " missing"));
+    }
+    return absl::OkStatus();
+  }
+  return absl::AbortedError(
+      absl::StrCat(description_, ": ", root, " kept changing while being checked"));
+}
+
+absl::Status ZkStore::CheckWritable(absl::string_view what) const {
+  if (client_ == nullptr) return Closed();
+  if (fence_version_ < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(description_, ": ", what, ": the store was opened read-only (fence=false)"));
+  }
+  if (fenced_) return Fenced(what, /*unknown=*/false);
+  return absl::OkStatus();
+}
+
+absl::Status ZkStore::CheckSize(absl::string_view what, std::vector<Op> ops) const {
+  ops.insert(ops.begin(), Op::Check(fence_, fence_version_));
+  const size_t bytes = client_->RequestBytes(ops);
+  if (bytes > options_.max_request_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": the ZooKeeper transaction would be ", bytes,
+                     " bytes, over the limit of ", options_.max_request_bytes,
+                     " bytes per request (the servers' jute.maxbuffer); the record is too large"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ZkStore::Fenced(absl::string_view what, bool unknown) const {
+  const std::string holder = fenced_by_.empty() ? ""
+                                                : absl::StrCat(" (", fence_, " now names '",
+                                                               absl::CHexEscape(fenced_by_), "')");
+  return absl::FailedPreconditionError(absl::StrCat(
+      description_, ": ", what, ": fenced: another ResourceManager became active", holder,
+      "; this store can no longer write (reopen it to take over again)",
+      unknown ? "; an interrupted earlier attempt of this call may have been applied before the "
+                "takeover"
+              : ""));
+}
+
+void ZkStore::BecomeFenced(absl::Time deadline) {
+  fenced_ = true;
+  absl::StatusOr<std::vector<ZkClient::Node>> nodes = client_->Get({fence_}, deadline);
+  if (nodes.ok() && (*nodes)[0].exists) {
+    fenced_by_ = (*nodes)[0].data;
+  } else if (nodes.ok()) {
+    fenced_by_ = "(nothing: the fence node is gone)";
+  }
+  weft::log::Warn("state_store_fenced", {{"store", description_},
+                                         {"identity", options_.identity},
+                                         {"fence_version", fence_version_},
+                                         {"now_active", fenced_by_}});
+}
+
+absl::Status ZkStore::Mutate(absl::string_view what, Planner plan) {
+  if (absl::Status s = CheckWritable(what); !s.ok()) return s;
+  const absl::Time deadline = Deadline();
+  bool unknown = false;    // a transaction of this call got no answer: it may have been applied
+  bool committed = false;  // a transaction of this call was applied (a call in several)
+  int conflicts = 0;
+  absl::Status last = absl::UnavailableError("the call's time ran out");
+  auto unreachable = [&](const absl::Status& s) {
+    return absl::UnavailableError(absl::StrCat(
+        description_, ": ", what, ": ", s.message(),
+        unknown || committed
+            ? "; the write may or may not have been applied (repeating the call is safe)"
+            : "; the write was not applied"));
+  };
+  for (int round = 0;; ++round) {
+    if (round > 0 && absl::Now() >= deadline) return unreachable(last);
+    if (absl::Status s = client_->Connect(deadline); !s.ok()) return unreachable(s);
+    absl::StatusOr<Plan> plan_or = plan(unknown || committed, deadline);
+    if (!plan_or.ok()) {
+      if (absl::IsUnavailable(plan_or.status())) {
+        last = plan_or.status();
+        continue;
+      }
+      if (plan_or.status().code() == absl::StatusCode::kDataLoss) return plan_or.status();
+      return Prefixed(plan_or.status(), what);
+    }
+    Plan& p = *plan_or;
+    if (p.ops.empty()) return p.result;
+    std::vector<Op> ops;
+    ops.reserve(p.ops.size() + 1);
+    ops.push_back(Op::Check(fence_, fence_version_));
+    for (Op& op : p.ops) ops.push_back(std::move(op));
+    absl::StatusOr<ZkClient::MultiResult> r =
+        client_->Multi(ops, deadline, options_.max_request_bytes);
+    if (!r.ok()) {
+      if (absl::IsUnavailable(r.status())) {
+        unknown = true;
+        last = r.status();
+        continue;
+      }
+      return Prefixed(r.status(), what);
+    }
+    if (r->rc == ZOK) {
+      if (p.again) {
+        committed = true;
+        continue;
+      }
+      return p.result;
+    }
+    if (r->failed_op == 0) {
+      BecomeFenced(deadline);
+      return Fenced(what, unknown);
+    }
+    // The store changed between this round's reads and its transaction: plan again.
+    if (++conflicts > kMaxConflicts) {
+      return absl::AbortedError(absl::StrCat(description_, ": ", what, ": ", ops[r->failed_op].path,
+                                             " keeps changing under this store (",
+                                             client_->Describe(r->rc), ")"));
+    }
+  }
+}
+
+absl::StatusOr<RmState> ZkStore::Load() {
+  if (client_ == nullptr) return Closed();
+  absl::StatusOr<RmState> state;
+  absl::Status status = Retrying(Deadline(), [&]() -> absl::Status {
+    state = LoadOnce();
+    return state.status();
+  });
+  if (!status.ok()) {
+    return absl::StartsWith(status.message(), description_) ? status : Prefixed(status, "loading");
+  }
+  return state;
+}
+
+absl::StatusOr<RmState> ZkStore::LoadOnce() {
+  RmState state;
+  // Round 1: what exists.
+  absl::StatusOr<std::vector<std::optional<std::vector<std::string>>>> lists =
+      client_->GetChildren({apps_, keys_}, Deadline());
+  if (!lists.ok()) return lists.status();
+  if (!(*lists)[0].has_value()) return Corrupt(apps_, "missing");
+  if (!(*lists)[1].has_value()) return Corrupt(keys_, "missing");
+  std::vector<std::string> app_paths, key_paths;
+  for (const std::string& name : *(*lists)[0]) app_paths.push_back(absl::StrCat(apps_, "/", name));
+  for (const std::string& name : *(*lists)[1]) key_paths.push_back(absl::StrCat(keys_, "/", name));
+
+  // Round 2: the applications, their attempts' names, the keys and the epoch.
+  std::vector<std::string> reads = app_paths;
+  reads.insert(reads.end(), key_paths.begin(), key_paths.end());
+  reads.push_back(epoch_);
+  const absl::Time deadline = Deadline();
+  absl::StatusOr<std::vector<ZkClient::Node>> nodes = client_->Get(reads, deadline);
+  if (!nodes.ok()) return nodes.status();
+  absl::StatusOr<std::vector<std::optional<std::vector<std::string>>>> attempt_lists =
+      client_->GetChildren(app_paths, deadline);
+  if (!attempt_lists.ok()) return attempt_lists.status();
+
+  const ZkClient::Node& epoch = nodes->back();
+  if (!epoch.exists) return Corrupt(epoch_, "missing");
+  if (!absl::SimpleAtoi(epoch.data, &state.epoch) || state.epoch < 0) {
+    return Corrupt(
+        epoch_, absl::StrCat("'", absl::CHexEscape(epoch.data), "' is not a non-negative integer"));
+  }
+
+  std::vector<std::string> attempt_paths;
+  std::vector<std::string> attempt_app_ids;  // the app_id each attempt path belongs to
+  for (size_t i = 0; i < app_paths.size(); ++i) {
+    const ZkClient::Node& node = (*nodes)[i];
+    if (!node.exists) continue;  // Removed since round 1.
+    const std::string& path = app_paths[i];
+    absl::StatusOr<ApplicationRecord> app = zk::DecodeApplication(node.data);
+    if (!app.ok()) return Corrupt(path, app.status().message());
+    if (AppPath(app->app_id) != path) {
+      return Corrupt(path, absl::StrCat("holds application '", absl::CHexEscape(app->app_id),
+                                        "', which belongs at ", AppPath(app->app_id)));
+    }
+    if (absl::Status v = ValidateApplicationRecord(*app); !v.ok()) {
+      return Corrupt(path, absl::StrCat("stored record is invalid: ", v.message()));
+    }
+    if ((*attempt_lists)[i].has_value()) {
+      for (const std::string& name : *(*attempt_lists)[i]) {
+        attempt_paths.push_back(absl::StrCat(path, "/", name));
+        attempt_app_ids.push_back(app->app_id);
+      }
+    }
+    state.apps.push_back(*std::move(app));
+  }
+  for (size_t i = 0; i < key_paths.size(); ++i) {
+    const ZkClient::Node& node = (*nodes)[app_paths.size() + i];
+    if (!node.exists) continue;
+    const std::string& path = key_paths[i];
+    absl::StatusOr<MasterKeyRecord> key = zk::DecodeMasterKey(node.data);
+    if (!key.ok()) return Corrupt(path, key.status().message());
+    if (KeyPath(key->purpose, key->key_id) != path) {
+      return Corrupt(
+          path, absl::StrCat("holds master key ", absl::CHexEscape(key->purpose), "/", key->key_id,
+                             ", which belongs at ", KeyPath(key->purpose, key->key_id)));
+    }
+    if (absl::Status v = ValidateMasterKeyRecord(*key); !v.ok()) {
+      return Corrupt(path, absl::StrCat("stored record is invalid: ", v.message()));
+    }
+    state.keys.push_back(*std::move(key));
+  }
+
+  // Round 3: the attempts.
+  absl::StatusOr<std::vector<ZkClient::Node>> attempts = client_->Get(attempt_paths, Deadline());
+  if (!attempts.ok()) return attempts.status();
+  for (size_t i = 0; i < attempt_paths.size(); ++i) {
+    const ZkClient::Node& node = (*attempts)[i];
+    if (!node.exists) continue;
+    const std::string& path = attempt_paths[i];
+    absl::StatusOr<AttemptRecord> attempt = zk::DecodeAttempt(node.data);
+    if (!attempt.ok()) return Corrupt(path, attempt.status().message());
+    if (attempt->app_id != attempt_app_ids[i] ||
+        AttemptPath(attempt->app_id, attempt->attempt_id) != path) {
+      return Corrupt(path, absl::StrCat("holds attempt ", attempt->attempt_id, " of application '",
+                                        absl::CHexEscape(attempt->app_id), "', which belongs at ",
+                                        AttemptPath(attempt->app_id, attempt->attempt_id)));
+    }
+    if (absl::Status v = ValidateAttemptRecord(*attempt); !v.ok()) {
+      return Corrupt(path, absl::StrCat("stored record is invalid: ", v.message()));
+    }
+    state.attempts.push_back(*std::move(attempt));
+  }
+
+  std::sort(
+      state.apps.begin(), state.apps.end(),
+      [](const ApplicationRecord& a, const ApplicationRecord& b) { return a.app_id < b.app_id; });
+  std::sort(state.attempts.begin(), state.attempts.end(),
+            [](const AttemptRecord& a, const AttemptRecord& b) {
+              return std::tie(a.app_id, a.attempt_id) < std::tie(b.app_id, b.attempt_id);
+            });
+  std::sort(state.keys.begin(), state.keys.end(),
+            [](const MasterKeyRecord& a, const MasterKeyRecord& b) {
+              return std::tie(a.purpose, a.key_id) < std::tie(b.purpose, b.key_id);
+            });
+  return state;
+}
+
+absl::StatusOr<int64_t> ZkStore::BumpEpoch() {
+  int64_t planned = -1;  // the value this call's last transaction wrote
+  absl::Status status =
+      Mutate("bumping epoch", [&](bool resuming, absl::Time deadline) -> absl::StatusOr<Plan> {
+        absl::StatusOr<std::vector<ZkClient::Node>> nodes = client_->Get({epoch_}, deadline);
+        if (!nodes.ok()) return nodes.status();
+        const ZkClient::Node& node = (*nodes)[0];
+        int64_t epoch = 0;
+        if (!node.exists) return Corrupt(epoch_, "missing");
+        if (!absl::SimpleAtoi(node.data, &epoch) || epoch < 0 || epoch == INT64_MAX) {
+          return Corrupt(epoch_, absl::StrCat("'", absl::CHexEscape(node.data),
+                                              "' is not an integer from 0 to 2^63-2"));
+        }
+        Plan plan;
+        if (resuming && epoch == planned) return plan;  // The lost answer was a success.
+        planned = epoch + 1;
+        plan.ops.push_back(Op::Set(epoch_, absl::StrCat(planned), node.version));
+        return plan;
+      });
+  if (!status.ok()) return status;
+  return planned;
+}
+
+absl::Status ZkStore::PutApplication(const ApplicationRecord& app) {
+  if (client_ == nullptr) return Closed();
+  if (absl::Status s = ValidateApplicationRecord(app); !s.ok()) return s;
+  const std::string what = absl::StrCat("storing application '", app.app_id, "'");
+  const std::string path = AppPath(app.app_id);
+  const std::string data = zk::EncodeApplication(app);
+  if (absl::Status s = CheckSize(what, {Op::Create(path, data)}); !s.ok()) return s;
+  return Mutate(what, [&](bool, absl::Time deadline) -> absl::StatusOr<Plan> {
+    absl::StatusOr<std::vector<ZkClient::Node>> nodes = client_->Get({path}, deadline);
+    if (!nodes.ok()) return nodes.status();
+    Plan plan;
+    plan.ops.push_back((*nodes)[0].exists ? Op::Set(path, data) : Op::Create(path, data));
+    return plan;
+  });
+}
+
+absl::Status ZkStore::PutAttempt(const AttemptRecord& attempt) {
+  if (client_ == nullptr) return Closed();
+  if (absl::Status s = ValidateAttemptRecord(attempt); !s.ok()) return s;
+  const std::string what = absl::StrCat("storing attempt ", attempt.attempt_id, " of application '",
+                                        attempt.app_id, "'");
+  const std::string app_path = AppPath(attempt.app_id);
+  const std::string path = AttemptPath(attempt.app_id, attempt.attempt_id);
+  const std::string data = zk::EncodeAttempt(attempt);
+  if (absl::Status s = CheckSize(what, {Op::Check(app_path, -1), Op::Create(path, data)});
+      !s.ok()) {
+    return s;
+  }
+  return Mutate(what, [&](bool, absl::Time deadline) -> absl::StatusOr<Plan> {
+    absl::StatusOr<std::vector<ZkClient::Node>> nodes = client_->Get({app_path, path}, deadline);
+    if (!nodes.ok()) return nodes.status();
+    Plan plan;
+    if (!(*nodes)[0].exists) {
+      plan.result =
+          absl::NotFoundError(absl::StrCat("attempt ", attempt.attempt_id, " of application '",
+                                           attempt.app_id, "': application is not stored"));
+      return plan;
+    }
+    plan.ops.push_back(Op::Check(app_path, -1));
+    plan.ops.push_back((*nodes)[1].exists ? Op::Set(path, data) : Op::Create(path, data));
+    return plan;
+  });
+}
+
+absl::Status ZkStore::PutApplicationAndAttempt(const ApplicationRecord& app,
+                                               const AttemptRecord& attempt) {
+  if (client_ == nullptr) return Closed();
+  if (absl::Status s = ValidateApplicationAndAttempt(app, attempt); !s.ok()) return s;
+  const std::string what =
+      absl::StrCat("storing application '", app.app_id, "' and its attempt ", attempt.attempt_id);
+  const std::string app_path = AppPath(app.app_id);
+  const std::string app_data = zk::EncodeApplication(app);
+  const std::string path = AttemptPath(attempt.app_id, attempt.attempt_id);
+  const std::string data = zk::EncodeAttempt(attempt);
+  if (absl::Status s = CheckSize(what, {Op::Create(app_path, app_data), Op::Create(path, data)});
+      !s.ok()) {
+    return s;
+  }
+  return Mutate(what, [&](bool, absl::Time deadline) -> absl::StatusOr<Plan> {
+    absl::StatusOr<std::vector<ZkClient::Node>> nodes = client_->Get({app_path, path}, deadline);
+    if (!nodes.ok()) return nodes.status();
+    Plan plan;
+    plan.ops.push_back((*nodes)[0].exists ? Op::Set(app_path, app_data)
+                                          : Op::Create(app_path, app_data));
+    plan.ops.push_back((*nodes)[1].exists ? Op::Set(path, data) : Op::Create(path, data));
+    return plan;
+  });
+}
+
+absl::Status ZkStore::RemoveApplication(absl::string_view app_id) {
+  if (client_ == nullptr) return Closed();
+  auto not_stored = [&] {
+    return absl::NotFoundError(absl::StrCat("application '", app_id, "' is not stored"));
+  };
+  const std::string what = absl::StrCat("removing application '", app_id, "'");
+  if (absl::Status s = CheckWritable(what); !s.ok()) return s;
+  if (app_id.empty()) return not_stored();
+  const std::string app_path = AppPath(app_id);
+  return Mutate(what, [&](bool resuming, absl::Time deadline) -> absl::StatusOr<Plan> {
+    absl::StatusOr<std::vector<std::optional<std::vector<std::string>>>> children =
+        client_->GetChildren({app_path}, deadline);
+    if (!children.ok()) return children.status();
+    Plan plan;
+    if (!(*children)[0].has_value()) {
+      // Gone: not stored, unless this call's own earlier transaction removed it.
+      if (!resuming) plan.result = not_stored();
+      return plan;
+    }
+    std::vector<Op> probe = {Op::Check(fence_, fence_version_), Op::Delete(app_path)};
+    for (const std::string& name : *(*children)[0]) {
+      probe.push_back(Op::Delete(absl::StrCat(app_path, "/", name)));
+      if (client_->RequestBytes(probe) > options_.max_request_bytes) {
+        plan.again = true;  // Delete these attempts now, the rest (and the app) next round.
+        break;
+      }
+      plan.ops.push_back(probe.back());
+    }
+    if (!plan.again) plan.ops.push_back(Op::Delete(app_path));
+    return plan;
+  });
+}
+
+absl::Status ZkStore::PutMasterKey(const MasterKeyRecord& key) {
+  if (client_ == nullptr) return Closed();
+  if (absl::Status s = ValidateMasterKeyRecord(key); !s.ok()) return s;
+  const std::string what = absl::StrCat("storing master key ", key.purpose, "/", key.key_id);
+  const std::string path = KeyPath(key.purpose, key.key_id);
+  const std::string data = zk::EncodeMasterKey(key);
+  if (absl::Status s = CheckSize(what, {Op::Create(path, data)}); !s.ok()) return s;
+  return Mutate(what, [&](bool, absl::Time deadline) -> absl::StatusOr<Plan> {
+    absl::StatusOr<std::vector<ZkClient::Node>> nodes = client_->Get({path}, deadline);
+    if (!nodes.ok()) return nodes.status();
+    Plan plan;
+    plan.ops.push_back((*nodes)[0].exists ? Op::Set(path, data) : Op::Create(path, data));
+    return plan;
+  });
+}
+
+absl::Status ZkStore::RemoveMasterKey(absl::string_view purpose, int32_t key_id) {
+  if (client_ == nullptr) return Closed();
+  if (absl::Status s = ValidateMasterKeyPurpose(purpose); !s.ok()) return s;
+  const std::string what = absl::StrCat("removing master key ", purpose, "/", key_id);
+  const std::string path = KeyPath(purpose, key_id);
+  return Mutate(what, [&](bool resuming, absl::Time deadline) -> absl::StatusOr<Plan> {
+    absl::StatusOr<std::vector<ZkClient::Node>> nodes = client_->Get({path}, deadline);
+    if (!nodes.ok()) return nodes.status();
+    Plan plan;
+    if (!(*nodes)[0].exists) {
+      if (!resuming) {
+        plan.result = absl::NotFoundError(
+            absl::StrCat("master key ", purpose, "/", key_id, " is not stored"));
+      }
+      return plan;
+    }
+    plan.ops.push_back(Op::Delete(path));
+    return plan;
+  });
+}
+
+absl::Status ZkStore::Close() {
+  if (client_ != nullptr) {
+    client_.reset();  // Ends the session.
+    if (opened_) weft::log::Info("state_store_closed", {{"store", description_}});
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<StateStore>> OpenZooKeeperStore(ZkStoreOptions options) {
+  if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
+  if (options.identity.empty()) options.identity = DefaultIdentity();
+  absl::StatusOr<std::unique_ptr<ZkClient>> client =
+      ZkClient::Create(options.connect, options.session_timeout_ms);
+  if (!client.ok()) {
+    return absl::Status(client.status().code(),
+                        absl::StrCat("ZooKeeper state store '", options.connect, options.root,
+                                     "': ", client.status().message()));
+  }
+  auto store = std::make_unique<ZkStore>(std::move(options), *std::move(client));
+  if (absl::Status s = store->Init(); !s.ok()) return s;
+  return store;
+}
+
+}  // namespace weft::store
