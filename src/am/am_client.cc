@@ -3,18 +3,20 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <iostream>
+#include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "security/tls.h"
 #include "common/log.h"
+#include "security/tls.h"
 
 namespace weft::am {
 namespace {
@@ -69,29 +71,101 @@ std::shared_ptr<grpc::ChannelCredentials> AmChannelCredentials(const AmEnvironme
                                 : security::TlsChannelCredentials(env.tls_ca_pem);
 }
 
-absl::StatusOr<std::unique_ptr<AmRmClient>> AmRmClient::Connect(const AmEnvironment& env) {
+absl::StatusOr<std::unique_ptr<AmRmClient>> AmRmClient::Connect(const AmEnvironment& env,
+                                                                AmRmClientOptions options) {
   std::unique_ptr<AmRmClient> c(new AmRmClient());
   c->env_ = env;
-  c->stub_ = v1::AmService::NewStub(grpc::CreateChannel(env.rm_address, AmChannelCredentials(env)));
+  if (!options.sleep_ms) {
+    options.sleep_ms = [](int64_t ms) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    };
+  }
+  c->options_ = std::move(options);
+  c->Reconnect();
   return c;
+}
+
+void AmRmClient::Reconnect() {
+  // A channel of its own (no subchannel shared with earlier ones), so that it connects at once
+  // instead of waiting out gRPC's reconnection backoff (up to 2 min) after an outage: the
+  // client's own backoff paces the tries.
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  stub_ = v1::AmService::NewStub(
+      grpc::CreateCustomChannel(env_.rm_address, AmChannelCredentials(env_), args));
 }
 
 grpc::Status AmRmClient::Call(const std::function<grpc::Status(grpc::ClientContext*)>& rpc) {
   grpc::ClientContext ctx;
   ctx.AddMetadata("weft-amrm-token-bin", env_.amrm_token.SerializeAsString());
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  ctx.set_deadline(std::chrono::system_clock::now() +
+                   std::chrono::milliseconds(options_.call_timeout_ms));
   return rpc(&ctx);
+}
+
+grpc::Status AmRmClient::CallWithRetry(
+    const char* what, const std::function<grpc::Status(grpc::ClientContext*)>& rpc) {
+  int64_t backoff = std::max<int64_t>(1, options_.retry_initial_ms);
+  int64_t waited = 0;
+  for (;;) {
+    grpc::Status s = Call(rpc);
+    // CANCELLED too: this client cancels no call, so the server did (it was shutting down).
+    const bool absent = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                        s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+                        s.error_code() == grpc::StatusCode::CANCELLED;
+    if (s.ok() || !absent || waited >= options_.max_outage_ms) {
+      if (!s.ok() && absent)
+        log::Error("rm_unreachable_gave_up",
+                   {{"call", what}, {"error", s.error_message()}, {"waited_ms", waited}});
+      return s;
+    }
+    const int64_t wait = std::min(backoff, options_.max_outage_ms - waited);
+    log::Warn(
+        "rm_unreachable",
+        {{"call", what}, {"error", s.error_message()}, {"retry_ms", wait}, {"waited_ms", waited}});
+    options_.sleep_ms(wait);
+    waited += wait;
+    Reconnect();
+    backoff = std::min(backoff * 2, std::max<int64_t>(1, options_.retry_max_ms));
+  }
 }
 
 absl::StatusOr<v1::RegisterApplicationMasterResponse> AmRmClient::Register(
     const std::string& host) {
+  host_ = host;
+  return RegisterOnce();
+}
+
+absl::StatusOr<v1::RegisterApplicationMasterResponse> AmRmClient::RegisterOnce() {
   v1::RegisterApplicationMasterRequest req;
-  req.set_host(host);
+  req.set_host(host_);
   v1::RegisterApplicationMasterResponse resp;
-  grpc::Status s = Call(
-      [&](grpc::ClientContext* ctx) { return stub_->RegisterApplicationMaster(ctx, req, &resp); });
+  grpc::Status s = CallWithRetry("RegisterApplicationMaster", [&](grpc::ClientContext* ctx) {
+    return stub_->RegisterApplicationMaster(ctx, req, &resp);
+  });
   if (!s.ok()) return FromGrpc(s, "RegisterApplicationMaster");
+  // A registration starts a new response_id sequence.
+  response_id_ = 0;
   return resp;
+}
+
+namespace {
+
+// YARN's ResourceRequest key: priority, resource name, capability, allocation_request_id.
+std::string AskKey(const v1::ResourceRequest& r) {
+  std::map<std::string, int64_t> capability(r.capability().values().begin(),
+                                            r.capability().values().end());
+  std::string key =
+      absl::StrCat(r.priority(), "|", r.resource_name(), "|", r.allocation_request_id(), "|");
+  for (const auto& [name, value] : capability) absl::StrAppend(&key, name, "=", value, ",");
+  return key;
+}
+
+}  // namespace
+
+void AmRmClient::Ask(const v1::ResourceRequest& request) {
+  asks_.push_back(request);
+  ask_table_[AskKey(request)] = request;
 }
 
 absl::StatusOr<v1::AllocateResponse> AmRmClient::Allocate(float progress) {
@@ -101,16 +175,36 @@ absl::StatusOr<v1::AllocateResponse> AmRmClient::Allocate(float progress) {
   for (const auto& a : asks_) *req.add_asks() = a;
   for (const auto& r : releases_) req.add_releases(r);
   v1::AllocateResponse resp;
+  // What a registration after a resync handed back; given to the caller with the reply.
+  std::vector<v1::Container> recovered;
   // A lost reply is retried with the same response_id: the RM answers it with the same reply.
-  grpc::Status s;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    s = Call([&](grpc::ClientContext* ctx) { return stub_->Allocate(ctx, req, &resp); });
-    if (s.ok() || s.error_code() != grpc::StatusCode::UNAVAILABLE) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (int resync = 0;; ++resync) {
+    grpc::Status s = CallWithRetry(
+        "Allocate", [&](grpc::ClientContext* ctx) { return stub_->Allocate(ctx, req, &resp); });
+    if (!s.ok()) return FromGrpc(s, "Allocate");
+    if (resp.am_command() == v1::AM_SHUTDOWN)
+      return absl::AbortedError("the RM asked this AM to shut down");
+    if (resp.am_command() != v1::AM_RESYNC) break;
+    if (resync >= 3)
+      return absl::AbortedError("the RM keeps asking this AM to resync after it registered again");
+    // YARN's AMRMClient on ApplicationMasterNotRegistered: register again, then send the whole
+    // ask table and the queued releases.
+    log::Info("am_resync", {{"attempt", env_.attempt_id}, {"asks", ask_table_.size()}});
+    absl::StatusOr<v1::RegisterApplicationMasterResponse> again = RegisterOnce();
+    if (!again.ok()) return again.status();
+    ++resyncs_;
+    for (const v1::Container& c : again->containers_from_previous_attempts())
+      recovered.push_back(c);
+    req.set_response_id(response_id_);
+    req.clear_asks();
+    for (const auto& [key, ask] : ask_table_) *req.add_asks() = ask;
   }
-  if (!s.ok()) return FromGrpc(s, "Allocate");
-  if (resp.am_command() == v1::AM_RESYNC || resp.am_command() == v1::AM_SHUTDOWN)
-    return absl::AbortedError("the RM asked this AM to stop (resync/shutdown)");
+  if (!recovered.empty()) {
+    // Those of the registration first, then those the reply itself carries.
+    google::protobuf::RepeatedPtrField<v1::Container> all(recovered.begin(), recovered.end());
+    all.MergeFrom(resp.containers_from_previous_attempts());
+    resp.mutable_containers_from_previous_attempts()->Swap(&all);
+  }
   asks_.clear();
   releases_.clear();
   response_id_ = resp.response_id();
@@ -123,9 +217,10 @@ absl::Status AmRmClient::Finish(v1::FinalApplicationStatus status, const std::st
   req.set_final_status(status);
   req.set_diagnostics(diagnostics);
   v1::FinishApplicationMasterResponse resp;
-  return FromGrpc(Call([&](grpc::ClientContext* ctx) {
-                    return stub_->FinishApplicationMaster(ctx, req, &resp);
-                  }),
+  return FromGrpc(CallWithRetry("FinishApplicationMaster",
+                                [&](grpc::ClientContext* ctx) {
+                                  return stub_->FinishApplicationMaster(ctx, req, &resp);
+                                }),
                   "FinishApplicationMaster");
 }
 
@@ -180,6 +275,17 @@ absl::StatusOr<v1::ContainerStatus> NmClient::Status(const v1::Container& contai
   return resp.statuses(0);
 }
 
+namespace {
+
+// Exit statuses of containers the framework ended, not their command.
+bool FrameworkEnded(int32_t exit_status) {
+  return exit_status == v1::CONTAINER_EXIT_ABORTED || exit_status == v1::CONTAINER_EXIT_PREEMPTED ||
+         exit_status == v1::CONTAINER_EXIT_KILLED_BY_RM ||
+         exit_status == v1::CONTAINER_EXIT_LOST_NODE;
+}
+
+}  // namespace
+
 int RunShellAm(const ShellAmOptions& o) {
   // The AM's log (its container's stderr): one event per line of what it did or why it stopped.
   auto say = [](const std::string& line) { log::Info("shell_am", {{"msg", line}}); };
@@ -192,7 +298,9 @@ int RunShellAm(const ShellAmOptions& o) {
     say(std::string(env.status().message()));
     return 2;
   }
-  auto client = AmRmClient::Connect(*env);
+  AmRmClientOptions client_options;
+  client_options.max_outage_ms = o.rm_max_outage_ms;
+  auto client = AmRmClient::Connect(*env, client_options);
   if (!client.ok()) {
     say(std::string(client.status().message()));
     return 2;
@@ -255,10 +363,25 @@ int RunShellAm(const ShellAmOptions& o) {
       running.insert(c.container_id());
       say(absl::StrCat("started ", c.container_id(), " on ", c.node_id()));
     }
+    // After an RM restart: the containers it recovered. Those this AM started keep running
+    // (and are not asked for again); any other is a leftover it has no use for.
+    for (const v1::Container& c : resp->containers_from_previous_attempts()) {
+      if (running.contains(c.container_id())) continue;
+      say(absl::StrCat("releasing recovered container ", c.container_id(), ", not ours"));
+      rm.Release(c.container_id());
+    }
+    // A status reported twice (across an RM restart) counts once: only running ones count.
     for (const v1::ContainerStatus& st : resp->completed_containers()) {
       if (!running.erase(st.container_id())) continue;
       if (st.exit_status() == 0) {
         ++succeeded;
+        continue;
+      }
+      if (FrameworkEnded(st.exit_status())) {
+        // Not the command's failure: it runs again, as YARN's distributed shell does.
+        say(absl::StrCat(st.container_id(), " was ended by the framework (exit status ",
+                         st.exit_status(), "): running it again. ", st.diagnostics()));
+        ++outstanding;
         continue;
       }
       ++failures;

@@ -5,6 +5,8 @@
 
 #include <grpcpp/security/credentials.h>
 
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -33,29 +35,69 @@ std::shared_ptr<grpc::ChannelCredentials> AmChannelCredentials(const AmEnvironme
 // Reads the variables above; the error names the missing or malformed one.
 absl::StatusOr<AmEnvironment> ReadAmEnvironment();
 
+// How an AmRmClient rides out an RM that cannot be reached (down, restarting, or failing
+// over): a call that fails with UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED (the client
+// cancels nothing: a server shutting down did) is tried again, on a new channel, after a wait
+// that doubles from retry_initial_ms up to retry_max_ms, until the waits of one outage add up
+// to max_outage_ms; then the call returns its last error. Times are ms. The default outage
+// bound is the RM's default AM expiry (RmOptions::am_expiry_ms): an AM silent for longer has
+// lost its attempt anyway.
+struct AmRmClientOptions {
+  int64_t call_timeout_ms = 30000;  // deadline of one try
+  int64_t retry_initial_ms = 100;
+  int64_t retry_max_ms = 5000;
+  int64_t max_outage_ms = 600000;
+  // Waits between tries; null = sleeps the calling thread. Tests inject their own.
+  std::function<void(int64_t ms)> sleep_ms;
+};
+
 // Synchronous AmService client for one attempt. Not thread-safe: one AM thread uses it.
 // Allocate() follows YARN's response_id protocol, retrying a lost reply with the same id.
+// Every call rides out an unreachable RM (AmRmClientOptions). When a restarted RM answers
+// Allocate with AM_RESYNC, the client registers again and sends its whole ask table (the
+// latest count of every ask ever made) with the queued releases, as YARN's AMRMClient does;
+// the containers the RM recovered come back in the reply's containers_from_previous_attempts.
 class AmRmClient {
  public:
-  static absl::StatusOr<std::unique_ptr<AmRmClient>> Connect(const AmEnvironment& env);
+  static absl::StatusOr<std::unique_ptr<AmRmClient>> Connect(const AmEnvironment& env,
+                                                             AmRmClientOptions options = {});
 
+  // Registers the AM (`host` is also used when it registers again after a resync). Errors:
+  // the RM's, or the last transport error once the outage bound is spent.
   absl::StatusOr<v1::RegisterApplicationMasterResponse> Register(const std::string& host);
   // Sends the asks/releases/blacklist changes queued since the last call, and progress.
+  // Aborted when the RM tells the AM to shut down (or keeps asking it to resync).
   absl::StatusOr<v1::AllocateResponse> Allocate(float progress);
   absl::Status Finish(v1::FinalApplicationStatus status, const std::string& diagnostics);
 
-  // Queues an ask (absolute count, as YARN's ResourceRequest) for the next Allocate.
-  void Ask(const v1::ResourceRequest& request) { asks_.push_back(request); }
+  // Queues an ask (absolute count, as YARN's ResourceRequest) for the next Allocate, and
+  // records it in the ask table under its key (priority, resource name, capability,
+  // allocation_request_id).
+  void Ask(const v1::ResourceRequest& request);
   void Release(const std::string& container_id) { releases_.push_back(container_id); }
+
+  // Times the RM asked this client to resync (it restarted) and the client registered again.
+  int32_t resyncs() const { return resyncs_; }
 
  private:
   AmRmClient() = default;
+  // One try with the call deadline and the AMRM token.
   grpc::Status Call(const std::function<grpc::Status(grpc::ClientContext*)>& rpc);
+  // Tries until success, an error that is not the RM's absence, or the outage bound.
+  grpc::Status CallWithRetry(const char* what,
+                             const std::function<grpc::Status(grpc::ClientContext*)>& rpc);
+  absl::StatusOr<v1::RegisterApplicationMasterResponse> RegisterOnce();
+  // A new channel and stub to the RM.
+  void Reconnect();
 
   AmEnvironment env_;
+  AmRmClientOptions options_;
   std::unique_ptr<v1::AmService::Stub> stub_;
+  std::string host_;
   int32_t response_id_ = 0;
+  int32_t resyncs_ = 0;
   std::vector<v1::ResourceRequest> asks_;
+  std::map<std::string, v1::ResourceRequest> ask_table_;  // by ask key
   std::vector<std::string> releases_;
 };
 
@@ -79,7 +121,10 @@ class NmClient {
 
 // The distributed shell (YARN's example AM): runs `num_containers` containers of `command`,
 // each with `resource`, retrying a failed container up to `max_retries` times; finishes
-// SUCCEEDED only when every container exited 0.
+// SUCCEEDED only when every container exited 0. A container the framework ended (released,
+// preempted, killed by the RM, lost with its node) runs again without counting as a failure.
+// It rides out an RM restart: each container runs once - those it started keep running, and
+// a recovered container it does not know is released.
 struct ShellAmOptions {
   int32_t num_containers = 1;
   std::string command;
@@ -89,6 +134,8 @@ struct ShellAmOptions {
   int32_t max_retries = 3;
   int64_t poll_interval_ms = 200;  // between Allocate calls
   int64_t timeout_ms = 0;          // 0 = none; then the AM finishes FAILED
+  // How long an unreachable RM is waited for (AmRmClientOptions::max_outage_ms).
+  int64_t rm_max_outage_ms = 600000;
 };
 // Runs the AM in this process using ReadAmEnvironment(); returns the process exit code
 // (0 when the application SUCCEEDED). Progress and errors go to stderr.

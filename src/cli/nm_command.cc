@@ -71,6 +71,7 @@ absl::StatusOr<nm::NodeManagerOptions> MakeNodeManagerOptions(const NmFlags& fla
     return absl::InvalidArgumentError(
         absl::StrCat("--log-retention-s ", flags.log_retention_s, " must be >= 0"));
   options.log_retention_ms = flags.log_retention_s * 1000;
+  options.recover = !flags.no_recovery;
   if (flags.work_root.empty()) return absl::InvalidArgumentError("--work-root is empty");
   options.work_root = std::filesystem::absolute(flags.work_root).lexically_normal().string();
   return options;
@@ -137,6 +138,10 @@ int RunNm(const NmFlags& flags) {
   absl::StatusOr<security::TlsFiles> tls = LoadTlsFlags(flags.tls, "nm");
   if (!tls.ok()) return PrintError(tls.status().message());
   options->tls = *std::move(tls);
+  if (flags.port == 0 && !flags.no_recovery)
+    log::Warn("recovery_needs_fixed_port",
+              {{"effect", "with --port 0 the node id changes at every start, so containers an "
+                          "earlier NM left here are killed, not re-attached"}});
   if (flags.http_port < 0 || flags.http_port > 65535)
     return PrintError(absl::StrCat("--http-port ", flags.http_port, " is not a port"));
   // The web server first, so the NM registers with its address.
@@ -187,6 +192,9 @@ void AddNmCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--port", f->port, "ContainerService port (0 = any free port)")
       ->capture_default_str();
   cmd->add_option("--bind", f->bind_host, "address to listen on")->capture_default_str();
+  cmd->add_flag("--no-recovery", f->no_recovery,
+                "kill, rather than re-attach to, the containers an earlier NM on this work root "
+                "left (re-attaching needs the same --port: the node id is HOST:PORT)");
   AddTlsFlags(cmd, &f->tls);
   cmd->add_option("--node-resources", f->node_resources,
                   "what the node offers, e.g. memory-mb=8192,vcores=4 (default: detected)");

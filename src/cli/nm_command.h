@@ -39,6 +39,9 @@ struct NmFlags {
   std::vector<std::string> banned_users = {"hdfs", "yarn", "mapred", "bin"};
   std::vector<std::string> allowed_system_users;
   int64_t log_retention_s = 3 * 3600;  // finished apps' container logs, then deleted
+  // Kill, rather than re-attach to, the containers an earlier NM on this work root left
+  // (NodeManagerOptions::recover; docs/nm-recovery.md).
+  bool no_recovery = false;
 };
 
 // --run-containers-as, --min-user-id, --banned-users, --allowed-system-users into `f`.

@@ -90,6 +90,40 @@ std::vector<pid_t> ParsePids(absl::string_view text) {
   return pids;
 }
 
+// Kills the tasks of each directory (with `kill`) and removes it, retrying while the kernel
+// says busy, for at most kDestroyTimeoutMs in all.
+template <typename KillFn>
+absl::Status DestroyDirs(const std::vector<std::string>& dirs, OsEnv* env, KillFn kill,
+                         absl::string_view context) {
+  const int64_t deadline = env->NowMs() + kDestroyTimeoutMs;
+  for (const std::string& dir : dirs) {
+    while (env->PathExists(dir)) {
+      std::vector<pid_t> pids;
+      if (absl::StatusOr<std::string> procs = env->ReadFile(dir + "/cgroup.procs"); procs.ok()) {
+        pids = ParsePids(*procs);
+      }
+      if (!pids.empty()) kill(dir, pids);
+      absl::Status removed = env->RemoveDir(dir);
+      if (removed.ok() || absl::IsNotFound(removed)) break;
+      if (env->NowMs() >= deadline) {
+        return absl::DeadlineExceededError(
+            absl::StrCat(context, ": tasks [", absl::StrJoin(pids, " "), "] remain after ",
+                         kDestroyTimeoutMs, " ms: ", removed.message()));
+      }
+      env->SleepMs(kDestroyPollMs);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// SIGKILL to every task of a group: through cgroup.kill (v2, Linux 5.14+), which also gets
+// tasks forking meanwhile, else one by one.
+void KillGroupTasks(OsEnv* env, const std::string& dir, const std::vector<pid_t>& pids) {
+  std::string kill_file = dir + "/cgroup.kill";
+  if (env->PathExists(kill_file) && env->WriteFile(kill_file, "1").ok()) return;
+  for (pid_t pid : pids) (void)env->Kill(pid, SIGKILL);  // NotFound: already gone
+}
+
 // The common part of both versions: a parent group per usable controller.
 class CgroupsHandlerBase : public CgroupsHandler {
  public:
@@ -154,26 +188,47 @@ class CgroupsHandlerBase : public CgroupsHandler {
 
   absl::Status Destroy(absl::string_view container_id) override {
     if (absl::Status s = ValidateContainerId(container_id); !s.ok()) return s;
-    const int64_t deadline = env_->NowMs() + kDestroyTimeoutMs;
-    for (const std::string& dir : GroupDirs(container_id)) {
-      while (env_->PathExists(dir)) {
-        std::vector<pid_t> pids;
-        if (absl::StatusOr<std::string> procs = env_->ReadFile(dir + "/cgroup.procs"); procs.ok()) {
-          pids = ParsePids(*procs);
+    return DestroyDirs(
+        GroupDirs(container_id), env_,
+        [this](const std::string& dir, const std::vector<pid_t>& pids) { KillTasks(dir, pids); },
+        absl::StrCat("destroying cgroup of container ", container_id));
+  }
+
+  absl::StatusOr<std::vector<std::string>> ListContainers() override {
+    std::vector<std::string> names;
+    for (const std::string& parent : GroupDirs("")) {
+      absl::StatusOr<std::vector<std::string>> entries = env_->ListDir(parent);
+      if (!entries.ok()) {
+        if (absl::IsNotFound(entries.status())) continue;
+        return entries.status();
+      }
+      for (const std::string& name : *entries) {
+        if (env_->PathExists(absl::StrCat(parent, "/", name, "/cgroup.procs"))) {
+          names.push_back(name);
         }
-        if (!pids.empty()) KillTasks(dir, pids);
-        absl::Status removed = env_->RemoveDir(dir);
-        if (removed.ok() || absl::IsNotFound(removed)) break;
-        if (env_->NowMs() >= deadline) {
-          return absl::DeadlineExceededError(
-              absl::StrCat("destroying cgroup of container ", container_id, ": tasks [",
-                           absl::StrJoin(pids, " "), "] remain after ", kDestroyTimeoutMs,
-                           " ms: ", removed.message()));
-        }
-        env_->SleepMs(kDestroyPollMs);
       }
     }
-    return absl::OkStatus();
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    return names;
+  }
+
+  absl::StatusOr<std::vector<pid_t>> Processes(absl::string_view container_id) override {
+    if (!container_id.empty()) {
+      if (absl::Status s = CheckExists(container_id); !s.ok()) return s;
+    }
+    std::vector<pid_t> pids;
+    for (const std::string& dir : GroupDirs(container_id)) {
+      absl::StatusOr<std::string> procs = env_->ReadFile(dir + "/cgroup.procs");
+      if (!procs.ok()) {
+        if (absl::IsNotFound(procs.status())) continue;
+        return procs.status();
+      }
+      for (pid_t pid : ParsePids(*procs)) pids.push_back(pid);
+    }
+    std::sort(pids.begin(), pids.end());
+    pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+    return pids;
   }
 
   absl::Status RemoveHierarchy() override {
@@ -535,6 +590,29 @@ int64_t CpuSharesToWeight(int64_t shares) {
 }
 
 }  // namespace internal
+
+absl::StatusOr<std::vector<std::string>> CgroupsHandler::ListContainers() {
+  return absl::UnimplementedError("listing container cgroups: not supported by this handler");
+}
+
+absl::StatusOr<std::vector<pid_t>> CgroupsHandler::Processes(absl::string_view container_id) {
+  return absl::UnimplementedError(
+      absl::StrCat("listing processes of cgroup ", container_id, ": not supported"));
+}
+
+absl::Status DestroyCgroupDirs(const std::vector<std::string>& dirs, OsEnv* env) {
+  for (const std::string& dir : dirs) {
+    if (dir.empty() || dir.front() != '/') {
+      return absl::InvalidArgumentError(absl::StrCat("cgroup '", dir, "' is not absolute"));
+    }
+  }
+  return DestroyDirs(
+      dirs, env,
+      [env](const std::string& dir, const std::vector<pid_t>& pids) {
+        KillGroupTasks(env, dir, pids);
+      },
+      absl::StrCat("destroying cgroups ", absl::StrJoin(dirs, ", ")));
+}
 
 absl::Status ValidateContainerId(absl::string_view id) {
   bool valid = !id.empty() && id.size() <= 255 && id.front() != '.';

@@ -105,7 +105,22 @@ class CgroupsHandler {
   // Removes the parent groups (e.g. on NM shutdown or after a test). FailedPrecondition while
   // container groups remain; OK when already gone.
   virtual absl::Status RemoveHierarchy() = 0;
+
+  // The names of the groups below the parent groups (under any controller), sorted: the
+  // containers' groups, including those a previous NM left. The default implementation
+  // returns Unimplemented.
+  virtual absl::StatusOr<std::vector<std::string>> ListContainers();
+  // The processes in the container's groups (with an empty id: in the parent groups
+  // themselves), from cgroup.procs of every controller, sorted and without duplicates.
+  // NotFound when the container has no group. The default implementation returns
+  // Unimplemented.
+  virtual absl::StatusOr<std::vector<pid_t>> Processes(absl::string_view container_id);
 };
+
+// SIGKILLs whatever runs in the group directories `dirs` (absolute cgroupfs paths, e.g. a
+// container group of a hierarchy the current handler does not manage) and removes them, as
+// CgroupsHandler::Destroy does. OK for directories that do not exist.
+absl::Status DestroyCgroupDirs(const std::vector<std::string>& dirs, OsEnv* env);
 
 // OK when `id` can name a container (and its directories): [A-Za-z0-9_.-]+, at most 255
 // characters, not starting with '.'. Otherwise InvalidArgument naming the id.

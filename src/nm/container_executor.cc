@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 namespace weft::nm {
 namespace {
@@ -85,7 +86,10 @@ ContainerExecutor::~ContainerExecutor() {
   for (auto& [id, container] : containers_) {
     if (!container.running) continue;
     (void)env_->Kill(-container.pid, SIGKILL);
-    (void)env_->Wait(container.pid);
+    // A monitor ends once its process has; an adopted one is not ours to wait for (its
+    // cgroups' destruction kills it).
+    if (!container.adopted)
+      (void)env_->Wait(container.monitor_pid > 0 ? container.monitor_pid : container.pid);
     if (cgroups_ != nullptr) (void)cgroups_->Destroy(id);
   }
 }
@@ -116,6 +120,19 @@ absl::StatusOr<pid_t> ContainerExecutor::Launch(const LaunchSpec& spec) {
   env["LOG_DIRS"] = spec.log_dir;
   for (const auto& [name, value] : token_env) env[name] = value;
 
+  const bool monitored = !spec.state_dir.empty();
+  if (monitored) {
+    if (!IsAbsolute(spec.state_dir)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(context, ": state_dir '", spec.state_dir, "' is not an absolute path"));
+    }
+    // Only this executor's user may write it: a container must not forge its exit status.
+    if (absl::Status s = env_->RemoveTree(spec.state_dir); !s.ok()) return WithContext(s, context);
+    if (absl::Status s = env_->CreateDirs(spec.state_dir); !s.ok()) return WithContext(s, context);
+    if (absl::Status s = env_->SetOwner(spec.state_dir, geteuid(), getegid(), 0700); !s.ok())
+      return WithContext(s, context);
+  }
+
   SpawnOptions options;
   options.argv = spec.argv;
   for (const auto& [name, value] : env) options.env.push_back(absl::StrCat(name, "=", value));
@@ -124,18 +141,73 @@ absl::StatusOr<pid_t> ContainerExecutor::Launch(const LaunchSpec& spec) {
   options.stderr_path = absl::StrCat(spec.log_dir, "/stderr");
   options.run_as = spec.run_as;
 
-  absl::StatusOr<pid_t> pid = env_->Spawn(options, [&](pid_t child) {
+  auto join_cgroups = [&](pid_t child) {
     return cgroups_ != nullptr ? cgroups_->AddProcess(spec.container_id, child) : absl::OkStatus();
-  });
-  if (!pid.ok()) {
-    if (cgroups_ != nullptr) (void)cgroups_->Destroy(spec.container_id);
-    return WithContext(pid.status(), context);
+  };
+  MonitoredProcess started;
+  if (monitored) {
+    absl::StatusOr<MonitoredProcess> spawned =
+        env_->SpawnMonitored(options, spec.state_dir, [&](pid_t monitor) {
+          if (absl::Status s = join_cgroups(monitor); !s.ok()) return s;
+          return spec.on_monitor_started ? spec.on_monitor_started(monitor) : absl::OkStatus();
+        });
+    if (!spawned.ok()) {
+      if (cgroups_ != nullptr) (void)cgroups_->Destroy(spec.container_id);
+      return WithContext(spawned.status(), context);
+    }
+    started = *spawned;
+  } else {
+    absl::StatusOr<pid_t> pid = env_->Spawn(options, join_cgroups);
+    if (!pid.ok()) {
+      if (cgroups_ != nullptr) (void)cgroups_->Destroy(spec.container_id);
+      return WithContext(pid.status(), context);
+    }
+    started.pid = *pid;
   }
   Container& container = containers_[spec.container_id];
-  container.pid = *pid;
+  container.pid = started.pid;
+  container.monitor_pid = started.monitor_pid;
+  container.state_dir = spec.state_dir;
   container.work_dir = spec.work_dir;
   container.memory_limit_bytes = spec.limits.memory_bytes;
-  return *pid;
+  return started.pid;
+}
+
+absl::Status ContainerExecutor::Adopt(const AdoptSpec& spec) {
+  const std::string context = absl::StrCat("adopting ", spec.container_id);
+  if (absl::Status s = ValidateContainerId(spec.container_id); !s.ok()) {
+    return WithContext(s, context);
+  }
+  if (spec.pid <= 0 || spec.monitor_pid <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": bad pids (process ", spec.pid,
+                                                   ", monitor ", spec.monitor_pid, ")"));
+  }
+  if (!IsAbsolute(spec.state_dir) || !IsAbsolute(spec.work_dir)) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": state_dir '", spec.state_dir,
+                                                   "' and work_dir '", spec.work_dir,
+                                                   "' must be absolute paths"));
+  }
+  if (containers_.contains(spec.container_id)) {
+    return absl::AlreadyExistsError(absl::StrCat(context, ": the container already exists"));
+  }
+  Container& container = containers_[spec.container_id];
+  container.pid = spec.pid;
+  container.monitor_pid = spec.monitor_pid;
+  container.adopted = true;
+  container.monitor_start_time = spec.monitor_start_time;
+  container.start_time = spec.start_time;
+  container.state_dir = spec.state_dir;
+  container.work_dir = spec.work_dir;
+  container.memory_limit_bytes = spec.memory_limit_bytes;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<pid_t> ContainerExecutor::MonitorPid(absl::string_view container_id) const {
+  auto it = containers_.find(container_id);
+  if (it == containers_.end()) {
+    return absl::NotFoundError(absl::StrCat("container ", container_id, " is unknown"));
+  }
+  return it->second.monitor_pid;
 }
 
 absl::Status ContainerExecutor::PrepareDirs(const LaunchSpec& spec,
@@ -216,20 +288,75 @@ std::vector<ContainerExit> ContainerExecutor::Reap() {
   std::vector<ContainerExit> exits;
   for (const std::string& id : ids) {
     Container& container = containers_.find(id)->second;
+    if (container.monitor_pid > 0) {
+      if (std::optional<ContainerExit> exit = PollMonitored(id, container); exit.has_value()) {
+        exits.push_back(*std::move(exit));
+      }
+      continue;
+    }
     absl::StatusOr<std::optional<ProcessStatus>> status = env_->TryWait(container.pid);
     if (status.ok() && !status->has_value()) continue;
     if (status.ok()) {
       exits.push_back(Finish(id, container, **status));
     } else {
       // Someone else reaped our child (ECHILD): the exit status is lost.
-      ContainerExit exit = Finish(id, container, ProcessStatus{});
-      exit.exit_code = -1;
-      exit.diagnostics = absl::StrCat("Container exit status unknown: ", status.status().message(),
-                                      exit.diagnostics.empty() ? "" : "; ", exit.diagnostics);
-      exits.push_back(std::move(exit));
+      exits.push_back(FinishLost(id, container, status.status().message()));
     }
   }
   return exits;
+}
+
+std::optional<absl::StatusOr<ProcessStatus>> ContainerExecutor::ReadExitFile(
+    const Container& container) {
+  const std::string path = absl::StrCat(container.state_dir, "/", kMonitorExitFile);
+  absl::StatusOr<std::string> text = env_->ReadFile(path);
+  if (!text.ok()) {
+    if (absl::IsNotFound(text.status())) return std::nullopt;
+    return text.status();
+  }
+  absl::StatusOr<ProcessStatus> status = ParseExitFile(*text);
+  if (!status.ok()) return WithContext(status.status(), path);
+  return status;
+}
+
+std::optional<ContainerExit> ContainerExecutor::PollMonitored(const std::string& id,
+                                                              Container& container) {
+  std::string monitor_end;
+  if (!container.adopted) {
+    absl::StatusOr<std::optional<ProcessStatus>> monitor = env_->TryWait(container.monitor_pid);
+    if (monitor.ok() && !monitor->has_value()) return std::nullopt;
+    monitor_end = monitor.ok() ? DescribeEnd(**monitor) : std::string(monitor.status().message());
+  } else {
+    // Not our child: the exit file first (written before the monitor exits), then whether the
+    // monitor still lives (then no file yet means it still runs), then the file again.
+    if (std::optional<absl::StatusOr<ProcessStatus>> file = ReadExitFile(container);
+        file.has_value() && file->ok()) {
+      return Finish(id, container, **file);
+    }
+    absl::StatusOr<ProcessInfo> info = ReadProcessInfo(env_, container.monitor_pid);
+    const bool gone =
+        absl::IsNotFound(info.status()) ||
+        (info.ok() && (info->Ended() || info->start_time != container.monitor_start_time));
+    if (!gone) return std::nullopt;  // alive, or unreadable: looked at again next time
+    monitor_end = info.ok() && !info->Ended() ? "its pid now names another process" : "ended";
+  }
+  std::optional<absl::StatusOr<ProcessStatus>> file = ReadExitFile(container);
+  if (file.has_value() && file->ok()) return Finish(id, container, **file);
+  return FinishLost(
+      id, container,
+      absl::StrCat("its monitor (pid ", container.monitor_pid, ") ", monitor_end,
+                   " without recording it",
+                   file.has_value() ? absl::StrCat(" (", file->status().message(), ")") : ""));
+}
+
+ContainerExit ContainerExecutor::FinishLost(const std::string& id, Container& container,
+                                            absl::string_view why) {
+  ContainerExit exit = Finish(id, container, ProcessStatus{});
+  exit.exit_code = -1;
+  exit.status_lost = true;
+  exit.diagnostics = absl::StrCat("Container exit status unknown: ", why,
+                                  exit.diagnostics.empty() ? "" : "; ", exit.diagnostics);
+  return exit;
 }
 
 ContainerExit ContainerExecutor::Finish(const std::string& id, Container& container,
@@ -241,8 +368,15 @@ ContainerExit ContainerExecutor::Finish(const std::string& id, Container& contai
   exit.signal = status.signaled ? status.signal : 0;
   exit.exit_code = status.signaled ? 128 + status.signal : status.exit_code;
 
-  // Whatever the main process left behind in its group goes too (NotFound: nothing left).
-  (void)env_->Kill(-container.pid, SIGKILL);
+  // Whatever the main process left behind in its group goes too (NotFound: nothing left). An
+  // adopted container's group is killed through its cgroups, or, without them, only while its
+  // leader is known to be the same process (the group id cannot have been reused).
+  bool kill_group = !container.adopted;
+  if (container.adopted && cgroups_ == nullptr && container.start_time != 0) {
+    absl::StatusOr<ProcessInfo> leader = ReadProcessInfo(env_, container.pid);
+    kill_group = leader.ok() && leader->start_time == container.start_time;
+  }
+  if (kill_group) (void)env_->Kill(-container.pid, SIGKILL);
   std::vector<std::string> problems;
   if (cgroups_ != nullptr) {
     absl::StatusOr<bool> oom = cgroups_->OomKilled(id);

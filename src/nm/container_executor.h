@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -41,6 +42,32 @@ struct LaunchSpec {
   // Credentials by name ([a-z0-9_]+): each is written to <work_dir>/.tokens/<name> (mode
   // 0600, in a 0700 directory, owned by run_as when set) and WEFT_TOKEN_FILE_<NAME> names it.
   std::map<std::string, std::string> tokens;
+  // Absolute; "" = none. When set, the process runs under a monitor (OsEnv::SpawnMonitored)
+  // that writes its pid and, once it has ended, its exit status into this directory (created
+  // if missing, mode 0700, owned by the executor's user): a later executor (a restarted NM)
+  // can Adopt it. The monitor joins the container's cgroups before it forks the process.
+  std::string state_dir;
+  // Runs with the monitor's pid once the monitor exists (and is in the cgroups), before the
+  // process is forked: e.g. to record the monitor durably. An error fails the launch (nothing
+  // is left running). Only with state_dir.
+  std::function<absl::Status(pid_t monitor_pid)> on_monitor_started;
+};
+
+// A container whose processes a previous executor (a previous NM) launched with a state_dir,
+// for ContainerExecutor::Adopt.
+struct AdoptSpec {
+  std::string container_id;
+  pid_t pid = 0;          // the container's main process, leader of its process group
+  pid_t monitor_pid = 0;  // its monitor
+  // ProcessInfo::start_time of the monitor when it was launched: a process with that pid and
+  // another start time is someone else (the pid was reused).
+  uint64_t monitor_start_time = 0;
+  // ProcessInfo::start_time of the main process (0: unknown). Without cgroups, what is left of
+  // its process group is killed at the end only when the main process is still this one.
+  uint64_t start_time = 0;
+  std::string state_dir;  // where the monitor writes its exit file
+  std::string work_dir;
+  int64_t memory_limit_bytes = 0;  // for the OOM diagnostics
 };
 
 inline constexpr char kDefaultContainerPath[] =
@@ -53,8 +80,11 @@ std::vector<std::string> ShellCommand(absl::string_view command);
 struct ContainerExit {
   std::string container_id;
   // The exit status, or 128 + signal when killed by a signal; -1 when the status was lost
-  // (the process was reaped by someone else; diagnostics say so).
+  // (status_lost: diagnostics say why).
   int exit_code = 0;
+  // Nobody knows how the main process ended: it was reaped by someone else, or an adopted
+  // container's monitor ended without recording it (e.g. it was SIGKILLed).
+  bool status_lost = false;
   bool killed_by_signal = false;
   int signal = 0;  // when killed_by_signal
   // The memory cgroup's OOM killer killed a process of the container. The main process may
@@ -71,6 +101,12 @@ struct ContainerExit {
 // its own cgroups when a CgroupsHandler is given: the process joins them before it execs, so
 // everything it runs is accounted and limited. Its stdout and stderr go to files in log_dir.
 //
+// With a LaunchSpec::state_dir the process runs under a monitor (OsEnv::SpawnMonitored) in the
+// same cgroups, which outlives the executor's process and records the exit status in a file:
+// the executor then learns the end from that file once it has reaped the monitor, and another
+// executor (after an NM restart) can Adopt the container, watch it by polling the file and
+// the monitor's /proc entry, stop it and destroy its cgroups.
+//
 // Thread-compatible: one owner thread (the NM's container loop) makes every call. Nothing
 // happens in the background: the owner calls Reap() periodically (e.g. every 100 ms, and at
 // least by NextDeadlineMs()) to collect exits and to escalate Stop() to SIGKILL.
@@ -79,8 +115,8 @@ class ContainerExecutor {
   // `cgroups` may be null: containers then run without resource isolation (the NM reports
   // this in its node status). Neither pointer is owned; both must outlive the executor.
   explicit ContainerExecutor(CgroupsHandler* cgroups, OsEnv* env = OsEnv::Default());
-  // SIGKILLs the process groups of the containers still running, reaps them and destroys
-  // their cgroups. Work directories are left alone.
+  // SIGKILLs the process groups of the containers still running, reaps them (their monitors)
+  // and destroys their cgroups. Work directories are left alone.
   ~ContainerExecutor();
 
   ContainerExecutor(const ContainerExecutor&) = delete;
@@ -93,6 +129,18 @@ class ContainerExecutor {
   // Errors: InvalidArgument (bad spec), AlreadyExists (id known and not yet cleaned up), or
   // the failing system call's status. Blocks for the fork/exec (milliseconds).
   absl::StatusOr<pid_t> Launch(const LaunchSpec& spec);
+
+  // Takes over a container launched with a state_dir by another executor (a previous NM):
+  // from now on it is running here (Stop, Signal, Reap, Cleanup) until Reap reports its end,
+  // read from the monitor's exit file. Its cgroups, when a CgroupsHandler is given, must be the
+  // ones this executor's handler names. A monitor that is gone (or whose pid now names another
+  // process) without an exit file makes Reap report the status as lost, after killing what is
+  // left of the container. Errors: InvalidArgument (bad spec), AlreadyExists (id known).
+  absl::Status Adopt(const AdoptSpec& spec);
+
+  // The pid of the container's monitor (LaunchSpec::state_dir or Adopt), 0 when it has none.
+  // NotFound for an unknown container.
+  absl::StatusOr<pid_t> MonitorPid(absl::string_view container_id) const;
 
   // Sends `sig` to the container's whole process group. NotFound for an unknown container or
   // one that has already been reaped.
@@ -125,6 +173,11 @@ class ContainerExecutor {
  private:
   struct Container {
     pid_t pid = 0;  // also the process group id
+    pid_t monitor_pid = 0;  // 0: pid is the executor's own child, reaped directly
+    bool adopted = false;   // the monitor is not the executor's child: watched through /proc
+    uint64_t monitor_start_time = 0;  // when adopted
+    uint64_t start_time = 0;          // when adopted: of pid (0: unknown)
+    std::string state_dir;            // with a monitor
     std::string work_dir;
     int64_t memory_limit_bytes = 0;
     bool running = true;
@@ -141,6 +194,13 @@ class ContainerExecutor {
   // Builds the report of a container whose main process ended with `status`, and releases
   // what remains of it (process group, cgroups).
   ContainerExit Finish(const std::string& id, Container& container, const ProcessStatus& status);
+  // Finish for a container whose status is unknown: `why` goes into the diagnostics.
+  ContainerExit FinishLost(const std::string& id, Container& container, absl::string_view why);
+  // The end of a monitored container: nullopt while it runs. Reaps a launched container's
+  // monitor; reads the exit file.
+  std::optional<ContainerExit> PollMonitored(const std::string& id, Container& container);
+  // Its monitor's exit file: nullopt when absent; an error when it does not parse.
+  std::optional<absl::StatusOr<ProcessStatus>> ReadExitFile(const Container& container);
 
   CgroupsHandler* const cgroups_;  // may be null
   OsEnv* const env_;

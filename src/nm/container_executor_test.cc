@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -608,6 +609,246 @@ TEST_F(ContainerExecutorTest, UsageOfABusyContainerIsNonZero) {
   executor_->Stop("container_11", 0);
   ASSERT_TRUE(ReapUntilExit("container_11").has_value());
   EXPECT_EQ(cgroups_->Usage("container_11").status().code(), absl::StatusCode::kNotFound);
+}
+
+// ---- Monitored containers (LaunchSpec::state_dir) and adoption: what NM restart relies on.
+
+TEST(MonitorFilesTest, ExitFileAndProcessStatRoundTrip) {
+  EXPECT_EQ(FormatExitFile({.exit_code = 7}), "exit 7\n");
+  EXPECT_EQ(FormatExitFile({.signaled = true, .signal = 9}), "signal 9\n");
+  absl::StatusOr<ProcessStatus> exited = ParseExitFile("exit 7\n");
+  ASSERT_TRUE(exited.ok()) << exited.status();
+  EXPECT_FALSE(exited->signaled);
+  EXPECT_EQ(exited->exit_code, 7);
+  absl::StatusOr<ProcessStatus> killed = ParseExitFile("signal 15\n");
+  ASSERT_TRUE(killed.ok()) << killed.status();
+  EXPECT_TRUE(killed->signaled);
+  EXPECT_EQ(killed->signal, 15);
+  for (const char* bad : {"", "exit 7", "exit 256\n", "signal 0\n", "exit -1\n", "quit 1\n"}) {
+    EXPECT_FALSE(ParseExitFile(bad).ok()) << bad;
+  }
+  // A command may hold spaces and parentheses: fields count from the last ')'.
+  absl::StatusOr<ProcessInfo> info = ParseProcessStat(
+      "4242 (a (b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 12345 "
+      "67 18446744073709551615\n");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->state, 'S');
+  EXPECT_EQ(info->parent, 17);
+  EXPECT_EQ(info->start_time, 987654u);
+  EXPECT_FALSE(info->Ended());
+  EXPECT_FALSE(ParseProcessStat("4242 (x) S 1 2").ok());
+  EXPECT_EQ(ReadProcessInfo(OsEnv::Default(), getpid())->parent, getppid());
+}
+
+// The real process's start time, as ReadProcessInfo gives it.
+uint64_t StartTime(pid_t pid) {
+  absl::StatusOr<ProcessInfo> info = ReadProcessInfo(OsEnv::Default(), pid);
+  return info.ok() ? info->start_time : 0;
+}
+
+TEST_F(ContainerExecutorTest, MonitoredContainerRecordsHowItEnded) {
+  LaunchSpec spec = Spec("container_20", {"/bin/sh", "-c", "echo out; exit 7"});
+  spec.state_dir = absl::StrCat(base_, "/state/container_20");
+  pid_t recorded_monitor = 0;
+  spec.on_monitor_started = [&](pid_t monitor) {
+    recorded_monitor = monitor;
+    return absl::OkStatus();
+  };
+  absl::StatusOr<pid_t> pid = executor_->Launch(spec);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  absl::StatusOr<pid_t> monitor = executor_->MonitorPid("container_20");
+  ASSERT_TRUE(monitor.ok());
+  EXPECT_EQ(*monitor, recorded_monitor);
+  EXPECT_NE(*monitor, *pid);
+  std::optional<ContainerExit> exit = ReapUntilExit("container_20");
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 7);
+  EXPECT_FALSE(exit->status_lost);
+  EXPECT_EQ(exit->diagnostics, "Container exited with code 7");
+  EXPECT_EQ(Slurp(spec.state_dir + "/exit_code"), "exit 7\n");
+  EXPECT_EQ(Slurp(spec.state_dir + "/pid"), absl::StrCat(*pid, "\n"));
+  EXPECT_EQ(Slurp(spec.log_dir + "/stdout"), "out\n");
+  struct stat st;
+  ASSERT_EQ(stat(spec.state_dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u) << "the container's user must not forge its exit";
+
+  // Killed by a signal: recorded as such.
+  LaunchSpec killed = Spec("container_21", {"/bin/sh", "-c", "kill -TERM $$"});
+  killed.state_dir = absl::StrCat(base_, "/state/container_21");
+  ASSERT_TRUE(executor_->Launch(killed).ok());
+  exit = ReapUntilExit("container_21");
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_TRUE(exit->killed_by_signal);
+  EXPECT_EQ(exit->exit_code, 128 + SIGTERM);
+  EXPECT_EQ(Slurp(killed.state_dir + "/exit_code"), "signal 15\n");
+
+  // A failing hook starts nothing.
+  LaunchSpec refused = Spec("container_22", {"/bin/sh", "-c", "touch ran"});
+  refused.state_dir = absl::StrCat(base_, "/state/container_22");
+  refused.on_monitor_started = [](pid_t) { return absl::UnavailableError("store down"); };
+  absl::StatusOr<pid_t> none = executor_->Launch(refused);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_FALSE(std::filesystem::exists(refused.work_dir + "/ran"));
+  EXPECT_FALSE(executor_->IsRunning("container_22"));
+}
+
+TEST_F(ContainerExecutorTest, MonitoredLaunchReportsAnExecFailure) {
+  LaunchSpec spec = Spec("container_23", {"/no/such/program"});
+  spec.state_dir = absl::StrCat(base_, "/state/container_23");
+  absl::StatusOr<pid_t> pid = executor_->Launch(spec);
+  ASSERT_FALSE(pid.ok());
+  EXPECT_THAT(pid.status().message(),
+              HasSubstr("launching container_23: exec '/no/such/program': No such file"));
+  EXPECT_FALSE(executor_->IsRunning("container_23"));
+}
+
+TEST_F(ContainerExecutorTest, MonitorAndContainerShareTheCgroupsAndTheOomPreference) {
+  SKIP_WITHOUT_MEMORY_CGROUP();
+  LaunchSpec spec = Spec("container_24", {"/bin/sh", "-c", "exec sleep 100"});
+  spec.state_dir = absl::StrCat(base_, "/state/container_24");
+  absl::StatusOr<pid_t> pid = executor_->Launch(spec);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  pid_t monitor = *executor_->MonitorPid("container_24");
+  const std::string want = absl::StrCat("/", hierarchy_, "/container_24");
+  for (pid_t p : {monitor, *pid}) {
+    EXPECT_TRUE(absl::EndsWith(CgroupOf(p, "memory"), want)) << p << " " << CgroupOf(p, "memory");
+  }
+  absl::StatusOr<std::vector<pid_t>> in_group = cgroups_->Processes("container_24");
+  ASSERT_TRUE(in_group.ok()) << in_group.status();
+  EXPECT_THAT(*in_group, Contains(monitor));
+  EXPECT_THAT(*in_group, Contains(*pid));
+  EXPECT_THAT(cgroups_->ListContainers().value_or(std::vector<std::string>()),
+              Contains("container_24"));
+  // The monitor gives up its OOM preference only with CAP_SYS_RESOURCE (bit 24 of CapEff).
+  uint64_t caps = 0;
+  for (absl::string_view line : absl::StrSplit(Slurp("/proc/self/status"), '\n')) {
+    if (absl::ConsumePrefix(&line, "CapEff:")) {
+      (void)absl::SimpleHexAtoi(absl::StripAsciiWhitespace(line), &caps);
+    }
+  }
+  EXPECT_EQ(Slurp(absl::StrCat("/proc/", monitor, "/oom_score_adj")),
+            (caps >> 24) & 1 ? "-1000\n" : Slurp("/proc/self/oom_score_adj"));
+  EXPECT_EQ(Slurp(absl::StrCat("/proc/", *pid, "/oom_score_adj")),
+            Slurp("/proc/self/oom_score_adj"));
+  // Each leads its own session: a signal to the container's group spares the monitor.
+  EXPECT_EQ(getsid(monitor), monitor);
+  EXPECT_EQ(getsid(*pid), *pid);
+  executor_->Stop("container_24", 0);
+  std::optional<ContainerExit> exit = ReapUntilExit("container_24");
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 128 + SIGKILL);
+  EXPECT_EQ(Slurp(spec.state_dir + "/exit_code"), "signal 9\n");
+}
+
+// Adoption: the monitor is spawned here directly (as an earlier NM did) and handed over.
+class AdoptionTest : public ContainerExecutorTest {
+ protected:
+  void TearDown() override {
+    // The monitors are this process's children: reap them (killed first, should a test have
+    // failed half-way).
+    for (auto [monitor, pid] : spawned_) {
+      (void)kill(-pid, SIGKILL);
+      (void)kill(monitor, SIGKILL);
+      (void)OsEnv::Default()->Wait(monitor);
+    }
+    ContainerExecutorTest::TearDown();
+  }
+
+  // Starts `command` under a monitor, in cgroups when there are some, and returns its spec.
+  AdoptSpec SpawnElsewhere(const std::string& id, const std::string& command) {
+    AdoptSpec adopt;
+    adopt.container_id = id;
+    adopt.work_dir = absl::StrCat(base_, "/work/", id);
+    adopt.state_dir = absl::StrCat(base_, "/state/", id);
+    std::filesystem::create_directories(adopt.work_dir);
+    std::filesystem::create_directories(adopt.state_dir);
+    std::filesystem::create_directories(absl::StrCat(base_, "/logs/", id));
+    SpawnOptions options;
+    options.argv = {"/bin/sh", "-c", command};
+    options.env = {absl::StrCat("PATH=", kDefaultContainerPath)};
+    options.work_dir = adopt.work_dir;
+    options.stdout_path = absl::StrCat(base_, "/logs/", id, "/stdout");
+    options.stderr_path = absl::StrCat(base_, "/logs/", id, "/stderr");
+    if (cgroups_ != nullptr) {
+      EXPECT_TRUE(cgroups_->Create(id, CgroupLimits()).ok());
+    }
+    absl::StatusOr<MonitoredProcess> started =
+        OsEnv::Default()->SpawnMonitored(options, adopt.state_dir, [&](pid_t monitor) {
+          return cgroups_ != nullptr ? cgroups_->AddProcess(id, monitor) : absl::OkStatus();
+        });
+    EXPECT_TRUE(started.ok()) << started.status();
+    if (!started.ok()) return adopt;
+    spawned_.emplace_back(started->monitor_pid, started->pid);
+    adopt.pid = started->pid;
+    adopt.monitor_pid = started->monitor_pid;
+    adopt.monitor_start_time = StartTime(started->monitor_pid);
+    adopt.start_time = StartTime(started->pid);
+    return adopt;
+  }
+
+  std::vector<std::pair<pid_t, pid_t>> spawned_;  // (monitor, container)
+};
+
+TEST_F(AdoptionTest, AdoptedContainerEndsWithTheStatusItsMonitorRecorded) {
+  AdoptSpec adopt =
+      SpawnElsewhere("container_30", "while [ ! -e go ]; do sleep 0.01; done; exit 3");
+  ASSERT_GT(adopt.pid, 0);
+  ASSERT_TRUE(executor_->Adopt(adopt).ok());
+  EXPECT_EQ(executor_->Adopt(adopt).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_TRUE(executor_->IsRunning("container_30"));
+  EXPECT_THAT(executor_->Reap(), IsEmpty());
+  std::ofstream(adopt.work_dir + "/go").close();
+  std::optional<ContainerExit> exit = ReapUntilExit("container_30");
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 3);
+  EXPECT_FALSE(exit->status_lost);
+  // Its monitor is a zombie of this process, not reaped by the executor: it did not wait.
+  ASSERT_TRUE(executor_->Cleanup("container_30").ok());
+}
+
+TEST_F(AdoptionTest, AdoptedContainerCanBeStopped) {
+  AdoptSpec adopt = SpawnElsewhere("container_31", "exec sleep 100");
+  ASSERT_GT(adopt.pid, 0);
+  ASSERT_TRUE(executor_->Adopt(adopt).ok());
+  executor_->Stop("container_31", 0);
+  std::optional<ContainerExit> exit = ReapUntilExit("container_31");
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 128 + SIGKILL);
+  EXPECT_EQ(exit->diagnostics, "Container stopped: killed by SIGKILL (exit code 137)");
+  EXPECT_TRUE(PollUntil([&] { return ProcessGone(adopt.pid); }));
+}
+
+TEST_F(AdoptionTest, AContainerWhoseMonitorVanishedIsLostAndKilled) {
+  AdoptSpec adopt = SpawnElsewhere("container_32", "exec sleep 100");
+  ASSERT_GT(adopt.pid, 0);
+  ASSERT_TRUE(executor_->Adopt(adopt).ok());
+  ASSERT_EQ(kill(adopt.monitor_pid, SIGKILL), 0);  // it can record nothing
+  std::optional<ContainerExit> exit = ReapUntilExit("container_32");
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_TRUE(exit->status_lost);
+  EXPECT_EQ(exit->exit_code, -1);
+  EXPECT_THAT(exit->diagnostics,
+              HasSubstr(absl::StrCat("Container exit status unknown: its monitor (pid ",
+                                     adopt.monitor_pid, ") ended without recording it")));
+  EXPECT_TRUE(PollUntil([&] { return ProcessGone(adopt.pid); }))
+      << "the container outlived its lost monitor";
+}
+
+TEST_F(AdoptionTest, AReusedMonitorPidIsNotMistakenForTheMonitor) {
+  AdoptSpec adopt = SpawnElsewhere("container_33", "exec sleep 100");
+  ASSERT_GT(adopt.pid, 0);
+  adopt.monitor_start_time += 1;  // as if the pid now named a later process
+  ASSERT_TRUE(executor_->Adopt(adopt).ok());
+  std::optional<ContainerExit> exit = ReapUntilExit("container_33");
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_TRUE(exit->status_lost);
+  EXPECT_THAT(exit->diagnostics, HasSubstr("its pid now names another process"));
+  if (cgroups_ == nullptr) {
+    // Without cgroups only the (verified) process group is killed: here, the real one.
+    EXPECT_TRUE(PollUntil([&] { return ProcessGone(adopt.pid); }));
+  }
+  (void)kill(adopt.monitor_pid, SIGKILL);
+  (void)kill(-adopt.pid, SIGKILL);
 }
 
 }  // namespace

@@ -132,15 +132,56 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
     if (!classid.ok()) return classid.status();
     spec.limits.net_cls_classid = *classid;
   }
+  // Durable before the process exists (docs/nm-recovery.md): the monitor is recorded while it
+  // waits to fork the container, so a crash at any point leaves a record of what to kill.
+  OsEnv* env = OsEnv::Default();
+  ContainerRecord record;
+  record.app_id = token->app_id;
+  NmContainerRecord& stored = record.stored;
+  stored.container_id = id;
+  stored.app_id = token->app_id;
+  stored.user = token->user;
+  stored.resource = token->resource;
+  stored.network_mbps = network_mbps;
+  stored.state = NmContainerRecord::State::kLaunching;
+  stored.state_dir = internal::ContainerStateDir(options_.work_root, id);
+  stored.work_dir = spec.work_dir;
+  stored.cgroup_dirs = CgroupDirsOf(id);
+  spec.state_dir = stored.state_dir;
+  spec.on_monitor_started = [this, env, &stored](pid_t monitor) -> absl::Status {
+    absl::StatusOr<ProcessInfo> info = ReadProcessInfo(env, monitor);
+    if (!info.ok()) return info.status();
+    stored.monitor_pid = monitor;
+    stored.monitor_start_time = info->start_time;
+    return state_->PutContainer(stored);
+  };
   absl::StatusOr<pid_t> pid = executor_->Launch(spec);
   if (!pid.ok()) {
     if (traffic_ != nullptr) (void)traffic_->RemoveContainer(id);
+    if (stored.monitor_pid != 0) (void)state_->RemoveContainer(id);
+    (void)env->RemoveTree(stored.state_dir);
     return pid.status();
   }
-  ContainerRecord record;
-  record.app_id = token->app_id;
-  containers_.emplace(id, std::move(record));
+  stored.pid = *pid;
+  if (absl::StatusOr<ProcessInfo> info = ReadProcessInfo(env, *pid); info.ok()) {
+    stored.start_time = info->start_time;
+  }
+  stored.state = NmContainerRecord::State::kRunning;
+  auto [it, inserted] = containers_.emplace(id, std::move(record));
+  // Should this fail, the record still says "launching": a restarted NM kills the container
+  // rather than leaving it unknown.
+  Persist(id, it->second);
   return absl::OkStatus();
+}
+
+std::vector<std::string> NodeManager::CgroupDirsOf(const std::string& container_id) const {
+  std::vector<std::string> dirs;
+  if (cgroups_ == nullptr) return dirs;
+  for (const std::string& controller : cgroups_->controllers()) {
+    std::string dir = cgroups_->Path(controller, container_id);
+    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(std::move(dir));
+  }
+  return dirs;
 }
 
 absl::flat_hash_map<std::string, absl::Status> NodeManager::AuthorizeControl(
@@ -322,6 +363,7 @@ void NodeManager::StopContainer(const std::string& container_id, int exit_status
   if (!it->second.stop_exit_status.has_value()) {
     it->second.stop_exit_status = exit_status;
     it->second.stop_reason = std::string(reason);
+    Persist(container_id, it->second);  // a restarted NM goes on stopping it
   }
   executor_->Stop(container_id, options_.stop_grace_ms);
   // Reap soon enough to send the SIGKILL on time when the grace is shorter than a tick.
@@ -340,6 +382,9 @@ void NodeManager::StopAllContainers(int exit_status, absl::string_view reason) {
 }
 
 void NodeManager::ReapTick() {
+  // One chain of ticks: a tick run early (posted, or scheduled by StopContainer) replaces the
+  // pending one.
+  if (reap_timer_.has_value()) loop_->Cancel(*reap_timer_);
   reap_timer_.reset();
   if (executor_ == nullptr) return;
   for (const ContainerExit& exit : executor_->Reap()) OnContainerExit(exit);
@@ -370,12 +415,17 @@ void NodeManager::OnContainerExit(const ContainerExit& exit) {
   } else if (exit.oom_killed) {
     record.exit_status = v1::CONTAINER_EXIT_KILLED_EXCEEDED_PMEM;
     record.diagnostics = exit.diagnostics;
+  } else if (exit.status_lost) {
+    // E.g. it ended while no NM watched and its monitor could not record how.
+    record.exit_status = v1::CONTAINER_EXIT_LOST_NODE;
+    record.diagnostics = exit.diagnostics;
   } else {
     record.exit_status = exit.exit_code;
     record.diagnostics = exit.diagnostics;
   }
   unacked_completed_[exit.container_id] =
       CompletedStatus(exit.container_id, record.exit_status, record.diagnostics);
+  Persist(exit.container_id, record);
   CountExit(exit.container_id, record.exit_status);
   if (traffic_ != nullptr) {
     if (absl::Status s = traffic_->RemoveContainer(exit.container_id); !s.ok()) {
@@ -413,8 +463,15 @@ void NodeManager::MaybeFinishAppCleanup(std::string app_id) {
       log::Warn("container_cleanup_failed",
                 {{"node", node_id_}, {"container", it->first}, {"error", s}});
     }
+    if (!it->second.stored.state_dir.empty()) {
+      (void)OsEnv::Default()->RemoveTree(it->second.stored.state_dir);
+    }
     ids.push_back(it->first);
     it = containers_.erase(it);
+  }
+  // Its records go; a restarted NM still refuses it (for kFinishedAppRetentionMs).
+  if (absl::Status s = state_->FinishApplication(app_id, loop_->NowMs()); !s.ok()) {
+    log::Error("nm_state_write_failed", {{"node", node_id_}, {"app", app_id}, {"error", s}});
   }
   // The logs outlive the work dirs by log_retention_ms (ids come from verified tokens).
   if (!ids.empty() && !log_deletions_.contains(app_id)) {

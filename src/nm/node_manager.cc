@@ -30,15 +30,16 @@ using internal::kCgroupRoot;
 
 namespace internal {
 
-absl::StatusOr<CgroupLimits> LimitsFromTokenResource(absl::string_view text,
-                                                     int64_t* network_mbps) {
+namespace {
+
+// The "name=value" items of a token's resource, in order; every name at most once.
+absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> ParseTokenResource(
+    absl::string_view text) {
   absl::string_view body = absl::StripAsciiWhitespace(text);
   if (absl::ConsumePrefix(&body, "<") && !absl::ConsumeSuffix(&body, ">")) {
     return absl::InvalidArgumentError(absl::StrCat("resource '", text, "': missing '>'"));
   }
-  int64_t memory_mb = -1;
-  int64_t vcores = -1;
-  int64_t network = -1;
+  std::vector<std::pair<std::string, int64_t>> items;
   for (absl::string_view item : absl::StrSplit(body, ',', absl::SkipWhitespace())) {
     item = absl::StripAsciiWhitespace(item);
     std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(item, '=');
@@ -48,16 +49,38 @@ absl::StatusOr<CgroupLimits> LimitsFromTokenResource(absl::string_view text,
       return absl::InvalidArgumentError(
           absl::StrCat("resource '", text, "': bad item '", item, "'"));
     }
-    absl::string_view name = absl::StripAsciiWhitespace(kv.first);
-    int64_t* slot = name == "memory-mb"      ? &memory_mb
-                    : name == "vcores"       ? &vcores
-                    : name == "network-mbps" ? &network
-                                             : nullptr;
-    if (slot == nullptr) continue;
-    if (*slot >= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("resource '", text, "': repeated ", name));
+    std::string name(absl::StripAsciiWhitespace(kv.first));
+    for (const auto& [seen, unused] : items) {
+      if (seen == name) {
+        return absl::InvalidArgumentError(absl::StrCat("resource '", text, "': repeated ", name));
+      }
     }
-    *slot = value;
+    items.emplace_back(std::move(name), value);
+  }
+  return items;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Resource> ResourceFromTokenResource(absl::string_view text) {
+  absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> items = ParseTokenResource(text);
+  if (!items.ok()) return items.status();
+  v1::Resource resource;
+  for (const auto& [name, value] : *items) (*resource.mutable_values())[name] = value;
+  return resource;
+}
+
+absl::StatusOr<CgroupLimits> LimitsFromTokenResource(absl::string_view text,
+                                                     int64_t* network_mbps) {
+  absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> items = ParseTokenResource(text);
+  if (!items.ok()) return items.status();
+  int64_t memory_mb = -1;
+  int64_t vcores = -1;
+  int64_t network = -1;
+  for (const auto& [name, value] : *items) {
+    if (name == "memory-mb") memory_mb = value;
+    if (name == "vcores") vcores = value;
+    if (name == "network-mbps") network = value;
   }
   constexpr int64_t kBytesPerMb = int64_t{1} << 20;
   if (memory_mb > std::numeric_limits<int64_t>::max() / kBytesPerMb ||
@@ -69,6 +92,10 @@ absl::StatusOr<CgroupLimits> LimitsFromTokenResource(absl::string_view text,
   limits.cpu_weight = std::max<int64_t>(vcores, 0) * kCpuSharesPerVcore;
   *network_mbps = std::max<int64_t>(network, 0);
   return limits;
+}
+
+std::string ContainerStateDir(absl::string_view work_root, absl::string_view container_id) {
+  return absl::StrCat(work_root, "/", kStateDir, "/", container_id);
 }
 
 v1::ContainerStatus CompletedStatus(const std::string& id, int exit_status,
@@ -286,6 +313,31 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
   }
   nm->executor_ = std::make_unique<ContainerExecutor>(nm->cgroups_.get(), env);
 
+  // The durable record of containers (docs/nm-recovery.md); read by RecoverContainers below.
+  {
+    const std::string state_dir = absl::StrCat(opts.work_root, "/", internal::kStateDir);
+    if (absl::Status s = env->CreateDirs(state_dir); !s.ok())
+      return absl::FailedPreconditionError(absl::StrCat("starting NodeManager: ", s.ToString()));
+    if (absl::Status s = env->SetOwner(state_dir, geteuid(), getegid(), 0700); !s.ok())
+      return absl::FailedPreconditionError(absl::StrCat("starting NodeManager: ", s.ToString()));
+    const std::string db = absl::StrCat(opts.work_root, "/", internal::kStateDbFile);
+    absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(db);
+    if (!store.ok() && !opts.recover && !absl::IsFailedPrecondition(store.status())) {
+      // Not recovering: an unreadable record is replaced (a locked one is another NM's).
+      log::Warn("nm_state_replaced", {{"path", db}, {"error", store.status()}});
+      for (const std::string& path : {db, db + "-wal", db + "-shm", db + "-journal"}) {
+        (void)std::remove(path.c_str());
+      }
+      store = NmStateStore::Open(db);
+    }
+    if (!store.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "starting NodeManager: ", store.status().ToString(),
+          opts.recover ? " (recover=false replaces it, killing what it recorded)" : ""));
+    }
+    nm->state_ = *std::move(store);
+  }
+
   // ContainerService.
   nm->service_ = std::make_unique<Service>(nm.get());
   grpc::ServerBuilder builder;
@@ -332,6 +384,12 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
   nm->tracker_ = v1::TrackerService::NewStub(grpc::CreateChannel(
       opts.rm_tracker_address, opts.tls.has_value() ? security::TlsChannelCredentials(*opts.tls)
                                                     : grpc::InsecureChannelCredentials()));
+  // Last, as nothing may fail after it: from here on the NM owns what an earlier one left.
+  if (absl::Status s = nm->RecoverContainers(); !s.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("starting NodeManager: recovering containers: ", s.ToString(),
+                     " (recover=false starts afresh, killing what it recorded)"));
+  }
   nm->started_ = true;
   nm->serving_.store(true, std::memory_order_release);
   NodeManager* raw = nm.get();
@@ -402,6 +460,7 @@ void NodeManager::FinishShutdownOnLoop() {
       log::Warn("cgroup_removal_failed", {{"node", node_id_}, {"error", s}});
     }
   }
+  state_.reset();  // releases the work root to the next NM
   shutdown_done_.Notify();
 }
 

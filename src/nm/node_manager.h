@@ -25,6 +25,7 @@
 #include "nm/cgroups.h"
 #include "nm/container_executor.h"
 #include "nm/container_user.h"
+#include "nm/nm_state_store.h"
 #include "nm/traffic_controller.h"
 #include "security/container_token_verifier.h"
 #include "security/tls.h"
@@ -84,6 +85,18 @@ struct NodeManagerOptions {
   // tests).
   std::optional<security::TlsFiles> tls;
 
+  // NodeManager restart (docs/nm-recovery.md). Whatever this is, the NM records its containers
+  // in <work_root>/nm-state.db (SQLite, locked: one NM per work root) before StartContainers
+  // answers, and runs each under a monitor process, in the container's cgroups, that outlives
+  // the NM and writes the container's exit status to <work_root>/nm-state/<container_id>/.
+  // At Start, true: re-attach to the containers an earlier NM on this work root (and node id)
+  // left running, report those that ended meanwhile with their exit codes (or
+  // CONTAINER_EXIT_LOST_NODE when nobody recorded it) in the registration and heartbeats, and
+  // kill every other process in the cgroup hierarchy. false: kill everything an earlier NM left
+  // (recorded, or in the hierarchy) and forget it. Start fails when the record is unreadable
+  // and this is true (with false it is replaced).
+  bool recover = true;
+
   // The node's web address (host:port of its HTTP server, /metrics and container logs), sent
   // in registration; "" = none.
   std::string http_address;
@@ -103,9 +116,17 @@ struct NodeManagerOptions {
 // The RM protocol: RegisterNodeManager, then NodeHeartbeat every interval the RM returns, one
 // call in flight at a time. A completed container's status is sent in every heartbeat until a
 // reply acknowledges that heartbeat (its response_id is the request's + 1), so a lost
-// heartbeat loses nothing. RESYNC makes the NM register again (with its running containers),
-// SHUTDOWN stops every container and the heartbeats. Master keys of every reply go to the
-// ContainerTokenVerifier. Failed RM calls are logged to stderr and retried.
+// heartbeat loses nothing. A registration lists the running containers with the container
+// token each was started with, and the completed ones not yet acknowledged. RESYNC makes the
+// NM register again, containers kept: the RM decides what lives. It stops, through
+// containers_to_cleanup in the next heartbeat reply, every reported container it does not
+// hold or recover (e.g. those of a node it had declared LOST: fencing). SHUTDOWN stops every
+// container and the heartbeats. Master keys of every reply go to the ContainerTokenVerifier.
+// Failed RM calls are logged to stderr and retried.
+//
+// NM restart: see NodeManagerOptions::recover. A killed NM (even kill -9) leaves its containers
+// running in their cgroups under their monitors; the next NM on the work root re-attaches or
+// kills them before it registers.
 class NodeManager {
  public:
   // Detects cgroups and capability, starts ContainerService on bind_host:port and begins
@@ -136,8 +157,9 @@ class NodeManager {
 
   // Stops the server (in-flight RPCs get up to 1 s), cancels RM calls, stops every container
   // (SIGTERM, SIGKILL after stop_grace_ms), waits for them to end, destroys their cgroups and
-  // the hierarchy. Work directories and logs stay. Idempotent. Blocks; must not be called from
-  // the loop's thread.
+  // the hierarchy. Work directories and logs stay, and so does the record (the next NM
+  // reports these containers as completed). Idempotent. Blocks; must not be called from the
+  // loop's thread.
   void Shutdown();
 
  private:
@@ -152,6 +174,8 @@ class NodeManager {
     // Set when the NM asked it to stop: the v1::ContainerExitStatus it completes with, and why.
     std::optional<int> stop_exit_status;
     std::string stop_reason;
+    // What the state store holds of it (Persist() brings the fields above into it).
+    NmContainerRecord stored;
   };
 
   NodeManager(NodeManagerOptions options, EventLoop* loop);
@@ -161,6 +185,8 @@ class NodeManager {
                          v1::StartContainersResponse* response);
   // Starts one container; the error message is the failure reported for it.
   absl::Status StartOne(const v1::StartContainerRequest& request, std::string* container_id);
+  // The distinct directories of the container's cgroups (none without cgroups).
+  std::vector<std::string> CgroupDirsOf(const std::string& container_id) const;
   // Stop and status calls: each container id needs a valid token for this node
   // (ContainerTokenVerifier::VerifyControl). The verdict per container id named by a token;
   // then, for one id, OK or why not (InvalidArgument, PermissionDenied, NotFound).
@@ -202,6 +228,22 @@ class NodeManager {
   void CountExit(const std::string& container_id, int exit_status);
   void CountHeartbeat(bool ok);
   void UpdateRunningGauge();
+
+  // ---- NodeManager restart (nm_recovery.cc).
+  // In Start, before serving and registering: loads the state store, re-attaches to or kills
+  // what an earlier NM left, kills orphans in the cgroup hierarchy. Errors only when the store
+  // cannot be read (nothing has been touched then).
+  absl::Status RecoverContainers();
+  // Kills what remains of a recorded container that is not re-attached (its monitor and
+  // process group when they are still the recorded processes, its recorded cgroups) and
+  // removes its state directory.
+  void KillRecorded(const NmContainerRecord& record);
+  // StopContainer for Start's thread (schedules nothing on the loop).
+  void ResumeStop(const std::string& container_id, int exit_status, absl::string_view reason);
+  // Kills every process in the cgroup hierarchy that belongs to no running container here.
+  void KillOrphans();
+  // Writes the container's record to the state store (errors are logged).
+  void Persist(const std::string& container_id, ContainerRecord& record);
 
   // ---- Shutdown, on the loop.
   void BeginShutdownOnLoop();
@@ -248,8 +290,12 @@ class NodeManager {
   std::map<std::string, ContainerNetStats> net_stats_;
   // Completed statuses not yet acknowledged by an RM heartbeat reply, by container id.
   std::map<std::string, v1::ContainerStatus> unacked_completed_;
+  // Completed statuses a heartbeat reply acknowledged that the RM has not yet released
+  // (containers_to_be_removed_from_nm): reported again when this NM registers (YARN-1372).
+  std::map<std::string, v1::ContainerStatus> unreleased_completed_;
   std::set<std::string> cleaning_apps_;  // stopping their containers before removal
   std::set<std::string> finished_apps_;  // cleaned up: refuse new containers of them
+  std::unique_ptr<NmStateStore> state_;  // <work_root>/nm-state.db
   bool rm_call_in_flight_ = false;
   bool rm_shutdown_ = false;  // the RM said NODE_ACTION_SHUTDOWN
   bool shutting_down_ = false;

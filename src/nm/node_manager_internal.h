@@ -19,12 +19,28 @@ inline constexpr int64_t kRegisterRetryMs = 1000;
 inline constexpr int64_t kDefaultHeartbeatIntervalMs = 1000;
 inline constexpr int64_t kRmCallTimeoutMs = 10'000;
 inline constexpr char kCgroupRoot[] = "/sys/fs/cgroup";
+// NodeManager restart (docs/nm-recovery.md): the state store and the monitors' directories,
+// in the work root.
+inline constexpr char kStateDbFile[] = "nm-state.db";
+inline constexpr char kStateDir[] = "nm-state";
+inline constexpr char kNodeIdKey[] = "node_id";
+// How long a cleaned-up application stays refused after an NM restart: longer than any
+// container token lives.
+inline constexpr int64_t kFinishedAppRetentionMs = 24 * 3600 * 1000;
+
+// <work_root>/nm-state/<container_id>: where the container's monitor writes its pid and exit
+// status (os_env.h). `container_id` must be valid (ValidateContainerId).
+std::string ContainerStateDir(absl::string_view work_root, absl::string_view container_id);
 
 // The limits a container token grants, from its formatted resource: "memory-mb=1024,vcores=1",
 // optionally in ResourceTypeRegistry::Format's "<memory-mb=1024, vcores=1>" form. network-mbps
 // goes to `*network_mbps` (0 when absent); other types are accepted and not enforced here.
 absl::StatusOr<CgroupLimits> LimitsFromTokenResource(absl::string_view text,
                                                      int64_t* network_mbps);
+
+// Every amount a container token's resource names, by type name (built-in and custom), as the
+// RM's protocol carries resources; same spellings and errors as LimitsFromTokenResource.
+absl::StatusOr<v1::Resource> ResourceFromTokenResource(absl::string_view text);
 
 // A COMPLETE status for `id`.
 v1::ContainerStatus CompletedStatus(const std::string& id, int exit_status,

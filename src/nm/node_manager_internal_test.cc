@@ -40,6 +40,19 @@ TEST(LimitsFromTokenResourceTest, MalformedResourcesNameTheProblem) {
               HasSubstr("out of range"));
 }
 
+TEST(ResourceFromTokenResourceTest, EveryTypeByName) {
+  absl::StatusOr<v1::Resource> r = ResourceFromTokenResource("<memory-mb=1024, vcores=2, gpu=1>");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->values().size(), 3u);
+  EXPECT_EQ(r->values().at("memory-mb"), 1024);
+  EXPECT_EQ(r->values().at("vcores"), 2);
+  EXPECT_EQ(r->values().at("gpu"), 1);
+  EXPECT_THAT(ResourceFromTokenResource("gpu=1,gpu=2").status().message(),
+              HasSubstr("repeated gpu"));
+  EXPECT_THAT(ResourceFromTokenResource("memory-mb=x").status().message(),
+              HasSubstr("bad item 'memory-mb=x'"));
+}
+
 TEST(CompletedStatusTest, CarriesExitAndDiagnostics) {
   v1::ContainerStatus s = CompletedStatus("container_1", 137, "killed");
   EXPECT_EQ(s.container_id(), "container_1");

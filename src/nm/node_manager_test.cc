@@ -26,6 +26,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nm/cgroups.h"
+#include "nm/fake_rm_test_util.h"
 #include "security/master_key.h"
 #include "security/secret_source.h"
 #include "security/tokens.h"
@@ -40,138 +41,13 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-constexpr int64_t kHeartbeatMs = 20;
-constexpr int64_t kHourMs = 3'600'000;
-const absl::Duration kWait = absl::Seconds(30);
+using testing::FakeRm;
+using testing::FindStatus;
+using testing::kHeartbeatMs;
+using testing::kHourMs;
+using testing::kWait;
 
 bool IsRoot() { return geteuid() == 0; }
-
-const v1::ContainerStatus* FindStatus(const v1::NodeHeartbeatRequest& heartbeat,
-                                      absl::string_view container_id, v1::ContainerState state) {
-  for (const v1::ContainerStatus& status : heartbeat.container_statuses()) {
-    if (status.container_id() == container_id && status.state() == state) return &status;
-  }
-  return nullptr;
-}
-
-// A TrackerService that records what NMs send and answers with master keys from a real
-// MasterKeyManager. Thread-safe: gRPC threads serve it while the test thread inspects it.
-class FakeRm final : public v1::TrackerService::CallbackService {
- public:
-  explicit FakeRm(int64_t now_ms) : keys_("container", kHourMs, 3 * kHourMs, &secrets_) {
-    absl::Status started = keys_.Start(now_ms);
-    EXPECT_TRUE(started.ok()) << started;
-  }
-
-  grpc::ServerUnaryReactor* RegisterNodeManager(
-      grpc::CallbackServerContext* context, const v1::RegisterNodeManagerRequest* request,
-      v1::RegisterNodeManagerResponse* response) override {
-    {
-      absl::MutexLock lock(&mu_);
-      registrations_.push_back(*request);
-      response->set_rm_epoch(1);
-      response->set_heartbeat_interval_ms(kHeartbeatMs);
-      FillKeys(response->mutable_container_key(), response->mutable_next_container_key());
-    }
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
-  }
-
-  grpc::ServerUnaryReactor* NodeHeartbeat(grpc::CallbackServerContext* context,
-                                          const v1::NodeHeartbeatRequest* request,
-                                          v1::NodeHeartbeatResponse* response) override {
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    absl::MutexLock lock(&mu_);
-    bool has_completed = false;
-    for (const v1::ContainerStatus& status : request->container_statuses()) {
-      has_completed |= status.state() == v1::CONTAINER_COMPLETE;
-    }
-    if (has_completed && fail_heartbeats_with_completed_ > 0) {
-      --fail_heartbeats_with_completed_;
-      failed_heartbeats_.push_back(*request);
-      reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake RM: heartbeat lost"));
-      return reactor;
-    }
-    heartbeats_.push_back(*request);
-    response->set_response_id(request->response_id() + 1);
-    response->set_next_heartbeat_interval_ms(kHeartbeatMs);
-    FillKeys(response->mutable_container_key(), response->mutable_next_container_key());
-    response->set_action(next_action_);
-    next_action_ = v1::NODE_ACTION_NORMAL;
-    for (const std::string& id : containers_to_cleanup_) response->add_containers_to_cleanup(id);
-    for (const std::string& id : apps_to_cleanup_) response->add_applications_to_cleanup(id);
-    containers_to_cleanup_.clear();
-    apps_to_cleanup_.clear();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
-  }
-
-  // A container token signed with the RM's current key, or with `key` when given.
-  v1::Token IssueToken(const security::ContainerTokenData& data,
-                       std::optional<security::MasterKey> key = std::nullopt) {
-    absl::MutexLock lock(&mu_);
-    security::Token token = security::IssueContainerToken(data, key ? *key : keys_.current());
-    v1::Token out;
-    out.set_identifier(token.identifier);
-    out.set_password(token.password);
-    out.set_kind("ContainerToken");
-    return out;
-  }
-  security::MasterKey current_key() {
-    absl::MutexLock lock(&mu_);
-    return keys_.current();
-  }
-
-  // Waits (up to kWait) until `pred(*this)` holds; it runs with the lock held.
-  bool WaitUntil(const std::function<bool(FakeRm&)>& pred) {
-    absl::MutexLock lock(&mu_);
-    auto cond = [&]() { return pred(*this); };
-    return mu_.AwaitWithTimeout(absl::Condition(&cond), kWait);
-  }
-  // Runs `fn` with the lock held.
-  template <typename Fn>
-  auto With(Fn fn) {
-    absl::MutexLock lock(&mu_);
-    return fn(*this);
-  }
-
-  // Index of the first acknowledged heartbeat at or after `from` that reports `container_id`
-  // as completed, or -1.
-  int CompletedIndex(absl::string_view container_id, size_t from = 0)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    for (size_t i = from; i < heartbeats_.size(); ++i) {
-      if (FindStatus(heartbeats_[i], container_id, v1::CONTAINER_COMPLETE) != nullptr) {
-        return static_cast<int>(i);
-      }
-    }
-    return -1;
-  }
-
-  // Fields below are guarded by mu_ (use With/WaitUntil).
-  std::vector<v1::RegisterNodeManagerRequest> registrations_;
-  std::vector<v1::NodeHeartbeatRequest> heartbeats_;
-  std::vector<v1::NodeHeartbeatRequest> failed_heartbeats_;
-  int fail_heartbeats_with_completed_ = 0;
-  v1::NodeAction next_action_ = v1::NODE_ACTION_NORMAL;
-  std::vector<std::string> containers_to_cleanup_;
-  std::vector<std::string> apps_to_cleanup_;
-
- private:
-  void FillKeys(v1::MasterKey* current, v1::MasterKey* next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto convert = [](const security::MasterKey& key, v1::MasterKey* out) {
-      out->set_key_id(key.id);
-      out->set_secret(key.secret);
-      out->set_expires_ms(key.expires_ms);
-    };
-    convert(keys_.current(), current);
-    convert(keys_.next(), next);
-  }
-
-  absl::Mutex mu_;
-  security::FakeSecretSource secrets_{42};
-  security::MasterKeyManager keys_ ABSL_GUARDED_BY(mu_);
-};
 
 class NodeManagerTest : public ::testing::Test {
  protected:

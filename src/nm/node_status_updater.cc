@@ -92,9 +92,19 @@ void NodeManager::SendRegister() {
   request.set_node_id(node_id_);
   request.set_rack(options_.rack);
   ToProto(capability_, request.mutable_capability());
+  // What runs here, with what each was granted (its token's resource), and what ended
+  // unacknowledged: the RM keeps, recovers or stops each (after its restart, or this NM's) and
+  // learns real exit statuses rather than only absences.
   for (const auto& [id, record] : containers_) {
-    if (record.running) *request.add_running_containers() = StatusOf(id, record);
+    if (!record.running) continue;
+    *request.add_running_containers() = StatusOf(id, record);
+    absl::StatusOr<v1::Resource> granted =
+        internal::ResourceFromTokenResource(record.stored.resource);
+    if (granted.ok()) (*request.mutable_container_resources())[id] = *std::move(granted);
   }
+  for (const auto& [id, status] : unacked_completed_) *request.add_completed_containers() = status;
+  for (const auto& [id, status] : unreleased_completed_)
+    *request.add_completed_containers() = status;
   for (const std::string& feature : missing_features_) request.add_missing_features(feature);
   request.set_network_isolation(network_isolation_);
   request.set_http_address(options_.http_address);
@@ -198,7 +208,22 @@ void NodeManager::OnHeartbeatReply(const grpc::Status& status,
   }
   if (reply.response_id() == request.response_id() + 1) {
     for (const v1::ContainerStatus& sent : request.container_statuses()) {
-      if (sent.state() == v1::CONTAINER_COMPLETE) unacked_completed_.erase(sent.container_id());
+      if (sent.state() != v1::CONTAINER_COMPLETE) continue;
+      // The RM has it: no longer sent in heartbeats, but kept, and reported when this NM
+      // registers again, until the RM says its AM has it (YARN-1372).
+      auto it = unacked_completed_.find(sent.container_id());
+      if (it == unacked_completed_.end()) continue;
+      unreleased_completed_[it->first] = it->second;
+      unacked_completed_.erase(it);
+    }
+  }
+  for (const std::string& id : reply.containers_to_be_removed_from_nm()) {
+    unacked_completed_.erase(id);
+    unreleased_completed_.erase(id);
+    // A restarted NM need not report it again.
+    if (auto it = containers_.find(id); it != containers_.end() && !it->second.running) {
+      it->second.stored.acknowledged = true;
+      Persist(it->first, it->second);
     }
   }
   last_response_id_ = reply.response_id();

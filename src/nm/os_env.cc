@@ -4,8 +4,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <sys/prctl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -19,9 +19,12 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace weft::nm {
 namespace {
@@ -83,21 +86,38 @@ ProcessStatus DecodeWaitStatus(int status) {
   return result;
 }
 
-// Steps of the child between fork and exec; a failure reports {step, errno} on a pipe.
+// Steps of the child between fork and exec (and of a monitor before it forks its program); a
+// failure is reported as a ChildReport on a pipe.
 enum ChildStep : int {
-  kSetsid, kChdir, kStdin, kStdout, kStderr, kSetgroups, kSetgid, kSetuid, kNoNewPrivs, kExec
+  kSetsid,
+  kChdir,
+  kStdin,
+  kStdout,
+  kStderr,
+  kSetgroups,
+  kSetgid,
+  kSetuid,
+  kNoNewPrivs,
+  kExec,
+  kMonitorFds,
+  kMonitorFork
 };
-struct ChildFailure {
-  int step;
-  int error;
+// What a child (or a monitor) writes on its report pipe: one record, at most PIPE_BUF bytes so
+// that the writes of a monitor and of its program never interleave.
+struct ChildReport {
+  enum Kind : int32_t { kFailed = 1, kStarted = 2 };
+  int32_t kind = 0;
+  int32_t step = 0;   // kFailed: the ChildStep
+  int32_t error = 0;  // kFailed: errno
+  int32_t pid = 0;    // kStarted: the monitor's program
 };
 
 // Everything the child needs, prepared before fork: after fork the child of a multi-threaded
 // process may only call async-signal-safe functions, so it must not allocate.
 struct ChildArgs {
-  int go_fd;      // read end: one byte once the parent is done with before_exec
-  int report_fd;  // write end, close-on-exec: ChildFailure, or EOF when exec succeeded
-  int stdin_fd, stdout_fd, stderr_fd;  // all >= 3
+  int go_fd;      // read end: one byte once the parent is done with before_exec; -1: no wait
+  int report_fd;  // write end, close-on-exec: ChildReport, or EOF when exec succeeded
+  int stdin_fd, stdout_fd, stderr_fd;  // all >= 3 (or already 0, 1, 2 under a monitor)
   const char* work_dir;
   const char* program;
   char* const* argv;
@@ -107,36 +127,82 @@ struct ChildArgs {
   gid_t gid;
   const gid_t* groups;
   size_t num_groups;
+  const char* oom_score_adj;  // written to /proc/self/oom_score_adj first; null: left alone
 };
 
-[[noreturn]] void ChildFail(const ChildArgs& args, int step) {
-  ChildFailure failure{step, errno};
-  ssize_t ignored = write(args.report_fd, &failure, sizeof(failure));
-  (void)ignored;
+void WriteReport(int fd, const ChildReport& report) {
+  ssize_t n;
+  do {
+    n = write(fd, &report, sizeof(report));
+  } while (n < 0 && errno == EINTR);
+}
+
+[[noreturn]] void ChildFail(int report_fd, int step) {
+  ChildReport report;
+  report.kind = ChildReport::kFailed;
+  report.step = step;
+  report.error = errno;
+  WriteReport(report_fd, report);
   _exit(127);
+}
+
+// Writes a NUL-terminated string with one write(2), ignoring errors.
+void WriteString(int fd, const char* text) {
+  size_t len = 0;
+  while (text[len] != '\0') ++len;
+  ssize_t ignored = write(fd, text, len);
+  (void)ignored;
+}
+
+// open + write + close of a small /proc file, ignoring errors (async-signal-safe).
+void WriteProcFile(const char* path, const char* value) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  WriteString(fd, value);
+  close(fd);
+}
+
+// Marks every descriptor >= `from` close-on-exec (`close_all`: closes them).
+void CloseFrom(int from, bool close_all) {
+  if (close_range(from, ~0U, close_all ? 0 : CLOSE_RANGE_CLOEXEC) == 0) return;
+  struct rlimit limit;
+  rlim_t max_fd = 65536;
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    max_fd = std::min<rlim_t>(limit.rlim_cur, 1 << 20);
+  }
+  for (int fd = from; fd < static_cast<int>(max_fd); ++fd) {
+    if (close_all) {
+      close(fd);
+    } else {
+      fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+  }
 }
 
 // Runs in the child after fork: async-signal-safe calls only.
 [[noreturn]] void RunChild(const ChildArgs& args) {
-  if (setsid() < 0) ChildFail(args, kSetsid);
-  char go = 0;
-  ssize_t n;
-  do {
-    n = read(args.go_fd, &go, 1);
-  } while (n < 0 && errno == EINTR);
-  if (n != 1) _exit(127);  // the parent gave up (before_exec failed); it kills us anyway
-  if (chdir(args.work_dir) < 0) ChildFail(args, kChdir);
-  if (dup2(args.stdin_fd, STDIN_FILENO) < 0) ChildFail(args, kStdin);
-  if (dup2(args.stdout_fd, STDOUT_FILENO) < 0) ChildFail(args, kStdout);
-  if (dup2(args.stderr_fd, STDERR_FILENO) < 0) ChildFail(args, kStderr);
+  if (setsid() < 0) ChildFail(args.report_fd, kSetsid);
+  if (args.go_fd >= 0) {
+    char go = 0;
+    ssize_t n;
+    do {
+      n = read(args.go_fd, &go, 1);
+    } while (n < 0 && errno == EINTR);
+    if (n != 1) _exit(127);  // the parent gave up (before_exec failed); it kills us anyway
+  }
+  if (args.oom_score_adj != nullptr) WriteProcFile("/proc/self/oom_score_adj", args.oom_score_adj);
+  if (chdir(args.work_dir) < 0) ChildFail(args.report_fd, kChdir);
+  if (dup2(args.stdin_fd, STDIN_FILENO) < 0) ChildFail(args.report_fd, kStdin);
+  if (dup2(args.stdout_fd, STDOUT_FILENO) < 0) ChildFail(args.report_fd, kStdout);
+  if (dup2(args.stderr_fd, STDERR_FILENO) < 0) ChildFail(args.report_fd, kStderr);
   // Groups, then gid, then uid (after setuid there is no right left to change the others);
   // a change of uid away from 0 drops every capability.
   if (args.set_ids) {
-    if (setgroups(args.num_groups, args.groups) < 0) ChildFail(args, kSetgroups);
-    if (setresgid(args.gid, args.gid, args.gid) < 0) ChildFail(args, kSetgid);
-    if (setresuid(args.uid, args.uid, args.uid) < 0) ChildFail(args, kSetuid);
+    if (setgroups(args.num_groups, args.groups) < 0) ChildFail(args.report_fd, kSetgroups);
+    if (setresgid(args.gid, args.gid, args.gid) < 0) ChildFail(args.report_fd, kSetgid);
+    if (setresuid(args.uid, args.uid, args.uid) < 0) ChildFail(args.report_fd, kSetuid);
   }
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) ChildFail(args, kNoNewPrivs);
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) ChildFail(args.report_fd, kNoNewPrivs);
   // Default dispositions and an empty mask: exec keeps ignored signals and the mask.
   struct sigaction dfl = {};
   dfl.sa_handler = SIG_DFL;
@@ -148,16 +214,194 @@ struct ChildArgs {
   sigemptyset(&empty);
   sigprocmask(SIG_SETMASK, &empty, nullptr);
   // No descriptor of the NM leaks into the container: mark every fd >= 3 close-on-exec.
-  if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
-    struct rlimit limit;
-    rlim_t max_fd = 65536;
-    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
-      max_fd = std::min<rlim_t>(limit.rlim_cur, 1 << 20);
-    }
-    for (int fd = 3; fd < static_cast<int>(max_fd); ++fd) fcntl(fd, F_SETFD, FD_CLOEXEC);
-  }
+  CloseFrom(3, /*close_all=*/false);
   execve(args.program, args.argv, args.envp);
-  ChildFail(args, kExec);
+  ChildFail(args.report_fd, kExec);
+}
+
+// What a monitor needs besides its program's ChildArgs; prepared before fork.
+struct MonitorArgs {
+  ChildArgs program;  // go_fd -1, fds 0, 1, 2 and 3 (the monitor moves them there)
+  int go_fd;
+  int report_fd;
+  int stdin_fd, stdout_fd, stderr_fd;
+  const char* pid_path;
+  const char* pid_tmp_path;
+  const char* exit_path;
+  const char* exit_tmp_path;
+};
+
+// The decimal digits of `value`, written backwards from `end`; returns the first character.
+char* FormatDecimal(int64_t value, char* end) {
+  bool negative = value < 0;
+  uint64_t magnitude = negative ? 0 - static_cast<uint64_t>(value) : static_cast<uint64_t>(value);
+  do {
+    *--end = static_cast<char>('0' + magnitude % 10);
+    magnitude /= 10;
+  } while (magnitude != 0);
+  if (negative) *--end = '-';
+  return end;
+}
+
+// Writes `text` to `tmp_path`, flushes it and renames it to `path` (async-signal-safe).
+bool WriteFileAtomically(const char* path, const char* tmp_path, const char* text) {
+  int fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  size_t len = 0;
+  while (text[len] != '\0') ++len;
+  ssize_t n;
+  do {
+    n = write(fd, text, len);
+  } while (n < 0 && errno == EINTR);
+  bool ok = n == static_cast<ssize_t>(len) && fsync(fd) == 0;
+  ok &= close(fd) == 0;
+  return ok && rename(tmp_path, path) == 0;
+}
+
+// Runs in the monitor after fork: async-signal-safe calls only. See OsEnv::SpawnMonitored.
+[[noreturn]] void RunMonitor(const MonitorArgs& args) {
+  if (setsid() < 0) ChildFail(args.report_fd, kSetsid);
+  // Nobody's terminal or signal reaches it by accident; SIGKILL (cgroup kill) still does.
+  struct sigaction action = {};
+  sigemptyset(&action.sa_mask);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    const bool ignore = sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT ||
+                        sig == SIGPIPE || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+    action.sa_handler = ignore ? SIG_IGN : SIG_DFL;
+    sigaction(sig, &action, nullptr);  // EINVAL is fine
+  }
+  sigset_t empty;
+  sigemptyset(&empty);
+  sigprocmask(SIG_SETMASK, &empty, nullptr);
+  // The memory cgroup's OOM killer must pick the program, not the monitor (whose resident set
+  // counts the caller's pages it shares). Fails harmlessly without CAP_SYS_RESOURCE.
+  WriteProcFile("/proc/self/oom_score_adj", "-1000");
+  if (chdir("/") < 0) ChildFail(args.report_fd, kChdir);
+  char go = 0;
+  ssize_t n;
+  do {
+    n = read(args.go_fd, &go, 1);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1) _exit(127);  // the caller gave up (or died) before releasing us
+  // Keep the logs (as 0, 1, 2) and the report pipe (as 3); close every other descriptor of the
+  // caller, so that none (e.g. its listening socket) outlives it here.
+  if (dup2(args.stdin_fd, STDIN_FILENO) < 0) ChildFail(args.report_fd, kStdin);
+  if (dup2(args.stdout_fd, STDOUT_FILENO) < 0) ChildFail(args.report_fd, kStdout);
+  if (dup2(args.stderr_fd, STDERR_FILENO) < 0) ChildFail(args.report_fd, kStderr);
+  if (args.report_fd != 3) {
+    if (dup3(args.report_fd, 3, O_CLOEXEC) < 0) ChildFail(args.report_fd, kMonitorFds);
+  } else if (fcntl(3, F_SETFD, FD_CLOEXEC) < 0) {
+    ChildFail(3, kMonitorFds);
+  }
+  CloseFrom(4, /*close_all=*/true);
+  // _Fork: no atfork handlers, which assume the caller's threads.
+  pid_t pid = _Fork();
+  if (pid < 0) ChildFail(3, kMonitorFork);
+  if (pid == 0) RunChild(args.program);
+
+  char buffer[32];
+  char* end = buffer + sizeof(buffer);
+  *--end = '\0';
+  *--end = '\n';
+  (void)WriteFileAtomically(args.pid_path, args.pid_tmp_path, FormatDecimal(pid, end));
+  ChildReport started;
+  started.kind = ChildReport::kStarted;
+  started.pid = pid;
+  WriteReport(3, started);
+  close(3);
+
+  int status = 0;
+  pid_t r;
+  do {
+    r = waitpid(pid, &status, 0);
+  } while (r < 0 && errno == EINTR);
+  // "exit <code>\n" or "signal <number>\n" (FormatExitFile).
+  const bool signaled = r == pid && WIFSIGNALED(status);
+  const int value = r != pid ? 255 : signaled ? WTERMSIG(status) : WEXITSTATUS(status);
+  char text[48];
+  end = text + sizeof(text);
+  *--end = '\0';
+  *--end = '\n';
+  char* first = FormatDecimal(value, end);
+  const char* kind = signaled ? "signal " : "exit ";
+  size_t kind_len = signaled ? 7 : 5;
+  first -= kind_len;
+  for (size_t i = 0; i < kind_len; ++i) first[i] = kind[i];
+  (void)WriteFileAtomically(args.exit_path, args.exit_tmp_path, first);
+  _exit(signaled ? (128 + value) & 0xff : value);
+}
+
+// The error of a failed step, as Spawn and SpawnMonitored return it.
+absl::Status StepError(const ChildReport& failure, const SpawnOptions& options) {
+  switch (failure.step) {
+    case kSetsid:
+      return absl::ErrnoToStatus(failure.error, "setsid");
+    case kChdir:
+      return absl::ErrnoToStatus(failure.error, absl::StrCat("chdir '", options.work_dir, "'"));
+    case kStdin:
+      return absl::ErrnoToStatus(failure.error, "dup2 stdin");
+    case kStdout:
+      return absl::ErrnoToStatus(failure.error, "dup2 stdout");
+    case kStderr:
+      return absl::ErrnoToStatus(failure.error, "dup2 stderr");
+    case kSetgroups:
+      return absl::ErrnoToStatus(failure.error, "setgroups");
+    case kSetgid:
+      return absl::ErrnoToStatus(failure.error, absl::StrCat("setresgid ", options.run_as->gid));
+    case kSetuid:
+      return absl::ErrnoToStatus(failure.error, absl::StrCat("setresuid ", options.run_as->uid));
+    case kNoNewPrivs:
+      return absl::ErrnoToStatus(failure.error, "prctl PR_SET_NO_NEW_PRIVS");
+    case kMonitorFds:
+      return absl::ErrnoToStatus(failure.error, "monitor: moving descriptors");
+    case kMonitorFork:
+      return absl::ErrnoToStatus(failure.error, "monitor: fork");
+    default:
+      return absl::ErrnoToStatus(failure.error, absl::StrCat("exec '", options.argv[0], "'"));
+  }
+}
+
+// Reads ChildReport records until EOF (every write end closed: the program exec'd, or the
+// writers ended). Keeps the first failure and the started pid.
+void ReadReports(int fd, std::optional<ChildReport>* failure, pid_t* started, bool* truncated) {
+  while (true) {
+    ChildReport report;
+    size_t got = 0;
+    while (got < sizeof(report)) {
+      ssize_t n = read(fd, reinterpret_cast<char*>(&report) + got, sizeof(report) - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    if (got == 0) return;
+    if (got != sizeof(report)) {
+      *truncated = true;
+      return;
+    }
+    if (report.kind == ChildReport::kFailed && !failure->has_value()) *failure = report;
+    if (report.kind == ChildReport::kStarted) *started = report.pid;
+  }
+}
+
+// A pipe whose ends are close-on-exec and >= 3 (so that dup2 onto 0, 1, 2 never clobbers one).
+absl::Status PipeAbove2(UniqueFd* read_end, UniqueFd* write_end) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) < 0) return absl::ErrnoToStatus(errno, "pipe2");
+  for (int i = 0; i < 2; ++i) {
+    if (fds[i] > 2) continue;
+    int high = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+    int err = errno;
+    close(fds[i]);
+    fds[i] = high;
+    if (high < 0) {
+      if (fds[1 - i] >= 0) close(fds[1 - i]);
+      return absl::ErrnoToStatus(err, "pipe2: moving above 2");
+    }
+  }
+  read_end->Reset(fds[0]);
+  write_end->Reset(fds[1]);
+  return absl::OkStatus();
 }
 
 // Resolves a bare program name against PATH the way execvp does (first executable match).
@@ -266,56 +510,14 @@ class PosixOsEnv : public OsEnv {
 
   absl::StatusOr<pid_t> Spawn(const SpawnOptions& options,
                               absl::FunctionRef<absl::Status(pid_t)> before_exec) override {
-    if (options.argv.empty()) return absl::InvalidArgumentError("spawn: empty argv");
-    absl::StatusOr<std::string> program = ResolveProgram(options);
-    if (!program.ok()) return program.status();
-
-    std::vector<char*> argv;
-    for (const std::string& arg : options.argv) argv.push_back(const_cast<char*>(arg.c_str()));
-    argv.push_back(nullptr);
-    std::vector<char*> envp;
-    for (const std::string& var : options.env) envp.push_back(const_cast<char*>(var.c_str()));
-    envp.push_back(nullptr);
-
-    absl::StatusOr<UniqueFd> in = OpenAbove2("/dev/null", O_RDONLY, 0, "open stdin");
-    if (!in.ok()) return in.status();
-    absl::StatusOr<UniqueFd> out =
-        OpenAbove2(options.stdout_path, O_WRONLY | O_CREAT | O_TRUNC, 0640, "open stdout log");
-    if (!out.ok()) return out.status();
-    absl::StatusOr<UniqueFd> err =
-        OpenAbove2(options.stderr_path, O_WRONLY | O_CREAT | O_TRUNC, 0640, "open stderr log");
-    if (!err.ok()) return err.status();
-
-    int go_pipe[2], report_pipe[2];
-    if (pipe2(go_pipe, O_CLOEXEC) < 0) return absl::ErrnoToStatus(errno, "pipe2");
-    UniqueFd go_read(go_pipe[0]), go_write(go_pipe[1]);
-    if (pipe2(report_pipe, O_CLOEXEC) < 0) return absl::ErrnoToStatus(errno, "pipe2");
-    UniqueFd report_read(report_pipe[0]), report_write(report_pipe[1]);
-
-    if (options.run_as.has_value()) {
-      // The container's user owns its log files.
-      for (const UniqueFd* fd : {&*out, &*err}) {
-        if (fchown(fd->get(), options.run_as->uid, options.run_as->gid) < 0)
-          return ErrnoError(errno, "chown log of", options.stdout_path);
-      }
-    }
-    const std::vector<gid_t> no_groups;
-    const std::vector<gid_t>& groups =
-        options.run_as.has_value() ? options.run_as->groups : no_groups;
-    ChildArgs args{go_read.get(),
-                   report_write.get(),
-                   in->get(),
-                   out->get(),
-                   err->get(),
-                   options.work_dir.c_str(),
-                   program->c_str(),
-                   argv.data(),
-                   envp.data(),
-                   options.run_as.has_value(),
-                   options.run_as.has_value() ? options.run_as->uid : 0,
-                   options.run_as.has_value() ? options.run_as->gid : 0,
-                   groups.data(),
-                   groups.size()};
+    absl::StatusOr<Prepared> prepared = Prepare(options);
+    if (!prepared.ok()) return prepared.status();
+    UniqueFd go_read, go_write, report_read, report_write;
+    if (absl::Status s = PipeAbove2(&go_read, &go_write); !s.ok()) return s;
+    if (absl::Status s = PipeAbove2(&report_read, &report_write); !s.ok()) return s;
+    ChildArgs args = prepared->ChildArgsFor(options);
+    args.go_fd = go_read.get();
+    args.report_fd = report_write.get();
     pid_t pid = fork();
     if (pid < 0) return absl::ErrnoToStatus(errno, "fork");
     if (pid == 0) RunChild(args);
@@ -328,52 +530,155 @@ class PosixOsEnv : public OsEnv {
       (void)Wait(pid);
       return hook;
     }
+    SendGo(&go_write);
+    std::optional<ChildReport> failure;
+    pid_t started = 0;
+    bool truncated = false;
+    ReadReports(report_read.get(), &failure, &started, &truncated);
+    if (!failure.has_value() && !truncated) return pid;  // close-on-exec: the program runs
+    (void)Wait(pid);
+    if (truncated) {
+      return absl::InternalError(absl::StrCat("spawn: truncated report from child ", pid));
+    }
+    return StepError(*failure, options);
+  }
+
+  absl::StatusOr<MonitoredProcess> SpawnMonitored(
+      const SpawnOptions& options, const std::string& state_dir,
+      absl::FunctionRef<absl::Status(pid_t)> before_start) override {
+    absl::StatusOr<Prepared> prepared = Prepare(options);
+    if (!prepared.ok()) return prepared.status();
+    if (state_dir.empty() || state_dir.front() != '/') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spawn: state directory '", state_dir, "' is not an absolute path"));
+    }
+    const std::string pid_path = absl::StrCat(state_dir, "/", kMonitorPidFile);
+    const std::string pid_tmp = pid_path + ".tmp";
+    const std::string exit_path = absl::StrCat(state_dir, "/", kMonitorExitFile);
+    const std::string exit_tmp = exit_path + ".tmp";
+    // The program gets back the caller's OOM preference, which the monitor gives up.
+    std::string oom_score_adj;
+    if (absl::StatusOr<std::string> adj = ReadFile("/proc/self/oom_score_adj"); adj.ok()) {
+      oom_score_adj = std::string(absl::StripAsciiWhitespace(*adj));
+    }
+    UniqueFd go_read, go_write, report_read, report_write;
+    if (absl::Status s = PipeAbove2(&go_read, &go_write); !s.ok()) return s;
+    if (absl::Status s = PipeAbove2(&report_read, &report_write); !s.ok()) return s;
+    MonitorArgs args;
+    args.program = prepared->ChildArgsFor(options);
+    args.program.go_fd = -1;
+    args.program.report_fd = 3;
+    args.program.stdin_fd = STDIN_FILENO;
+    args.program.stdout_fd = STDOUT_FILENO;
+    args.program.stderr_fd = STDERR_FILENO;
+    args.program.oom_score_adj = oom_score_adj.empty() ? nullptr : oom_score_adj.c_str();
+    args.go_fd = go_read.get();
+    args.report_fd = report_write.get();
+    args.stdin_fd = prepared->in.get();
+    args.stdout_fd = prepared->out.get();
+    args.stderr_fd = prepared->err.get();
+    args.pid_path = pid_path.c_str();
+    args.pid_tmp_path = pid_tmp.c_str();
+    args.exit_path = exit_path.c_str();
+    args.exit_tmp_path = exit_tmp.c_str();
+    pid_t monitor = fork();
+    if (monitor < 0) return absl::ErrnoToStatus(errno, "fork");
+    if (monitor == 0) RunMonitor(args);
+
+    go_read.Reset(-1);
+    report_write.Reset(-1);
+    if (absl::Status hook = before_start(monitor); !hook.ok()) {
+      go_write.Reset(-1);  // the monitor sees EOF and exits
+      kill(monitor, SIGKILL);
+      (void)Wait(monitor);
+      return hook;
+    }
+    SendGo(&go_write);
+    std::optional<ChildReport> failure;
+    pid_t started = 0;
+    bool truncated = false;
+    ReadReports(report_read.get(), &failure, &started, &truncated);
+    if (!failure.has_value() && !truncated && started > 0) {
+      return MonitoredProcess{monitor, started};
+    }
+    // The monitor ends on its own: at once, or once its program has failed to exec.
+    (void)Wait(monitor);
+    if (failure.has_value()) return StepError(*failure, options);
+    return absl::InternalError(
+        absl::StrCat("spawn: monitor ", monitor, " ended without starting its program"));
+  }
+
+ private:
+  // What Spawn and SpawnMonitored prepare before fork.
+  struct Prepared {
+    std::string program;
+    std::vector<char*> argv;
+    std::vector<char*> envp;
+    UniqueFd in, out, err;
+    std::vector<gid_t> groups;
+
+    ChildArgs ChildArgsFor(const SpawnOptions& options) const {
+      return ChildArgs{-1,
+                       -1,
+                       in.get(),
+                       out.get(),
+                       err.get(),
+                       options.work_dir.c_str(),
+                       program.c_str(),
+                       argv.data(),
+                       envp.data(),
+                       options.run_as.has_value(),
+                       options.run_as.has_value() ? options.run_as->uid : 0,
+                       options.run_as.has_value() ? options.run_as->gid : 0,
+                       groups.data(),
+                       groups.size(),
+                       nullptr};
+    }
+  };
+
+  static absl::StatusOr<Prepared> Prepare(const SpawnOptions& options) {
+    if (options.argv.empty()) return absl::InvalidArgumentError("spawn: empty argv");
+    Prepared p;
+    absl::StatusOr<std::string> program = ResolveProgram(options);
+    if (!program.ok()) return program.status();
+    p.program = *std::move(program);
+    for (const std::string& arg : options.argv) p.argv.push_back(const_cast<char*>(arg.c_str()));
+    p.argv.push_back(nullptr);
+    for (const std::string& var : options.env) p.envp.push_back(const_cast<char*>(var.c_str()));
+    p.envp.push_back(nullptr);
+
+    absl::StatusOr<UniqueFd> in = OpenAbove2("/dev/null", O_RDONLY, 0, "open stdin");
+    if (!in.ok()) return in.status();
+    absl::StatusOr<UniqueFd> out =
+        OpenAbove2(options.stdout_path, O_WRONLY | O_CREAT | O_TRUNC, 0640, "open stdout log");
+    if (!out.ok()) return out.status();
+    absl::StatusOr<UniqueFd> err =
+        OpenAbove2(options.stderr_path, O_WRONLY | O_CREAT | O_TRUNC, 0640, "open stderr log");
+    if (!err.ok()) return err.status();
+    p.in = *std::move(in);
+    p.out = *std::move(out);
+    p.err = *std::move(err);
+    if (options.run_as.has_value()) {
+      // The container's user owns its log files.
+      for (const UniqueFd* fd : {&p.out, &p.err}) {
+        if (fchown(fd->get(), options.run_as->uid, options.run_as->gid) < 0)
+          return ErrnoError(errno, "chown log of", options.stdout_path);
+      }
+      p.groups = options.run_as->groups;
+    }
+    return p;
+  }
+
+  static void SendGo(UniqueFd* go_write) {
     char go = 1;
     ssize_t n;
     do {
-      n = write(go_write.get(), &go, 1);
+      n = write(go_write->get(), &go, 1);
     } while (n < 0 && errno == EINTR);
-    go_write.Reset(-1);
-
-    ChildFailure failure{};
-    size_t got = 0;
-    while (got < sizeof(failure)) {
-      n = read(report_read.get(), reinterpret_cast<char*>(&failure) + got, sizeof(failure) - got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      got += static_cast<size_t>(n);
-    }
-    if (got == 0) return pid;  // close-on-exec closed the pipe: the program runs
-    (void)Wait(pid);
-    if (got != sizeof(failure)) {
-      return absl::InternalError(absl::StrCat("spawn: truncated report from child ", pid));
-    }
-    switch (failure.step) {
-      case kSetsid:
-        return absl::ErrnoToStatus(failure.error, "setsid");
-      case kChdir:
-        return ErrnoError(failure.error, "chdir", options.work_dir);
-      case kStdin:
-        return absl::ErrnoToStatus(failure.error, "dup2 stdin");
-      case kStdout:
-        return absl::ErrnoToStatus(failure.error, "dup2 stdout");
-      case kStderr:
-        return absl::ErrnoToStatus(failure.error, "dup2 stderr");
-      case kSetgroups:
-        return absl::ErrnoToStatus(failure.error, "setgroups");
-      case kSetgid:
-        return absl::ErrnoToStatus(failure.error,
-                                   absl::StrCat("setresgid ", options.run_as->gid));
-      case kSetuid:
-        return absl::ErrnoToStatus(failure.error,
-                                   absl::StrCat("setresuid ", options.run_as->uid));
-      case kNoNewPrivs:
-        return absl::ErrnoToStatus(failure.error, "prctl PR_SET_NO_NEW_PRIVS");
-      default:
-        return ErrnoError(failure.error, "exec", options.argv[0]);
-    }
+    go_write->Reset(-1);
   }
 
+ public:
   absl::StatusOr<std::optional<ProcessStatus>> TryWait(pid_t pid) override {
     int status = 0;
     pid_t r;
@@ -426,6 +731,70 @@ class PosixOsEnv : public OsEnv {
 
 absl::Status OsEnv::SetOwner(const std::string& path, uid_t, gid_t, mode_t) {
   return absl::UnimplementedError(absl::StrCat("chown ", path, ": not supported here"));
+}
+
+absl::StatusOr<MonitoredProcess> OsEnv::SpawnMonitored(const SpawnOptions&, const std::string&,
+                                                       absl::FunctionRef<absl::Status(pid_t)>) {
+  return absl::UnimplementedError("spawning under a monitor: not supported here");
+}
+
+std::string FormatExitFile(const ProcessStatus& status) {
+  return status.signaled ? absl::StrCat("signal ", status.signal, "\n")
+                         : absl::StrCat("exit ", status.exit_code, "\n");
+}
+
+absl::StatusOr<ProcessStatus> ParseExitFile(absl::string_view text) {
+  absl::string_view rest = text;
+  if (!absl::ConsumeSuffix(&rest, "\n")) {
+    return absl::InvalidArgumentError(absl::StrCat("exit file '", text, "' is not one whole line"));
+  }
+  ProcessStatus status;
+  int value = 0;
+  if (absl::ConsumePrefix(&rest, "exit ") && absl::SimpleAtoi(rest, &value) && value >= 0 &&
+      value <= 255) {
+    status.exit_code = value;
+    return status;
+  }
+  if (absl::ConsumePrefix(&rest, "signal ") && absl::SimpleAtoi(rest, &value) && value > 0 &&
+      value < 128) {
+    status.signaled = true;
+    status.signal = value;
+    return status;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("exit file '", absl::StripAsciiWhitespace(text), "' does not parse"));
+}
+
+absl::StatusOr<ProcessInfo> ParseProcessStat(absl::string_view stat) {
+  // "<pid> (<comm>) <state> <ppid> ... <starttime: field 22> ...": comm may hold anything,
+  // so the fields are counted from its last ')'.
+  size_t paren = stat.rfind(')');
+  if (paren == absl::string_view::npos) {
+    return absl::DataLossError(absl::StrCat("process stat '", stat, "' has no command"));
+  }
+  std::vector<absl::string_view> fields =
+      absl::StrSplit(stat.substr(paren + 1), ' ', absl::SkipEmpty());
+  ProcessInfo info;
+  int parent = 0;
+  if (fields.size() < 20 || fields[0].size() != 1 || !absl::SimpleAtoi(fields[1], &parent) ||
+      !absl::SimpleAtoi(fields[19], &info.start_time)) {
+    return absl::DataLossError(absl::StrCat("process stat '", stat, "' does not parse"));
+  }
+  info.state = fields[0][0];
+  info.parent = parent;
+  return info;
+}
+
+absl::StatusOr<ProcessInfo> ReadProcessInfo(OsEnv* env, pid_t pid) {
+  if (pid <= 0) return absl::InvalidArgumentError(absl::StrCat("no process ", pid));
+  absl::StatusOr<std::string> stat = env->ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  if (!stat.ok()) {
+    if (absl::IsNotFound(stat.status())) {
+      return absl::NotFoundError(absl::StrCat("no process ", pid));
+    }
+    return stat.status();
+  }
+  return ParseProcessStat(*stat);
 }
 
 OsEnv* OsEnv::Default() {

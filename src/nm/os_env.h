@@ -52,6 +52,32 @@ struct ProcessStatus {
   int signal = 0;         // when signaled
 };
 
+// A process started by OsEnv::SpawnMonitored: the program and the monitor that waits for it.
+struct MonitoredProcess {
+  pid_t monitor_pid = 0;  // the caller's child
+  pid_t pid = 0;          // the program: the monitor's child, leader of its own session
+};
+
+// The files a monitor (OsEnv::SpawnMonitored) writes in its state directory, which must be
+// writable by the spawner and by nobody else (a container's user must not forge its own end).
+inline constexpr char kMonitorPidFile[] = "pid";         // "<program pid>\n", once it is forked
+inline constexpr char kMonitorExitFile[] = "exit_code";  // FormatExitFile(), once it has ended
+
+// "exit <code>\n" or "signal <number>\n": how a monitor records its program's end.
+std::string FormatExitFile(const ProcessStatus& status);
+// The inverse; InvalidArgument for anything else (e.g. a truncated file).
+absl::StatusOr<ProcessStatus> ParseExitFile(absl::string_view text);
+
+// What /proc/<pid>/stat says of a process.
+struct ProcessInfo {
+  char state = '?';  // R, S, D, Z (zombie), X (dead), ...
+  pid_t parent = 0;
+  uint64_t start_time = 0;  // clock ticks after boot: with the pid, identifies the process
+  bool Ended() const { return state == 'Z' || state == 'X'; }
+};
+// The parsing part of ReadProcessInfo, for tests.
+absl::StatusOr<ProcessInfo> ParseProcessStat(absl::string_view stat);
+
 // The operating system. Implementations must be thread-safe: several components may share one.
 //
 // Paths are absolute. Errors carry the path and the system's message, e.g.
@@ -103,6 +129,28 @@ class OsEnv {
   virtual absl::StatusOr<std::optional<ProcessStatus>> TryWait(pid_t pid) = 0;
   // Blocking waitpid: only for a child that is known to be ending (e.g. after SIGKILL).
   virtual absl::StatusOr<ProcessStatus> Wait(pid_t pid) = 0;
+  // Like Spawn, but the program runs under a monitor, a child of the caller that forks it, waits
+  // for it and records how it ended, so that whoever finds the files later (e.g. a restarted
+  // NM, which is not the program's parent) learns it:
+  //   * the monitor starts its own session, ignores SIGTERM, SIGINT, SIGHUP and SIGQUIT, sets
+  //     its oom_score_adj to -1000 when it may (the program gets the caller's back), closes
+  //     every descriptor of the caller and outlives the caller (no parent-death signal);
+  //   * `before_start(monitor_pid)` runs in the caller while the monitor waits, so the caller
+  //     can put it into cgroups (the program, forked after, starts there too) and record it;
+  //     when it fails, the monitor is killed and reaped and that error is returned;
+  //   * the monitor forks the program, which starts its own session (its pid is its process
+  //     group id) and continues as Spawn's child does (chdir, logs, run_as, no-new-privs,
+  //     exec); the monitor stays as the caller's user;
+  //   * the monitor writes <state_dir>/pid, waits for the program, writes
+  //     <state_dir>/exit_code (FormatExitFile; a temporary file renamed into place, so it is
+  //     whole or absent) and exits with the program's exit code (128 + signal when killed).
+  // Returns once the program has exec'd. When it cannot exec (or chdir, ...), the monitor is
+  // reaped and the error says which step failed. The caller must reap the monitor (TryWait,
+  // Wait); nobody needs to reap the program. `state_dir` must exist.
+  // The default implementation returns Unimplemented (fakes that never run processes).
+  virtual absl::StatusOr<MonitoredProcess> SpawnMonitored(
+      const SpawnOptions& options, const std::string& state_dir,
+      absl::FunctionRef<absl::Status(pid_t)> before_start);
   // kill(2): pid > 0 is one process, pid < 0 the process group -pid. NotFound (ESRCH) when no
   // such process or group exists. pid 0 and -1 are refused (InvalidArgument).
   virtual absl::Status Kill(pid_t pid, int signal) = 0;
@@ -113,6 +161,10 @@ class OsEnv {
   virtual int64_t NowMs() = 0;
   virtual void SleepMs(int64_t ms) = 0;
 };
+
+// Reads /proc/<pid>/stat through `env`. NotFound when there is no such process; DataLoss when
+// the file does not parse.
+absl::StatusOr<ProcessInfo> ReadProcessInfo(OsEnv* env, pid_t pid);
 
 }  // namespace weft::nm
 

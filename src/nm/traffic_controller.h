@@ -80,7 +80,8 @@ class TrafficController {
   TrafficController& operator=(const TrafficController&) = delete;
 
   // Validates `options`, removes whatever an earlier NM left on the interface (stale classes
-  // and rules: containers are not adopted across NM restarts), builds the tree and chooses the
+  // and rules: a restarted NM adds again, with AddContainer, the classes of the containers it
+  // re-attaches to, and rewrites their net_cls.classid), builds the tree and chooses the
   // classifier. Errors: InvalidArgument for bad options (named); FailedPrecondition when the
   // interface does not exist, the link rate is unknown, or no classifier works (each reason
   // listed); the failing command's error otherwise. On error nothing is left programmed.

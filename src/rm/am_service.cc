@@ -2,6 +2,7 @@
 #include "rm/am_service.h"
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 #include <vector>
 
@@ -72,12 +73,38 @@ absl::StatusOr<v1::RegisterApplicationMasterResponse> AmService::RegisterApplica
   if (!who.ok()) return who.status();
   RmApp& app = **who;
   RmAttempt& at = app.current();
-  if (at.registered)
-    return absl::FailedPreconditionError(absl::StrCat(at.attempt_id, " is already registered"));
-  if (absl::Status s = ctx_->apps->AttemptRegistered(app); !s.ok()) return s;
+  const bool again = at.registered || at.recovered;
+  if (at.registered) {
+    at.last_heard_ms = ctx_->NowMs();
+  } else if (absl::Status s = ctx_->apps->AttemptRegistered(app); !s.ok()) {
+    return s;  // registered; the write is retried (a retried call registers again)
+  }
   v1::RegisterApplicationMasterResponse resp;
   *resp.mutable_maximum_capability() = ctx_->ToProto(ctx_->MaximumAllocation());
   resp.set_queue(app.record.queue);
+  // Registering again (after an RM restart, a lost reply or a resync): every live container
+  // of the attempt, which the AM must not ask for again (YARN's containersFromPreviousAttempts);
+  // containers recovered later come with Allocate.
+  for (scheduler::ContainerId id : ctx_->scheduler->AppContainers(at.sched_app)) {
+    const scheduler::ContainerState* cs = ctx_->scheduler->container(id);
+    if (cs == nullptr || cs->is_am) continue;
+    if (std::optional<v1::Container> c = ctx_->containers->Describe(id))
+      *resp.add_containers_from_previous_attempts() = *std::move(c);
+  }
+  at.new_recovered.clear();
+  at.new_containers.clear();  // listed above
+  // The AM may have missed the last reply: its completed statuses come again.
+  at.new_completed.insert(at.new_completed.begin(),
+                          std::make_move_iterator(at.sent_completed.begin()),
+                          std::make_move_iterator(at.sent_completed.end()));
+  at.sent_completed.clear();
+  // A new response_id sequence: the AM starts again from 0.
+  at.last_response_id = 0;
+  at.last_response.Clear();
+  if (again)
+    log::Info("am_registered_again",
+              {{"attempt", at.attempt_id},
+               {"containers", resp.containers_from_previous_attempts_size()}});
   return resp;
 }
 
@@ -87,9 +114,19 @@ absl::StatusOr<v1::AllocateResponse> AmService::Allocate(const v1::Token& token,
   if (!who.ok()) return who.status();
   RmApp& app = **who;
   RmAttempt& at = app.current();
-  if (!at.registered)
+  if (!at.registered) {
+    if (at.recovered) {
+      // The RM restarted under this attempt (YARN's ApplicationMasterNotRegistered resync):
+      // its AM registers again, then sends its whole ask table again.
+      v1::AllocateResponse resync;
+      resync.set_am_command(v1::AM_RESYNC);
+      resync.add_diagnostics(
+          "the ResourceManager restarted: register again, then send every outstanding ask");
+      return resync;
+    }
     return absl::FailedPreconditionError(
         absl::StrCat(at.attempt_id, ": Allocate before RegisterApplicationMaster"));
+  }
   at.last_heard_ms = ctx_->NowMs();
   // YARN's response_id protocol: the AM sends the id of the last reply it received.
   if (req.response_id() + 1 == at.last_response_id) return at.last_response;  // a retry
@@ -171,8 +208,17 @@ absl::StatusOr<v1::AllocateResponse> AmService::Allocate(const v1::Token& token,
   resp.set_response_id(++at.last_response_id);
   for (auto& c : at.new_containers) *resp.add_allocated_containers() = std::move(c);
   at.new_containers.clear();
-  for (auto& s : at.new_completed) *resp.add_completed_containers() = std::move(s);
+  // A call with the last reply's id: the AM has that reply, and the completed statuses in it
+  // (their NMs may forget them, YARN-1372).
+  ctx_->containers->Acknowledged(at.sent_completed);
+  at.sent_completed.clear();
+  for (RmCompletion& done : at.new_completed) {
+    *resp.add_completed_containers() = done.status;
+    at.sent_completed.push_back(std::move(done));
+  }
   at.new_completed.clear();
+  for (auto& c : at.new_recovered) *resp.add_containers_from_previous_attempts() = std::move(c);
+  at.new_recovered.clear();
   const scheduler::Scheduler& sched = *ctx_->scheduler;
   *resp.mutable_available_resources() =
       ctx_->ToProto((sched.cluster_total() - sched.cluster_allocated()).ClampedAtZero());

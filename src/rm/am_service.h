@@ -20,14 +20,23 @@ class AmService {
   explicit AmService(RmContext* ctx);
   ~AmService();
 
+  // An AM registers once, and again after each RM restart (the attempt was recovered), a lost
+  // reply, or an AM_RESYNC: a registration again is answered with every live container of the
+  // attempt (its AM's excepted) in containers_from_previous_attempts, the completed statuses of
+  // the last Allocate reply come again in the next one, and the response_id sequence starts
+  // again from 0. Unavailable when the store did not take the registration (it is made and its
+  // write retried; the AM may register again).
   absl::StatusOr<v1::RegisterApplicationMasterResponse> RegisterApplicationMaster(
       const v1::Token& token, const v1::RegisterApplicationMasterRequest& req);
   // YARN's response_id protocol: a repeated id gets the last reply again, a wrong one a resync
-  // command. Asks, releases and blacklist changes are validated first and applied all or
-  // nothing (InvalidArgument naming the ask or container: another app's, the AM's own, or a
-  // name that is no container id). As in YARN, releasing one of the app's containers that
-  // the RM no longer holds (it completed or was lost before the AM heard) is not an error:
-  // it is ignored and logged (release_ignored), and a container named twice is released once.
+  // command, as does any call of a recovered attempt that has not registered again. Containers
+  // recovered after it registered again come in containers_from_previous_attempts, once. A call
+  // with the last reply's id acknowledges that reply's completed statuses: their NMs may forget
+  // them (YARN-1372). Asks, releases and blacklist changes are validated first and applied all
+  // or nothing (InvalidArgument naming the ask or container: another app's, the AM's own, or a
+  // name that is no container id). As in YARN, releasing one of the app's containers that the
+  // RM no longer holds (it completed or was lost before the AM heard) is not an error: it is
+  // ignored and logged (release_ignored), and a container named twice is released once.
   absl::StatusOr<v1::AllocateResponse> Allocate(const v1::Token& token,
                                                 const v1::AllocateRequest& req);
   absl::StatusOr<v1::FinishApplicationMasterResponse> FinishApplicationMaster(

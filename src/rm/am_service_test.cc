@@ -11,7 +11,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(AmServiceTest, AllocateBeforeRegisterAndDoubleRegisterAreRefused) {
+TEST(AmServiceTest, AllocateBeforeRegisterIsRefused) {
   RmHarness h;
   h.AddNode("h1:1");
   h.Submit();
@@ -21,8 +21,33 @@ TEST(AmServiceTest, AllocateBeforeRegisterAndDoubleRegisterAreRefused) {
   EXPECT_EQ(early.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(early.status().message(), HasSubstr("before RegisterApplicationMaster"));
   ASSERT_TRUE(h.rm().RegisterApplicationMaster(t, {}).ok());
-  EXPECT_EQ(h.rm().RegisterApplicationMaster(t, {}).status().code(),
-            absl::StatusCode::kFailedPrecondition);
+}
+
+// A lost register reply, or an AM_RESYNC: the AM registers again, hears of every container it
+// holds, and starts its response_id sequence from 0.
+TEST(AmServiceTest, RegisteringAgainListsTheContainersAndRestartsTheSequence) {
+  RmHarness h;
+  h.AddNode("h1:1");
+  h.Submit();
+  h.loop.Advance(200);
+  v1::Token t = h.RegisterAm();
+  v1::AllocateRequest ask;
+  *ask.add_asks() = AnyAsk(2);
+  auto r = h.rm().Allocate(t, ask);
+  ASSERT_TRUE(r.ok());
+  h.loop.Advance(200);  // allocated, not yet handed to the AM
+  v1::AllocateRequest wrong;
+  wrong.set_response_id(7);
+  EXPECT_EQ(h.rm().Allocate(t, wrong)->am_command(), v1::AM_RESYNC);
+  auto again = h.rm().RegisterApplicationMaster(t, {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->containers_from_previous_attempts_size(), 2);
+  v1::AllocateRequest first;
+  auto next = h.rm().Allocate(t, first);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(next->am_command(), v1::AM_COMMAND_NONE);
+  EXPECT_EQ(next->response_id(), 1);
+  EXPECT_EQ(next->allocated_containers_size(), 0);  // listed in the registration instead
 }
 
 TEST(AmServiceTest, ATokenOfAFinishedAppIsNoLongerRunning) {

@@ -47,9 +47,15 @@ constexpr AttemptTransition kAttemptTable[] = {
     {v1::ATTEMPT_NEW, AttemptEvent::kScheduled, v1::ATTEMPT_SCHEDULED},
     {v1::ATTEMPT_SUBMITTED, AttemptEvent::kScheduled, v1::ATTEMPT_SCHEDULED},
     {v1::ATTEMPT_SCHEDULED, AttemptEvent::kAmAllocated, v1::ATTEMPT_ALLOCATED},
+    // After an RM restart, its AM container turned out never to have started (its node does
+    // not have it) before its AM registered: it is asked for again, in the same attempt.
+    {v1::ATTEMPT_ALLOCATED, AttemptEvent::kScheduled, v1::ATTEMPT_SCHEDULED},
+    {v1::ATTEMPT_LAUNCHED, AttemptEvent::kScheduled, v1::ATTEMPT_SCHEDULED},
     {v1::ATTEMPT_ALLOCATED, AttemptEvent::kAmLaunched, v1::ATTEMPT_LAUNCHED},
     {v1::ATTEMPT_ALLOCATED, AttemptEvent::kRegistered, v1::ATTEMPT_RUNNING},
     {v1::ATTEMPT_LAUNCHED, AttemptEvent::kRegistered, v1::ATTEMPT_RUNNING},
+    // Its AM registers again after an RM restart (AM_RESYNC).
+    {v1::ATTEMPT_RUNNING, AttemptEvent::kRegistered, v1::ATTEMPT_RUNNING},
     {v1::ATTEMPT_ALLOCATED, AttemptEvent::kUnregistered, v1::ATTEMPT_FINISHING},
     {v1::ATTEMPT_LAUNCHED, AttemptEvent::kUnregistered, v1::ATTEMPT_FINISHING},
     {v1::ATTEMPT_RUNNING, AttemptEvent::kUnregistered, v1::ATTEMPT_FINISHING},

@@ -250,36 +250,41 @@ absl::Status AppManager::SizeAm(RmApp& app) {
 absl::Status AppManager::StartAttempt(RmApp& app) {
   RmAttempt at;
   at.id = app.attempts.empty() ? 1 : app.attempts.back().id + 1;
-  at.attempt_id = absl::StrFormat("appattempt_%d_%04d_%06d", ctx_->options->cluster_timestamp_ms,
-                                  app.seq, at.id);
-  at.sched_app = next_sched_app_++;
+  // The app's own cluster timestamp: after a restart it may be an earlier RM's.
+  at.attempt_id = absl::StrFormat("appattempt_%d_%04d_%06d", app.cluster_ts, app.seq, at.id);
   at.start_ms = ctx_->NowMs();
-  scheduler::AppSpec spec;
-  spec.id = at.sched_app;
-  spec.queue = app.record.queue;
-  spec.user = app.record.user;
-  spec.priority = app.record.priority;
-  spec.profile = ToJobProfile(app.context.profile());
   if (app.context.am_sizing().enabled()) {
     if (absl::Status s = SizeAm(app); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat("application ", app.record.app_id,
                                                  ": sizing its AM (AdaptCont): ", s.message()));
     }
   }
+  if (absl::Status s = AdmitAttempt(app, at, /*ask_for_am=*/true); !s.ok()) return s;
+  Transition(at, AttemptEvent::kScheduled);
+  app.attempts.push_back(std::move(at));
+  return absl::OkStatus();
+}
+
+absl::Status AppManager::AdmitAttempt(RmApp& app, RmAttempt& at, bool ask_for_am) {
   auto am = ctx_->FromProto(app.context.am_resource(), "AM resource");
   if (!am.ok()) return am.status();
-  spec.am_resource = *am;
-  at.am_resource = *am;
+  scheduler::AppSpec spec;
+  spec.id = next_sched_app_++;
+  spec.queue = app.record.queue;
+  spec.user = app.record.user;
+  spec.priority = app.record.priority;
+  spec.profile = ToJobProfile(app.context.profile());
+  if (ask_for_am) spec.am_resource = *am;
   if (absl::Status s = ctx_->scheduler->AddApp(spec, ctx_->NowMs()); !s.ok()) {
     // The core names the app by its internal number; users know it by its id.
     absl::string_view why = s.message();
     absl::ConsumePrefix(&why, absl::StrCat("application ", spec.id, ": "));
     return absl::Status(s.code(), absl::StrCat("application ", app.record.app_id, ": ", why));
   }
-  Transition(at, AttemptEvent::kScheduled);
+  at.sched_app = spec.id;
+  at.am_resource = *am;
   by_sched_app_[at.sched_app] = app.record.app_id;
   by_attempt_[at.attempt_id] = app.record.app_id;
-  app.attempts.push_back(std::move(at));
   return absl::OkStatus();
 }
 
@@ -388,8 +393,16 @@ void AppManager::ReleaseContainers(RmApp& app) {
   }
 }
 
+void AppManager::DropCompletions(RmAttempt& at) {
+  ctx_->containers->Acknowledged(at.new_completed);
+  ctx_->containers->Acknowledged(at.sent_completed);
+  at.new_completed.clear();
+  at.sent_completed.clear();
+}
+
 void AppManager::AttemptFailed(RmApp& app, const std::string& diagnostics) {
   RmAttempt& at = app.current();
+  DropCompletions(at);  // no AM will read them
   Transition(at, AttemptEvent::kFailed);
   at.diagnostics = diagnostics;
   at.finish_ms = ctx_->NowMs();
@@ -422,6 +435,7 @@ void AppManager::FinishApp(RmApp& app, AppEvent event, FinalStatus final_status,
                                                  : AttemptEvent::kFailed);
     at.finish_ms = ctx_->NowMs();
   }
+  if (!app.attempts.empty()) DropCompletions(app.current());  // no AM will read them
   ReleaseContainers(app);
   // Its NMs delete its work dirs once its containers there have exited.
   for (const std::string& node : app.ran_nodes) {
@@ -448,28 +462,111 @@ RmApp& AppManager::Restore(RmApp app) {
   if (app.cluster_ts == ctx_->options->cluster_timestamp_ms)
     next_app_seq_ = std::max(next_app_seq_, app.seq + 1);
   std::string id = app.record.app_id;
+  // Tokens of old attempts must name a known attempt to be told they are old.
+  for (const RmAttempt& at : app.attempts) by_attempt_[at.attempt_id] = id;
   auto [it, inserted] = apps_.insert_or_assign(id, std::move(app));
   return it->second;
 }
 
-absl::Status AppManager::RestartAfterRecovery(RmApp& app) {
-  if (!app.attempts.empty() && !IsFinal(app.current().state)) {
-    Transition(app.current(), AttemptEvent::kFailed);
-    app.current().diagnostics = "the ResourceManager restarted";
+absl::Status AppManager::RecoverAttempt(RmApp& app) {
+  if (app.attempts.empty() || IsFinal(app.current().state)) {
+    // The old RM ended an attempt (or stored none) and died before it stored the next one.
+    if (static_cast<int32_t>(app.attempts.size()) >= app.record.max_attempts) {
+      FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
+                absl::StrCat("Application failed ", app.attempts.size(), " time(s) (max attempts ",
+                             app.record.max_attempts, "); last attempt: ",
+                             app.attempts.empty() ? "none" : app.current().diagnostics));
+      return absl::OkStatus();
+    }
+    if (absl::Status s = StartAttempt(app); !s.ok()) {
+      FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
+                absl::StrCat("The ResourceManager restarted; a new attempt could not start: ",
+                             s.message()));
+      return absl::OkStatus();
+    }
+    Transition(app, AppEvent::kAccepted);
+    return Persist(app);
   }
-  if (static_cast<int32_t>(app.attempts.size()) >= app.record.max_attempts) {
+  RmAttempt& at = app.current();
+  const bool has_am = !at.am_container_id.empty();
+  absl::Status admitted;
+  if (!has_am && app.context.am_sizing().enabled()) {
+    // Sized again, as for a new attempt: the decision is not stored.
+    RmAttempt self = std::move(app.attempts.back());
+    app.attempts.pop_back();
+    admitted = SizeAm(app);
+    app.attempts.push_back(std::move(self));
+  }
+  if (admitted.ok()) admitted = AdmitAttempt(app, app.current(), /*ask_for_am=*/!has_am);
+  if (!admitted.ok()) {
     FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
-              "The ResourceManager restarted and no application attempts remain.");
+              absl::StrCat("The ResourceManager restarted and could not admit ",
+                           app.current().attempt_id, " again: ", admitted.message()));
     return absl::OkStatus();
   }
-  if (absl::Status s = StartAttempt(app); !s.ok()) {
-    FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
-              absl::StrCat("The ResourceManager restarted; a new attempt could not start: ",
-                           s.message()));
-    return absl::OkStatus();
+  RmAttempt& live = app.current();
+  if (has_am) {
+    live.recovered = true;
+    live.registered = false;
+    awaiting_am_.insert(app.record.app_id);
+    // Its launch's reply died with the old RM; the AM runs unless its node says otherwise.
+    if (live.state == v1::ATTEMPT_ALLOCATED) Transition(live, AttemptEvent::kAmLaunched);
+    live.last_heard_ms = ctx_->NowMs();  // a full am_expiry_ms from the restart
+  } else if (live.state != v1::ATTEMPT_SCHEDULED) {
+    absl::StatusOr<AttemptState> next = NextAttemptState(live.state, AttemptEvent::kScheduled);
+    if (!next.ok()) {
+      // Stored past SCHEDULED without an AM container: it waits for one like a new attempt.
+      log::Warn("attempt_state_repaired", {{"attempt", live.attempt_id},
+                                           {"stored", AttemptStateName(live.state)},
+                                           {"now", "SCHEDULED"}});
+    }
+    live.state = next.ok() ? *next : v1::ATTEMPT_SCHEDULED;
   }
-  Transition(app, AppEvent::kAccepted);
-  return Persist(app);
+  log::Info("attempt_recovered", {{"attempt", live.attempt_id},
+                                  {"state", AttemptStateName(live.state)},
+                                  {"am_container", live.am_container_id}});
+  return absl::OkStatus();
+}
+
+void AppManager::AmContainersMissing(const std::string& node_id,
+                                     const absl::flat_hash_set<std::string>& reported) {
+  std::vector<std::string> missing;  // collected first: failing an attempt changes the apps
+  for (auto it = awaiting_am_.begin(); it != awaiting_am_.end();) {
+    const RmApp* app = Find(*it);
+    if (app == nullptr || IsFinal(app->state) || app->attempts.empty() ||
+        !app->current().recovered || app->current().am_recovered || IsFinal(app->current().state)) {
+      awaiting_am_.erase(it++);  // settled
+      continue;
+    }
+    const RmAttempt& at = app->current();
+    if (at.am_node == node_id && !reported.contains(at.am_container_id)) missing.push_back(*it);
+    ++it;
+  }
+  for (const std::string& id : missing) {
+    RmApp& app = apps_.at(id);
+    RmAttempt& at = app.current();
+    const std::string why = absl::StrCat("AM container ", at.am_container_id, " is not on node ",
+                                         node_id, " after the ResourceManager restarted");
+    if (at.state == v1::ATTEMPT_RUNNING) {
+      AttemptFailed(app, why);  // its AM ran: the node lost it
+      continue;
+    }
+    // It never started: the same attempt asks for an AM container again.
+    log::Warn("am_container_asked_again", {{"attempt", at.attempt_id}, {"why", why}});
+    (void)ctx_->scheduler->RemoveApp(at.sched_app);  // it holds nothing: its AM never ran
+    by_sched_app_.erase(at.sched_app);
+    at.am_container_id.clear();
+    at.am_node.clear();
+    at.recovered = false;
+    Transition(at, AttemptEvent::kScheduled);
+    if (absl::Status s = AdmitAttempt(app, at, /*ask_for_am=*/true); !s.ok()) {
+      FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
+                absl::StrCat(why, "; asking for it again failed: ", s.message()));
+      continue;
+    }
+    Persist(app).IgnoreError();  // logged, retried
+    ctx_->request_pass();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

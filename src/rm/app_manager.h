@@ -25,6 +25,13 @@
 
 namespace weft::rm {
 
+// A completed container's status on its way to the AM, and the node that reported it (which
+// keeps it until the AM has it: YARN-1372); "" when no NM reported it (its node was lost).
+struct RmCompletion {
+  v1::ContainerStatus status;
+  std::string node;
+};
+
 struct RmAttempt {
   int32_t id = 1;
   std::string attempt_id;  // appattempt_<ts>_<seq>_<attempt>
@@ -38,13 +45,24 @@ struct RmAttempt {
   int32_t last_response_id = 0;
   v1::AllocateResponse last_response;
   std::vector<v1::Container> new_containers;              // not yet handed to the AM
-  std::vector<v1::ContainerStatus> new_completed;         // not yet handed to the AM
+  std::vector<RmCompletion> new_completed;                // not yet handed to the AM
+  // In the last Allocate reply: acknowledged (their NMs may forget them) when the AM calls
+  // again with that reply's id, handed out again if it registers again instead.
+  std::vector<RmCompletion> sent_completed;
   FinalStatus final_status = v1::FINAL_STATUS_UNDEFINED;  // what its AM unregistered with
   std::string diagnostics;
   int64_t finish_ms = 0;  // when it ended (0 while it runs)
   // Its AM container was killed for exceeding its memory limit (AdaptCont's feedback).
   bool am_memory_failure = false;
   Resource am_resource;  // the AM container it asked for
+  // Work-preserving RM restart: restored from the store with its AM container allocated, it
+  // carries on. Its AM must register again (AmService answers Allocate with AM_RESYNC until it
+  // does); `am_recovered` once its node reported the AM container running.
+  bool recovered = false;
+  bool am_recovered = false;
+  // Containers NMs reported running after its AM registered again, not yet handed to the AM
+  // (AllocateResponse.containers_from_previous_attempts).
+  std::vector<v1::Container> new_recovered;
 };
 
 struct RmApp {
@@ -97,12 +115,25 @@ class AppManager {
   // Adds the app counts (submitted, running, pending, completed, failed, killed) to `m`.
   void CountApps(v1::GetClusterMetricsResponse* m) const;
 
-  // Recovery (rm_recovery.h): puts back an app read from the store, and gives ids of this
-  // cluster timestamp a sequence number after `seq`.
+  // Recovery (rm_recovery.h): puts back an app read from the store (its attempts indexed),
+  // and gives ids of this cluster timestamp a sequence number after `seq`.
   RmApp& Restore(RmApp app);
-  // The RM restarted under a restored unfinished app: its running attempt died with the old RM
-  // (FAILED); a new attempt starts, or the app fails when none remains. Errors: the store's.
-  absl::Status RestartAfterRecovery(RmApp& app);
+  // The RM restarted under a restored unfinished app (work-preserving, YARN-556): its current
+  // attempt carries on as it was and no attempt is used up. It is admitted to the scheduler
+  // again (its queue, user and priority); its AM container is asked for again only if none was
+  // allocated; otherwise it waits for its NM to report the AM container and for its AM to
+  // register again, with a full am_expiry_ms from now. An app whose last attempt had ended
+  // gets a new one if attempts remain (the old RM died in between), else fails; an app the
+  // scheduler no longer admits (its queue is gone) fails. Errors: the store's.
+  absl::Status RecoverAttempt(RmApp& app);
+  // Node `node_id` registered after a restart reporting `reported` (running and completed
+  // container names). A recovered attempt whose AM container was allocated there, is not among
+  // them and was not recovered is not there: if its AM never registered (the old RM died
+  // before the container started), the AM container is asked for again in the same attempt -
+  // the restart uses up no attempt; if its AM had registered, the node lost it and the attempt
+  // fails.
+  void AmContainersMissing(const std::string& node_id,
+                           const absl::flat_hash_set<std::string>& reported);
 
   // Events from the other services.
   void AmContainerAllocated(RmApp& app, const v1::Container& container);
@@ -126,6 +157,10 @@ class AppManager {
  private:
   // Adds a new attempt of `app` to the scheduler, asking for its AM container.
   absl::Status StartAttempt(RmApp& app);
+  // Admits attempt `at` of `app` to the scheduler under a new scheduler id and indexes it; with
+  // `ask_for_am`, the AM container of the app's AM resource is asked for. Errors: the
+  // scheduler's, naming the app.
+  absl::Status AdmitAttempt(RmApp& app, RmAttempt& at, bool ask_for_am);
   // AdaptCont: decides the AM container of `app`'s next attempt into its context's
   // am_resource and records the decision. Errors: the decision's (e.g. no AM fits).
   absl::Status SizeAm(RmApp& app);
@@ -135,6 +170,8 @@ class AppManager {
   void FinishApp(RmApp& app, AppEvent event, FinalStatus final_status,
                  const std::string& diagnostics);
   void ReleaseContainers(RmApp& app);
+  // The attempt's completed statuses no AM will read: their NMs may forget them.
+  void DropCompletions(RmAttempt& at);
   void Transition(RmApp& app, AppEvent event);
   void Transition(RmAttempt& attempt, AttemptEvent event);
   // Writes the app and its current attempt; the store's error as it is.
@@ -152,6 +189,9 @@ class AppManager {
   absl::flat_hash_map<scheduler::AppId, std::string> by_sched_app_;
   absl::flat_hash_map<std::string, std::string> by_attempt_;  // every attempt id -> app id
   std::set<std::string> unpersisted_;                         // apps whose last write failed
+  // Apps whose recovered attempt has not had its AM container reported yet (a superset: an
+  // entry is dropped when AmContainersMissing finds it settled).
+  absl::flat_hash_set<std::string> awaiting_am_;
   TimerId retry_timer_ = 0;
 };
 

@@ -2,9 +2,15 @@
 #include "rm/container_tracker.h"
 
 #include <algorithm>
+#include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/ids.h"
+#include "common/log.h"
 #include "rm/app_manager.h"
 #include "rm/node_tracker.h"
 #include "rm/rm_keys.h"
@@ -13,6 +19,20 @@
 namespace weft::rm {
 
 using scheduler::ContainerId;
+
+std::optional<ContainerName> ParseContainerName(absl::string_view name) {
+  if (!absl::ConsumePrefix(&name, "container_e")) return std::nullopt;
+  std::vector<absl::string_view> parts = absl::StrSplit(name, '_');
+  ContainerName n;
+  if (parts.size() != 5 || !absl::SimpleAtoi(parts[0], &n.epoch) ||
+      !absl::SimpleAtoi(parts[1], &n.cluster_ts) || !absl::SimpleAtoi(parts[2], &n.app_seq) ||
+      !absl::SimpleAtoi(parts[3], &n.attempt) || !absl::SimpleAtoi(parts[4], &n.seq))
+    return std::nullopt;
+  if (n.epoch < 0 || n.epoch >= (int64_t{1} << 23) || n.cluster_ts < 0 || n.app_seq < 0 ||
+      n.attempt < 1 || n.seq < 1 || n.seq >= (int64_t{1} << 40))
+    return std::nullopt;
+  return n;
+}
 
 std::string ContainerTracker::NameOf(int64_t cluster_ts, int32_t app_seq, int32_t attempt,
                                      ContainerId id) const {
@@ -34,27 +54,45 @@ absl::StatusOr<ContainerId> ContainerTracker::FindOwned(const std::string& name,
   return it->second;
 }
 
+v1::Container ContainerTracker::Proto(const std::string& name, const std::string& node_id,
+                                      const RmApp& app, const Resource& resource, int32_t priority,
+                                      int64_t allocation_request_id) const {
+  security::ContainerTokenData td;
+  td.container_id = name;
+  td.node_id = node_id;
+  td.user = app.record.user;
+  td.resource = ctx_->registry().Format(resource);
+  td.expiry_ms = ctx_->NowMs() + ctx_->options->container_token_lifetime_ms;
+  td.rm_epoch = ctx_->epoch;
+  td.app_id = app.record.app_id;
+  v1::Container proto;
+  proto.set_container_id(name);
+  proto.set_node_id(node_id);
+  *proto.mutable_resource() = ctx_->ToProto(resource);
+  proto.set_priority(priority);
+  proto.set_allocation_request_id(allocation_request_id);
+  *proto.mutable_container_token() = ctx_->keys->IssueContainerToken(td);
+  return proto;
+}
+
+std::optional<v1::Container> ContainerTracker::Describe(ContainerId id) const {
+  auto it = containers_.find(id);
+  const scheduler::ContainerState* cs = ctx_->scheduler->container(id);
+  if (it == containers_.end() || cs == nullptr) return std::nullopt;
+  const RmApp* app = ctx_->apps->Find(it->second.app_id);
+  if (app == nullptr) return std::nullopt;
+  return Proto(it->second.name, ctx_->scheduler->node(cs->node)->name, *app, cs->resource,
+               cs->priority, 0);
+}
+
 void ContainerTracker::Allocated(const scheduler::Allocation& a) {
   RmApp* app = ctx_->apps->FindBySchedulerId(a.app);
   if (app == nullptr) return;
   RmAttempt& at = app->current();
   const std::string& node_id = ctx_->scheduler->node(a.node)->name;
   RmContainer c{NameOf(app->cluster_ts, app->seq, at.id, a.container), app->record.app_id, at.id};
-  security::ContainerTokenData td;
-  td.container_id = c.name;
-  td.node_id = node_id;
-  td.user = app->record.user;
-  td.resource = ctx_->registry().Format(a.resource);
-  td.expiry_ms = ctx_->NowMs() + ctx_->options->container_token_lifetime_ms;
-  td.rm_epoch = ctx_->epoch;
-  td.app_id = app->record.app_id;
-  v1::Container proto;
-  proto.set_container_id(c.name);
-  proto.set_node_id(node_id);
-  *proto.mutable_resource() = ctx_->ToProto(a.resource);
-  proto.set_priority(a.priority);
-  proto.set_allocation_request_id(a.allocation_request_id);
-  *proto.mutable_container_token() = ctx_->keys->IssueContainerToken(td);
+  v1::Container proto =
+      Proto(c.name, node_id, *app, a.resource, a.priority, a.allocation_request_id);
   by_name_[c.name] = a.container;
   containers_[a.container] = std::move(c);
   app->ran_nodes.insert(node_id);
@@ -76,10 +114,38 @@ RmContainer ContainerTracker::Remove(ContainerId id, const Resource& resource,
   return c;
 }
 
+bool ContainerTracker::IsPrevious(const std::string& name) const {
+  std::optional<ContainerName> n = ParseContainerName(name);
+  return n.has_value() && n->epoch < ctx_->epoch;
+}
+
 void ContainerTracker::Completed(const std::string& name, int32_t exit_status,
-                                 const std::string& diagnostics) {
+                                 const std::string& diagnostics, const std::string& node_id) {
   auto named = by_name_.find(name);
-  if (named == by_name_.end()) return;
+  if (named == by_name_.end()) {
+    // Reported again while its AM has not acknowledged it: the NM keeps it for now.
+    if (unacknowledged_.contains(name)) return;
+    // Of an earlier epoch and never held by this RM: it ended while no RM ran (or before its
+    // NM registered again). Its attempt hears of it once.
+    Previous* p = IsPrevious(name) ? &previous_[name] : nullptr;
+    if (p == nullptr || p->completion_handled) {
+      // Told already (or never this RM's): its NM may forget it.
+      if (!node_id.empty()) ctx_->nodes->AddRemoval(node_id, name);
+      return;
+    }
+    p->completion_handled = true;
+    p->running_handled = true;  // ended: never recovered
+    const ContainerName n = *ParseContainerName(name);
+    RmContainer c{name, AppOfContainer(name), n.attempt};
+    RmApp* app = ctx_->apps->Find(c.app_id);
+    const bool is_am = app != nullptr && !app->attempts.empty() && app->current().id == c.attempt &&
+                       app->current().am_container_id == name;
+    log::Info("container_completed_during_restart",
+              {{"container", name}, {"exit_status", exit_status}, {"am", is_am}});
+    TellAttempt(c, is_am, exit_status, diagnostics, node_id);
+    return;
+  }
+  if (IsPrevious(name)) previous_[name] = {true, true};
   const ContainerId id = named->second;
   const scheduler::ContainerState* cs = ctx_->scheduler->container(id);
   Resource resource;
@@ -97,39 +163,138 @@ void ContainerTracker::Completed(const std::string& name, int32_t exit_status,
     (void)s;  // the container was checked live just above: this cannot fail
   }
   RmContainer c = Remove(id, resource, allocated_ms);
-  TellAttempt(c, is_am, exit_status, diagnostics);
+  TellAttempt(c, is_am, exit_status, diagnostics, node_id);
 }
 
 void ContainerTracker::Ended(const scheduler::ContainerKill& kill, int32_t exit_status,
                              const std::string& diagnostics) {
   if (!containers_.contains(kill.container)) return;
   RmContainer c = Remove(kill.container, kill.resource, kill.allocated_ms);
-  TellAttempt(c, kill.is_am, exit_status, diagnostics);
+  if (IsPrevious(c.name)) previous_[c.name] = {true, true};
+  TellAttempt(c, kill.is_am, exit_status, diagnostics, /*node_id=*/"");
 }
 
 void ContainerTracker::Forget(ContainerId id, const Resource& resource, int64_t allocated_ms,
                               const std::string& node_id) {
   if (!containers_.contains(id)) return;
   RmContainer c = Remove(id, resource, allocated_ms);
+  if (IsPrevious(c.name)) previous_[c.name] = {true, true};
   ctx_->nodes->AddCleanup(node_id, c.name);
 }
 
+bool ContainerTracker::TakeUnknownPrevious(const std::string& name) {
+  if (by_name_.contains(name) || !IsPrevious(name)) return false;
+  Previous& p = previous_[name];
+  if (p.running_handled) return false;
+  p.running_handled = true;
+  ++refused_;
+  return true;
+}
+
+absl::Status ContainerTracker::Recover(const std::string& node_id, const std::string& name,
+                                       const v1::Resource* resource) {
+  if (by_name_.contains(name))
+    return absl::AlreadyExistsError(absl::StrCat("container ", name, " is held already"));
+  absl::Status s = RecoverOnce(node_id, name, resource);
+  if (IsPrevious(name)) {
+    Previous& p = previous_[name];
+    // Dealt with once: a later report of it neither recovers it nor refuses it again.
+    if (!p.running_handled && !s.ok()) ++refused_;
+    p.running_handled = true;
+  }
+  if (s.ok()) {
+    ++recovered_;
+  } else {
+    s = absl::Status(s.code(), absl::StrCat("recovering container ", name, " on node ", node_id,
+                                            ": ", s.message()));
+  }
+  return s;
+}
+
+absl::Status ContainerTracker::RecoverOnce(const std::string& node_id, const std::string& name,
+                                           const v1::Resource* reported) {
+  std::optional<ContainerName> n = ParseContainerName(name);
+  if (!n.has_value()) return absl::InvalidArgumentError("not a container id of this cluster");
+  if (n->epoch >= ctx_->epoch)
+    return absl::FailedPreconditionError("allocated by this RM, which no longer holds it");
+  if (previous_[name].running_handled)
+    return absl::AlreadyExistsError("reported before: recovered or refused once already");
+  const std::string app_id = AppOfContainer(name);
+  RmApp* app = ctx_->apps->Find(app_id);
+  if (app == nullptr) return absl::NotFoundError(absl::StrCat("unknown application ", app_id));
+  if (IsFinal(app->state) || app->attempts.empty())
+    return absl::FailedPreconditionError(absl::StrCat("application ", app_id, " has ended"));
+  RmAttempt& at = app->current();
+  if (at.id != n->attempt || IsFinal(at.state))
+    return absl::FailedPreconditionError(
+        absl::StrCat("attempt ", n->attempt, " of ", app_id, " is not its live attempt"));
+  const bool is_am = name == at.am_container_id;
+  if (is_am && at.am_node != node_id)
+    return absl::FailedPreconditionError(absl::StrCat("it is the AM container of ", at.attempt_id,
+                                                      ", allocated on node ", at.am_node));
+  Resource resource;
+  if (reported != nullptr) {
+    absl::StatusOr<Resource> r = ctx_->FromProto(*reported, "its reported resource");
+    if (!r.ok()) return r.status();
+    resource = *r;
+  } else if (is_am) {
+    // The AM container was allocated with the app's AM resource (as submitted).
+    absl::StatusOr<Resource> r = ctx_->FromProto(app->context.am_resource(), "AM resource");
+    if (!r.ok()) return absl::FailedPreconditionError(r.status().message());
+    resource = *r;
+  } else {
+    ++refused_without_resource_;  // once: it is marked dealt with on return
+    return absl::FailedPreconditionError("its NM did not report its resource");
+  }
+  const scheduler::NodeId node = ctx_->scheduler->FindNode(node_id);
+  const ContainerId id = n->Id();
+  if (absl::Status s = ctx_->scheduler->RecoverContainer(
+          {id, at.sched_app, node, resource, /*priority=*/0, is_am, ctx_->NowMs()});
+      !s.ok())
+    return s;
+  by_name_[name] = id;
+  containers_[id] = RmContainer{name, app_id, at.id};
+  app->ran_nodes.insert(node_id);
+  if (is_am) {
+    at.am_recovered = true;
+  } else if (at.registered) {
+    // Its AM registered again before this node did: it hears of it in its next Allocate.
+    at.new_recovered.push_back(Proto(name, node_id, *app, resource, 0, 0));
+  }
+  log::Info("container_recovered", {{"container", name},
+                                    {"node", node_id},
+                                    {"resource", ctx_->registry().Format(resource)},
+                                    {"am", is_am}});
+  return absl::OkStatus();
+}
+
 void ContainerTracker::TellAttempt(const RmContainer& c, bool is_am, int32_t exit_status,
-                                   const std::string& diagnostics) {
+                                   const std::string& diagnostics, const std::string& node_id) {
   RmApp* app = ctx_->apps->Find(c.app_id);
   if (app == nullptr || app->attempts.empty() || app->current().id != c.attempt ||
-      IsFinal(app->state))
-    return;
-  if (is_am) {
-    ctx_->apps->AmContainerEnded(*app, c.name, exit_status, diagnostics);
+      IsFinal(app->state) || is_am) {
+    // No AM will read it: its NM may forget it now.
+    if (!node_id.empty()) ctx_->nodes->AddRemoval(node_id, c.name);
+    if (is_am && app != nullptr && !app->attempts.empty() && app->current().id == c.attempt &&
+        !IsFinal(app->state))
+      ctx_->apps->AmContainerEnded(*app, c.name, exit_status, diagnostics);
     return;
   }
-  v1::ContainerStatus st;
-  st.set_container_id(c.name);
-  st.set_state(v1::CONTAINER_COMPLETE);
-  st.set_exit_status(exit_status);
-  st.set_diagnostics(diagnostics);
-  app->current().new_completed.push_back(std::move(st));
+  RmCompletion done;
+  done.status.set_container_id(c.name);
+  done.status.set_state(v1::CONTAINER_COMPLETE);
+  done.status.set_exit_status(exit_status);
+  done.status.set_diagnostics(diagnostics);
+  done.node = node_id;
+  unacknowledged_.insert(c.name);
+  app->current().new_completed.push_back(std::move(done));
+}
+
+void ContainerTracker::Acknowledged(const std::vector<RmCompletion>& completions) {
+  for (const RmCompletion& done : completions) {
+    unacknowledged_.erase(done.status.container_id());
+    if (!done.node.empty()) ctx_->nodes->AddRemoval(done.node, done.status.container_id());
+  }
 }
 
 }  // namespace weft::rm

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "rm/app_manager.h"
 #include "rm/container_tracker.h"
 #include "rm/rm_keys.h"
 
@@ -35,6 +37,11 @@ const RmNode* NodeTracker::Find(const std::string& node_id) const {
 void NodeTracker::AddAppCleanup(const std::string& node_id, const std::string& app_id) {
   auto it = nodes_.find(node_id);
   if (it != nodes_.end()) it->second.apps_to_cleanup.push_back(app_id);
+}
+
+void NodeTracker::AddRemoval(const std::string& node_id, const std::string& name) {
+  auto it = nodes_.find(node_id);
+  if (it != nodes_.end()) it->second.to_remove.push_back(name);
 }
 
 void NodeTracker::AddCleanup(const std::string& node_id, const std::string& name) {
@@ -79,20 +86,80 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
     resp.set_diagnostics("node is decommissioned");
     return resp;
   }
-  // A node registering again (NM restart) loses the containers the RM had for it.
-  LoseContainers(id, v1::CONTAINER_EXIT_LOST_NODE, "node " + id + " re-registered",
-                 /*clean_up_on_node=*/false);
-  auto sid = ctx_->scheduler->AddNode({id, rack, *cap});
-  if (!sid.ok()) return sid.status();
+  // What the NM reports: running containers, and completed ones (in completed_containers, or
+  // as COMPLETE statuses among running_containers).
+  std::vector<const v1::ContainerStatus*> running_statuses, completed;
+  for (const v1::ContainerStatus& st : req.running_containers())
+    (st.state() == v1::CONTAINER_COMPLETE ? completed : running_statuses).push_back(&st);
+  for (const v1::ContainerStatus& st : req.completed_containers()) completed.push_back(&st);
+  absl::flat_hash_set<std::string> running;
+  for (const v1::ContainerStatus* st : running_statuses) running.insert(st->container_id());
+  const scheduler::NodeId known = ctx_->scheduler->FindNode(id);
+  if (known >= 0 && existing != nodes_.end() && existing->second.registration.rack() == rack) {
+    // Registering again while the RM holds the node (a lost register reply, an NM restart):
+    // what it still runs is kept, once; the rest is gone. Reported completions come first so
+    // that their exit statuses are the ones told.
+    if (absl::Status s = ctx_->scheduler->UpdateNode(id, *cap, /*healthy=*/true); !s.ok()) return s;
+    for (const v1::ContainerStatus* st : completed)
+      ctx_->containers->Completed(st->container_id(), st->exit_status(), st->diagnostics(), id);
+    std::vector<std::string> gone;
+    for (scheduler::ContainerId c : ctx_->scheduler->NodeContainers(known)) {
+      const RmContainer* held = ctx_->containers->Find(c);
+      if (held != nullptr && !running.contains(held->name)) gone.push_back(held->name);
+    }
+    for (const std::string& name : gone)
+      ctx_->containers->Completed(
+          name, v1::CONTAINER_EXIT_LOST_NODE,
+          absl::StrCat("Container lost: node ", id, " registered again without it"),
+          /*node_id=*/"");
+  } else {
+    // A new node, one the RM lost, or a restarted RM's first registration of it.
+    LoseContainers(id, v1::CONTAINER_EXIT_LOST_NODE, "node " + id + " re-registered",
+                   /*clean_up_on_node=*/false);
+    auto sid = ctx_->scheduler->AddNode({id, rack, *cap});
+    if (!sid.ok()) return sid.status();
+    for (const v1::ContainerStatus* st : completed)
+      ctx_->containers->Completed(st->container_id(), st->exit_status(), st->diagnostics(), id);
+  }
   RmNode& node = nodes_[id];
   node.registration = req;
   node.registration.set_rack(rack);
+  node.registration.clear_running_containers();  // not kept: read once, below
+  node.registration.clear_completed_containers();
+  node.registration.clear_container_resources();
   node.state = v1::NODE_RUNNING;
   node.last_heartbeat_ms = ctx_->NowMs();
   node.response_id = 0;
   node.to_cleanup.clear();
-  log::Info("node_registered",
-            {{"node", id}, {"rack", rack}, {"capability", ctx_->registry().Format(*cap)}});
+  node.running.clear();
+  for (const v1::ContainerStatus* st : running_statuses) node.running.push_back(*st);
+  // Work-preserving restart: what the NM runs that the RM does not hold is recovered (an
+  // earlier RM's containers of live attempts) or stopped (anything else: a node the RM lost,
+  // containers of ended apps, or ones it cannot charge).
+  int recovered = 0, refused = 0;
+  for (const v1::ContainerStatus* st : running_statuses) {
+    const std::string& name = st->container_id();
+    if (ctx_->containers->Holds(name)) continue;  // kept (registered twice)
+    auto resource = req.container_resources().find(name);
+    absl::Status s = ctx_->containers->Recover(
+        id, name, resource == req.container_resources().end() ? nullptr : &resource->second);
+    if (s.ok()) {
+      ++recovered;
+      continue;
+    }
+    ++refused;
+    log::Warn("container_not_recovered", {{"node", id}, {"container", name}, {"why", s}});
+    node.to_cleanup.push_back(name);
+  }
+  // Recovered attempts whose AM container this node held but no longer reports fail now,
+  // rather than when their AM expires.
+  for (const v1::ContainerStatus* st : completed) running.insert(st->container_id());
+  ctx_->apps->AmContainersMissing(id, running);
+  log::Info("node_registered", {{"node", id},
+                                {"rack", rack},
+                                {"capability", ctx_->registry().Format(*cap)},
+                                {"containers_recovered", recovered},
+                                {"containers_stopped", refused}});
   v1::RegisterNodeManagerResponse resp;
   resp.set_action(v1::NODE_ACTION_NORMAL);
   resp.set_rm_epoch(ctx_->epoch);
@@ -133,10 +200,22 @@ absl::StatusOr<v1::NodeHeartbeatResponse> NodeTracker::NodeHeartbeat(
   node.running.clear();
   node.usage = req.node_usage();
   for (const v1::ContainerStatus& st : req.container_statuses()) {
-    if (st.state() == v1::CONTAINER_RUNNING) node.running.push_back(st);
+    if (st.state() == v1::CONTAINER_RUNNING) {
+      node.running.push_back(st);
+      // An earlier RM's container this RM never heard of (its AM started it after the
+      // restart): nothing charges it, so it is stopped (YARN does the same).
+      if (ctx_->containers->TakeUnknownPrevious(st.container_id())) {
+        log::Warn("container_not_recovered",
+                  {{"node", req.node_id()},
+                   {"container", st.container_id()},
+                   {"why", "allocated before the RM restarted, first reported in a heartbeat"}});
+        node.to_cleanup.push_back(st.container_id());
+      }
+    }
     if (st.state() != v1::CONTAINER_COMPLETE) continue;
     // Unknown names are already known complete, or were never this RM's.
-    ctx_->containers->Completed(st.container_id(), st.exit_status(), st.diagnostics());
+    ctx_->containers->Completed(st.container_id(), st.exit_status(), st.diagnostics(),
+                                req.node_id());
   }
   resp.set_response_id(++node.response_id);
   resp.set_action(v1::NODE_ACTION_NORMAL);
@@ -144,6 +223,8 @@ absl::StatusOr<v1::NodeHeartbeatResponse> NodeTracker::NodeHeartbeat(
   node.to_cleanup.clear();
   for (const std::string& a : node.apps_to_cleanup) resp.add_applications_to_cleanup(a);
   node.apps_to_cleanup.clear();
+  for (const std::string& c : node.to_remove) resp.add_containers_to_be_removed_from_nm(c);
+  node.to_remove.clear();
   *resp.mutable_container_key() = RmKeys::ToProto(ctx_->keys->container().current());
   *resp.mutable_next_container_key() = RmKeys::ToProto(ctx_->keys->container().next());
   ctx_->request_pass();

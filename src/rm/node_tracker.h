@@ -29,6 +29,7 @@ struct RmNode {
   int32_t response_id = 0;
   std::vector<std::string> to_cleanup;  // container names the NM must stop, next heartbeat
   std::vector<std::string> apps_to_cleanup;  // ended apps whose work dirs it must delete
+  std::vector<std::string> to_remove;        // completed containers it may forget, next heartbeat
   std::string health_report;
   // From the last heartbeat: running containers' statuses (with usage) and the node's total.
   std::vector<v1::ContainerStatus> running;
@@ -41,12 +42,17 @@ class NodeTracker {
   explicit NodeTracker(RmContext* ctx);
   ~NodeTracker();
 
-  // TrackerService. A node registering again (an NM restart) loses the containers the RM had
-  // for it. A decommissioned node is told to shut down. Errors: InvalidArgument for a bad id
-  // or capability (nothing changes).
+  // TrackerService. A node registering while the RM holds it (a lost reply, an NM restart)
+  // keeps the containers it reports running and loses the others. Work-preserving restart:
+  // every running container the RM does not hold is recovered if it is an earlier RM's
+  // container of a live attempt (ContainerTracker::Recover), else stopped (in the next
+  // heartbeat reply); reported completions reach their attempts once; a recovered attempt
+  // whose AM container this node held and no longer reports fails. A decommissioned node is
+  // told to shut down. Errors: InvalidArgument for a bad id or capability (nothing changes).
   absl::StatusOr<v1::RegisterNodeManagerResponse> RegisterNode(
       const v1::RegisterNodeManagerRequest& req);
-  // Unknown or LOST nodes are told to register again (RESYNC).
+  // Unknown or LOST nodes are told to register again (RESYNC). A running container of an
+  // earlier RM epoch that the RM never heard of is stopped.
   absl::StatusOr<v1::NodeHeartbeatResponse> NodeHeartbeat(const v1::NodeHeartbeatRequest& req);
 
   // AdminService: decommissioned nodes lose their containers at once and are told to shut
@@ -62,6 +68,9 @@ class NodeTracker {
   // Tells the node, in its next heartbeat reply, that `app_id` ended (YARN's
   // applications_to_cleanup). Nothing for an unknown node.
   void AddAppCleanup(const std::string& node_id, const std::string& app_id);
+  // Tells the node, in its next heartbeat reply, that it may forget the completed container
+  // `name` (containers_to_be_removed_from_nm). Nothing for an unknown node.
+  void AddRemoval(const std::string& node_id, const std::string& name);
 
   v1::ListNodesResponse ListNodes(const v1::ListNodesRequest& req) const;
   // Adds the node counts (active, lost, unhealthy, decommissioned) to `m`.

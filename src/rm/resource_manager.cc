@@ -330,6 +330,10 @@ absl::StatusOr<v1::FinishApplicationMasterResponse> ResourceManager::FinishAppli
 }
 
 int64_t ResourceManager::containers_completed() const { return containers_->completed(); }
+ResourceManager::RecoveryCounts ResourceManager::recovery_counts() const {
+  return {containers_->recovered(), containers_->refused(),
+          containers_->refused_without_resource()};
+}
 
 const security::MasterKeyManager& ResourceManager::container_keys() const {
   return keys_->container();

@@ -121,6 +121,15 @@ class ResourceManager {
   // Containers that ended since the RM started (completed, released, lost, preempted, or
   // removed with their application).
   int64_t containers_completed() const;
+  // Work-preserving restart: containers of earlier RM starts that NMs reported running since
+  // this RM started, recovered into the scheduler or refused (their NMs told to stop them);
+  // among the refused, task containers whose NM did not report their resource.
+  struct RecoveryCounts {
+    int64_t recovered = 0;
+    int64_t refused = 0;
+    int64_t refused_without_resource = 0;
+  };
+  RecoveryCounts recovery_counts() const;
   const scheduler::Scheduler& scheduler() const { return *scheduler_; }
   const security::MasterKeyManager& container_keys() const;
 

@@ -403,11 +403,13 @@ TEST_F(ResourceManagerTest, RestartRecoversAppsWithANewEpochAndNeverReusesIds) {
   auto report = rm_->GetApplication(running);
   ASSERT_TRUE(report.ok());
   EXPECT_EQ(report->state(), v1::APP_ACCEPTED);
-  EXPECT_EQ(report->current_attempt(), 2);
-  // The old attempt's token no longer works; its master key does (it was restored).
-  EXPECT_EQ(rm_->Allocate(old_token, {}).status().code(), absl::StatusCode::kPermissionDenied);
-  // The NM re-registers; attempt 2's AM gets a container id of the new epoch.
+  EXPECT_EQ(report->current_attempt(), 1);  // work-preserving: the attempt carries on
+  // Its AM's token still verifies (the master key was restored): it is told to resync.
+  EXPECT_EQ(rm_->Allocate(old_token, {})->am_command(), v1::AM_RESYNC);
+  // The NM re-registers without that AM container (it never started): the same attempt's new
+  // AM container gets an id of the new epoch.
   AddNode("h1:1");
+  EXPECT_EQ(rm_->GetApplication(running)->current_attempt(), 1);
   loop_.Advance(200);
   ASSERT_EQ(launcher_.launches.size(), 3u);
   auto new_am =
@@ -620,9 +622,11 @@ TEST(ResourceManagerRestartTest, SqliteStoreSurvivesARealRestart) {
   auto report = (*rm)->GetApplication(app);
   ASSERT_TRUE(report.ok());
   EXPECT_EQ(report->user(), "alice");
-  EXPECT_EQ(report->current_attempt(), 2);
+  EXPECT_EQ(report->current_attempt(), 1);  // it carries on
+  // Its node comes back without the AM container (it never started): asked for again.
   v1::RegisterNodeManagerRequest node = NodeRequest("h1:1");
   ASSERT_TRUE((*rm)->RegisterNode(node).ok());
+  EXPECT_EQ((*rm)->GetApplication(app)->current_attempt(), 1);
   loop.Advance(200);
   ASSERT_EQ(launcher.launches.size(), 2u);
   std::string second =

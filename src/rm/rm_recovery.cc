@@ -72,7 +72,7 @@ absl::Status RecoverRmState(const store::RmState& state, RmContext* ctx) {
     RmApp& app = ctx->apps->Restore(*std::move(parsed));
     if (IsFinal(app.state)) continue;
     log::Info("app_recovered", {{"app", rec.app_id}, {"state", rec.state}});
-    if (absl::Status s = ctx->apps->RestartAfterRecovery(app); !s.ok()) return s;
+    if (absl::Status s = ctx->apps->RecoverAttempt(app); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

@@ -10,10 +10,11 @@
 namespace weft::rm {
 
 // Restores `state` into the RM's services: master keys (so tokens issued before stay valid),
-// finished applications (queryable), and unfinished ones, whose running attempt died with the
-// old RM: it is marked FAILED and a new attempt starts if attempts remain (the RM does not yet
-// preserve running work across restarts). Errors: DataLoss for a stored record that does not
-// parse (naming it), or the store's.
+// finished applications (queryable), and unfinished ones, whose current attempt carries on
+// (AppManager::RecoverAttempt: work-preserving, no attempt used up). The scheduler's state is
+// not stored: it is rebuilt as NMs register again with their containers (NodeTracker) and
+// AMs register again (AmService). Errors: DataLoss for a stored record that does not parse
+// (naming it), or the store's.
 absl::Status RecoverRmState(const store::RmState& state, RmContext* ctx);
 
 }  // namespace weft::rm

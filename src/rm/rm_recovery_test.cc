@@ -30,6 +30,8 @@ store::ApplicationRecord App(const std::string& id, const std::string& state) {
   v1::ApplicationSubmissionContext ctx;
   ctx.set_application_id(id);
   ctx.mutable_am_container_spec()->add_command("true");
+  (*ctx.mutable_am_resource()->mutable_values())["memory-mb"] = 1024;  // as submissions store it
+  (*ctx.mutable_am_resource()->mutable_values())["vcores"] = 1;
   a.submission = ctx.SerializeAsString();
   return a;
 }
@@ -53,15 +55,25 @@ TEST(RmRecoveryTest, AMalformedAppIdRefusesTheStart) {
   EXPECT_THAT(s.message(), HasSubstr("'app-7' is malformed"));
 }
 
-TEST(RmRecoveryTest, FinishedAppsStayQueryableAndUnfinishedOnesGetANewAttempt) {
+TEST(RmRecoveryTest, FinishedAppsStayQueryableAndUnfinishedOnesCarryOn) {
   auto store = std::make_unique<FaultyStore>(store::NewMemoryStore());
   ASSERT_TRUE(store->PutApplication(App("application_1_0001", "FINISHED")).ok());
+  // Running when the old RM died: its attempt carries on, waiting for its AM to register again.
   store::ApplicationRecord running = App("application_1_0002", "RUNNING");
   store::AttemptRecord at;
   at.app_id = running.app_id;
   at.attempt_id = 1;
   at.state = "RUNNING";
+  at.am_container_id = "container_e1_1_0002_01_000001";
+  at.node = "h1:1";
   ASSERT_TRUE(store->PutApplicationAndAttempt(running, at).ok());
+  // Its attempt had failed and the old RM died before it stored the next one.
+  store::ApplicationRecord between = App("application_1_0003", "ACCEPTED");
+  store::AttemptRecord failed = at;
+  failed.app_id = between.app_id;
+  failed.state = "FAILED";
+  failed.am_container_id = "container_e1_1_0003_01_000002";
+  ASSERT_TRUE(store->PutApplicationAndAttempt(between, failed).ok());
   ManualEventLoop loop;
   FakeLauncher launcher;
   security::FakeSecretSource secrets;
@@ -71,11 +83,18 @@ TEST(RmRecoveryTest, FinishedAppsStayQueryableAndUnfinishedOnesGetANewAttempt) {
   EXPECT_EQ((*rm)->GetApplication("application_1_0001")->state(), v1::APP_FINISHED);
   auto attempts = (*rm)->GetApplicationAttempts("application_1_0002");
   ASSERT_TRUE(attempts.ok());
+  ASSERT_EQ(attempts->attempts_size(), 1);
+  EXPECT_EQ(attempts->attempts(0).state(), "RUNNING");
+  EXPECT_EQ(attempts->attempts(0).am_container_id(), "container_e1_1_0002_01_000001");
+  EXPECT_EQ((*rm)->GetApplication("application_1_0002")->state(), v1::APP_RUNNING);
+  attempts = (*rm)->GetApplicationAttempts("application_1_0003");
+  ASSERT_TRUE(attempts.ok());
   ASSERT_EQ(attempts->attempts_size(), 2);
   EXPECT_EQ(attempts->attempts(0).state(), "FAILED");
-  EXPECT_EQ(attempts->attempts(0).diagnostics(), "the ResourceManager restarted");
   EXPECT_EQ(attempts->attempts(1).state(), "SCHEDULED");
-  EXPECT_EQ((*rm)->GetApplication("application_1_0002")->state(), v1::APP_ACCEPTED);
+  EXPECT_EQ((*rm)->GetApplication("application_1_0003")->state(), v1::APP_ACCEPTED);
+  // Nothing of the running app is asked for again: its AM container exists.
+  EXPECT_EQ((*rm)->scheduler().FindQueue("root")->pending, Resource::Of(1024, 1));
 }
 
 TEST(RmRecoveryTest, AStoreThatRefusesWritesRefusesTheStart) {

@@ -111,6 +111,16 @@ class RmHarness {
   ResourceManager& rm() { return *rm_; }
   FaultyStore& store() { return *store_; }
 
+  // The RM dies and a new one starts over the same store (and loop, launcher and secrets), as
+  // after a kill -9: the old RM writes nothing more; what it stored is all the new one has.
+  void Restart(RmOptions options = DefaultOptions()) {
+    loop.RunPending();
+    rm_.reset();
+    auto rm = ResourceManager::Create(std::move(options), &loop, store_.get(), &launcher, &secrets);
+    EXPECT_TRUE(rm.ok()) << rm.status();
+    if (rm.ok()) rm_ = std::move(*rm);
+  }
+
   void AddNode(const std::string& id, int64_t mb = 8192, int64_t vcores = 8) {
     auto r = rm_->RegisterNode(NodeRequest(id, mb, vcores));
     EXPECT_TRUE(r.ok()) << r.status();

@@ -141,6 +141,68 @@ void CheckAccounting(const Scheduler& s) {
   EXPECT_EQ(node_sum, s.cluster_allocated());
 }
 
+// Work-preserving recovery, whatever the policy: a new scheduler given the same nodes and apps
+// and every live container back (RecoverContainer) holds exactly what the old one held - per
+// node, app and queue - and its own passes then never over-allocate a node.
+TYPED_TEST(ConformanceTest, RecoveredContainersAddUpToWhatWasAllocated) {
+  auto before = MakeScheduler(kLimitedQueues, TypeParam::kName);
+  this->Drive(before.get(), 8, true, [](const Scheduler&, const PassResult&) {});
+  constexpr ContainerId kFirst = uint64_t{2} << 40;
+  auto after = MakeScheduler(kLimitedQueues, TypeParam::kName, kFirst);
+  for (NodeId id = 0; before->node(id) != nullptr; ++id) {
+    const NodeState* n = before->node(id);
+    if (n->removed) continue;
+    ASSERT_TRUE(after->AddNode({n->name, before->rack_name(n->rack), n->capacity}).ok());
+  }
+  int recovered = 0;
+  for (const QueueNode* q : before->queues()) {
+    for (const AppState* app : q->apps) {
+      AppSpec spec = App(app->id, q->path, app->user);
+      spec.priority = app->priority;
+      ASSERT_TRUE(after->AddApp(spec, 100).ok());
+      for (ContainerId c : before->AppContainers(app->id)) {
+        const ContainerState* cs = before->container(c);
+        NodeId node = after->FindNode(before->node(cs->node)->name);
+        absl::Status st =
+            after->RecoverContainer({c, app->id, node, cs->resource, cs->priority, cs->is_am, 100});
+        ASSERT_TRUE(st.ok()) << st;
+        ++recovered;
+      }
+    }
+  }
+  EXPECT_GT(recovered, 10);
+  EXPECT_EQ(after->stats().recovered, recovered);
+  EXPECT_EQ(after->stats().allocations, 0);
+  for (NodeId id = 0; before->node(id) != nullptr; ++id) {
+    const NodeState* n = before->node(id);
+    if (n->removed) continue;
+    const NodeState* m = after->node(after->FindNode(n->name));
+    EXPECT_EQ(m->allocated, n->allocated) << n->name;
+    EXPECT_EQ(m->num_containers, n->num_containers) << n->name;
+  }
+  for (const QueueNode* q : before->queues()) {
+    const QueueNode* r = after->FindQueue(q->path);
+    ASSERT_NE(r, nullptr) << q->path;
+    EXPECT_EQ(r->usage, q->usage) << q->path;
+    EXPECT_EQ(r->am_usage, q->am_usage) << q->path;
+    for (const AppState* app : q->apps) {
+      EXPECT_EQ(after->app(app->id)->usage, app->usage) << app->id;
+      EXPECT_EQ(after->app(app->id)->am_usage, app->am_usage) << app->id;
+    }
+  }
+  CheckAccounting(*after);
+  // New demand on top of the recovered containers never over-allocates a node.
+  for (const QueueNode* q : before->queues()) {
+    for (const AppState* app : q->apps) {
+      ASSERT_TRUE(after->UpdateRequests(app->id, Asks({Ask(50, Resource::Of(1024, 1))})).ok());
+    }
+  }
+  for (int64_t now = 100; now < 105; ++now) {
+    after->Schedule(now);
+    CheckAccounting(*after);
+  }
+}
+
 // The per-app report hook: only policies with a notion of job utility make one, it reads only
 // the scheduler's state, and an unknown app gets none.
 TYPED_TEST(ConformanceTest, PolicyReportsReadOnlyTheSchedulersState) {

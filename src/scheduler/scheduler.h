@@ -47,6 +47,7 @@ struct SchedulerStats {
   int64_t off_switch = 0;
   int64_t contracts = 0;
   int64_t preempted = 0;  // containers killed after their grace period
+  int64_t recovered = 0;  // running containers handed back with RecoverContainer
 };
 
 // The scheduling core. It holds the cluster's nodes, the apps with their request tables and
@@ -91,6 +92,17 @@ class Scheduler {
   // allocation) is added to its app's AppState::task_stats, from which goal-aware policies
   // estimate task lengths. AM containers and times before the allocation are not recorded.
   absl::Status ContainerCompleted(ContainerId container, int64_t now_ms);
+
+  // Work-preserving recovery: puts back a container that runs already (an RM restarted and an
+  // NM reported it) and charges its node, its app, the app's user and queues as an allocation
+  // would, but without an allocation in any PassResult. Queue and policy limits are not
+  // checked: running work is kept even above a limit the configuration sets now. An AM
+  // container satisfies the app's AM ask if one is still pending. Refused, with nothing
+  // changed: NotFound for an unknown app or a node that is not live; AlreadyExists for an id
+  // that is live; InvalidArgument for id 0, an id at or above the next one this scheduler
+  // assigns, or a negative or empty resource; FailedPrecondition when the resource does not
+  // fit in the node's free capacity or the app already holds an AM container.
+  absl::Status RecoverContainer(const RecoveredContainer& container);
 
   // One global scheduling pass at time `now_ms`: kills containers whose preemption grace has
   // expired, issues new preemption contracts, then allocates until nothing more fits.
@@ -178,6 +190,10 @@ class Scheduler {
   void Commit(AppState* app, size_t group, NodeId node, Locality locality, int32_t host_row,
               int32_t rack_row, int64_t now_ms, PassResult* out);
   void ResolveRows(RequestGroup* g) const;
+  // Links a new live container into the slab, its node's and its app's lists, and charges it
+  // (node, app, user, queues). The caller checked that it fits and its id is free.
+  void AddContainer(AppState* app, ContainerId id, NodeId node, const Resource& r, int32_t priority,
+                    bool is_am, int64_t now_ms);
   void ChargeUsage(AppState* app, const Resource& r, bool is_am, int sign);
   void ReleaseContainer(ContainerId id);
   ContainerState& slot(ContainerId id) { return slab_[containers_.at(id)]; }

@@ -91,29 +91,8 @@ void Scheduler::Commit(AppState* app, size_t gi, NodeId node, Locality locality,
   RequestGroup& g = app->groups[gi];
   const Resource r = g.capability;
   ContainerId id = next_container_id_++;
-  NodeState& n = nodes_[node];
-  n.allocated += r;
-  UpdateNodeIndex(node);
-  int32_t i;
-  if (free_slots_.empty()) {  // more containers than vcores: possible only with 0-vcore types
-    i = static_cast<int32_t>(slab_.size());
-    slab_.emplace_back();
-  } else {
-    i = free_slots_.back();
-    free_slots_.pop_back();
-  }
-  ContainerState& c = slab_[i];
-  c = ContainerState{id, app->id, node, r, g.priority, g.is_am, now_ms, -1};
-  c.node_next = n.first_container;
-  if (c.node_next >= 0) slab_[c.node_next].node_prev = i;
-  n.first_container = i;
-  c.app_next = app->first_container;
-  if (c.app_next >= 0) slab_[c.app_next].app_prev = i;
-  app->first_container = i;
-  ++n.num_containers;
-  ++app->num_containers;
-  containers_.emplace(id, i);
-  ChargeUsage(app, r, g.is_am, +1);
+  const NodeState& n = nodes_[node];
+  AddContainer(app, id, node, r, g.priority, g.is_am, now_ms);
   // YARN's bookkeeping: node-local takes from the host, its rack and "*"; rack-local from the
   // rack and "*"; off-switch from "*" only.
   auto take = [](int32_t& count, int32_t& live) {
@@ -150,6 +129,33 @@ void Scheduler::Commit(AppState* app, size_t gi, NodeId node, Locality locality,
   if (g.is_am && g.any.count == 0) app->groups.erase(app->groups.begin() + gi);
   rack_cursor_ = n.rack + 1;
   RefreshApp(app);
+}
+
+void Scheduler::AddContainer(AppState* app, ContainerId id, NodeId node, const Resource& r,
+                             int32_t priority, bool is_am, int64_t now_ms) {
+  NodeState& n = nodes_[node];
+  n.allocated += r;
+  UpdateNodeIndex(node);
+  int32_t i;
+  if (free_slots_.empty()) {  // more containers than vcores: possible only with 0-vcore types
+    i = static_cast<int32_t>(slab_.size());
+    slab_.emplace_back();
+  } else {
+    i = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  ContainerState& c = slab_[i];
+  c = ContainerState{id, app->id, node, r, priority, is_am, now_ms, -1};
+  c.node_next = n.first_container;
+  if (c.node_next >= 0) slab_[c.node_next].node_prev = i;
+  n.first_container = i;
+  c.app_next = app->first_container;
+  if (c.app_next >= 0) slab_[c.app_next].app_prev = i;
+  app->first_container = i;
+  ++n.num_containers;
+  ++app->num_containers;
+  containers_.emplace(id, i);
+  ChargeUsage(app, r, is_am, +1);
 }
 
 bool Scheduler::PlaceGroup(AppState* app, size_t gi, int64_t now_ms, PassResult* out) {

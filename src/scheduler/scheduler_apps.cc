@@ -377,6 +377,42 @@ absl::Status Scheduler::ContainerCompleted(ContainerId id, int64_t now_ms) {
   return absl::OkStatus();
 }
 
+absl::Status Scheduler::RecoverContainer(const RecoveredContainer& rc) {
+  auto where = [&] { return absl::StrCat("recovering container ", rc.container); };
+  auto it = apps_.find(rc.app);
+  if (it == apps_.end())
+    return absl::NotFoundError(absl::StrCat(where(), ": application ", rc.app, " not found"));
+  AppState* app = it->second.get();
+  const NodeState* n = node(rc.node);
+  if (n == nullptr || n->removed)
+    return absl::NotFoundError(absl::StrCat(where(), ": node ", rc.node, " is not live"));
+  if (rc.container == 0 || rc.container >= next_container_id_)
+    return absl::InvalidArgumentError(
+        absl::StrCat(where(), ": ids from ", next_container_id_,
+                     " on are this scheduler's to assign (and 0 is none)"));
+  if (containers_.contains(rc.container))
+    return absl::AlreadyExistsError(absl::StrCat(where(), ": it is live already"));
+  if (rc.resource.AnyNegative() || rc.resource.IsZero())
+    return absl::InvalidArgumentError(absl::StrCat(
+        where(), ": resource ", registry().Format(rc.resource), " is negative or empty"));
+  if (!rc.resource.FitsIn(n->capacity - n->allocated))
+    return absl::FailedPreconditionError(absl::StrCat(
+        where(), ": ", registry().Format(rc.resource), " does not fit on node '", n->name,
+        "', which has ", registry().Format((n->capacity - n->allocated).ClampedAtZero()), " free"));
+  if (rc.is_am && app->am_usage.AnyPositive())
+    return absl::FailedPreconditionError(
+        absl::StrCat(where(), ": application ", rc.app, " already holds an AM container"));
+  AddContainer(app, rc.container, rc.node, rc.resource, rc.priority, rc.is_am, rc.allocated_ms);
+  // The AM runs: its ask, if still pending, is satisfied.
+  if (rc.is_am && !app->groups.empty() && app->groups.front().is_am) {
+    app->groups.erase(app->groups.begin());
+    RecomputePending(app);
+  }
+  ++stats_.recovered;
+  RefreshApp(app);
+  return absl::OkStatus();
+}
+
 void Scheduler::ChargeUsage(AppState* app, const Resource& r, bool is_am, int sign) {
   Resource d = r * sign;
   app->usage += d;

@@ -457,6 +457,82 @@ TEST(SchedulerTest, ContainerIdsStartWhereTheCallerSays) {
   EXPECT_EQ(r.allocations[1].container, (uint64_t{7} << 40) + 2);
 }
 
+// Work-preserving recovery: a running container handed back after a restart is charged to its
+// node, app, user and queues like an allocation, appears in no pass, and satisfies a pending
+// AM ask when it is the AM's.
+TEST(SchedulerTest, RecoveredContainersAreChargedWithoutAnAllocation) {
+  constexpr ContainerId kFirst = uint64_t{2} << 40;  // this scheduler's ids: epoch 2
+  constexpr ContainerId kOldAm = (uint64_t{1} << 40) + 1, kOldTask = (uint64_t{1} << 40) + 2;
+  auto s = MakeScheduler("", "fair", kFirst);
+  NodeId n1 = *s->AddNode({"n1", "/r1", Resource::Of(4 * kGb, 4)});
+  AppSpec a = App(1, "default", "alice");
+  a.am_resource = Resource::Of(1024, 1);
+  ASSERT_TRUE(s->AddApp(a, 0).ok());
+  ASSERT_EQ(s->app(1)->pending_containers, 1);  // its AM ask
+  ASSERT_TRUE(s->RecoverContainer({kOldAm, 1, n1, Resource::Of(1024, 1), 0, true, 5}).ok());
+  ASSERT_TRUE(s->RecoverContainer({kOldTask, 1, n1, Resource::Of(2048, 1), 3, false, 5}).ok());
+  EXPECT_EQ(s->node(n1)->allocated, Resource::Of(3 * kGb, 2));
+  EXPECT_EQ(s->node(n1)->num_containers, 2);
+  EXPECT_EQ(s->app(1)->usage, Resource::Of(3 * kGb, 2));
+  EXPECT_EQ(s->app(1)->am_usage, Resource::Of(1024, 1));
+  EXPECT_EQ(s->app(1)->num_containers, 2);
+  EXPECT_EQ(s->FindQueue("default")->usage, Resource::Of(3 * kGb, 2));
+  EXPECT_EQ(s->FindQueue("default")->am_usage, Resource::Of(1024, 1));
+  EXPECT_EQ(s->cluster_allocated(), Resource::Of(3 * kGb, 2));
+  EXPECT_EQ(s->app(1)->pending_containers, 0);  // the AM runs: no second one is asked for
+  EXPECT_EQ(s->FindQueue("root")->pending, Resource());
+  EXPECT_TRUE(s->container(kOldAm)->is_am);
+  EXPECT_EQ(s->container(kOldTask)->priority, 3);
+  EXPECT_EQ(s->container(kOldTask)->allocated_ms, 5);
+  EXPECT_EQ(s->stats().recovered, 2);
+  EXPECT_EQ(s->stats().allocations, 0);
+  // Passes see the node as it is: one more <1 GB, 1> fits, the second does not.
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(2, Resource::Of(1024, 1))})).ok());
+  PassResult r = s->Schedule(10);
+  ASSERT_EQ(r.allocations.size(), 1u);
+  EXPECT_EQ(r.allocations[0].container, kFirst);
+  EXPECT_FALSE(r.allocations[0].is_am);
+  // A recovered container ends like any other.
+  ASSERT_TRUE(s->ContainerCompleted(kOldTask, 20).ok());
+  EXPECT_EQ(s->app(1)->task_stats.at(3).total_ms, 15);
+  EXPECT_EQ(s->node(n1)->allocated, Resource::Of(2 * kGb, 2));
+  EXPECT_THAT(s->AppContainers(1), ::testing::ElementsAre(kOldAm, kFirst));
+}
+
+TEST(SchedulerTest, RecoverContainerRefusesWhatItCannotHoldAndChangesNothing) {
+  constexpr ContainerId kFirst = uint64_t{2} << 40;
+  constexpr ContainerId kOld = (uint64_t{1} << 40) + 9;
+  auto s = MakeScheduler("", "fifo", kFirst);
+  NodeId n1 = *s->AddNode({"n1", "/r1", Resource::Of(2 * kGb, 2)});
+  NodeId gone = *s->AddNode({"gone", "/r1", Resource::Of(2 * kGb, 2)});
+  ASSERT_TRUE(s->RemoveNode("gone").ok());
+  ASSERT_TRUE(s->AddApp(App(1), 0).ok());
+  const Resource c = Resource::Of(1024, 1);
+  auto code = [&](const RecoveredContainer& rc) { return s->RecoverContainer(rc).code(); };
+  EXPECT_EQ(code({kOld, 7, n1, c, 0, false, 0}), absl::StatusCode::kNotFound);
+  EXPECT_EQ(code({kOld, 1, gone, c, 0, false, 0}), absl::StatusCode::kNotFound);
+  EXPECT_EQ(code({kOld, 1, 99, c, 0, false, 0}), absl::StatusCode::kNotFound);
+  EXPECT_EQ(code({0, 1, n1, c, 0, false, 0}), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({kFirst, 1, n1, c, 0, false, 0}), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({kOld, 1, n1, Resource::Of(-1, 1), 0, false, 0}),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({kOld, 1, n1, Resource(), 0, false, 0}), absl::StatusCode::kInvalidArgument);
+  absl::Status big = s->RecoverContainer({kOld, 1, n1, Resource::Of(3 * kGb, 1), 0, false, 0});
+  EXPECT_EQ(big.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(big.message(), HasSubstr("does not fit on node 'n1'"));
+  EXPECT_THAT(big.message(), HasSubstr(absl::StrCat("recovering container ", kOld)));
+  // Nothing was charged by the refusals.
+  EXPECT_EQ(s->node(n1)->allocated, Resource());
+  EXPECT_EQ(s->app(1)->usage, Resource());
+  EXPECT_EQ(s->stats().recovered, 0);
+  // The same id twice, and a second AM container, are refused too.
+  ASSERT_TRUE(s->RecoverContainer({kOld, 1, n1, c, 0, true, 0}).ok());
+  EXPECT_EQ(code({kOld, 1, n1, c, 0, false, 0}), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(code({kOld + 1, 1, n1, c, 0, true, 0}), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s->node(n1)->allocated, c);
+  EXPECT_EQ(s->stats().recovered, 1);
+}
+
 TEST(SchedulerTest, UnknownPolicyNamesTheKnownOnes) {
   ResourceTypeRegistry reg;
   SchedulerConfig c = DefaultSchedulerConfig();

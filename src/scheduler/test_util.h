@@ -14,16 +14,17 @@
 
 namespace weft::scheduler::testing {
 
-// Parses YAML (with `policy` overridden when non-empty) and builds a scheduler; fails the
-// test on error.
+// Parses YAML (with `policy` overridden when non-empty) and builds a scheduler whose container
+// ids start at `first_container_id`; fails the test on error.
 inline std::unique_ptr<Scheduler> MakeScheduler(const std::string& yaml,
-                                                const std::string& policy = "") {
+                                                const std::string& policy = "",
+                                                ContainerId first_container_id = 1) {
   ResourceTypeRegistry reg;
   auto config = ParseSchedulerConfig(yaml, reg, "test");
   EXPECT_TRUE(config.ok()) << config.status();
   if (!config.ok()) return nullptr;
   if (!policy.empty()) config->policy = policy;
-  auto s = CreateScheduler(*config, SchedulerOptions{reg, 1});
+  auto s = CreateScheduler(*config, SchedulerOptions{reg, first_container_id});
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? std::move(*s) : nullptr;
 }

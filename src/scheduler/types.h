@@ -78,6 +78,21 @@ struct Allocation {
   Locality locality = Locality::kOffSwitch;
 };
 
+// A container that already runs, handed back to a scheduler that does not know it: after an RM
+// restart, the RM rebuilds the core's state from what NodeManagers report (YARN's
+// work-preserving recovery). See Scheduler::RecoverContainer.
+struct RecoveredContainer {
+  // Its id as the scheduler that allocated it numbered it: unique, and below the first id this
+  // scheduler assigns (SchedulerOptions::first_container_id), e.g. an earlier RM epoch's.
+  ContainerId container = 0;
+  AppId app = 0;
+  NodeId node = 0;
+  Resource resource;  // what it was granted (not normalised again)
+  int32_t priority = 0;
+  bool is_am = false;        // its app's AM container
+  int64_t allocated_ms = 0;  // when it counts from, on the caller's clock (its recovery)
+};
+
 // Seed 001's preemption message: the strict part names containers that will be killed at
 // `deadline_ms` unless released; the negotiable part is the resource the AM may free instead,
 // choosing its own containers.

@@ -348,8 +348,8 @@ TEST_F(RestApiTest, ReadsHonourViewAcls) {
   EXPECT_EQ(anonymous["diagnostics"], "N/A");
   EXPECT_EQ(anonymous["amContainerLogs"], "N/A");
   EXPECT_EQ(anonymous["amHostHttpAddress"], "N/A");
-  for (const Json& app : Body(api.Handle(Req("GET", "/ws/v1/cluster/apps")))["apps"]["app"])
-    EXPECT_EQ(app["diagnostics"], "N/A");
+  const Json list = Body(api.Handle(Req("GET", "/ws/v1/cluster/apps")));
+  for (const Json& app : list["apps"]["app"]) EXPECT_EQ(app["diagnostics"], "N/A");
   ExpectError(api.Handle(Req("GET", path + "/appattempts")), 403, "may not view the attempts");
   // The admin secret's holder sees everything.
   HttpRequest admin = Req("GET", path);

@@ -1,0 +1,107 @@
+// Copyright Weft authors. The NodeManager's durable record of its containers (YARN's
+// NMStateStoreService), on SQLite in its work root: what a restarted NM needs to re-attach to the
+// containers an earlier one launched, or to report how they ended (docs/nm-recovery.md).
+#ifndef WEFT_NM_NM_STATE_STORE_H_
+#define WEFT_NM_NM_STATE_STORE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+struct sqlite3;
+
+namespace weft::nm {
+
+// One container as the NM records it, from just before its process exists until its
+// application is cleaned up.
+struct NmContainerRecord {
+  enum class State {
+    // The monitor exists (and is in the cgroups) but the start has not been confirmed: a
+    // restarted NM kills what it finds of it and reports it lost.
+    kLaunching = 0,
+    kRunning = 1,    // the start succeeded: a restarted NM re-attaches to it
+    kCompleted = 2,  // it ended and the NM knows how (exit_status, diagnostics)
+  };
+
+  std::string container_id;
+  std::string app_id;
+  std::string user;          // the app's user, from the container token
+  std::string resource;      // the container token's resource, e.g. "memory-mb=1024,vcores=1"
+  int64_t network_mbps = 0;  // its HTB class's rate, when bandwidth is shaped
+  State state = State::kLaunching;
+  int64_t monitor_pid = 0;
+  uint64_t monitor_start_time = 0;       // ProcessInfo::start_time of the monitor
+  int64_t pid = 0;                       // the container's main process (its process group)
+  uint64_t start_time = 0;               // ProcessInfo::start_time of pid (0: unknown)
+  std::vector<std::string> cgroup_dirs;  // absolute group directories; empty without cgroups
+  std::string state_dir;                 // where its monitor writes pid and exit_code
+  std::string work_dir;
+  // Set when the NM asked it to stop: the v1::ContainerExitStatus it completes with, and why.
+  std::optional<int> stop_exit_status;
+  std::string stop_reason;
+  // When kCompleted: the exit code or a v1::ContainerExitStatus, and the diagnostics.
+  int exit_status = 0;
+  std::string diagnostics;
+  bool acknowledged = false;  // the RM acknowledged its COMPLETE status in a heartbeat reply
+};
+
+// Thread-compatible: the NM's loop makes every call. Each call is one transaction, committed
+// when it returns: in WAL mode with synchronous=NORMAL, so a record survives a crash (kill -9)
+// of the NM though not necessarily a power loss, which ends the containers anyway.
+class NmStateStore {
+ public:
+  // Opens or creates the database at `path` (mode 0600) and takes an exclusive lock on it for
+  // as long as the store lives: a second NM on the same work root fails here.
+  // Errors: FailedPrecondition when another process holds it ("in use by another
+  // NodeManager?"), when its schema is newer than this code's, or when it is not a database;
+  // the SQLite error otherwise, naming the path.
+  static absl::StatusOr<std::unique_ptr<NmStateStore>> Open(const std::string& path);
+  ~NmStateStore();
+
+  NmStateStore(const NmStateStore&) = delete;
+  NmStateStore& operator=(const NmStateStore&) = delete;
+
+  const std::string& path() const { return path_; }
+
+  // Every container record, by id.
+  absl::StatusOr<std::vector<NmContainerRecord>> LoadContainers();
+  // Inserts or replaces the record of record.container_id.
+  absl::Status PutContainer(const NmContainerRecord& record);
+  // OK when there is no such record.
+  absl::Status RemoveContainer(absl::string_view container_id);
+
+  // Applications cleaned up on this node (they take no new containers), with the time, ms.
+  absl::StatusOr<std::map<std::string, int64_t>> LoadFinishedApps();
+  // Removes the records of the app's containers and remembers the app as finished at `now_ms`,
+  // in one transaction.
+  absl::Status FinishApplication(absl::string_view app_id, int64_t now_ms);
+  // Forgets finished applications older than `before_ms`.
+  absl::Status PruneFinishedApps(int64_t before_ms);
+
+  // Small named values (e.g. the node id); nullopt when unset.
+  absl::StatusOr<std::optional<std::string>> GetValue(absl::string_view key);
+  absl::Status SetValue(absl::string_view key, absl::string_view value);
+
+  // Removes every record, application and value.
+  absl::Status Clear();
+
+ private:
+  NmStateStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  // Runs statements without results; the error names `what`.
+  absl::Status Exec(absl::string_view sql, absl::string_view what);
+
+  sqlite3* db_;
+  const std::string path_;
+};
+
+}  // namespace weft::nm
+
+#endif  // WEFT_NM_NM_STATE_STORE_H_

@@ -1,0 +1,161 @@
+// Copyright Weft authors. Tests of the NodeManager's state store (SQLite in a temporary dir).
+#include "nm/nm_state_store.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace weft::nm {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Pair;
+
+class NmStateStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static std::atomic<int> counter{0};
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           absl::StrCat("weft_nm_state_test_", getpid(), "_", counter++);
+    std::filesystem::create_directories(dir_);
+    path_ = (dir_ / "nm-state.db").string();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  static NmContainerRecord Record(const std::string& id, const std::string& app) {
+    NmContainerRecord r;
+    r.container_id = id;
+    r.app_id = app;
+    r.user = "alice";
+    r.resource = "memory-mb=128,vcores=1";
+    r.network_mbps = 10;
+    r.state = NmContainerRecord::State::kRunning;
+    r.monitor_pid = 100;
+    r.monitor_start_time = 12345678901234ULL;
+    r.pid = 101;
+    r.start_time = 12345678901240ULL;
+    r.cgroup_dirs = {"/sys/fs/cgroup/cpu/weft/" + id, "/sys/fs/cgroup/memory/weft/" + id};
+    r.state_dir = "/w/nm-state/" + id;
+    r.work_dir = "/w/" + app + "/" + id;
+    return r;
+  }
+
+  std::filesystem::path dir_;
+  std::string path_;
+};
+
+TEST_F(NmStateStoreTest, RecordsSurviveReopening) {
+  {
+    absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    NmContainerRecord running = Record("c1", "app1");
+    ASSERT_TRUE((*store)->PutContainer(running).ok());
+    NmContainerRecord done = Record("c2", "app1");
+    done.state = NmContainerRecord::State::kCompleted;
+    done.stop_exit_status = -105;
+    done.stop_reason = "stopped";
+    done.exit_status = -105;
+    done.diagnostics = "Container stopped: exited with code 143";
+    done.acknowledged = true;
+    done.cgroup_dirs.clear();
+    ASSERT_TRUE((*store)->PutContainer(done).ok());
+    ASSERT_TRUE((*store)->SetValue("node_id", "host:1").ok());
+    ASSERT_TRUE((*store)->SetValue("node_id", "host:2").ok());  // replaced
+  }
+  struct stat st;
+  ASSERT_EQ(stat(path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<std::vector<NmContainerRecord>> records = (*store)->LoadContainers();
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), 2u);
+  const NmContainerRecord& c1 = (*records)[0];
+  EXPECT_EQ(c1.container_id, "c1");
+  EXPECT_EQ(c1.app_id, "app1");
+  EXPECT_EQ(c1.user, "alice");
+  EXPECT_EQ(c1.resource, "memory-mb=128,vcores=1");
+  EXPECT_EQ(c1.network_mbps, 10);
+  EXPECT_EQ(c1.state, NmContainerRecord::State::kRunning);
+  EXPECT_EQ(c1.monitor_pid, 100);
+  EXPECT_EQ(c1.monitor_start_time, 12345678901234ULL);
+  EXPECT_EQ(c1.pid, 101);
+  EXPECT_EQ(c1.start_time, 12345678901240ULL);
+  EXPECT_THAT(c1.cgroup_dirs,
+              ElementsAre("/sys/fs/cgroup/cpu/weft/c1", "/sys/fs/cgroup/memory/weft/c1"));
+  EXPECT_EQ(c1.state_dir, "/w/nm-state/c1");
+  EXPECT_EQ(c1.work_dir, "/w/app1/c1");
+  EXPECT_FALSE(c1.stop_exit_status.has_value());
+  EXPECT_FALSE(c1.acknowledged);
+  const NmContainerRecord& c2 = (*records)[1];
+  EXPECT_EQ(c2.state, NmContainerRecord::State::kCompleted);
+  EXPECT_EQ(c2.stop_exit_status, -105);
+  EXPECT_EQ(c2.stop_reason, "stopped");
+  EXPECT_EQ(c2.exit_status, -105);
+  EXPECT_EQ(c2.diagnostics, "Container stopped: exited with code 143");
+  EXPECT_TRUE(c2.acknowledged);
+  EXPECT_THAT(c2.cgroup_dirs, IsEmpty());
+  absl::StatusOr<std::optional<std::string>> node = (*store)->GetValue("node_id");
+  ASSERT_TRUE(node.ok());
+  EXPECT_EQ(*node, "host:2");
+  absl::StatusOr<std::optional<std::string>> missing = (*store)->GetValue("rm_epoch");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+}
+
+TEST_F(NmStateStoreTest, FinishingAnApplicationDropsItsContainersAndRemembersIt) {
+  absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->PutContainer(Record("c1", "app1")).ok());
+  ASSERT_TRUE((*store)->PutContainer(Record("c2", "app2")).ok());
+  ASSERT_TRUE((*store)->FinishApplication("app1", 1000).ok());
+  ASSERT_TRUE((*store)->FinishApplication("app3", 5000).ok());
+  absl::StatusOr<std::vector<NmContainerRecord>> records = (*store)->LoadContainers();
+  ASSERT_TRUE(records.ok());
+  ASSERT_EQ(records->size(), 1u);
+  EXPECT_EQ((*records)[0].container_id, "c2");
+  absl::StatusOr<std::map<std::string, int64_t>> apps = (*store)->LoadFinishedApps();
+  ASSERT_TRUE(apps.ok());
+  EXPECT_THAT(*apps, ElementsAre(Pair("app1", 1000), Pair("app3", 5000)));
+  ASSERT_TRUE((*store)->PruneFinishedApps(2000).ok());
+  apps = (*store)->LoadFinishedApps();
+  ASSERT_TRUE(apps.ok());
+  EXPECT_THAT(*apps, ElementsAre(Pair("app3", 5000)));
+  ASSERT_TRUE((*store)->RemoveContainer("c2").ok());
+  ASSERT_TRUE((*store)->RemoveContainer("c2").ok());  // idempotent
+  ASSERT_TRUE((*store)->Clear().ok());
+  EXPECT_THAT(*(*store)->LoadContainers(), IsEmpty());
+  EXPECT_THAT(*(*store)->LoadFinishedApps(), IsEmpty());
+}
+
+TEST_F(NmStateStoreTest, ASecondStoreOnTheSameFileIsRefused) {
+  absl::StatusOr<std::unique_ptr<NmStateStore>> first = NmStateStore::Open(path_);
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<std::unique_ptr<NmStateStore>> second = NmStateStore::Open(path_);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(second.status().message(), HasSubstr("another NodeManager"));
+  first->reset();
+  EXPECT_TRUE(NmStateStore::Open(path_).ok());
+}
+
+TEST_F(NmStateStoreTest, GarbageIsNotADatabase) {
+  std::ofstream(path_) << std::string(4096, 'x');
+  absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+  ASSERT_FALSE(store.ok());
+  EXPECT_THAT(store.status().message(), HasSubstr(path_));
+}
+
+}  // namespace
+}  // namespace weft::nm
