@@ -522,25 +522,15 @@ class PosixOsEnv : public OsEnv {
     if (pid < 0) return absl::ErrnoToStatus(errno, "fork");
     if (pid == 0) RunChild(args);
 
-    go_read.Reset(-1);
-    report_write.Reset(-1);
-    if (absl::Status hook = before_exec(pid); !hook.ok()) {
-      go_write.Reset(-1);  // the child sees EOF and exits
-      kill(pid, SIGKILL);
-      (void)Wait(pid);
-      return hook;
-    }
-    SendGo(&go_write);
-    std::optional<ChildReport> failure;
-    pid_t started = 0;
-    bool truncated = false;
-    ReadReports(report_read.get(), &failure, &started, &truncated);
-    if (!failure.has_value() && !truncated) return pid;  // close-on-exec: the program runs
+    absl::StatusOr<Reports> r = ReleaseChild(pid, go_read, go_write, report_read, report_write,
+                                             before_exec);
+    if (!r.ok()) return r.status();
+    if (!r->failure.has_value() && !r->truncated) return pid;  // close-on-exec: the program runs
     (void)Wait(pid);
-    if (truncated) {
+    if (r->truncated) {
       return absl::InternalError(absl::StrCat("spawn: truncated report from child ", pid));
     }
-    return StepError(*failure, options);
+    return StepError(*r->failure, options);
   }
 
   absl::StatusOr<MonitoredProcess> SpawnMonitored(
@@ -585,30 +575,46 @@ class PosixOsEnv : public OsEnv {
     if (monitor < 0) return absl::ErrnoToStatus(errno, "fork");
     if (monitor == 0) RunMonitor(args);
 
-    go_read.Reset(-1);
-    report_write.Reset(-1);
-    if (absl::Status hook = before_start(monitor); !hook.ok()) {
-      go_write.Reset(-1);  // the monitor sees EOF and exits
-      kill(monitor, SIGKILL);
-      (void)Wait(monitor);
-      return hook;
-    }
-    SendGo(&go_write);
-    std::optional<ChildReport> failure;
-    pid_t started = 0;
-    bool truncated = false;
-    ReadReports(report_read.get(), &failure, &started, &truncated);
-    if (!failure.has_value() && !truncated && started > 0) {
-      return MonitoredProcess{monitor, started};
+    absl::StatusOr<Reports> r = ReleaseChild(monitor, go_read, go_write, report_read,
+                                             report_write, before_start);
+    if (!r.ok()) return r.status();
+    if (!r->failure.has_value() && !r->truncated && r->started > 0) {
+      return MonitoredProcess{monitor, r->started};
     }
     // The monitor ends on its own: at once, or once its program has failed to exec.
     (void)Wait(monitor);
-    if (failure.has_value()) return StepError(*failure, options);
+    if (r->failure.has_value()) return StepError(*r->failure, options);
     return absl::InternalError(
         absl::StrCat("spawn: monitor ", monitor, " ended without starting its program"));
   }
 
  private:
+  // What a forked child (Spawn's program, SpawnMonitored's monitor) reported on its pipe.
+  struct Reports {
+    std::optional<ChildReport> failure;
+    pid_t started = 0;
+    bool truncated = false;
+  };
+  // The parent's side of a fork for Spawn and SpawnMonitored: closes the child's ends of the
+  // pipes, runs `hook` (on its error the child is killed and reaped, and the error returned),
+  // lets the child go on and reads its reports until the report pipe closes.
+  absl::StatusOr<Reports> ReleaseChild(pid_t child, UniqueFd& go_read, UniqueFd& go_write,
+                                       UniqueFd& report_read, UniqueFd& report_write,
+                                       absl::FunctionRef<absl::Status(pid_t)> hook) {
+    go_read.Reset(-1);
+    report_write.Reset(-1);
+    if (absl::Status s = hook(child); !s.ok()) {
+      go_write.Reset(-1);  // the child sees EOF and exits
+      kill(child, SIGKILL);
+      (void)Wait(child);
+      return s;
+    }
+    SendGo(&go_write);
+    Reports r;
+    ReadReports(report_read.get(), &r.failure, &r.started, &r.truncated);
+    return r;
+  }
+
   // What Spawn and SpawnMonitored prepare before fork.
   struct Prepared {
     std::string program;
