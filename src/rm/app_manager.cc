@@ -330,8 +330,11 @@ void AppManager::AmContainerAllocated(RmApp& app, const v1::Container& container
   tokens["amrm"] = at.amrm_token.SerializeAsString();
   std::string app_id = app.record.app_id;
   int32_t attempt = at.id;
-  ctx_->launcher->Launch(at.am_node, start, [this, app_id, attempt](absl::Status s) {
-    ctx_->loop->Post([this, app_id, attempt, s] {
+  EventLoop* loop = ctx_->loop;
+  std::weak_ptr<int> alive = alive_;
+  ctx_->launcher->Launch(at.am_node, start, [this, loop, alive, app_id, attempt](absl::Status s) {
+    loop->Post([this, alive, app_id, attempt, s] {
+      if (alive.expired()) return;  // the ResourceManager is gone (read on the loop)
       RmApp* app = Find(app_id);
       if (app == nullptr || app->current().id != attempt || IsFinal(app->state)) return;
       if (!s.ok()) {

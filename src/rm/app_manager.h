@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -193,6 +194,10 @@ class AppManager {
   // entry is dropped when AmContainersMissing finds it settled).
   absl::flat_hash_set<std::string> awaiting_am_;
   TimerId retry_timer_ = 0;
+  // Expires with this object: callbacks from other threads (AM launches) that post back to the
+  // loop hold a weak_ptr to it and do nothing once the RM is gone (an HA RM that stepped down
+  // destroys its ResourceManager while launches may still answer).
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
 }  // namespace weft::rm
