@@ -23,5 +23,5 @@ dir=${1:-$dir}
 flags=()
 if [ "$sanitize" = ON ]; then flags=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1"); fi
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${flags[@]}" \
-  -DWEFT_SANITIZE=$sanitize -DWEFT_BUILD_BENCH=$bench -DWEFT_BUILD_CLI=$cli >/dev/null
+  -DWEFT_WERROR=ON -DWEFT_SANITIZE=$sanitize -DWEFT_BUILD_BENCH=$bench -DWEFT_BUILD_CLI=$cli >/dev/null
 ninja -C "$dir"

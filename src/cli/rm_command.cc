@@ -76,6 +76,23 @@ absl::StatusOr<rm::RmServerOptions> MakeRmServerOptions(const RmFlags& flags) {
     if (!secret.ok()) return secret.status();
     options.client_secret = *secret;
   }
+  if (!flags.ha_id.empty()) {
+    if (flags.state_store_given)
+      return absl::InvalidArgumentError(
+          "--state-store and --ha-id do not go together: HA RMs keep their state in ZooKeeper "
+          "(--ha-zk), where the standby finds it");
+    rm::HaOptions ha;
+    ha.rm_id = flags.ha_id;
+    ha.zk_connect = flags.ha_zk;
+    ha.zk_root = flags.ha_zk_root;
+    ha.rm_addresses = flags.ha_rm_addresses;
+    ha.session_timeout_ms = flags.ha_session_timeout_ms;
+    if (absl::Status s = rm::ValidateHaOptions(ha); !s.ok()) return s;
+    options.ha = std::move(ha);
+    return options;
+  }
+  if (!flags.ha_zk.empty() || !flags.ha_rm_addresses.empty())
+    return absl::InvalidArgumentError("--ha-zk and --ha-rm-addresses need --ha-id");
   if (!flags.state_store.empty()) {
     std::filesystem::path path = std::filesystem::absolute(flags.state_store).lexically_normal();
     std::error_code ec;
@@ -142,7 +159,12 @@ int RunRm(const RmFlags& flags) {
   options->tls = *std::move(tls);
   auto web_options = MakeRmWebOptions(flags);
   if (!web_options.ok()) return PrintError(web_options.status().message());
-  std::string store = options->state_store_path.empty() ? "in memory" : options->state_store_path;
+  std::string store = options->ha.has_value()
+                          ? absl::StrCat("in ZooKeeper ", options->ha->zk_connect,
+                                         options->ha->zk_root, "/rm-state")
+                      : options->state_store_path.empty() ? "in memory"
+                                                          : options->state_store_path;
+  const bool ha = options->ha.has_value();
   BlockTerminationSignals();
   auto server = rm::RmServer::Start(*std::move(options));
   if (!server.ok())
@@ -157,6 +179,12 @@ int RunRm(const RmFlags& flags) {
             << (web_options->writes_enabled ? "enabled, secret required" : "disabled")
             << "), metrics http://" << (*http)->address() << "/metrics\n"
             << "weft rm: Ctrl-C or SIGTERM stops it" << std::endl;
+  if (ha) {
+    if (absl::Status s = (*server)->JoinElection((*http)->address()); !s.ok())
+      return PrintError(absl::StrCat("joining the RM election: ", s.message()));
+    std::cout << "weft rm: HA id " << flags.ha_id << ": standby until elected on ZooKeeper "
+              << flags.ha_zk << flags.ha_zk_root << "/leader" << std::endl;
+  }
   int sig = WaitForTerminationSignal();
   log::Info("shutting_down", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
   (*http)->Stop();
@@ -181,8 +209,31 @@ void AddRmCommand(CLI::App& app, int* exit_code) {
   AddTlsFlags(cmd, &f->tls);
   cmd->add_option("--scheduler-config", f->scheduler_config,
                   "queues and scheduler YAML (reloaded by `admin refresh-queues`)");
-  cmd->add_option("--state-store", f->state_store, "SQLite file of the RM's state (\"\" = memory)")
-      ->capture_default_str();
+  CLI::Option* store_opt =
+      cmd->add_option("--state-store", f->state_store,
+                      "SQLite file of the RM's state (\"\" = memory); not with --ha-id")
+          ->capture_default_str();
+  cmd->add_option("--ha-id", f->ha_id,
+                  "run as one of several HA RMs with this id (e.g. rm1): elect the active on "
+                  "ZooKeeper (--ha-zk) and keep the state there; a standby redirects clients")
+      ->group("High availability");
+  cmd->add_option("--ha-zk", f->ha_zk, "ZooKeeper ensemble HOST:PORT[,HOST:PORT...] for HA")
+      ->group("High availability");
+  cmd->add_option("--ha-zk-root", f->ha_zk_root,
+                  "the cluster's node in ZooKeeper (election at ROOT/leader, state at "
+                  "ROOT/rm-state)")
+      ->capture_default_str()
+      ->group("High availability");
+  cmd->add_option("--ha-rm-addresses", f->ha_rm_addresses,
+                  "every RM's HOST:PORT, comma-separated, given to AMs so that they follow the "
+                  "active (default: this RM's)")
+      ->delimiter(',')
+      ->group("High availability");
+  cmd->add_option("--ha-session-timeout-ms", f->ha_session_timeout_ms,
+                  "ZooKeeper session timeout: a killed active is replaced about this long after "
+                  "it died (the server clamps it to 2..20 x its tickTime)")
+      ->capture_default_str()
+      ->group("High availability");
   cmd->add_option("--nm-expiry-ms", f->nm_expiry_ms, "a NodeManager silent this long is LOST")
       ->capture_default_str();
   AddUserAuthFlags(cmd, f.get());
@@ -192,7 +243,10 @@ void AddRmCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--am-expiry-ms", f->am_expiry_ms,
                   "an ApplicationMaster silent this long fails its attempt")
       ->capture_default_str();
-  cmd->callback([f, exit_code] { *exit_code = RunRm(*f); });
+  cmd->callback([f, exit_code, store_opt] {
+    f->state_store_given = store_opt->count() > 0;
+    *exit_code = RunRm(*f);
+  });
 }
 
 }  // namespace weft::cli

@@ -40,6 +40,14 @@ struct RmFlags {
   std::vector<std::string> proxy_users;
   std::vector<std::string> admins;
   std::string munge_socket;
+  // HA (`weft rm` only; docs/cluster.md): with an --ha-id the RM elects its active on
+  // ZooKeeper and keeps its state there instead of in state_store.
+  std::string ha_id;
+  std::string ha_zk;                         // ZooKeeper connect string
+  std::string ha_zk_root = "/weft";          // the cluster's node in ZooKeeper
+  std::vector<std::string> ha_rm_addresses;  // every RM's host:port (given to AMs)
+  int ha_session_timeout_ms = 1500;
+  bool state_store_given = false;  // --state-store was on the command line
 };
 
 // --proxy-users, --admins and --munge-socket into `flags` (for `weft rm` and `weft dev`).

@@ -3,13 +3,17 @@
 #include <grpcpp/grpcpp.h>
 #include <openssl/crypto.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "common/log.h"
 #include "security/munge.h"
 #include "security/user_identity.h"
 #include "store/memory_store.h"
 #include "store/sqlite_store.h"
+#include "store/zk_store.h"
 #include "weft/v1/admin.grpc.pb.h"
 #include "weft/v1/am.grpc.pb.h"
 #include "weft/v1/client.grpc.pb.h"
@@ -123,18 +127,49 @@ class RmServer::Services {
       : client(server), am(server), tracker(server), admin(server) {}
 
   // Runs `fn` on the loop and finishes the call with its result; the call's latency (from
-  // here to Finish) and status code go to the RPC metrics under `method`.
+  // here to Finish) and status code go to the RPC metrics under `method`. While there is no
+  // ResourceManager (a standby, or one shutting down) the call gets the standby's answer
+  // instead (StandbyStatus).
   template <typename Resp, typename Fn>
   static grpc::ServerUnaryReactor* OnLoop(RmServer* s, const char* method,
                                           grpc::CallbackServerContext* ctx, Resp* resp, Fn fn) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     const auto start = std::chrono::steady_clock::now();
-    s->loop_.Post([s, method, start, reactor, resp, fn = std::move(fn)]() mutable {
+    s->loop_.Post([s, method, start, ctx, reactor, resp, fn = std::move(fn)]() mutable {
+      if (!s->rm_) {
+        grpc::Status st = s->StandbyStatus(ctx);
+        s->RecordRpc(method, start, static_cast<absl::StatusCode>(st.error_code()));
+        reactor->Finish(st);
+        return;
+      }
       absl::StatusOr<Resp> r = fn(*s->rm_);
       if (r.ok()) *resp = std::move(*r);
       s->RecordRpc(method, start, r.status().code());
       reactor->Finish(ToGrpc(r.status()));
     });
+    return reactor;
+  }
+
+  // Authenticates a ClientService or AdminService caller (client_auth.h); `admin_only`:
+  // cluster admins only. A refusal is counted in the RPC metrics; the caller finishes the call.
+  static absl::StatusOr<Caller> Authenticate(RmServer* s, const char* method,
+                                             grpc::CallbackServerContext* ctx, bool admin_only) {
+    Presented p;
+    p.munge_credential = Metadata(ctx, "weft-munge-cred");
+    p.secret = Metadata(ctx, "weft-secret");
+    p.declared_user = Metadata(ctx, "weft-user");
+    absl::StatusOr<Caller> caller = AuthenticateClient(s->options_.auth, p);
+    if (caller.ok() && admin_only && !caller->admin)
+      caller = absl::PermissionDeniedError(absl::StrCat(
+          "user '", caller->user, "' is not a cluster admin (weft rm --admins)"));
+    if (!caller.ok()) s->RecordRpc(method, std::chrono::steady_clock::now(), caller.status().code());
+    return caller;
+  }
+
+  static grpc::ServerUnaryReactor* Refused(grpc::CallbackServerContext* ctx,
+                                           const absl::Status& status) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(ToGrpc(status));
     return reactor;
   }
 
@@ -145,20 +180,8 @@ class RmServer::Services {
   static grpc::ServerUnaryReactor* Authorized(RmServer* s, const char* method,
                                               grpc::CallbackServerContext* ctx, Resp* resp, Fn fn,
                                               bool admin_only = false) {
-    Presented p;
-    p.munge_credential = Metadata(ctx, "weft-munge-cred");
-    p.secret = Metadata(ctx, "weft-secret");
-    p.declared_user = Metadata(ctx, "weft-user");
-    absl::StatusOr<Caller> caller = AuthenticateClient(s->options_.auth, p);
-    if (caller.ok() && admin_only && !caller->admin)
-      caller = absl::PermissionDeniedError(absl::StrCat(
-          "user '", caller->user, "' is not a cluster admin (weft rm --admins)"));
-    if (!caller.ok()) {
-      s->RecordRpc(method, std::chrono::steady_clock::now(), caller.status().code());
-      grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-      reactor->Finish(ToGrpc(caller.status()));
-      return reactor;
-    }
+    absl::StatusOr<Caller> caller = Authenticate(s, method, ctx, admin_only);
+    if (!caller.ok()) return Refused(ctx, caller.status());
     if constexpr (std::is_invocable_v<Fn, ResourceManager&, const Caller&>) {
       return OnLoop(s, method, ctx, resp,
                     [fn = std::move(fn), c = *std::move(caller)](ResourceManager& rm) mutable {
@@ -373,16 +396,64 @@ class RmServer::Services {
                         },
                         /*admin_only=*/true);
     }
+    // Answered by a standby too: it is how operators and tools find the active.
     grpc::ServerUnaryReactor* GetServiceState(grpc::CallbackServerContext* ctx,
                                               const v1::GetServiceStateRequest*,
                                               v1::GetServiceStateResponse* resp) override {
-      return Authorized(s_, "AdminService/GetServiceState", ctx, resp,
-                        [](ResourceManager& rm) -> absl::StatusOr<v1::GetServiceStateResponse> {
-                          v1::GetServiceStateResponse out;
-                          out.set_state("STARTED");
-                          out.set_rm_epoch(rm.epoch());
-                          return out;
-                        });
+      const char* method = "AdminService/GetServiceState";
+      if (auto c = Authenticate(s_, method, ctx, /*admin_only=*/false); !c.ok())
+        return Refused(ctx, c.status());
+      grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+      const auto start = std::chrono::steady_clock::now();
+      RmServer* s = s_;
+      s->loop_.Post([s, method, start, reactor, resp] {
+        resp->set_state("STARTED");
+        if (s->rm_) {
+          resp->set_rm_epoch(s->rm_->epoch());
+          resp->set_started_ms(s->rm_->started_ms());
+        }
+        HaStatus ha = s->ha_status();
+        resp->set_ha_enabled(ha.enabled);
+        resp->set_ha_state(ha.active ? "ACTIVE" : "STANDBY");
+        resp->set_rm_id(ha.rm_id);
+        if (ha.leader.has_value()) {
+          resp->set_active_rm_id(ha.leader->rm_id);
+          resp->set_active_address(ha.leader->address);
+          resp->set_active_http_address(ha.leader->http_address);
+        }
+        s->RecordRpc(method, start, absl::StatusCode::kOk);
+        reactor->Finish(grpc::Status::OK);
+      });
+      return reactor;
+    }
+
+    // Manual failover: the active steps down and holds off the election (ha_elector.h).
+    grpc::ServerUnaryReactor* TransitionToStandby(grpc::CallbackServerContext* ctx,
+                                                  const v1::TransitionToStandbyRequest* req,
+                                                  v1::TransitionToStandbyResponse*) override {
+      const char* method = "AdminService/TransitionToStandby";
+      if (auto c = Authenticate(s_, method, ctx, /*admin_only=*/true); !c.ok())
+        return Refused(ctx, c.status());
+      const auto start = std::chrono::steady_clock::now();
+      absl::Status st;
+      if (!s_->elector_) {
+        st = absl::FailedPreconditionError(
+            s_->options_.ha.has_value()
+                ? "this ResourceManager has not joined the election yet"
+                : "this ResourceManager runs without HA (weft rm --ha-id): there is no standby "
+                  "to fail over to");
+      } else if (req->hold_ms() < 0) {
+        st = absl::InvalidArgumentError(absl::StrCat("hold_ms ", req->hold_ms(), " is negative"));
+      } else {
+        // Blocks this gRPC thread until the RM is standby: a rare operator call, and the
+        // step-down does not wait on gRPC.
+        st = s_->elector_->StepDown(
+            absl::Milliseconds(req->hold_ms() == 0 ? 10000 : req->hold_ms()));
+      }
+      s_->RecordRpc(method, start, st.code());
+      grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+      reactor->Finish(ToGrpc(st));
+      return reactor;
     }
 
    private:
@@ -412,7 +483,13 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
       return absl::FailedPreconditionError(absl::StrCat(
           "the RM authenticates users with MUNGE: ", probe.status().message()));
   }
-  if (s->options_.state_store_path.empty()) {
+  if (s->options_.ha.has_value()) {
+    if (absl::Status st = ValidateHaOptions(*s->options_.ha); !st.ok()) return st;
+    if (!s->options_.state_store_path.empty())
+      return absl::InvalidArgumentError(
+          "an HA ResourceManager keeps its state in ZooKeeper, not in a SQLite file: give "
+          "either the HA options or a state store path");
+  } else if (s->options_.state_store_path.empty()) {
     s->store_ = store::NewMemoryStore();
   } else {
     auto st = store::OpenSqliteStore(s->options_.state_store_path);
@@ -427,20 +504,17 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
   s->launcher_ = s->options_.launcher ? std::move(s->options_.launcher)
                                       : NewGrpcAmLauncher(s->options_.tls);
   s->loop_.Start();
-  absl::Status created;
-  absl::Notification done;
-  s->loop_.Post([&] {
-    auto rm = ResourceManager::Create(s->options_.rm, &s->loop_, s->store_.get(),
-                                      s->launcher_.get(), s->secrets_.get());
-    if (rm.ok()) {
-      s->rm_ = std::move(*rm);
-    } else {
-      created = rm.status();
-    }
-    done.Notify();
-  });
-  done.WaitForNotification();
-  if (!created.ok()) return created;
+  if (!s->options_.ha.has_value()) {
+    // Without HA the RM serves from the start; with HA, once elected (JoinElection()).
+    absl::Status created;
+    absl::Notification done;
+    s->loop_.Post([&] {
+      created = s->CreateRm();
+      done.Notify();
+    });
+    done.WaitForNotification();
+    if (!created.ok()) return created;
+  }
   s->services_ = std::make_unique<Services>(s.get());
   grpc::ServerBuilder builder;
   builder.AddListeningPort(
@@ -458,8 +532,112 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
   if (s->server_ == nullptr || s->port_ == 0)
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", s->options_.bind_host, ":", s->options_.port));
-  s->RunOnLoop([addr = s->address()](ResourceManager& rm) { rm.set_rm_address(addr); });
+  s->RunOnLoop([addr = s->AmFacingAddress()](ResourceManager& rm) { rm.set_rm_address(addr); });
   return s;
+}
+
+std::string RmServer::AmFacingAddress() const {
+  if (options_.ha.has_value() && !options_.ha->rm_addresses.empty())
+    return absl::StrJoin(options_.ha->rm_addresses, ",");
+  return address();
+}
+
+absl::Status RmServer::CreateRm() {
+  auto rm = ResourceManager::Create(options_.rm, &loop_, store_.get(), launcher_.get(),
+                                    secrets_.get());
+  if (!rm.ok()) return rm.status();
+  rm_ = std::move(*rm);
+  if (port_ != 0) rm_->set_rm_address(AmFacingAddress());
+  absl::MutexLock l(&ha_mu_);
+  active_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status RmServer::JoinElection(const std::string& http_address) {
+  if (!options_.ha.has_value())
+    return absl::FailedPreconditionError("this ResourceManager runs without HA");
+  if (elector_) return absl::FailedPreconditionError("this ResourceManager has already joined");
+  LeaderInfo self{options_.ha->rm_id, address(), http_address};
+  LeaderElector::Callbacks callbacks;
+  callbacks.become_active = [this] { return BecomeActive(); };
+  callbacks.become_standby = [this](const std::string& reason) { BecomeStandby(reason); };
+  auto elector = LeaderElector::Start(*options_.ha, std::move(self), std::move(callbacks));
+  if (!elector.ok()) return elector.status();
+  elector_ = *std::move(elector);
+  return absl::OkStatus();
+}
+
+absl::Status RmServer::BecomeActive() {
+  const HaOptions& ha = *options_.ha;
+  store::ZkStoreOptions zo;
+  zo.connect = ha.zk_connect;
+  zo.root = absl::StrCat(ha.zk_root, "/rm-state");
+  zo.identity = absl::StrCat(ha.rm_id, "@", address());
+  zo.fence = true;  // from here on, an earlier active can no longer write
+  zo.session_timeout_ms = std::max(ha.session_timeout_ms, 4000);
+  absl::Status result;
+  absl::Notification done;
+  loop_.Post([&] {
+    auto opened = store::OpenZooKeeperStore(zo);
+    if (!opened.ok()) {
+      result = opened.status();
+    } else {
+      store_ = *std::move(opened);
+      result = CreateRm();
+      if (!result.ok()) {
+        (void)store_->Close();
+        store_.reset();
+      }
+    }
+    done.Notify();
+  });
+  done.WaitForNotification();
+  if (result.ok()) {
+    log::Info("ha_active", {{"rm_id", ha.rm_id}, {"address", address()},
+                            {"store", absl::StrCat(ha.zk_connect, zo.root)}});
+  }
+  return result;
+}
+
+void RmServer::BecomeStandby(const std::string& reason) {
+  absl::Notification done;
+  loop_.Post([&] {
+    rm_.reset();
+    if (store_) (void)store_->Close();
+    store_.reset();
+    absl::MutexLock l(&ha_mu_);
+    active_ = false;
+    done.Notify();
+  });
+  done.WaitForNotification();
+  log::Info("ha_standby", {{"rm_id", options_.ha->rm_id}, {"reason", reason}});
+}
+
+HaStatus RmServer::ha_status() const {
+  HaStatus out;
+  out.enabled = options_.ha.has_value();
+  {
+    absl::MutexLock l(&ha_mu_);
+    out.active = active_;
+  }
+  if (!out.enabled) return out;
+  out.rm_id = options_.ha->rm_id;
+  if (elector_) out.leader = elector_->leader();
+  return out;
+}
+
+grpc::Status RmServer::StandbyStatus(grpc::CallbackServerContext* ctx) const {
+  if (!options_.ha.has_value())
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the ResourceManager is stopping");
+  HaStatus ha = ha_status();
+  std::string message = absl::StrCat("ResourceManager ", ha.rm_id, " is standby");
+  if (ha.leader.has_value() && ha.leader->rm_id != ha.rm_id) {
+    absl::StrAppend(&message, "; the active is ", ha.leader->rm_id, " at ", ha.leader->address);
+    ctx->AddTrailingMetadata("weft-active-rm", ha.leader->address);
+  } else {
+    absl::StrAppend(&message, "; no active ResourceManager is known yet (an election is under way)");
+  }
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE, message);
 }
 
 RmServer::~RmServer() { Shutdown(); }
@@ -469,7 +647,7 @@ std::string RmServer::address() const { return absl::StrCat(options_.bind_host, 
 void RmServer::RunOnLoop(std::function<void(ResourceManager&)> fn) {
   absl::Notification done;
   loop_.Post([&] {
-    fn(*rm_);
+    if (rm_) fn(*rm_);
     done.Notify();
   });
   done.WaitForNotification();
@@ -486,6 +664,8 @@ void RmServer::Shutdown() {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     server_.reset();
   }
+  // An active gives up its leadership (a standby takes over at once) and its RM.
+  elector_.reset();
   if (rm_) {
     absl::Notification done;
     loop_.Post([&] {

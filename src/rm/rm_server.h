@@ -8,16 +8,20 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "common/event_loop.h"
 #include "common/metrics.h"
 #include "rm/client_auth.h"
+#include "rm/ha_elector.h"
 #include "rm/resource_manager.h"
 #include "security/secret_source.h"
 #include "security/tls.h"
 #include "store/state_store.h"
 
 namespace grpc {
+class CallbackServerContext;
 class Server;
+class Status;
 }
 
 namespace weft::rm {
@@ -43,6 +47,20 @@ struct RmServerOptions {
   // NMs. Unset: plaintext, and TrackerService believes the node ids callers name - FOR
   // IN-PROCESS TESTS AND BENCHMARKS only, whose NMs are the test's own.
   std::optional<security::TlsFiles> tls;
+  // High availability (docs/cluster.md): set, this RM is one of several that elect their active
+  // on ZooKeeper and share a state store there (state_store_path must be empty). It starts as a
+  // standby, runs for leadership once JoinElection() is called, and serves only while active;
+  // as a standby it answers every call but GetServiceState with UNAVAILABLE, naming the active
+  // (message, and trailing metadata "weft-active-rm" = its host:port when known).
+  std::optional<HaOptions> ha;
+};
+
+// This RM's part in HA, for the web server and GetServiceState.
+struct HaStatus {
+  bool enabled = false;             // false: no HA, always active
+  bool active = false;              // serving as the active now
+  std::string rm_id;                // HaOptions::rm_id
+  std::optional<LeaderInfo> leader;  // the active as last seen (this RM's own when active)
 };
 
 // Owns a ThreadEventLoop (the only thread touching RM state), the state store and one gRPC
@@ -71,6 +89,12 @@ class RmServer {
   int64_t NowMs() const { return loop_.NowMs(); }
   // When non-empty, the admin secret.
   const std::string& client_secret() const { return options_.client_secret; }
+  // With HA: starts running for leadership (this RM serves from when it wins). `http_address`
+  // (host:port, "" for none) goes into the leader node so that standbys can redirect web
+  // clients. FailedPrecondition without HA or when called twice.
+  absl::Status JoinElection(const std::string& http_address);
+  // This RM's HA state. Thread-safe.
+  HaStatus ha_status() const;
   // Authenticates a caller as ClientService does (for the REST API). Thread-safe.
   absl::StatusOr<Caller> Authenticate(const Presented& presented) const {
     return AuthenticateClient(options_.auth, presented);
@@ -83,6 +107,17 @@ class RmServer {
   class PassMetrics;
   void RecordRpc(const char* method, std::chrono::steady_clock::time_point start,
                  absl::StatusCode code);
+  // Creates the ResourceManager over `store_` on the loop (recovering what the store holds).
+  absl::Status CreateRm();
+  // What AMs are told (WEFT_RM_ADDRESS): every HA RM's address, else this one's.
+  std::string AmFacingAddress() const;
+  // HA transitions, from the elector's thread: open the ZooKeeper store (fencing any earlier
+  // active) and create the RM; destroy the RM and close the store.
+  absl::Status BecomeActive();
+  void BecomeStandby(const std::string& reason);
+  // The standby's answer to a call (on the loop, while rm_ is null): UNAVAILABLE naming the
+  // active; adds its address as trailing metadata "weft-active-rm" when known.
+  grpc::Status StandbyStatus(grpc::CallbackServerContext* ctx) const;
 
   RmServerOptions options_;
   metrics::Registry metrics_;                  // before loop_: the loop's tasks record into it
@@ -95,6 +130,9 @@ class RmServer {
   std::unique_ptr<Services> services_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
+  std::unique_ptr<LeaderElector> elector_;  // with HA, after JoinElection()
+  mutable absl::Mutex ha_mu_;
+  bool active_ ABSL_GUARDED_BY(ha_mu_) = false;  // rm_ exists (set on the loop)
 };
 
 // Starts AM containers with ContainerService.StartContainers on the node (async gRPC client).

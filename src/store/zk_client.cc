@@ -106,6 +106,7 @@ void OnData(int rc, const char* value, int value_len, const struct Stat* stat, c
     if (stat != nullptr) {
       node.version = stat->version;
       node.num_children = stat->numChildren;
+      node.ephemeral_owner = stat->ephemeralOwner;
     }
   }
   --call.remaining;
@@ -244,6 +245,10 @@ clientid_t ZkClient::client_id() const {
     if (const clientid_t* current = zoo_client_id(handle_); current != nullptr) id = *current;
   }
   return id;
+}
+
+int ZkClient::negotiated_timeout_ms() const {
+  return handle_ == nullptr ? 0 : zoo_recv_timeout(handle_);
 }
 
 std::string ZkClient::StateName() const {
@@ -424,7 +429,8 @@ absl::StatusOr<ZkClient::MultiResult> ZkClient::Multi(const std::vector<Op>& ops
     switch (op.type) {
       case Op::Type::kCreate:
         zoo_create_op_init(z, op.path.c_str(), op.data.data(), static_cast<int>(op.data.size()),
-                           &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, /*path_buffer=*/nullptr, 0);
+                           &ZOO_OPEN_ACL_UNSAFE, op.ephemeral ? ZOO_EPHEMERAL : ZOO_PERSISTENT,
+                           /*path_buffer=*/nullptr, 0);
         break;
       case Op::Type::kSet:
         zoo_set_op_init(z, op.path.c_str(), op.data.data(), static_cast<int>(op.data.size()),

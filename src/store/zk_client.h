@@ -68,12 +68,17 @@ class ZkClient {
 
   const std::string& connect() const { return connect_; }
 
+  // The session timeout the server granted (ms), once connected; 0 before.
+  int negotiated_timeout_ms() const;
+
   // One node as read by Get().
   struct Node {
     bool exists = false;  // false: no such node (the other fields are empty)
     std::string data;
     int32_t version = 0;  // of the data
     int32_t num_children = 0;
+    // The session id that owns the node if it is ephemeral, 0 for a persistent node.
+    int64_t ephemeral_owner = 0;
   };
 
   // Reads the nodes at `paths`, sending every request before waiting for the first answer (one
@@ -87,12 +92,17 @@ class ZkClient {
   absl::StatusOr<std::vector<std::optional<std::vector<std::string>>>> GetChildren(
       absl::Span<const std::string> paths, absl::Time deadline);
 
-  // One operation of a Multi() transaction. Created nodes are persistent and open to everyone
-  // (world:anyone, all permissions). A version of -1 matches any version.
+  // One operation of a Multi() transaction. Created nodes are open to everyone (world:anyone,
+  // all permissions) and persistent, except those of CreateEphemeral(), which ZooKeeper deletes
+  // when the session that created them ends (closed or expired). A version of -1 matches any
+  // version.
   struct Op {
     enum class Type { kCreate, kSet, kDelete, kCheck };
     static Op Create(std::string path, std::string data) {
       return {Type::kCreate, std::move(path), std::move(data), -1};
+    }
+    static Op CreateEphemeral(std::string path, std::string data) {
+      return {Type::kCreate, std::move(path), std::move(data), -1, /*ephemeral=*/true};
     }
     static Op Set(std::string path, std::string data, int32_t version = -1) {
       return {Type::kSet, std::move(path), std::move(data), version};
@@ -109,6 +119,7 @@ class ZkClient {
     std::string path;
     std::string data;
     int32_t version;
+    bool ephemeral = false;  // kCreate only
   };
 
   struct MultiResult {

@@ -164,6 +164,7 @@ void RmWebServer::Stop() {
 }
 
 void RmWebServer::Refresh() {
+  if (!rm_->ha_status().active) return;  // a standby has no RM to snapshot
   struct Done {
     absl::Mutex mu;
     bool done ABSL_GUARDED_BY(mu) = false;
@@ -178,7 +179,51 @@ void RmWebServer::Refresh() {
   done->mu.AwaitWithTimeout(absl::Condition(&done->done), absl::Seconds(10));
 }
 
+namespace {
+
+std::string PercentEncode(absl::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (absl::ascii_isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+// A standby RM's web answer (YARN's standby redirect): 307 to the same path and query on the
+// active's web server when it is known, else 503 naming the state.
+HttpResponse StandbyResponse(const HttpRequest& req, const rm::HaStatus& ha) {
+  if (!ha.leader.has_value() || ha.leader->rm_id == ha.rm_id || ha.leader->http_address.empty())
+    return JsonError(503, absl::StrCat("ResourceManager ", ha.rm_id,
+                                       " is standby and knows no active ResourceManager yet "
+                                       "(an election is under way); retry shortly"));
+  std::string location = absl::StrCat("http://", ha.leader->http_address, PercentEncode(req.path));
+  char sep = '?';
+  for (const auto& [k, v] : req.params) {
+    absl::StrAppend(&location, std::string(1, sep), PercentEncode(k), "=", PercentEncode(v));
+    sep = '&';
+  }
+  HttpResponse r = JsonError(
+      307, absl::StrCat("ResourceManager ", ha.rm_id, " is standby; the active is ",
+                        ha.leader->rm_id, " at ", location));
+  r.headers.emplace_back("Location", location);
+  return r;
+}
+
+}  // namespace
+
 HttpResponse RmWebServer::Handle(const HttpRequest& req) const {
+  // Every RM serves its own /metrics; a standby sends everything else to the active.
+  if (req.path != "/metrics") {
+    if (rm::HaStatus ha = rm_->ha_status(); ha.enabled && !ha.active)
+      return StandbyResponse(req, ha);
+  }
   if (absl::StartsWith(req.path, "/ws/")) return api_->Handle(req);
   if (req.path == "/metrics") {
     if (req.method != "GET" && req.method != "HEAD") {

@@ -1,0 +1,235 @@
+// RM high availability end to end: two real RmServers elect their active on a real ZooKeeper
+// (started by the test on a free loopback port) and share its state store. The standby
+// answers UNAVAILABLE naming the active; the active's leaving (shutdown, manual failover, lost
+// ZooKeeper) hands over to the other, which recovers the applications from ZooKeeper.
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rm/rm_server.h"
+#include "store/test_zookeeper.h"
+#include "weft/v1/admin.grpc.pb.h"
+#include "weft/v1/client.grpc.pb.h"
+
+namespace weft::rm {
+namespace {
+
+using ::testing::HasSubstr;
+
+class RmHaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store::TestZooKeeper::Options zo;
+    zo.tick_ms = 200;  // sessions of 400 ms..20 s
+    auto zk = store::TestZooKeeper::Start(zo);
+    ASSERT_TRUE(zk.ok()) << zk.status();
+    zk_ = *std::move(zk);
+  }
+  void TearDown() override {
+    rms_[0].reset();
+    rms_[1].reset();
+  }
+
+  // Starts RM `i` (rm1, rm2) as a standby and lets it join the election.
+  void StartRm(int i) {
+    RmServerOptions o;
+    o.auth.mode = UserAuthentication::kDeclared;
+    o.auth.admins = {"ops"};
+    o.rm.pass_interval_ms = 20;
+    HaOptions ha;
+    ha.rm_id = i == 0 ? "rm1" : "rm2";
+    ha.zk_connect = zk_->connect_string();
+    ha.zk_root = "/weft-test";
+    ha.session_timeout_ms = 1000;
+    ha.poll_interval_ms = 50;
+    o.ha = ha;
+    auto s = RmServer::Start(std::move(o));
+    ASSERT_TRUE(s.ok()) << s.status();
+    rms_[i] = *std::move(s);
+    EXPECT_FALSE(rms_[i]->ha_status().active) << "an HA RM starts as a standby";
+    ASSERT_TRUE(rms_[i]->JoinElection("").ok());
+  }
+
+  // Waits (bounded) until RM `i` is active / knows `active_id` as the active.
+  bool WaitActive(int i, absl::Duration limit = absl::Seconds(20)) {
+    for (absl::Time end = absl::Now() + limit; absl::Now() < end;
+         absl::SleepFor(absl::Milliseconds(20)))
+      if (rms_[i] && rms_[i]->ha_status().active) return true;
+    return false;
+  }
+  bool WaitKnowsActive(int i, const std::string& active_id) {
+    for (absl::Time end = absl::Now() + absl::Seconds(20); absl::Now() < end;
+         absl::SleepFor(absl::Milliseconds(20))) {
+      HaStatus h = rms_[i]->ha_status();
+      if (h.leader.has_value() && h.leader->rm_id == active_id) return true;
+    }
+    return false;
+  }
+
+  std::unique_ptr<v1::ClientService::Stub> Client(int i) {
+    return v1::ClientService::NewStub(
+        grpc::CreateChannel(rms_[i]->address(), grpc::InsecureChannelCredentials()));
+  }
+  std::unique_ptr<v1::AdminService::Stub> Admin(int i) {
+    return v1::AdminService::NewStub(
+        grpc::CreateChannel(rms_[i]->address(), grpc::InsecureChannelCredentials()));
+  }
+
+  // Submits an application to RM `i` as alice; returns its id.
+  std::string Submit(int i) {
+    auto client = Client(i);
+    grpc::ClientContext c1;
+    v1::NewApplicationResponse app;
+    EXPECT_TRUE(client->NewApplication(&c1, {}, &app).ok());
+    grpc::ClientContext c2;
+    c2.AddMetadata("weft-user", "alice");
+    v1::SubmitApplicationRequest sub;
+    sub.mutable_context()->set_application_id(app.application_id());
+    sub.mutable_context()->set_name("ha-app");
+    sub.mutable_context()->mutable_am_container_spec()->add_command("sleep 100");
+    v1::SubmitApplicationResponse resp;
+    grpc::Status st = client->SubmitApplication(&c2, sub, &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return app.application_id();
+  }
+
+  std::unique_ptr<store::TestZooKeeper> zk_;
+  std::unique_ptr<RmServer> rms_[2];
+};
+
+TEST_F(RmHaTest, OneActiveAndAStandbyThatNamesIt) {
+  StartRm(0);
+  ASSERT_TRUE(WaitActive(0));
+  StartRm(1);
+  ASSERT_TRUE(WaitKnowsActive(1, "rm1"));
+  EXPECT_FALSE(rms_[1]->ha_status().active);
+
+  // The standby refuses client calls with UNAVAILABLE, naming the active in the message and
+  // in trailing metadata, which is how clients find it.
+  grpc::ClientContext ctx;
+  v1::ListApplicationsResponse apps;
+  grpc::Status st = Client(1)->ListApplications(&ctx, {}, &apps);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(st.error_message(), HasSubstr("rm2 is standby; the active is rm1 at " +
+                                            rms_[0]->address()));
+  auto hint = ctx.GetServerTrailingMetadata().find("weft-active-rm");
+  ASSERT_NE(hint, ctx.GetServerTrailingMetadata().end());
+  EXPECT_EQ(std::string(hint->second.data(), hint->second.size()), rms_[0]->address());
+
+  // GetServiceState is answered by both.
+  for (int i : {0, 1}) {
+    grpc::ClientContext c;
+    v1::GetServiceStateResponse state;
+    ASSERT_TRUE(Admin(i)->GetServiceState(&c, {}, &state).ok());
+    EXPECT_TRUE(state.ha_enabled());
+    EXPECT_EQ(state.ha_state(), i == 0 ? "ACTIVE" : "STANDBY");
+    EXPECT_EQ(state.rm_id(), i == 0 ? "rm1" : "rm2");
+    EXPECT_EQ(state.active_rm_id(), "rm1");
+    EXPECT_EQ(state.active_address(), rms_[0]->address());
+  }
+  grpc::ClientContext c;
+  v1::ListApplicationsResponse ok_apps;
+  EXPECT_TRUE(Client(0)->ListApplications(&c, {}, &ok_apps).ok());
+}
+
+TEST_F(RmHaTest, TheStandbyTakesOverWithTheApplications) {
+  StartRm(0);
+  ASSERT_TRUE(WaitActive(0));
+  StartRm(1);
+  ASSERT_TRUE(WaitKnowsActive(1, "rm1"));
+  const std::string app = Submit(0);
+  grpc::ClientContext c0;
+  v1::GetServiceStateResponse before;
+  ASSERT_TRUE(Admin(0)->GetServiceState(&c0, {}, &before).ok());
+
+  rms_[0].reset();  // the active stops: its leader node goes with its session
+  ASSERT_TRUE(WaitActive(1, absl::Seconds(10)));
+
+  grpc::ClientContext c1;
+  c1.AddMetadata("weft-user", "alice");
+  v1::GetApplicationRequest get;
+  get.set_application_id(app);
+  v1::GetApplicationResponse report;
+  grpc::Status st = Client(1)->GetApplication(&c1, get, &report);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(report.report().name(), "ha-app");
+  grpc::ClientContext c2;
+  v1::GetServiceStateResponse after;
+  ASSERT_TRUE(Admin(1)->GetServiceState(&c2, {}, &after).ok());
+  EXPECT_GT(after.rm_epoch(), before.rm_epoch()) << "each activation takes a new epoch";
+
+  // The old one comes back as a standby and names rm2.
+  StartRm(0);
+  ASSERT_TRUE(WaitKnowsActive(0, "rm2"));
+  EXPECT_FALSE(rms_[0]->ha_status().active);
+}
+
+TEST_F(RmHaTest, ManualFailover) {
+  StartRm(0);
+  ASSERT_TRUE(WaitActive(0));
+  StartRm(1);
+  ASSERT_TRUE(WaitKnowsActive(1, "rm1"));
+  const std::string app = Submit(0);
+
+  // Only a cluster admin may, and only on the active.
+  {
+    grpc::ClientContext c;
+    c.AddMetadata("weft-user", "mallory");
+    v1::TransitionToStandbyResponse r;
+    EXPECT_EQ(Admin(0)->TransitionToStandby(&c, {}, &r).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
+  }
+  {
+    grpc::ClientContext c;
+    c.AddMetadata("weft-user", "ops");
+    v1::TransitionToStandbyResponse r;
+    grpc::Status st = Admin(1)->TransitionToStandby(&c, {}, &r);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << st.error_message();
+  }
+  EXPECT_TRUE(rms_[0]->ha_status().active);
+
+  grpc::ClientContext c;
+  c.AddMetadata("weft-user", "ops");
+  v1::TransitionToStandbyRequest req;
+  req.set_hold_ms(30000);
+  v1::TransitionToStandbyResponse r;
+  grpc::Status st = Admin(0)->TransitionToStandby(&c, req, &r);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_FALSE(rms_[0]->ha_status().active) << "standby when the call returns";
+  ASSERT_TRUE(WaitActive(1, absl::Seconds(10)));
+  ASSERT_TRUE(WaitKnowsActive(0, "rm2"));
+
+  grpc::ClientContext c1;
+  c1.AddMetadata("weft-user", "alice");
+  v1::GetApplicationRequest get;
+  get.set_application_id(app);
+  v1::GetApplicationResponse report;
+  EXPECT_TRUE(Client(1)->GetApplication(&c1, get, &report).ok());
+}
+
+TEST_F(RmHaTest, AnActiveCutOffFromZooKeeperStepsDown) {
+  StartRm(0);
+  ASSERT_TRUE(WaitActive(0));
+  // A hung ZooKeeper: the active cannot know whether its session lives on, so it stops
+  // serving before the server could expire it and elect another.
+  ASSERT_TRUE(zk_->Pause().ok());
+  for (absl::Time end = absl::Now() + absl::Seconds(10);
+       absl::Now() < end && rms_[0]->ha_status().active;)
+    absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_FALSE(rms_[0]->ha_status().active);
+  grpc::ClientContext ctx;
+  v1::ListApplicationsResponse apps;
+  EXPECT_EQ(Client(0)->ListApplications(&ctx, {}, &apps).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  // ZooKeeper back: an RM leads again.
+  ASSERT_TRUE(zk_->Resume().ok());
+  EXPECT_TRUE(WaitActive(0, absl::Seconds(20))) << zk_->LogTail();
+}
+
+}  // namespace
+}  // namespace weft::rm
