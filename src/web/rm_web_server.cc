@@ -40,11 +40,17 @@ const char* ContentTypeOf(absl::string_view name) {
 struct RmWebServer::Shared {
   SnapshotHolder snapshots;
   std::atomic<bool> build_queued{false};
+  // What /ws/v1/cluster/info says of HA and the store (set before the first rebuild).
+  std::string ha_description = "ResourceManager HA is not enabled.";
+  std::string store_name = "weft-sqlite-or-memory";
 
   // On the RM loop.
   void Rebuild(rm::ResourceManager& rm) {
     std::shared_ptr<const ClusterSnapshot> previous = snapshots.Get();
-    snapshots.Set(BuildSnapshot(rm, rm.NowMs(), previous.get()));
+    std::shared_ptr<ClusterSnapshot> next = BuildSnapshot(rm, rm.NowMs(), previous.get());
+    next->ha_description = ha_description;
+    next->store_name = store_name;
+    snapshots.Set(std::move(next));
   }
 };
 
@@ -118,6 +124,12 @@ absl::StatusOr<std::unique_ptr<RmWebServer>> RmWebServer::Start(rm::RmServer* rm
   s->rm_ = rm;
   s->options_ = std::move(options);
   s->shared_ = std::make_shared<Shared>();
+  if (rm::HaStatus ha = rm->ha_status(); ha.enabled) {
+    s->shared_->ha_description =
+        absl::StrCat("ResourceManager HA is enabled: this is ", ha.rm_id,
+                     ", serving as the active (a standby redirects here)");
+    s->shared_->store_name = "weft-zookeeper";
+  }
   s->writer_ = std::make_unique<Writer>(rm, s->shared_);
   RestApiOptions api;
   api.writes_enabled = s->options_.writes_enabled;
@@ -143,9 +155,18 @@ absl::StatusOr<std::unique_ptr<RmWebServer>> RmWebServer::Start(rm::RmServer* rm
           return;
       }
       if (self->shared_->build_queued.exchange(true)) continue;  // the last one has not run
-      self->rm_->Post([shared = self->shared_](rm::ResourceManager& rm) {
-        shared->build_queued.store(false);
-        shared->Rebuild(rm);
+      // The flag clears when the task is gone, run or dropped (a standby RM drops it).
+      struct Unqueue {
+        std::shared_ptr<Shared> shared;
+        ~Unqueue() {
+          if (shared) shared->build_queued.store(false);
+        }
+      };
+      auto unqueue = std::make_shared<Unqueue>();
+      unqueue->shared = self->shared_;
+      self->rm_->Post([unqueue](rm::ResourceManager& rm) {
+        unqueue->shared->build_queued.store(false);
+        unqueue->shared->Rebuild(rm);
       });
     }
   });

@@ -20,8 +20,8 @@ const v1::NodeReport* ClusterSnapshot::FindNode(const std::string& id) const {
   return it != nodes.end() && it->node_id() == id ? &*it : nullptr;
 }
 
-std::shared_ptr<const ClusterSnapshot> BuildSnapshot(rm::ResourceManager& rm, int64_t now_ms,
-                                                     const ClusterSnapshot* previous) {
+std::shared_ptr<ClusterSnapshot> BuildSnapshot(rm::ResourceManager& rm, int64_t now_ms,
+                                               const ClusterSnapshot* previous) {
   auto s = std::make_shared<ClusterSnapshot>();
   const scheduler::Scheduler& sched = rm.scheduler();
   s->taken_ms = now_ms;

@@ -55,6 +55,9 @@ struct ClusterSnapshot {
   int64_t containers_pending = 0;
   // Allocations per second between the previous snapshot and this one (0 for the first).
   double allocations_per_second = 0;
+  // For /ws/v1/cluster/info: YARN's haZooKeeperConnectionState and rmStateStoreName.
+  std::string ha_description = "ResourceManager HA is not enabled.";
+  std::string store_name = "weft-sqlite-or-memory";
 
   const v1::ApplicationReport* FindApp(const std::string& id) const;
   const v1::NodeReport* FindNode(const std::string& id) const;
@@ -62,8 +65,8 @@ struct ClusterSnapshot {
 
 // Builds a snapshot from the RM's state at loop time `now_ms`. Must run on the RM loop.
 // `previous` (may be null) is the last published snapshot, for rates.
-std::shared_ptr<const ClusterSnapshot> BuildSnapshot(rm::ResourceManager& rm, int64_t now_ms,
-                                                     const ClusterSnapshot* previous);
+std::shared_ptr<ClusterSnapshot> BuildSnapshot(rm::ResourceManager& rm, int64_t now_ms,
+                                               const ClusterSnapshot* previous);
 
 // The latest snapshot, swapped in whole. Thread-safe; readers keep the snapshot they got alive
 // for as long as they hold it.

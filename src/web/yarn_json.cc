@@ -164,14 +164,14 @@ Json ClusterInfoJson(const ClusterSnapshot& s) {
             {"state", "STARTED"},
             {"haState", "ACTIVE"},
             {"snapshotGeneration", s.generation},  // Weft's: see ClusterSnapshot
-            {"rmStateStoreName", "weft-sqlite-or-memory"},
+            {"rmStateStoreName", s.store_name},
             {"resourceManagerVersion", version},
             {"resourceManagerBuildVersion", absl::StrCat("weft ", version)},
             {"resourceManagerVersionBuiltOn", __DATE__},
             {"hadoopVersion", absl::StrCat("weft-", version)},
             {"hadoopBuildVersion", absl::StrCat("weft ", version)},
             {"hadoopVersionBuiltOn", __DATE__},
-            {"haZooKeeperConnectionState", "ResourceManager HA is not enabled."},
+            {"haZooKeeperConnectionState", s.ha_description},
             {"schedulerPolicy", s.policy}}}};
 }
 

@@ -3,16 +3,19 @@
 // answers UNAVAILABLE naming the active; the active's leaving (shutdown, manual failover, lost
 // ZooKeeper) hands over to the other, which recovers the applications from ZooKeeper.
 #include <grpcpp/grpcpp.h>
+#include <httplib.h>
 
 #include <memory>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rm/rm_server.h"
 #include "store/test_zookeeper.h"
+#include "web/rm_web_server.h"
 #include "weft/v1/admin.grpc.pb.h"
 #include "weft/v1/client.grpc.pb.h"
 
@@ -31,8 +34,10 @@ class RmHaTest : public ::testing::Test {
     zk_ = *std::move(zk);
   }
   void TearDown() override {
-    rms_[0].reset();
-    rms_[1].reset();
+    for (int i : {0, 1}) {
+      webs_[i].reset();
+      rms_[i].reset();
+    }
   }
 
   // Starts RM `i` (rm1, rm2) as a standby and lets it join the election.
@@ -52,7 +57,14 @@ class RmHaTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.status();
     rms_[i] = *std::move(s);
     EXPECT_FALSE(rms_[i]->ha_status().active) << "an HA RM starts as a standby";
-    ASSERT_TRUE(rms_[i]->JoinElection("").ok());
+    web::RmWebOptions wo;
+    wo.port = 0;
+    wo.refresh_ms = 50;
+    webs_[i].reset();
+    auto web = web::RmWebServer::Start(rms_[i].get(), wo);
+    ASSERT_TRUE(web.ok()) << web.status();
+    webs_[i] = *std::move(web);
+    ASSERT_TRUE(rms_[i]->JoinElection(webs_[i]->address()).ok());
   }
 
   // Waits (bounded) until RM `i` is active / knows `active_id` as the active.
@@ -100,6 +112,7 @@ class RmHaTest : public ::testing::Test {
 
   std::unique_ptr<store::TestZooKeeper> zk_;
   std::unique_ptr<RmServer> rms_[2];
+  std::unique_ptr<web::RmWebServer> webs_[2];
 };
 
 TEST_F(RmHaTest, OneActiveAndAStandbyThatNamesIt) {
@@ -135,6 +148,38 @@ TEST_F(RmHaTest, OneActiveAndAStandbyThatNamesIt) {
   grpc::ClientContext c;
   v1::ListApplicationsResponse ok_apps;
   EXPECT_TRUE(Client(0)->ListApplications(&c, {}, &ok_apps).ok());
+}
+
+TEST_F(RmHaTest, TheStandbysWebRedirectsToTheActive) {
+  StartRm(0);
+  ASSERT_TRUE(WaitActive(0));
+  StartRm(1);
+  ASSERT_TRUE(WaitKnowsActive(1, "rm1"));
+
+  httplib::Client standby("127.0.0.1", webs_[1]->port());
+  auto r = standby.Get("/ws/v1/cluster/apps?state=RUNNING");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 307);
+  EXPECT_EQ(r->get_header_value("Location"),
+            "http://" + webs_[0]->address() + "/ws/v1/cluster/apps?state=RUNNING");
+  EXPECT_THAT(r->body, HasSubstr("rm2 is standby; the active is rm1"));
+  auto metrics = standby.Get("/metrics");  // each RM's own
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
+
+  httplib::Client active("127.0.0.1", webs_[0]->port());
+  std::string body;
+  for (absl::Time end = absl::Now() + absl::Seconds(10); absl::Now() < end;
+       absl::SleepFor(absl::Milliseconds(50))) {
+    // No snapshot yet (503), or one that predates the activation, until the RM's first one.
+    auto info = active.Get("/ws/v1/cluster/info");
+    ASSERT_TRUE(info);
+    body = info->body;
+    if (info->status == 200 && absl::StrContains(body, "rm1")) break;
+  }
+  EXPECT_THAT(body, HasSubstr("\"haState\":\"ACTIVE\""));
+  EXPECT_THAT(body, HasSubstr("this is rm1"));
+  EXPECT_THAT(body, HasSubstr("weft-zookeeper"));
 }
 
 TEST_F(RmHaTest, TheStandbyTakesOverWithTheApplications) {
