@@ -73,8 +73,13 @@ std::shared_ptr<grpc::ChannelCredentials> AmChannelCredentials(const AmEnvironme
 
 absl::StatusOr<std::unique_ptr<AmRmClient>> AmRmClient::Connect(const AmEnvironment& env,
                                                                 AmRmClientOptions options) {
+  absl::StatusOr<RmFailover> failover = RmFailover::Create(env.rm_address);
+  if (!failover.ok())
+    return absl::InvalidArgumentError(
+        absl::StrCat("WEFT_RM_ADDRESS: ", failover.status().message()));
   std::unique_ptr<AmRmClient> c(new AmRmClient());
   c->env_ = env;
+  c->failover_.emplace(*std::move(failover));
   if (!options.sleep_ms) {
     options.sleep_ms = [](int64_t ms) {
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
@@ -89,40 +94,65 @@ void AmRmClient::Reconnect() {
   // A channel of its own (no subchannel shared with earlier ones), so that it connects at once
   // instead of waiting out gRPC's reconnection backoff (up to 2 min) after an outage: the
   // client's own backoff paces the tries.
-  grpc::ChannelArguments args;
+  grpc::ChannelArguments args = FastReconnectChannelArgs();
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   stub_ = v1::AmService::NewStub(
-      grpc::CreateCustomChannel(env_.rm_address, AmChannelCredentials(env_), args));
+      grpc::CreateCustomChannel(failover_->current(), AmChannelCredentials(env_), args));
 }
 
-grpc::Status AmRmClient::Call(const std::function<grpc::Status(grpc::ClientContext*)>& rpc) {
+grpc::Status AmRmClient::Call(const std::function<grpc::Status(grpc::ClientContext*)>& rpc,
+                              std::string* active_hint) {
   grpc::ClientContext ctx;
   ctx.AddMetadata("weft-amrm-token-bin", env_.amrm_token.SerializeAsString());
   ctx.set_deadline(std::chrono::system_clock::now() +
                    std::chrono::milliseconds(options_.call_timeout_ms));
-  return rpc(&ctx);
+  grpc::Status s = rpc(&ctx);
+  *active_hint = s.ok() ? "" : ActiveRmHint(ctx);
+  return s;
 }
 
 grpc::Status AmRmClient::CallWithRetry(
     const char* what, const std::function<grpc::Status(grpc::ClientContext*)>& rpc) {
   int64_t backoff = std::max<int64_t>(1, options_.retry_initial_ms);
   int64_t waited = 0;
+  RmFailoverAction previous = RmFailoverAction::kNone;
   for (;;) {
-    grpc::Status s = Call(rpc);
+    std::string active_hint;
+    const std::string rm = failover_->current();
+    grpc::Status s = Call(rpc, &active_hint);
     // CANCELLED too: this client cancels no call, so the server did (it was shutting down).
     const bool absent = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
                         s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
                         s.error_code() == grpc::StatusCode::CANCELLED;
     if (s.ok() || !absent || waited >= options_.max_outage_ms) {
       if (!s.ok() && absent)
-        log::Error("rm_unreachable_gave_up",
-                   {{"call", what}, {"error", s.error_message()}, {"waited_ms", waited}});
+        log::Error(
+            "rm_unreachable_gave_up",
+            {{"call", what}, {"rm", rm}, {"error", s.error_message()}, {"waited_ms", waited}});
       return s;
     }
+    // With several RMs: the active a standby named, or the next RM of the list.
+    const RmFailoverAction action = failover_->OnFailure(s, active_hint);
+    if (action != RmFailoverAction::kNone)
+      log::Info("rm_failover", {{"call", what},
+                                {"from", rm},
+                                {"to", failover_->current()},
+                                {"error", s.error_message()}});
+    // Straight to the named active, unless the previous try did that already (RMs naming each
+    // other, or naming one that is down, are then paced by the backoff).
+    const bool at_once =
+        action == RmFailoverAction::kActiveRm && previous != RmFailoverAction::kActiveRm;
+    previous = action;
+    if (at_once) {
+      Reconnect();
+      continue;
+    }
     const int64_t wait = std::min(backoff, options_.max_outage_ms - waited);
-    log::Warn(
-        "rm_unreachable",
-        {{"call", what}, {"error", s.error_message()}, {"retry_ms", wait}, {"waited_ms", waited}});
+    log::Warn("rm_unreachable", {{"call", what},
+                                 {"rm", rm},
+                                 {"error", s.error_message()},
+                                 {"retry_ms", wait},
+                                 {"waited_ms", waited}});
     options_.sleep_ms(wait);
     waited += wait;
     Reconnect();

@@ -9,11 +9,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/rm_failover.h"
 #include "weft/v1/am.grpc.pb.h"
 #include "weft/v1/container.grpc.pb.h"
 
@@ -21,7 +23,9 @@ namespace weft::am {
 
 // What an AM container finds in its environment (set by the RM's AM launcher).
 struct AmEnvironment {
-  std::string rm_address;      // WEFT_RM_ADDRESS
+  // WEFT_RM_ADDRESS: the RM's AmService, "host:port", or the RMs of an HA cluster,
+  // "host:port,host:port,..." (common/rm_failover.h).
+  std::string rm_address;
   std::string application_id;  // WEFT_APPLICATION_ID
   std::string attempt_id;      // WEFT_APP_ATTEMPT_ID
   v1::Token amrm_token;        // the file WEFT_TOKEN_FILE_AMRM names (the serialized token)
@@ -39,13 +43,17 @@ absl::StatusOr<AmEnvironment> ReadAmEnvironment();
 // over): a call that fails with UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED (the client
 // cancels nothing: a server shutting down did) is tried again, on a new channel, after a wait
 // that doubles from retry_initial_ms up to retry_max_ms, until the waits of one outage add up
-// to max_outage_ms; then the call returns its last error. Times are ms. The default outage
+// to max_outage_ms; then the call returns its last error. Times are ms. With several RMs
+// (WEFT_RM_ADDRESS a list), an UNAVAILABLE or DEADLINE_EXCEEDED moves the client to the active
+// a standby named in its reply, tried at once without a wait (unless the previous try did that
+// already), or else to the next RM of the list, tried after the wait. The default outage
 // bound is the RM's default AM expiry (RmOptions::am_expiry_ms): an AM silent for longer has
 // lost its attempt anyway.
 struct AmRmClientOptions {
   int64_t call_timeout_ms = 30000;  // deadline of one try
   int64_t retry_initial_ms = 100;
-  int64_t retry_max_ms = 5000;
+  // 1 s: an RM failover or restart takes 1.5-3 s, and one try per second per AM is no load.
+  int64_t retry_max_ms = 1000;
   int64_t max_outage_ms = 600000;
   // Waits between tries; null = sleeps the calling thread. Tests inject their own.
   std::function<void(int64_t ms)> sleep_ms;
@@ -59,8 +67,13 @@ struct AmRmClientOptions {
 // the containers the RM recovered come back in the reply's containers_from_previous_attempts.
 class AmRmClient {
  public:
+  // Errors: InvalidArgument when env.rm_address is not an RM address list (naming the bad
+  // entry). Connecting itself waits for nothing: the first call reaches the RM.
   static absl::StatusOr<std::unique_ptr<AmRmClient>> Connect(const AmEnvironment& env,
                                                              AmRmClientOptions options = {});
+
+  // The RM the client talks to now, "host:port".
+  const std::string& rm_address() const { return failover_->current(); }
 
   // Registers the AM (`host` is also used when it registers again after a resync). Errors:
   // the RM's, or the last transport error once the outage bound is spent.
@@ -81,17 +94,20 @@ class AmRmClient {
 
  private:
   AmRmClient() = default;
-  // One try with the call deadline and the AMRM token.
-  grpc::Status Call(const std::function<grpc::Status(grpc::ClientContext*)>& rpc);
+  // One try with the call deadline and the AMRM token. On failure, `*active_hint` is the
+  // active RM a standby named in its reply ("" when none).
+  grpc::Status Call(const std::function<grpc::Status(grpc::ClientContext*)>& rpc,
+                    std::string* active_hint);
   // Tries until success, an error that is not the RM's absence, or the outage bound.
   grpc::Status CallWithRetry(const char* what,
                              const std::function<grpc::Status(grpc::ClientContext*)>& rpc);
   absl::StatusOr<v1::RegisterApplicationMasterResponse> RegisterOnce();
-  // A new channel and stub to the RM.
+  // A new channel and stub to the RM (failover_->current()).
   void Reconnect();
 
   AmEnvironment env_;
   AmRmClientOptions options_;
+  std::optional<RmFailover> failover_;  // the RMs of WEFT_RM_ADDRESS; set by Connect
   std::unique_ptr<v1::AmService::Stub> stub_;
   std::string host_;
   int32_t response_id_ = 0;

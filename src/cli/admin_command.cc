@@ -2,13 +2,22 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "cli/cli_common.h"
+#include "common/rm_failover.h"
+#include "nlohmann/json.hpp"
 #include "rm/rm_bench.h"
 #include "weft/v1/admin.grpc.pb.h"
 
@@ -36,10 +45,7 @@ int QueueStatus(const QueueFlags& f) {
   req.set_queue(f.queue);
   req.set_recursive(true);
   v1::GetQueueResponse resp;
-  auto ctx = client.NewContext();
-  if (!ctx.ok()) return PrintError(ctx.status().message());
-  if (absl::Status s = FromGrpc(client.stub().GetQueue(ctx->get(), req, &resp), client.address());
-      !s.ok())
+  if (absl::Status s = client.Call(&v1::ClientService::Stub::GetQueue, req, &resp); !s.ok())
     return PrintError(s.message());
   if (f.json) {
     std::cout << ToJson(resp) << "\n";
@@ -57,39 +63,21 @@ struct AdminFlags {
   std::vector<std::string> nodes;
 };
 
-// AdminService shares the RM's port (and its TLS).
-absl::StatusOr<std::unique_ptr<v1::AdminService::Stub>> AdminStub(const std::string& address) {
-  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      ClusterChannelCredentials();
-  if (!credentials.ok()) return credentials.status();
-  return v1::AdminService::NewStub(grpc::CreateChannel(address, *credentials));
-}
-
-// A context with the caller's credentials (see cli_common.h) and a 10 s deadline.
-absl::StatusOr<std::unique_ptr<grpc::ClientContext>> AdminContext() {
-  auto ctx = std::make_unique<grpc::ClientContext>();
-  if (absl::Status s = AddClientCredentials(ctx.get(), ""); !s.ok()) return s;
-  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  return ctx;
-}
-
+// AdminService shares the RM's port (and its TLS). Its calls carry the caller's credentials
+// (AddClientCredentials) and act as nobody else.
 int RefreshQueues(const AdminFlags& f) {
-  auto stub = AdminStub(f.rm_address);
-  if (!stub.ok()) return PrintError(stub.status().message());
-  auto ctx = AdminContext();
-  if (!ctx.ok()) return PrintError(ctx.status().message());
+  RmClient client(f.rm_address, /*user=*/"");
   v1::RefreshQueuesResponse resp;
-  if (absl::Status s = FromGrpc((*stub)->RefreshQueues(ctx->get(), {}, &resp), f.rm_address); !s.ok())
+  if (absl::Status s =
+          client.Call(&v1::AdminService::Stub::RefreshQueues, v1::RefreshQueuesRequest(), &resp);
+      !s.ok())
     return PrintError(s.message());
   std::cout << "queues refreshed\n";
   return 0;
 }
 
 int RefreshNodes(const AdminFlags& f, bool decommission) {
-  auto stub = AdminStub(f.rm_address);
-  if (!stub.ok()) return PrintError(stub.status().message());
-  auto ctx = AdminContext();
-  if (!ctx.ok()) return PrintError(ctx.status().message());
+  RmClient client(f.rm_address, /*user=*/"");
   v1::RefreshNodesRequest req;
   for (const auto& n : f.nodes) {
     if (decommission) {
@@ -99,11 +87,231 @@ int RefreshNodes(const AdminFlags& f, bool decommission) {
     }
   }
   v1::RefreshNodesResponse resp;
-  if (absl::Status s = FromGrpc((*stub)->RefreshNodes(ctx->get(), req, &resp), f.rm_address); !s.ok())
+  if (absl::Status s = client.Call(&v1::AdminService::Stub::RefreshNodes, req, &resp); !s.ok())
     return PrintError(s.message());
   std::cout << (decommission ? "decommissioned: " : "recommissioned: ")
             << absl::StrJoin(f.nodes, " ") << "\n";
   return 0;
+}
+
+// ---- RM high availability: ha-status and failover.
+
+struct HaFlags {
+  std::string rm_address;
+  bool json = false;
+  int64_t hold_ms = 0;
+  double timeout_s = 30;
+};
+
+// Deadline of one GetServiceState, ms: an RM that does not answer within it is unreachable.
+constexpr int64_t kServiceStateTimeoutMs = 3000;
+// Between the polls of `admin failover`, ms.
+constexpr int64_t kFailoverPollMs = 200;
+
+// One RM of the list as it answered GetServiceState.
+struct RmState {
+  std::string address;
+  absl::Status error;  // OK when it answered: then `state` holds its answer
+  v1::GetServiceStateResponse state;
+
+  // Without HA an RM is active (an RM from before HA leaves ha_state empty).
+  bool active() const {
+    return error.ok() &&
+           (state.ha_state() == "ACTIVE" || (!state.ha_enabled() && state.ha_state().empty()));
+  }
+  // "rm1 (127.0.0.1:40001)", or the address alone without an RM id.
+  std::string Name() const {
+    return error.ok() && !state.rm_id().empty() ? absl::StrCat(state.rm_id(), " (", address, ")")
+                                                : address;
+  }
+  // "ACTIVE", "STANDBY", "unreachable: <reason>".
+  std::string Describe() const {
+    if (!error.ok()) return absl::StrCat("unreachable: ", error.message());
+    if (!state.ha_enabled()) return "ACTIVE (HA off)";
+    return state.ha_state().empty() ? "-" : state.ha_state();
+  }
+};
+
+// The AdminService stubs of every RM of a list, to ask each in turn.
+class RmAdminStubs {
+ public:
+  static absl::StatusOr<RmAdminStubs> Create(const std::string& list) {
+    absl::StatusOr<std::vector<std::string>> addresses = ParseRmAddresses(list);
+    if (!addresses.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--rm: ", addresses.status().message()));
+    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+        ClusterChannelCredentials();
+    if (!credentials.ok()) return credentials.status();
+    RmAdminStubs out;
+    out.addresses_ = *std::move(addresses);
+    for (const std::string& address : out.addresses_)
+      out.stubs_.push_back(v1::AdminService::NewStub(
+          grpc::CreateCustomChannel(address, *credentials, FastReconnectChannelArgs())));
+    return out;
+  }
+
+  const std::vector<std::string>& addresses() const { return addresses_; }
+
+  // Asks every RM at once, each with a deadline of kServiceStateTimeoutMs. Errors: the
+  // caller's credentials (AddClientCredentials); an RM that does not answer is an RmState
+  // with an error.
+  absl::StatusOr<std::vector<RmState>> QueryAll() {
+    std::vector<RmState> states(addresses_.size());
+    std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+    for (size_t i = 0; i < addresses_.size(); ++i) {
+      auto ctx = Context(kServiceStateTimeoutMs);
+      if (!ctx.ok()) return ctx.status();
+      contexts.push_back(*std::move(ctx));
+      states[i].address = addresses_[i];
+    }
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < addresses_.size(); ++i) {
+      threads.emplace_back([this, i, &states, &contexts] {
+        grpc::Status s = stubs_[i]->GetServiceState(contexts[i].get(), v1::GetServiceStateRequest(),
+                                                    &states[i].state);
+        if (!s.ok())
+          states[i].error =
+              absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    return states;
+  }
+
+  // TransitionToStandby on the RM at `index`.
+  absl::Status TransitionToStandby(size_t index, int64_t hold_ms) {
+    auto ctx = Context(RmClient::kCallTimeoutMs);
+    if (!ctx.ok()) return ctx.status();
+    v1::TransitionToStandbyRequest req;
+    req.set_hold_ms(hold_ms);
+    v1::TransitionToStandbyResponse resp;
+    grpc::Status s = stubs_[index]->TransitionToStandby(ctx->get(), req, &resp);
+    if (s.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
+        s.error_code() == grpc::StatusCode::UNAUTHENTICATED)
+      return absl::PermissionDeniedError(absl::StrCat(
+          s.error_message(),
+          " (a failover is for cluster admins: set WEFT_SECRET_FILE to the admin secret, or run "
+          "as an admin user)"));
+    return FromGrpc(s, addresses_[index]);
+  }
+
+ private:
+  static absl::StatusOr<std::unique_ptr<grpc::ClientContext>> Context(int64_t timeout_ms) {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    if (absl::Status s = AddClientCredentials(ctx.get(), ""); !s.ok()) return s;
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
+    return ctx;
+  }
+
+  std::vector<std::string> addresses_;
+  std::vector<std::unique_ptr<v1::AdminService::Stub>> stubs_;
+};
+
+// "rm1 (a:1) ACTIVE, rm2 (b:2) STANDBY, c:3 unreachable: ...", for errors.
+std::string Summary(const std::vector<RmState>& states) {
+  std::vector<std::string> parts;
+  for (const RmState& s : states) parts.push_back(absl::StrCat(s.Name(), " ", s.Describe()));
+  return absl::StrJoin(parts, "; ");
+}
+
+int HaStatus(const HaFlags& f) {
+  auto stubs = RmAdminStubs::Create(f.rm_address);
+  if (!stubs.ok()) return PrintError(stubs.status().message());
+  auto states = stubs->QueryAll();
+  if (!states.ok()) return PrintError(states.status().message());
+  const int actives = static_cast<int>(
+      std::count_if(states->begin(), states->end(), [](const RmState& s) { return s.active(); }));
+  if (f.json) {
+    nlohmann::json out = nlohmann::json::object();
+    out["resourceManagers"] = nlohmann::json::array();
+    for (const RmState& s : *states) {
+      nlohmann::json rm = {{"address", s.address}, {"reachable", s.error.ok()}};
+      if (s.error.ok()) {
+        rm["serviceState"] = nlohmann::json::parse(ToJson(s.state), nullptr,
+                                                   /*allow_exceptions=*/false);
+      } else {
+        rm["error"] = std::string(s.error.message());
+      }
+      out["resourceManagers"].push_back(std::move(rm));
+    }
+    out["activeCount"] = actives;
+    std::cout << out.dump() << std::endl;
+  } else {
+    std::vector<std::vector<std::string>> rows = {
+        {"ADDRESS", "RM-ID", "HA-STATE", "EPOCH", "ACTIVE"}};
+    for (const RmState& s : *states) {
+      if (!s.error.ok()) {
+        rows.push_back({s.address, "-", s.Describe()});  // the reason last: no column after it
+        continue;
+      }
+      const v1::GetServiceStateResponse& r = s.state;
+      std::string active = "-";
+      if (!r.active_rm_id().empty() || !r.active_address().empty())
+        active = absl::StrCat(r.active_rm_id().empty() ? "?" : r.active_rm_id(), " (",
+                              r.active_address().empty() ? "?" : r.active_address(), ")");
+      rows.push_back({s.address, r.rm_id().empty() ? "-" : r.rm_id(), s.Describe(),
+                      absl::StrCat(r.rm_epoch()), active});
+    }
+    PrintTable(rows);
+  }
+  if (actives != 1)
+    return PrintError(absl::StrCat(actives, " of ", states->size(),
+                                   " ResourceManagers report ACTIVE; a healthy cluster has "
+                                   "exactly one"));
+  return 0;
+}
+
+int Failover(const HaFlags& f) {
+  if (f.hold_ms < 0) return PrintError(absl::StrCat("--hold-ms ", f.hold_ms, " is negative"));
+  auto stubs = RmAdminStubs::Create(f.rm_address);
+  if (!stubs.ok()) return PrintError(stubs.status().message());
+  if (stubs->addresses().size() < 2)
+    return PrintError(absl::StrCat(
+        "a failover needs the cluster's ResourceManagers, --rm HOST:PORT,HOST:PORT,... (or "
+        "$WEFT_RM): with only ",
+        stubs->addresses()[0], " there is no other RM to take over"));
+  auto before = stubs->QueryAll();
+  if (!before.ok()) return PrintError(before.status().message());
+  std::vector<size_t> actives;
+  for (size_t i = 0; i < before->size(); ++i) {
+    const RmState& s = (*before)[i];
+    if (!s.active()) continue;
+    if (!s.state.ha_enabled())
+      return PrintError(absl::StrCat("the ResourceManager at ", s.address,
+                                     " runs without HA (weft rm --ha-id): there is no standby "
+                                     "to fail over to"));
+    actives.push_back(i);
+  }
+  if (actives.empty())
+    return PrintError(
+        absl::StrCat("no ResourceManager is active, nothing to fail over: ", Summary(*before)));
+  if (actives.size() > 1)
+    return PrintError(absl::StrCat("several ResourceManagers report ACTIVE; not failing over: ",
+                                   Summary(*before)));
+  const RmState old = (*before)[actives[0]];
+  if (absl::Status s = stubs->TransitionToStandby(actives[0], f.hold_ms); !s.ok())
+    return PrintError(absl::StrCat("TransitionToStandby on ", old.Name(), ": ", s.message()));
+  std::cerr << "weft: " << old.Name() << " is stepping down; waiting for another "
+            << "ResourceManager to become active" << std::endl;
+  const absl::Time give_up = absl::Now() + absl::Seconds(f.timeout_s);
+  std::vector<RmState> last = *before;
+  while (true) {
+    auto states = stubs->QueryAll();
+    if (!states.ok()) return PrintError(states.status().message());
+    last = *std::move(states);
+    for (const RmState& s : last) {
+      if (s.active() && s.address != old.address) {
+        std::cout << "failover: " << old.Name() << " -> " << s.Name() << std::endl;
+        return 0;
+      }
+    }
+    if (absl::Now() >= give_up) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(kFailoverPollMs));
+  }
+  return PrintError(absl::StrCat(old.Name(),
+                                 " was asked to step down, but no other "
+                                 "ResourceManager became active within ",
+                                 f.timeout_s, " s: ", Summary(last)));
 }
 
 struct BenchFlags {
@@ -134,6 +342,32 @@ void AddAdminCommand(CLI::App& app, int* exit_code) {
         "refresh-queues", "Reload the RM's scheduler configuration (refused if invalid)");
     AddRmOption(cmd, &f->rm_address);
     cmd->callback([f, exit_code] { *exit_code = RefreshQueues(*f); });
+  }
+  {
+    auto f = std::make_shared<HaFlags>();
+    CLI::App* cmd = group->add_subcommand(
+        "ha-status",
+        "Ask every ResourceManager of --rm for its HA state; exit 0 only if exactly one is "
+        "ACTIVE");
+    AddRmOption(cmd, &f->rm_address);
+    cmd->add_flag("--json", f->json, "print JSON instead of a human table");
+    cmd->callback([f, exit_code] { *exit_code = HaStatus(*f); });
+  }
+  {
+    auto f = std::make_shared<HaFlags>();
+    CLI::App* cmd = group->add_subcommand(
+        "failover",
+        "Manual failover: the active ResourceManager of --rm steps down (TransitionToStandby) "
+        "and another takes over; cluster admins only");
+    AddRmOption(cmd, &f->rm_address);
+    cmd->add_option("--hold-ms", f->hold_ms,
+                    "how long the old active stays out of the election, ms (0 = the RM's "
+                    "default, 10000)")
+        ->capture_default_str();
+    cmd->add_option("--timeout-s", f->timeout_s,
+                    "how long to wait for another ResourceManager to become active")
+        ->capture_default_str();
+    cmd->callback([f, exit_code] { *exit_code = Failover(*f); });
   }
   for (bool decommission : {true, false}) {
     auto f = std::make_shared<AdminFlags>();

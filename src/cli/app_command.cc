@@ -110,9 +110,10 @@ std::string ProgressLine(const v1::ApplicationReport& r, double elapsed_s) {
       r.running_containers(), " containers, ", static_cast<int64_t>(elapsed_s), "s");
 }
 
-// Polls GetApplication until the app is final or `timeout_s` (> 0) passes. Progress goes to
-// stderr: one rewritten line on a terminal, a line per state change otherwise. Returns the exit
-// code: 0 only for FINISHED + SUCCEEDED.
+// Polls GetApplication until the app is final or `timeout_s` (> 0) passes; with several RMs
+// each poll rides out a failover (RmClient::Call). Progress goes to stderr: one rewritten line
+// on a terminal, a line per state change otherwise. Returns the exit code: 0 only for
+// FINISHED + SUCCEEDED.
 int WaitForApp(RmClient& client, const std::string& app_id, double timeout_s, bool json) {
   const bool tty = !json && isatty(STDERR_FILENO) == 1;
   const absl::Time start = absl::Now();
@@ -266,17 +267,8 @@ int Submit(const SubmitFlags& f, const std::string& am_command) {
     if (!phase.ok()) return PrintError(phase.status().message());
     *profile.add_phases() = *phase;
   }
-  RmClient client(f.common.rm_address, f.common.user);
-  v1::NewApplicationResponse app;
-  {
-    auto ctx = client.NewContext();
-    if (!ctx.ok()) return PrintError(ctx.status().message());
-    absl::Status s = FromGrpc(client.stub().NewApplication(ctx->get(), {}, &app), client.address());
-    if (!s.ok()) return PrintError(s.message());
-  }
   v1::SubmitApplicationRequest req;
   v1::ApplicationSubmissionContext* c = req.mutable_context();
-  c->set_application_id(app.application_id());
   c->set_name(f.name);
   c->set_queue(f.queue);
   c->set_view_acl(f.view_acl);
@@ -294,15 +286,23 @@ int Submit(const SubmitFlags& f, const std::string& am_command) {
   c->mutable_am_container_spec()->add_command(am_command);
   c->set_max_app_attempts(f.max_attempts);
   c->set_application_type(f.application_type);
-  {
-    auto ctx = client.NewContext();
-    if (!ctx.ok()) return PrintError(ctx.status().message());
-    v1::SubmitApplicationResponse resp;
-    absl::Status s =
-        FromGrpc(client.stub().SubmitApplication(ctx->get(), req, &resp), client.address());
-    if (!s.ok())
-      return PrintError(absl::StrCat("submitting ", app.application_id(), " to queue '",
-                                     f.queue.empty() ? "default" : f.queue, "': ", s.message()));
+  RmClient client(f.common.rm_address, f.common.user);
+  v1::NewApplicationResponse app;
+  // An application id is good only on the RM that handed it out: when a failover moves the
+  // submission to another RM, which answers NotFound for it, that RM is asked for a new id.
+  for (int round = 0;; ++round) {
+    if (absl::Status s = client.Call(&v1::ClientService::Stub::NewApplication,
+                                     v1::NewApplicationRequest(), &app);
+        !s.ok())
+      return PrintError(s.message());
+    const std::string handed_out_by = client.address();
+    c->set_application_id(app.application_id());
+    absl::Status s = client.SubmitApplication(req);
+    if (s.ok()) break;
+    if (s.code() == absl::StatusCode::kNotFound && client.address() != handed_out_by && round < 2)
+      continue;
+    return PrintError(absl::StrCat("submitting ", app.application_id(), " to queue '",
+                                   f.queue.empty() ? "default" : f.queue, "': ", s.message()));
   }
   if (!f.wait) {
     if (f.common.json) {
@@ -429,12 +429,8 @@ int List(const ListFlags& f) {
   req.set_user(f.user);
   req.set_limit(f.limit);
   RmClient client(f.common.rm_address, f.common.user);
-  auto ctx = client.NewContext();
-  if (!ctx.ok()) return PrintError(ctx.status().message());
   v1::ListApplicationsResponse resp;
-  if (absl::Status s =
-          FromGrpc(client.stub().ListApplications(ctx->get(), req, &resp), client.address());
-      !s.ok())
+  if (absl::Status s = client.Call(&v1::ClientService::Stub::ListApplications, req, &resp); !s.ok())
     return PrintError(s.message());
   if (f.common.json) {
     std::cout << ToJson(resp) << std::endl;
@@ -503,12 +499,9 @@ int Kill(const IdFlags& f) {
                                          f.common.user.empty() ? DefaultUser() : f.common.user,
                                          " from the CLI")
                           : f.diagnostics);
-  auto ctx = client.NewContext();
-  if (!ctx.ok()) return PrintError(ctx.status().message());
   v1::KillApplicationResponse resp;
-  if (absl::Status s =
-          FromGrpc(client.stub().KillApplication(ctx->get(), req, &resp), client.address());
-      !s.ok())
+  // Killing is idempotent (a final application's kill is OK): a retry after a failover is safe.
+  if (absl::Status s = client.Call(&v1::ClientService::Stub::KillApplication, req, &resp); !s.ok())
     return PrintError(s.message());
   if (f.common.json) {
     std::cout << ToJson(resp) << std::endl;

@@ -12,11 +12,15 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <thread>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "google/protobuf/util/json_util.h"
 #include "rm/client_auth.h"
 #include "security/munge.h"
@@ -38,12 +42,23 @@ std::string DefaultUser() {
   return "default";
 }
 
+CLI::Validator RmAddressListValidator() {
+  return CLI::Validator(
+      [](const std::string& v) {
+        absl::StatusOr<std::vector<std::string>> parsed = ParseRmAddresses(v);
+        return parsed.ok() ? std::string() : std::string(parsed.status().message());
+      },
+      "HOST:PORT[,HOST:PORT...]");
+}
+
 void AddRmOption(CLI::App* cmd, std::string* rm_address) {
   *rm_address = DefaultRmAddress();
   cmd->add_option("--rm", *rm_address,
-                  "the ResourceManager, HOST:PORT (default: $WEFT_RM, else "
-                  "127.0.0.1:8032)")
-      ->capture_default_str();
+                  "the ResourceManager, HOST:PORT, or an HA cluster's RMs, "
+                  "HOST:PORT,HOST:PORT,... (commands follow the active one; default: $WEFT_RM, "
+                  "else 127.0.0.1:8032)")
+      ->capture_default_str()
+      ->check(RmAddressListValidator());
 }
 
 int PrintError(absl::string_view message) {
@@ -112,15 +127,97 @@ absl::StatusOr<security::TlsFiles> LoadTlsFlags(const TlsFlags& flags, absl::str
   return security::LoadTlsFiles(flags.ca, flags.cert, flags.key);
 }
 
-RmClient::RmClient(std::string rm_address, std::string user)
-    : address_(std::move(rm_address)), user_(std::move(user)) {
+RmClient::RmClient(std::string rm_addresses, std::string user) : user_(std::move(user)) {
+  absl::StatusOr<RmFailover> failover = RmFailover::Create(rm_addresses);
+  if (!failover.ok()) {
+    // Every call reports it; the placeholder list is never called.
+    setup_error_ =
+        absl::InvalidArgumentError(absl::StrCat("--rm / $WEFT_RM: ", failover.status().message()));
+    failover_.emplace(std::vector<std::string>{rm_addresses});
+  } else {
+    failover_.emplace(*std::move(failover));
+  }
+  rms_.resize(failover_->addresses().size());
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       ClusterChannelCredentials();
   if (!credentials.ok()) {
-    credentials_error_ = credentials.status();  // every call reports it
+    if (setup_error_.ok()) setup_error_ = credentials.status();  // every call reports it
     credentials = grpc::InsecureChannelCredentials();
   }
-  stub_ = v1::ClientService::NewStub(grpc::CreateChannel(address_, *credentials));
+  credentials_ = *std::move(credentials);
+}
+
+RmClient::Rm& RmClient::CurrentRm() {
+  Rm& rm = rms_[failover_->current_index()];
+  if (rm.client == nullptr) {
+    // A channel of its own (no subchannel shared with earlier ones, which may be waiting out
+    // a reconnection backoff), with fast reconnection (common/rm_failover.h).
+    grpc::ChannelArguments args = FastReconnectChannelArgs();
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    std::shared_ptr<grpc::Channel> channel =
+        grpc::CreateCustomChannel(failover_->current(), credentials_, args);
+    rm.client = v1::ClientService::NewStub(channel);
+    rm.admin = v1::AdminService::NewStub(channel);
+  }
+  return rm;
+}
+
+v1::ClientService::Stub& RmClient::stub() { return *CurrentRm().client; }
+v1::AdminService::Stub& RmClient::admin_stub() { return *CurrentRm().admin; }
+const std::string& RmClient::address() const { return failover_->current(); }
+const std::vector<std::string>& RmClient::addresses() const { return failover_->addresses(); }
+
+absl::Status RmClient::CallWithFailover(
+    const std::function<grpc::Status(grpc::ClientContext* ctx, int attempt)>& rpc,
+    int64_t timeout_ms) {
+  if (!setup_error_.ok()) return setup_error_;
+  const absl::Time give_up = absl::Now() + absl::Milliseconds(failover_budget_ms_);
+  int64_t backoff_ms = kRetryInitialMs;
+  RmFailoverAction previous = RmFailoverAction::kNone;
+  // The last error of every RM tried, in the order they were first tried.
+  std::vector<std::pair<std::string, std::string>> errors;
+  for (int attempt = 0;; ++attempt) {
+    absl::StatusOr<std::unique_ptr<grpc::ClientContext>> ctx = NewContext(timeout_ms);
+    if (!ctx.ok()) return ctx.status();
+    const std::string address = failover_->current();
+    const grpc::Status status = rpc(ctx->get(), attempt);
+    if (status.ok()) return absl::OkStatus();
+    auto it = std::find_if(errors.begin(), errors.end(),
+                           [&](const auto& e) { return e.first == address; });
+    if (it == errors.end()) it = errors.insert(errors.end(), {address, ""});
+    it->second = status.error_message();
+    // The RM's channel is made anew for its next try: a new channel connects at once, where
+    // gRPC's would wait out its reconnection backoff and fail calls with the old error.
+    if (IsRmFailoverCode(status)) rms_[failover_->current_index()] = Rm();
+    const RmFailoverAction action = failover_->OnFailure(status, **ctx);
+    const absl::Duration left = give_up - absl::Now();
+    if (action == RmFailoverAction::kNone || left <= absl::ZeroDuration()) {
+      if (!IsRmFailoverCode(status) || errors.size() <= 1) return FromGrpc(status, address);
+      // Every RM tried, and what each said last.
+      std::vector<std::string> addresses, said;
+      for (const auto& [a, message] : errors) {
+        addresses.push_back(a);
+        said.push_back(absl::StrCat(a, ": ", message));
+      }
+      return FromGrpc(
+          grpc::Status(status.error_code(), absl::StrCat("tried for ", failover_budget_ms_ / 1000.0,
+                                                         " s: ", absl::StrJoin(said, "; "))),
+          absl::StrJoin(addresses, " or "));
+    }
+    // A standby named the active: straight to it, unless the last try did that already.
+    if (action == RmFailoverAction::kActiveRm && previous != RmFailoverAction::kActiveRm) {
+      previous = action;
+      continue;
+    }
+    previous = action;
+    const int64_t wait_ms = std::min<int64_t>(backoff_ms, absl::ToInt64Milliseconds(left));
+    if (sleep_) {
+      sleep_(wait_ms);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+    }
+    backoff_ms = std::min(backoff_ms * 2, kRetryMaxMs);
+  }
 }
 
 absl::Status CheckMetadataValue(absl::string_view what, absl::string_view value) {
@@ -181,7 +278,7 @@ absl::Status AddClientCredentials(grpc::ClientContext* ctx, const std::string& a
 
 absl::StatusOr<std::unique_ptr<grpc::ClientContext>> RmClient::NewContext(
     int64_t timeout_ms) const {
-  if (!credentials_error_.ok()) return credentials_error_;
+  if (!setup_error_.ok()) return setup_error_;
   auto ctx = std::make_unique<grpc::ClientContext>();
   if (absl::Status s = AddClientCredentials(ctx.get(), user_); !s.ok()) return s;
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
@@ -189,14 +286,22 @@ absl::StatusOr<std::unique_ptr<grpc::ClientContext>> RmClient::NewContext(
 }
 
 absl::StatusOr<v1::ApplicationReport> RmClient::GetApplication(const std::string& app_id) {
-  auto ctx = NewContext();
-  if (!ctx.ok()) return ctx.status();
   v1::GetApplicationRequest req;
   req.set_application_id(app_id);
   v1::GetApplicationResponse resp;
-  if (absl::Status s = FromGrpc(stub_->GetApplication(ctx->get(), req, &resp), address_); !s.ok())
+  if (absl::Status s = Call(&v1::ClientService::Stub::GetApplication, req, &resp); !s.ok())
     return s;
   return resp.report();
+}
+
+absl::Status RmClient::SubmitApplication(const v1::SubmitApplicationRequest& request) {
+  v1::SubmitApplicationResponse response;
+  return CallWithFailover([&](grpc::ClientContext* ctx, int attempt) {
+    grpc::Status status = stub().SubmitApplication(ctx, request, &response);
+    if (attempt > 0 && status.error_code() == grpc::StatusCode::ALREADY_EXISTS)
+      return grpc::Status::OK;
+    return status;
+  });
 }
 
 std::string ToJson(const google::protobuf::Message& message) {
@@ -227,7 +332,8 @@ void PrintTable(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> widths;
   for (const auto& row : rows) {
     if (widths.size() < row.size()) widths.resize(row.size(), 0);
-    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+    // A row's last cell is never padded: a short row's long last cell widens no column.
+    for (size_t i = 0; i + 1 < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
   }
   for (const auto& row : rows) {
     std::string line;

@@ -5,7 +5,10 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,13 +16,16 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/rm_failover.h"
 #include "google/protobuf/message.h"
 #include "security/tls.h"
+#include "weft/v1/admin.grpc.pb.h"
 #include "weft/v1/client.grpc.pb.h"
 
 namespace weft::cli {
 
-// The RM address client commands use without --rm: $WEFT_RM, else "127.0.0.1:8032".
+// The RM address client commands use without --rm: $WEFT_RM (one HOST:PORT, or the HA RMs
+// as HOST:PORT,HOST:PORT,...), else "127.0.0.1:8032".
 std::string DefaultRmAddress();
 // The user client commands act as without --user: $USER, else the effective uid's name, else
 // "default".
@@ -38,14 +44,18 @@ absl::Status CheckClientEnvironment();
 // The secret client commands present: the contents of $WEFT_SECRET_FILE, or "" when unset.
 absl::StatusOr<std::string> ClientSecret();
 
-// Adds `--rm HOST:PORT` (defaulting to DefaultRmAddress()) to `cmd`.
+// Adds `--rm HOST:PORT[,HOST:PORT...]` (defaulting to DefaultRmAddress()) to `cmd`: one RM,
+// or the RMs of an HA cluster (common/rm_failover.h), checked by ParseRmAddresses.
 void AddRmOption(CLI::App* cmd, std::string* rm_address);
+// A CLI11 check of an RM address list (ParseRmAddresses's error when it is bad).
+CLI::Validator RmAddressListValidator();
 
 // Prints "weft: <message>" on stderr. Returns 1, the exit code of a failed command.
 int PrintError(absl::string_view message);
 
 // A ClientService call's outcome as a status whose message is fit for one line of stderr.
-// UNAVAILABLE and DEADLINE_EXCEEDED say which RM address could not be reached.
+// UNAVAILABLE and DEADLINE_EXCEEDED say which RM address (or addresses, "a:1 or b:2") could
+// not be reached.
 absl::Status FromGrpc(const grpc::Status& status, absl::string_view rm_address);
 
 // Adds who is calling to a ClientService or AdminService call: the admin secret of
@@ -76,26 +86,98 @@ void AddTlsFlags(CLI::App* cmd, TlsFlags* flags);
 // when only some are; the loader's errors (naming the file) otherwise.
 absl::StatusOr<security::TlsFiles> LoadTlsFlags(const TlsFlags& flags, absl::string_view role);
 
-// A ClientService stub for `rm_address` plus the per-call context every command sets up.
+// ClientService and AdminService stubs for one RM or the RMs of an HA cluster, plus the
+// per-call context every command sets up. With several RMs, Call() follows the active one as
+// YARN's RMFailoverProxyProvider does (common/rm_failover.h). Not thread-safe: one command's
+// thread uses it.
 class RmClient {
  public:
-  // `user`: act as this user (proxy users and secret holders only); "" = as oneself.
-  RmClient(std::string rm_address, std::string user);
+  // Deadline of one try of a call, ms.
+  static constexpr int64_t kCallTimeoutMs = 10000;
+  // How long Call() keeps failing over before it gives up, ms: enough to ride out an RM
+  // failover (1-3 s) or a restart. A try in flight when it runs out finishes.
+  static constexpr int64_t kFailoverBudgetMs = 20000;
+  // Waits between tries that do not follow a standby's hint: doubling from the first to the
+  // second, ms.
+  static constexpr int64_t kRetryInitialMs = 100;
+  static constexpr int64_t kRetryMaxMs = 1000;
+
+  // `rm_addresses`: "host:port" or a comma-separated list of HA RMs (ParseRmAddresses; a bad
+  // list makes every call fail with its error). `user`: act as this user (proxy users and
+  // secret holders only); "" = as oneself.
+  RmClient(std::string rm_addresses, std::string user);
   // A context with the caller's credentials (AddClientCredentials) and a deadline of
   // `timeout_ms`.
   absl::StatusOr<std::unique_ptr<grpc::ClientContext>> NewContext(
-      int64_t timeout_ms = 10000) const;
-  v1::ClientService::Stub& stub() { return *stub_; }
-  const std::string& address() const { return address_; }
+      int64_t timeout_ms = kCallTimeoutMs) const;
+  // The stubs of the RM calls go to now (current()).
+  v1::ClientService::Stub& stub();
+  v1::AdminService::Stub& admin_stub();
+  // The RM calls go to now.
+  const std::string& address() const;
+  // Every RM of the list, in order.
+  const std::vector<std::string>& addresses() const;
+
+  // Runs `rpc` (one try: it calls stub() or admin_stub() with the context it is given) with a
+  // fresh context (NewContext(timeout_ms)). With several RMs, a try that fails with
+  // UNAVAILABLE or DEADLINE_EXCEEDED (a standby, a stopped or unreachable RM) is tried again
+  // on the active the standby named, or on the next RM of the list, after a short backoff
+  // (none when following a hint), on a new channel, until kFailoverBudgetMs
+  // (set_failover_budget_ms) have passed; `rpc` can tell a retry from the first try by
+  // `attempt` (0, 1, ...). With one RM there is one try, as before HA.
+  // Errors: NewContext's; FromGrpc's for the last try, naming every RM tried.
+  absl::Status CallWithFailover(
+      const std::function<grpc::Status(grpc::ClientContext* ctx, int attempt)>& rpc,
+      int64_t timeout_ms = kCallTimeoutMs);
+  // CallWithFailover of one ClientService or AdminService method, e.g.
+  // `client.Call(&v1::ClientService::Stub::ListNodes, req, &resp)`.
+  template <typename Request, typename Response>
+  absl::Status Call(grpc::Status (v1::ClientService::Stub::*method)(grpc::ClientContext*,
+                                                                    const Request&, Response*),
+                    const Request& request, Response* response,
+                    int64_t timeout_ms = kCallTimeoutMs) {
+    return CallWithFailover(
+        [&](grpc::ClientContext* ctx, int) { return (stub().*method)(ctx, request, response); },
+        timeout_ms);
+  }
+  template <typename Request, typename Response>
+  absl::Status Call(grpc::Status (v1::AdminService::Stub::*method)(grpc::ClientContext*,
+                                                                   const Request&, Response*),
+                    const Request& request, Response* response,
+                    int64_t timeout_ms = kCallTimeoutMs) {
+    return CallWithFailover([&](grpc::ClientContext* ctx,
+                                int) { return (admin_stub().*method)(ctx, request, response); },
+                            timeout_ms);
+  }
 
   // The calls the commands use; errors come from FromGrpc.
   absl::StatusOr<v1::ApplicationReport> GetApplication(const std::string& app_id);
+  // SubmitApplication with failover. A retry answered AlreadyExists is success: an earlier
+  // try reached an RM and was applied (and recovered by the RM that answers now) although its
+  // reply was lost.
+  absl::Status SubmitApplication(const v1::SubmitApplicationRequest& request);
+
+  // How long Call() keeps failing over, ms (kFailoverBudgetMs unless set).
+  void set_failover_budget_ms(int64_t ms) { failover_budget_ms_ = ms; }
+
+  // Waits between tries; tests of the CLI have none. Null = sleeps.
+  void set_sleep_for_testing(std::function<void(int64_t ms)> sleep) { sleep_ = std::move(sleep); }
 
  private:
-  std::string address_;
+  // The channel and stubs of one RM, created on first use.
+  struct Rm {
+    std::unique_ptr<v1::ClientService::Stub> client;
+    std::unique_ptr<v1::AdminService::Stub> admin;
+  };
+  Rm& CurrentRm();
+
+  std::optional<RmFailover> failover_;  // unset when the list is bad
   std::string user_;
-  absl::Status credentials_error_;  // a bad cluster CA: NewContext() returns it
-  std::unique_ptr<v1::ClientService::Stub> stub_;
+  absl::Status setup_error_;  // a bad address list or cluster CA: NewContext() returns it
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;
+  std::vector<Rm> rms_;  // by index in the list
+  std::function<void(int64_t ms)> sleep_;
+  int64_t failover_budget_ms_ = kFailoverBudgetMs;
 };
 
 // Protobuf JSON (lowerCamelCase field names, enums by name, default values included), one line.
@@ -106,6 +188,8 @@ std::string ToJson(const google::protobuf::Message& message);
 std::string FormatResource(const v1::Resource& resource);
 
 // Prints `rows` (the first is the header) as left-aligned columns separated by two spaces.
+// A row may be shorter than the header; its last cell then runs on without widening the
+// column it starts in.
 void PrintTable(const std::vector<std::vector<std::string>>& rows);
 
 // Quotes `s` for /bin/sh as one word ('...' with embedded quotes escaped).

@@ -188,7 +188,11 @@ int RunNm(const NmFlags& flags) {
 void AddNmCommand(CLI::App& app, int* exit_code) {
   auto f = std::make_shared<NmFlags>();
   CLI::App* cmd = app.add_subcommand("nm", "Run a NodeManager that runs containers for an RM");
-  cmd->add_option("--rm", f->rm_address, "the ResourceManager, HOST:PORT")->required();
+  cmd->add_option("--rm", f->rm_address,
+                  "the ResourceManager, HOST:PORT, or an HA cluster's RMs, "
+                  "HOST:PORT,HOST:PORT,... (the NM follows the active one)")
+      ->required()
+      ->check(RmAddressListValidator());
   cmd->add_option("--port", f->port, "ContainerService port (0 = any free port)")
       ->capture_default_str();
   cmd->add_option("--bind", f->bind_host, "address to listen on")->capture_default_str();

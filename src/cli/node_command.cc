@@ -49,11 +49,8 @@ absl::StatusOr<v1::ListNodesResponse> ListNodes(const NodeFlags& f) {
   if (!states.ok()) return states.status();
   for (v1::NodeState s : *states) req.add_states(s);
   RmClient client(f.rm_address, DefaultUser());
-  auto ctx = client.NewContext();
-  if (!ctx.ok()) return ctx.status();
   v1::ListNodesResponse resp;
-  if (absl::Status s = FromGrpc(client.stub().ListNodes(ctx->get(), req, &resp), client.address());
-      !s.ok())
+  if (absl::Status s = client.Call(&v1::ClientService::Stub::ListNodes, req, &resp); !s.ok())
     return s;
   return resp;
 }

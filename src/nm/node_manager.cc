@@ -204,6 +204,11 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
   if (options.rm_tracker_address.empty()) {
     return absl::InvalidArgumentError("starting NodeManager: rm_tracker_address is empty");
   }
+  absl::StatusOr<RmFailover> rm_failover = RmFailover::Create(options.rm_tracker_address);
+  if (!rm_failover.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("starting NodeManager: rm_tracker_address: ", rm_failover.status().message()));
+  }
   if (options.bind_host.empty() || options.port < 0 || options.port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat("starting NodeManager: bad bind address '",
                                                    options.bind_host, ":", options.port, "'"));
@@ -381,9 +386,10 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
     if (absl::Status s = env->SetOwner(nm->ca_file_, geteuid(), getegid(), 0644); !s.ok())
       return absl::FailedPreconditionError(absl::StrCat("starting NodeManager: ", s.ToString()));
   }
-  nm->tracker_ = v1::TrackerService::NewStub(grpc::CreateChannel(
-      opts.rm_tracker_address, opts.tls.has_value() ? security::TlsChannelCredentials(*opts.tls)
-                                                    : grpc::InsecureChannelCredentials()));
+  nm->tracker_credentials_ = opts.tls.has_value() ? security::TlsChannelCredentials(*opts.tls)
+                                                  : grpc::InsecureChannelCredentials();
+  nm->rm_failover_.emplace(*std::move(rm_failover));
+  nm->ConnectTracker();
   // Last, as nothing may fail after it: from here on the NM owns what an earlier one left.
   if (absl::Status s = nm->RecoverContainers(); !s.ok()) {
     return absl::FailedPreconditionError(

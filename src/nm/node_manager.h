@@ -22,6 +22,7 @@
 #include "common/event_loop.h"
 #include "common/metrics.h"
 #include "common/resource.h"
+#include "common/rm_failover.h"
 #include "nm/cgroups.h"
 #include "nm/container_executor.h"
 #include "nm/container_user.h"
@@ -39,7 +40,9 @@ class Server;
 namespace weft::nm {
 
 struct NodeManagerOptions {
-  // The RM's TrackerService, "host:port".
+  // The RM's TrackerService, "host:port"; or the RMs of an HA cluster, "host:port,host:port,..."
+  // (common/rm_failover.h): the NM talks to one and, when it cannot serve (a standby, a
+  // stopped or unreachable RM), moves to the active a standby names or to the next of the list.
   std::string rm_tracker_address;
   // Where ContainerService listens. port 0 picks a free port (see NodeManager::port()).
   std::string bind_host = "127.0.0.1";
@@ -122,7 +125,10 @@ struct NodeManagerOptions {
 // containers_to_cleanup in the next heartbeat reply, every reported container it does not
 // hold or recover (e.g. those of a node it had declared LOST: fencing). SHUTDOWN stops every
 // container and the heartbeats. Master keys of every reply go to the ContainerTokenVerifier.
-// Failed RM calls are logged to stderr and retried.
+// Failed RM calls are logged to stderr and retried. With several RMs (RM HA), a call that
+// fails with UNAVAILABLE or DEADLINE_EXCEEDED moves the NM to the active the standby named, or
+// to the next RM of the list, and the call is retried there; the new active, which does not
+// know this node yet, answers RESYNC and the NM registers with it (its containers kept).
 //
 // NM restart: see NodeManagerOptions::recover. A killed NM (even kill -9) leaves its containers
 // running in their cgroups under their monitors; the next NM on the work root re-attaches or
@@ -213,11 +219,22 @@ class NodeManager {
 
   // ---- RM protocol, on the loop.
   void SendRegister();
-  void OnRegisterReply(const grpc::Status& status, const v1::RegisterNodeManagerResponse& reply);
+  // `active_hint`: the active RM a standby named in the reply's trailing metadata, or "".
+  void OnRegisterReply(const grpc::Status& status, const std::string& active_hint,
+                       const v1::RegisterNodeManagerResponse& reply);
   void SendHeartbeat();
-  void OnHeartbeatReply(const grpc::Status& status, const v1::NodeHeartbeatRequest& request,
+  void OnHeartbeatReply(const grpc::Status& status, const std::string& active_hint,
+                        const v1::NodeHeartbeatRequest& request,
                         const v1::NodeHeartbeatResponse& reply);
   void ScheduleRm(int64_t delay_ms, bool register_again);
+  // After a failed RM call: logs `event` with the RM that failed, and moves to another RM when
+  // the failure says that one cannot serve (RmFailover::OnFailure with the call's
+  // `active_hint`), connecting the tracker stub to it and logging the move. Returns how soon
+  // to retry the call, ms: `usual_ms` when it did not move.
+  int64_t FailOver(absl::string_view event, const grpc::Status& status,
+                   const std::string& active_hint, int64_t usual_ms);
+  // A tracker stub for rm_failover_->current().
+  void ConnectTracker();
   void UpdateKeys(bool has_current, const v1::MasterKey& current, bool has_next,
                   const v1::MasterKey& next);
   void StopAllContainers(int exit_status, absl::string_view reason);
@@ -266,7 +283,7 @@ class NodeManager {
   std::unique_ptr<CgroupsHandler> cgroups_;  // null without cgroups
   std::unique_ptr<TrafficController> traffic_;  // null without bandwidth isolation
   std::string network_isolation_;
-  std::unique_ptr<v1::TrackerService::Stub> tracker_;
+  std::shared_ptr<grpc::ChannelCredentials> tracker_credentials_;
   // The cluster CA certificate containers read ($WEFT_TLS_CA_FILE); "" without TLS.
   std::string ca_file_;
   std::unique_ptr<Service> service_;
@@ -296,6 +313,12 @@ class NodeManager {
   std::set<std::string> cleaning_apps_;  // stopping their containers before removal
   std::set<std::string> finished_apps_;  // cleaned up: refuse new containers of them
   std::unique_ptr<NmStateStore> state_;  // <work_root>/nm-state.db
+  // The RM addresses and the one the NM talks to (HA), and the TrackerService stub for it.
+  std::optional<RmFailover> rm_failover_;
+  std::unique_ptr<v1::TrackerService::Stub> tracker_;
+  // What the last failed RM call did (kNone after a success): a hint is followed at once only
+  // when the previous failure did not follow one already (two RMs naming each other wait).
+  RmFailoverAction last_failover_ = RmFailoverAction::kNone;
   bool rm_call_in_flight_ = false;
   bool rm_shutdown_ = false;  // the RM said NODE_ACTION_SHUTDOWN
   bool shutting_down_ = false;

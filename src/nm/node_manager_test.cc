@@ -23,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/event_loop.h"
+#include "common/rm_failover.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nm/cgroups.h"
@@ -527,6 +528,98 @@ TEST_F(NodeManagerTest, ResyncMakesItRegisterAgainWithItsRunningContainers) {
                          [](const v1::NodeHeartbeatRequest& h) { return h.response_id() == 0; }) >=
            2;
   }));
+}
+
+// A standby RM's TrackerService: UNAVAILABLE, naming the active in the trailing metadata.
+class StandbyTracker final : public v1::TrackerService::Service {
+ public:
+  explicit StandbyTracker(std::string active) : active_(std::move(active)) {}
+  grpc::Status RegisterNodeManager(grpc::ServerContext* context,
+                                   const v1::RegisterNodeManagerRequest*,
+                                   v1::RegisterNodeManagerResponse*) override {
+    return Refuse(context);
+  }
+  grpc::Status NodeHeartbeat(grpc::ServerContext* context, const v1::NodeHeartbeatRequest*,
+                             v1::NodeHeartbeatResponse*) override {
+    return Refuse(context);
+  }
+  int calls() {
+    absl::MutexLock lock(&mu_);
+    return calls_;
+  }
+
+ private:
+  grpc::Status Refuse(grpc::ServerContext* context) {
+    absl::MutexLock lock(&mu_);
+    ++calls_;
+    context->AddTrailingMetadata(kActiveRmMetadata, active_);
+    return grpc::Status(
+        grpc::StatusCode::UNAVAILABLE,
+        absl::StrCat("ResourceManager rm2 is standby; the active is rm1 at ", active_));
+  }
+  const std::string active_;
+  absl::Mutex mu_;
+  int calls_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+TEST_F(NodeManagerTest, RejectsABadRmAddressList) {
+  NodeManagerOptions options = Options();
+  options.rm_tracker_address = absl::StrCat("127.0.0.1:", rm_port_, ",127.0.0.1:nope");
+  absl::StatusOr<std::unique_ptr<NodeManager>> nm = NodeManager::Start(options, &loop_);
+  EXPECT_EQ(nm.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(nm.status().message(), HasSubstr("127.0.0.1:nope"));
+}
+
+TEST_F(NodeManagerTest, AStandbyRmLeadsTheNmToTheActive) {
+  const std::string active = absl::StrCat("127.0.0.1:", rm_port_);
+  StandbyTracker standby(active);
+  int standby_port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &standby_port);
+  builder.RegisterService(&standby);
+  std::unique_ptr<grpc::Server> standby_server = builder.BuildAndStart();
+  ASSERT_NE(standby_server, nullptr);
+  NodeManagerOptions options = Options();
+  options.rm_tracker_address = absl::StrCat("127.0.0.1:", standby_port, ",", active);
+  StartNm(options);  // waits for a heartbeat at the active
+  EXPECT_EQ(rm_->With([](FakeRm& rm) { return rm.registrations_.size(); }), 1u);
+  EXPECT_EQ(standby.calls(), 1);
+  nm_->Shutdown();
+  standby_server->Shutdown();
+}
+
+TEST_F(NodeManagerTest, WhenTheActiveDiesTheNmRegistersWithTheNextRm) {
+  // rm2 takes over when rm_ dies; it does not know the node, so it answers RESYNC.
+  FakeRm rm2(loop_.NowMs());
+  rm2.With([](FakeRm& rm) {
+    rm.next_action_ = v1::NODE_ACTION_RESYNC;
+    rm.rm_epoch_ = 2;
+    return 0;
+  });
+  int port2 = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port2);
+  builder.RegisterService(&rm2);
+  std::unique_ptr<grpc::Server> server2 = builder.BuildAndStart();
+  ASSERT_NE(server2, nullptr);
+  NodeManagerOptions options = Options();
+  options.rm_tracker_address = absl::StrCat("127.0.0.1:", rm_port_, ",127.0.0.1:", port2);
+  StartNm(options);
+  const std::string id = "container_e1_1_0001_01_000041";
+  ASSERT_THAT(StartOne(id, {"sleep 100"}).succeeded(), ElementsAre(id));
+  rm_server_->Shutdown();
+  rm_server_.reset();
+  ASSERT_TRUE(rm2.WaitUntil([](FakeRm& rm) { return !rm.registrations_.empty(); }));
+  v1::RegisterNodeManagerRequest again = rm2.With([](FakeRm& rm) { return rm.registrations_[0]; });
+  EXPECT_EQ(again.node_id(), nm_->node_id());
+  ASSERT_EQ(again.running_containers_size(), 1);
+  EXPECT_EQ(again.running_containers(0).container_id(), id);
+  // It heartbeats to rm2 from then on, numbered from 0.
+  EXPECT_TRUE(rm2.WaitUntil([](FakeRm& rm) {
+    return !rm.heartbeats_.empty() && rm.heartbeats_.back().response_id() >= 1;
+  }));
+  nm_->Shutdown();
+  server2->Shutdown();
 }
 
 TEST_F(NodeManagerTest, RmCleanupStopsContainersAndRemovesApplicationDirs) {

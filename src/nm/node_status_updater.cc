@@ -4,7 +4,9 @@
 // NodeManager's loop.
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <chrono>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +20,10 @@ namespace {
 using internal::kDefaultHeartbeatIntervalMs;
 using internal::kRegisterRetryMs;
 using internal::kRmCallTimeoutMs;
+
+// After a failover to the next RM of the list (not a hint followed at once), the call is tried
+// there after at most this long, ms.
+constexpr int64_t kFailoverRetryMs = 250;
 
 // One call to the RM and what it needs to stay alive until its callback has run.
 template <typename Request, typename Response>
@@ -69,6 +75,41 @@ void NodeManager::ScheduleRm(int64_t delay_ms, bool register_again) {
   });
 }
 
+void NodeManager::ConnectTracker() {
+  // Fast reconnection: an NM that found the RM down notices within a second that it is back.
+  // A channel of its own (no subchannel shared with the NM's earlier channels): one made after
+  // a failover connects at once instead of waiting out an old subchannel's backoff.
+  grpc::ChannelArguments args = FastReconnectChannelArgs();
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  tracker_ = v1::TrackerService::NewStub(
+      grpc::CreateCustomChannel(rm_failover_->current(), tracker_credentials_, args));
+}
+
+int64_t NodeManager::FailOver(absl::string_view event, const grpc::Status& status,
+                              const std::string& active_hint, int64_t usual_ms) {
+  const std::string failed = rm_failover_->current();
+  const RmFailoverAction action = rm_failover_->OnFailure(status, active_hint);
+  // Straight to the active a standby named, unless the last failure did that already (two RMs
+  // each naming the other, or naming one that is down, are then tried every kFailoverRetryMs).
+  int64_t retry_ms = usual_ms;
+  if (action == RmFailoverAction::kActiveRm && last_failover_ != RmFailoverAction::kActiveRm) {
+    retry_ms = 0;
+  } else if (action != RmFailoverAction::kNone) {
+    retry_ms = std::min(usual_ms, kFailoverRetryMs);
+  }
+  last_failover_ = action;
+  log::Warn(event, {{"rm", failed}, {"error", status.error_message()}, {"retry_ms", retry_ms}});
+  if (action == RmFailoverAction::kNone) return retry_ms;
+  ConnectTracker();
+  log::Info("rm_failover",
+            {{"node", node_id_},
+             {"from", failed},
+             {"to", rm_failover_->current()},
+             {"why", action == RmFailoverAction::kActiveRm ? "the standby named the active"
+                                                           : "trying the next ResourceManager"}});
+  return retry_ms;
+}
+
 void NodeManager::UpdateKeys(bool has_current, const v1::MasterKey& current, bool has_next,
                              const v1::MasterKey& next) {
   if (!has_current && !has_next) return;
@@ -114,34 +155,37 @@ void NodeManager::SendRegister() {
   rm_call_in_flight_ = true;
   tracker_->async()->RegisterNodeManager(
       &call->context, &call->request, &call->response, [this, call](grpc::Status status) {
-        loop_->Post([this, call, status] { OnRegisterReply(status, call->response); });
+        std::string hint = status.ok() ? "" : ActiveRmHint(call->context);
+        loop_->Post([this, call, status, hint = std::move(hint)] {
+          OnRegisterReply(status, hint, call->response);
+        });
         EndRmCall(&call->context);
       });
 }
 
-void NodeManager::OnRegisterReply(const grpc::Status& status,
+void NodeManager::OnRegisterReply(const grpc::Status& status, const std::string& active_hint,
                                   const v1::RegisterNodeManagerResponse& reply) {
   rm_call_in_flight_ = false;
   if (shutting_down_) return;
   if (!status.ok()) {
     if (RmCallsClosed()) return;  // cancelled by Shutdown()
-    log::Warn("register_failed", {{"rm", options_.rm_tracker_address},
-                                  {"error", status.error_message()},
-                                  {"retry_ms", kRegisterRetryMs}});
-    ScheduleRm(kRegisterRetryMs, /*register_again=*/true);
+    ScheduleRm(FailOver("register_failed", status, active_hint, kRegisterRetryMs),
+               /*register_again=*/true);
     return;
   }
+  last_failover_ = RmFailoverAction::kNone;
   if (reply.action() == v1::NODE_ACTION_SHUTDOWN) {
-    log::Error("register_refused", {{"rm", options_.rm_tracker_address},
-                                    {"action", "shutdown"}, {"diagnostics", reply.diagnostics()}});
+    log::Error("register_refused", {{"rm", rm_failover_->current()},
+                                    {"action", "shutdown"},
+                                    {"diagnostics", reply.diagnostics()}});
     rm_shutdown_ = true;
     StopAllContainers(v1::CONTAINER_EXIT_KILLED_BY_RM,
                       "Container killed: the ResourceManager shut this node down");
     return;
   }
   if (reply.action() == v1::NODE_ACTION_RESYNC) {
-    log::Info("register_resync", {{"rm", options_.rm_tracker_address},
-                                  {"diagnostics", reply.diagnostics()}});
+    log::Info("register_resync",
+              {{"rm", rm_failover_->current()}, {"diagnostics", reply.diagnostics()}});
     ScheduleRm(kRegisterRetryMs, /*register_again=*/true);
     return;
   }
@@ -149,7 +193,7 @@ void NodeManager::OnRegisterReply(const grpc::Status& status,
              reply.next_container_key());
   rm_epoch_ = reply.rm_epoch();
   log::Info("registered",
-            {{"node", node_id_}, {"rm", options_.rm_tracker_address}, {"rm_epoch", rm_epoch_}});
+            {{"node", node_id_}, {"rm", rm_failover_->current()}, {"rm_epoch", rm_epoch_}});
   last_response_id_ = 0;
   heartbeat_interval_ms_ = reply.heartbeat_interval_ms() > 0 ? reply.heartbeat_interval_ms()
                                                              : kDefaultHeartbeatIntervalMs;
@@ -185,27 +229,29 @@ void NodeManager::SendHeartbeat() {
   rm_call_in_flight_ = true;
   tracker_->async()->NodeHeartbeat(
       &call->context, &call->request, &call->response, [this, call](grpc::Status status) {
-        loop_->Post(
-            [this, call, status] { OnHeartbeatReply(status, call->request, call->response); });
+        std::string hint = status.ok() ? "" : ActiveRmHint(call->context);
+        loop_->Post([this, call, status, hint = std::move(hint)] {
+          OnHeartbeatReply(status, hint, call->request, call->response);
+        });
         EndRmCall(&call->context);
       });
 }
 
-void NodeManager::OnHeartbeatReply(const grpc::Status& status,
+void NodeManager::OnHeartbeatReply(const grpc::Status& status, const std::string& active_hint,
                                    const v1::NodeHeartbeatRequest& request,
                                    const v1::NodeHeartbeatResponse& reply) {
   rm_call_in_flight_ = false;
   if (shutting_down_ || rm_shutdown_) return;
   CountHeartbeat(status.ok());
   if (!status.ok()) {
-    // Nothing is lost: unacknowledged completed statuses go out again with the next one.
+    // Nothing is lost: unacknowledged completed statuses go out again with the next one. An
+    // RM the NM fails over to answers RESYNC (it does not know this node) and the NM registers.
     if (RmCallsClosed()) return;  // cancelled by Shutdown()
-    log::Warn("heartbeat_failed", {{"rm", options_.rm_tracker_address},
-                                   {"error", status.error_message()},
-                                   {"retry_ms", heartbeat_interval_ms_}});
-    ScheduleRm(heartbeat_interval_ms_, /*register_again=*/false);
+    ScheduleRm(FailOver("heartbeat_failed", status, active_hint, heartbeat_interval_ms_),
+               /*register_again=*/false);
     return;
   }
+  last_failover_ = RmFailoverAction::kNone;
   if (reply.response_id() == request.response_id() + 1) {
     for (const v1::ContainerStatus& sent : request.container_statuses()) {
       if (sent.state() != v1::CONTAINER_COMPLETE) continue;
@@ -234,7 +280,9 @@ void NodeManager::OnHeartbeatReply(const grpc::Status& status,
   }
   switch (reply.action()) {
     case v1::NODE_ACTION_RESYNC:
-      log::Info("heartbeat_resync", {{"node", node_id_}, {"diagnostics", reply.diagnostics()}});
+      log::Info("heartbeat_resync", {{"node", node_id_},
+                                     {"rm", rm_failover_->current()},
+                                     {"diagnostics", reply.diagnostics()}});
       ScheduleRm(0, /*register_again=*/true);
       return;
     case v1::NODE_ACTION_SHUTDOWN:
