@@ -106,12 +106,6 @@ absl::StatusOr<pid_t> ContainerExecutor::Launch(const LaunchSpec& spec) {
   if (absl::Status s = env_->CreateDirs(spec.log_dir); !s.ok()) return WithContext(s, context);
   std::map<std::string, std::string> token_env;
   if (absl::Status s = PrepareDirs(spec, &token_env); !s.ok()) return WithContext(s, context);
-  if (cgroups_ != nullptr) {
-    if (absl::Status s = cgroups_->Create(spec.container_id, spec.limits); !s.ok()) {
-      return WithContext(s, context);
-    }
-  }
-
   std::map<std::string, std::string> env = spec.env;
   env.emplace("PATH", kDefaultContainerPath);
   if (!spec.user.empty()) env["USER"] = spec.user;
@@ -120,6 +114,8 @@ absl::StatusOr<pid_t> ContainerExecutor::Launch(const LaunchSpec& spec) {
   env["LOG_DIRS"] = spec.log_dir;
   for (const auto& [name, value] : token_env) env[name] = value;
 
+  // The state directory exists before the cgroups do: a group of the hierarchy without one is
+  // not this executor's (NodeManager recovery leaves such groups to the NM they belong to).
   const bool monitored = !spec.state_dir.empty();
   if (monitored) {
     if (!IsAbsolute(spec.state_dir)) {
@@ -131,6 +127,11 @@ absl::StatusOr<pid_t> ContainerExecutor::Launch(const LaunchSpec& spec) {
     if (absl::Status s = env_->CreateDirs(spec.state_dir); !s.ok()) return WithContext(s, context);
     if (absl::Status s = env_->SetOwner(spec.state_dir, geteuid(), getegid(), 0700); !s.ok())
       return WithContext(s, context);
+  }
+  if (cgroups_ != nullptr) {
+    if (absl::Status s = cgroups_->Create(spec.container_id, spec.limits); !s.ok()) {
+      return WithContext(s, context);
+    }
   }
 
   SpawnOptions options;

@@ -46,6 +46,8 @@ struct LaunchSpec {
   // that writes its pid and, once it has ended, its exit status into this directory (created
   // if missing, mode 0700, owned by the executor's user): a later executor (a restarted NM)
   // can Adopt it. The monitor joins the container's cgroups before it forks the process.
+  // The directory is made before the container's cgroups are, so that a group in the
+  // hierarchy with no state directory is known not to be this executor's.
   std::string state_dir;
   // Runs with the monitor's pid once the monitor exists (and is in the cgroups), before the
   // process is forked: e.g. to record the monitor durably. An error fails the launch (nothing

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -38,6 +39,7 @@ void NodeManager::DoStartContainers(const v1::StartContainersRequest& request,
       v1::ContainerFailure* failure = response->add_failed();
       failure->set_container_id(container_id);
       failure->set_message(status.ToString());
+      failure->set_code(static_cast<int32_t>(status.code()));
     }
   }
 }
@@ -62,6 +64,13 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
     return absl::InvalidArgumentError("empty command in the launch context");
   }
 
+  // A restarted NM serves before its registration has brought the RM's container keys: a
+  // start now is not refused for good (that would fail an AM's attempt) but asked again later.
+  if (verifier_.key_count() == 0) {
+    return absl::UnavailableError(
+        "this NodeManager has no container master keys yet (it has not registered with the "
+        "ResourceManager since it started); try again");
+  }
   absl::StatusOr<security::ContainerTokenData> token = verifier_.VerifyStart(
       security::Token{request.container_token().identifier(), request.container_token().password()},
       node_id_, loop_->NowMs());
@@ -225,6 +234,7 @@ void NodeManager::DoStopContainers(const v1::StopContainersRequest& request,
       v1::ContainerFailure* failure = response->add_failed();
       failure->set_container_id(id);
       failure->set_message(s.ToString());
+      failure->set_code(static_cast<int32_t>(s.code()));
       if (s.code() == absl::StatusCode::kPermissionDenied) {
         log::Warn("control_refused", {{"call", "StopContainers"}, {"container", id}, {"error", s}});
       }
@@ -248,6 +258,7 @@ void NodeManager::DoGetContainerStatuses(const v1::GetContainerStatusesRequest& 
       v1::ContainerFailure* failure = response->add_failed();
       failure->set_container_id(id);
       failure->set_message(s.ToString());
+      failure->set_code(static_cast<int32_t>(s.code()));
       continue;
     }
     if (auto it = containers_.find(id); it != containers_.end()) {
@@ -459,7 +470,9 @@ void NodeManager::MaybeFinishAppCleanup(std::string app_id) {
       ++it;
       continue;
     }
-    if (absl::Status s = executor_->Cleanup(it->first); !s.ok()) {
+    // NotFound: a container that ended before this NM started (known from the record only);
+    // its work dir goes with the app's directory below.
+    if (absl::Status s = executor_->Cleanup(it->first); !s.ok() && !absl::IsNotFound(s)) {
       log::Warn("container_cleanup_failed",
                 {{"node", node_id_}, {"container", it->first}, {"error", s}});
     }

@@ -254,6 +254,18 @@ void NodeManager::KillOrphans() {
   for (const std::string& name : *groups) {
     auto it = containers_.find(name);
     if (it != containers_.end() && it->second.running) continue;
+    // The hierarchy may be shared with other NodeManagers on this host (the default "weft" of
+    // every `weft nm`): a group is this NM's only when it names a container recorded here or
+    // one with a state directory under this work root, which the executor creates before the
+    // group (so a crash at any point of a launch leaves it). Any other group belongs to
+    // another NM (whose containers must live on) and is left alone.
+    if (it == containers_.end() &&
+        !env->PathExists(internal::ContainerStateDir(options_.work_root, name))) {
+      log::Info("foreign_cgroup_left", {{"node", node_id_},
+                                        {"cgroup", name},
+                                        {"why", "no container of this work root"}});
+      continue;
+    }
     absl::StatusOr<std::vector<pid_t>> pids = cgroups_->Processes(name);
     log::Warn("orphan_cgroup_killed",
               {{"node", node_id_}, {"cgroup", name}, {"processes", pids.ok() ? pids->size() : 0}});

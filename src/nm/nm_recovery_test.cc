@@ -36,6 +36,7 @@
 #include "nm/fake_rm_test_util.h"
 #include "nm/nm_state_store.h"
 #include "nm/node_manager.h"
+#include "nm/node_manager_internal.h"
 #include "nm/os_env.h"
 #include "weft/v1/container.grpc.pb.h"
 
@@ -49,6 +50,7 @@ using testing::FakeRm;
 using testing::FindStatus;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
 
 // Set in the environment of the child NM process: "rm|work_root|port|cgroups(0/1)|hierarchy".
 constexpr char kChildEnv[] = "WEFT_NM_RECOVERY_TEST_CHILD";
@@ -638,7 +640,10 @@ TEST_F(NmRecoveryCgroupsTest, AKilledNmsContainersStayInTheirCgroupsAndOrphansAr
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(*in_group, expected);
 
-  // An orphan: a process in a group of the hierarchy no record names.
+  // An orphan: a process in a group of the hierarchy no record names, with its state directory
+  // under this work root (made before the group: what a launch cut short leaves).
+  std::filesystem::create_directories(
+      internal::ContainerStateDir(work_root_.string(), "stray_group"));
   ASSERT_TRUE(cgroups_->Create("stray_group", CgroupLimits()).ok());
   SpawnOptions stray_options;
   stray_options.argv = {"/bin/sleep", "30"};
@@ -670,6 +675,46 @@ TEST_F(NmRecoveryCgroupsTest, AKilledNmsContainersStayInTheirCgroupsAndOrphansAr
     EXPECT_TRUE(PollUntil([&] { return ProcessGone(p); })) << "pid " << p << " survived";
   }
   EXPECT_THAT(cgroups_->ListContainers().value_or(std::vector<std::string>()), IsEmpty());
+}
+
+TEST_F(NmRecoveryCgroupsTest, AnotherNmsContainersInTheSharedHierarchyLiveOn) {
+  if (!cgroups_->HasController("memory")) {
+    GTEST_SKIP() << "no memory controller: " << absl::StrJoin(cgroups_->missing_features(), "; ");
+  }
+  StartChildNm();
+  const std::string id = "container_e1_1_0001_01_000011";
+  ASSERT_TRUE(StartContainer(id, "echo $$ > pid; exec sleep 30"));
+  const pid_t pid = ContainerPid(id);
+  ASSERT_GT(pid, 0);
+  KillChildNm();
+  // A container of another NodeManager on this host, in the same hierarchy (every `weft nm`
+  // shares the default "weft"): its group, its process, and no state directory here (its NM
+  // has its own work root). The restarted NM must not take it for an orphan of its own.
+  const std::string other = "container_e1_1_0002_01_000001";
+  ASSERT_TRUE(cgroups_->Create(other, CgroupLimits()).ok());
+  SpawnOptions options;
+  options.argv = {"/bin/sleep", "30"};
+  options.work_dir = "/";
+  options.stdout_path = "/dev/null";
+  options.stderr_path = "/dev/null";
+  absl::StatusOr<pid_t> foreign = OsEnv::Default()->Spawn(
+      options, [&](pid_t p) { return cgroups_->AddProcess(other, p); });
+  ASSERT_TRUE(foreign.ok()) << foreign.status();
+  pids_to_kill_.push_back(*foreign);
+
+  StartNm();
+  std::optional<v1::ContainerStatus> registered = Registered(id);
+  ASSERT_TRUE(registered.has_value()) << registration_.DebugString();
+  EXPECT_EQ(registered->state(), v1::CONTAINER_RUNNING);
+  EXPECT_FALSE(ProcessGone(pid));
+  EXPECT_FALSE(ProcessGone(*foreign)) << "the restarted NM killed another NM's container";
+  EXPECT_THAT(cgroups_->ListContainers().value_or(std::vector<std::string>()),
+              UnorderedElementsAre(id, other));
+
+  // The other NM's container is the test's to end.
+  (void)kill(*foreign, SIGKILL);
+  (void)waitpid(*foreign, nullptr, 0);
+  EXPECT_TRUE(cgroups_->Destroy(other).ok());
 }
 
 // ---- The RM decides what lives (in this process only).
@@ -719,6 +764,32 @@ TEST_F(NmFencingTest, ResyncKeepsTheContainersAndReportsWhatTheyWereGranted) {
   }));
   EXPECT_FALSE(ProcessGone(pid));
   EXPECT_EQ(rm_->With([&](FakeRm& rm) { return rm.CompletedIndex(id); }), -1);
+}
+
+TEST_F(NmFencingTest, AStartBeforeTheFirstRegistrationIsUnavailableNotRefused) {
+  // An NM whose RM does not answer yet, as a restarted NM before its registration: it has no
+  // container master keys to verify a token with, so a start is to be tried again (the RM
+  // retries an AM launch that is Unavailable), not refused (which would fail the attempt).
+  absl::StatusOr<std::unique_ptr<NodeManager>> nm = NodeManager::Start(
+      BaseOptions("127.0.0.1:1", work_root_.string(), 0, use_cgroups_, hierarchy_), &loop_);
+  ASSERT_TRUE(nm.ok()) << nm.status();
+  nm_ = *std::move(nm);
+  node_id_ = nm_->node_id();
+  port_ = nm_->port();
+  Connect();
+  const std::string id = "container_e1_1_0001_01_000031";
+  v1::StartContainersRequest request;
+  v1::StartContainerRequest* one = request.add_requests();
+  *one->mutable_container_token() = rm_->IssueToken(TokenData(id));
+  one->mutable_launch_context()->add_command("true");
+  v1::StartContainersResponse response;
+  grpc::ClientContext context;
+  grpc::Status status = stub_->StartContainers(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(response.failed_size(), 1) << response.DebugString();
+  EXPECT_EQ(response.failed(0).container_id(), id);
+  EXPECT_THAT(response.failed(0).message(), HasSubstr("UNAVAILABLE"));
+  EXPECT_THAT(response.failed(0).message(), HasSubstr("no container master keys yet"));
 }
 
 TEST_F(NmFencingTest, ASecondNmOnTheSameWorkRootIsRefused) {

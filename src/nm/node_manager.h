@@ -257,7 +257,9 @@ class NodeManager {
   void KillRecorded(const NmContainerRecord& record);
   // StopContainer for Start's thread (schedules nothing on the loop).
   void ResumeStop(const std::string& container_id, int exit_status, absl::string_view reason);
-  // Kills every process in the cgroup hierarchy that belongs to no running container here.
+  // Kills every process of this NM's groups in the cgroup hierarchy (recorded, or with a state
+  // directory in this work root) that belongs to no running container here. Groups of other
+  // NMs sharing the hierarchy are left alone (logged as foreign_cgroup_left).
   void KillOrphans();
   // Writes the container's record to the state store (errors are logged).
   void Persist(const std::string& container_id, ContainerRecord& record);

@@ -6,10 +6,12 @@
 #include <utility>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "adaptcont/am_sizing.h"
+#include "common/ids.h"
 #include "common/log.h"
 #include "rm/container_tracker.h"
 #include "rm/node_tracker.h"
@@ -17,6 +19,14 @@
 #include "rm/submission.h"
 
 namespace weft::rm {
+namespace {
+
+// Tries of an AM launch whose NM is unreachable: the first again after this, doubling up to
+// kAmLaunchMaxRetryMs, ms.
+constexpr int64_t kAmLaunchRetryMs = 250;
+constexpr int64_t kAmLaunchMaxRetryMs = 4000;
+
+}  // namespace
 
 AppManager::AppManager(RmContext* ctx) : ctx_(ctx) {}
 
@@ -328,17 +338,73 @@ void AppManager::AmContainerAllocated(RmApp& app, const v1::Container& container
   auto& tokens = *start.mutable_launch_context()->mutable_tokens();
   tokens.clear();
   tokens["amrm"] = at.amrm_token.SerializeAsString();
-  std::string app_id = app.record.app_id;
-  int32_t attempt = at.id;
+  LaunchAm(app.record.app_id, at.id, at.am_container_id, at.am_node,
+           std::make_shared<const v1::StartContainerRequest>(std::move(start)), /*tries=*/0,
+           ctx_->NowMs());
+}
+
+bool AppManager::AmLaunchPending(const RmApp& app, const std::string& container) const {
+  if (IsFinal(app.state) || app.attempts.empty()) return false;
+  const RmAttempt& at = app.current();
+  return at.state == v1::ATTEMPT_ALLOCATED && at.am_container_id == container;
+}
+
+bool AppManager::AmLaunchPending(const std::string& container) {
+  const RmApp* app = Find(AppOfContainer(container));
+  return app != nullptr && AmLaunchPending(*app, container);
+}
+
+void AppManager::LaunchAm(const std::string& app_id, int32_t attempt,
+                          const std::string& container, const std::string& node,
+                          std::shared_ptr<const v1::StartContainerRequest> start, int32_t tries,
+                          int64_t first_try_ms) {
   EventLoop* loop = ctx_->loop;
   std::weak_ptr<int> alive = alive_;
-  ctx_->launcher->Launch(at.am_node, start, [this, loop, alive, app_id, attempt](absl::Status s) {
-    loop->Post([this, alive, app_id, attempt, s] {
+  ctx_->launcher->Launch(node, *start, [this, loop, alive, app_id, attempt, container, node, start,
+                                        tries, first_try_ms](absl::Status s) {
+    loop->Post([this, alive, app_id, attempt, container, node, start, tries, first_try_ms, s] {
       if (alive.expired()) return;  // the ResourceManager is gone (read on the loop)
       RmApp* app = Find(app_id);
       if (app == nullptr || app->current().id != attempt || IsFinal(app->state)) return;
-      if (!s.ok()) {
-        AttemptFailed(*app, absl::StrCat("AM container launch failed: ", s.message()));
+      absl::Status result = s;
+      // A try after one that went unanswered may meet the container started already: the NM
+      // took that try (its answer was lost), so the AM runs. A restarted NM says it has the
+      // container; the same NM refuses the token as used.
+      if (!result.ok() && tries > 0 &&
+          (result.code() == absl::StatusCode::kAlreadyExists ||
+           (result.code() == absl::StatusCode::kPermissionDenied &&
+            absl::StrContains(result.message(), "already used (replay)")))) {
+        result = absl::OkStatus();
+      }
+      if (!result.ok()) {
+        if (!AmLaunchPending(*app, container)) return;  // settled meanwhile (e.g. it registered)
+        // Its NM is unreachable or restarting, or answered that it cannot take the container
+        // yet (before its first registration): Unavailable either way. The container waits
+        // for it, as long as the RM holds it (its node is not lost) and for at most the NM
+        // expiry.
+        const bool unavailable = result.code() == absl::StatusCode::kUnavailable;
+        const int64_t waited_ms = ctx_->NowMs() - first_try_ms;
+        if (unavailable && ctx_->containers->Holds(container) &&
+            waited_ms < ctx_->options->nm_expiry_ms) {
+          const int64_t delay_ms =
+              std::min<int64_t>(kAmLaunchMaxRetryMs, kAmLaunchRetryMs << std::min(tries, 6));
+          log::Warn("am_launch_retry", {{"attempt", app->current().attempt_id},
+                                        {"container", container},
+                                        {"node", node},
+                                        {"error", result},
+                                        {"retry_ms", delay_ms}});
+          ctx_->loop->Schedule(delay_ms, [this, alive, app_id, attempt, container, node, start,
+                                          tries, first_try_ms] {
+            if (alive.expired()) return;
+            RmApp* again = Find(app_id);
+            if (again == nullptr || again->current().id != attempt ||
+                !AmLaunchPending(*again, container) || !ctx_->containers->Holds(container))
+              return;  // settled while it waited (its node was lost, the app was killed, ...)
+            LaunchAm(app_id, attempt, container, node, start, tries + 1, first_try_ms);
+          });
+          return;
+        }
+        AttemptFailed(*app, absl::StrCat("AM container launch failed: ", result.message()));
         return;
       }
       if (app->current().state == v1::ATTEMPT_ALLOCATED)

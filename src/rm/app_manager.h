@@ -136,7 +136,16 @@ class AppManager {
   void AmContainersMissing(const std::string& node_id,
                            const absl::flat_hash_set<std::string>& reported);
 
+  // True while `container` is the AM container of its app's live attempt and its launch has
+  // not been confirmed (the attempt is ALLOCATED): it may not have reached its NM yet, e.g.
+  // while that NM restarts, so an NM that does not report it has not lost it.
+  bool AmLaunchPending(const std::string& container);
+
   // Events from the other services.
+  // The attempt's AM container was allocated: the attempt is stored and the container launched
+  // on its node. A launch its NM cannot take now (Unavailable: the NM is down or restarting)
+  // is tried again, backing off, while the attempt still waits for that container and the RM
+  // still holds it, for at most nm_expiry_ms; any other failure fails the attempt.
   void AmContainerAllocated(RmApp& app, const v1::Container& container);
   void AmContainerEnded(RmApp& app, const std::string& container, int32_t exit_status,
                         const std::string& diagnostics);
@@ -156,6 +165,12 @@ class AppManager {
   const std::map<std::string, RmApp>& apps() const { return apps_; }
 
  private:
+  // One try (number `tries`, from 0) of launching `container` on `node` for attempt `attempt`
+  // of `app_id`; see AmContainerAllocated. Its answer is handled on the loop.
+  void LaunchAm(const std::string& app_id, int32_t attempt, const std::string& container,
+                const std::string& node, std::shared_ptr<const v1::StartContainerRequest> start,
+                int32_t tries, int64_t first_try_ms);
+  bool AmLaunchPending(const RmApp& app, const std::string& container) const;
   // Adds a new attempt of `app` to the scheduler, asking for its AM container.
   absl::Status StartAttempt(RmApp& app);
   // Admits attempt `at` of `app` to the scheduler under a new scheduler id and indexes it; with

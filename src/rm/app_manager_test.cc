@@ -2,7 +2,10 @@
 // what happens when the store refuses a write.
 #include "rm/app_manager.h"
 
+#include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -150,6 +153,134 @@ TEST(AppManagerTest, AFailedAmStartsANewAttemptAndTheOldTokenIsRefusedAsOld) {
   auto old = h.rm().Allocate(h.AmToken(0), {});
   EXPECT_EQ(old.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_THAT(old.status().message(), HasSubstr("old attempt"));
+}
+
+TEST(AppManagerTest, AnAmLaunchWaitsForItsRestartingNmAndTheAttemptLivesOn) {
+  RmHarness h;  // nm_expiry_ms 10 s
+  h.AddNode("h1:1");
+  std::string app = h.Submit();
+  // h1's NM was killed and is restarting: StartContainers cannot reach it.
+  h.launcher.fail = true;
+  h.loop.Advance(200);
+  ASSERT_GE(h.launcher.launches.size(), 1u);
+  auto attempts = h.rm().GetApplicationAttempts(app);
+  ASSERT_EQ(attempts->attempts_size(), 1);
+  EXPECT_EQ(attempts->attempts(0).state(), "ALLOCATED");
+  const std::string am = attempts->attempts(0).am_container_id();
+  h.loop.Advance(2000);
+  const size_t tries = h.launcher.launches.size();
+  EXPECT_GT(tries, 1u);  // tried again, backing off
+  EXPECT_LT(tries, 10u);
+  // The NM is back: it registers again, without the AM container it never received, which
+  // stays allocated; the next try launches it.
+  h.AddNode("h1:1");
+  h.launcher.fail = false;
+  h.loop.Advance(5000);
+  attempts = h.rm().GetApplicationAttempts(app);
+  ASSERT_EQ(attempts->attempts_size(), 1);
+  EXPECT_EQ(attempts->attempts(0).state(), "LAUNCHED");
+  EXPECT_EQ(attempts->attempts(0).am_container_id(), am);
+  EXPECT_EQ(h.launcher.launches.back().first, "h1:1");
+  h.RegisterAm(h.launcher.launches.size() - 1);
+  EXPECT_EQ(h.rm().GetApplicationAttempts(app)->attempts(0).state(), "RUNNING");
+}
+
+TEST(AppManagerTest, AnAmLaunchItsNmNeverTakesFailsTheAttemptAfterTheNmExpiry) {
+  RmHarness h;  // nm_expiry_ms 10 s
+  h.AddNode("h1:1");
+  std::string app = h.Submit();
+  h.launcher.fail = true;  // the node heartbeats, but its ContainerService stays unreachable
+  for (int i = 0; i < 9; ++i) {
+    h.loop.Advance(1000);
+    h.Heartbeat("h1:1");
+  }
+  EXPECT_EQ(h.rm().GetApplicationAttempts(app)->attempts_size(), 1);
+  for (int i = 0; i < 6; ++i) {
+    h.loop.Advance(1000);
+    h.Heartbeat("h1:1");
+  }
+  auto attempts = h.rm().GetApplicationAttempts(app);
+  ASSERT_GE(attempts->attempts_size(), 2);
+  EXPECT_EQ(attempts->attempts(0).state(), "FAILED");
+  EXPECT_THAT(attempts->attempts(0).diagnostics(), HasSubstr("AM container launch failed"));
+  EXPECT_THAT(attempts->attempts(0).diagnostics(), HasSubstr("node unreachable"));
+}
+
+// Answers each AM launch with the next of `answers` (OK once they run out), as GrpcAmLauncher
+// would: a call that did not get through is Unavailable, an NM's refusal carries the NM's own
+// status code (ContainerFailure.code) and text.
+class ScriptedLauncher : public AmLauncher {
+ public:
+  void Launch(const std::string& node_id, const v1::StartContainerRequest& /*request*/,
+              std::function<void(absl::Status)> done) override {
+    launches.push_back(node_id);
+    absl::Status answer;
+    if (next < answers.size()) answer = answers[next++];
+    done(answer);
+  }
+  std::vector<absl::Status> answers;
+  size_t next = 0;
+  std::vector<std::string> launches;
+};
+
+// An RM on a manual loop with a ScriptedLauncher, one node h1:1 and one submitted app.
+struct ScriptedRm {
+  explicit ScriptedRm(std::vector<absl::Status> answers) {
+    launcher.answers = std::move(answers);
+    auto created = ResourceManager::Create(RmHarness::DefaultOptions(), &loop, store.get(),
+                                           &launcher, &secrets);
+    EXPECT_TRUE(created.ok()) << created.status();
+    rm = *std::move(created);
+    EXPECT_TRUE(rm->RegisterNode(NodeRequest("h1:1")).ok());
+    auto id = rm->NewApplication();
+    v1::ApplicationSubmissionContext ctx;
+    ctx.set_application_id(id->application_id());
+    ctx.mutable_am_container_spec()->add_command("sleep 100");
+    EXPECT_TRUE(rm->SubmitApplication(ctx, "alice").ok());
+    app = id->application_id();
+  }
+  v1::ApplicationAttemptReport Attempt(int i = 0) {
+    return rm->GetApplicationAttempts(app)->attempts(i);
+  }
+  ManualEventLoop loop;
+  std::unique_ptr<store::StateStore> store = store::NewMemoryStore();
+  ScriptedLauncher launcher;
+  security::FakeSecretSource secrets;
+  std::unique_ptr<ResourceManager> rm;
+  std::string app;
+};
+
+TEST(AppManagerTest, AnNmThatCannotTakeTheAmYetIsAskedAgainAndALostAnswerIsNoFailure) {
+  // A restarted NM without its keys yet says UNAVAILABLE; the next try's answer is lost; the
+  // one after meets the container started by it (a restarted NM: ALREADY_EXISTS; the same NM:
+  // its token already used).
+  for (const absl::Status& started :
+       {absl::AlreadyExistsError("node h1:1 refused the AM container: ALREADY_EXISTS: container "
+                                 "c was already started here"),
+        absl::PermissionDeniedError("node h1:1 refused the AM container: PERMISSION_DENIED: "
+                                    "container token for c: already used (replay)")}) {
+    ScriptedRm r({absl::UnavailableError(
+                      "node h1:1 refused the AM container: UNAVAILABLE: this NodeManager has no "
+                      "container master keys yet"),
+                  absl::UnavailableError("StartContainers on h1:1: gRPC code 4 Deadline Exceeded"),
+                  started});
+    r.loop.Advance(3000);
+    EXPECT_EQ(r.launcher.launches.size(), 3u) << started;
+    EXPECT_EQ(r.Attempt().state(), "LAUNCHED") << started;
+    EXPECT_EQ(r.rm->GetApplicationAttempts(r.app)->attempts_size(), 1) << started;
+  }
+}
+
+TEST(AppManagerTest, AnNmRefusingTheAmContainerFailsTheAttemptAtOnce) {
+  ScriptedRm r({absl::PermissionDeniedError(
+      "node h1:1 refused the AM container: PERMISSION_DENIED: container token for c: bad "
+      "signature")});
+  r.loop.Advance(3000);
+  // Not tried again: a second launch, if any, is the next attempt's.
+  EXPECT_EQ(r.launcher.launches.size(),
+            static_cast<size_t>(r.rm->GetApplicationAttempts(r.app)->attempts_size()));
+  EXPECT_EQ(r.Attempt(0).state(), "FAILED");
+  EXPECT_THAT(r.Attempt(0).diagnostics(), HasSubstr("bad signature"));
 }
 
 }  // namespace

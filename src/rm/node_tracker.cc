@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "common/ids.h"
 #include "common/log.h"
 #include "rm/app_manager.h"
 #include "rm/container_tracker.h"
@@ -102,10 +103,15 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
     if (absl::Status s = ctx_->scheduler->UpdateNode(id, *cap, /*healthy=*/true); !s.ok()) return s;
     for (const v1::ContainerStatus* st : completed)
       ctx_->containers->Completed(st->container_id(), st->exit_status(), st->diagnostics(), id);
+    // An AM container whose launch is not confirmed yet may simply not have reached the NM
+    // (e.g. the launch waits for this very NM to come back): it is not gone, and its launch
+    // settles it.
     std::vector<std::string> gone;
     for (scheduler::ContainerId c : ctx_->scheduler->NodeContainers(known)) {
       const RmContainer* held = ctx_->containers->Find(c);
-      if (held != nullptr && !running.contains(held->name)) gone.push_back(held->name);
+      if (held != nullptr && !running.contains(held->name) &&
+          !ctx_->apps->AmLaunchPending(held->name))
+        gone.push_back(held->name);
     }
     for (const std::string& name : gone)
       ctx_->containers->Completed(
@@ -150,6 +156,24 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
     ++refused;
     log::Warn("container_not_recovered", {{"node", id}, {"container", name}, {"why", s}});
     node.to_cleanup.push_back(name);
+  }
+  // Applications that have ended (or that this RM does not know) but still have containers
+  // here, running or completed: the NM cleans them up (stops what runs, removes their work
+  // dirs), as YARN does for the finished applications a node reports. E.g. the app ended while
+  // the NM was down, or the NM died before it acted on an earlier cleanup.
+  std::vector<const v1::ContainerStatus*> reported = running_statuses;
+  reported.insert(reported.end(), completed.begin(), completed.end());
+  for (const v1::ContainerStatus* st : reported) {
+    const std::string app_id = AppOfContainer(st->container_id());
+    if (app_id.empty()) continue;
+    const RmApp* app = ctx_->apps->Find(app_id);
+    if (app != nullptr && !IsFinal(app->state)) continue;
+    if (std::find(node.apps_to_cleanup.begin(), node.apps_to_cleanup.end(), app_id) !=
+        node.apps_to_cleanup.end())
+      continue;
+    log::Info("app_cleanup_on_registration",
+              {{"node", id}, {"app", app_id}, {"known", app != nullptr}});
+    node.apps_to_cleanup.push_back(app_id);
   }
   // Recovered attempts whose AM container this node held but no longer reports fail now,
   // rather than when their AM expires.

@@ -43,7 +43,10 @@ class NodeTracker {
   ~NodeTracker();
 
   // TrackerService. A node registering while the RM holds it (a lost reply, an NM restart)
-  // keeps the containers it reports running and loses the others. Work-preserving restart:
+  // keeps the containers it reports running and loses the others, except an AM container
+  // whose launch is still under way (AppManager::AmLaunchPending). Every application with a
+  // reported container (running or completed) that has ended, or that the RM does not know,
+  // is sent to the node in applications_to_cleanup. Work-preserving restart:
   // every running container the RM does not hold is recovered if it is an earlier RM's
   // container of a live attempt (ContainerTracker::Recover), else stopped (in the next
   // heartbeat reply); reported completions reach their attempts once; a recovered attempt

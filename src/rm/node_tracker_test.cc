@@ -8,7 +8,9 @@
 namespace weft::rm {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
 
 TEST(NodeTrackerTest, BadRegistrationsAreRefusedAndAddNoNode) {
   RmHarness h;
@@ -85,6 +87,42 @@ TEST(NodeTrackerTest, AnEndedAppIsCleanedUpOnTheNodesThatRanItOnce) {
   ASSERT_EQ(ran.applications_to_cleanup_size(), 1);
   EXPECT_EQ(ran.applications_to_cleanup(0), app);
   EXPECT_EQ(h.Heartbeat("h2:1").applications_to_cleanup_size(), 0);
+  EXPECT_EQ(h.Heartbeat("h1:1").applications_to_cleanup_size(), 0);  // said once
+}
+
+TEST(NodeTrackerTest, ANodeRegisteringAgainWithContainersOfEndedAppsIsToldToCleanThemUp) {
+  RmHarness h;
+  h.AddNode("h1:1");
+  const std::string ended = h.Submit();
+  const std::string live = h.Submit();
+  h.loop.Advance(500);
+  ASSERT_EQ(h.launcher.launches.size(), 2u);  // both AMs, on h1
+  const std::string ended_am = h.rm().GetApplicationAttempts(ended)->attempts(0).am_container_id();
+  const std::string live_am = h.rm().GetApplicationAttempts(live)->attempts(0).am_container_id();
+  ASSERT_TRUE(h.rm().KillApplication(ended, "test").ok());
+  // The NM takes the cleanup in a heartbeat reply and is killed before it acts on it.
+  ASSERT_EQ(h.Heartbeat("h1:1").applications_to_cleanup_size(), 1);
+  // The restarted NM re-attached to both AM containers and still keeps the completed status of
+  // a container of an application this RM does not know.
+  v1::RegisterNodeManagerRequest again = NodeRequest("h1:1");
+  for (const std::string& id : {ended_am, live_am}) {
+    v1::ContainerStatus* running = again.add_running_containers();
+    running->set_container_id(id);
+    running->set_state(v1::CONTAINER_RUNNING);
+  }
+  v1::ContainerStatus* unknown = again.add_completed_containers();
+  unknown->set_container_id("container_e1_99_0042_01_000002");
+  unknown->set_state(v1::CONTAINER_COMPLETE);
+  auto r = h.rm().RegisterNode(again);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->action(), v1::NODE_ACTION_NORMAL);
+  v1::NodeHeartbeatResponse reply = h.Heartbeat("h1:1");
+  EXPECT_THAT(reply.applications_to_cleanup(),
+              UnorderedElementsAre(ended, "application_99_0042"));
+  EXPECT_THAT(reply.containers_to_cleanup(), ElementsAre(ended_am));
+  auto live_attempts = h.rm().GetApplicationAttempts(live);
+  ASSERT_EQ(live_attempts->attempts_size(), 1);
+  EXPECT_EQ(live_attempts->attempts(0).state(), "LAUNCHED");
   EXPECT_EQ(h.Heartbeat("h1:1").applications_to_cleanup_size(), 0);  // said once
 }
 

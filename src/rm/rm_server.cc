@@ -62,8 +62,13 @@ class GrpcAmLauncher final : public AmLauncher {
                                                      static_cast<int>(s.error_code()), " ",
                                                      s.error_message())));
           } else if (call->resp.failed_size() > 0) {
-            done(absl::FailedPreconditionError(absl::StrCat(
-                "node ", node_id, " refused the AM container: ", call->resp.failed(0).message())));
+            // The NM's own code (Unavailable: try again), else FailedPrecondition.
+            const v1::ContainerFailure& f = call->resp.failed(0);
+            done(absl::Status(f.code() > 0 && f.code() <= 16
+                                  ? static_cast<absl::StatusCode>(f.code())
+                                  : absl::StatusCode::kFailedPrecondition,
+                              absl::StrCat("node ", node_id,
+                                           " refused the AM container: ", f.message())));
           } else {
             done(absl::OkStatus());
           }
