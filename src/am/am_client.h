@@ -52,8 +52,8 @@ absl::StatusOr<AmEnvironment> ReadAmEnvironment();
 struct AmRmClientOptions {
   int64_t call_timeout_ms = 30000;  // deadline of one try
   int64_t retry_initial_ms = 100;
-  // 1 s: an RM failover or restart takes 1.5-3 s, and one try per second per AM is no load.
-  int64_t retry_max_ms = 1000;
+  // 0.5 s: an RM failover or restart takes 1-3 s, and two tries a second per AM is no load.
+  int64_t retry_max_ms = 500;
   int64_t max_outage_ms = 600000;
   // Waits between tries; null = sleeps the calling thread. Tests inject their own.
   std::function<void(int64_t ms)> sleep_ms;

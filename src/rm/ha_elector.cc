@@ -254,13 +254,24 @@ void LeaderElector::Tick() {
       return;
     }
     absl::StatusOr<LeaderInfo> info = DecodeLeaderInfo(node.data);
-    absl::MutexLock l(&mu_);
-    if (info.ok()) {
-      leader_ = *std::move(info);
-    } else {
-      leader_.reset();
+    if (!info.ok() || info->rm_id != self_.rm_id) {
+      absl::MutexLock l(&mu_);
+      if (info.ok()) {
+        leader_ = *std::move(info);
+      } else {
+        leader_.reset();
+      }
+      return;
     }
-    return;
+    // This RM's own id under another session: the node of an earlier run of this RM that
+    // died (a kill -9 and a restart), which ZooKeeper would delete only when that session
+    // expires. RM ids are unique, so no live RM holds it: delete it now (if it is still that
+    // node) and run for leadership at once instead of waiting out the session timeout.
+    auto removed =
+        zk_->Multi({store::zk::ZkClient::Op::Delete(leader_path_, node.version)}, deadline);
+    if (!removed.ok() || removed->rc != ZOK) return;  // changed meanwhile: look again
+    log::Warn("ha_stale_leader_node_removed",
+              {{"rm_id", self_.rm_id}, {"stale_session", absl::StrCat(node.ephemeral_owner)}});
   }
   {
     absl::MutexLock l(&mu_);

@@ -70,7 +70,9 @@ absl::StatusOr<LeaderInfo> DecodeLeaderInfo(absl::string_view data);
 // held by another session, when it cannot reach ZooKeeper for 2/3 of the session timeout (by
 // then the server may expire the session and elect another), and on StepDown(). It does not
 // fence: the state store does (store/zk_store.h), so a deposed active that has not noticed
-// yet cannot write.
+// yet cannot write. A leader node that names this RM's own id but another session is left
+// by an earlier run of this RM (killed, then restarted): the elector deletes it at once
+// rather than wait for that session to expire, so rm_id must be unique among live RMs.
 class LeaderElector {
  public:
   struct Callbacks {

@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "rm/rm_server.h"
 #include "store/test_zookeeper.h"
+#include "store/zk_client.h"
 #include "web/rm_web_server.h"
 #include "weft/v1/admin.grpc.pb.h"
 #include "weft/v1/client.grpc.pb.h"
@@ -255,6 +256,35 @@ TEST_F(RmHaTest, ManualFailover) {
   get.set_application_id(app);
   v1::GetApplicationResponse report;
   EXPECT_TRUE(Client(1)->GetApplication(&c1, get, &report).ok());
+}
+
+TEST_F(RmHaTest, ARestartedRmClearsTheLeaderNodeOfItsEarlierRun) {
+  // The leader node of a "killed" rm1: held by a session that stays alive for 60 s.
+  auto zk = store::zk::ZkClient::Create(zk_->connect_string(), 60000);
+  ASSERT_TRUE(zk.ok()) << zk.status();
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  ASSERT_TRUE((*zk)->Connect(deadline).ok());
+  using Op = store::zk::ZkClient::Op;
+  ASSERT_TRUE((*zk)->Multi({Op::Create("/weft-test", "")}, deadline).ok());
+  auto made = (*zk)->Multi(
+      {Op::CreateEphemeral("/weft-test/leader",
+                           EncodeLeaderInfo({"rm1", "127.0.0.1:1", ""}))},
+      deadline);
+  ASSERT_TRUE(made.ok() && made->rc == ZOK);
+
+  // rm2 must not touch another RM's node: it waits for that session to end.
+  StartRm(1);
+  ASSERT_TRUE(WaitKnowsActive(1, "rm1"));
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_FALSE(rms_[1]->ha_status().active);
+  // rm1 restarted: the node names it under a session that is not its own, so it is its dead
+  // earlier run's; it goes at once and an RM is active long before that session could expire.
+  StartRm(0);
+  bool any_active = false;
+  for (absl::Time end = absl::Now() + absl::Seconds(10); absl::Now() < end && !any_active;
+       absl::SleepFor(absl::Milliseconds(20)))
+    any_active = rms_[0]->ha_status().active || rms_[1]->ha_status().active;
+  EXPECT_TRUE(any_active);
 }
 
 TEST_F(RmHaTest, AnActiveCutOffFromZooKeeperStepsDown) {
