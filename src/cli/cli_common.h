@@ -98,9 +98,9 @@ class RmClient {
   // failover (1-3 s) or a restart. A try in flight when it runs out finishes.
   static constexpr int64_t kFailoverBudgetMs = 20000;
   // Waits between tries that do not follow a standby's hint: doubling from the first to the
-  // second, ms.
+  // second, ms (at most 4 tries a second, for one command).
   static constexpr int64_t kRetryInitialMs = 100;
-  static constexpr int64_t kRetryMaxMs = 1000;
+  static constexpr int64_t kRetryMaxMs = 250;  // a failover is 1-3 s: notice its end soon
 
   // `rm_addresses`: "host:port" or a comma-separated list of HA RMs (ParseRmAddresses; a bad
   // list makes every call fail with its error). `user`: act as this user (proxy users and

@@ -176,7 +176,7 @@ TEST_F(RmClientTest, AnRmThatComesBackIsReachedAtOnce) {
   });
   ASSERT_TRUE(ListNodes(*client).ok());
   // Its channel was made anew: the try after the third wait reached it.
-  EXPECT_THAT(waits_, ElementsAre(100, 200, 400));
+  EXPECT_THAT(waits_, ElementsAre(100, 200, RmClient::kRetryMaxMs));
   again->Shutdown();
 }
 
