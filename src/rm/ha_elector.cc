@@ -272,6 +272,10 @@ void LeaderElector::Tick() {
     if (!removed.ok() || removed->rc != ZOK) return;  // changed meanwhile: look again
     log::Warn("ha_stale_leader_node_removed",
               {{"rm_id", self_.rm_id}, {"stale_session", absl::StrCat(node.ephemeral_owner)}});
+    // A standby that was waiting gets the first chance (it looks every poll interval): the
+    // cluster fails over to it rather than back to the RM that just died.
+    hold_until_ = absl::Now() + 3 * absl::Milliseconds(options_.poll_interval_ms);
+    return;
   }
   {
     absl::MutexLock l(&mu_);

@@ -72,7 +72,8 @@ absl::StatusOr<LeaderInfo> DecodeLeaderInfo(absl::string_view data);
 // fence: the state store does (store/zk_store.h), so a deposed active that has not noticed
 // yet cannot write. A leader node that names this RM's own id but another session is left
 // by an earlier run of this RM (killed, then restarted): the elector deletes it at once
-// rather than wait for that session to expire, so rm_id must be unique among live RMs.
+// rather than wait for that session to expire (rm_id must be unique among live RMs), and
+// leaves the next poll intervals to a waiting standby.
 class LeaderElector {
  public:
   struct Callbacks {
