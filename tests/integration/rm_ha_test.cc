@@ -35,14 +35,18 @@ class RmHaTest : public ::testing::Test {
     zk_ = *std::move(zk);
   }
   void TearDown() override {
-    for (int i : {0, 1}) {
-      webs_[i].reset();
-      rms_[i].reset();
-    }
+    for (int i : {0, 1}) StopRm(i);
+  }
+
+  // Stops RM `i`: its web server first (it posts to the RM's loop), then the RM.
+  void StopRm(int i) {
+    webs_[i].reset();
+    rms_[i].reset();
   }
 
   // Starts RM `i` (rm1, rm2) as a standby and lets it join the election.
   void StartRm(int i) {
+    StopRm(i);
     RmServerOptions o;
     o.auth.mode = UserAuthentication::kDeclared;
     o.auth.admins = {"ops"};
@@ -61,7 +65,6 @@ class RmHaTest : public ::testing::Test {
     web::RmWebOptions wo;
     wo.port = 0;
     wo.refresh_ms = 50;
-    webs_[i].reset();
     auto web = web::RmWebServer::Start(rms_[i].get(), wo);
     ASSERT_TRUE(web.ok()) << web.status();
     webs_[i] = *std::move(web);
@@ -193,7 +196,7 @@ TEST_F(RmHaTest, TheStandbyTakesOverWithTheApplications) {
   v1::GetServiceStateResponse before;
   ASSERT_TRUE(Admin(0)->GetServiceState(&c0, {}, &before).ok());
 
-  rms_[0].reset();  // the active stops: its leader node goes with its session
+  StopRm(0);  // the active stops: its leader node goes with its session
   ASSERT_TRUE(WaitActive(1, absl::Seconds(10)));
 
   grpc::ClientContext c1;
