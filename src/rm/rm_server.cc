@@ -512,12 +512,7 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
   if (!s->options_.ha.has_value()) {
     // Without HA the RM serves from the start; with HA, once elected (JoinElection()).
     absl::Status created;
-    absl::Notification done;
-    s->loop_.Post([&] {
-      created = s->CreateRm();
-      done.Notify();
-    });
-    done.WaitForNotification();
+    s->WaitOnLoop([&] { created = s->CreateRm(); });
     if (!created.ok()) return created;
   }
   s->services_ = std::make_unique<Services>(s.get());
@@ -581,8 +576,7 @@ absl::Status RmServer::BecomeActive() {
   zo.fence = true;  // from here on, an earlier active can no longer write
   zo.session_timeout_ms = std::max(ha.session_timeout_ms, 4000);
   absl::Status result;
-  absl::Notification done;
-  loop_.Post([&] {
+  WaitOnLoop([&] {
     auto opened = store::OpenZooKeeperStore(zo);
     if (!opened.ok()) {
       result = opened.status();
@@ -594,9 +588,7 @@ absl::Status RmServer::BecomeActive() {
         store_.reset();
       }
     }
-    done.Notify();
   });
-  done.WaitForNotification();
   if (result.ok()) {
     log::Info("ha_active", {{"rm_id", ha.rm_id}, {"address", address()},
                             {"store", absl::StrCat(ha.zk_connect, zo.root)}});
@@ -605,16 +597,13 @@ absl::Status RmServer::BecomeActive() {
 }
 
 void RmServer::BecomeStandby(const std::string& reason) {
-  absl::Notification done;
-  loop_.Post([&] {
+  WaitOnLoop([&] {
     rm_.reset();
     if (store_) (void)store_->Close();
     store_.reset();
     absl::MutexLock l(&ha_mu_);
     active_ = false;
-    done.Notify();
   });
-  done.WaitForNotification();
   log::Info("ha_standby", {{"rm_id", options_.ha->rm_id}, {"reason", reason}});
 }
 
@@ -649,13 +638,19 @@ RmServer::~RmServer() { Shutdown(); }
 
 std::string RmServer::address() const { return absl::StrCat(options_.bind_host, ":", port_); }
 
-void RmServer::RunOnLoop(std::function<void(ResourceManager&)> fn) {
+void RmServer::WaitOnLoop(const std::function<void()>& fn) {
   absl::Notification done;
   loop_.Post([&] {
-    if (rm_) fn(*rm_);
+    fn();
     done.Notify();
   });
   done.WaitForNotification();
+}
+
+void RmServer::RunOnLoop(std::function<void(ResourceManager&)> fn) {
+  WaitOnLoop([&] {
+    if (rm_) fn(*rm_);
+  });
 }
 
 void RmServer::Post(std::function<void(ResourceManager&)> fn) {
@@ -671,14 +666,7 @@ void RmServer::Shutdown() {
   }
   // An active gives up its leadership (a standby takes over at once) and its RM.
   elector_.reset();
-  if (rm_) {
-    absl::Notification done;
-    loop_.Post([&] {
-      rm_.reset();
-      done.Notify();
-    });
-    done.WaitForNotification();
-  }
+  if (rm_) WaitOnLoop([&] { rm_.reset(); });
   loop_.Stop();
   if (store_) (void)store_->Close();
 }

@@ -107,6 +107,8 @@ class RmServer {
   class PassMetrics;
   void RecordRpc(const char* method, std::chrono::steady_clock::time_point start,
                  absl::StatusCode code);
+  // Runs `fn` on the loop and waits for it to finish (not from the loop).
+  void WaitOnLoop(const std::function<void()>& fn);
   // Creates the ResourceManager over `store_` on the loop (recovering what the store holds).
   absl::Status CreateRm();
   // What AMs are told (WEFT_RM_ADDRESS): every HA RM's address, else this one's.
