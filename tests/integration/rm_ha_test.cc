@@ -240,6 +240,16 @@ TEST_F(RmHaTest, ManualFailover) {
     grpc::Status st = Admin(1)->TransitionToStandby(&c, {}, &r);
     EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << st.error_message();
   }
+  {
+    grpc::ClientContext c;
+    c.AddMetadata("weft-user", "ops");
+    v1::TransitionToStandbyRequest bad;
+    bad.set_hold_ms(-1);
+    v1::TransitionToStandbyResponse r;
+    grpc::Status st = Admin(0)->TransitionToStandby(&c, bad, &r);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(st.error_message(), HasSubstr("hold_ms -1 is negative"));
+  }
   EXPECT_TRUE(rms_[0]->ha_status().active);
 
   grpc::ClientContext c;
