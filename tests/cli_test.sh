@@ -189,6 +189,23 @@ elif grep -q "log level 'loud' is not one of debug, info, warn, error, off" "$tm
   ok "--log-level loud refused with the known levels"
 else bad "--log-level loud: $(cat "$tmp/ll.err")"; fi
 
+# HA flags: bad ones are refused, naming what is wrong, before anything starts.
+ha_refused() {  # EXPECTED-TEXT FLAGS...
+  local want=$1; shift
+  if "$weft" rm --port 0 "$@" >"$tmp/ha.out" 2>&1; then
+    bad "weft rm $* started"
+  elif grep -qF -- "$want" "$tmp/ha.out"; then
+    ok "weft rm $* refused: $want"
+  else bad "weft rm $*: $(cat "$tmp/ha.out")"; fi
+}
+ha_refused "--state-store and --ha-id do not go together" --ha-id rm1 --ha-zk 127.0.0.1:2181 \
+  --state-store "$tmp/x.db"
+ha_refused "RM id 'rm 1' may hold only letters" --ha-id "rm 1" --ha-zk 127.0.0.1:2181
+ha_refused "no ZooKeeper given" --ha-id rm1
+ha_refused "must be an absolute path like /weft" --ha-id rm1 --ha-zk 127.0.0.1:2181 \
+  --ha-zk-root weft
+ha_refused "--ha-zk and --ha-rm-addresses need --ha-id" --ha-zk 127.0.0.1:2181
+
 # A standalone RM: it runs only with TLS, from certificates `weft certs` makes.
 if "$weft" rm --port 0 --state-store "" >"$tmp/notls.out" 2>&1; then
   bad "weft rm started without TLS"
