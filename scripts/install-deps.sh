@@ -14,6 +14,8 @@ PACKAGES=(
   libmunge-dev munge
   # RM HA and its state store: the ZooKeeper C client and server (tests run their own on loopback)
   libzookeeper-mt-dev zookeeper
+  # federation state store on PostgreSQL: libpq and the server (tests run their own instance)
+  libpq-dev postgresql
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   # plots and run-time tools

@@ -1,0 +1,36 @@
+// Copyright Weft authors. The federation policies by name (docs/federation.md#policies).
+#ifndef WEFT_FEDERATION_POLICIES_REGISTRY_H_
+#define WEFT_FEDERATION_POLICIES_REGISTRY_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "federation/policies/policy.h"
+
+namespace weft::federation {
+
+// "uniform", "hashing", "weighted-random", "priority", "locality", "load-based", "reject".
+std::vector<std::string> RouterPolicyNames();
+// "home-only", "broadcast", "locality-multicast".
+std::vector<std::string> AmrmPolicyNames();
+
+// InvalidArgument naming `name` and the known names when it is not one.
+absl::StatusOr<std::unique_ptr<RouterPolicy>> MakeRouterPolicy(absl::string_view name);
+absl::StatusOr<std::unique_ptr<AmrmPolicy>> MakeAmrmPolicy(absl::string_view name);
+
+// Checks a configuration as a store must before writing it: a non-empty queue, known policy
+// names, finite weights >= 0 on valid sub-cluster ids, headroom_alpha in [0, 1].
+// InvalidArgument naming the field otherwise.
+absl::Status ValidatePolicyConfiguration(const v1::SubClusterPolicyConfiguration& config);
+
+// The configuration used when the store has none for a queue nor "*": uniform router policy,
+// home-only AMRMProxy policy, no weights (every active sub-cluster weighs 1).
+v1::SubClusterPolicyConfiguration DefaultPolicyConfiguration();
+
+}  // namespace weft::federation
+
+#endif  // WEFT_FEDERATION_POLICIES_REGISTRY_H_

@@ -1,0 +1,121 @@
+// Copyright Weft authors. The federation state store (seed 004; YARN's FederationStateStore):
+// sub-cluster membership, application and reservation homes, per-queue policies, and the
+// router's token state. One interface, several back-ends (memory, SQLite, ZooKeeper,
+// PostgreSQL), one conformance suite (federation_store_conformance_test.cc).
+//
+// Contract shared by every back-end:
+// - Thread-safe: routers and AMRMProxies call it from many threads.
+// - Durable: an OK return means the write survives the caller's and the store's crash (the
+//   memory store excepted, which is for tests and the simulator).
+// - Bad input (an empty or malformed id, a negative weight, an unknown state) is refused with
+//   InvalidArgument naming the field and leaves the store unchanged.
+// - A record that is not there: NotFound naming it. A back-end that cannot be reached:
+//   Unavailable with the back-end's own message (callers retry or use their cached view).
+#ifndef WEFT_FEDERATION_STORE_FEDERATION_STORE_H_
+#define WEFT_FEDERATION_STORE_FEDERATION_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "weft/v1/federation.pb.h"
+
+namespace weft::federation {
+
+// A sub-cluster id: 1..64 characters of [A-Za-z0-9._-]. InvalidArgument naming it otherwise.
+absl::Status ValidateSubClusterId(absl::string_view id);
+
+// Whether a sub-cluster may be chosen at `now_ms` (ms since the Unix epoch): SC_RUNNING and
+// heard from within `expiry_ms` (YARN's membership expiry). Routers, AMRMProxies and the GPG
+// all use this one rule.
+bool IsSubClusterUsable(const v1::SubClusterInfo& info, int64_t now_ms, int64_t expiry_ms);
+
+class FederationStateStore {
+ public:
+  virtual ~FederationStateStore() = default;
+
+  // The back-end's name and location for logs and `weft router --help` ("sqlite:/path", ...).
+  virtual std::string Describe() const = 0;
+
+  // --- Membership (YARN's FederationMembershipStateStore) -------------------------------
+  // Adds the sub-cluster or replaces its record (an RM that restarts registers again): the
+  // record is stored as given. InvalidArgument for a bad id or an empty rm_address.
+  virtual absl::Status RegisterSubCluster(const v1::SubClusterInfo& info) = 0;
+  // Sets its state (e.g. SC_UNREGISTERED, SC_LOST, SC_DECOMMISSIONING); NotFound when it was
+  // never registered.
+  virtual absl::Status DeregisterSubCluster(absl::string_view sub_cluster_id,
+                                            v1::SubClusterState state) = 0;
+  // Updates its state, load fields (capability, used, available, pending, nodes, app counts,
+  // commitment) and last_heartbeat_ms from `load`; its addresses and last_start_ms are kept.
+  // NotFound when it was never registered.
+  virtual absl::Status SubClusterHeartbeat(const v1::SubClusterInfo& load) = 0;
+  virtual absl::StatusOr<v1::SubClusterInfo> GetSubCluster(absl::string_view sub_cluster_id) = 0;
+  // All sub-clusters ordered by id; `only_active`: those in SC_RUNNING only (the caller also
+  // checks last_heartbeat_ms against its own expiry, see membership.h).
+  virtual absl::StatusOr<std::vector<v1::SubClusterInfo>> GetSubClusters(bool only_active) = 0;
+
+  // --- Application homes (YARN's FederationApplicationHomeSubClusterStore) --------------
+  // Inserts the mapping unless the app already has one, and returns the home now stored: the
+  // given one, or the existing one (a router that lost a race must use the winner's).
+  virtual absl::StatusOr<std::string> AddApplicationHomeSubCluster(
+      const v1::ApplicationHomeSubCluster& home) = 0;
+  // Replaces an existing mapping (resubmission after the home was lost). NotFound otherwise.
+  virtual absl::Status UpdateApplicationHomeSubCluster(
+      const v1::ApplicationHomeSubCluster& home) = 0;
+  virtual absl::StatusOr<v1::ApplicationHomeSubCluster> GetApplicationHomeSubCluster(
+      absl::string_view application_id) = 0;
+  // All mappings ordered by application id; non-empty `home_sub_cluster_id`: only those homed
+  // there.
+  virtual absl::StatusOr<std::vector<v1::ApplicationHomeSubCluster>>
+  GetApplicationsHomeSubCluster(absl::string_view home_sub_cluster_id) = 0;
+  virtual absl::Status DeleteApplicationHomeSubCluster(absl::string_view application_id) = 0;
+
+  // --- Reservation homes ---------------------------------------------------------------
+  virtual absl::StatusOr<std::string> AddReservationHomeSubCluster(
+      const v1::ReservationHomeSubCluster& home) = 0;
+  virtual absl::Status UpdateReservationHomeSubCluster(
+      const v1::ReservationHomeSubCluster& home) = 0;
+  virtual absl::StatusOr<v1::ReservationHomeSubCluster> GetReservationHomeSubCluster(
+      absl::string_view reservation_id) = 0;
+  virtual absl::StatusOr<std::vector<v1::ReservationHomeSubCluster>>
+  GetReservationsHomeSubCluster() = 0;
+  virtual absl::Status DeleteReservationHomeSubCluster(absl::string_view reservation_id) = 0;
+
+  // --- Policies (YARN's FederationPolicyStore) -----------------------------------------
+  // Adds or replaces the queue's configuration. InvalidArgument for an empty queue, an
+  // unknown policy name (policies/registry.h), or a negative or non-finite weight.
+  virtual absl::Status SetPolicyConfiguration(
+      const v1::SubClusterPolicyConfiguration& config) = 0;
+  // The queue's own configuration; NotFound when it has none (callers then use "*").
+  virtual absl::StatusOr<v1::SubClusterPolicyConfiguration> GetPolicyConfiguration(
+      absl::string_view queue) = 0;
+  // Every queue's, ordered by queue.
+  virtual absl::StatusOr<std::vector<v1::SubClusterPolicyConfiguration>>
+  GetPoliciesConfigurations() = 0;
+
+  // --- Router delegation-token state (YARN's RouterRMDTSecretManager store) -------------
+  virtual absl::Status StoreMasterKey(const v1::RouterMasterKey& key) = 0;  // AlreadyExists
+  virtual absl::Status RemoveMasterKey(int32_t key_id) = 0;                 // NotFound
+  virtual absl::StatusOr<v1::RouterMasterKey> GetMasterKey(int32_t key_id) = 0;
+  virtual absl::Status StoreToken(const v1::RouterStoredToken& token) = 0;   // AlreadyExists
+  virtual absl::Status UpdateToken(const v1::RouterStoredToken& token) = 0;  // NotFound
+  virtual absl::Status RemoveToken(int64_t sequence_number) = 0;            // NotFound
+  virtual absl::StatusOr<v1::RouterStoredToken> GetToken(int64_t sequence_number) = 0;
+};
+
+// Opens a store from its URI:
+//   memory:                           in this process only (tests, simulator)
+//   sqlite:/path/to/federation.db     SQLite file, created with its schema on first use
+//   zk://host:port[,host:port]/root   ZooKeeper ensemble, records under /root
+//   postgresql://user@host:port/db    PostgreSQL (libpq URI; schema and migrations by Weft)
+// InvalidArgument naming the URI for an unknown scheme or a malformed one; the back-end's
+// error (Unavailable, ...) when it cannot be opened.
+absl::StatusOr<std::unique_ptr<FederationStateStore>> OpenFederationStore(absl::string_view uri);
+
+}  // namespace weft::federation
+
+#endif  // WEFT_FEDERATION_STORE_FEDERATION_STORE_H_
