@@ -22,10 +22,9 @@ std::vector<std::string> AmrmPolicyNames();
 absl::StatusOr<std::unique_ptr<RouterPolicy>> MakeRouterPolicy(absl::string_view name);
 absl::StatusOr<std::unique_ptr<AmrmPolicy>> MakeAmrmPolicy(absl::string_view name);
 
-// Checks a configuration as a store must before writing it: a non-empty queue, known policy
-// names, finite weights >= 0 on valid sub-cluster ids, headroom_alpha in [0, 1].
-// InvalidArgument naming the field otherwise.
-absl::Status ValidatePolicyConfiguration(const v1::SubClusterPolicyConfiguration& config);
+// (A configuration is checked by ValidatePolicyConfiguration() in store/federation_store.h,
+// against kRouterPolicyNames and kAmrmPolicyNames there; registry_test checks that the two
+// lists name exactly the policies registered here.)
 
 // The configuration used when the store has none for a queue nor "*": uniform router policy,
 // home-only AMRMProxy policy, no weights (every active sub-cluster weighs 1).

@@ -34,6 +34,17 @@ absl::Status ValidateSubClusterId(absl::string_view id);
 // all use this one rule.
 bool IsSubClusterUsable(const v1::SubClusterInfo& info, int64_t now_ms, int64_t expiry_ms);
 
+// The policy names a configuration may use (policies/registry.h makes them).
+inline constexpr absl::string_view kRouterPolicyNames[] = {
+    "uniform", "hashing", "weighted-random", "priority", "locality", "load-based", "reject"};
+inline constexpr absl::string_view kAmrmPolicyNames[] = {"home-only", "broadcast",
+                                                         "locality-multicast"};
+
+// Checks a configuration as every store does before writing it: a non-empty queue, known
+// policy names, finite weights >= 0 keyed by valid sub-cluster ids, headroom_alpha in [0, 1].
+// InvalidArgument naming the field otherwise.
+absl::Status ValidatePolicyConfiguration(const v1::SubClusterPolicyConfiguration& config);
+
 class FederationStateStore {
  public:
   virtual ~FederationStateStore() = default;
@@ -86,8 +97,7 @@ class FederationStateStore {
   virtual absl::Status DeleteReservationHomeSubCluster(absl::string_view reservation_id) = 0;
 
   // --- Policies (YARN's FederationPolicyStore) -----------------------------------------
-  // Adds or replaces the queue's configuration. InvalidArgument for an empty queue, an
-  // unknown policy name (policies/registry.h), or a negative or non-finite weight.
+  // Adds or replaces the queue's configuration. InvalidArgument as ValidatePolicyConfiguration().
   virtual absl::Status SetPolicyConfiguration(
       const v1::SubClusterPolicyConfiguration& config) = 0;
   // The queue's own configuration; NotFound when it has none (callers then use "*").
