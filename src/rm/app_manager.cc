@@ -2,6 +2,7 @@
 #include "rm/app_manager.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <optional>
 #include <utility>
 
@@ -147,16 +148,38 @@ absl::Status AppManager::SubmitApplication(const v1::ApplicationSubmissionContex
   if (apps_.contains(id))
     return absl::AlreadyExistsError(absl::StrCat("application ", id, " was already submitted"));
   auto reserved = reserved_ids_.find(id);
-  if (reserved == reserved_ids_.end())
-    return absl::NotFoundError(
-        absl::StrCat("application id '", id, "' was not handed out by NewApplication on this RM"));
+  int64_t cluster_ts = ctx_->options->cluster_timestamp_ms;
+  int32_t seq = 0;
+  if (reserved != reserved_ids_.end()) {
+    seq = reserved->second;
+  } else {
+    // In a federation the router takes an id from any sub-cluster and submits it to the home
+    // its policy chose (YARN's FederationClientInterceptor), or resubmits an app whose home was
+    // lost: an id of another RM's cluster timestamp is taken as it is. Ids of this RM's own
+    // timestamp must come from its NewApplication.
+    long long ts = 0;
+    int parsed_seq = 0;
+    char extra = 0;
+    const bool foreign =
+        !ctx_->options->sub_cluster_id.empty() &&
+        std::sscanf(id.c_str(), "application_%lld_%d%c", &ts, &parsed_seq, &extra) == 2 &&
+        ts > 0 && parsed_seq > 0 && ts != ctx_->options->cluster_timestamp_ms &&
+        id == absl::StrFormat("application_%d_%04d", ts, parsed_seq);
+    if (!foreign)
+      return absl::NotFoundError(absl::StrCat(
+          "application id '", id, "' was not handed out by NewApplication on this RM"));
+    cluster_ts = ts;
+    seq = parsed_seq;
+  }
   if (static_cast<int64_t>(ctx.ByteSizeLong()) > ctx_->options->max_submission_bytes)
     return absl::InvalidArgumentError(absl::StrCat("application ", id, ": submission of ",
                                                    ctx.ByteSizeLong(), " bytes exceeds ",
                                                    ctx_->options->max_submission_bytes));
   if (user.empty())
     return absl::InvalidArgumentError(absl::StrCat("application ", id, ": no user"));
-  if (absl::Status s = ValidateAmContainerSpec(ctx.am_container_spec()); !s.ok())
+  if (absl::Status s = ctx.unmanaged_am() ? absl::OkStatus()
+                                           : ValidateAmContainerSpec(ctx.am_container_spec());
+      !s.ok())
     return absl::InvalidArgumentError(absl::StrCat("application ", id, ": ", s.message()));
   if (ctx.max_app_attempts() < 0)
     return absl::InvalidArgumentError(absl::StrCat("application ", id, ": max_app_attempts ",
@@ -176,6 +199,10 @@ absl::Status AppManager::SubmitApplication(const v1::ApplicationSubmissionContex
       return absl::InvalidArgumentError(absl::StrCat(
           "application ", id, ": AM sizing worker resource: ", worker.status().message()));
   }
+  if (ctx.unmanaged_am() && ctx.am_sizing().enabled())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "application ", id, ": an unmanaged AM runs outside the cluster; AM sizing is for AM "
+        "containers"));
   auto am = ctx_->FromProto(ctx.am_resource(), absl::StrCat("application ", id, ": AM resource"));
   if (!am.ok()) return am.status();
   if (am->IsZero()) *am = Resource::Of(1024, 1);  // YARN's default AM container
@@ -183,12 +210,14 @@ absl::Status AppManager::SubmitApplication(const v1::ApplicationSubmissionContex
   if (!normalized.ok())
     return absl::InvalidArgumentError(
         absl::StrCat("application ", id, ": AM resource: ", normalized.status().message()));
+  if (ctx.unmanaged_am()) *normalized = Resource();  // it holds no AM container
 
   RmApp app;
-  app.cluster_ts = ctx_->options->cluster_timestamp_ms;
-  app.seq = reserved->second;
+  app.cluster_ts = cluster_ts;
+  app.seq = seq;
   app.context = ctx;
   app.context.mutable_am_resource()->CopyFrom(ctx_->ToProto(*normalized));
+  if (ctx.unmanaged_am()) app.context.clear_am_container_spec();
   app.record.app_id = id;
   app.record.name = ctx.name();
   app.record.queue = ctx.queue().empty() ? "default" : ctx.queue();
@@ -198,6 +227,8 @@ absl::Status AppManager::SubmitApplication(const v1::ApplicationSubmissionContex
   app.record.max_attempts = ctx.max_app_attempts() == 0
                                 ? ctx_->options->max_app_attempts
                                 : std::min(ctx.max_app_attempts(), ctx_->options->max_app_attempts);
+  // An unmanaged AM's attempt ends with its submitter: the RM cannot start another (YARN).
+  if (ctx.unmanaged_am()) app.record.max_attempts = 1;
   app.record.submission = app.context.SerializeAsString();
   // The scheduler validates the queue (known, a leaf, RUNNING) as it admits the attempt; the
   // store must have the app before the client hears success.
@@ -218,7 +249,7 @@ absl::Status AppManager::SubmitApplication(const v1::ApplicationSubmissionContex
     log::Error("store_write_failed", {{"app", id}, {"during", "submission"}, {"error", s}});
     return absl::UnavailableError(absl::StrCat("application ", id, ": not stored: ", s.message()));
   }
-  reserved_ids_.erase(reserved);
+  if (reserved != reserved_ids_.end()) reserved_ids_.erase(reserved);
   log::Info("app_submitted", {{"app", id}, {"user", user}, {"queue", stored.record.queue}});
   ctx_->request_pass();
   return absl::OkStatus();
@@ -269,10 +300,22 @@ absl::Status AppManager::StartAttempt(RmApp& app) {
                                                  ": sizing its AM (AdaptCont): ", s.message()));
     }
   }
-  if (absl::Status s = AdmitAttempt(app, at, /*ask_for_am=*/true); !s.ok()) return s;
+  const bool unmanaged = app.context.unmanaged_am();
+  if (absl::Status s = AdmitAttempt(app, at, /*ask_for_am=*/!unmanaged); !s.ok()) return s;
   Transition(at, AttemptEvent::kScheduled);
+  if (unmanaged) LaunchUnmanaged(app, at);
   app.attempts.push_back(std::move(at));
   return absl::OkStatus();
+}
+
+void AppManager::LaunchUnmanaged(RmApp& app, RmAttempt& at) {
+  // No AM container: the attempt is launched as soon as it is admitted, and its AM (the
+  // submitter) has am_expiry_ms to register with the token its report carries.
+  Transition(at, AttemptEvent::kAmAllocated);
+  Transition(at, AttemptEvent::kAmLaunched);
+  at.amrm_token = ctx_->keys->IssueAmRmToken(at.attempt_id, &at.amrm_key_id);
+  at.last_heard_ms = ctx_->NowMs();
+  if (app.record.start_ms == 0) app.record.start_ms = ctx_->NowMs();
 }
 
 absl::Status AppManager::AdmitAttempt(RmApp& app, RmAttempt& at, bool ask_for_am) {
@@ -557,6 +600,7 @@ absl::Status AppManager::RecoverAttempt(RmApp& app) {
     return Persist(app);
   }
   RmAttempt& at = app.current();
+  if (app.context.unmanaged_am()) return RecoverUnmanagedAttempt(app, at);
   const bool has_am = !at.am_container_id.empty();
   absl::Status admitted;
   if (!has_am && app.context.am_sizing().enabled()) {
@@ -594,6 +638,26 @@ absl::Status AppManager::RecoverAttempt(RmApp& app) {
   log::Info("attempt_recovered", {{"attempt", live.attempt_id},
                                   {"state", AttemptStateName(live.state)},
                                   {"am_container", live.am_container_id}});
+  return absl::OkStatus();
+}
+
+absl::Status AppManager::RecoverUnmanagedAttempt(RmApp& app, RmAttempt& at) {
+  if (absl::Status s = AdmitAttempt(app, at, /*ask_for_am=*/false); !s.ok()) {
+    FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
+              absl::StrCat("The ResourceManager restarted and could not admit ", at.attempt_id,
+                           " again: ", s.message()));
+    return absl::OkStatus();
+  }
+  // Its AM keeps the token it has (the keys are recovered); the report carries a fresh one.
+  at.amrm_token = ctx_->keys->IssueAmRmToken(at.attempt_id, &at.amrm_key_id);
+  at.recovered = true;
+  at.registered = false;
+  if (at.state == v1::ATTEMPT_SCHEDULED) Transition(at, AttemptEvent::kAmAllocated);
+  if (at.state == v1::ATTEMPT_ALLOCATED) Transition(at, AttemptEvent::kAmLaunched);
+  at.last_heard_ms = ctx_->NowMs();  // a full am_expiry_ms from the restart
+  log::Info("attempt_recovered", {{"attempt", at.attempt_id},
+                                  {"state", AttemptStateName(at.state)},
+                                  {"unmanaged", "true"}});
   return absl::OkStatus();
 }
 
@@ -668,6 +732,8 @@ v1::ApplicationReport AppManager::Report(const RmApp& app) const {
   *r.mutable_am_resource() = app.context.am_resource();
   for (const std::string& d : app.am_sizing_decisions) r.add_am_sizing_decisions(d);
   r.set_completion_goal_ms(app.context.profile().completion_goal_ms());
+  r.set_unmanaged_am(app.context.unmanaged_am());
+  r.set_sub_cluster_id(ctx_->options->sub_cluster_id);
   // Resource-seconds: ended containers plus the running ones so far.
   Resource usage_ms = app.usage_ms;
   if (!app.attempts.empty() && !IsFinal(app.state)) {
@@ -681,6 +747,14 @@ v1::ApplicationReport AppManager::Report(const RmApp& app) const {
   for (int i = 0; i < ctx_->registry().size(); ++i) seconds[i] = usage_ms[i] / 1000;
   *r.mutable_resource_seconds() = ctx_->ToProto(seconds);
   return r;
+}
+
+std::optional<v1::Token> AppManager::UnmanagedAmToken(const std::string& app_id) const {
+  auto it = apps_.find(app_id);
+  if (it == apps_.end() || !it->second.context.unmanaged_am() || it->second.attempts.empty() ||
+      IsFinal(it->second.state) || IsFinal(it->second.current().state))
+    return std::nullopt;
+  return it->second.current().amrm_token;
 }
 
 absl::StatusOr<v1::ApplicationReport> AppManager::GetApplication(const std::string& app_id) const {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -110,6 +111,9 @@ class AppManager {
   // Idempotent for ended apps. NotFound for unknown ids.
   absl::Status KillApplication(const std::string& app_id, const std::string& diagnostics);
   absl::StatusOr<v1::ApplicationReport> GetApplication(const std::string& app_id) const;
+  // The AMRM token of an unmanaged app's live attempt, for its submitter; nullopt for other
+  // apps and ended ones. The caller checks who may have it.
+  std::optional<v1::Token> UnmanagedAmToken(const std::string& app_id) const;
   v1::ListApplicationsResponse ListApplications(const v1::ListApplicationsRequest& req) const;
   absl::StatusOr<v1::GetApplicationAttemptsResponse> GetApplicationAttempts(
       const std::string& app_id) const;
@@ -171,8 +175,14 @@ class AppManager {
                 const std::string& node, std::shared_ptr<const v1::StartContainerRequest> start,
                 int32_t tries, int64_t first_try_ms);
   bool AmLaunchPending(const RmApp& app, const std::string& container) const;
-  // Adds a new attempt of `app` to the scheduler, asking for its AM container.
+  // Adds a new attempt of `app` to the scheduler, asking for its AM container (an unmanaged
+  // app's attempt is launched at once instead, LaunchUnmanaged).
   absl::Status StartAttempt(RmApp& app);
+  // An unmanaged app's attempt: LAUNCHED with its AMRM token issued, waiting for its AM.
+  void LaunchUnmanaged(RmApp& app, RmAttempt& at);
+  // RecoverAttempt() of an unmanaged app's live attempt: admitted again, a fresh token in its
+  // report, a full am_expiry_ms for its AM to register again.
+  absl::Status RecoverUnmanagedAttempt(RmApp& app, RmAttempt& at);
   // Admits attempt `at` of `app` to the scheduler under a new scheduler id and indexes it; with
   // `ask_for_am`, the AM container of the app's AM resource is asked for. Errors: the
   // scheduler's, naming the app.

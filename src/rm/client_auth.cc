@@ -46,6 +46,26 @@ absl::StatusOr<Caller> AuthenticateClient(const ClientAuthOptions& o, const Pres
     c.admin = true;
     return c;
   }
+  if (!p.federation_peer.empty()) {
+    if (p.declared_user.empty())
+      return absl::InvalidArgumentError(absl::StrCat(
+          "federation daemon ", p.federation_peer,
+          " must name the user it acts for (metadata weft-user)"));
+    c.real_user = p.federation_peer;
+    if (o.mode == UserAuthentication::kDeclared) {
+      c.user = p.declared_user;
+    } else {
+      absl::StatusOr<security::UnixUser> as = security::LookUpUser(p.declared_user);
+      if (!as.ok())
+        return absl::InvalidArgumentError(absl::StrCat(
+            "federation daemon ", p.federation_peer, " acting for '", p.declared_user,
+            "': ", as.status().message()));
+      c.user = as->name;
+      c.groups = as->groups;
+    }
+    c.admin = IsAdmin(o, c.user);
+    return c;
+  }
   if (o.mode == UserAuthentication::kDeclared) {
     c.user = p.declared_user.empty() ? "default" : p.declared_user;
     c.real_user = c.user;

@@ -47,11 +47,19 @@ struct Presented {
   std::string munge_credential;
   std::string secret;
   std::string declared_user;  // "" = none
+  // Set by the server when the call came over mutual TLS with a verified certificate of a
+  // federation daemon (a router or an NM, "router/r1", "nm/host:port") and the RM is a
+  // federation sub-cluster (RmServerOptions::federation_proxies). Such a caller authenticated
+  // the user itself (the router by MUNGE; the NM's AMRMProxy by the app's tokens) and acts as
+  // `declared_user`, which it must name (seed 004: the router and the AMRMProxy speak to
+  // sub-cluster RMs for the user).
+  std::string federation_peer;
 };
 
 // Authenticates a call. Unauthenticated: no credential, a bad or replayed MUNGE credential,
 // a wrong secret; PermissionDenied: a declared user the caller may not act as; InvalidArgument:
-// a declared user that is not a user name. Blocks for the MUNGE decode (one local IPC).
+// a declared user that is not a user name; InvalidArgument for a federation peer that names no
+// user or one the OS does not know. Blocks for the MUNGE decode (one local IPC).
 absl::StatusOr<Caller> AuthenticateClient(const ClientAuthOptions& options,
                                           const Presented& presented);
 

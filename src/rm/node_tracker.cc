@@ -306,6 +306,7 @@ v1::ListNodesResponse NodeTracker::ListNodes(const v1::ListNodesRequest& req) co
     v1::NodeReport* r = resp.add_nodes();
     r->set_node_id(id);
     r->set_rack(node.registration.rack());
+    r->set_sub_cluster_id(ctx_->options->sub_cluster_id);
     r->set_state(node.state);
     r->set_http_address(node.registration.http_address());
     *r->mutable_capability() = node.registration.capability();

@@ -200,6 +200,12 @@ absl::StatusOr<v1::ApplicationReport> ResourceManager::GetApplication(const std:
                                                                       const Caller& caller) const {
   absl::StatusOr<v1::ApplicationReport> report = GetApplication(app_id);
   if (!report.ok()) return report;
+  // An unmanaged AM's token goes to its owner (directly or through a router or an AMRMProxy
+  // acting for it) and to cluster admins, never to viewers.
+  if (caller.admin || caller.user == report->user()) {
+    if (std::optional<v1::Token> token = apps_->UnmanagedAmToken(app_id))
+      *report->mutable_amrm_token() = *std::move(token);
+  }
   absl::StatusOr<bool> may = MayView(app_id, caller);
   if (may.ok() && *may) return report;
   return RedactedReport(*std::move(report));

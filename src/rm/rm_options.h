@@ -28,6 +28,9 @@ struct RmOptions {
   scheduler::SchedulerConfig scheduler = scheduler::DefaultSchedulerConfig();
   ResourceTypeRegistry registry;
   int64_t cluster_timestamp_ms = 0;      // part of every application id; 0 = start time
+  // Federation (seed 004): this RM's sub-cluster id, stamped on its application and node
+  // reports; "" outside a federation.
+  std::string sub_cluster_id;
   int64_t heartbeat_interval_ms = 1000;  // told to NMs
   int64_t nm_expiry_ms = 600000;         // a node silent this long is LOST (YARN: 10 min)
   int64_t am_expiry_ms = 600000;         // an AM silent this long fails its attempt

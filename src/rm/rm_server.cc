@@ -163,6 +163,15 @@ class RmServer::Services {
     p.munge_credential = Metadata(ctx, "weft-munge-cred");
     p.secret = Metadata(ctx, "weft-secret");
     p.declared_user = Metadata(ctx, "weft-user");
+    if (s->options_.federation_proxies && s->options_.tls.has_value()) {
+      // Only routers, NMs and the GPG speak for users; any other certificate (an RM) or none
+      // authenticates as a plain client.
+      absl::StatusOr<security::DaemonIdentity> peer = security::PeerIdentity(*ctx);
+      if (peer.ok() && (peer->role == security::DaemonRole::kRouter ||
+                        peer->role == security::DaemonRole::kNodeManager ||
+                        peer->role == security::DaemonRole::kGpg))
+        p.federation_peer = peer->ToString();
+    }
     absl::StatusOr<Caller> caller = AuthenticateClient(s->options_.auth, p);
     if (caller.ok() && admin_only && !caller->admin)
       caller = absl::PermissionDeniedError(absl::StrCat(
@@ -488,6 +497,10 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
       return absl::FailedPreconditionError(absl::StrCat(
           "the RM authenticates users with MUNGE: ", probe.status().message()));
   }
+  if (s->options_.federation_proxies && !s->options_.tls.has_value())
+    return absl::InvalidArgumentError(
+        "a federation sub-cluster RM trusts routers and NMs by their TLS certificates: it "
+        "needs TLS");
   if (s->options_.ha.has_value()) {
     if (absl::Status st = ValidateHaOptions(*s->options_.ha); !st.ok()) return st;
     if (!s->options_.state_store_path.empty())

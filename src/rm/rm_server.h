@@ -53,6 +53,12 @@ struct RmServerOptions {
   // as a standby it answers every call but GetServiceState with UNAVAILABLE, naming the active
   // (message, and trailing metadata "weft-active-rm" = its host:port when known).
   std::optional<HaOptions> ha;
+  // Federation (docs/federation.md): this RM is a sub-cluster (rm.sub_cluster_id is set). Its
+  // ClientService then also accepts routers, NMs (AMRMProxies) and the GPG of the federation, by their
+  // mutual-TLS certificates from the federation's CA, acting for the user they name in
+  // "weft-user" (client_auth.h, Presented::federation_peer). Needs `tls`. It also takes
+  // application ids of other sub-clusters' RMs (a router takes ids from any sub-cluster).
+  bool federation_proxies = false;
 };
 
 // This RM's part in HA, for the web server and GetServiceState.

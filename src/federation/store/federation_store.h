@@ -30,8 +30,9 @@ namespace weft::federation {
 absl::Status ValidateSubClusterId(absl::string_view id);
 
 // Whether a sub-cluster may be chosen at `now_ms` (ms since the Unix epoch): SC_RUNNING and
-// heard from within `expiry_ms` (YARN's membership expiry). Routers, AMRMProxies and the GPG
-// all use this one rule.
+// heard from within `expiry_ms` (YARN's membership expiry): now_ms - last_heartbeat_ms <=
+// expiry_ms, a heartbeat stamped after `now_ms` (clock skew) counting as fresh and a negative
+// `expiry_ms` making nothing usable. Routers, AMRMProxies and the GPG all use this one rule.
 bool IsSubClusterUsable(const v1::SubClusterInfo& info, int64_t now_ms, int64_t expiry_ms);
 
 // The policy names a configuration may use (policies/registry.h makes them).
@@ -54,7 +55,9 @@ class FederationStateStore {
 
   // --- Membership (YARN's FederationMembershipStateStore) -------------------------------
   // Adds the sub-cluster or replaces its record (an RM that restarts registers again): the
-  // record is stored as given. InvalidArgument for a bad id or an empty rm_address.
+  // record is stored as given. InvalidArgument for a bad id or an empty rm_address (and, here
+  // and in heartbeats, for an unspecified or unknown state, a negative resource value or count,
+  // or a federation_commitment outside [0, 1]; 0 = unset).
   virtual absl::Status RegisterSubCluster(const v1::SubClusterInfo& info) = 0;
   // Sets its state (e.g. SC_UNREGISTERED, SC_LOST, SC_DECOMMISSIONING); NotFound when it was
   // never registered.
@@ -70,6 +73,7 @@ class FederationStateStore {
   virtual absl::StatusOr<std::vector<v1::SubClusterInfo>> GetSubClusters(bool only_active) = 0;
 
   // --- Application homes (YARN's FederationApplicationHomeSubClusterStore) --------------
+  // Application and reservation ids: 1..256 printable ASCII characters, no spaces.
   // Inserts the mapping unless the app already has one, and returns the home now stored: the
   // given one, or the existing one (a router that lost a race must use the winner's).
   virtual absl::StatusOr<std::string> AddApplicationHomeSubCluster(

@@ -1,0 +1,837 @@
+// Copyright Weft authors. The FederationStateStore contract, run over every back-end: memory,
+// SQLite, ZooKeeper and PostgreSQL (against private servers this test starts, once per binary).
+// After the typed suite: what only one back-end does (reopening, migrations, server restarts)
+// and OpenFederationStore's URIs.
+#include <libpq-fe.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "federation/store/federation_store.h"
+#include "federation/store/postgres_federation_store.h"
+#include "federation/store/sqlite_federation_store.h"
+#include "federation/store/test_postgres.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+#include "store/test_zookeeper.h"
+#include "store/zk_client.h"
+#include "store/zk_codec.h"
+
+namespace weft::federation {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using ::testing::SizeIs;
+
+MATCHER_P(EqualsProto, expected, expected.ShortDebugString()) {
+  *result_listener << arg.ShortDebugString();
+  return google::protobuf::util::MessageDifferencer::Equals(arg, expected);
+}
+
+// The value of an OK StatusOr; a test failure (and T{}) otherwise.
+template <typename T>
+T Value(absl::StatusOr<T> value) {
+  EXPECT_TRUE(value.ok()) << value.status();
+  return value.ok() ? *std::move(value) : T{};
+}
+
+#define EXPECT_OK(expr)                   \
+  do {                                    \
+    const absl::Status status_ = (expr);  \
+    EXPECT_TRUE(status_.ok()) << status_; \
+  } while (0)
+#define ASSERT_OK(expr)                   \
+  do {                                    \
+    const absl::Status status_ = (expr);  \
+    ASSERT_TRUE(status_.ok()) << status_; \
+  } while (0)
+
+// A fresh directory under the test temp dir, removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = absl::StrCat(::testing::TempDir(), "weft_federation_store.XXXXXX");
+    if (::mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp(" << pattern << ")";
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// --- Records ----------------------------------------------------------------------------------
+
+v1::Resource MakeResource(int64_t memory_mb, int64_t vcores) {
+  v1::Resource r;
+  (*r.mutable_values())["memory-mb"] = memory_mb;
+  (*r.mutable_values())["vcores"] = vcores;
+  return r;
+}
+
+v1::SubClusterInfo SubCluster(const std::string& id, v1::SubClusterState state = v1::SC_RUNNING) {
+  v1::SubClusterInfo info;
+  info.set_sub_cluster_id(id);
+  info.set_rm_address(absl::StrCat(id, "-rm1:8032,", id, "-rm2:8032"));
+  info.set_rm_http_address(absl::StrCat(id, "-rm1:8088"));
+  info.set_state(state);
+  info.set_last_heartbeat_ms(1'700'000'000'000);
+  info.set_last_start_ms(1'699'999'000'000);
+  *info.mutable_capability() = MakeResource(8192, 8);
+  *info.mutable_used() = MakeResource(1024, 1);
+  *info.mutable_available() = MakeResource(7168, 7);
+  *info.mutable_pending() = MakeResource(0, 0);
+  info.set_active_nodes(4);
+  info.set_apps_running(2);
+  info.set_apps_pending(1);
+  info.set_federation_commitment(0.5);
+  return info;
+}
+
+v1::ApplicationHomeSubCluster AppHome(const std::string& app, const std::string& home) {
+  v1::ApplicationHomeSubCluster h;
+  h.set_application_id(app);
+  h.set_home_sub_cluster_id(home);
+  h.set_create_time_ms(1'700'000'000'123);
+  h.set_queue("root.default");
+  h.set_user("alice");
+  return h;
+}
+
+v1::ReservationHomeSubCluster ReservationHome(const std::string& id, const std::string& home) {
+  v1::ReservationHomeSubCluster h;
+  h.set_reservation_id(id);
+  h.set_home_sub_cluster_id(home);
+  return h;
+}
+
+v1::SubClusterPolicyConfiguration Policy(const std::string& queue, double sc1_weight = 1.0) {
+  v1::SubClusterPolicyConfiguration c;
+  c.set_queue(queue);
+  c.set_router_policy("weighted-random");
+  c.set_amrm_policy("locality-multicast");
+  (*c.mutable_router_weights())["sc1"] = sc1_weight;
+  (*c.mutable_router_weights())["sc2"] = 0;
+  (*c.mutable_amrm_weights())["sc1"] = 0.25;
+  c.set_headroom_alpha(0.5);
+  c.set_resubmit_on_sub_cluster_loss(true);
+  c.set_published_ms(1'700'000'000'000);
+  c.set_published_by("gpg/gpg-1");
+  return c;
+}
+
+v1::RouterMasterKey MasterKey(int32_t id) {
+  v1::RouterMasterKey k;
+  k.set_key_id(id);
+  k.set_key_bytes(std::string("\0k\xffy\0", 5));
+  k.set_expiry_ms(1'800'000'000'000);
+  return k;
+}
+
+v1::RouterStoredToken Token(int64_t sequence_number, int64_t renew_date_ms = 1) {
+  v1::RouterStoredToken t;
+  t.set_sequence_number(sequence_number);
+  t.set_identifier(std::string("id\0\x01", 4));
+  t.set_renew_date_ms(renew_date_ms);
+  t.set_password(std::string("\0pw", 3));
+  return t;
+}
+
+// --- Back-ends ----------------------------------------------------------------------------------
+// Each Open() returns a new, empty store; `dir` is a fresh temporary directory it may use.
+
+struct MemoryBackend {
+  static constexpr const char* kName = "Memory";
+  static absl::StatusOr<std::unique_ptr<FederationStateStore>> Open(const std::string&) {
+    return OpenFederationStore("memory:");
+  }
+};
+
+struct SqliteBackend {
+  static constexpr const char* kName = "Sqlite";
+  static absl::StatusOr<std::unique_ptr<FederationStateStore>> Open(const std::string& dir) {
+    return OpenFederationStore(absl::StrCat("sqlite:", dir, "/federation/state.db"));
+  }
+};
+
+// One server for the whole program (started by the first test that needs it, stopped at exit),
+// and a new root per store.
+store::TestZooKeeper* ZooKeeperServer() {
+  static auto* server =
+      new absl::StatusOr<std::unique_ptr<store::TestZooKeeper>>(store::TestZooKeeper::Start());
+  static const bool at_exit = [] {
+    std::atexit([] { delete server; });
+    return true;
+  }();
+  (void)at_exit;
+  EXPECT_TRUE(server->ok()) << server->status();
+  return server->ok() ? server->value().get() : nullptr;
+}
+
+struct ZooKeeperBackend {
+  static constexpr const char* kName = "ZooKeeper";
+  static std::string NewUri() {
+    static int stores = 0;
+    store::TestZooKeeper* server = ZooKeeperServer();
+    if (server == nullptr) return "zk://127.0.0.1:1/unavailable";
+    return absl::StrCat("zk://", server->connect_string(), "/conformance/store-", ++stores);
+  }
+  static absl::StatusOr<std::unique_ptr<FederationStateStore>> Open(const std::string&) {
+    return OpenFederationStore(NewUri());
+  }
+};
+
+TestPostgres* PostgresServer() {
+  static auto* server = new absl::StatusOr<std::unique_ptr<TestPostgres>>(TestPostgres::Start());
+  static const bool at_exit = [] {
+    std::atexit([] { delete server; });
+    return true;
+  }();
+  (void)at_exit;
+  EXPECT_TRUE(server->ok()) << server->status();
+  return server->ok() ? server->value().get() : nullptr;
+}
+
+// Runs one statement on the test server's "postgres" database as its superuser.
+absl::Status PostgresAdmin(const std::string& sql) {
+  TestPostgres* server = PostgresServer();
+  if (server == nullptr) return absl::UnavailableError("no PostgreSQL server");
+  PGconn* conn = PQconnectdb(server->uri().c_str());
+  absl::Status status;
+  if (PQstatus(conn) != CONNECTION_OK) {
+    status = absl::UnavailableError(PQerrorMessage(conn));
+  } else {
+    PGresult* result = PQexec(conn, sql.c_str());
+    if (PQresultStatus(result) != PGRES_COMMAND_OK && PQresultStatus(result) != PGRES_TUPLES_OK) {
+      status = absl::InternalError(absl::StrCat(sql, ": ", PQresultErrorMessage(result)));
+    }
+    PQclear(result);
+  }
+  PQfinish(conn);
+  return status;
+}
+
+// Each store gets its own PostgreSQL schema (its search_path) in the server's one database.
+struct PostgresBackend {
+  static constexpr const char* kName = "Postgres";
+  static absl::StatusOr<std::string> NewUri() {
+    static int stores = 0;
+    const std::string schema = absl::StrCat("store_", ++stores);
+    if (absl::Status s = PostgresAdmin(absl::StrCat("CREATE SCHEMA ", schema)); !s.ok()) return s;
+    return absl::StrCat(PostgresServer()->uri(), "?options=-csearch_path%3D", schema);
+  }
+  static absl::StatusOr<std::unique_ptr<FederationStateStore>> Open(const std::string&) {
+    absl::StatusOr<std::string> uri = NewUri();
+    if (!uri.ok()) return uri.status();
+    return OpenFederationStore(*uri);
+  }
+};
+
+template <typename Backend>
+class FederationStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto store = Backend::Open(dir_.path());
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+  }
+
+  std::vector<v1::SubClusterInfo> SubClusters(bool only_active = false) {
+    return Value(store_->GetSubClusters(only_active));
+  }
+
+  TempDir dir_;
+  std::unique_ptr<FederationStateStore> store_;
+};
+
+class BackendNames {
+ public:
+  template <typename T>
+  static std::string GetName(int) {
+    return T::kName;
+  }
+};
+
+using Backends = ::testing::Types<MemoryBackend, SqliteBackend, ZooKeeperBackend, PostgresBackend>;
+TYPED_TEST_SUITE(FederationStoreTest, Backends, BackendNames);
+
+TYPED_TEST(FederationStoreTest, NewStoreIsEmpty) {
+  EXPECT_THAT(this->SubClusters(), IsEmpty());
+  EXPECT_THAT(Value(this->store_->GetApplicationsHomeSubCluster("")), IsEmpty());
+  EXPECT_THAT(Value(this->store_->GetReservationsHomeSubCluster()), IsEmpty());
+  EXPECT_THAT(Value(this->store_->GetPoliciesConfigurations()), IsEmpty());
+  EXPECT_TRUE(absl::IsNotFound(this->store_->GetSubCluster("sc1").status()));
+  EXPECT_THAT(this->store_->Describe(), Not(IsEmpty()));
+}
+
+TYPED_TEST(FederationStoreTest, RegisterStoresTheRecordAsGivenAndReplacesIt) {
+  const v1::SubClusterInfo first = SubCluster("sc1", v1::SC_NEW);
+  ASSERT_OK(this->store_->RegisterSubCluster(first));
+  EXPECT_THAT(Value(this->store_->GetSubCluster("sc1")), EqualsProto(first));
+
+  // An RM that restarts registers again: the new record replaces the old one whole.
+  v1::SubClusterInfo again = SubCluster("sc1", v1::SC_RUNNING);
+  again.set_rm_address("new-rm:8032");
+  again.set_rm_http_address("");
+  again.set_last_start_ms(1'700'000'100'000);
+  again.clear_pending();
+  ASSERT_OK(this->store_->RegisterSubCluster(again));
+  EXPECT_THAT(Value(this->store_->GetSubCluster("sc1")), EqualsProto(again));
+  EXPECT_THAT(this->SubClusters(), ElementsAre(EqualsProto(again)));
+}
+
+TYPED_TEST(FederationStoreTest, HeartbeatUpdatesLoadAndKeepsAddressesAndLastStart) {
+  const v1::SubClusterInfo registered = SubCluster("sc1", v1::SC_NEW);
+  ASSERT_OK(this->store_->RegisterSubCluster(registered));
+
+  v1::SubClusterInfo load;
+  load.set_sub_cluster_id("sc1");
+  load.set_rm_address("ignored:1");  // Addresses and last_start_ms come from the registration.
+  load.set_last_start_ms(42);
+  load.set_state(v1::SC_UNHEALTHY);
+  load.set_last_heartbeat_ms(1'700'000'060'000);
+  *load.mutable_capability() = MakeResource(16384, 16);
+  *load.mutable_used() = MakeResource(4096, 3);
+  *load.mutable_available() = MakeResource(12288, 13);
+  *load.mutable_pending() = MakeResource(2048, 2);
+  load.set_active_nodes(9);
+  load.set_apps_running(5);
+  load.set_apps_pending(0);
+  load.set_federation_commitment(1.0);
+  ASSERT_OK(this->store_->SubClusterHeartbeat(load));
+
+  v1::SubClusterInfo want = load;
+  want.set_rm_address(registered.rm_address());
+  want.set_rm_http_address(registered.rm_http_address());
+  want.set_last_start_ms(registered.last_start_ms());
+  EXPECT_THAT(Value(this->store_->GetSubCluster("sc1")), EqualsProto(want));
+
+  absl::Status unknown = this->store_->SubClusterHeartbeat(SubCluster("sc9"));
+  EXPECT_TRUE(absl::IsNotFound(unknown)) << unknown;
+  EXPECT_THAT(unknown.message(), HasSubstr("sc9"));
+  EXPECT_THAT(this->SubClusters(), SizeIs(1));
+}
+
+TYPED_TEST(FederationStoreTest, DeregisterSetsOnlyTheState) {
+  const v1::SubClusterInfo registered = SubCluster("sc1");
+  ASSERT_OK(this->store_->RegisterSubCluster(registered));
+  for (v1::SubClusterState state :
+       {v1::SC_DECOMMISSIONING, v1::SC_DECOMMISSIONED, v1::SC_LOST, v1::SC_UNREGISTERED}) {
+    ASSERT_OK(this->store_->DeregisterSubCluster("sc1", state));
+    v1::SubClusterInfo want = registered;
+    want.set_state(state);
+    EXPECT_THAT(Value(this->store_->GetSubCluster("sc1")), EqualsProto(want));
+  }
+  absl::Status unknown = this->store_->DeregisterSubCluster("sc9", v1::SC_LOST);
+  EXPECT_TRUE(absl::IsNotFound(unknown)) << unknown;
+  EXPECT_THAT(unknown.message(), HasSubstr("sc9"));
+}
+
+TYPED_TEST(FederationStoreTest, GetSubClustersIsOrderedByIdAndFiltersActive) {
+  for (const auto& [id, state] :
+       std::vector<std::pair<std::string, v1::SubClusterState>>{{"sc-b", v1::SC_RUNNING},
+                                                                {"sc-a", v1::SC_LOST},
+                                                                {"sc-10", v1::SC_RUNNING},
+                                                                {"sc-2", v1::SC_NEW},
+                                                                {"SC-Z", v1::SC_RUNNING},
+                                                                {"sc.1", v1::SC_UNHEALTHY}}) {
+    ASSERT_OK(this->store_->RegisterSubCluster(SubCluster(id, state)));
+  }
+  std::vector<std::string> all, active;
+  for (const auto& info : this->SubClusters(false)) all.push_back(info.sub_cluster_id());
+  for (const auto& info : this->SubClusters(true)) active.push_back(info.sub_cluster_id());
+  // Bytewise, whatever the back-end's locale: 'S' < 's', "10" < "2", '-' < '.'.
+  EXPECT_THAT(all, ElementsAre("SC-Z", "sc-10", "sc-2", "sc-a", "sc-b", "sc.1"));
+  EXPECT_THAT(active, ElementsAre("SC-Z", "sc-10", "sc-b"));
+}
+
+TYPED_TEST(FederationStoreTest, AddApplicationHomeKeepsTheFirstAndReturnsIt) {
+  const v1::ApplicationHomeSubCluster first = AppHome("application_1_0001", "sc1");
+  EXPECT_EQ(Value(this->store_->AddApplicationHomeSubCluster(first)), "sc1");
+  EXPECT_EQ(Value(this->store_->AddApplicationHomeSubCluster(AppHome("application_1_0001", "sc2"))),
+            "sc1");
+  EXPECT_THAT(Value(this->store_->GetApplicationHomeSubCluster("application_1_0001")),
+              EqualsProto(first));
+}
+
+TYPED_TEST(FederationStoreTest, ConcurrentAddsAgreeOnOneHome) {
+  constexpr int kThreads = 6;
+  constexpr int kApps = 4;
+  for (int app = 0; app < kApps; ++app) {
+    const std::string app_id = absl::StrCat("application_1700000000000_000", app);
+    std::vector<absl::StatusOr<std::string>> homes(kThreads, absl::UnknownError("not run"));
+    absl::Notification go;
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kThreads; ++i) {
+      threads.emplace_back([&, i] {
+        go.WaitForNotification();
+        homes[i] =
+            this->store_->AddApplicationHomeSubCluster(AppHome(app_id, absl::StrCat("sc", i)));
+      });
+    }
+    go.Notify();
+    for (std::thread& t : threads) t.join();
+    std::set<std::string> answers;
+    for (const auto& home : homes) {
+      ASSERT_TRUE(home.ok()) << home.status();
+      answers.insert(*home);
+    }
+    ASSERT_THAT(answers, SizeIs(1)) << "callers saw different homes for " << app_id;
+    const std::string winner = *answers.begin();
+    EXPECT_THAT(winner, ::testing::MatchesRegex("sc[0-5]"));
+    EXPECT_EQ(Value(this->store_->GetApplicationHomeSubCluster(app_id)).home_sub_cluster_id(),
+              winner);
+  }
+}
+
+TYPED_TEST(FederationStoreTest, UpdateAndDeleteApplicationHome) {
+  ASSERT_OK(this->store_->AddApplicationHomeSubCluster(AppHome("app_1", "sc1")).status());
+  const v1::ApplicationHomeSubCluster moved = AppHome("app_1", "sc2");
+  ASSERT_OK(this->store_->UpdateApplicationHomeSubCluster(moved));
+  EXPECT_THAT(Value(this->store_->GetApplicationHomeSubCluster("app_1")), EqualsProto(moved));
+  EXPECT_THAT(Value(this->store_->GetApplicationsHomeSubCluster("sc2")),
+              ElementsAre(EqualsProto(moved)));
+  EXPECT_THAT(Value(this->store_->GetApplicationsHomeSubCluster("sc1")), IsEmpty());
+
+  absl::Status missing = this->store_->UpdateApplicationHomeSubCluster(AppHome("app_9", "sc1"));
+  EXPECT_TRUE(absl::IsNotFound(missing)) << missing;
+  EXPECT_THAT(missing.message(), HasSubstr("app_9"));
+  EXPECT_TRUE(absl::IsNotFound(this->store_->GetApplicationHomeSubCluster("app_9").status()));
+
+  ASSERT_OK(this->store_->DeleteApplicationHomeSubCluster("app_1"));
+  EXPECT_TRUE(absl::IsNotFound(this->store_->GetApplicationHomeSubCluster("app_1").status()));
+  EXPECT_TRUE(absl::IsNotFound(this->store_->DeleteApplicationHomeSubCluster("app_1")));
+  EXPECT_THAT(Value(this->store_->GetApplicationsHomeSubCluster("")), IsEmpty());
+}
+
+TYPED_TEST(FederationStoreTest, GetApplicationsFiltersByHomeAndOrdersById) {
+  for (const auto& [app, home] : std::vector<std::pair<std::string, std::string>>{
+           {"app_3", "sc1"}, {"app_1", "sc2"}, {"app_10", "sc1"}, {"app_2", "sc1"}}) {
+    ASSERT_OK(this->store_->AddApplicationHomeSubCluster(AppHome(app, home)).status());
+  }
+  auto ids = [](const std::vector<v1::ApplicationHomeSubCluster>& homes) {
+    std::vector<std::string> out;
+    for (const auto& h : homes) out.push_back(h.application_id());
+    return out;
+  };
+  EXPECT_THAT(ids(Value(this->store_->GetApplicationsHomeSubCluster(""))),
+              ElementsAre("app_1", "app_10", "app_2", "app_3"));
+  EXPECT_THAT(ids(Value(this->store_->GetApplicationsHomeSubCluster("sc1"))),
+              ElementsAre("app_10", "app_2", "app_3"));
+  EXPECT_THAT(ids(Value(this->store_->GetApplicationsHomeSubCluster("sc3"))), IsEmpty());
+}
+
+TYPED_TEST(FederationStoreTest, ReservationHomes) {
+  EXPECT_EQ(Value(this->store_->AddReservationHomeSubCluster(ReservationHome("rsv_2", "sc1"))),
+            "sc1");
+  EXPECT_EQ(Value(this->store_->AddReservationHomeSubCluster(ReservationHome("rsv_2", "sc2"))),
+            "sc1");
+  EXPECT_EQ(Value(this->store_->AddReservationHomeSubCluster(ReservationHome("rsv_1", "sc2"))),
+            "sc2");
+  EXPECT_THAT(Value(this->store_->GetReservationsHomeSubCluster()),
+              ElementsAre(EqualsProto(ReservationHome("rsv_1", "sc2")),
+                          EqualsProto(ReservationHome("rsv_2", "sc1"))));
+
+  ASSERT_OK(this->store_->UpdateReservationHomeSubCluster(ReservationHome("rsv_2", "sc3")));
+  EXPECT_THAT(Value(this->store_->GetReservationHomeSubCluster("rsv_2")),
+              EqualsProto(ReservationHome("rsv_2", "sc3")));
+  EXPECT_TRUE(absl::IsNotFound(
+      this->store_->UpdateReservationHomeSubCluster(ReservationHome("rsv_9", "sc1"))));
+
+  ASSERT_OK(this->store_->DeleteReservationHomeSubCluster("rsv_2"));
+  EXPECT_TRUE(absl::IsNotFound(this->store_->GetReservationHomeSubCluster("rsv_2").status()));
+  EXPECT_TRUE(absl::IsNotFound(this->store_->DeleteReservationHomeSubCluster("rsv_2")));
+  EXPECT_THAT(Value(this->store_->GetReservationsHomeSubCluster()), SizeIs(1));
+}
+
+TYPED_TEST(FederationStoreTest, PoliciesSetReplaceGetAndList) {
+  EXPECT_TRUE(absl::IsNotFound(this->store_->GetPolicyConfiguration("root.a").status()));
+  ASSERT_OK(this->store_->SetPolicyConfiguration(Policy("root.b")));
+  ASSERT_OK(this->store_->SetPolicyConfiguration(Policy("root.a", 1.0)));
+  ASSERT_OK(this->store_->SetPolicyConfiguration(Policy("*")));
+  const v1::SubClusterPolicyConfiguration replaced = Policy("root.a", 3.5);
+  ASSERT_OK(this->store_->SetPolicyConfiguration(replaced));
+
+  EXPECT_THAT(Value(this->store_->GetPolicyConfiguration("root.a")), EqualsProto(replaced));
+  EXPECT_THAT(
+      Value(this->store_->GetPoliciesConfigurations()),
+      ElementsAre(EqualsProto(Policy("*")), EqualsProto(replaced), EqualsProto(Policy("root.b"))));
+  absl::Status none = this->store_->GetPolicyConfiguration("root.c").status();
+  EXPECT_TRUE(absl::IsNotFound(none)) << none;
+  EXPECT_THAT(none.message(), HasSubstr("root.c"));
+}
+
+TYPED_TEST(FederationStoreTest, InvalidPoliciesAreRefusedAndChangeNothing) {
+  const v1::SubClusterPolicyConfiguration good = Policy("root.a");
+  ASSERT_OK(this->store_->SetPolicyConfiguration(good));
+
+  v1::SubClusterPolicyConfiguration negative = Policy("root.a", -1);
+  v1::SubClusterPolicyConfiguration unknown_policy = Policy("root.a");
+  unknown_policy.set_router_policy("round-robin");
+  v1::SubClusterPolicyConfiguration bad_id = Policy("root.a");
+  (*bad_id.mutable_amrm_weights())["no/slash"] = 1;
+  v1::SubClusterPolicyConfiguration alpha = Policy("root.a");
+  alpha.set_headroom_alpha(1.5);
+  v1::SubClusterPolicyConfiguration new_queue_bad = Policy("root.new", -2);
+  for (const auto& [config, field] :
+       std::vector<std::pair<v1::SubClusterPolicyConfiguration, std::string>>{
+           {negative, "router_weights"},
+           {unknown_policy, "router_policy"},
+           {bad_id, "amrm_weights"},
+           {alpha, "headroom_alpha"},
+           {new_queue_bad, "router_weights"},
+           {Policy(""), "queue"}}) {
+    absl::Status s = this->store_->SetPolicyConfiguration(config);
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+    EXPECT_THAT(s.message(), HasSubstr(field));
+  }
+  EXPECT_THAT(Value(this->store_->GetPoliciesConfigurations()), ElementsAre(EqualsProto(good)));
+}
+
+TYPED_TEST(FederationStoreTest, MasterKeys) {
+  for (int32_t id : {0, -7, INT32_MAX, INT32_MIN}) {
+    // Key 0 with nothing else set serializes to zero bytes: empty records round-trip too.
+    const v1::RouterMasterKey key = id == 0 ? v1::RouterMasterKey() : MasterKey(id);
+    ASSERT_OK(this->store_->StoreMasterKey(key));
+    EXPECT_THAT(Value(this->store_->GetMasterKey(id)), EqualsProto(key));
+
+    v1::RouterMasterKey other = MasterKey(id);
+    other.set_expiry_ms(5);
+    absl::Status again = this->store_->StoreMasterKey(other);
+    EXPECT_TRUE(absl::IsAlreadyExists(again)) << again;
+    EXPECT_THAT(Value(this->store_->GetMasterKey(id)), EqualsProto(key));  // Unchanged.
+  }
+  ASSERT_OK(this->store_->RemoveMasterKey(-7));
+  EXPECT_TRUE(absl::IsNotFound(this->store_->GetMasterKey(-7).status()));
+  absl::Status missing = this->store_->RemoveMasterKey(-7);
+  EXPECT_TRUE(absl::IsNotFound(missing)) << missing;
+  EXPECT_THAT(missing.message(), HasSubstr("-7"));
+  EXPECT_THAT(Value(this->store_->GetMasterKey(INT32_MAX)), EqualsProto(MasterKey(INT32_MAX)));
+}
+
+TYPED_TEST(FederationStoreTest, Tokens) {
+  for (int64_t seq : {int64_t{1}, int64_t{-1}, INT64_MAX}) {
+    ASSERT_OK(this->store_->StoreToken(Token(seq)));
+    EXPECT_TRUE(absl::IsAlreadyExists(this->store_->StoreToken(Token(seq, 99))));
+    EXPECT_THAT(Value(this->store_->GetToken(seq)), EqualsProto(Token(seq)));
+  }
+  ASSERT_OK(this->store_->UpdateToken(Token(1, 1'800'000'000'000)));
+  EXPECT_THAT(Value(this->store_->GetToken(1)), EqualsProto(Token(1, 1'800'000'000'000)));
+  EXPECT_TRUE(absl::IsNotFound(this->store_->UpdateToken(Token(2))));
+  EXPECT_TRUE(absl::IsNotFound(this->store_->GetToken(2).status()));
+
+  ASSERT_OK(this->store_->RemoveToken(1));
+  EXPECT_TRUE(absl::IsNotFound(this->store_->GetToken(1).status()));
+  EXPECT_TRUE(absl::IsNotFound(this->store_->RemoveToken(1)));
+  EXPECT_THAT(Value(this->store_->GetToken(INT64_MAX)), EqualsProto(Token(INT64_MAX)));
+}
+
+TYPED_TEST(FederationStoreTest, BadInputIsRefusedNamingTheFieldAndChangesNothing) {
+  const v1::SubClusterInfo good = SubCluster("sc1");
+  ASSERT_OK(this->store_->RegisterSubCluster(good));
+  ASSERT_OK(this->store_->AddApplicationHomeSubCluster(AppHome("app_1", "sc1")).status());
+
+  auto expect_invalid = [](const absl::Status& s, absl::string_view field) {
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+    EXPECT_THAT(s.message(), HasSubstr(field)) << s;
+  };
+  v1::SubClusterInfo info = SubCluster("sc1");
+  info.set_rm_address("");
+  expect_invalid(this->store_->RegisterSubCluster(info),
+                 "registering sub-cluster 'sc1': rm_address is empty");
+  expect_invalid(this->store_->RegisterSubCluster(SubCluster("")), "sub-cluster id is empty");
+  expect_invalid(this->store_->RegisterSubCluster(SubCluster("a/b")), "'a/b'");
+  expect_invalid(this->store_->RegisterSubCluster(SubCluster(std::string(65, 'x'))), "over 64");
+  expect_invalid(
+      this->store_->RegisterSubCluster(SubCluster("sc1", v1::SUB_CLUSTER_STATE_UNSPECIFIED)),
+      "state");
+  info = SubCluster("sc1");
+  (*info.mutable_capability()->mutable_values())["memory-mb"] = -1;
+  expect_invalid(this->store_->RegisterSubCluster(info), "capability memory-mb=-1 is negative");
+  info = SubCluster("sc1");
+  info.set_apps_running(-3);
+  expect_invalid(this->store_->SubClusterHeartbeat(info), "apps_running");
+  expect_invalid(this->store_->SubClusterHeartbeat(SubCluster("sc 1")), "sub-cluster id");
+  expect_invalid(this->store_->DeregisterSubCluster("sc1", v1::SUB_CLUSTER_STATE_UNSPECIFIED),
+                 "state");
+  expect_invalid(this->store_->DeregisterSubCluster("sc1", static_cast<v1::SubClusterState>(99)),
+                 "state 99");
+  expect_invalid(this->store_->GetSubCluster("").status(), "sub-cluster id");
+
+  expect_invalid(this->store_->AddApplicationHomeSubCluster(AppHome("", "sc1")).status(),
+                 "application_id is empty");
+  expect_invalid(this->store_->AddApplicationHomeSubCluster(AppHome("app 2", "sc1")).status(),
+                 "application_id");
+  expect_invalid(this->store_->AddApplicationHomeSubCluster(AppHome("app_2", "")).status(),
+                 "home_sub_cluster_id");
+  expect_invalid(this->store_->UpdateApplicationHomeSubCluster(AppHome("app_1", "s/c")),
+                 "home_sub_cluster_id");
+  expect_invalid(this->store_->GetApplicationsHomeSubCluster("s/c").status(), "sub-cluster id");
+  expect_invalid(this->store_->DeleteApplicationHomeSubCluster(""), "application_id");
+  expect_invalid(this->store_->AddReservationHomeSubCluster(ReservationHome("", "sc1")).status(),
+                 "reservation_id is empty");
+  expect_invalid(this->store_->GetPolicyConfiguration("").status(), "queue is empty");
+
+  EXPECT_THAT(this->SubClusters(), ElementsAre(EqualsProto(good)));
+  EXPECT_THAT(Value(this->store_->GetApplicationsHomeSubCluster("")),
+              ElementsAre(EqualsProto(AppHome("app_1", "sc1"))));
+  EXPECT_THAT(Value(this->store_->GetReservationsHomeSubCluster()), IsEmpty());
+}
+
+TYPED_TEST(FederationStoreTest, IdsWithEveryAllowedCharacterRoundTrip) {
+  const std::string id = "Az09._-" + std::string(57, 'x');  // 64 characters
+  ASSERT_OK(this->store_->RegisterSubCluster(SubCluster(id)));
+  EXPECT_EQ(Value(this->store_->GetSubCluster(id)).sub_cluster_id(), id);
+  const std::string app = "app:%2F!~#";
+  EXPECT_EQ(Value(this->store_->AddApplicationHomeSubCluster(AppHome(app, id))), id);
+  EXPECT_EQ(Value(this->store_->GetApplicationHomeSubCluster(app)).application_id(), app);
+  const std::string queue = "root.é/ q";  // Queues may hold any printable bytes.
+  ASSERT_OK(this->store_->SetPolicyConfiguration(Policy(queue)));
+  EXPECT_THAT(Value(this->store_->GetPolicyConfiguration(queue)), EqualsProto(Policy(queue)));
+}
+
+// --- SQLite -----------------------------------------------------------------------------------
+
+TEST(SqliteFederationStoreTest, StateSurvivesReopening) {
+  TempDir dir;
+  const std::string uri = absl::StrCat("sqlite:", dir.path(), "/a/b/state.db");
+  {
+    auto store = Value(OpenFederationStore(uri));
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(store->Describe(), uri);
+    ASSERT_OK(store->RegisterSubCluster(SubCluster("sc1")));
+    ASSERT_OK(store->AddApplicationHomeSubCluster(AppHome("app_1", "sc1")).status());
+    ASSERT_OK(store->SetPolicyConfiguration(Policy("*")));
+    ASSERT_OK(store->StoreToken(Token(5)));
+  }
+  auto store = Value(OpenFederationStore(uri));
+  ASSERT_NE(store, nullptr);
+  EXPECT_THAT(Value(store->GetSubCluster("sc1")), EqualsProto(SubCluster("sc1")));
+  EXPECT_THAT(Value(store->GetApplicationHomeSubCluster("app_1")),
+              EqualsProto(AppHome("app_1", "sc1")));
+  EXPECT_THAT(Value(store->GetPolicyConfiguration("*")), EqualsProto(Policy("*")));
+  EXPECT_THAT(Value(store->GetToken(5)), EqualsProto(Token(5)));
+}
+
+TEST(SqliteFederationStoreTest, RefusesANewerSchemaAndFilesThatAreNotDatabases) {
+  TempDir dir;
+  const std::string path = dir.path() + "/state.db";
+  ASSERT_OK(SqliteFederationStore::Open(path).status());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  const std::string bump =
+      absl::StrCat("INSERT INTO weft_federation_schema (version, applied_ms) VALUES (",
+                   SqliteFederationStore::kSchemaVersion + 1, ", 0)");
+  ASSERT_EQ(sqlite3_exec(db, bump.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  absl::Status newer = SqliteFederationStore::Open(path).status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(newer)) << newer;
+  EXPECT_THAT(newer.message(), HasSubstr("newer"));
+
+  const std::string junk = dir.path() + "/junk.db";
+  std::ofstream(junk) << std::string(4096, 'j');
+  absl::Status not_db = OpenFederationStore("sqlite:" + junk).status();
+  EXPECT_FALSE(not_db.ok());
+  EXPECT_THAT(not_db.message(), HasSubstr(junk));
+}
+
+// --- ZooKeeper --------------------------------------------------------------------------------
+
+TEST(ZkFederationStoreTest, RecordsAreProtosAtTheDocumentedPaths) {
+  const std::string uri = ZooKeeperBackend::NewUri();
+  auto store = Value(OpenFederationStore(uri));
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK(store->RegisterSubCluster(SubCluster("sc.1")));
+  ASSERT_OK(store->AddApplicationHomeSubCluster(AppHome("app_1", "sc.1")).status());
+  ASSERT_OK(store->StoreToken(Token(12)));
+
+  const std::string root = uri.substr(uri.find('/', 5));
+  auto client = Value(store::zk::ZkClient::Create(ZooKeeperServer()->connect_string(), 10000));
+  ASSERT_NE(client, nullptr);
+  ASSERT_OK(client->Connect(absl::Now() + absl::Seconds(10)));
+  const std::vector<std::string> paths = {root + "/membership/" + store::zk::EscapeNodeName("sc.1"),
+                                          root + "/apps/app_1", root + "/router/tokens/12"};
+  auto nodes = Value(client->Get(paths, absl::Now() + absl::Seconds(10)));
+  ASSERT_THAT(nodes, SizeIs(3));
+  v1::SubClusterInfo info;
+  v1::ApplicationHomeSubCluster home;
+  v1::RouterStoredToken token;
+  EXPECT_TRUE(info.ParseFromString(nodes[0].data));
+  EXPECT_TRUE(home.ParseFromString(nodes[1].data));
+  EXPECT_TRUE(token.ParseFromString(nodes[2].data));
+  EXPECT_THAT(info, EqualsProto(SubCluster("sc.1")));
+  EXPECT_THAT(home, EqualsProto(AppHome("app_1", "sc.1")));
+  EXPECT_THAT(token, EqualsProto(Token(12)));
+}
+
+TEST(ZkFederationStoreTest, WorksAfterTheServerRestarts) {
+  store::TestZooKeeper* server = ZooKeeperServer();
+  ASSERT_NE(server, nullptr);
+  auto store = Value(OpenFederationStore(ZooKeeperBackend::NewUri()));
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK(store->RegisterSubCluster(SubCluster("sc1")));
+  ASSERT_OK(server->Restart());
+  // The store reconnects within its call; what was committed before the crash is there.
+  EXPECT_THAT(Value(store->GetSubCluster("sc1")), EqualsProto(SubCluster("sc1")));
+  ASSERT_OK(store->RegisterSubCluster(SubCluster("sc2")));
+  EXPECT_THAT(Value(store->GetSubClusters(false)), SizeIs(2));
+}
+
+// --- PostgreSQL -------------------------------------------------------------------------------
+
+// The single value of a query run on the store's schema, as text.
+absl::StatusOr<std::string> QueryOne(const std::string& uri, const std::string& sql) {
+  PGconn* conn = PQconnectdb(uri.c_str());
+  absl::StatusOr<std::string> value = absl::UnavailableError(PQerrorMessage(conn));
+  if (PQstatus(conn) == CONNECTION_OK) {
+    PGresult* result = PQexec(conn, sql.c_str());
+    if (PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) == 1) {
+      value = std::string(PQgetvalue(result, 0, 0));
+    } else if (PQresultStatus(result) == PGRES_COMMAND_OK) {
+      value = std::string();
+    } else {
+      value = absl::InternalError(absl::StrCat(sql, ": ", PQresultErrorMessage(result)));
+    }
+    PQclear(result);
+  }
+  PQfinish(conn);
+  return value;
+}
+
+TEST(PostgresFederationStoreTest, StateSurvivesReopeningAndTheMigrationIsRecorded) {
+  const std::string uri = Value(PostgresBackend::NewUri());
+  ASSERT_FALSE(uri.empty());
+  {
+    auto store = Value(OpenFederationStore(uri));
+    ASSERT_NE(store, nullptr);
+    ASSERT_OK(store->RegisterSubCluster(SubCluster("sc1")));
+    ASSERT_OK(store->AddReservationHomeSubCluster(ReservationHome("rsv_1", "sc1")).status());
+    ASSERT_OK(store->StoreMasterKey(MasterKey(3)));
+  }
+  EXPECT_EQ(Value(QueryOne(uri, "SELECT max(version) FROM weft_federation_schema")),
+            absl::StrCat(PostgresFederationStore::kSchemaVersion));
+  EXPECT_EQ(Value(QueryOne(uri, "SELECT count(*) FROM weft_federation_schema")),
+            absl::StrCat(PostgresFederationStore::kSchemaVersion));
+  EXPECT_EQ(Value(QueryOne(uri, "SELECT sub_cluster_id FROM sub_clusters")), "sc1");
+
+  auto store = Value(OpenFederationStore(uri));  // Migrations already applied: nothing to do.
+  ASSERT_NE(store, nullptr);
+  EXPECT_THAT(Value(store->GetSubCluster("sc1")), EqualsProto(SubCluster("sc1")));
+  EXPECT_THAT(Value(store->GetReservationHomeSubCluster("rsv_1")),
+              EqualsProto(ReservationHome("rsv_1", "sc1")));
+  EXPECT_THAT(Value(store->GetMasterKey(3)), EqualsProto(MasterKey(3)));
+  EXPECT_EQ(Value(QueryOne(uri, "SELECT count(*) FROM weft_federation_schema")),
+            absl::StrCat(PostgresFederationStore::kSchemaVersion));
+}
+
+TEST(PostgresFederationStoreTest, RefusesANewerSchema) {
+  const std::string uri = Value(PostgresBackend::NewUri());
+  ASSERT_OK(OpenFederationStore(uri).status());
+  ASSERT_OK(QueryOne(uri, absl::StrCat("INSERT INTO weft_federation_schema (version) VALUES (",
+                                       PostgresFederationStore::kSchemaVersion + 1, ")"))
+                .status());
+  absl::Status newer = OpenFederationStore(uri).status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(newer)) << newer;
+  EXPECT_THAT(newer.message(), HasSubstr("newer than this binary's"));
+}
+
+TEST(PostgresFederationStoreTest, StoresOnSeparateConnectionsAgreeOnOneHome) {
+  const std::string uri = Value(PostgresBackend::NewUri());
+  std::vector<std::unique_ptr<FederationStateStore>> stores;
+  for (int i = 0; i < 3; ++i) {
+    stores.push_back(Value(OpenFederationStore(uri)));
+    ASSERT_NE(stores.back(), nullptr);
+  }
+  std::vector<absl::StatusOr<std::string>> homes(6, absl::UnknownError("not run"));
+  absl::Notification go;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 6; ++i) {
+    threads.emplace_back([&, i] {
+      go.WaitForNotification();
+      homes[i] =
+          stores[i % 3]->AddApplicationHomeSubCluster(AppHome("app_1", absl::StrCat("sc", i)));
+    });
+  }
+  go.Notify();
+  for (std::thread& t : threads) t.join();
+  std::set<std::string> answers;
+  for (const auto& home : homes) {
+    ASSERT_TRUE(home.ok()) << home.status();
+    answers.insert(*home);
+  }
+  EXPECT_THAT(answers, SizeIs(1));
+}
+
+TEST(PostgresFederationStoreTest, UnavailableWhileTheServerIsDownThenReconnects) {
+  TestPostgres* server = PostgresServer();
+  ASSERT_NE(server, nullptr);
+  auto store = Value(OpenFederationStore(Value(PostgresBackend::NewUri())));
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK(store->RegisterSubCluster(SubCluster("sc1")));
+
+  ASSERT_OK(server->Stop());
+  absl::Status down = store->GetSubCluster("sc1").status();
+  EXPECT_TRUE(absl::IsUnavailable(down)) << down;
+  EXPECT_THAT(down.message(), HasSubstr("127.0.0.1"));  // libpq's "connection to server at ..."
+  EXPECT_THAT(down.message(), HasSubstr("getting sub-cluster 'sc1'"));
+
+  ASSERT_OK(server->Restart());
+  EXPECT_THAT(Value(store->GetSubCluster("sc1")), EqualsProto(SubCluster("sc1")));
+}
+
+TEST(PostgresFederationStoreTest, UnreachableServerIsUnavailable) {
+  absl::Status s = OpenFederationStore("postgresql://postgres@127.0.0.1:1/weft").status();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("postgresql://postgres@127.0.0.1:1/weft"));
+}
+
+// --- URIs -------------------------------------------------------------------------------------
+
+TEST(OpenFederationStoreTest, BadUrisAreRefusedNamingTheUri) {
+  for (const std::string uri :
+       {"", "memory", "mysql://db/weft", "sqlite:", "zk://", "zk://127.0.0.1:2181",
+        "zk://127.0.0.1:2181/", "zk://127.0.0.1/weft", "zk://127.0.0.1:99999/weft",
+        "zk://:2181/weft", "zk://127.0.0.1:2181//weft", "zk://127.0.0.1:2181/zookeeper/x",
+        "postgresql://%zz/weft", "postgres://host:5432/weft?nosuchoption=1"}) {
+    absl::Status s = OpenFederationStore(uri).status();
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << uri << ": " << s;
+    if (!uri.empty()) {
+      EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("'", uri, "'"))) << s;
+    }
+  }
+}
+
+TEST(OpenFederationStoreTest, PasswordsAreNotRepeated) {
+  EXPECT_EQ(RedactPostgresUri("postgresql://weft:s3cret@db:5432/fed?sslmode=require"),
+            "postgresql://weft:***@db:5432/fed?sslmode=require");
+  EXPECT_EQ(RedactPostgresUri("postgres://db/fed?user=weft&password=s3cret&x=1"),
+            "postgres://db/fed?user=weft&password=***&x=1");
+  EXPECT_EQ(RedactPostgresUri("postgresql://weft@db/fed"), "postgresql://weft@db/fed");
+  absl::Status s = OpenFederationStore("postgresql://weft:s3cret@127.0.0.1:1/fed?bad=1").status();
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), Not(HasSubstr("s3cret")));
+  EXPECT_THAT(s.message(), HasSubstr("postgresql://weft:***@127.0.0.1:1/fed"));
+}
+
+}  // namespace
+}  // namespace weft::federation
