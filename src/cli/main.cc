@@ -11,6 +11,8 @@
 #include "cli/cli_common.h"
 #include "cli/demo_command.h"
 #include "cli/dev_command.h"
+#include "cli/federation_command.h"
+#include "cli/gpg_command.h"
 #include "cli/nm_command.h"
 #include "cli/node_command.h"
 #include "cli/rm_command.h"
@@ -37,6 +39,8 @@ int main(int argc, char** argv) {
   weft::cli::AddDemoCommand(app, &exit_code);
   weft::cli::AddSimCommand(app, &exit_code);
   weft::cli::AddTransferCommand(app, &exit_code);
+  weft::cli::AddGpgCommand(app, &exit_code);
+  weft::cli::AddFederationCommand(app, &exit_code);
   // The daemons' log threshold (common/log.h), accepted before or after the subcommand
   // (`weft rm --log-level debug`). Logs go to stderr, named by the subcommand.
   std::string log_level = "info";

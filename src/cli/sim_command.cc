@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "adaptcont/config.h"
+#include "federation/policies/registry.h"
 #include "scheduler/config.h"
 #include "scheduler/registry.h"
 #include "sim/cluster_spec.h"
@@ -57,6 +58,11 @@ struct SimFlags {
   // Alibaba model.
   int64_t alibaba_machine_memory_mb = 64 * 1024;
   bool include_unfinished = false;
+  // Federation (seed 004).
+  int sub_clusters = 1;
+  std::string router_policy = "load-based";
+  std::string amrm_policy = "locality-multicast";
+  double headroom_alpha = 1.0;
 };
 
 absl::Status Fail(const absl::Status& s, absl::string_view what) {
@@ -151,6 +157,24 @@ absl::Status RunSim(const SimFlags& f) {
     return absl::InvalidArgumentError(
         absl::StrCat("--overload-penalty ", f.overload_penalty, " must be >= 0"));
   o.overload_penalty = f.overload_penalty;
+  if (f.sub_clusters < 1 || f.sub_clusters > static_cast<int>(o.nodes.size()))
+    return absl::InvalidArgumentError(absl::StrCat("--subclusters ", f.sub_clusters,
+                                                   " must be in 1..", o.nodes.size(),
+                                                   " (the number of nodes)"));
+  if (auto p = federation::MakeRouterPolicy(f.router_policy); !p.ok())
+    return Fail(p.status(), "--router-policy");
+  if (auto p = federation::MakeAmrmPolicy(f.amrm_policy); !p.ok())
+    return Fail(p.status(), "--amrm-policy");
+  if (!(f.headroom_alpha >= 0 && f.headroom_alpha <= 1))
+    return absl::InvalidArgumentError(
+        absl::StrCat("--headroom-alpha ", f.headroom_alpha, " must be in [0, 1]"));
+  if (f.sub_clusters > 1 && !f.am_master.empty())
+    return absl::InvalidArgumentError("--am-master needs --subclusters 1 (AdaptCont sizes AMs "
+                                      "on a monolithic cluster)");
+  o.federation.sub_clusters = f.sub_clusters;
+  o.federation.router_policy = f.router_policy;
+  o.federation.amrm_policy = f.amrm_policy;
+  o.federation.headroom_alpha = f.headroom_alpha;
   for (const std::string& spec : f.fail_nodes) {
     auto fs = sim::ParseFailureSpec(spec);
     if (!fs.ok()) return Fail(fs.status(), "--fail-nodes");
@@ -160,7 +184,12 @@ absl::Status RunSim(const SimFlags& f) {
   if (!f.json) {
     std::cerr << "weft sim: " << workload->jobs.size() << " jobs from " << path << " ("
               << workload->skipped_records << " records skipped), " << o.nodes.size()
-              << " nodes, policy " << f.policy << "\n";
+              << " nodes, policy " << f.policy;
+    if (f.sub_clusters > 1) {
+      std::cerr << ", " << f.sub_clusters << " sub-clusters (router " << f.router_policy
+                << ", AMRMProxy " << f.amrm_policy << ")";
+    }
+    std::cerr << "\n";
   }
   auto report = sim::RunSimulation(*workload, o);
   if (!report.ok()) return Fail(report.status(), "simulation");
@@ -263,6 +292,22 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   sim->add_option("--alibaba-machine-memory-mb", f->alibaba_machine_memory_mb,
                   "Alibaba: memory of the largest machine (normalised memory x this)")
+      ->capture_default_str();
+  sim->add_option("--subclusters", f->sub_clusters,
+                  "federation (seed 004): split the nodes into N sub-clusters, each with its own "
+                  "scheduler (1: one monolithic cluster)")
+      ->capture_default_str();
+  sim->add_option("--router-policy", f->router_policy,
+                  "federation: how a job's home sub-cluster is chosen: " +
+                      absl::StrJoin(federation::RouterPolicyNames(), ", "))
+      ->capture_default_str();
+  sim->add_option("--amrm-policy", f->amrm_policy,
+                  "federation: how a job's asks are split over sub-clusters: " +
+                      absl::StrJoin(federation::AmrmPolicyNames(), ", "))
+      ->capture_default_str();
+  sim->add_option("--headroom-alpha", f->headroom_alpha,
+                  "federation, locality-multicast: weight of free room (vs. equal weights) when "
+                  "splitting `*` asks, in [0, 1]")
       ->capture_default_str();
   sim->add_flag("--include-unfinished", f->include_unfinished,
                 "Alibaba: also replay Waiting/Running/Failed tasks");

@@ -40,7 +40,15 @@ void Sim::Submit(int64_t j, int64_t now) {
     p.expected_task_ms = g.expected_ms;
     spec.profile.phases.push_back(std::move(p));
   }
-  absl::Status st = Timed([&] { return s_->AddApp(spec, now); });
+  std::vector<std::string> preferred;  // the hosts of its first tasks' data, for the router
+  if (!job.job->groups.empty()) {
+    const TaskGroup& first = job.job->groups.front();
+    for (size_t t = 0; t < first.task_hosts.size() && preferred.size() < 3; ++t) {
+      if (first.task_hosts[t].empty()) continue;
+      preferred.push_back(s_->node(node_ids_[Fnv1a(first.task_hosts[t]) % node_ids_.size()])->name);
+    }
+  }
+  absl::Status st = Timed([&] { return s_->AddApp(spec, now, preferred); });
   if (!st.ok()) {
     r_.warnings.push_back(
         absl::StrCat(job.job->source, ": job ", job.job->id, " rejected: ", st.message()));
@@ -136,7 +144,7 @@ absl::Status Sim::SizeAm(int64_t j) {
         {job.am_resource[kMemoryMb], job.am_resource[kVcores]}, job.failed_for_memory};
   }
   absl::StatusOr<adaptcont::AmSizingOutcome> sized =
-      adaptcont::SizeAmContainer(config, *s_, in);
+      adaptcont::SizeAmContainer(config, s_->first(), in);
   if (!sized.ok()) return sized.status();
   const Resource* am = &sized->am;
   const adaptcont::AmSizingDecision* d = &sized->decision;

@@ -123,6 +123,31 @@ nlohmann::json ReportToJson(const SimReport& r) {
       {"warnings", warnings},
       {"warnings_total", r.warnings.size()},
   };
+  // Federation (seed 004): every run has at least one sub-cluster.
+  json subs = json::array();
+  for (const SubClusterResult& sc : r.sub_clusters) {
+    json u = json::object();
+    for (size_t i = 0; i < r.utilization_types.size() && i < sc.utilization_mean.size(); ++i)
+      u[r.utilization_types[i]] = sc.utilization_mean[i];
+    subs.push_back({{"id", sc.id},
+                    {"nodes", sc.nodes},
+                    {"utilization", u},
+                    {"scheduler_wall_s", sc.scheduler_wall_s},
+                    {"allocations", sc.allocations},
+                    {"apps_homed", sc.apps_homed}});
+  }
+  out["federation"] = {
+      {"sub_clusters", std::max<size_t>(1, r.sub_clusters.size())},
+      {"router_policy", r.router_policy},
+      {"amrm_policy", r.amrm_policy},
+      {"jobs_spanning", r.jobs_spanning},
+      {"spanning_fraction",
+       r.jobs > 0 ? static_cast<double>(r.jobs_spanning) / static_cast<double>(r.jobs) : 0.0},
+      {"scheduler_wall_sum_s", r.scheduler_wall_sum_s},
+      {"scheduler_wall_max_s", r.scheduler_wall_max_s},
+      {"federation_wall_s", r.federation_wall_s},
+      {"per_sub_cluster", subs},
+  };
   if (!r.am_master.empty()) {
     out["am_master"] = r.am_master;
     out["am_memory_mb"] = r.am_memory_mb;
@@ -214,6 +239,22 @@ void PrintSummary(const SimReport& r, std::ostream& out) {
       "scheduler: %.2f s wall in the core (%.0f allocations/s, %d passes); simulation %.2f s "
       "wall\n",
       r.scheduler_wall_s, j["allocations_per_s"].get<double>(), r.passes, r.total_wall_s);
+  if (r.sub_clusters.size() > 1) {
+    out << absl::StrFormat(
+        "federation: %d sub-clusters (router %s, AMRMProxy %s), %d jobs (%.1f%%) spanned more "
+        "than one; core wall sum %.2f s, max %.2f s; router+AMRMProxy %.2f s\n",
+        r.sub_clusters.size(), r.router_policy, r.amrm_policy, r.jobs_spanning,
+        r.jobs > 0 ? 100.0 * static_cast<double>(r.jobs_spanning) / static_cast<double>(r.jobs)
+                   : 0.0,
+        r.scheduler_wall_sum_s, r.scheduler_wall_max_s, r.federation_wall_s);
+    out << "  utilisation per sub-cluster:";
+    for (const SubClusterResult& sc : r.sub_clusters) {
+      out << absl::StrFormat("  %s", sc.id);
+      for (size_t i = 0; i < sc.utilization_mean.size(); ++i)
+        out << absl::StrFormat(" %s %.1f%%", r.utilization_types[i], 100 * sc.utilization_mean[i]);
+    }
+    out << "\n";
+  }
   int goals = 0, met = 0;
   for (const JobResult& jr : r.job_results) {
     if (jr.goal_ms < 0) continue;

@@ -20,7 +20,10 @@ namespace weft::sim {
 // fairness_jain, jobs_detail [{id, queue, submit_s, start_s, finish_s, tasks, failed, goal_s,
 // goal_met, and for workloads with goals or usage profiles utility [[time_s, U], ...] with
 // null for -inf}],
-// warnings [..] (first 100) and warnings_total.
+// warnings [..] (first 100) and warnings_total, federation {sub_clusters, router_policy,
+// amrm_policy ("" when monolithic), jobs_spanning, spanning_fraction, scheduler_wall_sum_s,
+// scheduler_wall_max_s, federation_wall_s, per_sub_cluster [{id, nodes, utilization {<type>: mean fraction},
+// scheduler_wall_s, allocations, apps_homed}]}.
 nlohmann::json ReportToJson(const SimReport& r);
 
 // Writes the JSON report / the time series (header: time_s, util_<type>..., then

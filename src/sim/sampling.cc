@@ -25,6 +25,7 @@ void Sim::Account(int64_t now) {
     if (total[t] > 0)
       util_integral_[i] += dt * static_cast<double>(used[t]) / static_cast<double>(total[t]);
   }
+  s_->Account(now - last_t_, util_types_);
   last_t_ = now;
 }
 
@@ -38,12 +39,7 @@ void Sim::TakeSample(int64_t now) {
         total[t] > 0 ? static_cast<double>(used[t]) / static_cast<double>(total[t]) : 0);
   }
   for (const std::string& leaf : r_.leaves) {
-    const scheduler::QueueNode* q = s_->FindQueue(leaf);
-    int64_t running = 0, pending = 0;
-    for (const scheduler::AppState* a : q->apps) {
-      running += a->num_containers;
-      pending += a->pending_containers;
-    }
+    auto [running, pending] = s_->QueueLoad(leaf);
     smp.running_per_queue.push_back(running);
     smp.pending_per_queue.push_back(pending);
   }
@@ -87,7 +83,7 @@ void Sim::TakeSample(int64_t now) {
       }
       // Seed 003's job utility, whatever policy schedules the run (the baselines are measured
       // with the same yardstick).
-      auto report = scheduler::PolicyReportAs(kUtilityYardstick, *s_, job.app, now);
+      auto report = scheduler::PolicyReportAs(kUtilityYardstick, s_->HomeOf(job.app), job.app, now);
       if (!report.ok() || !report->has_value()) continue;
       const scheduler::AppPolicyReport* st = &**report;
       smp.jobs.push_back(
@@ -97,15 +93,11 @@ void Sim::TakeSample(int64_t now) {
   r_.samples.push_back(std::move(smp));
   // Jain's index over the dominant shares of the apps that want more, counted only while the
   // cluster is contended (>= 90% of some resource allocated); see docs/simulator.md.
-  if (s_->view().Share(used) < 0.9) return;
+  if (s_->Share(used) < 0.9) return;
   double sum = 0, sq = 0;
   int n = 0;
   for (const std::string& leaf : r_.leaves) {
-    for (const scheduler::AppState* a : s_->FindQueue(leaf)->apps) {
-      // Apps that hold task containers and still want more: the ones a fair policy equalises.
-      if (!a->runnable || a->pending_containers == 0 || !(a->usage - a->am_usage).AnyPositive())
-        continue;
-      double x = s_->view().Share(a->usage);
+    for (double x : s_->WantingShares(leaf)) {
       sum += x;
       sq += x * x;
       ++n;

@@ -20,6 +20,7 @@
 #include "adaptcont/adaptcont.h"
 #include "scheduler/scheduler.h"
 #include "sim/event_queue.h"
+#include "sim/federation_model.h"
 #include "sim/simulator.h"
 #include "sim/workload.h"
 
@@ -162,7 +163,8 @@ class Sim {
   const Workload& w_;
   const SimOptions& o_;
   std::mt19937_64 rng_;
-  std::unique_ptr<Scheduler> s_;
+  // The cluster's cores: one, or one per sub-cluster (federation_model.h).
+  std::unique_ptr<SubClusters> s_;
   EventQueue events_;
   int64_t last_pass_ = -1, next_pass_ = -1;
   std::vector<JobRun> jobs_;

@@ -93,14 +93,13 @@ void Sim::Pass(int64_t now) {
   }
   for (int64_t j : dirty_jobs_) FlushAsks(jobs_[j], j);
   dirty_jobs_.clear();
-  const scheduler::QueueNode* root = s_->FindQueue("root");
-  if (root->pending.AnyPositive()) EnsurePass(now + 1);
+  if (s_->AnyPending()) EnsurePass(now + 1);
 }
 
 absl::StatusOr<SimReport> Sim::Run() {
   auto wall0 = std::chrono::steady_clock::now();
   if (o_.heartbeat_ms < 1) return absl::InvalidArgumentError("heartbeat must be >= 1 ms");
-  auto sched = scheduler::CreateScheduler(o_.scheduler, {o_.registry, 1});
+  auto sched = SubClusters::Create(o_);
   if (!sched.ok()) return sched.status();
   s_ = std::move(*sched);
   if (o_.slots < 0) return absl::InvalidArgumentError("slots must be >= 0");
@@ -133,17 +132,15 @@ absl::StatusOr<SimReport> Sim::Run() {
     r_.job_series = true;  // the wave of every job over time (seed 002's Fig. 5)
   }
   r_.contention = contention_;
-  for (const scheduler::NodeSpec& n : node_specs) {
-    auto id = s_->AddNode(n);
-    if (!id.ok()) return id.status();
-    node_ids_.push_back(*id);
-    node_rack_[*id] = s_->node(*id)->rack;
-  }
+  auto ids = s_->AddNodes(node_specs);
+  if (!ids.ok()) return ids.status();
+  node_ids_ = std::move(*ids);
+  for (NodeId id : node_ids_) node_rack_[id] = s_->RackOf(id);
   r_.policy = o_.scheduler.policy;
   r_.nodes = static_cast<int>(o_.nodes.size());
   if (contention_ && !node_ids_.empty())
-    node_run_.resize(static_cast<size_t>(node_ids_.back() + 1));
-  for (const scheduler::QueueNode* q : s_->queues()) {
+    node_run_.resize(static_cast<size_t>(*std::max_element(node_ids_.begin(), node_ids_.end()) + 1));
+  for (const scheduler::QueueNode* q : s_->first().queues()) {
     if (q->is_leaf()) r_.leaves.push_back(q->path);
   }
   for (int t = 0; t < o_.registry.size(); ++t) {
@@ -247,7 +244,7 @@ absl::StatusOr<SimReport> Sim::Run() {
   double span = static_cast<double>(std::max<int64_t>(last_t_, 1));
   for (double x : util_integral_) r_.utilization_mean.push_back(x / span);
   r_.fairness_jain = jain_n_ > 0 ? jain_sum_ / static_cast<double>(jain_n_) : 1.0;
-  const scheduler::SchedulerStats& st = s_->stats();
+  const scheduler::SchedulerStats st = s_->stats();
   r_.allocations = st.allocations;
   r_.node_local = st.node_local;
   r_.rack_local = st.rack_local;
@@ -256,6 +253,7 @@ absl::StatusOr<SimReport> Sim::Run() {
   r_.contracts = st.contracts;
   r_.passes = st.passes;
   r_.scheduler_wall_s = sched_wall_;
+  s_->FillReport(span, sched_wall_, &r_);
   r_.total_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   for (const std::string& wmsg : w_.warnings) r_.warnings.push_back(wmsg);
   return std::move(r_);

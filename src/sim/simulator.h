@@ -25,6 +25,17 @@ struct FailureSpec {
 // Parses "10%@300s" (also "0.1@300000ms", units s|ms|m|h). The error names the text.
 absl::StatusOr<FailureSpec> ParseFailureSpec(absl::string_view text);
 
+// Federation (seed 004): the nodes split into `sub_clusters` sub-clusters, each scheduled by
+// its own core; see federation_model.h. 1 is the monolithic cluster of one core.
+struct FederationOptions {
+  int32_t sub_clusters = 1;                         // >= 1, <= the number of nodes
+  std::string router_policy = "load-based";         // federation/policies/registry.h
+  std::string amrm_policy = "locality-multicast";
+  // locality-multicast: `*` asks split by alpha * headroom share + (1 - alpha) * weight share,
+  // headroom = each sub-cluster's unallocated memory; in [0, 1].
+  double headroom_alpha = 1.0;
+};
+
 struct SimOptions {
   std::vector<scheduler::NodeSpec> nodes;
   scheduler::SchedulerConfig scheduler;
@@ -58,6 +69,7 @@ struct SimOptions {
   // at most their decision's max_running_tasks at once. See docs/adaptcont.md ("In the
   // simulator") for the inputs the simulator gives each decision.
   std::optional<adaptcont::AdaptContConfig> am_master;
+  FederationOptions federation;  // AdaptCont (am_master) needs sub_clusters == 1
 };
 
 struct JobResult {
@@ -97,6 +109,16 @@ struct Sample {
   std::vector<JobSample> jobs;  // live jobs, for workloads with goals or usage profiles
 };
 
+// One sub-cluster of a run (every run has at least one).
+struct SubClusterResult {
+  std::string id;                        // "sc01", ...
+  int nodes = 0;
+  std::vector<double> utilization_mean;  // as SimReport::utilization_mean, its nodes only
+  double scheduler_wall_s = 0;           // wall time inside its core
+  int64_t allocations = 0;
+  int64_t apps_homed = 0;  // router decisions that chose it (resubmitted AMs count again)
+};
+
 struct SimReport {
   std::string policy;
   int nodes = 0;
@@ -124,6 +146,14 @@ struct SimReport {
   // containers' memory (MB) and vcores, summed, and the attempts killed for memory.
   std::string am_master;
   int64_t am_memory_mb = 0, am_vcores = 0, am_memory_failures = 0;
+  // Federation (seed 004). The policies are "" for a monolithic run (one sub-cluster).
+  std::string router_policy, amrm_policy;
+  std::vector<SubClusterResult> sub_clusters;
+  int64_t jobs_spanning = 0;  // jobs that got containers in more than one sub-cluster
+  double scheduler_wall_sum_s = 0, scheduler_wall_max_s = 0;  // over sub-clusters' cores
+  // Federated runs: wall time of the router and AMRMProxy (policies, ask bookkeeping), not in
+  // scheduler_wall_s, which is then the sum over the cores.
+  double federation_wall_s = 0;
 };
 
 // The queue tree used when no scheduler configuration is given: root with one leaf per queue

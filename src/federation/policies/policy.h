@@ -6,6 +6,7 @@
 #ifndef WEFT_FEDERATION_POLICIES_POLICY_H_
 #define WEFT_FEDERATION_POLICIES_POLICY_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -31,7 +32,8 @@ class SubClusterResolver {
   // InvalidArgument naming the line number for a malformed line or a node listed twice.
   static absl::StatusOr<SubClusterResolver> FromMachineList(absl::string_view text);
 
-  // Adds or moves a node (host name, without port).
+  // Adds or moves a node (a host name; a ":port" suffix is dropped). Not validated: callers
+  // that take the list from outside use FromMachineList.
   void AddNode(absl::string_view node, absl::string_view sub_cluster_id, absl::string_view rack);
   // The sub-cluster of `node` (a host name; "host:port" is looked up by its host), or nullopt.
   std::optional<std::string> SubClusterForNode(absl::string_view node) const;
@@ -40,8 +42,10 @@ class SubClusterResolver {
   size_t num_nodes() const { return node_to_sub_cluster_.size(); }
 
  private:
-  std::map<std::string, std::string> node_to_sub_cluster_;               // host -> id
-  std::map<std::string, std::vector<std::string>> rack_to_sub_clusters_;  // rack -> ids
+  std::map<std::string, std::string, std::less<>> node_to_sub_cluster_;  // host -> id
+  std::map<std::string, std::string, std::less<>> node_to_rack_;         // host -> rack key
+  // Rack key (lower case, no leading '/') -> sub-cluster id -> its nodes in that rack.
+  std::map<std::string, std::map<std::string, int>, std::less<>> rack_to_sub_clusters_;
 };
 
 // What a policy decides over. `active` holds the sub-clusters that may be chosen: RUNNING,

@@ -1,0 +1,225 @@
+// Copyright Weft authors. The GPG over the memory store and fake sub-cluster RMs.
+#include "federation/gpg/global_policy_generator.h"
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace weft::federation {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr int64_t kNow = 1'800'000'000'000;
+
+v1::SubClusterInfo Member(const std::string& id, int64_t available_mb, int64_t heard_ms = kNow,
+                          v1::SubClusterState state = v1::SC_RUNNING) {
+  v1::SubClusterInfo sc;
+  sc.set_sub_cluster_id(id);
+  sc.set_rm_address(absl::StrCat(id, ":8032"));
+  sc.set_state(state);
+  sc.set_last_start_ms(heard_ms);
+  sc.set_last_heartbeat_ms(heard_ms);
+  (*sc.mutable_available()->mutable_values())["memory-mb"] = available_mb;
+  (*sc.mutable_capability()->mutable_values())["memory-mb"] = 100000;
+  return sc;
+}
+
+class FakeRms : public SubClusterRms {
+ public:
+  absl::StatusOr<v1::ApplicationReport> GetApplication(const v1::SubClusterInfo& sc,
+                                                       const std::string& user,
+                                                       const std::string& app_id) override {
+    asked.push_back(absl::StrCat(sc.sub_cluster_id(), "/", user, "/", app_id));
+    auto it = reports.find(app_id);
+    if (it == reports.end()) return absl::NotFoundError(app_id);
+    return it->second;
+  }
+  absl::Status SubmitApplication(const v1::SubClusterInfo& sc, const std::string& user,
+                                 const v1::ApplicationSubmissionContext& context) override {
+    if (!submit_status.ok()) return submit_status;
+    submitted.push_back(absl::StrCat(context.application_id(), " -> ", sc.sub_cluster_id(), " as ",
+                                     user));
+    return absl::OkStatus();
+  }
+  std::map<std::string, v1::ApplicationReport> reports;
+  std::vector<std::string> asked;
+  std::vector<std::string> submitted;
+  absl::Status submit_status;
+};
+
+class GpgTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = OpenFederationStore("memory:");
+    ASSERT_TRUE(s.ok()) << s.status();
+    store_ = std::move(*s);
+  }
+  void Register(const v1::SubClusterInfo& sc) { ASSERT_TRUE(store_->RegisterSubCluster(sc).ok()); }
+  v1::SubClusterPolicyConfiguration Policy(const std::string& queue) {
+    auto p = store_->GetPolicyConfiguration(queue);
+    EXPECT_TRUE(p.ok()) << p.status();
+    return p.ok() ? *p : v1::SubClusterPolicyConfiguration();
+  }
+  std::unique_ptr<FederationStateStore> store_;
+  FakeRms rms_;
+};
+
+TEST(HeadroomWeightsTest, ProportionalToHeadroomZeroForDrainedSilentAndLost) {
+  std::vector<v1::SubClusterInfo> m = {Member("a", 3000), Member("b", 1000), Member("c", 5000),
+                                       Member("d", 9000, kNow - 60000),
+                                       Member("e", 9000, kNow, v1::SC_LOST)};
+  auto w = HeadroomWeights(m, kNow, 30000, {"c"});
+  EXPECT_DOUBLE_EQ(w["a"], 0.75);
+  EXPECT_DOUBLE_EQ(w["b"], 0.25);
+  EXPECT_EQ(w["c"], 0);  // drained
+  EXPECT_EQ(w["d"], 0);  // silent past the expiry
+  EXPECT_EQ(w["e"], 0);  // lost
+  EXPECT_EQ(w.size(), 5u);
+  // No headroom anywhere: usable ones share equally.
+  auto even = HeadroomWeights({Member("a", 0), Member("b", 0)}, kNow, 30000, {});
+  EXPECT_DOUBLE_EQ(even["a"], 0.5);
+  EXPECT_DOUBLE_EQ(even["b"], 0.5);
+  // None usable: all 0.
+  auto none = HeadroomWeights({Member("a", 10, kNow - 60000)}, kNow, 30000, {});
+  EXPECT_EQ(none["a"], 0);
+}
+
+TEST_F(GpgTest, MarksSilentSubClustersLostAndPublishesHeadroomWeights) {
+  Register(Member("sc1", 6000));
+  Register(Member("sc2", 2000));
+  Register(Member("sc3", 2000, kNow - 31000));
+  GlobalPolicyGenerator gpg({}, store_.get(), &rms_);
+  GpgRound round = gpg.RunOnce(kNow);
+  EXPECT_TRUE(round.errors.empty()) << round.errors.front();
+  EXPECT_THAT(round.marked_lost, ElementsAre("sc3"));
+  EXPECT_EQ(store_->GetSubCluster("sc3")->state(), v1::SC_LOST);
+  // No configuration existed: "*" is written with the default policies and the weights.
+  v1::SubClusterPolicyConfiguration all = Policy("*");
+  EXPECT_EQ(all.router_policy(), "weighted-random");
+  EXPECT_EQ(all.amrm_policy(), "locality-multicast");
+  EXPECT_DOUBLE_EQ(all.router_weights().at("sc1"), 0.75);
+  EXPECT_DOUBLE_EQ(all.amrm_weights().at("sc2"), 0.25);
+  EXPECT_EQ(all.router_weights().at("sc3"), 0);
+  EXPECT_EQ(all.published_by(), "gpg/gpg");
+  EXPECT_EQ(all.published_ms(), kNow);
+  // Nothing moved: nothing is rewritten.
+  EXPECT_EQ(gpg.RunOnce(kNow + 1000).policies_published, 0);
+  EXPECT_EQ(Policy("*").published_ms(), kNow);
+}
+
+TEST_F(GpgTest, ADrainedSubClusterGetsWeightZeroUnderEveryPolicyKind) {
+  Register(Member("sc1", 4000));
+  Register(Member("sc2", 4000));
+  v1::SubClusterPolicyConfiguration ranked;
+  ranked.set_queue("ranked");
+  ranked.set_router_policy("priority");
+  ranked.set_amrm_policy("home-only");
+  (*ranked.mutable_router_weights())["sc1"] = 5;
+  (*ranked.mutable_router_weights())["sc2"] = 9;
+  ASSERT_TRUE(store_->SetPolicyConfiguration(ranked).ok());
+  GpgOptions o;
+  o.drained = {"sc2"};
+  GlobalPolicyGenerator gpg(o, store_.get(), &rms_);
+  GpgRound round = gpg.RunOnce(kNow);
+  EXPECT_TRUE(round.errors.empty());
+  v1::SubClusterPolicyConfiguration after = Policy("ranked");
+  // A ranking keeps the operator's weights, except the drained sub-cluster's.
+  EXPECT_EQ(after.router_weights().at("sc1"), 5);
+  EXPECT_EQ(after.router_weights().at("sc2"), 0);
+  EXPECT_EQ(after.amrm_weights().at("sc1"), 1);  // empty map: every sub-cluster weighed 1
+  EXPECT_EQ(after.amrm_weights().at("sc2"), 0);
+  EXPECT_EQ(after.router_policy(), "priority");  // the policies themselves are the operator's
+}
+
+TEST_F(GpgTest, RemovesHomesOfAppsThatEndedLongerAgoThanTheRetention) {
+  Register(Member("sc1", 4000));
+  for (const char* app : {"application_1_0001", "application_1_0002", "application_1_0003",
+                          "application_1_0004"}) {
+    v1::ApplicationHomeSubCluster home;
+    home.set_application_id(app);
+    home.set_home_sub_cluster_id("sc1");
+    home.set_user("alice");
+    home.set_create_time_ms(kNow - 3'600'000);
+    ASSERT_TRUE(store_->AddApplicationHomeSubCluster(home).ok());
+  }
+  v1::ApplicationReport old_done;
+  old_done.set_state(v1::APP_FINISHED);
+  old_done.set_finish_time_ms(kNow - 700'000);
+  v1::ApplicationReport new_done = old_done;
+  new_done.set_finish_time_ms(kNow - 1000);
+  v1::ApplicationReport running;
+  running.set_state(v1::APP_RUNNING);
+  rms_.reports["application_1_0001"] = old_done;
+  rms_.reports["application_1_0002"] = new_done;
+  rms_.reports["application_1_0003"] = running;
+  // application_1_0004: its RM does not know it (never forwarded), an hour ago.
+  GlobalPolicyGenerator gpg({}, store_.get(), &rms_);
+  GpgRound round = gpg.RunOnce(kNow);
+  EXPECT_EQ(round.mappings_removed, 2);
+  auto left = store_->GetApplicationsHomeSubCluster("");
+  ASSERT_TRUE(left.ok());
+  ASSERT_EQ(left->size(), 2u);
+  EXPECT_EQ((*left)[0].application_id(), "application_1_0002");
+  EXPECT_EQ((*left)[1].application_id(), "application_1_0003");
+  EXPECT_THAT(rms_.asked.front(), HasSubstr("sc1/alice/"));  // asked as the app's user
+}
+
+TEST_F(GpgTest, AppsOfALostHomeAreResubmittedOnlyWhenTheirQueueSaysSo) {
+  Register(Member("sc1", 4000, kNow - 60000));  // goes silent: LOST this round
+  Register(Member("sc2", 4000));
+  v1::SubClusterPolicyConfiguration resubmit;
+  resubmit.set_queue("prod");
+  resubmit.set_router_policy("uniform");
+  resubmit.set_amrm_policy("home-only");
+  resubmit.set_resubmit_on_sub_cluster_loss(true);
+  ASSERT_TRUE(store_->SetPolicyConfiguration(resubmit).ok());
+  for (const auto& [app, queue] : std::vector<std::pair<std::string, std::string>>{
+           {"application_1_0001", "prod"}, {"application_1_0002", "adhoc"}}) {
+    v1::ApplicationHomeSubCluster home;
+    home.set_application_id(app);
+    home.set_home_sub_cluster_id("sc1");
+    home.set_queue(queue);
+    home.set_user("alice");
+    home.set_create_time_ms(kNow);
+    home.mutable_submission_context()->set_application_id(app);
+    home.mutable_submission_context()->set_queue(queue);
+    ASSERT_TRUE(store_->AddApplicationHomeSubCluster(home).ok());
+  }
+  // The new home refuses at first: the mapping stays, and the next round tries again.
+  rms_.submit_status = absl::UnavailableError("sc2 is restarting");
+  GlobalPolicyGenerator gpg({}, store_.get(), &rms_);
+  GpgRound first = gpg.RunOnce(kNow);
+  EXPECT_THAT(first.marked_lost, ElementsAre("sc1"));
+  EXPECT_TRUE(first.resubmitted.empty());
+  ASSERT_FALSE(first.errors.empty());
+  EXPECT_THAT(first.errors.back(), HasSubstr("sc2 is restarting"));
+  EXPECT_EQ(store_->GetApplicationHomeSubCluster("application_1_0001")->home_sub_cluster_id(),
+            "sc1");
+  rms_.submit_status = absl::OkStatus();
+  GpgRound second = gpg.RunOnce(kNow + 1000);
+  EXPECT_THAT(second.resubmitted, ElementsAre("application_1_0001 -> sc2"));
+  EXPECT_THAT(rms_.submitted, ElementsAre("application_1_0001 -> sc2 as alice"));
+  EXPECT_EQ(store_->GetApplicationHomeSubCluster("application_1_0001")->home_sub_cluster_id(),
+            "sc2");
+  // Queue adhoc has no policy of its own and "*" does not resubmit: it stays where it was.
+  EXPECT_EQ(store_->GetApplicationHomeSubCluster("application_1_0002")->home_sub_cluster_id(),
+            "sc1");
+}
+
+TEST_F(GpgTest, AnEmptyFederationIsAQuietRound) {
+  // A store with nothing in it and no RMs: a quiet round.
+  GlobalPolicyGenerator gpg({}, store_.get(), &rms_);
+  GpgRound round = gpg.RunOnce(kNow);
+  EXPECT_TRUE(round.errors.empty());
+  EXPECT_EQ(round.policies_published, 0);
+  EXPECT_TRUE(rms_.asked.empty());
+}
+
+}  // namespace
+}  // namespace weft::federation

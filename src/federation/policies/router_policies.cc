@@ -1,0 +1,159 @@
+// Copyright Weft authors. The router policies (YARN's FederationRouterPolicy implementations).
+// Every policy chooses among RouterCandidates(): active, not excluded, router weight > 0.
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "federation/policies/policy_util.h"
+
+namespace weft::federation::internal {
+namespace {
+
+using Candidates = std::vector<const v1::SubClusterInfo*>;
+
+// YARN's UniformRandomRouterPolicy: every candidate equally likely (weights only exclude).
+class UniformRouterPolicy final : public RouterPolicy {
+ public:
+  absl::string_view name() const override { return "uniform"; }
+  absl::StatusOr<std::string> ChooseHome(const v1::ApplicationSubmissionContext& app,
+                                         const PolicyContext& ctx,
+                                         absl::Span<const std::string> exclude) const override {
+    Candidates c = RouterCandidates(ctx, exclude);
+    if (c.empty()) return NothingToChoose(app.queue(), "no eligible sub-cluster");
+    size_t i = static_cast<size_t>(Uniform01(*ctx.rng) * static_cast<double>(c.size()));
+    return c[std::min(i, c.size() - 1)]->sub_cluster_id();
+  }
+};
+
+// YARN's HashBasedRouterPolicy: a stable hash of the queue over the candidates ordered by id,
+// so a queue keeps its home while the membership is unchanged.
+class HashingRouterPolicy final : public RouterPolicy {
+ public:
+  absl::string_view name() const override { return "hashing"; }
+  absl::StatusOr<std::string> ChooseHome(const v1::ApplicationSubmissionContext& app,
+                                         const PolicyContext& ctx,
+                                         absl::Span<const std::string> exclude) const override {
+    Candidates c = RouterCandidates(ctx, exclude);
+    if (c.empty()) return NothingToChoose(app.queue(), "no eligible sub-cluster");
+    return c[StableHash(app.queue()) % c.size()]->sub_cluster_id();
+  }
+};
+
+// YARN's WeightedRandomRouterPolicy: probability proportional to router weight.
+class WeightedRandomRouterPolicy final : public RouterPolicy {
+ public:
+  absl::string_view name() const override { return "weighted-random"; }
+  absl::StatusOr<std::string> ChooseHome(const v1::ApplicationSubmissionContext& app,
+                                         const PolicyContext& ctx,
+                                         absl::Span<const std::string> exclude) const override {
+    return PickWeighted(ctx, RouterCandidates(ctx, exclude), app.queue());
+  }
+};
+
+// YARN's PriorityRouterPolicy: the highest router weight; ties to the lowest id.
+class PriorityRouterPolicy final : public RouterPolicy {
+ public:
+  absl::string_view name() const override { return "priority"; }
+  absl::StatusOr<std::string> ChooseHome(const v1::ApplicationSubmissionContext& app,
+                                         const PolicyContext& ctx,
+                                         absl::Span<const std::string> exclude) const override {
+    Candidates c = RouterCandidates(ctx, exclude);
+    if (c.empty()) return NothingToChoose(app.queue(), "no eligible sub-cluster");
+    const v1::SubClusterInfo* best = c.front();  // c is ordered by id: '>' keeps the lowest
+    for (const v1::SubClusterInfo* info : c) {
+      if (RouterWeight(ctx, info->sub_cluster_id()) > RouterWeight(ctx, best->sub_cluster_id())) {
+        best = info;
+      }
+    }
+    return best->sub_cluster_id();
+  }
+};
+
+// YARN's LocalityRouterPolicy: the candidate owning the first of app.preferred_nodes() the
+// resolver knows (a host's sub-cluster, or for a rack a weighted draw among the candidates
+// with nodes in it); entries that resolve to no candidate are skipped. Falls back to
+// weighted-random.
+class LocalityRouterPolicy final : public RouterPolicy {
+ public:
+  absl::string_view name() const override { return "locality"; }
+  absl::StatusOr<std::string> ChooseHome(const v1::ApplicationSubmissionContext& app,
+                                         const PolicyContext& ctx,
+                                         absl::Span<const std::string> exclude) const override {
+    Candidates c = RouterCandidates(ctx, exclude);
+    auto candidate = [&](absl::string_view id) -> const v1::SubClusterInfo* {
+      for (const v1::SubClusterInfo* info : c) {
+        if (info->sub_cluster_id() == id) return info;
+      }
+      return nullptr;
+    };
+    if (ctx.resolver != nullptr) {
+      for (const std::string& where : app.preferred_nodes()) {
+        if (std::optional<std::string> sc = ctx.resolver->SubClusterForNode(where)) {
+          if (candidate(*sc) != nullptr) return *sc;
+          continue;
+        }
+        Candidates in_rack;
+        for (const std::string& id : ctx.resolver->SubClustersForRack(where)) {
+          if (const v1::SubClusterInfo* info = candidate(id)) in_rack.push_back(info);
+        }
+        if (!in_rack.empty()) return PickWeighted(ctx, in_rack, app.queue());
+      }
+    }
+    return PickWeighted(ctx, c, app.queue());
+  }
+};
+
+// YARN's LoadBasedRouterPolicy: the candidate with the most available memory-mb (as of its
+// last heartbeat); ties to the lowest id.
+class LoadBasedRouterPolicy final : public RouterPolicy {
+ public:
+  absl::string_view name() const override { return "load-based"; }
+  absl::StatusOr<std::string> ChooseHome(const v1::ApplicationSubmissionContext& app,
+                                         const PolicyContext& ctx,
+                                         absl::Span<const std::string> exclude) const override {
+    Candidates c = RouterCandidates(ctx, exclude);
+    if (c.empty()) return NothingToChoose(app.queue(), "no eligible sub-cluster");
+    const v1::SubClusterInfo* best = c.front();
+    for (const v1::SubClusterInfo* info : c) {
+      if (MemoryMb(info->available()) > MemoryMb(best->available())) best = info;
+    }
+    return best->sub_cluster_id();
+  }
+};
+
+// YARN's RejectRouterPolicy: refuses every submission to the queue.
+class RejectRouterPolicy final : public RouterPolicy {
+ public:
+  absl::string_view name() const override { return "reject"; }
+  absl::StatusOr<std::string> ChooseHome(const v1::ApplicationSubmissionContext& app,
+                                         const PolicyContext&,
+                                         absl::Span<const std::string>) const override {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "queue '", app.queue(), "' does not accept applications: its router policy is reject"));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<RouterPolicy> NewUniformRouterPolicy() {
+  return std::make_unique<UniformRouterPolicy>();
+}
+std::unique_ptr<RouterPolicy> NewHashingRouterPolicy() {
+  return std::make_unique<HashingRouterPolicy>();
+}
+std::unique_ptr<RouterPolicy> NewWeightedRandomRouterPolicy() {
+  return std::make_unique<WeightedRandomRouterPolicy>();
+}
+std::unique_ptr<RouterPolicy> NewPriorityRouterPolicy() {
+  return std::make_unique<PriorityRouterPolicy>();
+}
+std::unique_ptr<RouterPolicy> NewLocalityRouterPolicy() {
+  return std::make_unique<LocalityRouterPolicy>();
+}
+std::unique_ptr<RouterPolicy> NewLoadBasedRouterPolicy() {
+  return std::make_unique<LoadBasedRouterPolicy>();
+}
+std::unique_ptr<RouterPolicy> NewRejectRouterPolicy() {
+  return std::make_unique<RejectRouterPolicy>();
+}
+
+}  // namespace weft::federation::internal
