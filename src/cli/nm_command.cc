@@ -2,8 +2,10 @@
 
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -12,9 +14,106 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/resource_types.h"
+#include "federation/amrmproxy/amrm_proxy_service.h"
+#include "federation/policies/policy.h"
+#include "federation/store/federation_store.h"
 #include "web/nm_web_server.h"
 
 namespace weft::cli {
+namespace {
+
+// The AMRMProxy's options from the flags; nullopt without --amrmproxy.
+absl::StatusOr<std::optional<amrmproxy::AmrmProxyOptions>> MakeAmrmProxyOptions(
+    const NmFlags& flags) {
+  const bool federation_flags = !flags.federation_store.empty() ||
+                                !flags.sub_cluster_id.empty() ||
+                                !flags.federation_machine_list.empty();
+  const bool proxy_flags = !flags.amrmproxy_interceptors.empty() ||
+                           flags.amrmproxy_max_outstanding_containers != 0 ||
+                           flags.amrmproxy_max_outstanding_memory_mb != 0 ||
+                           flags.amrmproxy_max_total_containers != 0 ||
+                           flags.amrmproxy_max_allocates_per_second != 0 ||
+                           flags.amrmproxy_max_violations != 0;
+  if (!flags.amrmproxy) {
+    if (federation_flags || proxy_flags) {
+      return absl::InvalidArgumentError(
+          "--federation-store, --sub-cluster-id, --federation-machine-list and the "
+          "--amrmproxy-* flags need --amrmproxy");
+    }
+    return std::nullopt;
+  }
+  amrmproxy::AmrmProxyOptions options;
+  options.interceptors = flags.amrmproxy_interceptors;
+  options.sub_cluster_id = flags.sub_cluster_id;
+  options.throttle.max_outstanding_containers = flags.amrmproxy_max_outstanding_containers;
+  options.throttle.max_outstanding_memory_mb = flags.amrmproxy_max_outstanding_memory_mb;
+  options.throttle.max_total_containers = flags.amrmproxy_max_total_containers;
+  options.throttle.max_allocates_per_second = flags.amrmproxy_max_allocates_per_second;
+  options.throttle.max_violations = flags.amrmproxy_max_violations;
+  if (flags.federation_store.empty() != flags.sub_cluster_id.empty()) {
+    return absl::InvalidArgumentError(
+        "--federation-store and --sub-cluster-id go together: the NM's AMRMProxy needs both to "
+        "span sub-clusters");
+  }
+  if (!flags.federation_machine_list.empty() && flags.federation_store.empty()) {
+    return absl::InvalidArgumentError("--federation-machine-list needs --federation-store");
+  }
+  if (!flags.sub_cluster_id.empty()) {
+    if (absl::Status s = federation::ValidateSubClusterId(flags.sub_cluster_id); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--sub-cluster-id: ", s.message()));
+    }
+  }
+  if (!options.interceptors.empty()) {
+    if (absl::Status s = amrmproxy::ValidateInterceptorList(options.interceptors,
+                                                            !flags.federation_store.empty());
+        !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--amrmproxy-interceptors '", absl::StrJoin(options.interceptors, ","),
+                       "': ", s.message()));
+    }
+  }
+  if (!flags.federation_machine_list.empty()) {
+    std::ifstream in(flags.federation_machine_list, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--federation-machine-list: cannot read '", flags.federation_machine_list, "'"));
+    }
+    absl::StatusOr<federation::SubClusterResolver> resolver =
+        federation::SubClusterResolver::FromMachineList(text.str());
+    if (!resolver.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--federation-machine-list '",
+                                                     flags.federation_machine_list, "': ",
+                                                     resolver.status().message()));
+    }
+    options.machine_list = *std::move(resolver);
+  }
+  // Checked before the store is opened: a bad flag is reported without touching it.
+  if (absl::Status s = amrmproxy::ValidateAmrmProxyOptions([&] {
+        amrmproxy::AmrmProxyOptions check = options;
+        check.sub_cluster_id.clear();  // checked above, with the store not yet open
+        check.interceptors.clear();
+        return check;
+      }());
+      !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--amrmproxy-*: ", s.message()));
+  }
+  if (!flags.federation_store.empty()) {
+    absl::StatusOr<std::unique_ptr<federation::FederationStateStore>> store =
+        federation::OpenFederationStore(flags.federation_store);
+    if (!store.ok()) {
+      return absl::Status(store.status().code(),
+                          absl::StrCat("--federation-store '", flags.federation_store, "': ",
+                                       store.status().message()));
+    }
+    options.federation_store = std::shared_ptr<federation::FederationStateStore>(
+        std::move(*store));
+  }
+  return options;
+}
+
+}  // namespace
 
 absl::StatusOr<nm::NodeManagerOptions> MakeNodeManagerOptions(const NmFlags& flags) {
   nm::NodeManagerOptions options;
@@ -73,6 +172,9 @@ absl::StatusOr<nm::NodeManagerOptions> MakeNodeManagerOptions(const NmFlags& fla
   options.log_retention_ms = flags.log_retention_s * 1000;
   options.recover = !flags.no_recovery;
   if (flags.work_root.empty()) return absl::InvalidArgumentError("--work-root is empty");
+  absl::StatusOr<std::optional<amrmproxy::AmrmProxyOptions>> proxy = MakeAmrmProxyOptions(flags);
+  if (!proxy.ok()) return proxy.status();
+  options.amrmproxy = *std::move(proxy);
   options.work_root = std::filesystem::absolute(flags.work_root).lexically_normal().string();
   return options;
 }
@@ -117,6 +219,43 @@ void AddNetworkFlags(CLI::App* cmd, NmFlags* f) {
       ->capture_default_str();
   cmd->add_option("--network-classifier", f->network_classifier,
                   "auto, tc-cgroup, iptables-net_cls or iptables-cgroup2")
+      ->capture_default_str();
+}
+
+void AddAmrmProxyFlags(CLI::App* cmd, NmFlags* f) {
+  cmd->add_flag("--amrmproxy", f->amrmproxy,
+                "serve the AMRMProxy on this NM's port: the AMs launched here talk to it, not "
+                "to the RM (seed 004; YARN's yarn.nodemanager.amrmproxy.enabled)");
+  cmd->add_option("--amrmproxy-interceptors", f->amrmproxy_interceptors,
+                  "the AMRMProxy's interceptor chain, comma-separated, last step last: "
+                  "throttle, default | federation (default: default, or throttle,federation "
+                  "with --federation-store)")
+      ->delimiter(',');
+  cmd->add_option("--federation-store", f->federation_store,
+                  "the federation state store: memory:, sqlite:/path, zk://host:port/root or "
+                  "postgresql://user@host:port/db (needs --sub-cluster-id)");
+  cmd->add_option("--sub-cluster-id", f->sub_cluster_id,
+                  "this NM's sub-cluster: the home of the AMs launched here");
+  cmd->add_option("--federation-machine-list", f->federation_machine_list,
+                  "a file of 'node,sub-cluster,rack' lines for the locality policies (default: "
+                  "the sub-clusters' node lists)");
+  cmd->add_option("--amrmproxy-max-outstanding-containers",
+                  f->amrmproxy_max_outstanding_containers,
+                  "per app: containers asked for and not yet allocated (0 = no limit)")
+      ->capture_default_str();
+  cmd->add_option("--amrmproxy-max-outstanding-memory-mb", f->amrmproxy_max_outstanding_memory_mb,
+                  "per app: memory of those, MB (0 = no limit)")
+      ->capture_default_str();
+  cmd->add_option("--amrmproxy-max-total-containers", f->amrmproxy_max_total_containers,
+                  "per app attempt: containers allocated over its life (0 = no limit)")
+      ->capture_default_str();
+  cmd->add_option("--amrmproxy-max-allocates-per-second", f->amrmproxy_max_allocates_per_second,
+                  "per app: Allocate calls forwarded per second; faster ones are held (0 = no "
+                  "limit)")
+      ->capture_default_str();
+  cmd->add_option("--amrmproxy-max-violations", f->amrmproxy_max_violations,
+                  "consecutive Allocate calls over a quota or the rate after which the AM is "
+                  "shut down and its app finished FAILED (0 = never)")
       ->capture_default_str();
 }
 
@@ -171,6 +310,13 @@ int RunNm(const NmFlags& flags) {
   std::cout << "weft nm: metrics at http://" << (*http)->address()
             << "/metrics, container logs under http://" << (*http)->address()
             << "/node/containerlogs/\n";
+  if (options->amrmproxy.has_value()) {
+    std::cout << "weft nm: AMRMProxy at " << (*nm)->node_id()
+              << (options->amrmproxy->sub_cluster_id.empty()
+                      ? std::string()
+                      : absl::StrCat(", home sub-cluster ", options->amrmproxy->sub_cluster_id))
+              << "\n";
+  }
   std::cout << "weft nm: work root " << options->work_root << "; Ctrl-C or SIGTERM stops it"
             << std::endl;
   int sig = WaitForTerminationSignal();
@@ -217,6 +363,7 @@ void AddNmCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   AddNetworkFlags(cmd, f.get());
   AddContainerUserFlags(cmd, f.get());
+  AddAmrmProxyFlags(cmd, f.get());
   cmd->callback([f, exit_code] { *exit_code = RunNm(*f); });
 }
 

@@ -42,7 +42,22 @@ struct NmFlags {
   // Kill, rather than re-attach to, the containers an earlier NM on this work root left
   // (NodeManagerOptions::recover; docs/nm-recovery.md).
   bool no_recovery = false;
+
+  // The AMRMProxy (seed 004; nm::NodeManagerOptions::amrmproxy). `weft nm` only.
+  bool amrmproxy = false;
+  std::vector<std::string> amrmproxy_interceptors;  // empty: the default list
+  std::string federation_store;                     // URI (OpenFederationStore); "" = none
+  std::string sub_cluster_id;                       // this NM's sub-cluster
+  std::string federation_machine_list;              // file: node,sub-cluster,rack lines
+  int64_t amrmproxy_max_outstanding_containers = 0;
+  int64_t amrmproxy_max_outstanding_memory_mb = 0;
+  int64_t amrmproxy_max_total_containers = 0;
+  double amrmproxy_max_allocates_per_second = 0;
+  int32_t amrmproxy_max_violations = 0;
 };
+
+// --amrmproxy and the federation and quota flags into `f`.
+void AddAmrmProxyFlags(CLI::App* cmd, NmFlags* f);
 
 // --run-containers-as, --min-user-id, --banned-users, --allowed-system-users into `f`.
 void AddContainerUserFlags(CLI::App* cmd, NmFlags* f);
@@ -52,7 +67,8 @@ void AddContainerUserFlags(CLI::App* cmd, NmFlags* f);
 void AddNetworkFlags(CLI::App* cmd, NmFlags* f);
 
 // Builds the daemon's options: parses the node resources (the error names the bad item) and
-// makes the work root absolute.
+// makes the work root absolute. With --amrmproxy: checks its flags, reads the machine list and
+// opens the federation store (errors name the flag).
 absl::StatusOr<nm::NodeManagerOptions> MakeNodeManagerOptions(const NmFlags& flags);
 
 // "host:port <memory-mb=.., vcores=..> (missing: ...)": a started NM in one line.

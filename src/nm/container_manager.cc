@@ -130,6 +130,9 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
     if (as->uid != geteuid()) spec.run_as = SpawnOptions::RunAs{as->uid, as->gid, as->gids};
   }
   for (const auto& [name, value] : request.launch_context().tokens()) spec.tokens[name] = value;
+  if (amrm_proxy_ != nullptr) {
+    if (absl::Status s = InterceptAmLaunch(*token, &spec); !s.ok()) return s;
+  }
   if (traffic_ != nullptr) {
     // Shaped from its first packet: the class and rule exist before the process does. A
     // failure fails the start rather than running the container unshaped.
@@ -138,7 +141,10 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
       cgroup2_path = cgroups_->Path("memory", id).substr(std::strlen(kCgroupRoot));
     }
     absl::StatusOr<uint32_t> classid = traffic_->AddContainer(id, network_mbps, cgroup2_path);
-    if (!classid.ok()) return classid.status();
+    if (!classid.ok()) {
+      if (amrm_proxy_ != nullptr) amrm_proxy_->RemoveAttemptOfContainer(id);
+      return classid.status();
+    }
     spec.limits.net_cls_classid = *classid;
   }
   // Durable before the process exists (docs/nm-recovery.md): the monitor is recorded while it
@@ -166,6 +172,7 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
   };
   absl::StatusOr<pid_t> pid = executor_->Launch(spec);
   if (!pid.ok()) {
+    if (amrm_proxy_ != nullptr) amrm_proxy_->RemoveAttemptOfContainer(id);
     if (traffic_ != nullptr) (void)traffic_->RemoveContainer(id);
     if (stored.monitor_pid != 0) (void)state_->RemoveContainer(id);
     (void)env->RemoveTree(stored.state_dir);
@@ -180,6 +187,33 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
   // Should this fail, the record still says "launching": a restarted NM kills the container
   // rather than leaving it unknown.
   Persist(id, it->second);
+  return absl::OkStatus();
+}
+
+absl::Status NodeManager::InterceptAmLaunch(const security::ContainerTokenData& token,
+                                            LaunchSpec* spec) {
+  auto amrm = spec->tokens.find("amrm");
+  auto attempt = spec->env.find("WEFT_APP_ATTEMPT_ID");
+  auto rm = spec->env.find("WEFT_RM_ADDRESS");
+  if (amrm == spec->tokens.end() || attempt == spec->env.end() || rm == spec->env.end()) {
+    return absl::OkStatus();
+  }
+  v1::Token real;
+  if (!real.ParseFromString(amrm->second) ||
+      !security::DecodeAmRmToken(real.identifier()).ok()) {
+    return absl::OkStatus();  // not an RM's AMRM token: not an AM launch by the RM
+  }
+  amrmproxy::AttemptContext context;
+  context.application_id = token.app_id;
+  context.attempt_id = attempt->second;
+  context.user = token.user;
+  context.am_container_id = token.container_id;
+  context.home_rm_address = rm->second;
+  context.amrm_token = real;
+  absl::StatusOr<v1::Token> proxy_token = amrm_proxy_->AddAttempt(context);
+  if (!proxy_token.ok()) return proxy_token.status();
+  amrm->second = proxy_token->SerializeAsString();
+  rm->second = amrm_proxy_->address();
   return absl::OkStatus();
 }
 
@@ -445,11 +479,13 @@ void NodeManager::OnContainerExit(const ContainerExit& exit) {
     }
   }
   net_stats_.erase(exit.container_id);
+  if (amrm_proxy_ != nullptr) amrm_proxy_->RemoveAttemptOfContainer(exit.container_id);
   if (cleaning_apps_.contains(record.app_id)) MaybeFinishAppCleanup(record.app_id);
 }
 
 void NodeManager::CleanupApplication(const std::string& app_id) {
   if (app_id.empty() || finished_apps_.contains(app_id)) return;
+  if (amrm_proxy_ != nullptr) amrm_proxy_->RemoveApplication(app_id);
   cleaning_apps_.insert(app_id);
   for (const auto& [id, record] : containers_) {
     if (record.app_id == app_id && record.running) {

@@ -343,8 +343,19 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
     nm->state_ = *std::move(store);
   }
 
-  // ContainerService.
+  // ContainerService, and the AMRMProxy's AmService on the same port.
   nm->service_ = std::make_unique<Service>(nm.get());
+  if (opts.amrmproxy.has_value()) {
+    absl::StatusOr<std::unique_ptr<amrmproxy::AmrmProxyService>> proxy =
+        amrmproxy::AmrmProxyService::Create(
+            *opts.amrmproxy, opts.tls.has_value() ? security::TlsChannelCredentials(*opts.tls)
+                                                  : grpc::InsecureChannelCredentials());
+    if (!proxy.ok()) {
+      return absl::Status(proxy.status().code(),
+                          absl::StrCat("starting NodeManager: ", proxy.status().message()));
+    }
+    nm->amrm_proxy_ = *std::move(proxy);
+  }
   grpc::ServerBuilder builder;
   int selected_port = 0;
   const std::string address = HostPort(opts.bind_host, opts.port);
@@ -355,6 +366,7 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
                                : grpc::InsecureServerCredentials(),
                            &selected_port);
   builder.RegisterService(nm->service_.get());
+  if (nm->amrm_proxy_ != nullptr) builder.RegisterService(nm->amrm_proxy_->service());
   nm->server_ = builder.BuildAndStart();
   if (nm->server_ == nullptr || selected_port == 0) {
     return absl::UnavailableError(
@@ -396,6 +408,7 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
         absl::StrCat("starting NodeManager: recovering containers: ", s.ToString(),
                      " (recover=false starts afresh, killing what it recorded)"));
   }
+  if (nm->amrm_proxy_ != nullptr) nm->amrm_proxy_->Start(nm->node_id_);
   nm->started_ = true;
   nm->serving_.store(true, std::memory_order_release);
   NodeManager* raw = nm.get();
@@ -413,6 +426,7 @@ NodeManager::~NodeManager() {
   }
   // Start failed: nothing ran on the loop; release what was set up.
   server_.reset();
+  amrm_proxy_.reset();
   executor_.reset();
   traffic_.reset();  // tears the tree down
   if (cgroups_ != nullptr) (void)cgroups_->RemoveHierarchy();
@@ -426,6 +440,8 @@ void NodeManager::Shutdown() {
   serving_.store(false, std::memory_order_release);
   // Waits for the handlers' reactors, which the (still running) loop finishes.
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  // Its workers finished every AmService call the server had.
+  if (amrm_proxy_ != nullptr) amrm_proxy_->Shutdown();
   {
     absl::MutexLock lock(&rm_mu_);
     rm_closed_ = true;

@@ -23,6 +23,7 @@
 #include "common/metrics.h"
 #include "common/resource.h"
 #include "common/rm_failover.h"
+#include "federation/amrmproxy/amrm_proxy_service.h"
 #include "nm/cgroups.h"
 #include "nm/container_executor.h"
 #include "nm/container_user.h"
@@ -106,6 +107,16 @@ struct NodeManagerOptions {
   // Where the NM counts container launches, failures, completions, heartbeats and
   // per-container network bytes; not owned, must outlive the NM. Null = no metrics.
   metrics::Registry* metrics = nullptr;
+
+  // The AMRMProxy (seed 004; federation/amrmproxy/amrm_proxy_service.h). Set: the NM serves
+  // AmService on its own port, and every AM container it launches (one whose launch context
+  // carries the RM's AMRM token, tokens["amrm"], for the WEFT_APP_ATTEMPT_ID of its own app)
+  // talks to it instead of the RM: the NM keeps the real token and WEFT_RM_ADDRESS for the
+  // proxy, gives the AM a token valid at this NM's proxy only and sets WEFT_RM_ADDRESS to this
+  // node's id. The attempt is dropped from the proxy when its AM container ends or its app is
+  // cleaned up here. The proxy's token key lives in memory: an AM this NM re-attaches to after
+  // a restart can no longer call it. Unset: AMs talk to the RM directly.
+  std::optional<amrmproxy::AmrmProxyOptions> amrmproxy;
 };
 
 // One NodeManager: a gRPC ContainerService and the client of the RM's TrackerService.
@@ -191,6 +202,10 @@ class NodeManager {
                          v1::StartContainersResponse* response);
   // Starts one container; the error message is the failure reported for it.
   absl::Status StartOne(const v1::StartContainerRequest& request, std::string* container_id);
+  // With the AMRMProxy: when `spec` launches an AM (its tokens hold the RM's AMRM token for an
+  // attempt of `token`'s app), hands the attempt to the proxy and rewrites the AM's token and
+  // WEFT_RM_ADDRESS. Other containers are left alone. The proxy's refusal fails the start.
+  absl::Status InterceptAmLaunch(const security::ContainerTokenData& token, LaunchSpec* spec);
   // The distinct directories of the container's cgroups (none without cgroups).
   std::vector<std::string> CgroupDirsOf(const std::string& container_id) const;
   // Stop and status calls: each container id needs a valid token for this node
@@ -289,6 +304,7 @@ class NodeManager {
   // The cluster CA certificate containers read ($WEFT_TLS_CA_FILE); "" without TLS.
   std::string ca_file_;
   std::unique_ptr<Service> service_;
+  std::unique_ptr<amrmproxy::AmrmProxyService> amrm_proxy_;  // null without the AMRMProxy
   std::unique_ptr<grpc::Server> server_;
   bool started_ = false;  // Start() succeeded: the destructor must Shutdown()
   // Set (release) once Start has finished initialising; handlers refuse calls before.

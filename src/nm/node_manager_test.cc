@@ -31,6 +31,7 @@
 #include "security/master_key.h"
 #include "security/secret_source.h"
 #include "security/tokens.h"
+#include "weft/v1/am.grpc.pb.h"
 #include "weft/v1/container.grpc.pb.h"
 #include "weft/v1/tracker.grpc.pb.h"
 
@@ -754,6 +755,66 @@ TEST_F(NodeManagerTest, ContainerOverItsMemoryLimitIsReportedAsSuch) {
   if (completed->exit_status() == 0) GTEST_SKIP() << "the kernel did not enforce the limit";
   EXPECT_EQ(completed->exit_status(), v1::CONTAINER_EXIT_KILLED_EXCEEDED_PMEM)
       << completed->diagnostics();
+}
+
+// Seed 004 step 6: with the AMRMProxy, an AM container's launch context is rewritten so that
+// the AM talks only to this NM's proxy, with a token valid there only; the proxy forwards to the
+// RM the launch named and forgets the attempt when its AM container ends.
+TEST_F(NodeManagerTest, TheAmrmProxyTakesOverTheAmsTokenAndRmAddress) {
+  NodeManagerOptions options = Options();
+  options.amrmproxy.emplace();
+  StartNm(options);
+  const std::string id = "container_e1_1_0001_01_000001";
+  const std::string attempt = "appattempt_1_0001_000001";
+  security::MasterKey key;
+  key.id = 1;
+  key.secret = std::string(32, 'k');
+  key.expires_ms = loop_.NowMs() + kHourMs;
+  security::Token real = security::IssueAmRmToken({attempt, 0, loop_.NowMs() + kHourMs}, key);
+  v1::Token real_proto;
+  real_proto.set_identifier(real.identifier);
+  real_proto.set_password(real.password);
+  v1::StartContainerRequest request =
+      Request(rm_->IssueToken(TokenData(id)), {"echo \"$WEFT_RM_ADDRESS\"; sleep 100"});
+  auto& env = *request.mutable_launch_context()->mutable_environment();
+  env["WEFT_APP_ATTEMPT_ID"] = attempt;
+  env["WEFT_RM_ADDRESS"] = "127.0.0.1:1";  // no RM there
+  (*request.mutable_launch_context()->mutable_tokens())["amrm"] = real_proto.SerializeAsString();
+  ASSERT_THAT(Start({request}).succeeded(), ElementsAre(id));
+  ASSERT_TRUE(rm_->WaitUntil([&](FakeRm& rm) {
+    return !rm.heartbeats_.empty() &&
+           FindStatus(rm.heartbeats_.back(), id, v1::CONTAINER_RUNNING) != nullptr;
+  }));
+  // The AM got a proxy token, not the RM's.
+  std::ifstream in(work_root_ / "application_1_0001" / id / ".tokens" / "amrm", std::ios::binary);
+  std::stringstream raw;
+  raw << in.rdbuf();
+  v1::Token given;
+  ASSERT_TRUE(given.ParseFromString(raw.str()));
+  EXPECT_EQ(given.kind(), "AMRMProxyToken");
+  EXPECT_NE(given.identifier(), real.identifier);
+
+  auto proxy = v1::AmService::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", nm_->port()), grpc::InsecureChannelCredentials()));
+  auto register_with = [&](const v1::Token* token) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    if (token != nullptr) ctx.AddMetadata("weft-amrm-token-bin", token->SerializeAsString());
+    v1::RegisterApplicationMasterResponse response;
+    return proxy->RegisterApplicationMaster(&ctx, {}, &response);
+  };
+  // Authenticated, forwarded to the RM the launch named (which is not there).
+  grpc::Status forwarded = register_with(&given);
+  EXPECT_EQ(forwarded.error_code(), grpc::StatusCode::UNAVAILABLE) << forwarded.error_message();
+  EXPECT_THAT(forwarded.error_message(), HasSubstr("127.0.0.1:1"));
+  EXPECT_EQ(register_with(nullptr).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(register_with(&real_proto).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+
+  // The AM container ends: its token is refused from then on.
+  ASSERT_THAT(Stop({id}).succeeded(), ElementsAre(id));
+  ASSERT_TRUE(WaitCompleted(id).has_value());
+  EXPECT_EQ(ReadLog(id, "stdout"), absl::StrCat(nm_->node_id(), "\n"));
+  EXPECT_EQ(register_with(&given).error_code(), grpc::StatusCode::PERMISSION_DENIED);
 }
 
 }  // namespace

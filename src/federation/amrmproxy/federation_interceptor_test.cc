@@ -1,0 +1,311 @@
+// Copyright Weft authors. The federation interceptor against fake sub-cluster RMs, with the real
+// policies and the memory federation store: the split, the unmanaged AMs, the merge, releases,
+// failures and the end of the attempt.
+#include "federation/amrmproxy/federation_interceptor.h"
+
+#include <memory>
+#include <string>
+
+#include "federation/amrmproxy/fake_sub_cluster_rpc_test_util.h"
+#include "federation/amrmproxy/federation_view.h"
+#include "federation/store/federation_store.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "security/master_key.h"
+#include "security/tokens.h"
+
+namespace weft::amrmproxy {
+namespace {
+
+using ::testing::ElementsAre;
+using testing::FakeSubClusterRpc;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using testing::MakeAsk;
+using testing::MakeContainer;
+
+constexpr char kHome[] = "sc-home";
+constexpr char kOther[] = "sc-two";
+constexpr char kHomeRm[] = "home-rm:8032";
+constexpr char kOtherRm[] = "two-rm:8032";
+constexpr int64_t kNow = 1'700'000'000'000;
+
+class FederationInterceptorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto store = federation::OpenFederationStore("memory:");
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    for (auto [id, rm] : {std::pair{kHome, kHomeRm}, std::pair{kOther, kOtherRm}}) {
+      v1::SubClusterInfo info;
+      info.set_sub_cluster_id(id);
+      info.set_rm_address(rm);
+      info.set_state(v1::SC_RUNNING);
+      info.set_last_heartbeat_ms(kNow);
+      info.set_last_start_ms(kNow);
+      ASSERT_TRUE(store_->RegisterSubCluster(info).ok());
+    }
+    SetPolicy("broadcast");
+    FederationViewOptions view;
+    view.store = store_.get();
+    view.rpc = &rpc_;
+    view.cache_ttl_ms = 0;  // every split reads the store
+    view.now_ms = [] { return kNow; };
+    view_ = std::make_unique<FederationView>(std::move(view));
+
+    attempt_.application_id = "application_1_0001";
+    attempt_.attempt_id = "appattempt_1_0001_000001";
+    attempt_.user = "alice";
+    attempt_.am_container_id = "container_e0_1_0001_01_000001";
+    attempt_.home_rm_address = kHomeRm;
+    attempt_.amrm_token.set_identifier("home-token");
+    env_.rpc = &rpc_;
+    env_.federation = view_.get();
+    env_.home_sub_cluster_id = kHome;
+    env_.now_ms = [this] { return now_; };
+    env_.sleep_ms = [](int64_t) {};
+    fi_ = std::make_unique<FederationInterceptor>(attempt_, env_);
+    v1::RegisterApplicationMasterRequest reg;
+    reg.set_host("am-host");
+    ASSERT_TRUE(fi_->RegisterApplicationMaster(reg).ok());
+  }
+
+  void SetPolicy(const std::string& amrm_policy) {
+    v1::SubClusterPolicyConfiguration config;
+    config.set_queue("*");
+    config.set_router_policy("uniform");
+    config.set_amrm_policy(amrm_policy);
+    absl::Status s = store_->SetPolicyConfiguration(config);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+
+  absl::StatusOr<v1::AllocateResponse> Allocate(std::vector<v1::ResourceRequest> asks,
+                                                std::vector<std::string> releases = {}) {
+    v1::AllocateRequest req;
+    req.set_response_id(response_id_);
+    for (auto& a : asks) *req.add_asks() = a;
+    for (auto& r : releases) req.add_releases(r);
+    auto reply = fi_->Allocate(req);
+    if (reply.ok()) response_id_ = reply->response_id();
+    return reply;
+  }
+
+  std::unique_ptr<federation::FederationStateStore> store_;
+  FakeSubClusterRpc rpc_;
+  std::unique_ptr<FederationView> view_;
+  AttemptContext attempt_;
+  InterceptorEnvironment env_;
+  int64_t now_ = kNow;
+  std::unique_ptr<FederationInterceptor> fi_;
+  int32_t response_id_ = 0;
+};
+
+TEST_F(FederationInterceptorTest, RegistersWithTheHomeOnly) {
+  EXPECT_EQ(rpc_.rm(kHomeRm).registrations.size(), 1u);
+  EXPECT_EQ(rpc_.rm(kHomeRm).tokens_used.back(), "home-token");
+  EXPECT_TRUE(rpc_.rm(kOtherRm).registrations.empty());
+}
+
+TEST_F(FederationInterceptorTest, ASecondaryGetsAnUnmanagedAmAndTheRepliesAreMerged) {
+  rpc_.rm(kOtherRm).reports_without_token = 2;  // the UAM's token shows on the third report
+  auto reply = Allocate({MakeAsk(4)});
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->response_id(), 1);
+  // The UAM: submitted unmanaged as the app's user, queue and name, then registered with the
+  // secondary's own token.
+  FakeSubClusterRpc::Rm& two = rpc_.rm(kOtherRm);
+  ASSERT_EQ(two.submissions.size(), 1u);
+  EXPECT_TRUE(two.submissions[0].unmanaged_am());
+  EXPECT_EQ(two.submissions[0].queue(), "default");
+  EXPECT_EQ(two.submissions[0].name(), "the-app");
+  EXPECT_THAT(two.users, ::testing::Each(std::string("alice")));
+  ASSERT_EQ(two.registrations.size(), 1u);
+  EXPECT_EQ(two.registrations[0].host(), "am-host");
+  EXPECT_EQ(two.tokens_used.back(), "uam-token@two-rm:8032");
+  // Broadcast: the whole ask to each.
+  ASSERT_EQ(two.allocates.size(), 1u);
+  EXPECT_EQ(two.allocates[0].asks(0).num_containers(), 4);
+  EXPECT_EQ(rpc_.rm(kHomeRm).allocates.back().asks(0).num_containers(), 4);
+
+  // Both allocate; each container keeps its own sub-cluster's token.
+  v1::AllocateResponse home_reply, two_reply;
+  *home_reply.add_allocated_containers() = MakeContainer("c-home-1", "h1:1", kHomeRm);
+  (*home_reply.mutable_available_resources()->mutable_values())["memory-mb"] = 1000;
+  home_reply.set_num_cluster_nodes(2);
+  home_reply.add_diagnostics("home note");
+  *two_reply.add_allocated_containers() = MakeContainer("c-two-1", "t1:1", kOtherRm);
+  *two_reply.add_allocated_containers() = MakeContainer("c-two-2", "t2:1", kOtherRm);
+  (*two_reply.mutable_available_resources()->mutable_values())["memory-mb"] = 500;
+  two_reply.set_num_cluster_nodes(3);
+  two_reply.add_diagnostics("two note");
+  two_reply.mutable_preemption()->add_strict_containers()->set_container_id("c-two-0");
+  two_reply.mutable_preemption()->set_deadline_ms(99);
+  rpc_.rm(kHomeRm).replies.push_back(home_reply);
+  rpc_.rm(kOtherRm).replies.push_back(two_reply);
+  reply = Allocate({});
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  ASSERT_EQ(reply->allocated_containers_size(), 3);
+  std::map<std::string, std::string> token_of;
+  for (const auto& c : reply->allocated_containers()) {
+    token_of[c.container_id()] = c.container_token().identifier();
+  }
+  EXPECT_EQ(token_of["c-home-1"], "container-token@home-rm:8032");
+  EXPECT_EQ(token_of["c-two-2"], "container-token@two-rm:8032");
+  EXPECT_EQ(reply->available_resources().values().at("memory-mb"), 1500);
+  EXPECT_EQ(reply->num_cluster_nodes(), 5);
+  EXPECT_THAT(reply->diagnostics(),
+              ::testing::UnorderedElementsAre("home note", "sub-cluster sc-two: two note"));
+  EXPECT_EQ(reply->preemption().strict_containers(0).container_id(), "c-two-0");
+  EXPECT_EQ(reply->preemption().deadline_ms(), 99);
+  EXPECT_EQ(fi_->container_sub_clusters().at("c-two-1"), kOther);
+
+  // A release goes to the sub-cluster that allocated it; completions are merged.
+  v1::AllocateResponse done;
+  v1::ContainerStatus* st = done.add_completed_containers();
+  st->set_container_id("c-two-1");
+  st->set_state(v1::CONTAINER_COMPLETE);
+  rpc_.rm(kOtherRm).replies.push_back(done);
+  reply = Allocate({}, {"c-two-2", "c-home-1"});
+  ASSERT_TRUE(reply.ok());
+  EXPECT_THAT(rpc_.rm(kOtherRm).allocates.back().releases(), ElementsAre("c-two-2"));
+  EXPECT_THAT(rpc_.rm(kHomeRm).allocates.back().releases(), ElementsAre("c-home-1"));
+  ASSERT_EQ(reply->completed_containers_size(), 1);
+  EXPECT_EQ(reply->completed_containers(0).container_id(), "c-two-1");
+  EXPECT_FALSE(fi_->container_sub_clusters().contains("c-two-1"));
+}
+
+TEST_F(FederationInterceptorTest, TheAmsSequenceIsTheProxysOwn) {
+  v1::AllocateResponse home_reply;
+  *home_reply.add_allocated_containers() = MakeContainer("c1", "h1:1", kHomeRm);
+  rpc_.rm(kHomeRm).replies.push_back(home_reply);
+  auto first = Allocate({MakeAsk(1)});
+  ASSERT_TRUE(first.ok());
+  // The reply was lost: the AM sends the same id and gets the same reply, no new RM call.
+  const size_t calls = rpc_.rm(kHomeRm).allocates.size();
+  v1::AllocateRequest retry;
+  retry.set_response_id(0);
+  auto again = fi_->Allocate(retry);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->response_id(), first->response_id());
+  EXPECT_EQ(again->allocated_containers_size(), 1);
+  EXPECT_EQ(rpc_.rm(kHomeRm).allocates.size(), calls);
+  // Any other id: resync.
+  retry.set_response_id(7);
+  auto resync = fi_->Allocate(retry);
+  ASSERT_TRUE(resync.ok());
+  EXPECT_EQ(resync->am_command(), v1::AM_RESYNC);
+}
+
+TEST_F(FederationInterceptorTest, AFailingSecondaryIsSkippedAndItsChangesKept) {
+  ASSERT_TRUE(Allocate({MakeAsk(4)}).ok());
+  // The secondary's next call is applied but its reply lost.
+  rpc_.rm(kOtherRm).lose_replies = 1;
+  auto reply = Allocate({MakeAsk(6)});
+  ASSERT_TRUE(reply.ok()) << "a secondary's failure is not the AM's: " << reply.status();
+  ASSERT_EQ(rpc_.rm(kOtherRm).allocates.size(), 2u);
+  // The next heartbeat sends the unanswered call again, unchanged (the RM answers its reply
+  // again), then what is new.
+  v1::AllocateResponse late;
+  *late.add_allocated_containers() = MakeContainer("c-late", "t1:1", kOtherRm);
+  rpc_.rm(kOtherRm).replies.push_back(late);
+  reply = Allocate({MakeAsk(5)});
+  ASSERT_TRUE(reply.ok());
+  const auto& sent = rpc_.rm(kOtherRm).allocates;
+  ASSERT_EQ(sent.size(), 3u);
+  EXPECT_EQ(sent[1].asks(0).num_containers(), 6);
+  EXPECT_EQ(sent[2].asks(0).num_containers(), 5);
+  EXPECT_EQ(sent[2].response_id(), sent[1].response_id() + 1);
+  EXPECT_EQ(reply->allocated_containers_size(), 1);
+
+  // Down: skipped; the home still answers.
+  rpc_.rm(kOtherRm).fail_allocates = 1;
+  reply = Allocate({MakeAsk(3)});
+  ASSERT_TRUE(reply.ok());
+  EXPECT_EQ(rpc_.rm(kHomeRm).allocates.back().asks(0).num_containers(), 3);
+  reply = Allocate({});
+  ASSERT_TRUE(reply.ok());
+  // The call that failed, then the heartbeat's own (empty) one.
+  const auto& all = rpc_.rm(kOtherRm).allocates;
+  ASSERT_EQ(all.size(), 5u);
+  ASSERT_EQ(all[3].asks_size(), 1);
+  EXPECT_EQ(all[3].asks(0).num_containers(), 3);
+  EXPECT_EQ(all[4].asks_size(), 0);
+}
+
+TEST_F(FederationInterceptorTest, TheHomesFailureIsTheAmsAndSecondaryRepliesWait) {
+  ASSERT_TRUE(Allocate({MakeAsk(2)}).ok());
+  v1::AllocateResponse two_reply;
+  *two_reply.add_allocated_containers() = MakeContainer("c-two", "t1:1", kOtherRm);
+  rpc_.rm(kOtherRm).replies.push_back(two_reply);
+  rpc_.rm(kHomeRm).fail_allocates = 1;
+  auto failed = Allocate({});
+  EXPECT_TRUE(absl::IsUnavailable(failed.status())) << failed.status();
+  EXPECT_THAT(std::string(failed.status().message()), HasSubstr("home sub-cluster 'sc-home'"));
+  // The AM retries with the same id: the secondary's container comes then.
+  auto reply = Allocate({});
+  ASSERT_TRUE(reply.ok());
+  ASSERT_EQ(reply->allocated_containers_size(), 1);
+  EXPECT_EQ(reply->allocated_containers(0).container_id(), "c-two");
+}
+
+TEST_F(FederationInterceptorTest, AsksMovedAwayAreCancelled) {
+  ASSERT_TRUE(Allocate({MakeAsk(4)}).ok());
+  SetPolicy("home-only");
+  ASSERT_TRUE(Allocate({MakeAsk(3)}).ok());
+  EXPECT_EQ(rpc_.rm(kHomeRm).allocates.back().asks(0).num_containers(), 3);
+  ASSERT_EQ(rpc_.rm(kOtherRm).allocates.back().asks_size(), 1);
+  EXPECT_EQ(rpc_.rm(kOtherRm).allocates.back().asks(0).num_containers(), 0);
+}
+
+TEST_F(FederationInterceptorTest, HomeOnlyNeverStartsAUam) {
+  SetPolicy("home-only");
+  ASSERT_TRUE(Allocate({MakeAsk(4)}).ok());
+  ASSERT_TRUE(Allocate({}).ok());
+  EXPECT_TRUE(rpc_.rm(kOtherRm).submissions.empty());
+  EXPECT_TRUE(rpc_.rm(kOtherRm).allocates.empty());
+}
+
+TEST_F(FederationInterceptorTest, ARestartedSecondaryGetsItsWholeShareAgain) {
+  ASSERT_TRUE(Allocate({MakeAsk(4)}).ok());
+  rpc_.rm(kOtherRm).resync_next = true;
+  ASSERT_TRUE(Allocate({}).ok());
+  FakeSubClusterRpc::Rm& two = rpc_.rm(kOtherRm);
+  EXPECT_EQ(two.registrations.size(), 2u);
+  ASSERT_EQ(two.allocates.size(), 2u);
+  EXPECT_EQ(two.allocates[1].response_id(), 0);
+  ASSERT_EQ(two.allocates[1].asks_size(), 1);
+  EXPECT_EQ(two.allocates[1].asks(0).num_containers(), 4);
+}
+
+TEST_F(FederationInterceptorTest, FinishUnregistersEveryUamThenTheHome) {
+  ASSERT_TRUE(Allocate({MakeAsk(4)}).ok());
+  v1::FinishApplicationMasterRequest finish;
+  finish.set_final_status(v1::FINAL_SUCCEEDED);
+  auto done = fi_->FinishApplicationMaster(finish);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_TRUE(done->is_unregistered());
+  ASSERT_EQ(rpc_.rm(kOtherRm).finishes.size(), 1u);
+  EXPECT_EQ(rpc_.rm(kOtherRm).finishes[0].final_status(), v1::FINAL_SUCCEEDED);
+  EXPECT_EQ(rpc_.rm(kHomeRm).finishes.size(), 1u);
+  fi_->Shutdown();
+  EXPECT_THAT(rpc_.rm(kOtherRm).kills, IsEmpty());
+}
+
+TEST_F(FederationInterceptorTest, ShutdownWithoutFinishKillsTheUams) {
+  ASSERT_TRUE(Allocate({MakeAsk(4)}).ok());
+  fi_->Shutdown();
+  ASSERT_EQ(rpc_.rm(kOtherRm).kills.size(), 1u);
+  EXPECT_EQ(rpc_.rm(kOtherRm).kills[0], rpc_.rm(kOtherRm).submissions[0].application_id());
+}
+
+TEST_F(FederationInterceptorTest, WithoutAUsableSubClusterEverythingGoesHome) {
+  ASSERT_TRUE(store_->DeregisterSubCluster(kOther, v1::SC_LOST).ok());
+  ASSERT_TRUE(store_->DeregisterSubCluster(kHome, v1::SC_LOST).ok());
+  auto reply = Allocate({MakeAsk(4)});
+  ASSERT_TRUE(reply.ok());
+  EXPECT_EQ(rpc_.rm(kHomeRm).allocates.back().asks(0).num_containers(), 4);
+  EXPECT_TRUE(rpc_.rm(kOtherRm).submissions.empty());
+}
+
+}  // namespace
+}  // namespace weft::amrmproxy
