@@ -42,7 +42,8 @@ absl::StatusOr<int> FreeLoopbackPort() {
 absl::StatusOr<std::unique_ptr<DevCluster>> DevCluster::Start(rm::RmServerOptions rm_options,
                                                               bool use_cgroups,
                                                               std::string data_dir,
-                                                              std::string who) {
+                                                              std::string who,
+                                                              std::string tls_dir) {
   std::unique_ptr<DevCluster> c(new DevCluster());
   c->data_dir_ = std::move(data_dir);
   c->who_ = std::move(who);
@@ -53,7 +54,8 @@ absl::StatusOr<std::unique_ptr<DevCluster>> DevCluster::Start(rm::RmServerOption
                {"effect", "containers run WITHOUT resource isolation (as with --no-cgroups)"}});
     c->use_cgroups_ = false;
   }
-  c->tls_dir_ = (std::filesystem::path(c->data_dir_) / "tls").string();
+  c->tls_dir_ = tls_dir.empty() ? (std::filesystem::path(c->data_dir_) / "tls").string()
+                                : std::move(tls_dir);
   absl::StatusOr<security::DevTlsLayout> tls = security::EnsureDevTls(c->tls_dir_, {});
   if (!tls.ok())
     return absl::Status(tls.status().code(), absl::StrCat("making the cluster's certificates in ",
@@ -95,6 +97,10 @@ absl::StatusOr<nm::NodeManager*> DevCluster::AddNode(const std::string& node_res
     f.banned_users = network->banned_users;
     f.allowed_system_users = network->allowed_system_users;
     f.log_retention_s = network->log_retention_s;
+    f.amrmproxy = network->amrmproxy;
+    f.amrmproxy_interceptors = network->amrmproxy_interceptors;
+    f.federation_store = network->federation_store;
+    f.sub_cluster_id = network->sub_cluster_id;
   }
   auto options = MakeNodeManagerOptions(f);
   if (!options.ok()) return options.status();

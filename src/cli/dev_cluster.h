@@ -23,17 +23,20 @@ class DevCluster {
   // Starts the RM. With `use_cgroups` but not root, cgroups are turned off with a warning on
   // stderr naming `who` ("weft dev"). The cluster speaks mutual TLS: a CA and the daemons'
   // certificates are made in <data_dir>/tls (security/tls.h EnsureDevTls; an existing CA is
-  // reused) unless rm_options.tls is already set.
+  // reused) unless rm_options.tls is already set. `tls_dir`: where the CA and the certificates
+  // are ("" = <data_dir>/tls); the sub-clusters of a federation share one.
   static absl::StatusOr<std::unique_ptr<DevCluster>> Start(rm::RmServerOptions rm_options,
                                                            bool use_cgroups, std::string data_dir,
-                                                           std::string who);
+                                                           std::string who,
+                                                           std::string tls_dir = "");
   ~DevCluster();  // Shutdown()
 
   // Starts one more NodeManager offering `node_resources` ("" = detect). If the NM refuses
   // cgroups, they are turned off for it and the following nodes, with a warning (not when
   // `network` asks for bandwidth isolation, which needs them: then it fails).
-  // `network`: only its network_* and container-user fields are used; null = bandwidth not
-  // enforced, containers as the app user with the default policy.
+  // `network`: only its network_*, container-user and AMRMProxy (amrmproxy, interceptors,
+  // federation store, sub-cluster id) fields are used; null = bandwidth not enforced,
+  // containers as the app user with the default policy, no AMRMProxy.
   absl::StatusOr<nm::NodeManager*> AddNode(const std::string& node_resources,
                                            const NmFlags* network = nullptr);
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/cli_common.h"
 #include "cli/dev_cluster.h"
+#include "cli/dev_federation.h"
 #include "cli/nm_command.h"
 #include "cli/rm_command.h"
 #include "common/event_loop.h"
@@ -38,6 +39,7 @@ std::string CopyCaForClients(const std::string& ca_path) {
 
 struct DevFlags {
   int nodes = 2;
+  int subclusters = 1;  // > 1: a federation (dev_federation.h), `nodes` per sub-cluster
   int rm_port = 8032;
   std::string data_dir = "./weft-data";
   std::string node_resources = "memory-mb=4096,vcores=4";
@@ -53,9 +55,61 @@ struct DevFlags {
   bool http_private_view = false;  // REST reads per the view ACLs (default: all for everyone)
 };
 
+int RunDevFederation(const DevFlags& flags, const RmFlags& rm_flags, const NmFlags& nm_flags,
+                     const std::filesystem::path& data_dir) {
+  if (!flags.network.network_interface.empty())
+    return PrintError("--network-interface shapes one NM's interface: not with --subclusters");
+  if (flags.http_enable_writes)
+    return PrintError("--http-enable-writes: the router's REST API is read-only");
+  DevFederationOptions o;
+  o.subclusters = flags.subclusters;
+  o.nodes_per_subcluster = flags.nodes;
+  o.node_resources = flags.node_resources;
+  o.data_dir = data_dir.string();
+  o.rm = rm_flags;
+  o.nm = nm_flags;
+  o.use_cgroups = !flags.no_cgroups;
+  if (o.use_cgroups && geteuid() != 0) o.use_cgroups = false;  // DevCluster warns as well
+  o.router_port = flags.rm_port;
+  o.router_http_port = flags.http_port_given ? flags.http_port : 8089;
+  BlockTerminationSignals();
+  auto fed = DevFederation::Start(std::move(o));
+  if (!fed.ok()) return PrintError(fed.status().message());
+  std::cout << "weft dev: a federation of " << flags.subclusters << " sub-clusters, "
+            << flags.nodes << " NodeManager(s) each (AMRMProxy on)\n"
+            << "weft dev: router listening on " << (*fed)->router().address()
+            << " (clients: the default RM address; WEFT_RM=" << (*fed)->router().address()
+            << ")\n"
+            << "weft dev: federation web UI at " << (*fed)->router_web().url()
+            << ", REST at http://" << (*fed)->router_web().address() << "/ws/v1/cluster\n"
+            << "weft dev: federation store " << (*fed)->store_uri()
+            << " (weft federation subclusters --federation-store " << (*fed)->store_uri()
+            << ")\n"
+            << "weft dev: cluster CA WEFT_TLS_CA=" << (*fed)->ca_path() << " ("
+            << CopyCaForClients((*fed)->ca_path()) << ")\n";
+  const auto& clusters = (*fed)->subclusters();
+  for (size_t i = 0; i < clusters.size(); ++i) {
+    std::cout << "weft dev: sub-cluster " << DevFederation::SubClusterId(static_cast<int>(i))
+              << ": RM " << clusters[i]->rm().address() << ", web UI " << clusters[i]->web()->url();
+    for (const auto& nm : clusters[i]->nodes()) std::cout << ", NM " << DescribeNode(*nm);
+    std::cout << "\n";
+  }
+  std::cout << "weft dev: try `weft app run-shell --num-containers 8 --command hostname --wait`\n"
+            << "weft dev: Ctrl-C or SIGTERM stops the federation" << std::endl;
+  int sig = WaitForTerminationSignal();
+  std::cerr << "weft dev: " << (sig == SIGINT ? "SIGINT" : "SIGTERM")
+            << ", stopping containers and shutting down" << std::endl;
+  (*fed)->Shutdown();
+  std::cerr << "weft dev: stopped" << std::endl;
+  return 0;
+}
+
 int RunDev(const DevFlags& flags) {
   if (flags.nodes < 1 || flags.nodes > 100)
     return PrintError(absl::StrCat("--nodes ", flags.nodes, " must be between 1 and 100"));
+  if (flags.subclusters < 1 || flags.subclusters > 20)
+    return PrintError(
+        absl::StrCat("--subclusters ", flags.subclusters, " must be between 1 and 20"));
   std::filesystem::path data_dir = std::filesystem::absolute(flags.data_dir).lexically_normal();
 
   RmFlags rm_flags;
@@ -94,6 +148,7 @@ int RunDev(const DevFlags& flags) {
   nm_flags.log_retention_s = flags.network.log_retention_s;
   if (auto check = MakeNodeManagerOptions(nm_flags); !check.ok())
     return PrintError(check.status().message());
+  if (flags.subclusters > 1) return RunDevFederation(flags, rm_flags, nm_flags, data_dir);
 
   BlockTerminationSignals();
   auto cluster =
@@ -151,7 +206,13 @@ void AddDevCommand(CLI::App& app, int* exit_code) {
   auto f = std::make_shared<DevFlags>();
   CLI::App* cmd = app.add_subcommand(
       "dev", "Run a development cluster in one process: an RM and N NodeManagers on 127.0.0.1");
-  cmd->add_option("--nodes", f->nodes, "number of NodeManagers")->capture_default_str();
+  cmd->add_option("--nodes", f->nodes, "number of NodeManagers (per sub-cluster)")
+      ->capture_default_str();
+  cmd->add_option("--subclusters", f->subclusters,
+                  "a federation of N sub-clusters (an RM and --nodes NMs each, AMRMProxy on), a "
+                  "router on --rm-port and its web UI on --http-port (default 8089), a GPG, "
+                  "over a SQLite federation store in --data-dir")
+      ->capture_default_str();
   cmd->add_option("--rm-port", f->rm_port, "the RM's port (0 = any free port)")
       ->capture_default_str();
   cmd->add_option("--data-dir", f->data_dir,

@@ -16,6 +16,7 @@
 #include "cli/nm_command.h"
 #include "cli/node_command.h"
 #include "cli/rm_command.h"
+#include "cli/router_command.h"
 #include "cli/sim_command.h"
 #include "cli/transfer_command.h"
 #include "common/log.h"
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   app.fallthrough();  // subcommands inherit it: parent options (--log-level) go anywhere
   weft::cli::AddRmCommand(app, &exit_code);
+  weft::cli::AddRouterCommand(app, &exit_code);
   weft::cli::AddNmCommand(app, &exit_code);
   weft::cli::AddDevCommand(app, &exit_code);
   weft::cli::AddAppCommand(app, &exit_code);

@@ -1,5 +1,7 @@
 #include "cli/rm_command.h"
 
+#include <unistd.h>
+
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -9,8 +11,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/str_join.h"
 #include "cli/cli_common.h"
 #include "common/log.h"
+#include "federation/membership/sub_cluster_heartbeater.h"
+#include "federation/store/federation_store.h"
 #include "scheduler/config.h"
 #include "security/munge.h"
 
@@ -41,8 +46,36 @@ void AddResourceLimitFlag(CLI::App* cmd, std::vector<std::string>* limits) {
                   "minimum, refused above the maximum)");
 }
 
+absl::Status ValidateFederationFlags(const RmFlags& flags) {
+  if (flags.sub_cluster_id.empty() && !flags.federation_store.empty())
+    return absl::InvalidArgumentError(
+        "--federation-store needs --sub-cluster-id: the id this RM registers under");
+  if (!flags.sub_cluster_id.empty() && flags.federation_store.empty())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--sub-cluster-id ", flags.sub_cluster_id,
+        " needs --federation-store: the store the sub-cluster heartbeats into"));
+  if (!flags.sub_cluster_id.empty()) {
+    if (absl::Status s = federation::ValidateSubClusterId(flags.sub_cluster_id); !s.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--sub-cluster-id: ", s.message()));
+  }
+  if (flags.federation_heartbeat_ms <= 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--federation-heartbeat-ms ", flags.federation_heartbeat_ms, " must be > 0"));
+  if (!(flags.federation_commitment > 0 && flags.federation_commitment <= 1))
+    return absl::InvalidArgumentError(
+        absl::StrCat("--federation-commitment ", flags.federation_commitment,
+                     " must be in (0, 1]: the fraction of this RM's capacity the federation "
+                     "may use"));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<rm::RmServerOptions> MakeRmServerOptions(const RmFlags& flags) {
   rm::RmServerOptions options;
+  if (absl::Status s = ValidateFederationFlags(flags); !s.ok()) return s;
+  if (!flags.sub_cluster_id.empty()) {
+    options.rm.sub_cluster_id = flags.sub_cluster_id;
+    options.federation_proxies = true;
+  }
   // Before the scheduler configuration, which is parsed against the registry.
   if (absl::Status s = ApplyResourceLimits(flags.resource_limits, &options.rm.registry); !s.ok())
     return s;
@@ -151,6 +184,18 @@ absl::StatusOr<web::RmWebOptions> MakeRmWebOptions(const RmFlags& flags) {
 
 namespace {
 
+// Where others reach a server bound to `address` (host:port): a wildcard host (0.0.0.0, ::)
+// is replaced by this machine's host name, which the RM's certificate must then name
+// (`weft certs issue --san`).
+std::string ReachableAddress(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  const std::string host = address.substr(0, colon);
+  if (host != "0.0.0.0" && host != "::" && host != "[::]") return address;
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return address;
+  return absl::StrCat(name, address.substr(colon));
+}
+
 int RunRm(const RmFlags& flags) {
   auto options = MakeRmServerOptions(flags);
   if (!options.ok()) return PrintError(options.status().message());
@@ -165,6 +210,14 @@ int RunRm(const RmFlags& flags) {
                       : options->state_store_path.empty() ? "in memory"
                                                           : options->state_store_path;
   const bool ha = options->ha.has_value();
+  // A federation sub-cluster: its store is opened before the RM starts (a bad URI fails fast).
+  std::unique_ptr<federation::FederationStateStore> federation_store;
+  if (!flags.sub_cluster_id.empty()) {
+    auto opened = federation::OpenFederationStore(flags.federation_store);
+    if (!opened.ok())
+      return PrintError(absl::StrCat("--federation-store: ", opened.status().message()));
+    federation_store = *std::move(opened);
+  }
   BlockTerminationSignals();
   auto server = rm::RmServer::Start(*std::move(options));
   if (!server.ok())
@@ -185,8 +238,33 @@ int RunRm(const RmFlags& flags) {
     std::cout << "weft rm: HA id " << flags.ha_id << ": standby until elected on ZooKeeper "
               << flags.ha_zk << flags.ha_zk_root << "/leader" << std::endl;
   }
+  std::unique_ptr<federation::SubClusterHeartbeater> heartbeater;
+  if (federation_store != nullptr) {
+    federation::HeartbeaterOptions h;
+    h.sub_cluster_id = flags.sub_cluster_id;
+    // Clients follow an HA pair: register every RM's address.
+    h.rm_address = ha && !flags.ha_rm_addresses.empty()
+                       ? absl::StrJoin(flags.ha_rm_addresses, ",")
+                       : ReachableAddress((*server)->address());
+    h.rm_http_address = ReachableAddress((*http)->address());
+    h.heartbeat_interval_ms = flags.federation_heartbeat_ms;
+    h.federation_commitment = flags.federation_commitment;
+    h.deregister_on_stop = !ha;  // an HA standby takes over the sub-cluster
+    rm::RmServer* rm = server->get();
+    auto started = federation::SubClusterHeartbeater::Start(
+        h, federation_store.get(), federation::FiguresFromRmServer(rm),
+        [rm] { return rm->NowMs(); });
+    if (!started.ok())
+      return PrintError(absl::StrCat("federation membership: ", started.status().message()));
+    heartbeater = *std::move(started);
+    std::cout << "weft rm: federation sub-cluster " << flags.sub_cluster_id << ", heartbeating "
+              << "every " << flags.federation_heartbeat_ms << " ms into "
+              << federation_store->Describe() << " (commitment " << flags.federation_commitment
+              << ")" << std::endl;
+  }
   int sig = WaitForTerminationSignal();
   log::Info("shutting_down", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
+  if (heartbeater) heartbeater->Stop();  // deregisters before the RM goes away
   (*http)->Stop();
   (*server)->Shutdown();
   server->reset();
@@ -243,6 +321,22 @@ void AddRmCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--am-expiry-ms", f->am_expiry_ms,
                   "an ApplicationMaster silent this long fails its attempt")
       ->capture_default_str();
+  cmd->add_option("--sub-cluster-id", f->sub_cluster_id,
+                  "make this RM a federation sub-cluster with this id ([A-Za-z0-9._-], 1-64): "
+                  "it registers and heartbeats in --federation-store and serves routers")
+      ->group("Federation");
+  cmd->add_option("--federation-store", f->federation_store,
+                  "the federation store's URI (sqlite:/path, zk://host:port/root, "
+                  "postgresql://user@host:port/db)")
+      ->group("Federation");
+  cmd->add_option("--federation-heartbeat-ms", f->federation_heartbeat_ms,
+                  "how often the sub-cluster's load is written to the federation store")
+      ->capture_default_str()
+      ->group("Federation");
+  cmd->add_option("--federation-commitment", f->federation_commitment,
+                  "fraction of this RM's capacity committed to the federation, in (0, 1]")
+      ->capture_default_str()
+      ->group("Federation");
   cmd->callback([f, exit_code, store_opt] {
     f->state_store_given = store_opt->count() > 0;
     *exit_code = RunRm(*f);

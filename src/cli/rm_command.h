@@ -48,7 +48,21 @@ struct RmFlags {
   std::vector<std::string> ha_rm_addresses;  // every RM's host:port (given to AMs)
   int ha_session_timeout_ms = 1500;
   bool state_store_given = false;  // --state-store was on the command line
+  // Federation (`weft rm` only; seed 004): this RM is sub-cluster `sub_cluster_id` of the
+  // federation whose store is `federation_store`. It stamps its app and node reports with the
+  // id, accepts routers and AMRMProxies (by their certificates) acting for users, and
+  // heartbeats its load into the store every federation_heartbeat_ms, committing
+  // federation_commitment of its capacity. "" = not in a federation.
+  std::string sub_cluster_id;
+  std::string federation_store;
+  int64_t federation_heartbeat_ms = 5000;
+  double federation_commitment = 1.0;
 };
+
+// Checks --sub-cluster-id, --federation-store, --federation-heartbeat-ms and
+// --federation-commitment: both or neither of the first two, a valid id, an interval > 0, a
+// commitment in (0, 1]. InvalidArgument naming the flag otherwise.
+absl::Status ValidateFederationFlags(const RmFlags& flags);
 
 // --proxy-users, --admins and --munge-socket into `flags` (for `weft rm` and `weft dev`).
 void AddUserAuthFlags(CLI::App* cmd, RmFlags* flags);
@@ -60,8 +74,9 @@ absl::Status ApplyResourceLimits(const std::vector<std::string>& limits,
 // Adds --resource-limit (repeatable) to `cmd`.
 void AddResourceLimitFlag(CLI::App* cmd, std::vector<std::string>* limits);
 
-// Builds the daemon's options: loads the scheduler configuration (errors name the file) and
-// creates the state store's directory.
+// Builds the daemon's options: loads the scheduler configuration (errors name the file),
+// creates the state store's directory, and with a --sub-cluster-id makes the RM a federation
+// sub-cluster (RmOptions::sub_cluster_id, RmServerOptions::federation_proxies).
 absl::StatusOr<rm::RmServerOptions> MakeRmServerOptions(const RmFlags& flags);
 
 // --http-port and --http-enable-writes into `flags` (for `weft rm` and `weft dev`).

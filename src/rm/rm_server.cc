@@ -4,6 +4,7 @@
 #include <openssl/crypto.h>
 
 #include <algorithm>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -43,8 +44,7 @@ class GrpcAmLauncher final : public AmLauncher {
 
   void Launch(const std::string& node_id, const v1::StartContainerRequest& request,
               std::function<void(absl::Status)> done) override {
-    auto channel = grpc::CreateChannel(node_id, credentials_);
-    auto stub = v1::ContainerService::NewStub(channel);
+    auto stub = v1::ContainerService::NewStub(ChannelTo(node_id));
     struct Call {
       grpc::ClientContext ctx;
       v1::StartContainersRequest req;
@@ -76,6 +76,18 @@ class GrpcAmLauncher final : public AmLauncher {
   }
 
  private:
+  // One channel per node, owned here (so by the RmServer) rather than by the call: a call's
+  // callback must never drop the last reference to its channel, or gRPC 1.51 may join its
+  // callback thread from itself at teardown (grpc/grpc#32584).
+  std::shared_ptr<grpc::Channel> ChannelTo(const std::string& node_id) {
+    absl::MutexLock lock(&mu_);
+    std::shared_ptr<grpc::Channel>& channel = channels_[node_id];
+    if (channel == nullptr) channel = grpc::CreateChannel(node_id, credentials_);
+    return channel;
+  }
+
+  absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<grpc::ChannelCredentials> credentials_;
 };
 

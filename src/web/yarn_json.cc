@@ -283,7 +283,7 @@ Json AppJson(const ClusterSnapshot& s, const v1::ApplicationReport& app,
   j["numNonAMContainerPreempted"] = 0;
   j["numAMContainerPreempted"] = 0;
   j["logAggregationStatus"] = "DISABLED";
-  j["unmanagedApplication"] = false;
+  j["unmanagedApplication"] = app.unmanaged_am();
   j["applicationPriority"] = app.priority();
   j["appNodeLabelExpression"] = "";
   j["amNodeLabelExpression"] = "";

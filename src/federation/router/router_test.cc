@@ -1,0 +1,462 @@
+// Copyright Weft authors. The Router against fake sub-cluster RMs: ClientService servers on
+// port 0 that record what reaches them, over a memory federation store.
+#include "federation/router/router.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "federation/policies/registry.h"
+#include "federation/router/router_web_server.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace weft::federation {
+namespace {
+
+using ::testing::HasSubstr;
+
+int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
+
+std::string Md(const grpc::ServerContext* ctx, const std::string& key) {
+  auto it = ctx->client_metadata().find(key);
+  return it == ctx->client_metadata().end() ? ""
+                                            : std::string(it->second.data(), it->second.size());
+}
+
+// A sub-cluster RM: hands out ids with its own cluster timestamp, keeps what is submitted, and
+// fails submissions with `submit_error` when set.
+class FakeRm final : public v1::ClientService::Service {
+ public:
+  FakeRm(std::string id, int64_t cluster_ts, FederationStateStore* store)
+      : id_(std::move(id)), cluster_ts_(cluster_ts), store_(store) {
+    grpc::ServerBuilder b;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    b.RegisterService(this);
+    server_ = b.BuildAndStart();
+  }
+  ~FakeRm() override { Stop(); }
+  void Stop() {
+    if (server_) server_->Shutdown();
+    server_.reset();
+  }
+  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
+
+  grpc::Status NewApplication(grpc::ServerContext*, const v1::NewApplicationRequest*,
+                              v1::NewApplicationResponse* resp) override {
+    absl::MutexLock l(&mu_);
+    resp->set_application_id(absl::StrCat("application_", cluster_ts_, "_000", ++seq_));
+    return grpc::Status::OK;
+  }
+  grpc::Status SubmitApplication(grpc::ServerContext* ctx, const v1::SubmitApplicationRequest* req,
+                                 v1::SubmitApplicationResponse*) override {
+    const std::string& app = req->context().application_id();
+    // What the store says about the app when its submission reaches the RM.
+    auto home = store_->GetApplicationHomeSubCluster(app);
+    absl::MutexLock l(&mu_);
+    ++submit_calls;
+    if (submit_error.has_value()) return *submit_error;
+    mapped_before_submit[app] = home.ok() ? home->home_sub_cluster_id() : "";
+    v1::ApplicationReport r;
+    r.set_application_id(app);
+    r.set_queue(req->context().queue().empty() ? "default" : req->context().queue());
+    r.set_user(Md(ctx, "weft-user"));
+    r.set_state(v1::APP_ACCEPTED);
+    apps_[app] = r;
+    return grpc::Status::OK;
+  }
+  grpc::Status GetApplication(grpc::ServerContext*, const v1::GetApplicationRequest* req,
+                              v1::GetApplicationResponse* resp) override {
+    absl::MutexLock l(&mu_);
+    auto it = apps_.find(req->application_id());
+    if (it == apps_.end())
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          absl::StrCat("application '", req->application_id(), "' not found"));
+    *resp->mutable_report() = it->second;
+    return grpc::Status::OK;
+  }
+  grpc::Status KillApplication(grpc::ServerContext*, const v1::KillApplicationRequest* req,
+                               v1::KillApplicationResponse* resp) override {
+    absl::MutexLock l(&mu_);
+    auto it = apps_.find(req->application_id());
+    if (it == apps_.end()) return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such app");
+    it->second.set_state(v1::APP_KILLED);
+    resp->set_kill_completed(true);
+    return grpc::Status::OK;
+  }
+  grpc::Status ListApplications(grpc::ServerContext*, const v1::ListApplicationsRequest*,
+                                v1::ListApplicationsResponse* resp) override {
+    absl::MutexLock l(&mu_);
+    for (const auto& [id, r] : apps_) *resp->add_applications() = r;
+    return grpc::Status::OK;
+  }
+  grpc::Status GetClusterMetrics(grpc::ServerContext*, const v1::GetClusterMetricsRequest*,
+                                 v1::GetClusterMetricsResponse* resp) override {
+    resp->set_active_nodes(1);
+    (*resp->mutable_total()->mutable_values())["memory-mb"] = 4096;
+    return grpc::Status::OK;
+  }
+  grpc::Status ListNodes(grpc::ServerContext*, const v1::ListNodesRequest*,
+                         v1::ListNodesResponse* resp) override {
+    v1::NodeReport* n = resp->add_nodes();
+    n->set_node_id(absl::StrCat(id_, "-host:1"));
+    n->set_state(v1::NODE_RUNNING);
+    return grpc::Status::OK;
+  }
+  grpc::Status GetQueue(grpc::ServerContext*, const v1::GetQueueRequest* req,
+                        v1::GetQueueResponse* resp) override {
+    if (req->queue() == "nosuch") return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown queue");
+    resp->mutable_queue()->set_path("root");
+    resp->mutable_queue()->set_num_applications(1);
+    return grpc::Status::OK;
+  }
+
+  size_t num_apps() {
+    absl::MutexLock l(&mu_);
+    return apps_.size();
+  }
+  bool has_app(const std::string& id) {
+    absl::MutexLock l(&mu_);
+    return apps_.contains(id);
+  }
+
+  absl::Mutex mu_;
+  std::optional<grpc::Status> submit_error ABSL_GUARDED_BY(mu_);
+  int submit_calls ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, std::string> mapped_before_submit ABSL_GUARDED_BY(mu_);
+
+ private:
+  std::string id_;
+  int64_t cluster_ts_;
+  FederationStateStore* store_;
+  int seq_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, v1::ApplicationReport> apps_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+class RouterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto store = OpenFederationStore("memory:");
+    ASSERT_TRUE(store.ok());
+    store_ = *std::move(store);
+    for (int i = 1; i <= 3; ++i) {
+      const std::string id = absl::StrCat("sc", i);
+      rms_[id] = std::make_unique<FakeRm>(id, 1000 * i, store_.get());
+      Register(id, NowMs());
+    }
+    router_ = NewRouter();
+  }
+
+  void Register(const std::string& id, int64_t heartbeat_ms,
+                v1::SubClusterState state = v1::SC_RUNNING) {
+    v1::SubClusterInfo info;
+    info.set_sub_cluster_id(id);
+    info.set_rm_address(rms_[id]->address());
+    info.set_rm_http_address(absl::StrCat(id, ".example:8088"));
+    info.set_state(state);
+    info.set_last_start_ms(heartbeat_ms);
+    info.set_last_heartbeat_ms(heartbeat_ms);
+    ASSERT_TRUE(store_->RegisterSubCluster(info).ok());
+  }
+
+  std::unique_ptr<Router> NewRouter(int64_t cache_ttl_ms = 0) {
+    RouterOptions o;
+    o.router_id = "r1";
+    o.cache_ttl_ms = cache_ttl_ms;
+    o.call_timeout_ms = 5000;
+    o.seed = 7;
+    auto r = Router::Create(o, store_.get());
+    EXPECT_TRUE(r.ok()) << r.status();
+    return *std::move(r);
+  }
+
+  void SetPolicy(const std::string& queue, std::map<std::string, double> weights,
+                 bool resubmit = false) {
+    v1::SubClusterPolicyConfiguration c;
+    c.set_queue(queue);
+    c.set_router_policy("weighted-random");
+    c.set_amrm_policy("home-only");
+    for (const auto& [id, w] : weights) (*c.mutable_router_weights())[id] = w;
+    c.set_resubmit_on_sub_cluster_loss(resubmit);
+    ASSERT_TRUE(store_->SetPolicyConfiguration(c).ok());
+  }
+
+  // NewApplication + SubmitApplication through `router`; the app id.
+  std::string Submit(Router& router, const std::string& queue = "default",
+                     absl::Status* status = nullptr) {
+    auto id = router.NewApplication("alice");
+    EXPECT_TRUE(id.ok()) << id.status();
+    if (!id.ok()) return "";
+    v1::ApplicationSubmissionContext ctx;
+    ctx.set_application_id(id->application_id());
+    ctx.set_queue(queue);
+    ctx.mutable_am_container_spec()->add_command("sleep 100");
+    absl::Status s = router.SubmitApplication(ctx, "alice");
+    if (status != nullptr) {
+      *status = s;
+    } else {
+      EXPECT_TRUE(s.ok()) << s;
+    }
+    return id->application_id();
+  }
+
+  std::string HomeInStore(const std::string& app) {
+    auto h = store_->GetApplicationHomeSubCluster(app);
+    return h.ok() ? h->home_sub_cluster_id() : "";
+  }
+
+  std::unique_ptr<FederationStateStore> store_;
+  std::map<std::string, std::unique_ptr<FakeRm>> rms_;
+  std::unique_ptr<Router> router_;
+};
+
+TEST_F(RouterTest, TheQueuesPolicyChoosesTheHomeWhichIsStoredBeforeTheRmHearsOfIt) {
+  SetPolicy("default", {{"sc2", 1}});
+  for (int i = 0; i < 5; ++i) {
+    const std::string app = Submit(*router_);
+    EXPECT_EQ(HomeInStore(app), "sc2");
+    EXPECT_TRUE(rms_["sc2"]->has_app(app));
+    absl::MutexLock l(&rms_["sc2"]->mu_);
+    EXPECT_EQ(rms_["sc2"]->mapped_before_submit[app], "sc2");
+  }
+  EXPECT_EQ(rms_["sc1"]->num_apps() + rms_["sc3"]->num_apps(), 0u);
+}
+
+TEST_F(RouterTest, WithoutAPolicyTheStarQueueOrTheDefaultIsUsed) {
+  SetPolicy("*", {{"sc3", 1}});
+  EXPECT_EQ(HomeInStore(Submit(*router_, "other")), "sc3");
+  ASSERT_TRUE(store_
+                  ->SetPolicyConfiguration([] {
+                    v1::SubClusterPolicyConfiguration c;
+                    c.set_queue("*");
+                    c.set_router_policy("uniform");
+                    c.set_amrm_policy("home-only");
+                    return c;
+                  }())
+                  .ok());
+  std::set<std::string> homes;
+  for (int i = 0; i < 30; ++i) homes.insert(HomeInStore(Submit(*router_)));
+  EXPECT_EQ(homes.size(), 3u);  // uniform over the three
+}
+
+TEST_F(RouterTest, AFailedForwardIsRetriedOnAnotherSubClusterAndTheMappingFollows) {
+  for (const char* id : {"sc1", "sc2"}) {
+    absl::MutexLock l(&rms_[id]->mu_);
+    rms_[id]->submit_error = grpc::Status(grpc::StatusCode::UNAVAILABLE, "RM overloaded");
+  }
+  const std::string app = Submit(*router_);
+  EXPECT_EQ(HomeInStore(app), "sc3");
+  EXPECT_TRUE(rms_["sc3"]->has_app(app));
+  auto report = router_->GetApplication(app, "alice");
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->sub_cluster_id(), "sc3");
+}
+
+TEST_F(RouterTest, SubmitRetriesBoundTheTries) {
+  for (auto& [id, rm] : rms_) {
+    absl::MutexLock l(&rm->mu_);
+    rm->submit_error = grpc::Status(grpc::StatusCode::UNAVAILABLE, "RM overloaded");
+  }
+  absl::Status s;
+  Submit(*router_, "default", &s);
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("RM overloaded"));
+  int calls = 0;
+  for (auto& [id, rm] : rms_) {
+    absl::MutexLock l(&rm->mu_);
+    calls += rm->submit_calls;
+  }
+  EXPECT_EQ(calls, 3);  // submit_retries
+}
+
+TEST_F(RouterTest, TheCallersMistakeIsNotRetriedAndLeavesNoMapping) {
+  for (auto& [id, rm] : rms_) {
+    absl::MutexLock l(&rm->mu_);
+    rm->submit_error = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "bad AM command");
+  }
+  absl::Status s;
+  const std::string app = Submit(*router_, "default", &s);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_EQ(HomeInStore(app), "");
+}
+
+TEST_F(RouterTest, ASubClusterThatStoppedHeartbeatingIsNotChosen) {
+  Register("sc1", NowMs() - 60000);  // silent for a minute; expiry 30 s
+  Register("sc3", NowMs(), v1::SC_UNHEALTHY);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(HomeInStore(Submit(*router_)), "sc2");
+  EXPECT_EQ(rms_["sc1"]->num_apps(), 0u);
+  Register("sc2", NowMs() - 60000);
+  auto id = router_->NewApplication("alice");
+  EXPECT_TRUE(absl::IsUnavailable(id.status())) << id.status();
+  EXPECT_THAT(id.status().message(), HasSubstr("no usable sub-cluster"));
+}
+
+TEST_F(RouterTest, ASecondRouterOverTheSameStoreServesTheApps) {
+  SetPolicy("default", {{"sc1", 1}});
+  const std::string app = Submit(*router_);
+  router_.reset();  // the router is soft state
+  auto second = NewRouter(/*cache_ttl_ms=*/60000);
+  auto report = second->GetApplication(app, "alice");
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->sub_cluster_id(), "sc1");
+  EXPECT_EQ(report->user(), "alice");
+  v1::KillApplicationRequest kill;
+  kill.set_application_id(app);
+  auto killed = second->KillApplication(kill, "alice");
+  ASSERT_TRUE(killed.ok()) << killed.status();
+  report = second->GetApplication(app, "alice");
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->state(), v1::APP_KILLED);
+  EXPECT_TRUE(absl::IsNotFound(second->GetApplication("application_9_0001", "alice").status()));
+}
+
+TEST_F(RouterTest, FanOutsMergeAndSkipASubClusterThatDoesNotAnswer) {
+  for (int i = 0; i < 12; ++i) Submit(*router_);
+  rms_["sc3"]->Stop();  // registered and heartbeating, but its RM is gone
+  auto list = router_->ListApplications({}, "alice");
+  ASSERT_TRUE(list.ok()) << list.status();
+  for (const auto& a : list->applications()) {
+    EXPECT_NE(a.sub_cluster_id(), "sc3");
+    EXPECT_EQ(a.sub_cluster_id(), HomeInStore(a.application_id()));
+  }
+  EXPECT_EQ(list->applications_size(),
+            static_cast<int>(rms_["sc1"]->num_apps() + rms_["sc2"]->num_apps()));
+  auto metrics = router_->GetClusterMetrics("alice");
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_EQ(metrics->active_nodes(), 2);
+  EXPECT_EQ(metrics->total().values().at("memory-mb"), 8192);
+  auto nodes = router_->ListNodes({}, "alice");
+  ASSERT_TRUE(nodes.ok());
+  ASSERT_EQ(nodes->nodes_size(), 2);
+  EXPECT_EQ(nodes->nodes(0).sub_cluster_id(), "sc1");
+  EXPECT_EQ(nodes->nodes(1).sub_cluster_id(), "sc2");
+  v1::GetQueueRequest q;
+  auto queue = router_->GetQueue(q, "alice");
+  ASSERT_TRUE(queue.ok());
+  EXPECT_EQ(queue->queue().num_applications(), 2);
+  q.set_queue("nosuch");
+  EXPECT_TRUE(absl::IsNotFound(router_->GetQueue(q, "alice").status()));
+}
+
+TEST_F(RouterTest, AnAppWhoseHomeIsLostIsResubmittedWhenThePolicySaysSo) {
+  SetPolicy("default", {{"sc1", 1}, {"sc2", 1}}, /*resubmit=*/true);
+  const std::string app = Submit(*router_);
+  const std::string first = HomeInStore(app);
+  ASSERT_TRUE(store_->DeregisterSubCluster(first, v1::SC_LOST).ok());
+  auto report = router_->GetApplication(app, "alice");
+  ASSERT_TRUE(report.ok()) << report.status();
+  const std::string second = first == "sc1" ? "sc2" : "sc1";
+  EXPECT_EQ(report->sub_cluster_id(), second);
+  EXPECT_EQ(HomeInStore(app), second);
+  EXPECT_TRUE(rms_[second]->has_app(app));
+}
+
+TEST_F(RouterTest, CallsFollowASubClustersRmAddressList) {
+  // sc1 is an HA pair whose first RM is down: calls move on to the second.
+  FakeRm dead("dead", 9, store_.get());
+  const std::string dead_address = dead.address();
+  dead.Stop();
+  v1::SubClusterInfo info = *store_->GetSubCluster("sc1");
+  info.set_rm_address(absl::StrCat(dead_address, ",", rms_["sc1"]->address()));
+  ASSERT_TRUE(store_->RegisterSubCluster(info).ok());
+  SetPolicy("default", {{"sc1", 1}});
+  for (int i = 0; i < 3; ++i) {
+    const std::string app = Submit(*router_);
+    EXPECT_TRUE(rms_["sc1"]->has_app(app));
+    auto report = router_->GetApplication(app, "alice");
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_EQ(report->sub_cluster_id(), "sc1");
+  }
+}
+
+TEST_F(RouterTest, TheLocalityPolicyLearnsWhichSubClusterHasANodeFromTheNodeLists) {
+  if (!MakeRouterPolicy("locality").ok()) GTEST_SKIP() << "no locality policy in this build";
+  v1::SubClusterPolicyConfiguration c;
+  c.set_queue("default");
+  c.set_router_policy("locality");
+  c.set_amrm_policy("home-only");
+  ASSERT_TRUE(store_->SetPolicyConfiguration(c).ok());
+  for (int i = 0; i < 5; ++i) {
+    auto id = router_->NewApplication("alice");
+    ASSERT_TRUE(id.ok());
+    v1::ApplicationSubmissionContext ctx;
+    ctx.set_application_id(id->application_id());
+    ctx.add_preferred_nodes("sc3-host");  // FakeRm sc3's only node
+    ctx.mutable_am_container_spec()->add_command("sleep 100");
+    ASSERT_TRUE(router_->SubmitApplication(ctx, "alice").ok());
+    EXPECT_EQ(HomeInStore(id->application_id()), "sc3");
+  }
+}
+
+TEST_F(RouterTest, AnyRouterResubmitsALostAppFromItsStoredSubmission) {
+  SetPolicy("default", {{"sc1", 1}, {"sc2", 1}}, /*resubmit=*/true);
+  const std::string app = Submit(*router_);
+  const std::string first = HomeInStore(app);
+  auto stored = store_->GetApplicationHomeSubCluster(app);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->submission_context().application_id(), app);
+  router_.reset();  // the router that submitted it is gone
+  auto other = NewRouter();
+  ASSERT_TRUE(store_->DeregisterSubCluster(first, v1::SC_LOST).ok());
+  auto report = other->GetApplication(app, "alice");
+  ASSERT_TRUE(report.ok()) << report.status();
+  const std::string second = first == "sc1" ? "sc2" : "sc1";
+  EXPECT_EQ(report->sub_cluster_id(), second);
+  EXPECT_TRUE(rms_[second]->has_app(app));
+}
+
+TEST_F(RouterTest, TheWebServerAggregatesTheSubClusters) {
+  SetPolicy("default", {{"sc1", 1}, {"sc2", 1}});
+  std::vector<std::string> apps;
+  for (int i = 0; i < 6; ++i) apps.push_back(Submit(*router_));
+  auto web = RouterWebServer::Start(
+      router_.get(), [](const rm::Presented&) { return absl::StatusOr<rm::Caller>(rm::Caller{}); },
+      RouterWebOptions{.port = 0});
+  ASSERT_TRUE(web.ok()) << web.status();
+  auto get = [&](const std::string& path) {
+    web::HttpRequest req;
+    req.method = "GET";
+    req.path = path;
+    return (*web)->Handle(req);
+  };
+  web::HttpResponse r = get("/ws/v1/cluster/apps");
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto j = nlohmann::json::parse(r.body);
+  ASSERT_EQ(j["apps"]["app"].size(), apps.size());
+  for (const auto& a : j["apps"]["app"])
+    EXPECT_EQ(a["subClusterId"], HomeInStore(a["id"].get<std::string>()));
+  r = get("/ws/v1/cluster/apps/" + apps[0]);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(nlohmann::json::parse(r.body)["app"]["id"], apps[0]);
+  r = get("/ws/v1/cluster/nodes");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(nlohmann::json::parse(r.body)["nodes"]["node"].size(), 3u);
+  r = get("/ws/v1/cluster/metrics");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(nlohmann::json::parse(r.body)["clusterMetrics"]["totalMB"], 3 * 4096);
+  r = get("/ws/v1/federation/subclusters");
+  ASSERT_EQ(r.status, 200) << r.body;
+  j = nlohmann::json::parse(r.body);
+  ASSERT_EQ(j["subClusters"]["subCluster"].size(), 3u);
+  EXPECT_EQ(j["subClusters"]["subCluster"][0]["state"], "RUNNING");
+  EXPECT_EQ(j["subClusters"]["subCluster"][0]["usable"], true);
+  r = get("/federation");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_THAT(r.body, HasSubstr("sc2"));
+  r = get("/metrics");
+  EXPECT_THAT(r.body, HasSubstr("weft_router_submissions_total{sub_cluster=\"sc"));
+  EXPECT_THAT(r.body, HasSubstr("weft_router_sub_cluster_usable{sub_cluster=\"sc3\"} 1"));
+  EXPECT_EQ(get("/ws/v1/cluster/apps/application_1_9").status, 404);
+  EXPECT_EQ(get("/nope").status, 404);
+}
+
+}  // namespace
+}  // namespace weft::federation

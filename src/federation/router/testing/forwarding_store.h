@@ -1,0 +1,102 @@
+// Copyright Weft authors. FOR TESTS: a FederationStateStore that forwards every call to another,
+// for tests to override the calls they watch or break (a store that is down, one that checks
+// what is already stored when a write arrives).
+#ifndef WEFT_FEDERATION_ROUTER_TESTING_FORWARDING_STORE_H_
+#define WEFT_FEDERATION_ROUTER_TESTING_FORWARDING_STORE_H_
+
+#include <string>
+#include <vector>
+
+#include "federation/store/federation_store.h"
+
+namespace weft::federation {
+
+class ForwardingStore : public FederationStateStore {
+ public:
+  // `inner` is not owned and must outlive this store.
+  explicit ForwardingStore(FederationStateStore* inner) : inner_(inner) {}
+
+  std::string Describe() const override { return inner_->Describe(); }
+  absl::Status RegisterSubCluster(const v1::SubClusterInfo& i) override {
+    return inner_->RegisterSubCluster(i);
+  }
+  absl::Status DeregisterSubCluster(absl::string_view id, v1::SubClusterState s) override {
+    return inner_->DeregisterSubCluster(id, s);
+  }
+  absl::Status SubClusterHeartbeat(const v1::SubClusterInfo& l) override {
+    return inner_->SubClusterHeartbeat(l);
+  }
+  absl::StatusOr<v1::SubClusterInfo> GetSubCluster(absl::string_view id) override {
+    return inner_->GetSubCluster(id);
+  }
+  absl::StatusOr<std::vector<v1::SubClusterInfo>> GetSubClusters(bool a) override {
+    return inner_->GetSubClusters(a);
+  }
+  absl::StatusOr<std::string> AddApplicationHomeSubCluster(
+      const v1::ApplicationHomeSubCluster& h) override {
+    return inner_->AddApplicationHomeSubCluster(h);
+  }
+  absl::Status UpdateApplicationHomeSubCluster(const v1::ApplicationHomeSubCluster& h) override {
+    return inner_->UpdateApplicationHomeSubCluster(h);
+  }
+  absl::StatusOr<v1::ApplicationHomeSubCluster> GetApplicationHomeSubCluster(
+      absl::string_view id) override {
+    return inner_->GetApplicationHomeSubCluster(id);
+  }
+  absl::StatusOr<std::vector<v1::ApplicationHomeSubCluster>> GetApplicationsHomeSubCluster(
+      absl::string_view h) override {
+    return inner_->GetApplicationsHomeSubCluster(h);
+  }
+  absl::Status DeleteApplicationHomeSubCluster(absl::string_view id) override {
+    return inner_->DeleteApplicationHomeSubCluster(id);
+  }
+  absl::StatusOr<std::string> AddReservationHomeSubCluster(
+      const v1::ReservationHomeSubCluster& h) override {
+    return inner_->AddReservationHomeSubCluster(h);
+  }
+  absl::Status UpdateReservationHomeSubCluster(const v1::ReservationHomeSubCluster& h) override {
+    return inner_->UpdateReservationHomeSubCluster(h);
+  }
+  absl::StatusOr<v1::ReservationHomeSubCluster> GetReservationHomeSubCluster(
+      absl::string_view id) override {
+    return inner_->GetReservationHomeSubCluster(id);
+  }
+  absl::StatusOr<std::vector<v1::ReservationHomeSubCluster>> GetReservationsHomeSubCluster()
+      override {
+    return inner_->GetReservationsHomeSubCluster();
+  }
+  absl::Status DeleteReservationHomeSubCluster(absl::string_view id) override {
+    return inner_->DeleteReservationHomeSubCluster(id);
+  }
+  absl::Status SetPolicyConfiguration(const v1::SubClusterPolicyConfiguration& c) override {
+    return inner_->SetPolicyConfiguration(c);
+  }
+  absl::StatusOr<v1::SubClusterPolicyConfiguration> GetPolicyConfiguration(
+      absl::string_view q) override {
+    return inner_->GetPolicyConfiguration(q);
+  }
+  absl::StatusOr<std::vector<v1::SubClusterPolicyConfiguration>> GetPoliciesConfigurations()
+      override {
+    return inner_->GetPoliciesConfigurations();
+  }
+  absl::Status StoreMasterKey(const v1::RouterMasterKey& k) override {
+    return inner_->StoreMasterKey(k);
+  }
+  absl::Status RemoveMasterKey(int32_t id) override { return inner_->RemoveMasterKey(id); }
+  absl::StatusOr<v1::RouterMasterKey> GetMasterKey(int32_t id) override {
+    return inner_->GetMasterKey(id);
+  }
+  absl::Status StoreToken(const v1::RouterStoredToken& t) override { return inner_->StoreToken(t); }
+  absl::Status UpdateToken(const v1::RouterStoredToken& t) override {
+    return inner_->UpdateToken(t);
+  }
+  absl::Status RemoveToken(int64_t n) override { return inner_->RemoveToken(n); }
+  absl::StatusOr<v1::RouterStoredToken> GetToken(int64_t n) override { return inner_->GetToken(n); }
+
+ protected:
+  FederationStateStore* inner_;
+};
+
+}  // namespace weft::federation
+
+#endif  // WEFT_FEDERATION_ROUTER_TESTING_FORWARDING_STORE_H_
