@@ -9,6 +9,7 @@
 #include "cli/app_command.h"
 #include "cli/certs_command.h"
 #include "cli/cli_common.h"
+#include "cli/config_command.h"
 #include "cli/demo_command.h"
 #include "cli/dev_command.h"
 #include "cli/federation_command.h"
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
   weft::cli::AddTransferCommand(app, &exit_code);
   weft::cli::AddGpgCommand(app, &exit_code);
   weft::cli::AddFederationCommand(app, &exit_code);
+  weft::cli::AddConfigCommand(app, &exit_code);
   // The daemons' log threshold (common/log.h), accepted before or after the subcommand
   // (`weft rm --log-level debug`). Logs go to stderr, named by the subcommand.
   std::string log_level = "info";

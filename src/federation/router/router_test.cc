@@ -11,6 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "federation/gpg/global_policy_generator.h"
+#include "federation/gpg/rm_clients.h"
 #include "federation/policies/registry.h"
 #include "federation/router/router_web_server.h"
 #include "gmock/gmock.h"
@@ -456,6 +458,31 @@ TEST_F(RouterTest, TheWebServerAggregatesTheSubClusters) {
   EXPECT_THAT(r.body, HasSubstr("weft_router_sub_cluster_usable{sub_cluster=\"sc3\"} 1"));
   EXPECT_EQ(get("/ws/v1/cluster/apps/application_1_9").status, 404);
   EXPECT_EQ(get("/nope").status, 404);
+}
+
+TEST_F(RouterTest, RoutersKeepUsingTheLastPublishedPoliciesWhileTheGpgIsDown) {
+  {
+    // The GPG publishes once, draining sc1 for maintenance, then goes away.
+    GrpcSubClusterRms rms(std::nullopt);
+    GpgOptions o;
+    o.drained = {"sc1"};
+    GlobalPolicyGenerator gpg(o, store_.get(), &rms);
+    GpgRound round = gpg.RunOnce(NowMs());
+    ASSERT_TRUE(round.errors.empty()) << round.errors.front();
+    ASSERT_EQ(round.policies_published, 1);
+  }
+  auto published = store_->GetPolicyConfiguration("*");
+  ASSERT_TRUE(published.ok());
+  EXPECT_EQ(published->router_weights().at("sc1"), 0);
+  // Without the GPG every router homes apps by what it published: never on the drained sc1.
+  std::map<std::string, int> homes;
+  for (int i = 0; i < 30; ++i) ++homes[HomeInStore(Submit(*router_))];
+  EXPECT_EQ(homes.count("sc1"), 0u);
+  EXPECT_GT(homes["sc2"], 0);
+  EXPECT_GT(homes["sc3"], 0);
+  // A sub-cluster that goes silent is left out by the routers themselves, GPG or not.
+  Register("sc3", NowMs() - 120000);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(HomeInStore(Submit(*router_)), "sc2");
 }
 
 }  // namespace
