@@ -201,6 +201,7 @@ absl::StatusOr<std::unique_ptr<AmrmProxyService>> AmrmProxyService::Create(
   env.home_sub_cluster_id = options.sub_cluster_id;
   env.now_ms = options.now_ms;
   env.sleep_ms = options.sleep_ms;
+  env.secondary_timeout_ms = options.secondary_timeout_ms;
   proxy->options_ = std::move(options);
   proxy->service_ = std::make_unique<Service>(proxy.get());
   for (int i = 0; i < proxy->options_.worker_threads; ++i) {

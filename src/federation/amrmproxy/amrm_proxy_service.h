@@ -44,7 +44,9 @@ struct AmrmProxyOptions {
   // YARN's machine list (node, sub-cluster, rack); unset: the sub-clusters' node lists.
   std::optional<federation::SubClusterResolver> machine_list;
   int64_t federation_cache_ttl_ms = 10'000;
-  int64_t membership_expiry_ms = 30 * 60 * 1000;
+  int64_t membership_expiry_ms = 30000;  // as the routers' (ms): not usable when silent longer
+  // InterceptorEnvironment::secondary_timeout_ms: a secondary failing this long is dropped.
+  int64_t secondary_timeout_ms = 15000;
 
   // Threads running the AMs' calls (each blocks while its call is at the RMs).
   int worker_threads = 4;

@@ -127,7 +127,11 @@ std::map<std::string, std::map<std::string, v1::ResourceRequest>> FederationInte
   }
   federation::PolicyContext ctx;
   ctx.config = &view->config;
-  ctx.active = view->active;
+  for (const v1::SubClusterInfo& sc : view->active) {
+    auto s = sessions_.find(sc.sub_cluster_id());
+    if (s == sessions_.end() || !s->second.lost) ctx.active.push_back(sc);
+  }
+  if (ctx.active.empty()) return all_home("every usable sub-cluster was dropped", absl::OkStatus());
   ctx.resolver = view->resolver.get();
   ctx.rng = &rng_;
   absl::StatusOr<std::map<std::string, std::vector<v1::ResourceRequest>>> split =
@@ -287,6 +291,38 @@ void FederationInterceptor::Merge(const Session& session, const v1::AllocateResp
   }
 }
 
+void FederationInterceptor::DropSecondary(Session& session, const std::string& why) {
+  if (session.lost) return;
+  session.lost = true;
+  session.shut_down = true;
+  session.pending_asks.clear();
+  session.sent.clear();
+  session.unanswered.reset();
+  session.headroom.reset();
+  session.num_nodes = 0;
+  int lost = 0;
+  for (auto it = container_sub_cluster_.begin(); it != container_sub_cluster_.end();) {
+    if (it->second != session.sub_cluster_id) {
+      ++it;
+      continue;
+    }
+    v1::ContainerStatus* status = carry_.add_completed_containers();
+    status->set_container_id(it->first);
+    status->set_state(v1::CONTAINER_COMPLETE);
+    status->set_exit_status(v1::CONTAINER_EXIT_LOST_NODE);
+    status->set_diagnostics(absl::StrCat("sub-cluster ", session.sub_cluster_id,
+                                         " was dropped from the app: ", why));
+    it = container_sub_cluster_.erase(it);
+    ++lost;
+  }
+  carry_.add_diagnostics(absl::StrCat("sub-cluster ", session.sub_cluster_id, " dropped: ", why,
+                                      "; ", lost, " container(s) there reported lost"));
+  log::Warn("amrmproxy_sub_cluster_dropped", {{"attempt", attempt_.attempt_id},
+                                              {"sub_cluster", session.sub_cluster_id},
+                                              {"containers_lost", std::to_string(lost)},
+                                              {"why", why}});
+}
+
 absl::StatusOr<v1::AllocateResponse> FederationInterceptor::Allocate(
     const v1::AllocateRequest& request) {
   if (finished_) {
@@ -356,13 +392,23 @@ absl::StatusOr<v1::AllocateResponse> FederationInterceptor::Allocate(
   v1::AllocateResponse merged;
   for (auto& [session, future] : secondaries) {
     Outcome outcome = future.get();
-    if (!outcome.status.ok()) {
-      log::Warn("amrmproxy_sub_cluster_skipped", {{"attempt", attempt_.attempt_id},
-                                                  {"sub_cluster", session->sub_cluster_id},
-                                                  {"error", outcome.status}});
-    }
     // What a secondary answered is the AM's even when the home fails (kept for its retry).
     for (const v1::AllocateResponse& reply : outcome.replies) Merge(*session, reply, &carry_);
+    const int64_t now = env_.now_ms();
+    if (outcome.status.ok()) {
+      session->failing_since_ms = 0;
+      if (session->shut_down) DropSecondary(*session, "its RM shut the unmanaged AM down");
+      continue;
+    }
+    log::Warn("amrmproxy_sub_cluster_skipped", {{"attempt", attempt_.attempt_id},
+                                                {"sub_cluster", session->sub_cluster_id},
+                                                {"error", outcome.status}});
+    if (session->failing_since_ms == 0) session->failing_since_ms = now;
+    if (now - session->failing_since_ms >= env_.secondary_timeout_ms) {
+      DropSecondary(*session,
+                    absl::StrCat("its RM has not answered for ", now - session->failing_since_ms,
+                                 " ms (", outcome.status.message(), ")"));
+    }
   }
   if (!home_outcome.status.ok()) {
     for (const v1::AllocateResponse& reply : home_outcome.replies) Merge(home, reply, &carry_);
@@ -392,7 +438,7 @@ absl::StatusOr<v1::FinishApplicationMasterResponse> FederationInterceptor::Finis
     const v1::FinishApplicationMasterRequest& request) {
   std::vector<std::pair<UnmanagedAm*, std::future<absl::Status>>> finishing;
   for (auto& [id, session] : sessions_) {
-    if (session.home || !session.uam->registered || session.uam->finished) continue;
+    if (session.home || session.lost || !session.uam->registered || session.uam->finished) continue;
     UnmanagedAm* uam = session.uam;
     finishing.emplace_back(uam, std::async(std::launch::async, [this, uam, &request] {
                              return uams_.Finish(*uam, request);

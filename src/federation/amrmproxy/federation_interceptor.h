@@ -85,6 +85,8 @@ class FederationInterceptor final : public RequestInterceptor {
     std::optional<v1::Resource> headroom;  // as of its RM's latest reply
     int32_t num_nodes = 0;                 // likewise
     bool shut_down = false;                // a secondary's RM said AM_SHUTDOWN: not called again
+    int64_t failing_since_ms = 0;          // first of the current run of failed heartbeats
+    bool lost = false;                     // dropped (DropSecondary): no asks, no calls
   };
   // What one heartbeat of one session brought back.
   struct Outcome {
@@ -105,6 +107,10 @@ class FederationInterceptor final : public RequestInterceptor {
   absl::StatusOr<v1::RegisterApplicationMasterResponse> Reregister(Session& session);
   void Merge(const Session& session, const v1::AllocateResponse& reply,
              v1::AllocateResponse* merged);
+  // Drops a secondary that failed for longer than the timeout or shut the UAM down: each of
+  // the AM's containers there reaches the AM (in carry_) as completed with LOST_NODE, and the
+  // sub-cluster gets no asks any more.
+  void DropSecondary(Session& session, const std::string& why);
 
   const AttemptContext attempt_;
   const InterceptorEnvironment env_;

@@ -232,6 +232,54 @@ TEST_F(FederationInterceptorTest, AFailingSecondaryIsSkippedAndItsChangesKept) {
   EXPECT_EQ(all[4].asks_size(), 0);
 }
 
+TEST_F(FederationInterceptorTest, ASecondaryDownLongerThanTheTimeoutIsDroppedAndItsContainersLost) {
+  env_.secondary_timeout_ms = 10000;
+  fi_ = std::make_unique<FederationInterceptor>(attempt_, env_);
+  ASSERT_TRUE(fi_->RegisterApplicationMaster({}).ok());
+  response_id_ = 0;
+  ASSERT_TRUE(Allocate({MakeAsk(4)}).ok());
+  v1::AllocateResponse there;
+  *there.add_allocated_containers() = MakeContainer("c-two-1", "t1:1", kOtherRm);
+  *there.add_allocated_containers() = MakeContainer("c-two-2", "t1:1", kOtherRm);
+  rpc_.rm(kOtherRm).replies.push_back(there);
+  v1::AllocateResponse here;
+  *here.add_allocated_containers() = MakeContainer("c-home-1", "h1:1", kHomeRm);
+  rpc_.rm(kHomeRm).replies.push_back(here);
+  auto reply = Allocate({MakeAsk(4)});
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  ASSERT_EQ(reply->allocated_containers_size(), 3);
+
+  // The secondary's RM goes away: skipped, its containers still the AM's, until the timeout.
+  rpc_.rm(kOtherRm).fail_allocates = 1000;
+  reply = Allocate({MakeAsk(1)});
+  ASSERT_TRUE(reply.ok());
+  EXPECT_THAT(reply->completed_containers(), IsEmpty());
+  now_ += 9999;
+  reply = Allocate({MakeAsk(1)});
+  ASSERT_TRUE(reply.ok());
+  EXPECT_THAT(reply->completed_containers(), IsEmpty());
+  now_ += 1;
+  reply = Allocate({MakeAsk(3)});
+  ASSERT_TRUE(reply.ok());
+  std::vector<std::string> lost;
+  for (const v1::ContainerStatus& st : reply->completed_containers()) {
+    EXPECT_EQ(st.exit_status(), v1::CONTAINER_EXIT_LOST_NODE);
+    EXPECT_THAT(st.diagnostics(), HasSubstr(kOther));
+    lost.push_back(st.container_id());
+  }
+  EXPECT_THAT(lost, ElementsAre("c-two-1", "c-two-2"));  // the home's container is not lost
+  ASSERT_FALSE(reply->diagnostics().empty());
+  EXPECT_THAT(reply->diagnostics(reply->diagnostics_size() - 1), HasSubstr("dropped"));
+  // From now on it is not called and every ask goes to the home.
+  const size_t calls = rpc_.rm(kOtherRm).allocates.size();
+  reply = Allocate({MakeAsk(5)});
+  ASSERT_TRUE(reply.ok());
+  EXPECT_EQ(rpc_.rm(kOtherRm).allocates.size(), calls);
+  EXPECT_EQ(rpc_.rm(kHomeRm).allocates.back().asks(0).num_containers(), 5);
+  // Each lost container reached the AM once.
+  EXPECT_THAT(reply->completed_containers(), IsEmpty());
+}
+
 TEST_F(FederationInterceptorTest, TheHomesFailureIsTheAmsAndSecondaryRepliesWait) {
   ASSERT_TRUE(Allocate({MakeAsk(2)}).ok());
   v1::AllocateResponse two_reply;

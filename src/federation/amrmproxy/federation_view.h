@@ -31,7 +31,7 @@ struct FederationViewOptions {
   // How long store reads and node lists are reused, ms.
   int64_t cache_ttl_ms = 10'000;
   // A sub-cluster not heard from for this long is not usable (IsSubClusterUsable), ms.
-  int64_t membership_expiry_ms = 30 * 60 * 1000;
+  int64_t membership_expiry_ms = 30000;  // as the routers' (ms): not usable when silent longer
   std::function<int64_t()> now_ms;  // ms since the Unix epoch
 };
 

@@ -64,6 +64,11 @@ struct InterceptorEnvironment {
   std::function<int64_t()> now_ms;
   std::function<void(int64_t ms)> sleep_ms;
   uint64_t seed = 1;  // the policies' random source
+  // A secondary sub-cluster whose RM has failed every heartbeat for this long is dropped from
+  // the app: its containers reach the AM as completed with CONTAINER_EXIT_LOST_NODE (the AM
+  // runs them again elsewhere, as after a lost node) and it gets no more asks (YARN's
+  // FederationInterceptor sub-cluster timeout). ms; > 0.
+  int64_t secondary_timeout_ms = 15000;
 };
 
 // One step of an attempt's pipeline. Contract: the proxy calls one attempt's chain from one
