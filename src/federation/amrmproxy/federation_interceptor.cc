@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "federation/policies/registry.h"
@@ -253,11 +254,22 @@ FederationInterceptor::Outcome FederationInterceptor::Heartbeat(Session& session
   return out;
 }
 
-void FederationInterceptor::Merge(const Session& session, const v1::AllocateResponse& reply,
+void FederationInterceptor::Merge(Session& session, const v1::AllocateResponse& reply,
                                   v1::AllocateResponse* merged) {
   for (const v1::Container& c : reply.allocated_containers()) {
     container_sub_cluster_[c.container_id()] = session.sub_cluster_id;
     *merged->add_allocated_containers() = c;
+    // The RM took the container off its outstanding asks of that priority and request id: at
+    // "*", at its node, at racks (YARN decrements node, rack and "*" asks alike).
+    const std::string host(c.node_id().substr(0, c.node_id().rfind(':')));
+    for (auto& [key, ask] : session.sent) {
+      if (ask.priority() != c.priority() ||
+          ask.allocation_request_id() != c.allocation_request_id() || ask.num_containers() <= 0)
+        continue;
+      const std::string& where = ask.resource_name();
+      if (where == "*" || where == host || where == c.node_id() || absl::StartsWith(where, "/"))
+        ask.set_num_containers(ask.num_containers() - 1);
+    }
   }
   for (const v1::Container& c : reply.containers_from_previous_attempts()) {
     container_sub_cluster_[c.container_id()] = session.sub_cluster_id;

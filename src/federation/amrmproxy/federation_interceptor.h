@@ -105,8 +105,10 @@ class FederationInterceptor final : public RequestInterceptor {
   absl::StatusOr<v1::AllocateResponse> Call(Session& session, const v1::AllocateRequest& request);
   // Registers `session` again after its RM's AM_RESYNC.
   absl::StatusOr<v1::RegisterApplicationMasterResponse> Reregister(Session& session);
-  void Merge(const Session& session, const v1::AllocateResponse& reply,
-             v1::AllocateResponse* merged);
+  // Also keeps session.sent what its RM's table now holds: each container it allocated takes
+  // one from the asks it answers, as the RM does (so that a later statement of the same count
+  // is seen as a change and sent).
+  void Merge(Session& session, const v1::AllocateResponse& reply, v1::AllocateResponse* merged);
   // Drops a secondary that failed for longer than the timeout or shut the UAM down: each of
   // the AM's containers there reaches the AM (in carry_) as completed with LOST_NODE, and the
   // sub-cluster gets no asks any more.

@@ -280,6 +280,27 @@ TEST_F(FederationInterceptorTest, ASecondaryDownLongerThanTheTimeoutIsDroppedAnd
   EXPECT_THAT(reply->completed_containers(), IsEmpty());
 }
 
+TEST_F(FederationInterceptorTest, WhatARmAllocatedIsTakenOffItsAsksSoTheSameCountIsSentAgain) {
+  ASSERT_TRUE(Allocate({MakeAsk(2)}).ok());  // broadcast: 2 asked of each
+  v1::AllocateResponse there;
+  *there.add_allocated_containers() = MakeContainer("c-two-1", "t1:1", kOtherRm);
+  *there.add_allocated_containers() = MakeContainer("c-two-2", "t1:1", kOtherRm);
+  rpc_.rm(kOtherRm).replies.push_back(there);
+  auto reply = Allocate({MakeAsk(2)});
+  ASSERT_TRUE(reply.ok());
+  ASSERT_EQ(reply->allocated_containers_size(), 2);
+  // The secondary's RM now holds 0 of that ask: stating 2 again reaches it (the home still
+  // holds its 2: nothing new to tell it).
+  const size_t home_calls = rpc_.rm(kHomeRm).allocates.size();
+  reply = Allocate({MakeAsk(2)});
+  ASSERT_TRUE(reply.ok());
+  const v1::AllocateRequest& last = rpc_.rm(kOtherRm).allocates.back();
+  ASSERT_EQ(last.asks_size(), 1);
+  EXPECT_EQ(last.asks(0).num_containers(), 2);
+  ASSERT_GT(rpc_.rm(kHomeRm).allocates.size(), home_calls);
+  EXPECT_EQ(rpc_.rm(kHomeRm).allocates.back().asks_size(), 0);
+}
+
 TEST_F(FederationInterceptorTest, TheHomesFailureIsTheAmsAndSecondaryRepliesWait) {
   ASSERT_TRUE(Allocate({MakeAsk(2)}).ok());
   v1::AllocateResponse two_reply;
