@@ -15,6 +15,7 @@
 #include "federation/gpg/rm_clients.h"
 #include "federation/policies/registry.h"
 #include "federation/router/router_web_server.h"
+#include "federation/router/testing/fake_sub_cluster_rm.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -26,122 +27,7 @@ using ::testing::HasSubstr;
 
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
-std::string Md(const grpc::ServerContext* ctx, const std::string& key) {
-  auto it = ctx->client_metadata().find(key);
-  return it == ctx->client_metadata().end() ? ""
-                                            : std::string(it->second.data(), it->second.size());
-}
-
-// A sub-cluster RM: hands out ids with its own cluster timestamp, keeps what is submitted, and
-// fails submissions with `submit_error` when set.
-class FakeRm final : public v1::ClientService::Service {
- public:
-  FakeRm(std::string id, int64_t cluster_ts, FederationStateStore* store)
-      : id_(std::move(id)), cluster_ts_(cluster_ts), store_(store) {
-    grpc::ServerBuilder b;
-    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
-    b.RegisterService(this);
-    server_ = b.BuildAndStart();
-  }
-  ~FakeRm() override { Stop(); }
-  void Stop() {
-    if (server_) server_->Shutdown();
-    server_.reset();
-  }
-  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
-
-  grpc::Status NewApplication(grpc::ServerContext*, const v1::NewApplicationRequest*,
-                              v1::NewApplicationResponse* resp) override {
-    absl::MutexLock l(&mu_);
-    resp->set_application_id(absl::StrCat("application_", cluster_ts_, "_000", ++seq_));
-    return grpc::Status::OK;
-  }
-  grpc::Status SubmitApplication(grpc::ServerContext* ctx, const v1::SubmitApplicationRequest* req,
-                                 v1::SubmitApplicationResponse*) override {
-    const std::string& app = req->context().application_id();
-    // What the store says about the app when its submission reaches the RM.
-    auto home = store_->GetApplicationHomeSubCluster(app);
-    absl::MutexLock l(&mu_);
-    ++submit_calls;
-    if (submit_error.has_value()) return *submit_error;
-    mapped_before_submit[app] = home.ok() ? home->home_sub_cluster_id() : "";
-    v1::ApplicationReport r;
-    r.set_application_id(app);
-    r.set_queue(req->context().queue().empty() ? "default" : req->context().queue());
-    r.set_user(Md(ctx, "weft-user"));
-    r.set_state(v1::APP_ACCEPTED);
-    apps_[app] = r;
-    return grpc::Status::OK;
-  }
-  grpc::Status GetApplication(grpc::ServerContext*, const v1::GetApplicationRequest* req,
-                              v1::GetApplicationResponse* resp) override {
-    absl::MutexLock l(&mu_);
-    auto it = apps_.find(req->application_id());
-    if (it == apps_.end())
-      return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                          absl::StrCat("application '", req->application_id(), "' not found"));
-    *resp->mutable_report() = it->second;
-    return grpc::Status::OK;
-  }
-  grpc::Status KillApplication(grpc::ServerContext*, const v1::KillApplicationRequest* req,
-                               v1::KillApplicationResponse* resp) override {
-    absl::MutexLock l(&mu_);
-    auto it = apps_.find(req->application_id());
-    if (it == apps_.end()) return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such app");
-    it->second.set_state(v1::APP_KILLED);
-    resp->set_kill_completed(true);
-    return grpc::Status::OK;
-  }
-  grpc::Status ListApplications(grpc::ServerContext*, const v1::ListApplicationsRequest*,
-                                v1::ListApplicationsResponse* resp) override {
-    absl::MutexLock l(&mu_);
-    for (const auto& [id, r] : apps_) *resp->add_applications() = r;
-    return grpc::Status::OK;
-  }
-  grpc::Status GetClusterMetrics(grpc::ServerContext*, const v1::GetClusterMetricsRequest*,
-                                 v1::GetClusterMetricsResponse* resp) override {
-    resp->set_active_nodes(1);
-    (*resp->mutable_total()->mutable_values())["memory-mb"] = 4096;
-    return grpc::Status::OK;
-  }
-  grpc::Status ListNodes(grpc::ServerContext*, const v1::ListNodesRequest*,
-                         v1::ListNodesResponse* resp) override {
-    v1::NodeReport* n = resp->add_nodes();
-    n->set_node_id(absl::StrCat(id_, "-host:1"));
-    n->set_state(v1::NODE_RUNNING);
-    return grpc::Status::OK;
-  }
-  grpc::Status GetQueue(grpc::ServerContext*, const v1::GetQueueRequest* req,
-                        v1::GetQueueResponse* resp) override {
-    if (req->queue() == "nosuch") return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown queue");
-    resp->mutable_queue()->set_path("root");
-    resp->mutable_queue()->set_num_applications(1);
-    return grpc::Status::OK;
-  }
-
-  size_t num_apps() {
-    absl::MutexLock l(&mu_);
-    return apps_.size();
-  }
-  bool has_app(const std::string& id) {
-    absl::MutexLock l(&mu_);
-    return apps_.contains(id);
-  }
-
-  absl::Mutex mu_;
-  std::optional<grpc::Status> submit_error ABSL_GUARDED_BY(mu_);
-  int submit_calls ABSL_GUARDED_BY(mu_) = 0;
-  std::map<std::string, std::string> mapped_before_submit ABSL_GUARDED_BY(mu_);
-
- private:
-  std::string id_;
-  int64_t cluster_ts_;
-  FederationStateStore* store_;
-  int seq_ ABSL_GUARDED_BY(mu_) = 0;
-  std::map<std::string, v1::ApplicationReport> apps_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<grpc::Server> server_;
-  int port_ = 0;
-};
+using FakeRm = testing_util::FakeSubClusterRm;
 
 class RouterTest : public ::testing::Test {
  protected:
