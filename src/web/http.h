@@ -39,6 +39,9 @@ struct HttpResponse {
 // Must be thread-safe: the server calls it from several threads at once.
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
+// `text` safe inside HTML text and quoted attributes: & < > " ' as entities.
+std::string HtmlEscape(absl::string_view text);
+
 }  // namespace weft::web
 
 #endif  // WEFT_WEB_HTTP_H_

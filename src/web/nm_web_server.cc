@@ -17,29 +17,6 @@ namespace {
 // container_[e<digits>_]<digits>_<digits>_<digits>_<digits>: nothing else reaches the disk.
 bool ValidContainerId(absl::string_view id) { return !AppOfContainer(id).empty(); }
 
-std::string HtmlEscape(absl::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<NmWebServer>> NmWebServer::Start(NmWebOptions options,

@@ -14,6 +14,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "common/metrics.h"
+#include "web/rest_api.h"
 #include "web/snapshot.h"
 #include "web/yarn_json.h"
 
@@ -30,50 +31,8 @@ HttpResponse JsonOk(const Json& j) {
   return r;
 }
 
-int HttpStatusOf(const absl::Status& s) {
-  switch (s.code()) {
-    case absl::StatusCode::kInvalidArgument:
-      return 400;
-    case absl::StatusCode::kUnauthenticated:
-      return 401;
-    case absl::StatusCode::kPermissionDenied:
-      return 403;
-    case absl::StatusCode::kNotFound:
-      return 404;
-    case absl::StatusCode::kUnavailable:
-    case absl::StatusCode::kDeadlineExceeded:
-      return 503;
-    default:
-      return 500;
-  }
-}
-
-HttpResponse Error(const absl::Status& s) { return web::JsonError(HttpStatusOf(s), s.message()); }
-
-std::string HtmlEscape(absl::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+HttpResponse Error(const absl::Status& s) {
+  return web::JsonError(web::HttpStatusOf(s.code()), s.message());
 }
 
 std::string StateName(v1::SubClusterState state) {
@@ -286,12 +245,12 @@ HttpResponse RouterWebServer::FederationPage() const {
       const std::string web_link =
           sc.rm_http_address().empty()
               ? "-"
-              : absl::StrCat("<a href=\"http://", HtmlEscape(sc.rm_http_address()), "/cluster\">",
-                             HtmlEscape(sc.rm_http_address()), "</a>");
+              : absl::StrCat("<a href=\"http://", web::HtmlEscape(sc.rm_http_address()), "/cluster\">",
+                             web::HtmlEscape(sc.rm_http_address()), "</a>");
       absl::StrAppend(&rows, "<tr class=\"", router_->Usable(sc) ? "usable" : "unusable", "\"><td>",
-                      HtmlEscape(sc.sub_cluster_id()), "</td><td>", StateName(sc.state()),
+                      web::HtmlEscape(sc.sub_cluster_id()), "</td><td>", StateName(sc.state()),
                       router_->Usable(sc) ? "" : " (not usable)", "</td><td>",
-                      HtmlEscape(sc.rm_address()), "</td><td>", web_link, "</td><td>",
+                      web::HtmlEscape(sc.rm_address()), "</td><td>", web_link, "</td><td>",
                       mb(sc.used()), " / ", mb(sc.capability()), " MB</td><td>", vc(sc.used()),
                       " / ", vc(sc.capability()), "</td><td>", mb(sc.pending()), " MB</td><td>",
                       sc.active_nodes(), "</td><td>", sc.apps_running(), " / ", sc.apps_pending(),
@@ -307,14 +266,14 @@ HttpResponse RouterWebServer::FederationPage() const {
       "margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;"
       "text-align:left}tr.unusable{color:#a33}</style></head><body>\n"
       "<h1>Weft federation</h1>\n<p>Router <b>",
-      HtmlEscape(router_->options().router_id), "</b>, store <code>",
-      HtmlEscape(router_->store_description()), "</code>, membership expiry ",
+      web::HtmlEscape(router_->options().router_id), "</b>, store <code>",
+      web::HtmlEscape(router_->store_description()), "</code>, membership expiry ",
       router_->options().membership_expiry_ms,
       " ms. REST: <a href=\"/ws/v1/cluster/apps\">apps</a>, <a "
       "href=\"/ws/v1/cluster/nodes\">nodes</a>, <a href=\"/ws/v1/cluster/metrics\">metrics</a>, "
       "<a href=\"/ws/v1/federation/subclusters\">sub-clusters</a>.</p>\n",
       scs.ok() ? ""
-               : absl::StrCat("<p class=\"error\">", HtmlEscape(scs.status().message()), "</p>\n"),
+               : absl::StrCat("<p class=\"error\">", web::HtmlEscape(scs.status().message()), "</p>\n"),
       "<table><tr><th>Sub-cluster</th><th>State</th><th>RM</th><th>Web</th><th>Memory used</th>"
       "<th>vcores used</th><th>Pending</th><th>Nodes</th><th>Apps running / pending</th>"
       "<th>Commitment</th><th>Last heartbeat</th></tr>\n",
