@@ -171,7 +171,8 @@ absl::Status RmClient::CallWithFailover(
     const std::function<grpc::Status(grpc::ClientContext* ctx, int attempt)>& rpc,
     int64_t timeout_ms) {
   if (!setup_error_.ok()) return setup_error_;
-  const absl::Time give_up = absl::Now() + absl::Milliseconds(failover_budget_ms_);
+  const absl::Time start = absl::Now();
+  const absl::Time give_up = start + absl::Milliseconds(failover_budget_ms_);
   int64_t backoff_ms = kRetryInitialMs;
   RmFailoverAction previous = RmFailoverAction::kNone;
   // The last error of every RM tried, in the order they were first tried.
@@ -189,8 +190,13 @@ absl::Status RmClient::CallWithFailover(
     // The RM's channel is made anew for its next try: a new channel connects at once, where
     // gRPC's would wait out its reconnection backoff and fail calls with the old error.
     if (IsRmFailoverCode(status)) rms_[failover_->current_index()] = Rm();
-    const RmFailoverAction action = failover_->OnFailure(status, **ctx);
-    const absl::Duration left = give_up - absl::Now();
+    RmFailoverAction action = failover_->OnFailure(status, **ctx);
+    absl::Duration left = give_up - absl::Now();
+    if (!failover_->ha() && status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      // One RM: it could not be reached; try it again for a short while.
+      left = std::min(left, absl::Milliseconds(kSingleRmRetryBudgetMs) - (absl::Now() - start));
+      action = RmFailoverAction::kNextRm;
+    }
     if (action == RmFailoverAction::kNone || left <= absl::ZeroDuration()) {
       if (!IsRmFailoverCode(status) || errors.size() <= 1) return FromGrpc(status, address);
       // Every RM tried, and what each said last.

@@ -101,6 +101,9 @@ class RmClient {
   // second, ms (at most 4 tries a second, for one command).
   static constexpr int64_t kRetryInitialMs = 100;
   static constexpr int64_t kRetryMaxMs = 250;  // a failover is 1-3 s: notice its end soon
+  // With one RM, how long a try that could not reach it (UNAVAILABLE: refused, a TLS handshake
+  // cut short by a loaded RM) is tried again on it, ms (YARN's clients retry connecting too).
+  static constexpr int64_t kSingleRmRetryBudgetMs = 3000;
 
   // `rm_addresses`: "host:port" or a comma-separated list of HA RMs (ParseRmAddresses; a bad
   // list makes every call fail with its error). `user`: act as this user (proxy users and
@@ -124,7 +127,8 @@ class RmClient {
   // on the active the standby named, or on the next RM of the list, after a short backoff
   // (none when following a hint), on a new channel, until kFailoverBudgetMs
   // (set_failover_budget_ms) have passed; `rpc` can tell a retry from the first try by
-  // `attempt` (0, 1, ...). With one RM there is one try, as before HA.
+  // `attempt` (0, 1, ...). With one RM, only a try that could not reach it (UNAVAILABLE) is
+  // tried again, on the same RM, for kSingleRmRetryBudgetMs (or the budget set, if shorter).
   // Errors: NewContext's; FromGrpc's for the last try, naming every RM tried.
   absl::Status CallWithFailover(
       const std::function<grpc::Status(grpc::ClientContext* ctx, int attempt)>& rpc,
