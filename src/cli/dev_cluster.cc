@@ -1,43 +1,16 @@
 #include "cli/dev_cluster.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
-
-#include <cerrno>
 
 #include <filesystem>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
 #include "cli/nm_command.h"
+#include "common/free_port.h"
 #include "common/log.h"
 
 namespace weft::cli {
-namespace {
-
-// A port on 127.0.0.1 free right now, for a NodeManager whose certificate must name its node id
-// (host:port) before it listens. Another process may take it in between; the NM's start then
-// fails saying the port is taken.
-absl::StatusOr<int> FreeLoopbackPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::ErrnoToStatus(errno, "socket");
-  sockaddr_in addr = {};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = -1;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-    port = ntohs(addr.sin_port);
-  const int error = errno;
-  close(fd);
-  if (port < 0) return absl::ErrnoToStatus(error, "finding a free port on 127.0.0.1");
-  return port;
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<DevCluster>> DevCluster::Start(rm::RmServerOptions rm_options,
                                                               bool use_cgroups,

@@ -26,6 +26,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/free_port.h"
 #include "store/zk_client.h"
 
 namespace weft::store {
@@ -82,25 +83,6 @@ absl::StatusOr<std::string> FindClasspath(const std::string& configured) {
   return classpath;
 }
 
-// A port on 127.0.0.1 that nothing listens on right now (the kernel's pick for port 0).
-absl::StatusOr<int> PickFreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", strerror(errno)));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return absl::InternalError(absl::StrCat("picking a free port: ", strerror(err)));
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 std::string TempBase() {
   for (const char* name : {"TEST_TMPDIR", "TMPDIR"}) {
     if (std::string dir = GetEnv(name); !dir.empty()) return dir;
@@ -134,7 +116,7 @@ absl::StatusOr<std::unique_ptr<TestZooKeeper>> TestZooKeeper::Start(Options opti
   std::unique_ptr<TestZooKeeper> zk(new TestZooKeeper(std::move(options), pattern));
   absl::Status status;
   for (int attempt = 0; attempt < kPortAttempts; ++attempt) {
-    absl::StatusOr<int> port = PickFreePort();
+    absl::StatusOr<int> port = FreeLoopbackPort();
     if (!port.ok()) return port.status();
     zk->port_ = *port;
     status = zk->Launch();

@@ -26,6 +26,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/free_port.h"
 
 namespace weft::federation {
 namespace {
@@ -66,24 +67,6 @@ absl::StatusOr<std::string> FindBinDir(const std::string& configured) {
                      "/*/bin/initdb (", kInstallHint, ")"));
   }
   return absl::StrCat(kPostgresRoot, "/", best, "/bin");
-}
-
-// A port on 127.0.0.1 that nothing listens on right now (the kernel's pick for port 0).
-absl::StatusOr<int> PickFreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", strerror(errno)));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return absl::InternalError(absl::StrCat("picking a free port: ", strerror(err)));
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
 }
 
 std::string Tail(const std::string& path, size_t bytes) {
@@ -131,7 +114,7 @@ absl::StatusOr<std::unique_ptr<TestPostgres>> TestPostgres::Start(Options option
   if (absl::Status s = pg->InitCluster(); !s.ok()) return s;
   absl::Status status;
   for (int attempt = 0; attempt < kPortAttempts; ++attempt) {
-    absl::StatusOr<int> port = PickFreePort();
+    absl::StatusOr<int> port = FreeLoopbackPort();
     if (!port.ok()) return port.status();
     pg->port_ = *port;
     status = pg->Launch();
