@@ -28,6 +28,25 @@ std::string Ids(const std::vector<v1::SubClusterInfo>& scs) {
   return ids.empty() ? "none" : absl::StrJoin(ids, ",");
 }
 
+// The fan-out's answers that came, each with the id of the sub-cluster that gave it (targets[i]
+// gave answers[i]); the last failure when none came.
+template <typename Response>
+absl::StatusOr<std::vector<std::pair<std::string, Response>>> Answered(
+    const std::vector<v1::SubClusterInfo>& targets,
+    std::vector<absl::StatusOr<Response>> answers) {
+  std::vector<std::pair<std::string, Response>> parts;
+  absl::Status last;
+  for (size_t i = 0; i < answers.size(); ++i) {
+    if (answers[i].ok()) {
+      parts.emplace_back(targets[i].sub_cluster_id(), *std::move(answers[i]));
+    } else {
+      last = answers[i].status();
+    }
+  }
+  if (parts.empty()) return last;
+  return parts;
+}
+
 }  // namespace
 
 absl::Status ValidateRouterOptions(const RouterOptions& o) {
@@ -577,56 +596,32 @@ absl::StatusOr<v1::ListApplicationsResponse> Router::ListApplications(
     const v1::ListApplicationsRequest& request, const std::string& user) {
   absl::StatusOr<std::vector<v1::SubClusterInfo>> live = LiveTargets();
   if (!live.ok()) return live.status();
-  auto answers =
-      FanOut(*live, user, "ListApplications", &v1::ClientService::Stub::ListApplications, request);
-  std::vector<std::pair<std::string, v1::ListApplicationsResponse>> parts;
-  absl::Status last;
-  for (size_t i = 0; i < answers.size(); ++i) {
-    if (answers[i].ok()) {
-      parts.emplace_back((*live)[i].sub_cluster_id(), *std::move(answers[i]));
-    } else {
-      last = answers[i].status();
-    }
-  }
-  if (parts.empty()) return last;
-  return MergeApplications(parts, request.limit());
+  auto parts = Answered(*live, FanOut(*live, user, "ListApplications",
+                                      &v1::ClientService::Stub::ListApplications, request));
+  if (!parts.ok()) return parts.status();
+  return MergeApplications(*parts, request.limit());
 }
 
 absl::StatusOr<v1::GetClusterMetricsResponse> Router::GetClusterMetrics(const std::string& user) {
   absl::StatusOr<std::vector<v1::SubClusterInfo>> live = LiveTargets();
   if (!live.ok()) return live.status();
-  auto answers =
-      FanOut(*live, user, "GetClusterMetrics", &v1::ClientService::Stub::GetClusterMetrics,
-             v1::GetClusterMetricsRequest());
-  std::vector<v1::GetClusterMetricsResponse> parts;
-  absl::Status last;
-  for (auto& a : answers) {
-    if (a.ok()) {
-      parts.push_back(*std::move(a));
-    } else {
-      last = a.status();
-    }
-  }
-  if (parts.empty()) return last;
-  return SumClusterMetrics(parts);
+  auto parts = Answered(*live, FanOut(*live, user, "GetClusterMetrics",
+                                      &v1::ClientService::Stub::GetClusterMetrics,
+                                      v1::GetClusterMetricsRequest()));
+  if (!parts.ok()) return parts.status();
+  std::vector<v1::GetClusterMetricsResponse> figures;
+  for (auto& [id, m] : *parts) figures.push_back(std::move(m));
+  return SumClusterMetrics(figures);
 }
 
 absl::StatusOr<v1::ListNodesResponse> Router::ListNodes(const v1::ListNodesRequest& request,
                                                         const std::string& user) {
   absl::StatusOr<std::vector<v1::SubClusterInfo>> live = LiveTargets();
   if (!live.ok()) return live.status();
-  auto answers = FanOut(*live, user, "ListNodes", &v1::ClientService::Stub::ListNodes, request);
-  std::vector<std::pair<std::string, v1::ListNodesResponse>> parts;
-  absl::Status last;
-  for (size_t i = 0; i < answers.size(); ++i) {
-    if (answers[i].ok()) {
-      parts.emplace_back((*live)[i].sub_cluster_id(), *std::move(answers[i]));
-    } else {
-      last = answers[i].status();
-    }
-  }
-  if (parts.empty()) return last;
-  return MergeNodes(parts);
+  auto parts = Answered(
+      *live, FanOut(*live, user, "ListNodes", &v1::ClientService::Stub::ListNodes, request));
+  if (!parts.ok()) return parts.status();
+  return MergeNodes(*parts);
 }
 
 absl::StatusOr<v1::GetQueueResponse> Router::GetQueue(const v1::GetQueueRequest& request,
