@@ -198,10 +198,12 @@ void AmRmClient::Ask(const v1::ResourceRequest& request) {
   ask_table_[AskKey(request)] = request;
 }
 
-absl::StatusOr<v1::AllocateResponse> AmRmClient::Allocate(float progress) {
+absl::StatusOr<v1::AllocateResponse> AmRmClient::Allocate(float progress, int64_t wait_ms) {
   v1::AllocateRequest req;
   req.set_response_id(response_id_);
   req.set_progress(progress);
+  // Well inside one try's deadline, so that a held call is answered before the client gives up.
+  req.set_wait_ms(std::clamp<int64_t>(wait_ms, 0, options_.call_timeout_ms / 2));
   for (const auto& a : asks_) *req.add_asks() = a;
   for (const auto& r : releases_) req.add_releases(r);
   v1::AllocateResponse resp;
@@ -364,7 +366,10 @@ int RunShellAm(const ShellAmOptions& o) {
       diagnostics = absl::StrCat("timed out after ", o.timeout_ms, " ms");
       break;
     }
-    auto resp = rm.Allocate(static_cast<float>(succeeded) / o.num_containers);
+    // A long poll: the RM answers when it has containers or completions for this AM, or
+    // after poll_interval_ms with nothing.
+    const auto asked = std::chrono::steady_clock::now();
+    auto resp = rm.Allocate(static_cast<float>(succeeded) / o.num_containers, o.poll_interval_ms);
     if (!resp.ok()) {
       if (resp.status().code() == absl::StatusCode::kInvalidArgument) {
         // The RM refuses the request itself (e.g. more than any node offers): no attempt can
@@ -427,9 +432,18 @@ int RunShellAm(const ShellAmOptions& o) {
     }
     if (!diagnostics.empty()) break;
     // Keep the outstanding count current (absolute, as YARN's asks).
+    // Keep the outstanding count current (absolute, as YARN's asks): every container not yet
+    // started is asked for, so the RM places the next one as soon as one ends.
     ask.set_num_containers(outstanding);
     rm.Ask(ask);
-    std::this_thread::sleep_for(std::chrono::milliseconds(o.poll_interval_ms));
+    // An empty reply well before the poll interval: the RM (or a proxy before it) did not hold
+    // the call, so the AM waits here instead of calling again at once.
+    const bool news = resp->allocated_containers_size() > 0 ||
+                      resp->completed_containers_size() > 0 ||
+                      resp->containers_from_previous_attempts_size() > 0;
+    if (!news && std::chrono::steady_clock::now() - asked <
+                     std::chrono::milliseconds(o.poll_interval_ms / 2))
+      std::this_thread::sleep_for(std::chrono::milliseconds(o.poll_interval_ms));
   }
   bool ok = succeeded == o.num_containers;
   if (ok) diagnostics = absl::StrCat(succeeded, " containers succeeded");

@@ -79,8 +79,10 @@ class AmRmClient {
   // the RM's, or the last transport error once the outage bound is spent.
   absl::StatusOr<v1::RegisterApplicationMasterResponse> Register(const std::string& host);
   // Sends the asks/releases/blacklist changes queued since the last call, and progress.
-  // Aborted when the RM tells the AM to shut down (or keeps asking it to resync).
-  absl::StatusOr<v1::AllocateResponse> Allocate(float progress);
+  // Aborted when the RM tells the AM to shut down (or keeps asking it to resync). `wait_ms` > 0
+  // makes it a long poll (AllocateRequest.wait_ms): the RM may hold a call with nothing new for
+  // up to that long (capped at half the call deadline), answering as soon as it has news.
+  absl::StatusOr<v1::AllocateResponse> Allocate(float progress, int64_t wait_ms = 0);
   absl::Status Finish(v1::FinalApplicationStatus status, const std::string& diagnostics);
 
   // Queues an ask (absolute count, as YARN's ResourceRequest) for the next Allocate, and
@@ -148,7 +150,9 @@ struct ShellAmOptions {
   int32_t vcores = 1;
   int64_t network_mbps = 0;
   int32_t max_retries = 3;
-  int64_t poll_interval_ms = 200;  // between Allocate calls
+  // The longest the RM holds one Allocate with nothing new (a long poll); the wait between
+  // calls only when the RM answers empty at once.
+  int64_t poll_interval_ms = 1000;
   int64_t timeout_ms = 0;          // 0 = none; then the AM finishes FAILED
   // How long an unreachable RM is waited for (AmRmClientOptions::max_outage_ms).
   int64_t rm_max_outage_ms = 600000;

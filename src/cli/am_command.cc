@@ -107,7 +107,8 @@ void AddAmCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--max-retries", f->options.max_retries, "retries of a failed container")
       ->capture_default_str();
-  cmd->add_option("--poll-interval-ms", f->options.poll_interval_ms, "between Allocate calls")
+  cmd->add_option("--poll-interval-ms", f->options.poll_interval_ms,
+                  "the longest the RM holds one Allocate call with nothing new (long poll)")
       ->capture_default_str();
   cmd->add_option("--timeout-s", f->timeout_s, "finish FAILED after this long (0 = never)")
       ->capture_default_str();

@@ -170,6 +170,7 @@ absl::StatusOr<nm::NodeManagerOptions> MakeNodeManagerOptions(const NmFlags& fla
     return absl::InvalidArgumentError(
         absl::StrCat("--log-retention-s ", flags.log_retention_s, " must be >= 0"));
   options.log_retention_ms = flags.log_retention_s * 1000;
+  options.out_of_band_heartbeat_gap_ms = flags.out_of_band_heartbeat_gap_ms;
   options.recover = !flags.no_recovery;
   if (flags.work_root.empty()) return absl::InvalidArgumentError("--work-root is empty");
   absl::StatusOr<std::optional<amrmproxy::AmrmProxyOptions>> proxy = MakeAmrmProxyOptions(flags);
@@ -355,6 +356,10 @@ void AddNmCommand(CLI::App& app, int* exit_code) {
                   "parent cgroup of the containers (one per NM on a machine)")
       ->capture_default_str();
   cmd->add_option("--stop-grace-ms", f->stop_grace_ms, "between SIGTERM and SIGKILL")
+      ->capture_default_str();
+  cmd->add_option("--out-of-band-heartbeat-gap-ms", f->out_of_band_heartbeat_gap_ms,
+                  "report a container's end at once in an out-of-band heartbeat, at most one "
+                  "per this many ms (negative = only at the RM's heartbeat interval)")
       ->capture_default_str();
   cmd->add_flag("--no-cgroups", f->no_cgroups,
                 "run containers without cgroup resource isolation (no root needed)");

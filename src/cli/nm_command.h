@@ -39,6 +39,8 @@ struct NmFlags {
   std::vector<std::string> banned_users = {"hdfs", "yarn", "mapred", "bin"};
   std::vector<std::string> allowed_system_users;
   int64_t log_retention_s = 3 * 3600;  // finished apps' container logs, then deleted
+  // NodeManagerOptions::out_of_band_heartbeat_gap_ms (< 0 = off).
+  int64_t out_of_band_heartbeat_gap_ms = 10;
   // Kill, rather than re-attach to, the containers an earlier NM on this work root left
   // (NodeManagerOptions::recover; docs/nm-recovery.md).
   bool no_recovery = false;

@@ -184,6 +184,7 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
   }
   stored.state = NmContainerRecord::State::kRunning;
   auto [it, inserted] = containers_.emplace(id, std::move(record));
+  WatchExit(id);
   // Should this fail, the record still says "launching": a restarted NM kills the container
   // rather than leaving it unknown.
   Persist(id, it->second);
@@ -445,6 +446,19 @@ void NodeManager::ReapTick() {
   reap_timer_ = loop_->Schedule(delay_ms, [this] { ReapTick(); });
 }
 
+void NodeManager::WatchExit(const std::string& container_id) {
+  if (exit_watcher_ == nullptr || executor_ == nullptr) return;
+  absl::StatusOr<pid_t> monitor = executor_->MonitorPid(container_id);
+  if (!monitor.ok() || *monitor <= 0) return;  // not monitored: found by the reap tick
+  absl::Status s = exit_watcher_->Watch(*monitor);
+  // NotFound: it ended already, and the reap finds it.
+  if (absl::IsNotFound(s)) {
+    loop_->Post([this] { ReapTick(); });
+  } else if (!s.ok()) {
+    log::Warn("exit_watch_failed", {{"node", node_id_}, {"container", container_id}, {"error", s}});
+  }
+}
+
 void NodeManager::OnContainerExit(const ContainerExit& exit) {
   auto it = containers_.find(exit.container_id);
   if (it == containers_.end()) {
@@ -470,6 +484,7 @@ void NodeManager::OnContainerExit(const ContainerExit& exit) {
   }
   unacked_completed_[exit.container_id] =
       CompletedStatus(exit.container_id, record.exit_status, record.diagnostics);
+  RequestOutOfBandHeartbeat();
   Persist(exit.container_id, record);
   CountExit(exit.container_id, record.exit_status);
   if (traffic_ != nullptr) {

@@ -412,7 +412,19 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
   nm->started_ = true;
   nm->serving_.store(true, std::memory_order_release);
   NodeManager* raw = nm.get();
+  // The reap wakes when a container ends (ReapTick's timer stays, for deadlines and as the
+  // fallback). Posted from the watcher's thread; the watcher is gone before shutdown ends.
+  if (absl::StatusOr<std::unique_ptr<ExitWatcher>> watcher =
+          ExitWatcher::Start([raw] { raw->loop_->Post([raw] { raw->ReapTick(); }); });
+      watcher.ok()) {
+    nm->exit_watcher_ = *std::move(watcher);
+  } else {
+    log::Warn("exit_watcher_unavailable",
+              {{"error", watcher.status()}, {"fallback", "reaping every 100 ms"}});
+  }
   loop->Post([raw] {
+    for (const auto& [id, record] : raw->containers_)
+      if (record.running) raw->WatchExit(id);
     raw->SendRegister();
     raw->ReapTick();
   });
@@ -425,6 +437,7 @@ NodeManager::~NodeManager() {
     return;
   }
   // Start failed: nothing ran on the loop; release what was set up.
+  exit_watcher_.reset();
   server_.reset();
   amrm_proxy_.reset();
   executor_.reset();
@@ -466,6 +479,8 @@ void NodeManager::BeginShutdownOnLoop() {
 }
 
 void NodeManager::FinishShutdownOnLoop() {
+  // No wake-up is posted after this; those posted before run before the Notify below.
+  exit_watcher_.reset();
   if (reap_timer_.has_value()) loop_->Cancel(*reap_timer_);
   reap_timer_.reset();
   for (const auto& [app, timer] : log_deletions_) loop_->Cancel(timer);
@@ -483,7 +498,9 @@ void NodeManager::FinishShutdownOnLoop() {
     }
   }
   state_.reset();  // releases the work root to the next NM
-  shutdown_done_.Notify();
+  // Posted: the loop runs tasks in order, so every wake-up the exit watcher posted (a ReapTick,
+  // a no-op now that the executor is gone) runs before Shutdown() returns.
+  loop_->Post([this] { shutdown_done_.Notify(); });
 }
 
 

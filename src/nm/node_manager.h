@@ -27,6 +27,7 @@
 #include "nm/cgroups.h"
 #include "nm/container_executor.h"
 #include "nm/container_user.h"
+#include "nm/exit_watcher.h"
 #include "nm/nm_state_store.h"
 #include "nm/traffic_controller.h"
 #include "security/container_token_verifier.h"
@@ -61,6 +62,11 @@ struct NodeManagerOptions {
   // work dirs are removed, ms (YARN's yarn.nodemanager.log.retain-seconds: 3 h). Logs still
   // pending deletion when the NM stops stay on disk.
   int64_t log_retention_ms = 3 * 3600 * 1000;
+  // Out-of-band heartbeats (YARN's NodeStatusUpdater.sendOutofBandHeartBeat): a container's end
+  // is reported at once, in a heartbeat of its own, at most one per this many ms and never two
+  // in flight (completions meanwhile ride together in the next one); < 0 = only the periodic
+  // heartbeats. Heartbeats without completions stay at the RM's interval.
+  int64_t out_of_band_heartbeat_gap_ms = 10;
   // The parent cgroup (relative to /sys/fs/cgroup/<controller> on v1, /sys/fs/cgroup on v2).
   std::string cgroup_hierarchy = "weft";
   // false: run containers without resource isolation (reported as a missing feature). true:
@@ -223,8 +229,11 @@ class NodeManager {
   // ---- Containers, on the loop.
   // Asks a running container to stop; it completes with `exit_status` and `reason` once reaped.
   void StopContainer(const std::string& container_id, int exit_status, absl::string_view reason);
-  // Reaps exits, reschedules itself (every 100 ms and by the executor's next deadline).
+  // Reaps exits, reschedules itself (every 100 ms and by the executor's next deadline); the
+  // exit watcher runs it at once when a container ends.
   void ReapTick();
+  // Has the exit watcher wake the reap when the container's process (its monitor) ends.
+  void WatchExit(const std::string& container_id);
   void OnContainerExit(const ContainerExit& exit);
   // Stops the app's containers; once none runs, removes them and its work directory.
   void CleanupApplication(const std::string& app_id);
@@ -242,6 +251,8 @@ class NodeManager {
                         const v1::NodeHeartbeatRequest& request,
                         const v1::NodeHeartbeatResponse& reply);
   void ScheduleRm(int64_t delay_ms, bool register_again);
+  // A heartbeat soon (NodeManagerOptions::out_of_band_heartbeat_gap_ms): containers ended.
+  void RequestOutOfBandHeartbeat();
   // After a failed RM call: logs `event` with the RM that failed, and moves to another RM when
   // the failure says that one cannot serve (RmFailover::OnFailure with the call's
   // `active_hint`), connecting the tracker stub to it and logging the move. Returns how soon
@@ -319,6 +330,8 @@ class NodeManager {
 
   // ---- Owned by the loop.
   std::unique_ptr<ContainerExecutor> executor_;
+  // Wakes the reap at each container's end (null without pidfd_open: reap ticks only).
+  std::unique_ptr<ExitWatcher> exit_watcher_;
   security::ContainerTokenVerifier verifier_;
   std::map<std::string, ContainerRecord> containers_;
   // Network counters of running containers as of the last heartbeat.
@@ -338,6 +351,9 @@ class NodeManager {
   // when the previous failure did not follow one already (two RMs naming each other wait).
   RmFailoverAction last_failover_ = RmFailoverAction::kNone;
   bool rm_call_in_flight_ = false;
+  bool registered_ = false;     // heartbeating (not registering)
+  int64_t rm_timer_due_ms_ = 0;       // when rm_timer_ fires, loop clock
+  int64_t last_heartbeat_sent_ms_ = 0;  // loop clock
   bool rm_shutdown_ = false;  // the RM said NODE_ACTION_SHUTDOWN
   bool shutting_down_ = false;
   int32_t last_response_id_ = 0;

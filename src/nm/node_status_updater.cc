@@ -64,6 +64,8 @@ void NodeManager::EndRmCall(grpc::ClientContext* context) {
 
 void NodeManager::ScheduleRm(int64_t delay_ms, bool register_again) {
   if (rm_timer_.has_value()) loop_->Cancel(*rm_timer_);
+  registered_ = !register_again && registered_;
+  rm_timer_due_ms_ = loop_->NowMs() + delay_ms;
   rm_timer_ = loop_->Schedule(delay_ms, [this, register_again] {
     rm_timer_.reset();
     if (rm_call_in_flight_ || shutting_down_ || rm_shutdown_) return;
@@ -73,6 +75,18 @@ void NodeManager::ScheduleRm(int64_t delay_ms, bool register_again) {
       SendHeartbeat();
     }
   });
+}
+
+void NodeManager::RequestOutOfBandHeartbeat() {
+  if (options_.out_of_band_heartbeat_gap_ms < 0 || !registered_ || shutting_down_ ||
+      rm_shutdown_)
+    return;
+  if (rm_call_in_flight_) return;  // OnHeartbeatReply asks again
+  const int64_t now = loop_->NowMs();
+  const int64_t due =
+      std::max(now, last_heartbeat_sent_ms_ + options_.out_of_band_heartbeat_gap_ms);
+  if (rm_timer_.has_value() && rm_timer_due_ms_ <= due) return;  // one is due sooner
+  ScheduleRm(due - now, /*register_again=*/false);
 }
 
 void NodeManager::ConnectTracker() {
@@ -197,6 +211,7 @@ void NodeManager::OnRegisterReply(const grpc::Status& status, const std::string&
   last_response_id_ = 0;
   heartbeat_interval_ms_ = reply.heartbeat_interval_ms() > 0 ? reply.heartbeat_interval_ms()
                                                              : kDefaultHeartbeatIntervalMs;
+  registered_ = true;
   ScheduleRm(0, /*register_again=*/false);
 }
 
@@ -227,6 +242,7 @@ void NodeManager::SendHeartbeat() {
                              std::chrono::milliseconds(kRmCallTimeoutMs));
   if (!BeginRmCall(&call->context)) return;
   rm_call_in_flight_ = true;
+  last_heartbeat_sent_ms_ = loop_->NowMs();
   tracker_->async()->NodeHeartbeat(
       &call->context, &call->request, &call->response, [this, call](grpc::Status status) {
         std::string hint = status.ok() ? "" : ActiveRmHint(call->context);
@@ -299,6 +315,8 @@ void NodeManager::OnHeartbeatReply(const grpc::Status& status, const std::string
   }
   for (const std::string& app_id : reply.applications_to_cleanup()) CleanupApplication(app_id);
   ScheduleRm(heartbeat_interval_ms_, /*register_again=*/false);
+  // Containers that ended while this heartbeat was in flight (those in it are acknowledged).
+  if (!unacked_completed_.empty()) RequestOutOfBandHeartbeat();
 }
 
 }  // namespace weft::nm

@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,11 +24,15 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "nm/spawn_child.h"
 
 namespace weft::nm {
 namespace {
+
+using namespace spawn_internal;  // NOLINT: the child-side steps shared with the monitor binary
 
 constexpr char kDefaultPath[] = "/usr/local/bin:/usr/bin:/bin";
 
@@ -84,252 +89,6 @@ ProcessStatus DecodeWaitStatus(int status) {
     result.exit_code = WEXITSTATUS(status);
   }
   return result;
-}
-
-// Steps of the child between fork and exec (and of a monitor before it forks its program); a
-// failure is reported as a ChildReport on a pipe.
-enum ChildStep : int {
-  kSetsid,
-  kChdir,
-  kStdin,
-  kStdout,
-  kStderr,
-  kSetgroups,
-  kSetgid,
-  kSetuid,
-  kNoNewPrivs,
-  kExec,
-  kMonitorFds,
-  kMonitorFork
-};
-// What a child (or a monitor) writes on its report pipe: one record, at most PIPE_BUF bytes so
-// that the writes of a monitor and of its program never interleave.
-struct ChildReport {
-  enum Kind : int32_t { kFailed = 1, kStarted = 2 };
-  int32_t kind = 0;
-  int32_t step = 0;   // kFailed: the ChildStep
-  int32_t error = 0;  // kFailed: errno
-  int32_t pid = 0;    // kStarted: the monitor's program
-};
-
-// Everything the child needs, prepared before fork: after fork the child of a multi-threaded
-// process may only call async-signal-safe functions, so it must not allocate.
-struct ChildArgs {
-  int go_fd;      // read end: one byte once the parent is done with before_exec; -1: no wait
-  int report_fd;  // write end, close-on-exec: ChildReport, or EOF when exec succeeded
-  int stdin_fd, stdout_fd, stderr_fd;  // all >= 3 (or already 0, 1, 2 under a monitor)
-  const char* work_dir;
-  const char* program;
-  char* const* argv;
-  char* const* envp;
-  bool set_ids;  // run as uid/gid/groups below
-  uid_t uid;
-  gid_t gid;
-  const gid_t* groups;
-  size_t num_groups;
-  const char* oom_score_adj;  // written to /proc/self/oom_score_adj first; null: left alone
-};
-
-void WriteReport(int fd, const ChildReport& report) {
-  ssize_t n;
-  do {
-    n = write(fd, &report, sizeof(report));
-  } while (n < 0 && errno == EINTR);
-}
-
-[[noreturn]] void ChildFail(int report_fd, int step) {
-  ChildReport report;
-  report.kind = ChildReport::kFailed;
-  report.step = step;
-  report.error = errno;
-  WriteReport(report_fd, report);
-  _exit(127);
-}
-
-// Writes a NUL-terminated string with one write(2), ignoring errors.
-void WriteString(int fd, const char* text) {
-  size_t len = 0;
-  while (text[len] != '\0') ++len;
-  ssize_t ignored = write(fd, text, len);
-  (void)ignored;
-}
-
-// open + write + close of a small /proc file, ignoring errors (async-signal-safe).
-void WriteProcFile(const char* path, const char* value) {
-  int fd = open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  WriteString(fd, value);
-  close(fd);
-}
-
-// Marks every descriptor >= `from` close-on-exec (`close_all`: closes them).
-void CloseFrom(int from, bool close_all) {
-  if (close_range(from, ~0U, close_all ? 0 : CLOSE_RANGE_CLOEXEC) == 0) return;
-  struct rlimit limit;
-  rlim_t max_fd = 65536;
-  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
-    max_fd = std::min<rlim_t>(limit.rlim_cur, 1 << 20);
-  }
-  for (int fd = from; fd < static_cast<int>(max_fd); ++fd) {
-    if (close_all) {
-      close(fd);
-    } else {
-      fcntl(fd, F_SETFD, FD_CLOEXEC);
-    }
-  }
-}
-
-// Runs in the child after fork: async-signal-safe calls only.
-[[noreturn]] void RunChild(const ChildArgs& args) {
-  if (setsid() < 0) ChildFail(args.report_fd, kSetsid);
-  if (args.go_fd >= 0) {
-    char go = 0;
-    ssize_t n;
-    do {
-      n = read(args.go_fd, &go, 1);
-    } while (n < 0 && errno == EINTR);
-    if (n != 1) _exit(127);  // the parent gave up (before_exec failed); it kills us anyway
-  }
-  if (args.oom_score_adj != nullptr) WriteProcFile("/proc/self/oom_score_adj", args.oom_score_adj);
-  if (chdir(args.work_dir) < 0) ChildFail(args.report_fd, kChdir);
-  if (dup2(args.stdin_fd, STDIN_FILENO) < 0) ChildFail(args.report_fd, kStdin);
-  if (dup2(args.stdout_fd, STDOUT_FILENO) < 0) ChildFail(args.report_fd, kStdout);
-  if (dup2(args.stderr_fd, STDERR_FILENO) < 0) ChildFail(args.report_fd, kStderr);
-  // Groups, then gid, then uid (after setuid there is no right left to change the others);
-  // a change of uid away from 0 drops every capability.
-  if (args.set_ids) {
-    if (setgroups(args.num_groups, args.groups) < 0) ChildFail(args.report_fd, kSetgroups);
-    if (setresgid(args.gid, args.gid, args.gid) < 0) ChildFail(args.report_fd, kSetgid);
-    if (setresuid(args.uid, args.uid, args.uid) < 0) ChildFail(args.report_fd, kSetuid);
-  }
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) ChildFail(args.report_fd, kNoNewPrivs);
-  // Default dispositions and an empty mask: exec keeps ignored signals and the mask.
-  struct sigaction dfl = {};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, nullptr);  // EINVAL is fine
-  }
-  sigset_t empty;
-  sigemptyset(&empty);
-  sigprocmask(SIG_SETMASK, &empty, nullptr);
-  // No descriptor of the NM leaks into the container: mark every fd >= 3 close-on-exec.
-  CloseFrom(3, /*close_all=*/false);
-  execve(args.program, args.argv, args.envp);
-  ChildFail(args.report_fd, kExec);
-}
-
-// What a monitor needs besides its program's ChildArgs; prepared before fork.
-struct MonitorArgs {
-  ChildArgs program;  // go_fd -1, fds 0, 1, 2 and 3 (the monitor moves them there)
-  int go_fd;
-  int report_fd;
-  int stdin_fd, stdout_fd, stderr_fd;
-  const char* pid_path;
-  const char* pid_tmp_path;
-  const char* exit_path;
-  const char* exit_tmp_path;
-};
-
-// The decimal digits of `value`, written backwards from `end`; returns the first character.
-char* FormatDecimal(int64_t value, char* end) {
-  bool negative = value < 0;
-  uint64_t magnitude = negative ? 0 - static_cast<uint64_t>(value) : static_cast<uint64_t>(value);
-  do {
-    *--end = static_cast<char>('0' + magnitude % 10);
-    magnitude /= 10;
-  } while (magnitude != 0);
-  if (negative) *--end = '-';
-  return end;
-}
-
-// Writes `text` to `tmp_path`, flushes it and renames it to `path` (async-signal-safe).
-bool WriteFileAtomically(const char* path, const char* tmp_path, const char* text) {
-  int fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return false;
-  size_t len = 0;
-  while (text[len] != '\0') ++len;
-  ssize_t n;
-  do {
-    n = write(fd, text, len);
-  } while (n < 0 && errno == EINTR);
-  bool ok = n == static_cast<ssize_t>(len) && fsync(fd) == 0;
-  ok &= close(fd) == 0;
-  return ok && rename(tmp_path, path) == 0;
-}
-
-// Runs in the monitor after fork: async-signal-safe calls only. See OsEnv::SpawnMonitored.
-[[noreturn]] void RunMonitor(const MonitorArgs& args) {
-  if (setsid() < 0) ChildFail(args.report_fd, kSetsid);
-  // Nobody's terminal or signal reaches it by accident; SIGKILL (cgroup kill) still does.
-  struct sigaction action = {};
-  sigemptyset(&action.sa_mask);
-  for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig == SIGKILL || sig == SIGSTOP) continue;
-    const bool ignore = sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT ||
-                        sig == SIGPIPE || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
-    action.sa_handler = ignore ? SIG_IGN : SIG_DFL;
-    sigaction(sig, &action, nullptr);  // EINVAL is fine
-  }
-  sigset_t empty;
-  sigemptyset(&empty);
-  sigprocmask(SIG_SETMASK, &empty, nullptr);
-  // The memory cgroup's OOM killer must pick the program, not the monitor (whose resident set
-  // counts the caller's pages it shares). Fails harmlessly without CAP_SYS_RESOURCE.
-  WriteProcFile("/proc/self/oom_score_adj", "-1000");
-  if (chdir("/") < 0) ChildFail(args.report_fd, kChdir);
-  char go = 0;
-  ssize_t n;
-  do {
-    n = read(args.go_fd, &go, 1);
-  } while (n < 0 && errno == EINTR);
-  if (n != 1) _exit(127);  // the caller gave up (or died) before releasing us
-  // Keep the logs (as 0, 1, 2) and the report pipe (as 3); close every other descriptor of the
-  // caller, so that none (e.g. its listening socket) outlives it here.
-  if (dup2(args.stdin_fd, STDIN_FILENO) < 0) ChildFail(args.report_fd, kStdin);
-  if (dup2(args.stdout_fd, STDOUT_FILENO) < 0) ChildFail(args.report_fd, kStdout);
-  if (dup2(args.stderr_fd, STDERR_FILENO) < 0) ChildFail(args.report_fd, kStderr);
-  if (args.report_fd != 3) {
-    if (dup3(args.report_fd, 3, O_CLOEXEC) < 0) ChildFail(args.report_fd, kMonitorFds);
-  } else if (fcntl(3, F_SETFD, FD_CLOEXEC) < 0) {
-    ChildFail(3, kMonitorFds);
-  }
-  CloseFrom(4, /*close_all=*/true);
-  // _Fork: no atfork handlers, which assume the caller's threads.
-  pid_t pid = _Fork();
-  if (pid < 0) ChildFail(3, kMonitorFork);
-  if (pid == 0) RunChild(args.program);
-
-  char buffer[32];
-  char* end = buffer + sizeof(buffer);
-  *--end = '\0';
-  *--end = '\n';
-  (void)WriteFileAtomically(args.pid_path, args.pid_tmp_path, FormatDecimal(pid, end));
-  ChildReport started;
-  started.kind = ChildReport::kStarted;
-  started.pid = pid;
-  WriteReport(3, started);
-  close(3);
-
-  int status = 0;
-  pid_t r;
-  do {
-    r = waitpid(pid, &status, 0);
-  } while (r < 0 && errno == EINTR);
-  // "exit <code>\n" or "signal <number>\n" (FormatExitFile).
-  const bool signaled = r == pid && WIFSIGNALED(status);
-  const int value = r != pid ? 255 : signaled ? WTERMSIG(status) : WEXITSTATUS(status);
-  char text[48];
-  end = text + sizeof(text);
-  *--end = '\0';
-  *--end = '\n';
-  char* first = FormatDecimal(value, end);
-  const char* kind = signaled ? "signal " : "exit ";
-  size_t kind_len = signaled ? 7 : 5;
-  first -= kind_len;
-  for (size_t i = 0; i < kind_len; ++i) first[i] = kind[i];
-  (void)WriteFileAtomically(args.exit_path, args.exit_tmp_path, first);
-  _exit(signaled ? (128 + value) & 0xff : value);
 }
 
 // The error of a failed step, as Spawn and SpawnMonitored return it.
@@ -402,6 +161,26 @@ absl::Status PipeAbove2(UniqueFd* read_end, UniqueFd* write_end) {
   read_end->Reset(fds[0]);
   write_end->Reset(fds[1]);
   return absl::OkStatus();
+}
+
+// The monitor binary SpawnMonitored starts, or "" to fork the monitor from this process:
+// $WEFT_CONTAINER_MONITOR when set ("fork" forks), else weft-container-monitor next to this
+// executable or in ../libexec/weft (the Debian package's place), else "".
+std::string MonitorBinary() {
+  if (const char* chosen = getenv("WEFT_CONTAINER_MONITOR"); chosen != nullptr && *chosen != '\0')
+    return std::string(chosen) == "fork" ? "" : chosen;
+  static const std::string found = [] {
+    std::error_code ec;
+    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) return std::string();
+    for (const std::filesystem::path& candidate :
+         {self.parent_path() / "weft-container-monitor",
+          self.parent_path().parent_path() / "libexec" / "weft" / "weft-container-monitor"}) {
+      if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    }
+    return std::string();
+  }();
+  return found;
 }
 
 // Resolves a bare program name against PATH the way execvp does (first executable match).
@@ -571,9 +350,17 @@ class PosixOsEnv : public OsEnv {
     args.pid_tmp_path = pid_tmp.c_str();
     args.exit_path = exit_path.c_str();
     args.exit_tmp_path = exit_tmp.c_str();
-    pid_t monitor = fork();
-    if (monitor < 0) return absl::ErrnoToStatus(errno, "fork");
-    if (monitor == 0) RunMonitor(args);
+    pid_t monitor = 0;
+    if (const std::string binary = MonitorBinary(); !binary.empty()) {
+      absl::StatusOr<pid_t> spawned = SpawnMonitorBinary(binary, *prepared, options, oom_score_adj,
+                                                        pid_path, exit_path, args);
+      if (!spawned.ok()) return spawned.status();
+      monitor = *spawned;
+    } else {
+      monitor = fork();
+      if (monitor < 0) return absl::ErrnoToStatus(errno, "fork");
+      if (monitor == 0) RunMonitor(args);
+    }
 
     absl::StatusOr<Reports> r = ReleaseChild(monitor, go_read, go_write, report_read,
                                              report_write, before_start);
@@ -614,6 +401,19 @@ class PosixOsEnv : public OsEnv {
     ReadReports(report_read.get(), &r.failure, &r.started, &r.truncated);
     return r;
   }
+
+  struct Prepared;
+  // Starts weft-container-monitor (`binary`) with posix_spawn: its descriptors 0-2 are the
+  // program's stdin, stdout and stderr, 3 the report pipe and 4 the go pipe (`args` has them
+  // where they are now); every other descriptor is closed. Errors: posix_spawn's (e.g. the
+  // binary is not executable).
+  static absl::StatusOr<pid_t> SpawnMonitorBinary(const std::string& binary,
+                                                  const Prepared& prepared,
+                                                  const SpawnOptions& options,
+                                                  const std::string& oom_score_adj,
+                                                  const std::string& pid_path,
+                                                  const std::string& exit_path,
+                                                  const MonitorArgs& args);
 
   // What Spawn and SpawnMonitored prepare before fork.
   struct Prepared {
@@ -732,6 +532,50 @@ class PosixOsEnv : public OsEnv {
     }
   }
 };
+
+absl::StatusOr<pid_t> PosixOsEnv::SpawnMonitorBinary(const std::string& binary,
+                                                     const Prepared& prepared,
+                                                     const SpawnOptions& options,
+                                                     const std::string& oom_score_adj,
+                                                     const std::string& pid_path,
+                                                     const std::string& exit_path,
+                                                     const MonitorArgs& args) {
+  std::vector<std::string> words = {binary, pid_path, exit_path, options.work_dir,
+                                    oom_score_adj.empty() ? "-" : oom_score_adj};
+  if (options.run_as.has_value()) {
+    words.push_back(absl::StrCat(options.run_as->uid, ":", options.run_as->gid, ":",
+                                 absl::StrJoin(prepared.groups, ",")));
+  } else {
+    words.push_back("-");
+  }
+  words.push_back(prepared.program);
+  for (char* const* a = prepared.argv.data(); *a != nullptr; ++a) words.push_back(*a);
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  if (int err = posix_spawn_file_actions_init(&actions); err != 0)
+    return absl::ErrnoToStatus(err, "posix_spawn_file_actions_init");
+  // Every source is >= 3 and may sit on a target (0-4): each goes up out of the way first,
+  // then down to its place; everything else is closed.
+  const int sources[] = {args.stdin_fd, args.stdout_fd, args.stderr_fd, args.report_fd,
+                         args.go_fd};
+  constexpr int kAside = 100;
+  int err = 0;
+  for (int i = 0; i < 5 && err == 0; ++i)
+    err = posix_spawn_file_actions_adddup2(&actions, sources[i], kAside + i);
+  for (int i = 0; i < 5 && err == 0; ++i)
+    err = posix_spawn_file_actions_adddup2(&actions, kAside + i, i);
+  if (err == 0) err = posix_spawn_file_actions_addclosefrom_np(&actions, 5);
+  pid_t pid = 0;
+  if (err == 0) err = posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(),
+                                  prepared.envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (err != 0)
+    return absl::ErrnoToStatus(err, absl::StrCat("spawn: starting the monitor '", binary, "'"));
+  return pid;
+}
 
 }  // namespace
 

@@ -19,7 +19,22 @@ namespace weft::rm {
 
 AmService::AmService(RmContext* ctx) : ctx_(ctx) {}
 
-AmService::~AmService() { ctx_->loop->Cancel(expiry_timer_); }
+AmService::~AmService() {
+  ctx_->loop->Cancel(expiry_timer_);
+  StopHolding();
+}
+
+void AmService::StopHolding() {
+  holding_ = false;
+  // The held calls end with the RM (a standby now, or shutting down): their AMs try again,
+  // and find the active. Unavailable takes nothing from their attempts.
+  absl::flat_hash_map<std::string, Parked> parked = std::move(parked_);
+  parked_.clear();
+  for (auto& [id, p] : parked) {
+    ctx_->loop->Cancel(p.timer);
+    p.reply(absl::UnavailableError("the ResourceManager is going away; call again"));
+  }
+}
 
 void AmService::StartExpiry() {
   expiry_timer_ = ctx_->loop->Schedule(std::max<int64_t>(1, ctx_->options->am_expiry_ms / 4),
@@ -74,6 +89,8 @@ absl::StatusOr<v1::RegisterApplicationMasterResponse> AmService::RegisterApplica
   RmApp& app = **who;
   RmAttempt& at = app.current();
   const bool again = at.registered || at.recovered;
+  // A held Allocate of this attempt is from before this registration: it ends unanswered.
+  DropParked(at.attempt_id, "the AM registered again; this Allocate is void");
   if (at.registered) {
     at.last_heard_ms = ctx_->NowMs();
   } else if (absl::Status s = ctx_->apps->AttemptRegistered(app); !s.ok()) {
@@ -110,8 +127,17 @@ absl::StatusOr<v1::RegisterApplicationMasterResponse> AmService::RegisterApplica
 
 absl::StatusOr<v1::AllocateResponse> AmService::Allocate(const v1::Token& token,
                                                          const v1::AllocateRequest& req) {
+  v1::AllocateRequest now = req;
+  now.set_wait_ms(0);
+  absl::StatusOr<v1::AllocateResponse> result = absl::InternalError("no reply");
+  Allocate(token, now, [&result](absl::StatusOr<v1::AllocateResponse> r) { result = std::move(r); });
+  return result;
+}
+
+void AmService::Allocate(const v1::Token& token, const v1::AllocateRequest& req,
+                         AllocateReply reply) {
   auto who = Authenticate(token);
-  if (!who.ok()) return who.status();
+  if (!who.ok()) return reply(who.status());
   RmApp& app = **who;
   RmAttempt& at = app.current();
   if (!at.registered) {
@@ -122,19 +148,22 @@ absl::StatusOr<v1::AllocateResponse> AmService::Allocate(const v1::Token& token,
       resync.set_am_command(v1::AM_RESYNC);
       resync.add_diagnostics(
           "the ResourceManager restarted: register again, then send every outstanding ask");
-      return resync;
+      return reply(resync);
     }
-    return absl::FailedPreconditionError(
-        absl::StrCat(at.attempt_id, ": Allocate before RegisterApplicationMaster"));
+    return reply(absl::FailedPreconditionError(
+        absl::StrCat(at.attempt_id, ": Allocate before RegisterApplicationMaster")));
   }
   at.last_heard_ms = ctx_->NowMs();
+  // A call held for this attempt: its AM gave up on it (a retry after its deadline, or a new
+  // call). It ends before its reply took anything from the attempt, so nothing is lost.
+  DropParked(at.attempt_id, "a newer Allocate call replaced this one");
   // YARN's response_id protocol: the AM sends the id of the last reply it received.
-  if (req.response_id() + 1 == at.last_response_id) return at.last_response;  // a retry
+  if (req.response_id() + 1 == at.last_response_id) return reply(at.last_response);  // a retry
   if (req.response_id() != at.last_response_id) {
     v1::AllocateResponse resync;
     resync.set_am_command(v1::AM_RESYNC);
     resync.set_response_id(at.last_response_id);
-    return resync;
+    return reply(resync);
   }
   const ResourceTypeRegistry& registry = ctx_->registry();
   // Validate and convert everything before changing anything.
@@ -145,18 +174,18 @@ absl::StatusOr<v1::AllocateResponse> AmService::Allocate(const v1::Token& token,
   for (int i = 0; i < req.asks_size(); ++i) {
     const v1::ResourceRequest& ask = req.asks(i);
     auto cap = ctx_->FromProto(ask.capability(), absl::StrCat("ask #", i));
-    if (!cap.ok()) return cap.status();
+    if (!cap.ok()) return reply(cap.status());
     // As YARN caps the maximum allocation by the largest node: an ask no node could ever hold
     // is refused now rather than left pending forever.
     if (ask.num_containers() > 0 && largest.has_value()) {
       for (int t = 0; t < registry.size(); ++t) {
         if ((*cap)[t] > (*largest)[t]) {
-          return absl::InvalidArgumentError(absl::StrCat(
+          return reply(absl::InvalidArgumentError(absl::StrCat(
               "ask #", i, ": ", registry.info(t).name, "=", (*cap)[t],
               " is above the largest node's ", (*largest)[t],
               t == kNetworkMbps ? " (a node offers its containers' share of its link, or 0 "
                                   "when it does not enforce bandwidth)"
-                                : ""));
+                                : "")));
         }
       }
     }
@@ -176,7 +205,7 @@ absl::StatusOr<v1::AllocateResponse> AmService::Allocate(const v1::Token& token,
   for (const std::string& r : req.releases()) {
     auto id = ctx_->containers->FindOwned(r, app.record.app_id);
     // Another app's container, or a name that is no container id: refused.
-    if (!id.ok() && AppOfContainer(r) != app.record.app_id) return id.status();
+    if (!id.ok() && AppOfContainer(r) != app.record.app_id) return reply(id.status());
     const scheduler::ContainerState* cs = id.ok() ? ctx_->scheduler->container(*id) : nullptr;
     if (cs == nullptr) {
       // One of this app's containers that the RM no longer holds: it completed, or was lost
@@ -185,7 +214,8 @@ absl::StatusOr<v1::AllocateResponse> AmService::Allocate(const v1::Token& token,
       continue;
     }
     if (cs->is_am)
-      return absl::InvalidArgumentError(absl::StrCat("cannot release the AM container '", r, "'"));
+      return reply(
+          absl::InvalidArgumentError(absl::StrCat("cannot release the AM container '", r, "'")));
     if (!named.insert(*id).second) continue;  // named twice in one request
     update.releases.push_back(*id);
     released.push_back(
@@ -193,18 +223,91 @@ absl::StatusOr<v1::AllocateResponse> AmService::Allocate(const v1::Token& token,
   }
   for (const auto& b : req.blacklist_additions()) update.blacklist_additions.push_back(b);
   for (const auto& b : req.blacklist_removals()) update.blacklist_removals.push_back(b);
-  if (absl::Status s = ctx_->scheduler->UpdateRequests(at.sched_app, update); !s.ok()) return s;
+  if (absl::Status s = ctx_->scheduler->UpdateRequests(at.sched_app, update); !s.ok())
+    return reply(s);
   for (const Released& r : released)
     ctx_->containers->Forget(r.id, r.resource, r.allocated_ms, r.node);
-  v1::AllocateResponse resp;
   // Told to the AM in the reply's diagnostics, and logged.
+  std::vector<std::string> diagnostics;
   for (const std::string& r : ignored) {
     log::Info("release_ignored", {{"attempt", at.attempt_id},
                                   {"container", r},
                                   {"reason", "not held by the RM (completed or lost already)"}});
-    resp.add_diagnostics(absl::StrCat("release of ", r,
-                                      " ignored: the RM no longer holds it (completed or lost)"));
+    diagnostics.push_back(absl::StrCat("release of ", r,
+                                       " ignored: the RM no longer holds it (completed or lost)"));
   }
+  // New demand or freed containers: a pass soon, not at the timer's next tick.
+  if (req.asks_size() > 0 || !released.empty()) {
+    ctx_->request_prompt_pass();
+  } else {
+    ctx_->request_pass();
+  }
+  const int64_t wait_ms = std::min(req.wait_ms(), ctx_->options->max_allocate_wait_ms);
+  if (holding_ && wait_ms > 0 && diagnostics.empty() && !HasNews(at) &&
+      parked_.size() < static_cast<size_t>(ctx_->options->max_parked_allocates)) {
+    const std::string attempt_id = at.attempt_id;
+    Parked& p = parked_[attempt_id];
+    p.token = token;
+    p.reply = std::move(reply);
+    p.timer = ctx_->loop->Schedule(wait_ms, [this, attempt_id] {
+      if (auto it = parked_.find(attempt_id); it != parked_.end()) it->second.timer = 0;
+      AnswerParked(attempt_id);
+    });
+    return;
+  }
+  reply(BuildReply(at, std::move(diagnostics)));
+}
+
+void AmService::DropParked(const std::string& attempt_id, absl::string_view why) {
+  auto held = parked_.find(attempt_id);
+  if (held == parked_.end()) return;
+  Parked p = std::move(held->second);
+  parked_.erase(held);
+  ctx_->loop->Cancel(p.timer);
+  p.reply(absl::AbortedError(absl::StrCat(attempt_id, ": ", why)));
+}
+
+bool AmService::HasNews(const RmAttempt& at) const {
+  return !at.new_containers.empty() || !at.new_completed.empty() || !at.new_recovered.empty() ||
+         at.amrm_key_id != ctx_->keys->amrm().current().id;
+}
+
+void AmService::NotifyNews(const std::string& app_id) {
+  if (parked_.empty()) return;
+  RmApp* app = ctx_->apps->Find(app_id);
+  if (app == nullptr || app->attempts.empty()) return;
+  const std::string& attempt_id = app->current().attempt_id;
+  if (!parked_.contains(attempt_id)) return;
+  woken_.insert(attempt_id);
+  if (answer_posted_) return;
+  answer_posted_ = true;
+  ctx_->loop->Post([this] { AnswerWoken(); });
+}
+
+void AmService::AnswerWoken() {
+  answer_posted_ = false;
+  absl::flat_hash_set<std::string> woken = std::move(woken_);
+  woken_.clear();
+  for (const std::string& id : woken) AnswerParked(id);
+}
+
+void AmService::AnswerParked(const std::string& attempt_id) {
+  auto it = parked_.find(attempt_id);
+  if (it == parked_.end()) return;
+  Parked p = std::move(it->second);
+  parked_.erase(it);
+  ctx_->loop->Cancel(p.timer);
+  // Checked again: the attempt may have ended, or its key rolled, while the call was held.
+  absl::StatusOr<RmApp*> who = Authenticate(p.token);
+  if (!who.ok()) return p.reply(who.status());
+  RmAttempt& at = (*who)->current();
+  at.last_heard_ms = ctx_->NowMs();  // its AM was waiting on the call all along
+  p.reply(BuildReply(at, {}));
+}
+
+v1::AllocateResponse AmService::BuildReply(RmAttempt& at, std::vector<std::string> diagnostics) {
+  v1::AllocateResponse resp;
+  for (std::string& d : diagnostics) resp.add_diagnostics(std::move(d));
   resp.set_response_id(++at.last_response_id);
   for (auto& c : at.new_containers) *resp.add_allocated_containers() = std::move(c);
   at.new_containers.clear();
@@ -230,7 +333,6 @@ absl::StatusOr<v1::AllocateResponse> AmService::Allocate(const v1::Token& token,
     *resp.mutable_amrm_token() = at.amrm_token;
   }
   at.last_response = resp;
-  ctx_->request_pass();
   return resp;
 }
 

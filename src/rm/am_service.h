@@ -4,6 +4,11 @@
 #ifndef WEFT_RM_AM_SERVICE_H_
 #define WEFT_RM_AM_SERVICE_H_
 
+#include <functional>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "rm/app_manager.h"
 #include "rm/rm_context.h"
@@ -39,6 +44,23 @@ class AmService {
   // ignored and logged (release_ignored), and a container named twice is released once.
   absl::StatusOr<v1::AllocateResponse> Allocate(const v1::Token& token,
                                                 const v1::AllocateRequest& req);
+  // The same, as a long poll: `reply` runs exactly once, on the RM loop - at once, or, when
+  // req.wait_ms > 0 and the reply would carry nothing new, once the attempt has news (allocated,
+  // completed or recovered containers: NotifyNews) or the wait (capped by max_allocate_wait_ms)
+  // ends. The request's asks and releases take effect at once either way. One call per attempt
+  // is held: a newer call of the same attempt ends the held one with Aborted (its AM gave up on
+  // it), before its reply took anything from the attempt. When max_parked_allocates calls are
+  // held, a call is answered at once (back-pressure). A held call of an attempt that ended in
+  // the meantime gets that attempt's error; one held when the RM goes gets Unavailable.
+  using AllocateReply = std::function<void(absl::StatusOr<v1::AllocateResponse>)>;
+  void Allocate(const v1::Token& token, const v1::AllocateRequest& req, AllocateReply reply);
+  // The attempt of `app_id` has something for its AM: a held Allocate is answered soon (after
+  // the events being handled now, so that one reply carries all of them).
+  void NotifyNews(const std::string& app_id);
+  // Answers every held call with Unavailable and holds none from now on (the RM is going).
+  void StopHolding();
+  // Allocate calls held now.
+  size_t parked_allocates() const { return parked_.size(); }
   absl::StatusOr<v1::FinishApplicationMasterResponse> FinishApplicationMaster(
       const v1::Token& token, const v1::FinishApplicationMasterRequest& req);
 
@@ -50,9 +72,30 @@ class AmService {
   // The app and attempt the token is for, found through the AppManager's attempt index.
   absl::StatusOr<RmApp*> Authenticate(const v1::Token& token);
   void CheckExpiry();
+  // The reply of a call whose request was applied: what the attempt has for its AM now.
+  // `diagnostics` go in the reply's diagnostics.
+  v1::AllocateResponse BuildReply(RmAttempt& at, std::vector<std::string> diagnostics);
+  // Whether a reply now would tell the AM something.
+  bool HasNews(const RmAttempt& at) const;
+  // Answers the held call of `attempt_id` (if any) with what its attempt has now.
+  void AnswerParked(const std::string& attempt_id);
+  void AnswerWoken();
+  // Ends the held call of `attempt_id` (if any) with Aborted, taking nothing from the attempt.
+  void DropParked(const std::string& attempt_id, absl::string_view why);
+
+  // A held Allocate (long poll), by attempt id.
+  struct Parked {
+    v1::Token token;
+    AllocateReply reply;
+    TimerId timer = 0;
+  };
 
   RmContext* ctx_;
   TimerId expiry_timer_ = 0;
+  absl::flat_hash_map<std::string, Parked> parked_;
+  absl::flat_hash_set<std::string> woken_;  // attempt ids with news, answered by AnswerWoken
+  bool answer_posted_ = false;
+  bool holding_ = true;  // false once StopHolding ran
 };
 
 }  // namespace weft::rm

@@ -173,5 +173,138 @@ TEST(AmServiceTest, ASilentAmFailsItsAttemptAfterTheExpiry) {
   EXPECT_THAT(attempts->attempts(0).diagnostics(), HasSubstr("did not call Allocate"));
 }
 
+// ---- Long poll (AllocateRequest.wait_ms) and event-driven passes (issue 17).
+
+// Collects the replies of long-poll Allocate calls.
+struct Replies {
+  std::vector<absl::StatusOr<v1::AllocateResponse>> got;
+  AmService::AllocateReply Sink() {
+    return [this](absl::StatusOr<v1::AllocateResponse> r) { got.push_back(std::move(r)); };
+  }
+};
+
+RmOptions SlowTimerOptions() {
+  RmOptions o = RmHarness::DefaultOptions();
+  o.pass_interval_ms = 600000;  // the timer alone would place nothing within the test
+  o.nm_expiry_ms = 3600000;     // nothing expires while the test advances the clock
+  o.am_expiry_ms = 3600000;
+  return o;
+}
+
+TEST(AmServiceLongPollTest, AHeldCallIsAnsweredByTheEventDrivenPassNotTheTimer) {
+  RmHarness h(SlowTimerOptions());
+  h.AddNode("h1:1", 16384, 16);
+  h.Submit();
+  h.loop.Advance(600000);  // the AM container (first pass, on the node's registration)
+  v1::Token t = h.RegisterAm();
+  v1::AllocateRequest ask;
+  *ask.add_asks() = AnyAsk(2);
+  ask.set_wait_ms(5000);
+  Replies replies;
+  h.rm().Allocate(t, ask, replies.Sink());
+  EXPECT_TRUE(replies.got.empty());  // nothing yet: held
+  // min_pass_gap_ms later, not pass_interval_ms: the ask placed, the call answered with it.
+  h.loop.Advance(RmOptions().min_pass_gap_ms);
+  ASSERT_EQ(replies.got.size(), 1u);
+  ASSERT_TRUE(replies.got[0].ok()) << replies.got[0].status();
+  EXPECT_EQ(replies.got[0]->allocated_containers_size(), 2);
+  EXPECT_EQ(replies.got[0]->response_id(), 1);
+}
+
+TEST(AmServiceLongPollTest, ACompletionInAHeartbeatAnswersTheHeldCall) {
+  RmHarness h(SlowTimerOptions());
+  h.AddNode("h1:1", 16384, 16);
+  h.Submit();
+  h.loop.Advance(600000);
+  v1::Token t = h.RegisterAm();
+  v1::AllocateRequest ask;
+  *ask.add_asks() = AnyAsk(1);
+  auto first = h.rm().Allocate(t, ask);
+  ASSERT_TRUE(first.ok());
+  h.loop.Advance(10);
+  v1::AllocateRequest poll;
+  poll.set_response_id(1);
+  auto got = h.rm().Allocate(t, poll);
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->allocated_containers_size(), 1);
+  const std::string c = got->allocated_containers(0).container_id();
+  // Held: nothing new.
+  v1::AllocateRequest wait;
+  wait.set_response_id(2);
+  wait.set_wait_ms(5000);
+  Replies replies;
+  h.rm().Allocate(t, wait, replies.Sink());
+  h.loop.Advance(100);
+  EXPECT_TRUE(replies.got.empty());
+  EXPECT_EQ(h.rm().parked_allocates(), 1u);
+  h.Heartbeat("h1:1", {{c, 0}});
+  h.loop.RunPending();  // the answer is posted: one reply for every event being handled
+  ASSERT_EQ(replies.got.size(), 1u);
+  ASSERT_TRUE(replies.got[0].ok()) << replies.got[0].status();
+  ASSERT_EQ(replies.got[0]->completed_containers_size(), 1);
+  EXPECT_EQ(replies.got[0]->completed_containers(0).container_id(), c);
+  EXPECT_EQ(h.rm().parked_allocates(), 0u);
+}
+
+TEST(AmServiceLongPollTest, NothingNewEndsTheWaitEmptyAndANewerCallVoidsTheHeldOne) {
+  RmHarness h;
+  h.AddNode("h1:1", 16384, 16);
+  h.Submit();
+  h.loop.Advance(200);
+  v1::Token t = h.RegisterAm();
+  v1::AllocateRequest wait;
+  wait.set_wait_ms(1000);
+  Replies replies;
+  h.rm().Allocate(t, wait, replies.Sink());
+  h.loop.Advance(999);
+  EXPECT_TRUE(replies.got.empty());
+  h.loop.Advance(1);
+  ASSERT_EQ(replies.got.size(), 1u);
+  ASSERT_TRUE(replies.got[0].ok());
+  EXPECT_EQ(replies.got[0]->response_id(), 1);
+  EXPECT_EQ(replies.got[0]->allocated_containers_size(), 0);
+
+  // The AM gave up on a held call and called again (same response_id: a retry of a lost
+  // reply). The held call ends Aborted having taken nothing; the new one gets what there is.
+  wait.set_response_id(1);
+  h.rm().Allocate(t, wait, replies.Sink());
+  ASSERT_EQ(replies.got.size(), 1u);
+  v1::AllocateRequest ask = wait;
+  *ask.add_asks() = AnyAsk(1);
+  h.rm().Allocate(t, ask, replies.Sink());
+  ASSERT_EQ(replies.got.size(), 2u);
+  EXPECT_EQ(replies.got[1].status().code(), absl::StatusCode::kAborted);
+  h.loop.Advance(RmOptions().min_pass_gap_ms);
+  ASSERT_EQ(replies.got.size(), 3u);
+  ASSERT_TRUE(replies.got[2].ok());
+  EXPECT_EQ(replies.got[2]->response_id(), 2);
+  EXPECT_EQ(replies.got[2]->allocated_containers_size(), 1);
+}
+
+TEST(AmServiceLongPollTest, BackPressureAndTheRmGoingAwayAnswerAtOnce) {
+  RmOptions o = RmHarness::DefaultOptions();
+  o.max_parked_allocates = 1;
+  RmHarness h(o);
+  h.AddNode("h1:1", 16384, 16);
+  h.Submit("alice");
+  h.Submit("bob");
+  h.loop.Advance(200);
+  v1::Token a = h.RegisterAm(0);
+  v1::Token b = h.RegisterAm(1);
+  v1::AllocateRequest wait;
+  wait.set_wait_ms(5000);
+  Replies replies;
+  h.rm().Allocate(a, wait, replies.Sink());
+  EXPECT_TRUE(replies.got.empty());
+  h.rm().Allocate(b, wait, replies.Sink());  // one held already: answered at once
+  ASSERT_EQ(replies.got.size(), 1u);
+  EXPECT_TRUE(replies.got[0].ok());
+  h.rm().StopHoldingCalls();  // before the server shuts down
+  ASSERT_EQ(replies.got.size(), 2u);
+  EXPECT_EQ(replies.got[1].status().code(), absl::StatusCode::kUnavailable);
+  h.rm().Allocate(a, wait, replies.Sink());  // holds no more
+  EXPECT_EQ(replies.got.size(), 3u);
+}
+
 }  // namespace
 }  // namespace weft::rm

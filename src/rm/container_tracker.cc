@@ -11,6 +11,7 @@
 #include "absl/strings/strip.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "rm/am_service.h"
 #include "rm/app_manager.h"
 #include "rm/node_tracker.h"
 #include "rm/rm_keys.h"
@@ -100,6 +101,7 @@ void ContainerTracker::Allocated(const scheduler::Allocation& a) {
     ctx_->apps->AmContainerAllocated(*app, proto);
   } else {
     at.new_containers.push_back(std::move(proto));
+    if (ctx_->am_service != nullptr) ctx_->am_service->NotifyNews(app->record.app_id);
   }
 }
 
@@ -260,6 +262,7 @@ absl::Status ContainerTracker::RecoverOnce(const std::string& node_id, const std
   } else if (at.registered) {
     // Its AM registered again before this node did: it hears of it in its next Allocate.
     at.new_recovered.push_back(Proto(name, node_id, *app, resource, 0, 0));
+    if (ctx_->am_service != nullptr) ctx_->am_service->NotifyNews(app_id);
   }
   log::Info("container_recovered", {{"container", name},
                                     {"node", node_id},
@@ -288,6 +291,7 @@ void ContainerTracker::TellAttempt(const RmContainer& c, bool is_am, int32_t exi
   done.node = node_id;
   unacknowledged_.insert(c.name);
   app->current().new_completed.push_back(std::move(done));
+  if (ctx_->am_service != nullptr) ctx_->am_service->NotifyNews(c.app_id);
 }
 
 void ContainerTracker::Acknowledged(const std::vector<RmCompletion>& completions) {

@@ -223,6 +223,7 @@ absl::StatusOr<v1::NodeHeartbeatResponse> NodeTracker::NodeHeartbeat(
   }
   node.running.clear();
   node.usage = req.node_usage();
+  bool freed = false;  // completed containers reported: a pass soon may place waiting demand
   for (const v1::ContainerStatus& st : req.container_statuses()) {
     if (st.state() == v1::CONTAINER_RUNNING) {
       node.running.push_back(st);
@@ -237,6 +238,7 @@ absl::StatusOr<v1::NodeHeartbeatResponse> NodeTracker::NodeHeartbeat(
       }
     }
     if (st.state() != v1::CONTAINER_COMPLETE) continue;
+    freed = true;
     // Unknown names are already known complete, or were never this RM's.
     ctx_->containers->Completed(st.container_id(), st.exit_status(), st.diagnostics(),
                                 req.node_id());
@@ -251,7 +253,13 @@ absl::StatusOr<v1::NodeHeartbeatResponse> NodeTracker::NodeHeartbeat(
   node.to_remove.clear();
   *resp.mutable_container_key() = RmKeys::ToProto(ctx_->keys->container().current());
   *resp.mutable_next_container_key() = RmKeys::ToProto(ctx_->keys->container().next());
-  ctx_->request_pass();
+  // YARN's node-update event: resources this node freed are offered again at once rather than
+  // at the pass timer's next tick (RmOptions::min_pass_gap_ms bounds how often).
+  if (freed) {
+    ctx_->request_prompt_pass();
+  } else {
+    ctx_->request_pass();
+  }
   return resp;
 }
 

@@ -38,6 +38,7 @@ ResourceManager::ResourceManager(RmOptions options, EventLoop* loop, store::Stat
   ctx_.store = store;
   ctx_.launcher = launcher;
   ctx_.request_pass = [this] { SchedulePass(); };
+  ctx_.request_prompt_pass = [this] { SchedulePass(/*prompt=*/true); };
   keys_ = std::make_unique<RmKeys>(&ctx_, secrets);
   containers_ = std::make_unique<ContainerTracker>(&ctx_);
   nodes_ = std::make_unique<NodeTracker>(&ctx_);
@@ -85,9 +86,17 @@ absl::StatusOr<std::unique_ptr<ResourceManager>> ResourceManager::Create(
 // ---------------------------------------------------------------------------------------------
 // Scheduling passes
 
-void ResourceManager::SchedulePass() {
-  if (pass_timer_ != 0 || shutting_down_) return;
-  pass_timer_ = ctx_.loop->Schedule(options_.pass_interval_ms, [this] {
+void ResourceManager::SchedulePass(bool prompt) {
+  if (shutting_down_) return;
+  const int64_t now = ctx_.NowMs();
+  const int64_t due = prompt ? std::max(now, last_pass_ms_ + options_.min_pass_gap_ms)
+                             : now + options_.pass_interval_ms;
+  if (pass_timer_ != 0) {
+    if (pass_due_ms_ <= due) return;  // one is due sooner already
+    ctx_.loop->Cancel(pass_timer_);
+  }
+  pass_due_ms_ = due;
+  pass_timer_ = ctx_.loop->Schedule(due - now, [this] {
     pass_timer_ = 0;
     RunPass();
   });
@@ -107,6 +116,7 @@ void ResourceManager::RunPass() {
       nodes_->AddCleanup(scheduler_->node(k.node)->name, c->name);
     containers_->Ended(k, v1::CONTAINER_EXIT_PREEMPTED, "Container preempted by the scheduler.");
   }
+  last_pass_ms_ = ctx_.NowMs();
   if (scheduler_->FindQueue("root")->pending.AnyPositive()) SchedulePass();
 }
 
@@ -328,6 +338,15 @@ absl::StatusOr<v1::RegisterApplicationMasterResponse> ResourceManager::RegisterA
 absl::StatusOr<v1::AllocateResponse> ResourceManager::Allocate(const v1::Token& token,
                                                                const v1::AllocateRequest& req) {
   return am_service_->Allocate(token, req);
+}
+
+void ResourceManager::StopHoldingCalls() { am_service_->StopHolding(); }
+
+size_t ResourceManager::parked_allocates() const { return am_service_->parked_allocates(); }
+
+void ResourceManager::Allocate(const v1::Token& token, const v1::AllocateRequest& req,
+                               std::function<void(absl::StatusOr<v1::AllocateResponse>)> reply) {
+  am_service_->Allocate(token, req, std::move(reply));
 }
 
 absl::StatusOr<v1::FinishApplicationMasterResponse> ResourceManager::FinishApplicationMaster(

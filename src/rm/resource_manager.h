@@ -107,8 +107,16 @@ class ResourceManager {
       const v1::Token& token, const v1::RegisterApplicationMasterRequest& req);
   absl::StatusOr<v1::AllocateResponse> Allocate(const v1::Token& token,
                                                 const v1::AllocateRequest& req);
+  // The long poll (AmService::Allocate with a reply callback).
+  void Allocate(const v1::Token& token, const v1::AllocateRequest& req,
+                std::function<void(absl::StatusOr<v1::AllocateResponse>)> reply);
   absl::StatusOr<v1::FinishApplicationMasterResponse> FinishApplicationMaster(
       const v1::Token& token, const v1::FinishApplicationMasterRequest& req);
+
+  // Ends held long-poll Allocate calls and holds no more (before the gRPC server shuts down,
+  // which waits for every call to end).
+  void StopHoldingCalls();
+  size_t parked_allocates() const;  // long-poll Allocate calls held now
 
   // The address AMs reach AmService at (host:port), given to every AM in WEFT_RM_ADDRESS.
   void set_rm_address(std::string address) { ctx_.rm_address = std::move(address); }
@@ -137,8 +145,9 @@ class ResourceManager {
   ResourceManager(RmOptions options, EventLoop* loop, store::StateStore* store,
                   AmLauncher* launcher, security::SecretSource* secrets);
 
-  // Asks for a pass pass_interval_ms from now unless one is due already.
-  void SchedulePass();
+  // Asks for a pass pass_interval_ms from now, or (`prompt`) min_pass_gap_ms after the last
+  // pass ended, unless one is due sooner already.
+  void SchedulePass(bool prompt = false);
   void RunPass();
 
   RmOptions options_;
@@ -150,6 +159,8 @@ class ResourceManager {
   std::unique_ptr<AppManager> apps_;
   std::unique_ptr<AmService> am_service_;
   TimerId pass_timer_ = 0;
+  int64_t pass_due_ms_ = 0;   // when pass_timer_ fires, loop clock
+  int64_t last_pass_ms_ = 0;  // when the last pass ended, loop clock
   bool shutting_down_ = false;
 };
 

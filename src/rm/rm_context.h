@@ -43,6 +43,9 @@ struct RmContext {
   std::string rm_address;  // where AMs reach AmService (host:port), given in WEFT_RM_ADDRESS
   // Asks for a scheduling pass soon (coalesced); set by the ResourceManager.
   std::function<void()> request_pass;
+  // Asks for a pass as soon as RmOptions::min_pass_gap_ms allows: an event freed resources
+  // (completed or released containers) or added demand.
+  std::function<void()> request_prompt_pass;
 
   int64_t NowMs() const { return loop->NowMs(); }
   const ResourceTypeRegistry& registry() const { return options->registry; }

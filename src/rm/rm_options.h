@@ -34,7 +34,16 @@ struct RmOptions {
   int64_t heartbeat_interval_ms = 1000;  // told to NMs
   int64_t nm_expiry_ms = 600000;         // a node silent this long is LOST (YARN: 10 min)
   int64_t am_expiry_ms = 600000;         // an AM silent this long fails its attempt
-  int64_t pass_interval_ms = 100;        // between scheduling passes
+  int64_t pass_interval_ms = 100;        // between scheduling passes while demand is pending
+  // Event-driven scheduling: a heartbeat that frees resources (completed containers) or an
+  // Allocate that adds demand runs a pass this soon after the previous one ended, ms, instead of
+  // waiting for the pass timer. Bounds the passes events can cause to 1000/min_pass_gap_ms a
+  // second, however many NMs heartbeat.
+  int64_t min_pass_gap_ms = 5;
+  // Long-poll Allocate (AllocateRequest.wait_ms): the longest the RM holds one call, ms, and
+  // how many calls it holds at once; beyond that it answers at once (back-pressure).
+  int64_t max_allocate_wait_ms = 10000;
+  int32_t max_parked_allocates = 10000;
   int32_t max_app_attempts = 2;          // default and cap of an app's max attempts
   int64_t container_token_lifetime_ms = 600000;
   int64_t key_roll_interval_ms = 24LL * 3600 * 1000;

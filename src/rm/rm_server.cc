@@ -346,9 +346,29 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* Allocate(grpc::CallbackServerContext* ctx,
                                        const v1::AllocateRequest* req,
                                        v1::AllocateResponse* resp) override {
+      // A long poll (AllocateRequest.wait_ms) may be answered later, from the RM loop; the
+      // call's recorded duration then includes the time it was held.
       v1::Token t = TokenOf(ctx);
-      return OnLoop(s_, "AmService/Allocate", ctx, resp,
-                    [t, req](ResourceManager& rm) { return rm.Allocate(t, *req); });
+      grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+      const auto start = std::chrono::steady_clock::now();
+      RmServer* s = s_;
+      s->loop_.Post([s, t, req, resp, ctx, reactor, start] {
+        const char* method = "AmService/Allocate";
+        if (!s->rm_) {
+          grpc::Status st = s->StandbyStatus(ctx);
+          s->RecordRpc(method, start, static_cast<absl::StatusCode>(st.error_code()));
+          reactor->Finish(st);
+          return;
+        }
+        s->rm_->Allocate(t, *req,
+                         [s, resp, reactor, start, method](
+                             absl::StatusOr<v1::AllocateResponse> r) {
+                           if (r.ok()) *resp = *std::move(r);
+                           s->RecordRpc(method, start, r.status().code());
+                           reactor->Finish(ToGrpc(r.status()));
+                         });
+      });
+      return reactor;
     }
     grpc::ServerUnaryReactor* FinishApplicationMaster(
         grpc::CallbackServerContext* ctx, const v1::FinishApplicationMasterRequest* req,
@@ -701,6 +721,10 @@ void RmServer::Post(std::function<void(ResourceManager&)> fn) {
 }
 
 void RmServer::Shutdown() {
+  // Held long polls end first: the server's shutdown waits for every call.
+  if (rm_) WaitOnLoop([&] {
+      if (rm_) rm_->StopHoldingCalls();
+    });
   if (server_) {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     server_.reset();

@@ -94,7 +94,12 @@ class AmrmProxyService::Service final : public v1::AmService::CallbackService {
                                      const v1::AllocateRequest* request,
                                      v1::AllocateResponse* response) override {
     return Handle(context, [request, response](RequestInterceptor& chain) {
-      return Into(chain.Allocate(*request), response);
+      // No long poll through the proxy: its chain calls the RMs synchronously, and a held call
+      // would hold a worker and the other sub-clusters' replies. The AM waits its poll interval.
+      if (request->wait_ms() == 0) return Into(chain.Allocate(*request), response);
+      v1::AllocateRequest now = *request;
+      now.set_wait_ms(0);
+      return Into(chain.Allocate(now), response);
     });
   }
   grpc::ServerUnaryReactor* FinishApplicationMaster(

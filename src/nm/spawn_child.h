@@ -1,0 +1,91 @@
+// Copyright Weft authors. The child side of spawning a container's process: the steps a child
+// runs between fork and exec, and the monitor that waits for a container's program and records
+// how it ended (OsEnv::SpawnMonitored). Used by the NodeManager (after fork) and by the
+// stand-alone monitor binary weft-container-monitor (after exec), so both behave the same.
+// Everything here is async-signal-safe and allocates nothing; libc only.
+#ifndef WEFT_NM_SPAWN_CHILD_H_
+#define WEFT_NM_SPAWN_CHILD_H_
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace weft::nm::spawn_internal {
+
+// Steps of the child between fork and exec (and of a monitor before it forks its program); a
+// failure is reported as a ChildReport on a pipe.
+enum ChildStep : int {
+  kSetsid,
+  kChdir,
+  kStdin,
+  kStdout,
+  kStderr,
+  kSetgroups,
+  kSetgid,
+  kSetuid,
+  kNoNewPrivs,
+  kExec,
+  kMonitorFds,
+  kMonitorFork
+};
+
+// What a child (or a monitor) writes on its report pipe: one record, at most PIPE_BUF bytes so
+// that the writes of a monitor and of its program never interleave.
+struct ChildReport {
+  enum Kind : int32_t { kFailed = 1, kStarted = 2 };
+  int32_t kind = 0;
+  int32_t step = 0;   // kFailed: the ChildStep
+  int32_t error = 0;  // kFailed: errno
+  int32_t pid = 0;    // kStarted: the monitor's program
+};
+
+// Everything the child needs, prepared before fork: after fork the child of a multi-threaded
+// process may only call async-signal-safe functions, so it must not allocate.
+struct ChildArgs {
+  int go_fd;      // read end: one byte once the parent is done with before_exec; -1: no wait
+  int report_fd;  // write end, close-on-exec: ChildReport, or EOF when exec succeeded
+  int stdin_fd, stdout_fd, stderr_fd;  // all >= 3 (or already 0, 1, 2 under a monitor)
+  const char* work_dir;
+  const char* program;
+  char* const* argv;
+  char* const* envp;
+  bool set_ids;  // run as uid/gid/groups below
+  uid_t uid;
+  gid_t gid;
+  const gid_t* groups;
+  size_t num_groups;
+  const char* oom_score_adj;  // written to /proc/self/oom_score_adj first; null: left alone
+};
+
+// What a monitor needs besides its program's ChildArgs; prepared before fork.
+struct MonitorArgs {
+  ChildArgs program;  // go_fd -1, fds 0, 1, 2 and 3 (the monitor moves them there)
+  int go_fd;
+  int report_fd;
+  int stdin_fd, stdout_fd, stderr_fd;
+  const char* pid_path;
+  const char* pid_tmp_path;
+  const char* exit_path;
+  const char* exit_tmp_path;
+};
+
+// Writes one report on `fd` (errors ignored).
+void WriteReport(int fd, const ChildReport& report);
+// Reports the failed `step` with errno on `report_fd` and exits 127.
+[[noreturn]] void ChildFail(int report_fd, int step);
+// Marks every descriptor >= `from` close-on-exec (`close_all`: closes them).
+void CloseFrom(int from, bool close_all);
+// Runs in the child after fork: async-signal-safe calls only. Sets it up and execs the program.
+[[noreturn]] void RunChild(const ChildArgs& args);
+// The decimal digits of `value`, written backwards from `end`; returns the first character.
+char* FormatDecimal(int64_t value, char* end);
+// Writes `text` to `tmp_path` and renames it to `path` (async-signal-safe).
+bool WriteFileAtomically(const char* path, const char* tmp_path, const char* text);
+// The monitor: waits for go, forks its program, records its pid and then its end, and exits
+// with the program's status. See OsEnv::SpawnMonitored.
+[[noreturn]] void RunMonitor(const MonitorArgs& args);
+
+}  // namespace weft::nm::spawn_internal
+
+#endif  // WEFT_NM_SPAWN_CHILD_H_
