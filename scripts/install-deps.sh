@@ -24,6 +24,9 @@ PACKAGES=(
   python3 python3-matplotlib iproute2 iptables iperf3 procps
   # web UI and metrics tests: a headless browser, curl, promtool (from prometheus)
   chromium curl prometheus
+  # the Debian package (scripts/package.sh, tests/package_test.sh): dpkg-shlibdeps, man pages
+  # from --help, the package's checker
+  dpkg-dev help2man lintian
 )
 
 missing=()

@@ -123,7 +123,13 @@ state=$(curl -sf "$base/apps/$finished" | python3 -c 'import json,sys; a=json.lo
 [[ "$state" == "FINISHED SUCCEEDED" ]] && ok "app $finished FINISHED SUCCEEDED" || bad "app state: $state"
 # The AM's log through the logs link.
 logs=$(curl -sf "$base/apps/$finished" | python3 -c 'import json,sys; print(json.load(sys.stdin)["app"]["amContainerLogs"])')
-curl -sf "$logs/stdout" | grep -q hello && ok "amContainerLogs serves the AM's stdout" ||
+# Logs are for readers the app's view ACL allows (docs/operations.md): anonymous gets 401, the
+# owner (this user) with a MUNGE credential made for a Weft client reads them.
+code=$(curl -s -o /dev/null -w '%{http_code}' "$logs/stdout")
+[[ "$code" == 401 ]] && ok "amContainerLogs refuses an anonymous reader" ||
+  bad "amContainerLogs anonymous: $code"
+curl -sf -H "X-Weft-Munge-Credential: $(munge -s weft-client)" "$logs/stdout" |
+  grep -q hello && ok "amContainerLogs serves the AM's stdout" ||
   bad "amContainerLogs $logs/stdout"
 
 # Errors: JSON bodies with the right status.

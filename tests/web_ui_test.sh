@@ -3,7 +3,11 @@
 # running and a killed app; headless Chromium loads every page (overview, applications, one
 # application, nodes, scheduler), the test checks the rendered DOM (the pages render from the
 # REST API in JavaScript, so this proves the scripts ran and their data arrived) and saves a
-# screenshot of each page to SHOT_DIR. Every wait is bounded; the whole test takes ~40 s.
+# screenshot of each page to SHOT_DIR. The RM samples its utilisation history every 200 ms:
+# the test waits (by polling GET /ws/v1/cluster/history) for two samples, then checks that the
+# overview's charts are drawn with at least two points each, and saves a taller screenshot of
+# the overview with its charts (SHOT_DIR/overview-history.png, which is what
+# docs/images/ui-overview-history.png shows). Every wait is bounded; the whole test takes ~40 s.
 # Usage: web_ui_test.sh WEFT SHOT_DIR
 set -uo pipefail
 weft=$1
@@ -15,7 +19,8 @@ browser=$(command -v chromium || command -v chromium-browser || command -v googl
 mkdir -p "$shots"
 
 dev_start --nodes 2 --rm-port 0 --http-port 0 --data-dir "$tmp/data" \
-  --node-resources memory-mb=8192,vcores=8,network-mbps=1000
+  --node-resources memory-mb=8192,vcores=8,network-mbps=1000 \
+  --history-sample-ms 200 --history-retention-s 600
 [[ -n "$web" ]] || { echo "FAIL: weft dev printed no web UI address"; cat "$tmp/dev.out"; exit 1; }
 ok "weft dev: RM $rm_address, web UI http://$web/cluster"
 
@@ -60,8 +65,51 @@ page() {
   fi
 }
 
+# The history: at least two samples since the containers started (bounded: 15 s).
+history_samples() {
+  curl -sf "http://$web/ws/v1/cluster/history?since=$1" | python3 -c \
+    'import json,sys; print(len(json.load(sys.stdin)["clusterHistory"]["samples"]))' 2>/dev/null
+}
+since=$(($(date +%s%3N) - 1))
+for _ in $(seq 1 150); do
+  n=$(history_samples "$since")
+  [[ "${n:-0}" -ge 2 ]] && break
+  sleep 0.1
+done
+[[ "${n:-0}" -ge 2 ]] && ok "history: $n samples since the containers started" ||
+  bad "history: ${n:-0} samples in 15 s at --history-sample-ms 200"
+
 page overview /cluster "Cluster overview" "submitted" "memory-mb" "network-mbps" "live" \
-  "2 active"
+  "2 active" "Cluster utilisation per resource" "Containers running and pending" \
+  "Queue utilisation" "% of capacity" "time (local clock, hh:mm:ss)" "root.default used"
+# Each chart's <svg> says how many samples its longest line has (data-samples), each line its
+# points (data-points): the utilisation chart must have a line of >= 2 points per resource.
+charts=$(python3 - "$tmp/overview.html" <<'PY'
+import re, sys
+html = open(sys.argv[1], encoding="utf-8", errors="replace").read()
+out = []
+for chart in ("chart-utilisation", "chart-containers", "chart-queues"):
+    m = re.search(r'<svg[^>]*id="%s"[^>]*>(.*?)</svg>' % chart, html, re.S)
+    tag = re.search(r'<svg[^>]*id="%s"[^>]*>' % chart, html)
+    samples = re.search(r'data-samples="(\d+)"', tag.group(0)) if tag else None
+    points = [int(p) for p in
+              re.findall(r'<polyline[^>]*data-points="(\d+)"', m.group(1))] if m else []
+    out.append("%s=%s/%s" % (chart, samples.group(1) if samples else 0,
+                             min(points) if points else 0))
+print(" ".join(out))
+PY
+)
+bad_charts=0
+for c in $charts; do
+  v=${c#*=}
+  [[ ${v%/*} -ge 2 && ${v#*/} -ge 2 ]] || bad_charts=1
+done
+[[ $bad_charts -eq 0 && -n "$charts" ]] && ok "charts drawn (id=samples/fewest points): $charts" ||
+  bad "charts not drawn with >= 2 samples: ${charts:-none}"
+if timeout 60 "${chrome[@]}" --window-size=1280,1400 --screenshot="$shots/overview-history.png" \
+  "http://$web/cluster" >/dev/null 2>"$tmp/history.shot.err" &&
+  [[ -s "$shots/overview-history.png" ]]; then ok "screenshot $shots/overview-history.png"; else
+  bad "no screenshot of the history: $(tail -3 "$tmp/history.shot.err")"; fi
 page applications /cluster/apps "$finished" "hello-world" "doomed" "distributed-shell" \
   ">FINISHED<" ">KILLED<" ">RUNNING<" "sorted-desc"
 page application "/cluster/app/$finished" "Application" "hello-world" "SUCCEEDED" \

@@ -23,7 +23,9 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "cli/app_logs.h"
 #include "cli/cli_common.h"
+#include "cli/progress.h"
 
 namespace weft::cli {
 namespace {
@@ -101,42 +103,32 @@ std::string FinalLine(const v1::ApplicationReport& r) {
   return line;
 }
 
-std::string ProgressLine(const v1::ApplicationReport& r, double elapsed_s) {
-  int pct = static_cast<int>(r.progress() * 100 + 0.5);
-  int bar = pct / 5;
-  return absl::StrCat(
-      r.application_id(), " [", std::string(bar, '#'), std::string(20 - std::min(20, bar), '.'),
-      "] ", pct, "% ", StateName(r.state()), " attempt ", r.current_attempt(), ", ",
-      r.running_containers(), " containers, ", static_cast<int64_t>(elapsed_s), "s");
-}
-
 // Polls GetApplication until the app is final or `timeout_s` (> 0) passes; with several RMs
-// each poll rides out a failover (RmClient::Call). Progress goes to stderr: one rewritten line
-// on a terminal, a line per state change otherwise. Returns the exit code: 0 only for
-// FINISHED + SUCCEEDED.
+// each poll rides out a failover (RmClient::Call). Progress (state, containers done / running /
+// pending) goes to stderr: one rewritten line with a bar on a terminal, cleared at the end; a
+// line when the state or the counts change, at most one per 2 s, otherwise (cli/progress.h).
+// Returns the exit code: 0 only for FINISHED + SUCCEEDED.
 int WaitForApp(RmClient& client, const std::string& app_id, double timeout_s, bool json) {
   const bool tty = !json && isatty(STDERR_FILENO) == 1;
   const absl::Time start = absl::Now();
-  std::string last_plain;
-  bool drew = false;
+  ProgressPrinter progress(tty, tty ? TerminalWidth(STDERR_FILENO) : 80);
   while (true) {
     auto report = client.GetApplication(app_id);
     if (!report.ok()) {
-      if (drew) std::cerr << "\n";
+      std::cerr << progress.Finish();
       return PrintError(report.status().message());
     }
     double elapsed_s = absl::ToDoubleSeconds(absl::Now() - start);
-    if (tty) {
-      std::cerr << "\r" << ProgressLine(*report, elapsed_s) << "\033[K" << std::flush;
-      drew = true;
-    } else if (!json) {
-      std::string plain = absl::StrCat(app_id, ": ", StateName(report->state()), " (attempt ",
-                                       report->current_attempt(), ")");
-      if (plain != last_plain) std::cerr << plain << std::endl;
-      last_plain = plain;
+    if (!json) {
+      std::cerr << progress.Update({app_id, StateName(report->state()), report->current_attempt(),
+                                    report->completed_containers(), report->running_containers(),
+                                    report->pending_containers(),
+                                    static_cast<int64_t>(elapsed_s)},
+                                   static_cast<int64_t>(elapsed_s * 1000))
+                << std::flush;
     }
     if (IsFinal(report->state())) {
-      if (drew) std::cerr << "\n";
+      std::cerr << progress.Finish() << std::flush;
       if (json) {
         std::cout << ToJson(*report) << std::endl;
       } else {
@@ -145,7 +137,7 @@ int WaitForApp(RmClient& client, const std::string& app_id, double timeout_s, bo
       return Succeeded(*report) ? 0 : 1;
     }
     if (timeout_s > 0 && elapsed_s >= timeout_s) {
-      if (drew) std::cerr << "\n";
+      std::cerr << progress.Finish();
       return PrintError(absl::StrCat("timed out after ", timeout_s, " s waiting for ", app_id,
                                      " (still ", StateName(report->state()), ")"));
     }
@@ -619,6 +611,7 @@ void AddAppCommand(CLI::App& app, int* exit_code) {
         ->capture_default_str();
     cmd->callback([f, exit_code] { *exit_code = Wait(*f); });
   }
+  AddAppLogsCommand(group, exit_code);
 }
 
 }  // namespace weft::cli

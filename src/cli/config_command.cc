@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -14,6 +15,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/cli_common.h"
+#include "cli/daemon_config.h"
+#include "cli/dev_command.h"
+#include "cli/gpg_command.h"
+#include "cli/nm_command.h"
+#include "cli/rm_command.h"
+#include "cli/router_command.h"
 #include "config/yarn_import.h"
 
 namespace weft::cli {
@@ -108,10 +115,49 @@ int ImportYarn(const ImportYarnFlags& f) {
   return 0;
 }
 
+struct ShowFlags {
+  std::string daemon;
+  bool yaml = false;
+};
+
+// The daemons a config file configures, by section (daemon_config.h kDaemonSections).
+using AddCommandFn = void (*)(CLI::App&, int*);
+const std::map<std::string, AddCommandFn>& DaemonCommands() {
+  static const auto* commands =
+      new std::map<std::string, AddCommandFn>{{"rm", AddRmCommand},
+                                              {"nm", AddNmCommand},
+                                              {"router", AddRouterCommand},
+                                              {"gpg", AddGpgCommand},
+                                              {"dev", AddDevCommand}};
+  return *commands;
+}
+
+// `weft config show DAEMON [FLAGS...]`: `flags` are the daemon's own (--config among them).
+int Show(const ShowFlags& f, const std::vector<std::string>& flags) {
+  auto effective = ShowDaemonConfig(DaemonCommands().at(f.daemon), f.daemon, flags);
+  if (!effective.ok()) {
+    PrintError(absl::StrCat("config show: ", effective.status().message()));
+    // A file that is not there, a flag or a file the daemon would refuse: usage errors.
+    return effective.status().code() == absl::StatusCode::kInvalidArgument ||
+                   effective.status().code() == absl::StatusCode::kNotFound
+               ? 2
+               : 1;
+  }
+  if (f.yaml) {
+    std::cout << EffectiveConfigYaml(*effective);
+  } else {
+    std::cout << "weft " << f.daemon << ": config file "
+              << (effective->path.empty() ? "none" : effective->path) << "\n";
+    PrintTable(EffectiveConfigTable(*effective));
+  }
+  return 0;
+}
+
 }  // namespace
 
 void AddConfigCommand(CLI::App& app, int* exit_code) {
-  CLI::App* group = app.add_subcommand("config", "Convert other resource managers' configuration");
+  CLI::App* group = app.add_subcommand(
+      "config", "The daemons' configuration: show a daemon's effective settings, convert YARN's");
   group->require_subcommand(1);
   auto f = std::make_shared<ImportYarnFlags>();
   CLI::App* cmd = group->add_subcommand(
@@ -128,6 +174,25 @@ void AddConfigCommand(CLI::App& app, int* exit_code) {
                   "directory for scheduler.yaml, weft.yaml and unconverted.txt (created)");
   cmd->add_flag("--force", f->force, "overwrite files already in --out-dir");
   cmd->callback([f, exit_code] { *exit_code = ImportYarn(*f); });
+
+  auto show_flags = std::make_shared<ShowFlags>();
+  CLI::App* show = group->add_subcommand(
+      "show",
+      "Print a daemon's effective configuration: every option, its value and where it came from "
+      "(default, FILE:LINE of the config file, or flag); the daemon's own flags may follow, "
+      "--config among them. Nothing is started");
+  std::vector<std::string> sections;
+  for (const auto& [name, add] : DaemonCommands()) sections.push_back(name);
+  show->add_option("daemon", show_flags->daemon, "rm, nm, router, gpg or dev")
+      ->required()
+      ->check(CLI::IsMember(sections));
+  show->add_flag("--yaml", show_flags->yaml,
+                 "print it as a config file (the values set by flags or files as keys, the "
+                 "defaults as comments), which --config reads back to the same values");
+  show->allow_extras();      // the daemon's flags, parsed as the daemon parses them
+  show->fallthrough(false);  // ... all of them, even those named like weft's own
+  show->callback(
+      [show_flags, show, exit_code] { *exit_code = Show(*show_flags, show->remaining()); });
 }
 
 }  // namespace weft::cli

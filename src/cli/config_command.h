@@ -1,5 +1,7 @@
 // Copyright Weft authors. `weft config import-yarn`: an Apache Hadoop YARN operator's XML
-// configuration converted into Weft's (config/yarn_import.h), written to files.
+// configuration converted into Weft's (config/yarn_import.h), written to files. `weft config
+// show DAEMON`: a daemon's effective configuration from its config file and flags
+// (cli/daemon_config.h), as a table or as a config file.
 #ifndef WEFT_CLI_CONFIG_COMMAND_H_
 #define WEFT_CLI_CONFIG_COMMAND_H_
 

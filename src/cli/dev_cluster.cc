@@ -70,11 +70,14 @@ absl::StatusOr<nm::NodeManager*> DevCluster::AddNode(const std::string& node_res
     f.banned_users = network->banned_users;
     f.allowed_system_users = network->allowed_system_users;
     f.log_retention_s = network->log_retention_s;
+    f.log_aggregation_dir = network->log_aggregation_dir;
     f.amrmproxy = network->amrmproxy;
     f.amrmproxy_interceptors = network->amrmproxy_interceptors;
     f.federation_store = network->federation_store;
     f.sub_cluster_id = network->sub_cluster_id;
   }
+  // The RM's --log-aggregation-dir in `weft dev` (DevCluster::LogAggregationDir).
+  if (f.log_aggregation_dir.empty()) f.log_aggregation_dir = LogAggregationDir(data_dir_);
   auto options = MakeNodeManagerOptions(f);
   if (!options.ok()) return options.status();
   // Its certificate names its node id, 127.0.0.1:<port>: the RM believes nothing else.
@@ -93,9 +96,9 @@ absl::StatusOr<nm::NodeManager*> DevCluster::AddNode(const std::string& node_res
   options->tls = *std::move(files);
   // Its web server first, so the NM registers with its address.
   auto registry = std::make_unique<metrics::Registry>();
-  web::NmWebOptions web_options;
+  web::NmWebOptions web_options = MakeNmWebOptions(*options, {});
   web_options.port = 0;
-  web_options.work_root = options->work_root;
+  web_options.node_id = node_id;
   auto nm_web = web::NmWebServer::Start(web_options, registry.get());
   if (!nm_web.ok())
     return absl::Status(
@@ -138,6 +141,10 @@ absl::Status DevCluster::StartWeb(web::RmWebOptions options) {
 
 std::shared_ptr<grpc::ChannelCredentials> DevCluster::ClientCredentials() const {
   return security::TlsChannelCredentials(ca_pem_);
+}
+
+std::string DevCluster::LogAggregationDir(const std::string& data_dir) {
+  return (std::filesystem::path(data_dir) / "aggregated-logs").string();
 }
 
 std::vector<std::string> DevCluster::node_web_addresses() const {

@@ -51,6 +51,9 @@ class DevCluster {
   const std::string& ca_path() const { return tls_.ca_path; }
   std::shared_ptr<grpc::ChannelCredentials> ClientCredentials() const;
   const std::vector<std::unique_ptr<nm::NodeManager>>& nodes() const { return nms_; }
+  // Where a dev cluster's NMs aggregate container logs and its RM serves them from:
+  // <data_dir>/aggregated-logs (unless an NM's flags name another).
+  static std::string LogAggregationDir(const std::string& data_dir);
   // host:port of each node's web server (/metrics, container logs), in nodes() order.
   std::vector<std::string> node_web_addresses() const;
   bool use_cgroups() const { return use_cgroups_; }

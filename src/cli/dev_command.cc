@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/cli_common.h"
+#include "cli/daemon_config.h"
 #include "cli/dev_cluster.h"
 #include "cli/dev_federation.h"
 #include "cli/nm_command.h"
@@ -48,7 +49,7 @@ struct DevFlags {
   NmFlags network;  // only the network_* and container-user fields
   std::vector<std::string> resource_limits;
   std::string secret_file;
-  RmFlags user_auth;  // only proxy_users, admins and munge_socket
+  RmFlags user_auth;  // only proxy_users, admins, munge_socket and the history_* fields
   int http_port = 8088;
   bool http_port_given = false;  // --http-port on the command line: no fallback when taken
   bool http_enable_writes = false;
@@ -121,9 +122,12 @@ int RunDev(const DevFlags& flags) {
   rm_flags.proxy_users = flags.user_auth.proxy_users;
   rm_flags.admins = flags.user_auth.admins;
   rm_flags.munge_socket = flags.user_auth.munge_socket;
+  rm_flags.history_sample_ms = flags.user_auth.history_sample_ms;
+  rm_flags.history_retention_s = flags.user_auth.history_retention_s;
   rm_flags.http_port = flags.http_port;
   rm_flags.http_enable_writes = flags.http_enable_writes;
   rm_flags.http_anonymous_view = !flags.http_private_view;
+  rm_flags.log_aggregation_dir = DevCluster::LogAggregationDir(data_dir.string());
   auto rm_options = MakeRmServerOptions(rm_flags);
   if (!rm_options.ok()) return PrintError(rm_options.status().message());
   auto web_options = MakeRmWebOptions(rm_flags);
@@ -232,6 +236,7 @@ void AddDevCommand(CLI::App& app, int* exit_code) {
                       "port; when the default is taken, a free one is used)")
           ->capture_default_str();
   AddUserAuthFlags(cmd, &f->user_auth);
+  AddHistoryFlags(cmd, &f->user_auth);
   cmd->add_option("--secret-file", f->secret_file,
                   "require clients (ClientService, AdminService, REST writes) to present this "
                   "file's secret (clients: WEFT_SECRET_FILE)");
@@ -241,6 +246,7 @@ void AddDevCommand(CLI::App& app, int* exit_code) {
                 "REST reads and the web UI show an app's details only to its owner, queue "
                 "admins, cluster admins and its view ACL (default here: to everyone, as `weft "
                 "rm --http-anonymous-view`)");
+  AddDaemonConfig(cmd);  // --config: every flag may also be set in weft.yaml's section
   cmd->callback([f, exit_code, http_port] {
     f->http_port_given = http_port->count() > 0;
     *exit_code = RunDev(*f);

@@ -61,6 +61,7 @@ absl::StatusOr<std::unique_ptr<DevFederation>> DevFederation::Start(DevFederatio
     r.state_store = (dir / "rm-state.db").string();
     r.sub_cluster_id = id;
     r.federation_store = f->store_uri_;
+    r.log_aggregation_dir = DevCluster::LogAggregationDir(dir.string());  // its NMs' (AddNode)
     auto rm_options = MakeRmServerOptions(r);
     if (!rm_options.ok())
       return absl::Status(rm_options.status().code(),

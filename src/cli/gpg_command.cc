@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/cli_common.h"
+#include "cli/daemon_config.h"
 #include "common/log.h"
 #include "federation/gpg/global_policy_generator.h"
 #include "federation/gpg/rm_clients.h"
@@ -137,6 +138,7 @@ void AddGpgCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_flag("--once", f->once, "run one round, print it and exit (1 if it had errors)");
   AddTlsFlags(cmd, &f->tls);
+  AddDaemonConfig(cmd);  // --config: every flag may also be set in weft.yaml's section
   cmd->callback([f, exit_code] { *exit_code = RunGpg(*f); });
 }
 

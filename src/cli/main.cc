@@ -9,6 +9,7 @@
 #include "cli/app_command.h"
 #include "cli/certs_command.h"
 #include "cli/cli_common.h"
+#include "cli/completion_command.h"
 #include "cli/config_command.h"
 #include "cli/demo_command.h"
 #include "cli/dev_command.h"
@@ -25,7 +26,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"weft: a cluster resource manager in the style of Apache Hadoop YARN"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "weft 0.1.0");
+  app.set_version_flag("--version", "weft " WEFT_VERSION);  // the CMake project version
   int exit_code = 0;
   app.fallthrough();  // subcommands inherit it: parent options (--log-level) go anywhere
   weft::cli::AddRmCommand(app, &exit_code);
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
   weft::cli::AddGpgCommand(app, &exit_code);
   weft::cli::AddFederationCommand(app, &exit_code);
   weft::cli::AddConfigCommand(app, &exit_code);
+  weft::cli::AddCompletionCommand(app, &exit_code);  // hidden; walks the tree built above
   // The daemons' log threshold (common/log.h), accepted before or after the subcommand
   // (`weft rm --log-level debug`). Logs go to stderr, named by the subcommand.
   std::string log_level = "info";

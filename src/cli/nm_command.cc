@@ -10,13 +10,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/cli_common.h"
+#include "cli/daemon_config.h"
 #include "common/event_loop.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/reachable_host.h"
 #include "common/resource_types.h"
 #include "federation/amrmproxy/amrm_proxy_service.h"
 #include "federation/policies/policy.h"
 #include "federation/store/federation_store.h"
+#include "nm/log_aggregator.h"
+#include "security/munge.h"
 #include "web/nm_web_server.h"
 
 namespace weft::cli {
@@ -172,12 +176,33 @@ absl::StatusOr<nm::NodeManagerOptions> MakeNodeManagerOptions(const NmFlags& fla
   options.log_retention_ms = flags.log_retention_s * 1000;
   options.out_of_band_heartbeat_gap_ms = flags.out_of_band_heartbeat_gap_ms;
   options.recover = !flags.no_recovery;
+  if (!flags.log_aggregation_dir.empty())
+    options.log_aggregation_dir =
+        std::filesystem::absolute(flags.log_aggregation_dir).lexically_normal().string();
   if (flags.work_root.empty()) return absl::InvalidArgumentError("--work-root is empty");
   absl::StatusOr<std::optional<amrmproxy::AmrmProxyOptions>> proxy = MakeAmrmProxyOptions(flags);
   if (!proxy.ok()) return proxy.status();
   options.amrmproxy = *std::move(proxy);
   options.work_root = std::filesystem::absolute(flags.work_root).lexically_normal().string();
   return options;
+}
+
+web::NmWebOptions MakeNmWebOptions(const nm::NodeManagerOptions& options,
+                                   std::vector<std::string> admins) {
+  web::NmWebOptions web;
+  web.work_root = options.work_root;
+  web.munge_socket = security::MungeSocketFromEnvironment();
+  web.admins = std::move(admins);
+  const std::string root = options.work_root;
+  web.app_owner = [root](const std::string& app) -> absl::StatusOr<web::LogOwner> {
+    absl::StatusOr<nm::AppLogOwner> owner = nm::LogAggregator::ReadAppOwner(root, app);
+    if (!owner.ok()) return owner.status();
+    return web::LogOwner{owner->user, owner->view_acl};
+  };
+  web.container_running = [root](const std::string& id) {
+    return nm::LogAggregator::ContainerRunning(root, id);
+  };
+  return web;
 }
 
 void AddContainerUserFlags(CLI::App* cmd, NmFlags* f) {
@@ -286,14 +311,16 @@ int RunNm(const NmFlags& flags) {
     return PrintError(absl::StrCat("--http-port ", flags.http_port, " is not a port"));
   // The web server first, so the NM registers with its address.
   metrics::Registry registry;
-  web::NmWebOptions web_options;
+  web::NmWebOptions web_options = MakeNmWebOptions(*options, flags.admins);
   web_options.bind_host = flags.bind_host;
   web_options.port = flags.http_port;
-  web_options.work_root = options->work_root;
   auto http = web::NmWebServer::Start(web_options, &registry);
   if (!http.ok())
     return PrintError(absl::StrCat("starting the web server: ", http.status().message()));
-  options->http_address = (*http)->address();
+  // Reported to the RM (the web UI's and REST's nodeHTTPAddress): where others reach it.
+  const std::string http_address =
+      absl::StrCat(ReachableHost(flags.bind_host), ":", (*http)->port());
+  options->http_address = http_address;
   options->metrics = &registry;
   BlockTerminationSignals();
   ThreadEventLoop loop;
@@ -308,8 +335,8 @@ int RunNm(const NmFlags& flags) {
   }
   std::cout << "weft nm: NodeManager " << DescribeNode(**nm) << " on rack " << options->rack
             << ", reporting to " << options->rm_tracker_address << "\n";
-  std::cout << "weft nm: metrics at http://" << (*http)->address()
-            << "/metrics, container logs under http://" << (*http)->address()
+  std::cout << "weft nm: metrics at http://" << http_address
+            << "/metrics, container logs under http://" << http_address
             << "/node/containerlogs/\n";
   if (options->amrmproxy.has_value()) {
     std::cout << "weft nm: AMRMProxy at " << (*nm)->node_id()
@@ -366,9 +393,18 @@ void AddNmCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--http-port", f->http_port,
                   "port of /metrics and container logs (0 = any free port)")
       ->capture_default_str();
+  cmd->add_option("--log-aggregation-dir", f->log_aggregation_dir,
+                  "copy a finished application's container logs to "
+                  "DIR/<user>/logs/<app>/<node>/<container>/ before they are deleted here (the "
+                  "RM's --log-aggregation-dir, a shared mount on a cluster; default: off)");
+  cmd->add_option("--admins", f->admins,
+                  "users who may read every app's container logs here, besides the NM's own "
+                  "user, comma-separated (the RM's --admins)")
+      ->delimiter(',');
   AddNetworkFlags(cmd, f.get());
   AddContainerUserFlags(cmd, f.get());
   AddAmrmProxyFlags(cmd, f.get());
+  AddDaemonConfig(cmd);  // --config: every flag may also be set in weft.yaml's section
   cmd->callback([f, exit_code] { *exit_code = RunNm(*f); });
 }
 

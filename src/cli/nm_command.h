@@ -9,6 +9,7 @@
 #include "cli/cli_common.h"
 #include "absl/status/statusor.h"
 #include "nm/node_manager.h"
+#include "web/nm_web_server.h"
 
 namespace weft::cli {
 
@@ -41,6 +42,10 @@ struct NmFlags {
   int64_t log_retention_s = 3 * 3600;  // finished apps' container logs, then deleted
   // NodeManagerOptions::out_of_band_heartbeat_gap_ms (< 0 = off).
   int64_t out_of_band_heartbeat_gap_ms = 10;
+  // Where finished apps' container logs are aggregated (nm::NodeManagerOptions); "" = off.
+  std::string log_aggregation_dir;
+  // Cluster admins who may read every app's container logs here, besides the NM's user.
+  std::vector<std::string> admins;
   // Kill, rather than re-attach to, the containers an earlier NM on this work root left
   // (NodeManagerOptions::recover; docs/nm-recovery.md).
   bool no_recovery = false;
@@ -72,6 +77,12 @@ void AddNetworkFlags(CLI::App* cmd, NmFlags* f);
 // makes the work root absolute. With --amrmproxy: checks its flags, reads the machine list and
 // opens the federation store (errors name the flag).
 absl::StatusOr<nm::NodeManagerOptions> MakeNodeManagerOptions(const NmFlags& flags);
+
+// The web server's options for an NM with `options` (its work root, how it learns an app's log
+// owner and view ACL and whether a container runs: nm/log_aggregator.h), authenticating
+// readers with MUNGE ($WEFT_MUNGE_SOCKET); port and bind host are left to the caller.
+web::NmWebOptions MakeNmWebOptions(const nm::NodeManagerOptions& options,
+                                   std::vector<std::string> admins);
 
 // "host:port <memory-mb=.., vcores=..> (missing: ...)": a started NM in one line.
 std::string DescribeNode(const nm::NodeManager& nm);

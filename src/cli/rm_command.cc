@@ -1,7 +1,5 @@
 #include "cli/rm_command.h"
 
-#include <unistd.h>
-
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -13,9 +11,12 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/str_join.h"
 #include "cli/cli_common.h"
+#include "cli/daemon_config.h"
 #include "common/log.h"
+#include "common/reachable_host.h"
 #include "federation/membership/sub_cluster_heartbeater.h"
 #include "federation/store/federation_store.h"
+#include "rm/cluster_history.h"
 #include "scheduler/config.h"
 #include "security/munge.h"
 
@@ -87,6 +88,12 @@ absl::StatusOr<rm::RmServerOptions> MakeRmServerOptions(const RmFlags& flags) {
     return absl::InvalidArgumentError("--nm-expiry-ms and --am-expiry-ms must be > 0");
   options.rm.nm_expiry_ms = flags.nm_expiry_ms;
   options.rm.am_expiry_ms = flags.am_expiry_ms;
+  if (absl::Status s = rm::ValidateHistoryOptions(
+          {flags.history_sample_ms, flags.history_retention_s});
+      !s.ok())
+    return s;
+  options.rm.history_sample_ms = flags.history_sample_ms;
+  options.rm.history_retention_s = flags.history_retention_s;
   if (!flags.scheduler_config.empty()) {
     auto config = scheduler::LoadSchedulerConfigFile(flags.scheduler_config, options.rm.registry);
     if (!config.ok())
@@ -164,6 +171,20 @@ void AddHttpFlags(CLI::App* cmd, RmFlags* flags) {
                 "let anonymous REST readers and the web UI see every app's details "
                 "(diagnostics, AM logs, attempts); otherwise only its owner, its queue's admins, "
                 "cluster admins and its view ACL's users do (docs/security.md)");
+  cmd->add_option("--log-aggregation-dir", flags->log_aggregation_dir,
+                  "where NodeManagers aggregate finished apps' container logs (their "
+                  "--log-aggregation-dir): served at /ws/v1/cluster/apps/ID/logs to readers the "
+                  "app's view ACL allows, for `weft app logs` (default: off)");
+}
+
+void AddHistoryFlags(CLI::App* cmd, RmFlags* flags) {
+  cmd->add_option("--history-sample-ms", flags->history_sample_ms,
+                  "how often the RM samples cluster, container and queue utilisation for the "
+                  "web UI's charts and GET /ws/v1/cluster/history")
+      ->capture_default_str();
+  cmd->add_option("--history-retention-s", flags->history_retention_s,
+                  "how long those samples are kept (in memory; at most 100,000 samples)")
+      ->capture_default_str();
 }
 
 absl::StatusOr<web::RmWebOptions> MakeRmWebOptions(const RmFlags& flags) {
@@ -179,6 +200,9 @@ absl::StatusOr<web::RmWebOptions> MakeRmWebOptions(const RmFlags& flags) {
   options.port = flags.http_port;
   options.writes_enabled = flags.http_enable_writes;
   options.anonymous_view = flags.http_anonymous_view;
+  if (!flags.log_aggregation_dir.empty())
+    options.log_aggregation_dir =
+        std::filesystem::absolute(flags.log_aggregation_dir).lexically_normal().string();
   return options;
 }
 
@@ -189,11 +213,7 @@ namespace {
 // (`weft certs issue --san`).
 std::string ReachableAddress(const std::string& address) {
   const size_t colon = address.rfind(':');
-  const std::string host = address.substr(0, colon);
-  if (host != "0.0.0.0" && host != "::" && host != "[::]") return address;
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return address;
-  return absl::StrCat(name, address.substr(colon));
+  return absl::StrCat(ReachableHost(address.substr(0, colon)), address.substr(colon));
 }
 
 int RunRm(const RmFlags& flags) {
@@ -233,7 +253,7 @@ int RunRm(const RmFlags& flags) {
             << "), metrics http://" << (*http)->address() << "/metrics\n"
             << "weft rm: Ctrl-C or SIGTERM stops it" << std::endl;
   if (ha) {
-    if (absl::Status s = (*server)->JoinElection((*http)->address()); !s.ok())
+    if (absl::Status s = (*server)->JoinElection(ReachableAddress((*http)->address())); !s.ok())
       return PrintError(absl::StrCat("joining the RM election: ", s.message()));
     std::cout << "weft rm: HA id " << flags.ha_id << ": standby until elected on ZooKeeper "
               << flags.ha_zk << flags.ha_zk_root << "/leader" << std::endl;
@@ -318,6 +338,7 @@ void AddRmCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--secret-file", f->secret_file,
                   "require clients (ClientService, AdminService) to present this file's secret");
   AddHttpFlags(cmd, f.get());
+  AddHistoryFlags(cmd, f.get());
   cmd->add_option("--am-expiry-ms", f->am_expiry_ms,
                   "an ApplicationMaster silent this long fails its attempt")
       ->capture_default_str();
@@ -337,6 +358,7 @@ void AddRmCommand(CLI::App& app, int* exit_code) {
                   "fraction of this RM's capacity committed to the federation, in (0, 1]")
       ->capture_default_str()
       ->group("Federation");
+  AddDaemonConfig(cmd);  // --config: every flag may also be set in weft.yaml's section
   cmd->callback([f, exit_code, store_opt] {
     f->state_store_given = store_opt->count() > 0;
     *exit_code = RunRm(*f);

@@ -34,6 +34,7 @@ struct RmFlags {
   bool http_enable_writes = false;
   // REST reads: every app's details for everyone (true), or per the view ACLs (rest_api.h).
   bool http_anonymous_view = false;
+  std::string log_aggregation_dir;  // aggregated container logs served over REST; "" = off
   // Users who may act as others (--user), cluster admins besides the RM's own user, and the
   // munged socket ("" = $WEFT_MUNGE_SOCKET, else libmunge's default).
   TlsFlags tls;  // `weft rm` only: `weft dev` makes its own
@@ -57,6 +58,10 @@ struct RmFlags {
   std::string federation_store;
   int64_t federation_heartbeat_ms = 5000;
   double federation_commitment = 1.0;
+  // The utilisation history the web UI draws (rm/cluster_history.h): a sample every
+  // history_sample_ms, kept for history_retention_s.
+  int64_t history_sample_ms = 10'000;
+  int64_t history_retention_s = 86'400;
 };
 
 // Checks --sub-cluster-id, --federation-store, --federation-heartbeat-ms and
@@ -78,6 +83,9 @@ void AddResourceLimitFlag(CLI::App* cmd, std::vector<std::string>* limits);
 // creates the state store's directory, and with a --sub-cluster-id makes the RM a federation
 // sub-cluster (RmOptions::sub_cluster_id, RmServerOptions::federation_proxies).
 absl::StatusOr<rm::RmServerOptions> MakeRmServerOptions(const RmFlags& flags);
+
+// --history-sample-ms and --history-retention-s into `flags` (for `weft rm` and `weft dev`).
+void AddHistoryFlags(CLI::App* cmd, RmFlags* flags);
 
 // --http-port and --http-enable-writes into `flags` (for `weft rm` and `weft dev`).
 void AddHttpFlags(CLI::App* cmd, RmFlags* flags);

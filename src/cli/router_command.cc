@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "cli/daemon_config.h"
 #include "common/log.h"
 #include "federation/store/federation_store.h"
 #include "security/munge.h"
@@ -166,6 +167,7 @@ void AddRouterCommand(CLI::App& app, int* exit_code) {
                   "/run/munge/munge.socket.2)");
   cmd->add_option("--secret-file", f->secret_file,
                   "also accept this file's secret from clients (cluster admins)");
+  AddDaemonConfig(cmd);  // --config: every flag may also be set in weft.yaml's section
   cmd->callback([f, exit_code] { *exit_code = RunRouter(*f); });
 }
 

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -24,9 +26,22 @@
 namespace weft::cli {
 namespace {
 
+// A file shipped with Weft, by its path in the repository ("tools/plot_sim.py"): the installed
+// copy, <prefix>/share/weft/<path> beside <prefix>/bin/weft (the Debian package's /usr), when
+// there is one; else the one in the source tree this binary was built from.
+std::string ShippedFile(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    std::filesystem::path installed = exe.parent_path().parent_path() / "share" / "weft" / path;
+    if (std::filesystem::exists(installed, ec)) return installed.string();
+  }
+  return absl::StrCat(WEFT_SOURCE_DIR, "/", path);
+}
+
 struct SimFlags {
   std::string workload =
-      "swim:" WEFT_SOURCE_DIR "/data/traces/swim_FB-2009_samples_24_times_1hr_0.tsv";
+      "swim:" + ShippedFile("data/traces/swim_FB-2009_samples_24_times_1hr_0.tsv");
   int nodes = 600;
   std::string node_resources = "memory-mb=16384,vcores=8";
   int racks = 20;
@@ -213,7 +228,7 @@ absl::Status RunSim(const SimFlags& f) {
     sim::PrintSummary(*report, std::cout);
   }
   if (!f.plot.empty()) {
-    std::string script = WEFT_SOURCE_DIR "/tools/plot_sim.py";
+    std::string script = ShippedFile("tools/plot_sim.py");
     std::string cmd = absl::StrCat(PythonForPlots(), " '", script, "' --timeseries '", timeseries,
                                    "' --report '", report_path, "' --out '", f.plot, "'");
     int rc = std::system(cmd.c_str());

@@ -82,7 +82,8 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
     return absl::InvalidArgumentError(
         absl::StrCat("container token for ", id, " names no application"));
   }
-  if (absl::Status s = ValidateContainerId(token->app_id); !s.ok() || token->app_id == "logs") {
+  if (absl::Status s = ValidateContainerId(token->app_id);
+      !s.ok() || token->app_id == "logs" || token->app_id == "log-meta") {
     return absl::InvalidArgumentError(
         absl::StrCat("container token for ", id, ": bad application id '", token->app_id, "'"));
   }
@@ -93,6 +94,10 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
     return absl::FailedPreconditionError(
         absl::StrCat("application ", token->app_id, " has finished on this node"));
   }
+  // Who may read its logs here and where they are aggregated (nm/log_aggregator.h).
+  if (absl::Status s = log_aggregator_->RecordApp(token->app_id, {token->user, token->view_acl});
+      !s.ok())
+    log::Warn("log_owner_not_recorded", {{"node", node_id_}, {"container", id}, {"error", s}});
   int64_t network_mbps = 0;
   absl::StatusOr<CgroupLimits> limits = LimitsFromTokenResource(token->resource, &network_mbps);
   if (!limits.ok()) {
@@ -537,11 +542,18 @@ void NodeManager::MaybeFinishAppCleanup(std::string app_id) {
   if (absl::Status s = state_->FinishApplication(app_id, loop_->NowMs()); !s.ok()) {
     log::Error("nm_state_write_failed", {{"node", node_id_}, {"app", app_id}, {"error", s}});
   }
+  // Aggregated first: the logs may be deleted from here on (a failure keeps the aggregation
+  // pending for the next NM start, and the logs stay for log_retention_ms).
+  if (!ids.empty()) {
+    if (absl::Status s = log_aggregator_->AggregateApp(app_id); !s.ok())
+      log::Error("log_aggregation_failed", {{"node", node_id_}, {"app", app_id}, {"error", s}});
+  }
   // The logs outlive the work dirs by log_retention_ms (ids come from verified tokens).
   if (!ids.empty() && !log_deletions_.contains(app_id)) {
     log_deletions_[app_id] =
         loop_->Schedule(options_.log_retention_ms, [this, app_id, ids = std::move(ids)] {
           log_deletions_.erase(app_id);
+          log_aggregator_->ForgetApp(app_id);
           for (const std::string& id : ids) {
             if (absl::Status s =
                     OsEnv::Default()->RemoveTree(absl::StrCat(options_.work_root, "/logs/", id));

@@ -17,9 +17,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/log.h"
+#include "common/reachable_host.h"
 #include "nm/node_manager_internal.h"
 #include "security/tokens.h"
 
@@ -128,10 +130,6 @@ absl::StatusOr<int64_t> DetectMemoryMb(OsEnv* env) {
     break;
   }
   return absl::InternalError("no parsable MemTotal line in /proc/meminfo");
-}
-
-bool IsWildcardHost(absl::string_view host) {
-  return host == "0.0.0.0" || host == "::" || host == "[::]";
 }
 
 std::string HostPort(absl::string_view host, int port) {
@@ -373,12 +371,10 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
         absl::StrCat("starting NodeManager: cannot serve ContainerService on ", address));
   }
   nm->port_ = selected_port;
-  std::string host = opts.bind_host;
-  if (IsWildcardHost(host)) {
-    char name[256] = {};
-    host = gethostname(name, sizeof(name) - 1) == 0 ? name : "localhost";
-  }
+  const std::string host = ReachableHost(opts.bind_host);
   nm->node_id_ = HostPort(host, selected_port);
+  nm->log_aggregator_ =
+      std::make_unique<LogAggregator>(opts.work_root, opts.log_aggregation_dir, nm->node_id_);
 
   if (opts.tls.has_value()) {
     // The RM believes this node's heartbeats only under a certificate naming it.
@@ -392,6 +388,18 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
           cert->identity.has_value() ? cert->identity->ToString() : cert->subject,
           " but this node is ", want.ToString(), " (weft certs issue --role nm --name ",
           nm->node_id_, ")"));
+    // The RM and AMs dial this node at its node id: a certificate not valid for its host would
+    // let it register and then fail every container launch, so it is refused here.
+    // (InvalidArgument, not FailedPrecondition: that one gets `weft nm`'s cgroups hint.)
+    if (!security::CertificateNamesHost(*cert, host)) {
+      std::vector<std::string> names = cert->dns_names;
+      names.insert(names.end(), cert->ip_addresses.begin(), cert->ip_addresses.end());
+      return absl::InvalidArgumentError(absl::StrCat(
+          "starting NodeManager: its certificate is not valid for host ", host,
+          ", where the RM and AMs reach node ", nm->node_id_, " (it names ",
+          absl::StrJoin(names, ", "), "; weft certs issue --role nm --name ", nm->node_id_,
+          " issues one that is)"));
+    }
     nm->ca_file_ = absl::StrCat(opts.work_root, "/ca.pem");
     if (absl::Status s = env->WriteFile(nm->ca_file_, opts.tls->ca_pem); !s.ok())
       return absl::FailedPreconditionError(absl::StrCat("starting NodeManager: ", s.ToString()));
@@ -408,6 +416,9 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
         absl::StrCat("starting NodeManager: recovering containers: ", s.ToString(),
                      " (recover=false starts afresh, killing what it recorded)"));
   }
+  // Before any cleanup can delete logs an earlier NM had begun to aggregate.
+  if (absl::Status s = nm->log_aggregator_->ResumePending(); !s.ok())
+    log::Error("log_aggregation_failed", {{"node", nm->node_id_}, {"error", s}});
   if (nm->amrm_proxy_ != nullptr) nm->amrm_proxy_->Start(nm->node_id_);
   nm->started_ = true;
   nm->serving_.store(true, std::memory_order_release);

@@ -28,6 +28,7 @@
 #include "nm/container_executor.h"
 #include "nm/container_user.h"
 #include "nm/exit_watcher.h"
+#include "nm/log_aggregator.h"
 #include "nm/nm_state_store.h"
 #include "nm/traffic_controller.h"
 #include "security/container_token_verifier.h"
@@ -106,6 +107,14 @@ struct NodeManagerOptions {
   // (recorded, or in the hierarchy) and forget it. Start fails when the record is unreadable
   // and this is true (with false it is replaced).
   bool recover = true;
+
+  // Log aggregation (nm/log_aggregator.h; YARN's remote-app-log-dir): when an application is
+  // cleaned up here, its containers' logs are copied to
+  // <dir>/<user>/logs/<app_id>/<node_id>/<container_id>/ before log_retention_ms deletes them;
+  // an aggregation a crash interrupted is re-done at the next Start. "" = off. Whatever this
+  // is, each app's owner and view ACL (from its container tokens) are kept beside its logs for
+  // the web server's access checks.
+  std::string log_aggregation_dir;
 
   // The node's web address (host:port of its HTTP server, /metrics and container logs), sent
   // in registration; "" = none.
@@ -344,6 +353,7 @@ class NodeManager {
   std::set<std::string> cleaning_apps_;  // stopping their containers before removal
   std::set<std::string> finished_apps_;  // cleaned up: refuse new containers of them
   std::unique_ptr<NmStateStore> state_;  // <work_root>/nm-state.db
+  std::unique_ptr<LogAggregator> log_aggregator_;  // created in Start
   // The RM addresses and the one the NM talks to (HA), and the TrackerService stub for it.
   std::optional<RmFailover> rm_failover_;
   std::unique_ptr<v1::TrackerService::Stub> tracker_;

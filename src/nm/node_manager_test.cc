@@ -27,6 +27,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nm/cgroups.h"
+#include "nm/log_aggregator.h"
 #include "nm/fake_rm_test_util.h"
 #include "security/master_key.h"
 #include "security/secret_source.h"
@@ -682,6 +683,46 @@ TEST_F(NodeManagerTest, FinishedApplicationsLogsAreDeletedAfterTheRetention) {
   }
   EXPECT_TRUE(gone);
   EXPECT_FALSE(std::filesystem::exists(work_root_ / app));
+}
+
+// With --log-aggregation-dir: the app's owner and view ACL come from its token, and its logs
+// are aggregated at its cleanup, before the retention deletes them here.
+TEST_F(NodeManagerTest, FinishedApplicationsLogsAreAggregatedBeforeTheyAreDeleted) {
+  NodeManagerOptions options = Options();
+  options.log_retention_ms = 200;
+  const std::filesystem::path aggregated = work_root_.string() + "-aggregated";
+  std::filesystem::remove_all(aggregated);
+  options.log_aggregation_dir = aggregated.string();
+  StartNm(options);
+  const std::string app = "application_1_0004";
+  const std::string c1 = "container_e1_1_0004_01_000001";
+  security::ContainerTokenData data = TokenData(c1, app);
+  data.view_acl = "bob ops";
+  ASSERT_THAT(Start({Request(rm_->IssueToken(data), {"echo aggregated-line"})}).succeeded(),
+              ElementsAre(c1));
+  ASSERT_TRUE(WaitCompleted(c1).has_value());
+  absl::StatusOr<AppLogOwner> owner = LogAggregator::ReadAppOwner(work_root_.string(), app);
+  ASSERT_TRUE(owner.ok()) << owner.status();
+  EXPECT_EQ(owner->user, "alice");
+  EXPECT_EQ(owner->view_acl, "bob ops");
+  rm_->With([&](FakeRm& rm) {
+    rm.apps_to_cleanup_.push_back(app);
+    return 0;
+  });
+  // Bounded wait for the node's own deletion: 10 s.
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = !std::filesystem::exists(work_root_ / "logs" / c1);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(gone);
+  std::ifstream in(aggregated / "alice" / "logs" / app / nm_->node_id() / c1 / "stdout");
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "aggregated-line");
+  // The owner record goes with the logs.
+  EXPECT_FALSE(LogAggregator::ReadAppOwner(work_root_.string(), app).ok());
+  std::filesystem::remove_all(aggregated);
 }
 
 TEST_F(NodeManagerTest, ShutdownStopsRunningContainers) {

@@ -564,7 +564,10 @@ void AppManager::FinishApp(RmApp& app, AppEvent event, FinalStatus final_status,
 }
 
 void AppManager::ChargeUsage(const std::string& app_id, const Resource& resource_ms) {
-  if (RmApp* app = Find(app_id)) app->usage_ms += resource_ms;
+  if (RmApp* app = Find(app_id)) {
+    app->usage_ms += resource_ms;
+    ++app->completed_containers;  // called once for every container that ends
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -726,8 +729,10 @@ v1::ApplicationReport AppManager::Report(const RmApp& app) const {
     if (const scheduler::AppState* s = sched.app(at.sched_app)) {
       *r.mutable_allocated() = ctx_->ToProto(s->usage);
       r.set_running_containers(static_cast<int32_t>(s->num_containers));
+      r.set_pending_containers(static_cast<int32_t>(s->pending_containers));
     }
   }
+  r.set_completed_containers(static_cast<int32_t>(app.completed_containers));
   r.set_progress(IsFinal(app.state) ? 1.0f : 0.0f);
   *r.mutable_am_resource() = app.context.am_resource();
   for (const std::string& d : app.am_sizing_decisions) r.add_am_sizing_decisions(d);

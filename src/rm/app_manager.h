@@ -83,6 +83,7 @@ struct RmApp {
   // Sum over its ended containers of resource x ms held (YARN's memorySeconds and
   // vcoreSeconds, in ms); running ones are added in reports.
   Resource usage_ms;
+  int64_t completed_containers = 0;  // its containers that ended since this RM started
   // Nodes that were given one of its containers (YARN's ranNodes): told to clean the app up
   // (its work dirs) when it ends. Not stored: an app that ended before an RM restart is not
   // cleaned up by the new RM.
@@ -159,6 +160,7 @@ class AppManager {
                                    const std::string& diagnostics);
   // The current attempt failed: a new one starts if attempts remain, else the app fails.
   void AttemptFailed(RmApp& app, const std::string& diagnostics);
+  // One of the app's containers ended, having held `resource_ms` (resource x ms).
   void ChargeUsage(const std::string& app_id, const Resource& resource_ms);
 
   RmApp* Find(const std::string& app_id);

@@ -283,5 +283,36 @@ TEST(AppManagerTest, AnNmRefusingTheAmContainerFailsTheAttemptAtOnce) {
   EXPECT_THAT(r.Attempt(0).diagnostics(), HasSubstr("bad signature"));
 }
 
+// The report's container counts, which `weft app wait` shows: running (the AM's included),
+// asked for and not yet allocated, and ended.
+TEST(AppManagerTest, ReportsCountContainersRunningPendingAndCompleted) {
+  RmHarness h;
+  h.AddNode("h1:1", 4096, 4);
+  const std::string app = h.Submit("alice");
+  h.loop.Advance(200);
+  v1::Token t = h.RegisterAm();
+  v1::AllocateRequest ask;
+  *ask.add_asks() = AnyAsk(5);  // 1 GB each: not all fit beside the AM
+  ASSERT_TRUE(h.rm().Allocate(t, ask).ok());
+  h.loop.Advance(200);
+  v1::AllocateRequest poll;
+  poll.set_response_id(1);
+  auto r = h.rm().Allocate(t, poll);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_GE(r->allocated_containers_size(), 1);
+  ASSERT_LT(r->allocated_containers_size(), 5);
+  v1::ApplicationReport before = *h.rm().GetApplication(app);
+  EXPECT_EQ(before.running_containers(), 1 + r->allocated_containers_size());
+  EXPECT_EQ(before.pending_containers(), 5 - r->allocated_containers_size());
+  EXPECT_EQ(before.completed_containers(), 0);
+  // One ends: it is counted as completed and the space it leaves goes to a pending one.
+  h.Heartbeat("h1:1", {{r->allocated_containers(0).container_id(), 0}});
+  h.loop.Advance(200);
+  v1::ApplicationReport after = *h.rm().GetApplication(app);
+  EXPECT_EQ(after.completed_containers(), 1);
+  EXPECT_EQ(after.running_containers(), before.running_containers());
+  EXPECT_EQ(after.pending_containers(), before.pending_containers() - 1);
+}
+
 }  // namespace
 }  // namespace weft::rm

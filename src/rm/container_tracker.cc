@@ -66,6 +66,7 @@ v1::Container ContainerTracker::Proto(const std::string& name, const std::string
   td.expiry_ms = ctx_->NowMs() + ctx_->options->container_token_lifetime_ms;
   td.rm_epoch = ctx_->epoch;
   td.app_id = app.record.app_id;
+  td.view_acl = app.context.view_acl();
   v1::Container proto;
   proto.set_container_id(name);
   proto.set_node_id(node_id);

@@ -9,6 +9,7 @@
 #include "rm/am_service.h"
 #include "rm/app_acls.h"
 #include "rm/app_manager.h"
+#include "rm/cluster_history.h"
 #include "rm/container_tracker.h"
 #include "rm/node_tracker.h"
 #include "rm/rm_keys.h"
@@ -53,6 +54,7 @@ ResourceManager::ResourceManager(RmOptions options, EventLoop* loop, store::Stat
 
 ResourceManager::~ResourceManager() {
   shutting_down_ = true;
+  history_sampler_.reset();
   ctx_.loop->Cancel(pass_timer_);
 }
 
@@ -60,6 +62,10 @@ absl::StatusOr<std::unique_ptr<ResourceManager>> ResourceManager::Create(
     RmOptions options, EventLoop* loop, store::StateStore* store, AmLauncher* launcher,
     security::SecretSource* secrets) {
   if (options.cluster_timestamp_ms == 0) options.cluster_timestamp_ms = loop->NowMs();
+  if (absl::Status s = ValidateHistoryOptions(
+          {options.history_sample_ms, options.history_retention_s});
+      !s.ok())
+    return s;
   std::unique_ptr<ResourceManager> rm(
       new ResourceManager(std::move(options), loop, store, launcher, secrets));
   auto epoch = store->BumpEpoch();
@@ -80,6 +86,7 @@ absl::StatusOr<std::unique_ptr<ResourceManager>> ResourceManager::Create(
   rm->SchedulePass();
   rm->nodes_->StartExpiry();
   rm->am_service_->StartExpiry();
+  rm->StartHistory();
   return rm;
 }
 
@@ -363,6 +370,20 @@ ResourceManager::RecoveryCounts ResourceManager::recovery_counts() const {
 const security::MasterKeyManager& ResourceManager::container_keys() const {
   return keys_->container();
 }
+
+void ResourceManager::StartHistory() {
+  const HistoryOptions o{options_.history_sample_ms, options_.history_retention_s};
+  std::vector<std::string> names;
+  for (int i = 0; i < options_.registry.size(); ++i)
+    names.push_back(options_.registry.info(i).name);
+  history_ = std::make_shared<ClusterHistory>(o, std::move(names));
+  history_sampler_ = std::make_unique<HistorySampler>(
+      ctx_.loop, history_, [this](int64_t now_ms, std::vector<std::string>* paths) {
+        return SampleCluster(*scheduler_, GetClusterMetrics(), now_ms, paths);
+      });
+}
+
+std::shared_ptr<const ClusterHistory> ResourceManager::history() const { return history_; }
 
 // ---------------------------------------------------------------------------------------------
 // RmContext's conversions

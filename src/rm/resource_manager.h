@@ -37,6 +37,8 @@ namespace weft::rm {
 
 class AmService;
 class AppManager;
+class ClusterHistory;
+class HistorySampler;
 class ContainerTracker;
 class NodeTracker;
 class RmKeys;
@@ -49,7 +51,8 @@ class RmKeys;
 class ResourceManager {
  public:
   // Bumps the store's epoch (container ids carry it), recovers the stored state, and starts
-  // the master keys and the timers.
+  // the master keys and the timers. InvalidArgument, before anything else, for history options
+  // ValidateHistoryOptions refuses.
   static absl::StatusOr<std::unique_ptr<ResourceManager>> Create(RmOptions options, EventLoop* loop,
                                                                  store::StateStore* store,
                                                                  AmLauncher* launcher,
@@ -140,6 +143,9 @@ class ResourceManager {
   RecoveryCounts recovery_counts() const;
   const scheduler::Scheduler& scheduler() const { return *scheduler_; }
   const security::MasterKeyManager& container_keys() const;
+  // The utilisation history (rm/cluster_history.h); its readers may use it from any thread and
+  // keep it after the RM is gone.
+  std::shared_ptr<const ClusterHistory> history() const;
 
  private:
   ResourceManager(RmOptions options, EventLoop* loop, store::StateStore* store,
@@ -149,6 +155,8 @@ class ResourceManager {
   // pass ended, unless one is due sooner already.
   void SchedulePass(bool prompt = false);
   void RunPass();
+  // Creates the history and its sampler (Create validated their options).
+  void StartHistory();
 
   RmOptions options_;
   RmContext ctx_;
@@ -158,6 +166,8 @@ class ResourceManager {
   std::unique_ptr<NodeTracker> nodes_;
   std::unique_ptr<AppManager> apps_;
   std::unique_ptr<AmService> am_service_;
+  std::shared_ptr<ClusterHistory> history_;
+  std::unique_ptr<HistorySampler> history_sampler_;
   TimerId pass_timer_ = 0;
   int64_t pass_due_ms_ = 0;   // when pass_timer_ fires, loop clock
   int64_t last_pass_ms_ = 0;  // when the last pass ended, loop clock

@@ -60,6 +60,10 @@ struct RmOptions {
   adaptcont::AdaptContConfig adaptcont = adaptcont::DefaultAdaptContConfig();
   // Told about every scheduling pass (metrics); null = none. Not owned; must outlive the RM.
   PassObserver* pass_observer = nullptr;
+  // The utilisation history (rm/cluster_history.h): a sample every history_sample_ms, kept for
+  // history_retention_s (ValidateHistoryOptions bounds them).
+  int64_t history_sample_ms = 10'000;
+  int64_t history_retention_s = 86'400;
 };
 
 // Starts AM containers on NodeManagers (YARN's AM launcher). `done` may run on any thread.

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "common/log.h"
+#include "common/reachable_host.h"
 #include "security/munge.h"
 #include "security/user_identity.h"
 #include "store/memory_store.h"
@@ -600,7 +601,8 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
 std::string RmServer::AmFacingAddress() const {
   if (options_.ha.has_value() && !options_.ha->rm_addresses.empty())
     return absl::StrJoin(options_.ha->rm_addresses, ",");
-  return address();
+  // AMs run on other hosts: a wildcard bind address would have them dial their own host.
+  return absl::StrCat(ReachableHost(options_.bind_host), ":", port_);
 }
 
 absl::Status RmServer::CreateRm() {

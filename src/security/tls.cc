@@ -524,6 +524,38 @@ absl::StatusOr<CertKeyPaths> CreateCa(const std::string& dir, absl::string_view 
   return paths;
 }
 
+bool CertificateNamesHost(const CertificateInfo& info, absl::string_view host) {
+  const std::string text(host);
+  unsigned char want[sizeof(struct in6_addr)] = {};
+  const int family = inet_pton(AF_INET, text.c_str(), want) == 1    ? AF_INET
+                     : inet_pton(AF_INET6, text.c_str(), want) == 1 ? AF_INET6
+                                                                    : 0;
+  if (family != 0) {
+    for (const std::string& ip : info.ip_addresses) {
+      unsigned char have[sizeof(struct in6_addr)] = {};
+      if (inet_pton(family, ip.c_str(), have) == 1 &&
+          std::memcmp(have, want, family == AF_INET ? 4 : 16) == 0)
+        return true;
+    }
+    return false;
+  }
+  for (const std::string& dns : info.dns_names)
+    if (absl::EqualsIgnoreCase(dns, host)) return true;
+  return false;
+}
+
+std::optional<std::string> NodeIdHost(DaemonRole role, absl::string_view name) {
+  if (role != DaemonRole::kNodeManager) return std::nullopt;
+  const size_t colon = name.rfind(':');
+  if (colon == absl::string_view::npos || colon == 0 || colon + 1 == name.size())
+    return std::nullopt;
+  for (char c : name.substr(colon + 1))
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+  std::string host(name.substr(0, colon));
+  if (!ValidateSubjectAltName(host).ok()) return std::nullopt;
+  return host;
+}
+
 absl::StatusOr<CertKeyPaths> IssueCertificate(const std::string& ca_dir, const std::string& out_dir,
                                               DaemonRole role, absl::string_view name,
                                               const std::vector<std::string>& sans, int days,
@@ -543,6 +575,11 @@ absl::StatusOr<CertKeyPaths> IssueCertificate(const std::string& ca_dir, const s
   };
   for (const char* host : {"localhost", "127.0.0.1", "::1"}) {
     if (absl::Status s = add(host); !s.ok()) return s;
+  }
+  // An NM's name is its node id, HOST:PORT, the address the RM and AMs dial: its certificate
+  // must be valid for HOST too, or every container launch on another host fails verification.
+  if (std::optional<std::string> host = NodeIdHost(role, name); host.has_value()) {
+    if (absl::Status s = add(*host); !s.ok()) return s;
   }
   for (const std::string& host : sans) {
     if (absl::Status s = add(host); !s.ok()) return s;

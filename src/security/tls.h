@@ -82,14 +82,18 @@ struct CertKeyPaths {
 absl::StatusOr<CertKeyPaths> CreateCa(const std::string& dir, absl::string_view common_name,
                                       int days = kDefaultCaDays, bool overwrite = false);
 
+// The host an NM named `name` is dialled at: HOST of a node id HOST:PORT (PORT all digits, HOST
+// a valid SAN), so "10.0.0.7:8041" gives "10.0.0.7". nullopt for other roles and other names.
+std::optional<std::string> NodeIdHost(DaemonRole role, absl::string_view name);
+
 // Issues a certificate for daemon `role`/`name` signed by the CA in `ca_dir` (ca.pem, ca.key)
 // and writes it to out_dir/<role>-<name>.{pem,key} (out_dir made 0700 when missing).
 // The certificate: fresh EC P-256 key, random 128-bit serial, keyUsage
 // digitalSignature,keyEncipherment, extendedKeyUsage serverAuth,clientAuth, basicConstraints
 // CA:FALSE, and SANs: the identity URI, DNS "localhost", IPs 127.0.0.1 and ::1 (so loopback
-// connections verify without a target-name override), then each of `sans` (see
-// ValidateSubjectAltName()) in order, duplicates dropped. Valid from one hour ago for `days` days,
-// but never beyond the CA's own expiry.
+// connections verify without a target-name override), for an NM the host of its node id (see
+// NodeIdHost()), then each of `sans` (see ValidateSubjectAltName()) in order, duplicates dropped.
+// Valid from one hour ago for `days` days, but never beyond the CA's own expiry.
 // InvalidArgument for a bad name, SAN or days; AlreadyExists when the files exist and
 // `overwrite` is false; the errors of LoadTlsFiles() for a CA whose files are missing,
 // malformed, mismatched or expired; the file system's error naming the path otherwise.
@@ -151,6 +155,11 @@ struct CertificateInfo {
 // Parses the first certificate in `pem`. InvalidArgument "holds no PEM certificate" otherwise.
 // Says nothing about whether the certificate is trustworthy.
 absl::StatusOr<CertificateInfo> DescribeCertificate(absl::string_view pem);
+
+// True when `info` has a SAN under which a client dialling `host` verifies it: an IP SAN equal
+// to `host` as an address (so "::1" matches "0:0::1"), or a DNS SAN equal to it ignoring case.
+// Wildcard DNS SANs are not expanded (`weft certs issue` makes none).
+bool CertificateNamesHost(const CertificateInfo& info, absl::string_view host);
 
 // How a server port treats client certificates. Either way a presented certificate must chain
 // to the cluster CA, or the TLS handshake fails.

@@ -172,6 +172,46 @@ TEST_F(TlsIssueTest, IssuesACertificateNamingTheDaemon) {
   EXPECT_NE(reissued->serial_hex, info->serial_hex);
 }
 
+TEST_F(TlsIssueTest, AnNmCertificateIsValidForTheHostOfItsNodeId) {
+  // The RM and AMs dial an NM at its node id: without its host as a SAN, every launch on a host
+  // other than 127.0.0.1 fails verification ("Peer name ... is not in peer certificate").
+  absl::StatusOr<CertKeyPaths> by_ip =
+      IssueCertificate(ca_dir(), out_dir(), DaemonRole::kNodeManager, "10.213.7.11:8041", {}, 90);
+  ASSERT_TRUE(by_ip.ok()) << by_ip.status();
+  absl::StatusOr<CertificateInfo> info = DescribeCertificate(Slurp(by_ip->cert_path));
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_THAT(info->ip_addresses, ElementsAre("127.0.0.1", "::1", "10.213.7.11"));
+  EXPECT_THAT(info->dns_names, ElementsAre("localhost"));
+
+  absl::StatusOr<CertKeyPaths> by_name = IssueCertificate(
+      ca_dir(), out_dir(), DaemonRole::kNodeManager, "worker3.example.com:8041", {"10.0.0.3"}, 90);
+  ASSERT_TRUE(by_name.ok()) << by_name.status();
+  info = DescribeCertificate(Slurp(by_name->cert_path));
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_THAT(info->dns_names, ElementsAre("localhost", "worker3.example.com"));
+  EXPECT_THAT(info->ip_addresses, ElementsAre("127.0.0.1", "::1", "10.0.0.3"));
+
+  EXPECT_EQ(NodeIdHost(DaemonRole::kNodeManager, "10.0.0.7:8041"), "10.0.0.7");
+  EXPECT_EQ(NodeIdHost(DaemonRole::kNodeManager, "node-1"), std::nullopt);
+  EXPECT_EQ(NodeIdHost(DaemonRole::kNodeManager, "node-1:http"), std::nullopt);
+  EXPECT_EQ(NodeIdHost(DaemonRole::kNodeManager, ":8041"), std::nullopt);
+  EXPECT_EQ(NodeIdHost(DaemonRole::kResourceManager, "10.0.0.7:8041"), std::nullopt);
+}
+
+TEST(TlsNamesTest, CertificateNamesHostMatchesAddressesAndNames) {
+  CertificateInfo info;
+  info.dns_names = {"localhost", "Worker3.example.com"};
+  info.ip_addresses = {"127.0.0.1", "::1", "10.213.7.11"};
+  EXPECT_TRUE(CertificateNamesHost(info, "10.213.7.11"));
+  EXPECT_TRUE(CertificateNamesHost(info, "0:0::1"));  // the same address, written otherwise
+  EXPECT_TRUE(CertificateNamesHost(info, "worker3.EXAMPLE.com"));
+  EXPECT_FALSE(CertificateNamesHost(info, "10.213.7.12"));
+  EXPECT_FALSE(CertificateNamesHost(info, "::2"));
+  EXPECT_FALSE(CertificateNamesHost(info, "worker4.example.com"));
+  EXPECT_FALSE(CertificateNamesHost(info, "example.com"));
+  EXPECT_FALSE(CertificateNamesHost(info, ""));
+}
+
 TEST_F(TlsIssueTest, NeverOutlivesTheCa) {
   ASSERT_TRUE(CreateCa(tmp_.Sub("short"), "short CA", 2).ok());
   absl::StatusOr<CertKeyPaths> issued =

@@ -112,6 +112,7 @@ std::string EncodeContainerTokenIdentifier(const ContainerTokenData& data) {
   p.set_master_key_id(data.master_key_id);
   p.set_rm_epoch(data.rm_epoch);
   p.set_app_id(data.app_id);
+  p.set_view_acl(data.view_acl);
   return Serialize(kContainerKind, p);
 }
 
@@ -137,6 +138,7 @@ absl::StatusOr<ContainerTokenData> DecodeContainerToken(absl::string_view identi
   data.master_key_id = p.master_key_id();
   data.rm_epoch = p.rm_epoch();
   data.app_id = p.app_id();
+  data.view_acl = p.view_acl();
   return data;
 }
 

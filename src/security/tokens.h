@@ -37,6 +37,9 @@ struct ContainerTokenData {
   int32_t master_key_id = 0;
   int64_t rm_epoch = 0;
   std::string app_id;
+  // The app's view ACL, as submitted ("" = nobody besides the owner and admins): who may read
+  // its container logs on the NM.
+  std::string view_acl;
 
   friend bool operator==(const ContainerTokenData&, const ContainerTokenData&) = default;
 };

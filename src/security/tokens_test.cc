@@ -23,6 +23,7 @@ ContainerTokenData SampleContainer() {
   d.master_key_id = 1;
   d.rm_epoch = 3;
   d.app_id = "application_1700000000000_0001";
+  d.view_acl = "bob ops";  // the NM checks container-log reads against it
   return d;
 }
 

@@ -41,6 +41,9 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 // `text` safe inside HTML text and quoted attributes: & < > " ' as entities.
 std::string HtmlEscape(absl::string_view text);
+// `text` percent-encoded for a URL: every byte but RFC 3986's unreserved characters (and '/'
+// when `keep_slash`, for a path) as %XX.
+std::string PercentEncode(absl::string_view text, bool keep_slash = false);
 
 }  // namespace weft::web
 

@@ -219,6 +219,22 @@ void HttpServer::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+std::string PercentEncode(absl::string_view text, bool keep_slash) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (absl::ascii_isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' ||
+        (keep_slash && c == '/')) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
 std::string HtmlEscape(absl::string_view text) {
   std::string out;
   out.reserve(text.size());

@@ -1,7 +1,7 @@
 #include "web/nm_web_server.h"
 
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -10,6 +10,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/ids.h"
+#include "security/munge.h"
+#include "security/user_identity.h"
 
 namespace weft::web {
 namespace {
@@ -17,11 +19,69 @@ namespace {
 // container_[e<digits>_]<digits>_<digits>_<digits>_<digits>: nothing else reaches the disk.
 bool ValidContainerId(absl::string_view id) { return !AppOfContainer(id).empty(); }
 
+// application_<digits>_<digits>.
+bool ValidAppId(absl::string_view id) {
+  absl::string_view rest = id;
+  if (!absl::ConsumePrefix(&rest, "application_")) return false;
+  std::vector<absl::string_view> parts = absl::StrSplit(rest, '_');
+  return parts.size() == 2 && !parts[0].empty() && !parts[1].empty() &&
+         std::all_of(rest.begin(), rest.end(),
+                     [](char c) { return c == '_' || absl::ascii_isdigit(c); });
+}
+
+// The payload of a Weft client's MUNGE credential (rm/client_auth.h kMungePayload).
+constexpr char kMungePayload[] = "weft-client";
+
+absl::StatusOr<LogReader> MungeReader(const NmWebOptions& options, const HttpRequest& req) {
+  const std::string credential = req.Header("x-weft-munge-credential");
+  if (credential.empty()) return LogReader{};  // anonymous
+  absl::StatusOr<security::MungeCredential> cred =
+      security::MungeDecode(options.munge_socket, credential);
+  if (!cred.ok()) return cred.status();
+  if (cred->payload != kMungePayload)
+    return absl::UnauthenticatedError("MUNGE credential was not made for a Weft client call");
+  absl::StatusOr<security::UnixUser> user = security::LookUpUser(cred->uid);
+  if (!user.ok())
+    return absl::UnauthenticatedError(
+        absl::StrCat("MUNGE credential of uid ", cred->uid, ": ", user.status().message()));
+  LogReader reader;
+  reader.user = user->name;
+  reader.groups = user->groups;
+  reader.admin =
+      std::find(options.admins.begin(), options.admins.end(), user->name) != options.admins.end() ||
+      std::find(options.admins.begin(), options.admins.end(), "*") != options.admins.end();
+  return reader;
+}
+
+// The reader of `req`, or the refusal in *refusal.
+absl::StatusOr<LogReader> ReaderOf(const NmWebOptions& options, const HttpRequest& req,
+                                   HttpResponse* refusal) {
+  absl::StatusOr<LogReader> reader =
+      options.authenticate ? options.authenticate(req) : MungeReader(options, req);
+  if (!reader.ok()) *refusal = LogRefusal(reader.status());
+  return reader;
+}
+
+// Whether `reader` may read `app_id`'s logs; the refusal in *refusal when not.
+bool MayRead(const NmWebOptions& options, const LogReader& reader, const std::string& app_id,
+             HttpResponse* refusal) {
+  LogOwner owner;  // unknown: nobody but admins
+  if (options.app_owner) {
+    if (absl::StatusOr<LogOwner> o = options.app_owner(app_id); o.ok()) owner = *o;
+  }
+  if (MayReadLogs(reader, owner)) return true;
+  *refusal = LogForbidden(reader, app_id);
+  return false;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<NmWebServer>> NmWebServer::Start(NmWebOptions options,
                                                                 metrics::Registry* metrics) {
   std::unique_ptr<NmWebServer> s(new NmWebServer());
+  // The NM's own user is always an admin (as the RM's is).
+  if (absl::StatusOr<security::UnixUser> me = security::CurrentUser(); me.ok())
+    options.admins.push_back(me->name);
   HttpServerOptions http;
   http.bind_host = options.bind_host;
   http.port = options.port;
@@ -49,12 +109,43 @@ HttpResponse NmWebServer::HandleRequest(const NmWebOptions& options,
     return r;
   }
   absl::string_view path = req.path;
+  const std::filesystem::path logs = std::filesystem::path(options.work_root) / "logs";
+  if (absl::ConsumePrefix(&path, "/ws/v1/node/apps/")) {
+    std::vector<std::string> parts = absl::StrSplit(path, '/', absl::SkipEmpty());
+    if (parts.size() != 2 || parts[1] != "containerlogs" || !ValidAppId(parts[0]))
+      return JsonError(400, "expected /ws/v1/node/apps/APP_ID/containerlogs");
+    HttpResponse refusal;
+    absl::StatusOr<LogReader> reader = ReaderOf(options, req, &refusal);
+    if (!reader.ok()) return refusal;
+    if (!MayRead(options, *reader, parts[0], &refusal)) return refusal;
+    std::vector<ContainerLogDir> dirs;
+    std::error_code ec;
+    if (!options.work_root.empty()) {
+      for (std::filesystem::directory_iterator it(logs, ec), end; !ec && it != end;
+           it.increment(ec)) {
+        const std::string id = it->path().filename().string();
+        if (AppOfContainer(id) != parts[0] || it->is_symlink(ec) || !it->is_directory(ec)) continue;
+        const bool running = options.container_running && options.container_running(id);
+        dirs.push_back({id, options.node_id, it->path().string(), running, "LOCAL"});
+      }
+    }
+    std::sort(dirs.begin(), dirs.end(), [](const ContainerLogDir& a, const ContainerLogDir& b) {
+      return a.container_id < b.container_id;
+    });
+    return LogListing(dirs);
+  }
   if (!absl::ConsumePrefix(&path, "/node/containerlogs/"))
-    return JsonError(404, "no such resource (try /metrics or /node/containerlogs/CONTAINER_ID)");
+    return JsonError(404,
+                     "no such resource (try /metrics, /node/containerlogs/CONTAINER_ID or "
+                     "/ws/v1/node/apps/APP_ID/containerlogs)");
   std::vector<std::string> parts = absl::StrSplit(path, '/', absl::SkipEmpty());
   if (parts.empty() || parts.size() > 3 || !ValidContainerId(parts[0]))
     return JsonError(400, "expected /node/containerlogs/CONTAINER_ID[/USER[/stdout|stderr]]");
-  const std::filesystem::path dir = std::filesystem::path(options.work_root) / "logs" / parts[0];
+  HttpResponse refusal;
+  absl::StatusOr<LogReader> reader = ReaderOf(options, req, &refusal);
+  if (!reader.ok()) return refusal;
+  if (!MayRead(options, *reader, AppOfContainer(parts[0]), &refusal)) return refusal;
+  const std::filesystem::path dir = logs / parts[0];
   std::error_code ec;
   if (options.work_root.empty() || !std::filesystem::is_directory(dir, ec))
     return JsonError(404, absl::StrCat("no logs of container ", parts[0], " on this node"));
@@ -76,19 +167,8 @@ HttpResponse NmWebServer::HandleRequest(const NmWebOptions& options,
   }
   if (parts[2] != "stdout" && parts[2] != "stderr")
     return JsonError(400, "a container's log files are stdout and stderr");
-  std::ifstream in(dir / parts[2], std::ios::binary | std::ios::ate);
-  if (!in) return JsonError(404, absl::StrCat("no ", parts[2], " for container ", parts[0]));
-  const std::streamoff size = in.tellg();
-  const std::streamoff start = size > static_cast<std::streamoff>(options.max_log_bytes)
-                                   ? size - static_cast<std::streamoff>(options.max_log_bytes)
-                                   : 0;
-  in.seekg(start);
-  HttpResponse r;
-  r.content_type = "text/plain; charset=utf-8";
-  r.body.resize(static_cast<size_t>(size - start));
-  in.read(r.body.data(), static_cast<std::streamsize>(r.body.size()));
-  r.body.resize(static_cast<size_t>(in.gcount()));
-  return r;
+  const bool running = options.container_running && options.container_running(parts[0]);
+  return ServeLogFile((dir / parts[2]).string(), req, options.max_log_bytes, running);
 }
 
 }  // namespace weft::web

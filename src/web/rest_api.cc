@@ -16,6 +16,7 @@
 #include "absl/strings/strip.h"
 #include "common/json_nesting.h"
 #include "rm/app_acls.h"
+#include "web/container_logs.h"
 #include "web/http_server.h"
 #include "web/yarn_json.h"
 
@@ -403,6 +404,11 @@ HttpResponse RestApi::Get(const HttpRequest& req, const ClusterSnapshot& s,
   if (parts.size() <= 1 && resource == "info") return JsonOk(ClusterInfoJson(s));
   if (parts.size() == 1 && resource == "metrics") return JsonOk(ClusterMetricsJson(s));
   if (parts.size() == 1 && resource == "scheduler") return JsonOk(SchedulerJson(s));
+  if (parts.size() == 1 && resource == "history") {
+    auto since = IntParam(req, "since", 0, 0, std::numeric_limits<int64_t>::max());
+    if (!since.ok()) return JsonError(400, since.status().message());
+    return JsonOk(ClusterHistoryJson(s, *since));
+  }
   const std::string base = BaseUrl(req);
   const std::string http_address = std::string(absl::StripPrefix(base, "http://"));
 
@@ -486,6 +492,21 @@ HttpResponse RestApi::Get(const HttpRequest& req, const ClusterSnapshot& s,
     }
     if (parts.size() == 3 && parts[2] == "state")
       return JsonOk({{"state", AppStateName(app->state())}});
+    if (parts.size() == 3 && parts[2] == "logs") {
+      // Aggregated container logs: the RM's view rule decides (owner, cluster and queue
+      // admins, view ACL), never anonymous_view; its verdict goes to ServeAggregatedLogs as
+      // `admin`, which refuses anonymous readers (401) and the others (403).
+      auto acl_text = s.view_acls.find(id);
+      absl::StatusOr<AccessControlList> acl =
+          rm::ParseViewAcl(acl_text == s.view_acls.end() ? "" : acl_text->second);
+      LogReader log_reader{reader->user, reader->groups, /*admin=*/false};
+      log_reader.admin =
+          !reader->user.empty() &&
+          rm::MayViewApplication(*reader, app->user(), app->queue(),
+                                 acl.ok() ? *acl : AccessControlList::Nobody(), s.queue_config);
+      return ServeAggregatedLogs(options_.log_aggregation_dir, id, {app->user(), ""}, log_reader,
+                                 req, 4 << 20);
+    }
     return JsonError(404, absl::StrCat("no such resource: ", Quote(req.path)));
   }
   if (resource == "nodes" && parts.size() == 1) {

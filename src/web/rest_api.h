@@ -58,9 +58,15 @@ struct RestApiOptions {
   std::string http_address;
   // Larger bodies get 413.
   size_t max_body_bytes = 1 << 20;
+  // Where NMs aggregate finished apps' container logs (weft rm --log-aggregation-dir;
+  // nm/log_aggregator.h), served at GET apps/{id}/logs[?containerid=C&filename=F[&start=N]]
+  // (web/container_logs.h) to authenticated readers who may view the app, even with
+  // anonymous_view; "" = off (404).
+  std::string log_aggregation_dir;
 };
 
-// Serves GET /ws/v1/cluster[/info], /metrics, /scheduler, /apps (states, state, finalStatus,
+// Serves GET /ws/v1/cluster[/info], /metrics, /scheduler, /history (Weft's: since; anyone may
+// read it, as /metrics), /apps (states, state, finalStatus,
 // queue, user, limit, startedTimeBegin/End, finishedTimeBegin/End), /apps/{id},
 // /apps/{id}/appattempts, /apps/{id}/state, /nodes (states, state), /nodes/{id}; and the
 // writes above. Every error is a JSON body (YARN's RemoteException shape) with 400 (malformed

@@ -1,5 +1,8 @@
 #include "web/rest_api.h"
 
+#include <filesystem>
+#include <fstream>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "web/rm_metrics.h"
@@ -183,6 +186,40 @@ TEST_F(RestApiTest, SchedulerQueueTree) {
   EXPECT_GT(def["absoluteCapacity"].get<double>(), 0);
 }
 
+TEST_F(RestApiTest, ClusterHistoryServesTheSamplesAfterSince) {
+  RestApi api = Api(false);
+  // Nothing sampled yet: the first sample comes one interval (10 s by default) after the start.
+  Json empty = Body(api.Handle(Req("GET", "/ws/v1/cluster/history")))["clusterHistory"];
+  EXPECT_EQ(empty["sampleIntervalMs"], 10000);
+  EXPECT_EQ(empty["retentionSeconds"], 86400);
+  EXPECT_TRUE(empty["samples"].empty());
+  c_.loop_.Advance(30'000);
+  c_.Publish();
+  Json h = Body(api.Handle(Req("GET", "/ws/v1/cluster/history")))["clusterHistory"];
+  ASSERT_EQ(h["samples"].size(), 3u) << h.dump();
+  EXPECT_EQ(h["resourceTypes"][0]["name"], "memory-mb");
+  const Json& last = h["samples"][2];
+  EXPECT_EQ(last["time"], c_.rm_->started_ms() + 30'000);
+  EXPECT_EQ(last["total"]["memory-mb"], 8192 + 4096);
+  EXPECT_EQ(last["total"]["network-mbps"], 1000);
+  EXPECT_GT(last["used"]["memory-mb"].get<int64_t>(), 0);  // the running app's AM
+  EXPECT_EQ(last["containersRunning"], 1);
+  EXPECT_EQ(last["appsRunning"].get<int64_t>() + last["appsPending"].get<int64_t>(), 1);
+  ASSERT_EQ(last["queues"].size(), 1u);
+  EXPECT_EQ(last["queues"][0]["queue"], "root.default");
+  EXPECT_GT(last["queues"][0]["usedPct"].get<double>(), 0);
+  EXPECT_EQ(h["queues"], Json::array({"root.default"}));
+  // since is exclusive: the samples after the second one.
+  const int64_t second = h["samples"][1]["time"];
+  Json after = Body(api.Handle(Req("GET", "/ws/v1/cluster/history",
+                                   {{"since", std::to_string(second)}})))["clusterHistory"];
+  ASSERT_EQ(after["samples"].size(), 1u);
+  EXPECT_EQ(after["samples"][0]["time"], last["time"]);
+  ExpectError(api.Handle(Req("GET", "/ws/v1/cluster/history", {{"since", "yesterday"}})), 400,
+              "since");
+  ExpectError(api.Handle(Req("POST", "/ws/v1/cluster/history")), 405, "GET");
+}
+
 TEST_F(RestApiTest, UnknownPathsAndMethods) {
   RestApi api = Api(false);
   ExpectError(api.Handle(Req("GET", "/ws/v1/cluster/bogus")), 404, "no such resource");
@@ -363,6 +400,61 @@ TEST_F(RestApiTest, ReadsHonourViewAcls) {
   HttpRequest wrong = Req("GET", path);
   wrong.headers["x-weft-secret"] = "guess";
   ExpectError(api.Handle(wrong), 401, "wrong client secret");
+}
+
+// Aggregated container logs: the app's view ACL decides, even with anonymous_view on.
+TEST_F(RestApiTest, AggregatedLogsFollowTheViewAclNotAnonymousView) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / "rest_api_test_aggregated";
+  std::filesystem::remove_all(dir);
+  const std::string app = c_.running_;  // alice's
+  const std::string container =
+      "container_" + app.substr(std::string("application_").size()) + "_01_000002";
+  const std::filesystem::path cdir = dir / "alice" / "logs" / app / "127.0.0.1:4545" / container;
+  std::filesystem::create_directories(cdir);
+  std::ofstream(cdir / "stdout") << "hello from alice's container\n";
+  RestApiOptions o;
+  o.anonymous_view = true;
+  o.log_aggregation_dir = dir.string();
+  // The "credential" names the user (the real one is MUNGE's, tested in rm/).
+  o.authenticate = [](const rm::Presented& p) -> absl::StatusOr<rm::Caller> {
+    if (p.munge_credential != "alice" && p.munge_credential != "mallory")
+      return absl::UnauthenticatedError("bad credential");
+    rm::Caller c;
+    c.user = p.munge_credential;
+    c.real_user = c.user;
+    return c;
+  };
+  RestApi api(o, &c_.snapshots_, &writer_);
+  auto get = [&](const std::string& who, std::multimap<std::string, std::string> params = {}) {
+    HttpRequest r = Req("GET", "/ws/v1/cluster/apps/" + app + "/logs", params);
+    if (!who.empty()) r.headers["x-weft-munge-credential"] = who;
+    return api.Handle(r);
+  };
+  ExpectError(get(""), 401, "need an authenticated reader");
+  ExpectError(get("mallory"), 403, "may not read the logs");
+  ExpectError(get("forged"), 401, "bad credential");
+  HttpResponse list = get("alice");
+  ASSERT_EQ(list.status, 200) << list.body;
+  const Json info = Body(list)["containerLogsInfo"];
+  ASSERT_EQ(info.size(), 1u);
+  EXPECT_EQ(info[0]["containerId"], container);
+  EXPECT_EQ(info[0]["nodeId"], "127.0.0.1:4545");
+  EXPECT_EQ(info[0]["logAggregationType"], "AGGREGATED");
+  HttpResponse file = get("alice", {{"containerid", container}, {"filename", "stdout"}});
+  ASSERT_EQ(file.status, 200) << file.body;
+  EXPECT_EQ(file.body, "hello from alice's container\n");
+  EXPECT_EQ(get("mallory", {{"containerid", container}, {"filename", "stdout"}}).status, 403);
+  EXPECT_EQ(get("alice", {{"containerid", container}, {"filename", "../../etc/passwd"}}).status,
+            400);
+  EXPECT_EQ(get("alice", {{"containerid", "container_1_9_01_000001"}, {"filename", "stdout"}})
+                .status,
+            400);
+  // Nothing aggregated for another app.
+  HttpRequest other = Req("GET", "/ws/v1/cluster/apps/" + c_.killed_ + "/logs");
+  other.headers["x-weft-munge-credential"] = "alice";
+  EXPECT_EQ(api.Handle(other).status / 100, 4);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

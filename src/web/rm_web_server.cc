@@ -136,6 +136,7 @@ absl::StatusOr<std::unique_ptr<RmWebServer>> RmWebServer::Start(rm::RmServer* rm
   api.anonymous_view = s->options_.anonymous_view;
   api.authenticate = [rm](const rm::Presented& presented) { return rm->Authenticate(presented); };
   api.max_body_bytes = s->options_.max_body_bytes;
+  api.log_aggregation_dir = s->options_.log_aggregation_dir;
   s->api_ = std::make_unique<RestApi>(api, &s->shared_->snapshots, s->writer_.get());
   s->Refresh();  // the first snapshot, before any request
   HttpServerOptions http;
@@ -202,21 +203,6 @@ void RmWebServer::Refresh() {
 
 namespace {
 
-std::string PercentEncode(absl::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (absl::ascii_isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
-}
-
 // A standby RM's web answer (YARN's standby redirect): 307 to the same path and query on the
 // active's web server when it is known, else 503 naming the state.
 HttpResponse StandbyResponse(const HttpRequest& req, const rm::HaStatus& ha) {
@@ -224,10 +210,12 @@ HttpResponse StandbyResponse(const HttpRequest& req, const rm::HaStatus& ha) {
     return JsonError(503, absl::StrCat("ResourceManager ", ha.rm_id,
                                        " is standby and knows no active ResourceManager yet "
                                        "(an election is under way); retry shortly"));
-  std::string location = absl::StrCat("http://", ha.leader->http_address, PercentEncode(req.path));
+  std::string location =
+      absl::StrCat("http://", ha.leader->http_address, PercentEncode(req.path, /*keep_slash=*/true));
   char sep = '?';
   for (const auto& [k, v] : req.params) {
-    absl::StrAppend(&location, std::string(1, sep), PercentEncode(k), "=", PercentEncode(v));
+    absl::StrAppend(&location, std::string(1, sep), PercentEncode(k, /*keep_slash=*/true), "=",
+                    PercentEncode(v, /*keep_slash=*/true));
     sep = '&';
   }
   HttpResponse r = JsonError(

@@ -30,6 +30,8 @@ struct RmWebOptions {
   // "" serves the UI compiled into the binary; a directory serves its files instead (UI
   // development: edit and reload without rebuilding).
   std::string ui_dir;
+  // Aggregated container logs (RestApiOptions::log_aggregation_dir); "" = off.
+  std::string log_aggregation_dir;
 };
 
 // Serves, on its own threads:

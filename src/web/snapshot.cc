@@ -68,6 +68,7 @@ std::shared_ptr<ClusterSnapshot> BuildSnapshot(rm::ResourceManager& rm, int64_t 
   s->containers_allocated = sched.stats().allocations;
   s->containers_preempted = sched.stats().preempted;
   s->containers_completed = rm.containers_completed();
+  s->history = rm.history();
   if (previous != nullptr && s->taken_ms > previous->taken_ms &&
       s->containers_allocated >= previous->containers_allocated) {
     s->allocations_per_second =

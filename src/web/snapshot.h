@@ -11,6 +11,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "rm/cluster_history.h"
 #include "rm/resource_manager.h"
 #include "weft/v1/client.pb.h"
 #include "weft/v1/common.pb.h"
@@ -58,6 +59,8 @@ struct ClusterSnapshot {
   // For /ws/v1/cluster/info: YARN's haZooKeeperConnectionState and rmStateStoreName.
   std::string ha_description = "ResourceManager HA is not enabled.";
   std::string store_name = "weft-sqlite-or-memory";
+  // The RM's utilisation history: shared, not copied (it is thread-safe and read in place).
+  std::shared_ptr<const rm::ClusterHistory> history;
 
   const v1::ApplicationReport* FindApp(const std::string& id) const;
   const v1::NodeReport* FindNode(const std::string& id) const;

@@ -367,4 +367,52 @@ Json NodeJson(const ClusterSnapshot& s, const v1::NodeReport& n) {
   return j;
 }
 
+Json ClusterHistoryJson(const ClusterSnapshot& s, int64_t since_ms) {
+  Json types = Json::array();
+  for (const auto& [name, unit] : s.resource_types)
+    types.push_back({{"name", name}, {"unit", unit}});
+  Json samples = Json::array();
+  Json queues = Json::array();
+  int64_t sample_ms = 0;
+  int64_t retention_s = 0;
+  if (s.history != nullptr) {
+    sample_ms = s.history->options().sample_ms;
+    retention_s = s.history->options().retention_s;
+    rm::ClusterHistory::Slice slice = s.history->Since(since_ms);
+    const std::vector<std::string>& names = s.history->resource_names();
+    for (const std::string& q : slice.queue_names) queues.push_back(q);
+    for (const rm::HistorySample& h : slice.samples) {
+      Json used = Json::object();
+      Json total = Json::object();
+      for (size_t i = 0; i < names.size() && i < static_cast<size_t>(kMaxResourceTypes); ++i) {
+        used[names[i]] = h.used[static_cast<int>(i)];
+        total[names[i]] = h.total[static_cast<int>(i)];
+      }
+      Json qs = Json::array();
+      for (int32_t i = 0; i < h.num_queues; ++i) {
+        const rm::HistoryQueue& q = h.queues[static_cast<size_t>(i)];
+        if (q.name < 0 || static_cast<size_t>(q.name) >= slice.queue_names.size()) continue;
+        qs.push_back({{"queue", slice.queue_names[static_cast<size_t>(q.name)]},
+                      {"usedPct", Round3(q.used_pct)},
+                      {"guaranteedPct", Round3(q.guaranteed_pct)}});
+      }
+      samples.push_back({{"time", h.time_ms},
+                         {"used", used},
+                         {"total", total},
+                         {"containersRunning", h.containers_running},
+                         {"containersPending", h.containers_pending},
+                         {"appsRunning", h.apps_running},
+                         {"appsPending", h.apps_pending},
+                         {"queues", qs}});
+    }
+  }
+  return {{"clusterHistory",
+           {{"sampleIntervalMs", sample_ms},
+            {"retentionSeconds", retention_s},
+            {"since", since_ms},
+            {"resourceTypes", types},
+            {"queues", queues},
+            {"samples", samples}}}};
+}
+
 }  // namespace weft::web

@@ -32,6 +32,8 @@ Json AppJson(const ClusterSnapshot& s, const v1::ApplicationReport& app,
 Json AppAttemptJson(const ClusterSnapshot& s, const v1::ApplicationReport& app,
                     const v1::ApplicationAttemptReport& attempt);
 Json NodeJson(const ClusterSnapshot& s, const v1::NodeReport& node);
+// Weft's GET /ws/v1/cluster/history: the samples taken after `since_ms` (docs/web.md).
+Json ClusterHistoryJson(const ClusterSnapshot& s, int64_t since_ms);
 
 // YARN's names of states: "RUNNING" for APP_RUNNING and NODE_RUNNING, "SUCCEEDED" for
 // FINAL_SUCCEEDED.

@@ -4,10 +4,12 @@
 
 #include <grpcpp/grpcpp.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -57,6 +59,7 @@ class RmServerTest : public ::testing::Test {
     RmServerOptions o;
     o.auth.mode = UserAuthentication::kDeclared;
     o.rm.pass_interval_ms = 20;
+    o.bind_host = bind_host_;
     auto s = RmServer::Start(std::move(o));
     ASSERT_TRUE(s.ok()) << s.status();
     rm_ = std::move(*s);
@@ -76,6 +79,7 @@ class RmServerTest : public ::testing::Test {
   }
   std::string NodeId() const { return "127.0.0.1:" + std::to_string(nm_port_); }
 
+  std::string bind_host_ = "127.0.0.1";  // set by a subclass's constructor
   std::unique_ptr<RmServer> rm_;
   FakeContainerService nm_;
   std::unique_ptr<grpc::Server> nm_server_;
@@ -136,6 +140,40 @@ TEST_F(RmServerTest, SubmitLaunchesTheAmWhichRegistersAndAllocates) {
   ASSERT_TRUE(client_->GetApplication(&c6, get, &report).ok());
   EXPECT_EQ(report.report().state(), v1::APP_RUNNING);
   EXPECT_EQ(report.report().user(), "alice");
+}
+
+// An RM listening on every address (0.0.0.0) tells its AMs, which run on other hosts, this
+// machine's host name, never the wildcard: an AM dialling 0.0.0.0 would reach its own host.
+class RmServerOnEveryAddressTest : public RmServerTest {
+ protected:
+  RmServerOnEveryAddressTest() { bind_host_ = "0.0.0.0"; }
+};
+
+TEST_F(RmServerOnEveryAddressTest, AmsAreToldTheHostNameNotTheWildcard) {
+  grpc::ClientContext c1;
+  v1::RegisterNodeManagerRequest reg;
+  reg.set_node_id(NodeId());
+  (*reg.mutable_capability()->mutable_values())["memory-mb"] = 8192;
+  (*reg.mutable_capability()->mutable_values())["vcores"] = 8;
+  v1::RegisterNodeManagerResponse reg_resp;
+  ASSERT_TRUE(tracker_->RegisterNodeManager(&c1, reg, &reg_resp).ok());
+  grpc::ClientContext c2;
+  v1::NewApplicationResponse app;
+  ASSERT_TRUE(client_->NewApplication(&c2, {}, &app).ok());
+  grpc::ClientContext c3;
+  c3.AddMetadata("weft-user", "alice");
+  v1::SubmitApplicationRequest sub;
+  sub.mutable_context()->set_application_id(app.application_id());
+  sub.mutable_context()->mutable_am_container_spec()->add_command("sleep 100");
+  v1::SubmitApplicationResponse sub_resp;
+  ASSERT_TRUE(client_->SubmitApplication(&c3, sub, &sub_resp).ok());
+
+  auto started = nm_.WaitFor(1);
+  ASSERT_EQ(started.size(), 1u);
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof(host) - 1), 0);
+  EXPECT_EQ(started[0].launch_context().environment().at("WEFT_RM_ADDRESS"),
+            absl::StrCat(host, ":", rm_->port()));
 }
 
 TEST_F(RmServerTest, ErrorsMapToGrpcCodes) {

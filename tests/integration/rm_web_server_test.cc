@@ -274,9 +274,24 @@ TEST(NmWebServerTest, MetricsAndContainerLogs) {
   NmWebOptions o;
   o.port = 0;
   o.work_root = root;
+  // Readers are who header X-Test-User says (MUNGE's part is tested in web/ and tests/).
+  o.authenticate = [](const HttpRequest& r) -> absl::StatusOr<LogReader> {
+    return LogReader{r.Header("x-test-user"), {}, false};
+  };
+  o.app_owner = [](const std::string&) -> absl::StatusOr<LogOwner> {
+    return LogOwner{"alice", ""};
+  };
   auto nm = NmWebServer::Start(o, &registry);
   ASSERT_TRUE(nm.ok()) << nm.status();
   httplib::Client client("127.0.0.1", (*nm)->port());
+  // The logs are alice's: anonymous readers get 401, others 403.
+  EXPECT_EQ(client.Get(("/node/containerlogs/" + id + "/alice/stdout").c_str())->status, 401);
+  EXPECT_EQ(client
+                .Get(("/node/containerlogs/" + id + "/alice/stdout").c_str(),
+                     httplib::Headers{{"X-Test-User", "mallory"}})
+                ->status,
+            403);
+  client.set_default_headers({{"X-Test-User", "alice"}});
   auto m = client.Get("/metrics");
   ASSERT_TRUE(m);
   EXPECT_THAT(m->body, HasSubstr("weft_nm_container_launches_total 1"));

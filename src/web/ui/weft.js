@@ -121,6 +121,90 @@ function setStatus(text, isError) {
   s.className = "status" + (isError ? " error" : "");
 }
 
+// ---- Charts: plain SVG, drawn by this script -------------------------------------------
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+// svg("line", {x1: 0, ...}, children...): an SVG element (attributes as text, never HTML).
+function svg(tag, attrs, ...children) {
+  const el = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v !== undefined && v !== null) el.setAttribute(k, String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null) continue;
+    el.appendChild(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+// The smallest of 1, 2, 5 x 10^k at or above v (`min` for nothing or less).
+function niceStep(v, min) {
+  if (!(v > min)) return min;
+  const p = Math.pow(10, Math.floor(Math.log10(v)));
+  for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
+  return 10 * p;
+}
+
+function fmtTick(v) {
+  return Number.isInteger(v) ? fmtNum(v) : v.toFixed(1);
+}
+
+// A line chart over time. c: {id, title, desc, yLabel (with its unit), yMax (null: from the
+// data), integer (whole-number ticks), t0, t1 (ms), series: [{name, cls, dashed,
+// points: [[t ms, value]]}]}. The <svg> has a title and a description for screen readers,
+// data-samples = the longest series' point count, and each polyline its own data-points.
+function lineChart(c) {
+  const W = 640, H = 230, L = 60, R = 14, T = 10, B = 42;
+  const pw = W - L - R, ph = H - T - B;
+  const values = c.series.flatMap((x) => x.points.map((p) => p[1]));
+  // Four grid steps: a fixed maximum's quarters, or a round step (whole numbers for counts).
+  const peak = Math.max(0, ...values);
+  const step = c.yMax ? c.yMax / 4 : niceStep(peak / 4, c.integer ? 1 : 0.25);
+  const yMax = c.yMax || step * Math.max(1, Math.ceil(peak / step));
+  const t0 = c.t0, t1 = Math.max(c.t1, c.t0 + 1);
+  const x = (t) => L + ((t - t0) / (t1 - t0)) * pw;
+  const y = (v) => T + ph - (Math.max(0, Math.min(v, yMax)) / yMax) * ph;
+  const samples = Math.max(0, ...c.series.map((s) => s.points.length));
+  const root = svg("svg", { id: c.id, class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img",
+                            "aria-labelledby": `${c.id}-title ${c.id}-desc`,
+                            "data-samples": samples, preserveAspectRatio: "xMidYMid meet" },
+    svg("title", { id: `${c.id}-title` }, c.title),
+    svg("desc", { id: `${c.id}-desc` }, c.desc));
+  for (let v = 0; v <= yMax + step / 2; v += step) {
+    root.appendChild(svg("line", { class: "grid", x1: L, x2: L + pw, y1: y(v), y2: y(v) }));
+    root.appendChild(svg("text", { class: "tick", x: L - 6, y: y(v) + 4, "text-anchor": "end" },
+                         fmtTick(v)));
+  }
+  for (let i = 0; i <= 4; i++) {
+    const t = t0 + ((t1 - t0) * i) / 4;
+    root.appendChild(svg("text", { class: "tick", x: x(t), y: T + ph + 16,
+                                   "text-anchor": i === 0 ? "start" : i === 4 ? "end" : "middle" },
+                         fmtTime(t).slice(11)));
+  }
+  root.appendChild(svg("line", { class: "axis", x1: L, x2: L, y1: T, y2: T + ph }));
+  root.appendChild(svg("line", { class: "axis", x1: L, x2: L + pw, y1: T + ph, y2: T + ph }));
+  root.appendChild(svg("text", { class: "axis-label", x: L + pw / 2, y: H - 4,
+                                 "text-anchor": "middle" }, "time (local clock, hh:mm:ss)"));
+  root.appendChild(svg("text", { class: "axis-label", x: 14, y: T + ph / 2, "text-anchor": "middle",
+                                 transform: `rotate(-90 14 ${T + ph / 2})` }, c.yLabel));
+  for (const s of c.series) {
+    if (!s.points.length) continue;
+    const pts = s.points.map(([t, v]) => `${x(t).toFixed(1)},${y(v).toFixed(1)}`).join(" ");
+    const last = s.points[s.points.length - 1][1];
+    root.appendChild(svg("polyline", { class: `series ${s.cls}${s.dashed ? " dashed" : ""}`,
+                                       points: pts, "data-series": s.name,
+                                       "data-points": s.points.length },
+      svg("title", {}, `${s.name}: ${fmtTick(Math.round(last * 10) / 10)} now`)));
+  }
+  const legend = h("div", { class: "chart-legend" }, c.series.map((s) =>
+    h("span", { class: `swatch ${s.cls}${s.dashed ? " dashed" : ""}` }, s.name)));
+  return h("figure", { class: "chart-box" }, h("figcaption", {}, c.title), root, legend);
+}
+
+// Resource types drawn in the utilisation chart, in this order, with their colour classes.
+const SERIES_CLASSES = ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7"];
+
 // ---- Views ------------------------------------------------------------------------------
 // Each view: mount(main) builds the static parts once; update() fetches and fills the live
 // parts (called at once and every REFRESH_MS). Controls keep their state across updates.
@@ -133,12 +217,89 @@ views.overview = {
     this.cards = h("div", { class: "cards" });
     this.resources = h("div", { class: "resources" });
     this.info = h("dl", { class: "kv" });
+    this.charts = h("div", { class: "charts", id: "history-charts" });
+    // Samples from GET /history, kept here and extended with ?since= at every refresh.
+    this.hist = { samples: [], last: 0, sampleMs: 0, retentionS: 0, types: [] };
     replace(main, h("h1", {}, "Cluster overview"), this.cards,
             h("h2", {}, "Utilisation per resource"), h("div", { class: "panel" }, this.resources),
+            h("h2", {}, "History"), h("div", { class: "panel" }, this.charts),
             h("h2", {}, "ResourceManager"), h("div", { class: "panel" }, this.info));
   },
+  // Fetches the samples taken since the last refresh and redraws the charts.
+  async updateHistory() {
+    const hist = this.hist;
+    const ch = (await api("/history" + (hist.last ? "?since=" + hist.last : ""))).clusterHistory;
+    hist.sampleMs = ch.sampleIntervalMs;
+    hist.retentionS = ch.retentionSeconds;
+    hist.types = ch.resourceTypes || [];
+    for (const sample of ch.samples || []) {
+      if (sample.time > hist.last) { hist.samples.push(sample); hist.last = sample.time; }
+    }
+    const oldest = hist.last - hist.retentionS * 1000;
+    while (hist.samples.length && hist.samples[0].time <= oldest) hist.samples.shift();
+    const samples = hist.samples;
+    if (!samples.length) {
+      replace(this.charts, h("div", { class: "muted" },
+        `Collecting samples: the ResourceManager takes one every ${fmtDuration(hist.sampleMs)}.`));
+      return;
+    }
+    const t0 = samples[0].time, t1 = samples[samples.length - 1].time;
+    const span = `${fmtTime(t0)} to ${fmtTime(t1).slice(11)}, ${samples.length} samples, ` +
+                   `one every ${fmtDuration(hist.sampleMs)}`;
+    // Utilisation: each resource type the cluster has, used / total in percent.
+    const util = [];
+    hist.types.forEach((type, i) => {
+      if (!samples.some((s) => (s.total[type.name] || 0) > 0)) return;
+      util.push({ name: `${type.name} (${unitOf(type.name, type.unit)})`,
+                  cls: type.name === "network-mbps" ? "net" : SERIES_CLASSES[i % 8],
+                  points: samples.map((s) => [s.time, s.total[type.name] > 0
+                    ? (100 * (s.used[type.name] || 0)) / s.total[type.name] : 0]) });
+    });
+    const containers = [
+      { name: "running", cls: "s0", points: samples.map((s) => [s.time, s.containersRunning]) },
+      { name: "pending", cls: "s4", points: samples.map((s) => [s.time, s.containersPending]) },
+    ];
+    // Queues: used share of the cluster (solid) and guaranteed share (dashed), per queue.
+    const queueNames = [];
+    for (const s of samples) {
+      for (const q of s.queues || []) if (!queueNames.includes(q.queue)) queueNames.push(q.queue);
+    }
+    const queues = [];
+    queueNames.forEach((name, i) => {
+      const pts = (key) => samples.flatMap((s) => {
+        const q = (s.queues || []).find((x) => x.queue === name);
+        return q ? [[s.time, q[key]]] : [];
+      });
+      queues.push({ name: `${name} used`, cls: SERIES_CLASSES[i % 8], points: pts("usedPct") });
+      queues.push({ name: `${name} guaranteed`, cls: SERIES_CLASSES[i % 8], dashed: true,
+                    points: pts("guaranteedPct") });
+    });
+    const lastOf = (series) => series.map((s) => s.points.length
+      ? `${s.name} ${fmtTick(Math.round(s.points[s.points.length - 1][1] * 10) / 10)}` : "")
+      .filter((x) => x).join(", ");
+    replace(this.charts,
+      samples.length < 2
+        ? h("div", { class: "muted" }, "One sample so far; lines need two.") : null,
+      lineChart({ id: "chart-utilisation", title: "Cluster utilisation per resource",
+                  desc: `Percent of the cluster's capacity allocated, per resource type, ` +
+                        `${span}. Latest: ${lastOf(util)}.`,
+                  yLabel: "% of capacity", yMax: 100, t0, t1, series: util }),
+      lineChart({ id: "chart-containers", title: "Containers running and pending",
+                  desc: `Containers running and containers asked for but not yet allocated, ` +
+                        `${span}. Latest: ${lastOf(containers)}.`,
+                  yLabel: "containers", yMax: null, integer: true, t0, t1,
+                  series: containers }),
+      lineChart({ id: "chart-queues", title: "Queue utilisation",
+                  desc: `Each queue's share of the cluster (dominant resource), used and ` +
+                        `guaranteed, ${span}. Latest: ${lastOf(queues)}.`,
+                  yLabel: "% of cluster (dominant resource)", yMax: 100, t0, t1, series: queues }));
+  },
   async update() {
-    const [info, metrics] = await Promise.all([api("/info"), api("/metrics")]);
+    // The charts say why they are missing (an older RM without /history) instead of failing
+    // the whole page.
+    const [info, metrics] = await Promise.all([api("/info"), api("/metrics"),
+      this.updateHistory().catch((e) =>
+        replace(this.charts, h("div", { class: "muted" }, "No history: " + e.message)))]);
     const m = metrics.clusterMetrics;
     const ci = info.clusterInfo;
     document.getElementById("version").textContent = ci.resourceManagerVersion;

@@ -1,0 +1,19 @@
+// Copyright Weft authors.
+#include "common/reachable_host.h"
+
+#include <unistd.h>
+
+namespace weft {
+
+bool IsWildcardHost(absl::string_view host) {
+  return host == "0.0.0.0" || host == "::" || host == "[::]";
+}
+
+std::string ReachableHost(absl::string_view bind_host) {
+  if (!IsWildcardHost(bind_host)) return std::string(bind_host);
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
+}  // namespace weft
