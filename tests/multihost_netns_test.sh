@@ -274,12 +274,14 @@ if [[ $verdict == ok ]]; then
 else
   bad "/ws/v1/cluster/nodes: $verdict"
 fi
-# The AM's logs, at the web address of the NM it ran on (as the RM reports it), from the client.
+# The AM's logs, at the web address of the NM it ran on (as the RM reports it), from the client,
+# read as the app's owner: container logs need an authenticated reader (a MUNGE credential).
 logs=$(client curl -sS --max-time 20 "http://$rm_addr_http/ws/v1/cluster/apps/$app" |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["app"]["amContainerLogs"])' 2>&1) ||
   true
 if [[ $logs == "http://$nm1_ip:$nm_http/"* || $logs == "http://$nm2_ip:$nm_http/"* ]]; then
-  page=$(client curl -sS --max-time 20 "$logs" 2>&1) || true
+  page=$(client curl -sS --max-time 20 -H "X-Weft-Munge-Credential: $(munge -s weft-client)" \
+    "$logs" 2>&1) || true
   if [[ $page == *stdout* || $page == *stderr* ]]; then ok "the AM's logs at $logs"
   else bad "the AM's logs at $logs: $(head -c 300 <<<"$page")"; fi
 else
