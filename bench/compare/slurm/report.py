@@ -39,6 +39,32 @@ def table(results):
     return "\n".join(lines)
 
 
+def _plot_with_system_python(results, path, why):
+    """This interpreter has no matplotlib (e.g. a pyenv python3 first in PATH): the plot is drawn
+    by Debian's /usr/bin/python3, where scripts/install-deps.sh installs python3-matplotlib."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    system = "/usr/bin/python3"
+    if os.path.realpath(sys.executable) == os.path.realpath(system) or not os.path.exists(system):
+        return f"no plot: {why}"
+    here = os.path.dirname(os.path.abspath(__file__))
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(results, f)
+        data = f.name
+    try:
+        code = ("import json, sys; sys.path.insert(0, sys.argv[1]); import report; "
+                "r = report.plot(json.load(open(sys.argv[2])), sys.argv[3]); "
+                "sys.exit(1 if r else 0)")
+        done = subprocess.run([system, "-c", code, here, data, path], capture_output=True,
+                              text=True, timeout=120)
+        return None if done.returncode == 0 else f"no plot: {why} (and {system} failed too)"
+    finally:
+        os.unlink(data)
+
+
 def plot(results, path):
     """Grouped bars of tasks/s per workload and system; returns None or why it was skipped."""
     try:
@@ -46,7 +72,7 @@ def plot(results, path):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as e:
-        return f"no plot: {e}"
+        return _plot_with_system_python(results, path, e)
     systems = results["systems"]
     workloads = results["workloads"]
     width = 0.8 / max(1, len(systems))
