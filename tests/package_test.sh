@@ -51,7 +51,8 @@ dpkg-deb -f "$deb" Depends | grep -q 'libc6' && dpkg-deb -f "$deb" Depends | gre
   ok "Depends from dpkg-shlibdeps, and adduser" || bad "Depends: $(dpkg-deb -f "$deb" Depends)"
 dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' >"$work/contents"
 missing=()
-for path in /usr/bin/weft /etc/weft/weft.yaml /lib/systemd/system/weft-rm.service \
+for path in /usr/bin/weft /usr/libexec/weft/weft-container-monitor /etc/weft/weft.yaml \
+  /lib/systemd/system/weft-rm.service \
   /lib/systemd/system/weft-nm.service /lib/systemd/system/weft-router.service \
   /lib/systemd/system/weft-gpg.service /usr/share/bash-completion/completions/weft \
   /usr/share/man/man1/weft.1.gz /usr/share/man/man1/weft-rm.1.gz \
