@@ -2,6 +2,7 @@
 // operating system, then real processes (and, as root, real cgroups).
 #include "nm/container_executor.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -700,6 +701,51 @@ TEST_F(ContainerExecutorTest, MonitoredLaunchReportsAnExecFailure) {
   EXPECT_THAT(pid.status().message(),
               HasSubstr("launching container_23: exec '/no/such/program': No such file"));
   EXPECT_FALSE(executor_->IsRunning("container_23"));
+}
+
+// The monitor as its own program (weft-container-monitor, started with posix_spawn), with the
+// NM's descriptors numbered past the ones it moves aside: its pipes and logs still reach it.
+TEST_F(ContainerExecutorTest, MonitorProgramRecordsHowItEndedWithManyDescriptorsOpen) {
+  ASSERT_EQ(setenv("WEFT_CONTAINER_MONITOR", WEFT_CONTAINER_MONITOR_PATH, 1), 0);
+  // A busy NM (sockets, pidfds, its store): descriptors up to 99 taken, so that the launch's
+  // pipes and log files land on 100 and above, where the monitor's descriptors are moved.
+  std::vector<int> held;
+  for (int fd = 0; fd < 99;) {
+    fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    held.push_back(fd);
+  }
+  LaunchSpec spec = Spec("container_24", {"/bin/sh", "-c", "echo out; exit 7"});
+  spec.state_dir = absl::StrCat(base_, "/state/container_24");
+  absl::StatusOr<pid_t> pid = executor_->Launch(spec);
+  LaunchSpec missing = Spec("container_25", {"/no/such/program"});
+  missing.state_dir = absl::StrCat(base_, "/state/container_25");
+  absl::StatusOr<pid_t> failed = executor_->Launch(missing);
+  for (int fd : held) close(fd);
+  unsetenv("WEFT_CONTAINER_MONITOR");
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  std::optional<ContainerExit> exit = ReapUntilExit("container_24");
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 7);
+  EXPECT_FALSE(exit->status_lost);
+  EXPECT_EQ(Slurp(spec.state_dir + "/exit_code"), "exit 7\n");
+  EXPECT_EQ(Slurp(spec.state_dir + "/pid"), absl::StrCat(*pid, "\n"));
+  EXPECT_EQ(Slurp(spec.log_dir + "/stdout"), "out\n");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_THAT(failed.status().message(),
+              HasSubstr("launching container_25: exec '/no/such/program': No such file"));
+
+  // A monitor program that is not there: the launch fails naming it, and nothing runs.
+  ASSERT_EQ(setenv("WEFT_CONTAINER_MONITOR", "/no/such/weft-container-monitor", 1), 0);
+  LaunchSpec orphan = Spec("container_26", {"/bin/sh", "-c", "touch ran"});
+  orphan.state_dir = absl::StrCat(base_, "/state/container_26");
+  absl::StatusOr<pid_t> none = executor_->Launch(orphan);
+  unsetenv("WEFT_CONTAINER_MONITOR");
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(none.status().message(),
+              HasSubstr("starting the monitor '/no/such/weft-container-monitor'"));
+  EXPECT_FALSE(executor_->IsRunning("container_26"));
+  EXPECT_FALSE(std::filesystem::exists(orphan.work_dir + "/ran"));
 }
 
 TEST_F(ContainerExecutorTest, MonitorAndContainerShareTheCgroupsAndTheOomPreference) {

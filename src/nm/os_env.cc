@@ -557,16 +557,17 @@ absl::StatusOr<pid_t> PosixOsEnv::SpawnMonitorBinary(const std::string& binary,
   posix_spawn_file_actions_t actions;
   if (int err = posix_spawn_file_actions_init(&actions); err != 0)
     return absl::ErrnoToStatus(err, "posix_spawn_file_actions_init");
-  // Every source is >= 3 and may sit on a target (0-4): each goes up out of the way first,
-  // then down to its place; everything else is closed.
+  // Every source is >= 3 and may sit on a target (0-4): each goes up out of the way first, to
+  // numbers above every source (so that none is overwritten before it moved), then down to its
+  // place; everything else is closed.
   const int sources[] = {args.stdin_fd, args.stdout_fd, args.stderr_fd, args.report_fd,
                          args.go_fd};
-  constexpr int kAside = 100;
+  const int aside = *std::max_element(std::begin(sources), std::end(sources)) + 1;
   int err = 0;
   for (int i = 0; i < 5 && err == 0; ++i)
-    err = posix_spawn_file_actions_adddup2(&actions, sources[i], kAside + i);
+    err = posix_spawn_file_actions_adddup2(&actions, sources[i], aside + i);
   for (int i = 0; i < 5 && err == 0; ++i)
-    err = posix_spawn_file_actions_adddup2(&actions, kAside + i, i);
+    err = posix_spawn_file_actions_adddup2(&actions, aside + i, i);
   if (err == 0) err = posix_spawn_file_actions_addclosefrom_np(&actions, 5);
   pid_t pid = 0;
   if (err == 0) err = posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(),
