@@ -35,8 +35,6 @@ constexpr int64_t kFollowMaxMs = 1000;
 constexpr int kFollowMaxFailures = 30;
 // A log file is read in pieces of at most the servers' answer size; this bounds the pieces.
 constexpr int kMaxPieces = 1 << 16;
-// The payload of a Weft client's MUNGE credential (rm/client_auth.h kMungePayload).
-constexpr char kMungePayload[] = "weft-client";
 
 struct LogsFlags {
   std::string rm_address;
@@ -78,7 +76,7 @@ absl::StatusOr<Fetched> HttpGet(const std::string& host_port, const std::string&
   if (host.size() > 2 && host.front() == '[' && host.back() == ']')
     host = host.substr(1, host.size() - 2);
   absl::StatusOr<std::string> credential =
-      security::MungeEncode(security::MungeSocketFromEnvironment(), kMungePayload);
+      security::MungeEncode(security::MungeSocketFromEnvironment(), security::kClientMungePayload);
   if (!credential.ok()) return credential.status();
   httplib::Client client(host, port);
   client.set_connection_timeout(kHttpTimeoutS, 0);

@@ -64,7 +64,7 @@ void NodeManager::EndRmCall(grpc::ClientContext* context) {
 
 void NodeManager::ScheduleRm(int64_t delay_ms, bool register_again) {
   if (rm_timer_.has_value()) loop_->Cancel(*rm_timer_);
-  registered_ = !register_again && registered_;
+  if (register_again) registered_ = false;
   rm_timer_due_ms_ = loop_->NowMs() + delay_ms;
   rm_timer_ = loop_->Schedule(delay_ms, [this, register_again] {
     rm_timer_.reset();

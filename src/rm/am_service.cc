@@ -249,10 +249,7 @@ void AmService::Allocate(const v1::Token& token, const v1::AllocateRequest& req,
     Parked& p = parked_[attempt_id];
     p.token = token;
     p.reply = std::move(reply);
-    p.timer = ctx_->loop->Schedule(wait_ms, [this, attempt_id] {
-      if (auto it = parked_.find(attempt_id); it != parked_.end()) it->second.timer = 0;
-      AnswerParked(attempt_id);
-    });
+    p.timer = ctx_->loop->Schedule(wait_ms, [this, attempt_id] { AnswerParked(attempt_id); });
     return;
   }
   reply(BuildReply(at, std::move(diagnostics)));

@@ -306,5 +306,31 @@ TEST(AmServiceLongPollTest, BackPressureAndTheRmGoingAwayAnswerAtOnce) {
   EXPECT_EQ(replies.got.size(), 3u);
 }
 
+TEST(AmServiceLongPollTest, ANegativeWaitIsAnsweredAtOnceAndAHugeOneIsCapped) {
+  RmOptions o = RmHarness::DefaultOptions();
+  o.max_allocate_wait_ms = 2000;
+  RmHarness h(o);
+  h.AddNode("h1:1", 16384, 16);
+  h.Submit();
+  h.loop.Advance(200);
+  v1::Token t = h.RegisterAm();
+  Replies replies;
+  v1::AllocateRequest negative;
+  negative.set_wait_ms(-5);
+  h.rm().Allocate(t, negative, replies.Sink());
+  ASSERT_EQ(replies.got.size(), 1u);
+  ASSERT_TRUE(replies.got[0].ok()) << replies.got[0].status();
+  v1::AllocateRequest huge;
+  huge.set_response_id(1);
+  huge.set_wait_ms(int64_t{1} << 60);
+  h.rm().Allocate(t, huge, replies.Sink());
+  h.loop.Advance(1999);
+  EXPECT_EQ(replies.got.size(), 1u);
+  h.loop.Advance(1);  // max_allocate_wait_ms, not the call's wait
+  ASSERT_EQ(replies.got.size(), 2u);
+  EXPECT_TRUE(replies.got[1].ok());
+  EXPECT_EQ(h.rm().parked_allocates(), 0u);
+}
+
 }  // namespace
 }  // namespace weft::rm

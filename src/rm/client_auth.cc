@@ -76,15 +76,9 @@ absl::StatusOr<Caller> AuthenticateClient(const ClientAuthOptions& o, const Pres
     return absl::UnauthenticatedError(
         "this RM authenticates users with MUNGE and the call carried no credential "
         "(weft-munge-cred)");
-  absl::StatusOr<security::MungeCredential> cred =
-      security::MungeDecode(o.munge_socket, p.munge_credential);
-  if (!cred.ok()) return cred.status();
-  if (cred->payload != kMungePayload)
-    return absl::UnauthenticatedError("MUNGE credential was not made for a Weft client call");
-  absl::StatusOr<security::UnixUser> real = security::LookUpUser(cred->uid);
-  if (!real.ok())
-    return absl::UnauthenticatedError(
-        absl::StrCat("MUNGE credential of uid ", cred->uid, ": ", real.status().message()));
+  absl::StatusOr<security::UnixUser> real =
+      security::MungeClientUser(o.munge_socket, p.munge_credential);
+  if (!real.ok()) return real.status();
   c.real_user = real->name;
   if (p.declared_user.empty() || p.declared_user == real->name) {
     c.user = real->name;

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "security/munge.h"
 
 namespace weft::rm {
 
@@ -64,7 +65,7 @@ absl::StatusOr<Caller> AuthenticateClient(const ClientAuthOptions& options,
                                           const Presented& presented);
 
 // The payload sealed in client credentials; a credential with another payload is refused.
-inline constexpr char kMungePayload[] = "weft-client";
+inline constexpr const char* kMungePayload = security::kClientMungePayload;
 
 }  // namespace weft::rm
 

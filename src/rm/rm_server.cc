@@ -167,6 +167,18 @@ class RmServer::Services {
   template <typename Resp, typename Fn>
   static grpc::ServerUnaryReactor* OnLoop(RmServer* s, const char* method,
                                           grpc::CallbackServerContext* ctx, Resp* resp, Fn fn) {
+    return OnLoopLater(s, method, ctx, resp,
+                       [fn = std::move(fn)](ResourceManager& rm, auto reply) mutable {
+                         reply(fn(rm));
+                       });
+  }
+
+  // The same for a call `fn` may answer later: it gets the RM and a `reply` to call once, on
+  // the loop, with the result (a long-poll Allocate). The latency includes the wait.
+  template <typename Resp, typename Fn>
+  static grpc::ServerUnaryReactor* OnLoopLater(RmServer* s, const char* method,
+                                               grpc::CallbackServerContext* ctx, Resp* resp,
+                                               Fn fn) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     const auto start = std::chrono::steady_clock::now();
     s->loop_.Post([s, method, start, ctx, reactor, resp, fn = std::move(fn)]() mutable {
@@ -176,10 +188,11 @@ class RmServer::Services {
         reactor->Finish(st);
         return;
       }
-      absl::StatusOr<Resp> r = fn(*s->rm_);
-      if (r.ok()) *resp = std::move(*r);
-      s->RecordRpc(method, start, r.status().code());
-      reactor->Finish(ToGrpc(r.status()));
+      fn(*s->rm_, [s, method, start, reactor, resp](absl::StatusOr<Resp> r) {
+        if (r.ok()) *resp = std::move(*r);
+        s->RecordRpc(method, start, r.status().code());
+        reactor->Finish(ToGrpc(r.status()));
+      });
     });
     return reactor;
   }
@@ -347,29 +360,12 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* Allocate(grpc::CallbackServerContext* ctx,
                                        const v1::AllocateRequest* req,
                                        v1::AllocateResponse* resp) override {
-      // A long poll (AllocateRequest.wait_ms) may be answered later, from the RM loop; the
-      // call's recorded duration then includes the time it was held.
+      // A long poll (AllocateRequest.wait_ms) may be answered later, from the RM loop.
       v1::Token t = TokenOf(ctx);
-      grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-      const auto start = std::chrono::steady_clock::now();
-      RmServer* s = s_;
-      s->loop_.Post([s, t, req, resp, ctx, reactor, start] {
-        const char* method = "AmService/Allocate";
-        if (!s->rm_) {
-          grpc::Status st = s->StandbyStatus(ctx);
-          s->RecordRpc(method, start, static_cast<absl::StatusCode>(st.error_code()));
-          reactor->Finish(st);
-          return;
-        }
-        s->rm_->Allocate(t, *req,
-                         [s, resp, reactor, start, method](
-                             absl::StatusOr<v1::AllocateResponse> r) {
-                           if (r.ok()) *resp = *std::move(r);
-                           s->RecordRpc(method, start, r.status().code());
-                           reactor->Finish(ToGrpc(r.status()));
+      return OnLoopLater(s_, "AmService/Allocate", ctx, resp,
+                         [t, req](ResourceManager& rm, auto reply) {
+                           rm.Allocate(t, *req, std::move(reply));
                          });
-      });
-      return reactor;
     }
     grpc::ServerUnaryReactor* FinishApplicationMaster(
         grpc::CallbackServerContext* ctx, const v1::FinishApplicationMasterRequest* req,

@@ -87,4 +87,16 @@ absl::StatusOr<MungeCredential> MungeDecode(absl::string_view socket,
   return out;
 }
 
+absl::StatusOr<UnixUser> MungeClientUser(absl::string_view socket, absl::string_view credential) {
+  absl::StatusOr<MungeCredential> cred = MungeDecode(socket, credential);
+  if (!cred.ok()) return cred.status();
+  if (cred->payload != kClientMungePayload)
+    return absl::UnauthenticatedError("MUNGE credential was not made for a Weft client call");
+  absl::StatusOr<UnixUser> user = LookUpUser(cred->uid);
+  if (!user.ok())
+    return absl::UnauthenticatedError(
+        absl::StrCat("MUNGE credential of uid ", cred->uid, ": ", user.status().message()));
+  return user;
+}
+
 }  // namespace weft::security

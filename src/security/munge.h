@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "security/user_identity.h"
 
 namespace weft::security {
 
@@ -37,6 +38,15 @@ struct MungeCredential {
 // message); Unavailable when munged cannot be reached.
 absl::StatusOr<MungeCredential> MungeDecode(absl::string_view socket,
                                             absl::string_view credential);
+
+// The payload sealed in a Weft client's credentials (the CLI's, and `weft app logs`'s to the
+// web servers); a credential with another payload is refused.
+inline constexpr char kClientMungePayload[] = "weft-client";
+
+// The user a Weft client's `credential` proves: opened (MungeDecode), its payload checked
+// (kClientMungePayload) and its uid looked up. Unauthenticated for any credential that does not
+// prove a known user; Unavailable when munged cannot be reached.
+absl::StatusOr<UnixUser> MungeClientUser(absl::string_view socket, absl::string_view credential);
 
 }  // namespace weft::security
 

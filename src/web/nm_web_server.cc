@@ -29,21 +29,12 @@ bool ValidAppId(absl::string_view id) {
                      [](char c) { return c == '_' || absl::ascii_isdigit(c); });
 }
 
-// The payload of a Weft client's MUNGE credential (rm/client_auth.h kMungePayload).
-constexpr char kMungePayload[] = "weft-client";
-
 absl::StatusOr<LogReader> MungeReader(const NmWebOptions& options, const HttpRequest& req) {
   const std::string credential = req.Header("x-weft-munge-credential");
   if (credential.empty()) return LogReader{};  // anonymous
-  absl::StatusOr<security::MungeCredential> cred =
-      security::MungeDecode(options.munge_socket, credential);
-  if (!cred.ok()) return cred.status();
-  if (cred->payload != kMungePayload)
-    return absl::UnauthenticatedError("MUNGE credential was not made for a Weft client call");
-  absl::StatusOr<security::UnixUser> user = security::LookUpUser(cred->uid);
-  if (!user.ok())
-    return absl::UnauthenticatedError(
-        absl::StrCat("MUNGE credential of uid ", cred->uid, ": ", user.status().message()));
+  absl::StatusOr<security::UnixUser> user =
+      security::MungeClientUser(options.munge_socket, credential);
+  if (!user.ok()) return user.status();
   LogReader reader;
   reader.user = user->name;
   reader.groups = user->groups;
