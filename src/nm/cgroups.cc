@@ -151,11 +151,12 @@ class CgroupsHandlerBase : public CgroupsHandler {
     std::string context = absl::StrCat("creating cgroup of container ", container_id);
     if (absl::Status s = ValidateContainerId(container_id); !s.ok()) return s;
     if (limits.memory_bytes < 0 || limits.cpu_weight < 0 || limits.cpu_quota_us < 0 ||
-        limits.cpu_period_us < 0) {
+        limits.cpu_period_us < 0 || limits.pids_max < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat(context, ": negative limit (memory_bytes=", limits.memory_bytes,
                        " cpu_weight=", limits.cpu_weight, " cpu_quota_us=", limits.cpu_quota_us,
-                       " cpu_period_us=", limits.cpu_period_us, ")"));
+                       " cpu_period_us=", limits.cpu_period_us, " pids_max=", limits.pids_max,
+                       ")"));
     }
     std::vector<std::string> created;
     for (const std::string& dir : GroupDirs(container_id)) {
@@ -231,6 +232,16 @@ class CgroupsHandlerBase : public CgroupsHandler {
     return pids;
   }
 
+  absl::StatusOr<int64_t> PidsLimitHits(absl::string_view container_id) override {
+    if (absl::Status s = CheckExists(container_id); !s.ok()) return s;
+    if (!HasController("pids")) return 0;
+    const std::string events = Path("pids", container_id) + "/pids.events";
+    if (!env_->PathExists(events)) return 0;  // kernels before 4.6
+    absl::StatusOr<std::optional<int64_t>> hits = ReadStatField(env_, events, "max");
+    if (!hits.ok()) return hits.status();
+    return hits->value_or(0);
+  }
+
   absl::Status RemoveHierarchy() override {
     for (const std::string& dir : GroupDirs("")) {
       absl::Status s = env_->RemoveDir(dir);
@@ -261,6 +272,12 @@ class CgroupsHandlerBase : public CgroupsHandler {
       return absl::NotFoundError(absl::StrCat("container ", container_id, " has no cgroup"));
     }
     return absl::OkStatus();
+  }
+
+  // pids.max (the same file on v1 and v2); nothing when unlimited or not usable.
+  absl::Status ApplyPidsLimit(absl::string_view id, const CgroupLimits& limits) {
+    if (limits.pids_max <= 0 || !HasController("pids")) return absl::OkStatus();
+    return Write("pids", id, "pids.max", absl::StrCat(limits.pids_max));
   }
 
   // Writes `value` to `file` in the container's group of `controller`.
@@ -325,6 +342,7 @@ class CgroupsV1Handler : public CgroupsHandlerBase {
 
  protected:
   absl::Status ApplyLimits(absl::string_view id, const CgroupLimits& limits) override {
+    if (absl::Status s = ApplyPidsLimit(id, limits); !s.ok()) return s;
     if (HasController("memory") && limits.memory_bytes > 0) {
       std::string bytes = absl::StrCat(limits.memory_bytes);
       if (absl::Status s = Write("memory", id, "memory.limit_in_bytes", bytes); !s.ok()) return s;
@@ -406,6 +424,7 @@ class CgroupsV2Handler : public CgroupsHandlerBase {
 
  protected:
   absl::Status ApplyLimits(absl::string_view id, const CgroupLimits& limits) override {
+    if (absl::Status s = ApplyPidsLimit(id, limits); !s.ok()) return s;
     if (HasController("memory") && limits.memory_bytes > 0) {
       absl::Status s = Write("memory", id, "memory.max", absl::StrCat(limits.memory_bytes));
       if (!s.ok()) return s;
@@ -599,6 +618,8 @@ absl::StatusOr<std::vector<pid_t>> CgroupsHandler::Processes(absl::string_view c
   return absl::UnimplementedError(
       absl::StrCat("listing processes of cgroup ", container_id, ": not supported"));
 }
+
+absl::StatusOr<int64_t> CgroupsHandler::PidsLimitHits(absl::string_view) { return 0; }
 
 absl::Status DestroyCgroupDirs(const std::vector<std::string>& dirs, OsEnv* env) {
   for (const std::string& dir : dirs) {

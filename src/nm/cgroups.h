@@ -49,6 +49,10 @@ struct CgroupLimits {
   // the container's packets are tagged with (see nm/traffic_controller.h). 0: untagged.
   // Create fails when it is set and the net_cls controller is not usable.
   uint32_t net_cls_classid = 0;
+  // Most tasks (processes and threads) the group may hold at once: pids.max of the pids
+  // controller (v1 and v2). A fork or clone beyond it fails with EAGAIN. Not enforced when the
+  // pids controller is not usable (missing_features() says so).
+  int64_t pids_max = 0;
 };
 
 // A container's resource usage. nullopt: the controller that measures it is not usable.
@@ -95,6 +99,10 @@ class CgroupsHandler {
   // in memory.events). False when the memory controller is not usable. NotFound when the
   // container has no group. Read it before Destroy.
   virtual absl::StatusOr<bool> OomKilled(absl::string_view container_id) = 0;
+  // How many forks the pids limit has refused in the container's group (pids.events "max"),
+  // 0 when the pids controller is not usable. NotFound when the container has no group. Read
+  // it before Destroy. The default implementation returns 0.
+  virtual absl::StatusOr<int64_t> PidsLimitHits(absl::string_view container_id);
   // SIGKILLs whatever still runs in the container's groups, then removes them. Idempotent: OK
   // when they do not exist. Blocks until the tasks are gone, at most about 2 s; then
   // DeadlineExceeded naming the remaining pids.

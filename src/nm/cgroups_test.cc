@@ -290,6 +290,44 @@ TEST_F(FakeTreeTest, V1CreateLimitsUsageOomAndDestroy) {
   EXPECT_FALSE(std::filesystem::exists(root_ + "/memory/weft"));
 }
 
+TEST_F(FakeTreeTest, V1PidsLimitAndItsRefusedForks) {
+  for (const char* name : {"cpu", "memory", "pids"}) MakeV1Controller(name);
+  absl::StatusOr<std::unique_ptr<CgroupsHandler>> handler = DetectCgroups(root_, "weft", &env_);
+  ASSERT_TRUE(handler.ok()) << handler.status();
+  CgroupsHandler& h = **handler;
+  const std::string pids = root_ + "/pids/weft/c1";
+  ASSERT_TRUE(h.Create("c1", {.memory_bytes = 64 << 20, .pids_max = 512}).ok());
+  EXPECT_EQ(Slurp(pids + "/pids.max"), "512");
+  ASSERT_TRUE(h.AddProcess("c1", 4242).ok());
+  EXPECT_EQ(Slurp(pids + "/cgroup.procs"), "4242");
+  EXPECT_EQ(h.PidsLimitHits("c1").value_or(-1), 0) << "no pids.events yet: nothing refused";
+  Put(pids + "/pids.events", "max 7\n");
+  EXPECT_EQ(h.PidsLimitHits("c1").value_or(-1), 7);
+  for (const char* name : {"cpu", "memory", "pids"})
+    Put(absl::StrCat(root_, "/", name, "/weft/c1/cgroup.procs"), "");
+  ASSERT_TRUE(h.Destroy("c1").ok());
+  EXPECT_FALSE(std::filesystem::exists(pids));
+  EXPECT_EQ(h.PidsLimitHits("c1").status().code(), absl::StatusCode::kNotFound);
+
+  // Negative: refused like the other limits.
+  absl::Status s = h.Create("c2", {.pids_max = -1});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("pids_max=-1"));
+}
+
+TEST_F(FakeTreeTest, MissingPidsControllerIsReportedAndItsLimitNotWritten) {
+  for (const char* name : {"cpu", "memory"}) MakeV1Controller(name);
+  absl::StatusOr<std::unique_ptr<CgroupsHandler>> handler = DetectCgroups(root_, "weft", &env_);
+  ASSERT_TRUE(handler.ok()) << handler.status();
+  CgroupsHandler& h = **handler;
+  EXPECT_FALSE(h.HasController("pids"));
+  EXPECT_THAT(h.missing_features(),
+              Contains("cgroup v1 controller pids not mounted under " + root_));
+  ASSERT_TRUE(h.Create("c1", {.pids_max = 512}).ok());
+  EXPECT_EQ(h.PidsLimitHits("c1").value_or(-1), 0);
+  ASSERT_TRUE(h.Destroy("c1").ok());
+}
+
 TEST_F(FakeTreeTest, CreateRejectsBadIdsAndNegativeLimits) {
   MakeV1Controller("memory");
   absl::StatusOr<std::unique_ptr<CgroupsHandler>> handler = DetectCgroups(root_, "weft", &env_);
@@ -326,8 +364,12 @@ TEST_F(FakeTreeTest, V2EnablesControllersAndReportsMissingOnes) {
   ASSERT_TRUE(h.Create("c1", {.memory_bytes = 64 << 20,
                               .cpu_weight = 2 * kCpuSharesPerVcore,
                               .cpu_quota_us = 50000,
-                              .cpu_period_us = 200000})
+                              .cpu_period_us = 200000,
+                              .pids_max = 1024})
                   .ok());
+  EXPECT_EQ(Slurp(dir + "/pids.max"), "1024");
+  Put(dir + "/pids.events", "max 2\n");
+  EXPECT_EQ(h.PidsLimitHits("c1").value_or(-1), 2);
   EXPECT_EQ(Slurp(dir + "/memory.max"), "67108864");
   EXPECT_EQ(Slurp(dir + "/memory.swap.max"), "0");
   EXPECT_EQ(Slurp(dir + "/cpu.weight"), "79");

@@ -10,9 +10,11 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "nm/spawn_child.h"
 
 namespace weft::nm {
 namespace {
@@ -43,6 +45,40 @@ std::string DescribeEnd(const ProcessStatus& status) {
 }
 
 bool IsAbsolute(absl::string_view path) { return !path.empty() && path.front() == '/'; }
+
+// "312 MB", "0.5 MB", "1.2 MB" (MB = 2^20 bytes, as the --*-mb flags count).
+std::string FormatMb(int64_t bytes) {
+  constexpr int64_t kMb = int64_t{1} << 20;
+  const int64_t tenths = bytes / kMb * 10 + (bytes % kMb) * 10 / kMb;
+  if (tenths % 10 == 0 || tenths >= 1000) return absl::StrCat(tenths / 10, " MB");
+  return absl::StrCat(tenths / 10, ".", tenths % 10, " MB");
+}
+
+// The processes below `root` (not `root` itself), from /proc; empty when /proc is unreadable.
+std::vector<pid_t> Descendants(OsEnv* env, pid_t root) {
+  absl::StatusOr<std::vector<std::string>> names = env->ListDir("/proc");
+  if (!names.ok()) return {};
+  absl::flat_hash_map<pid_t, std::vector<pid_t>> children;
+  for (const std::string& name : *names) {
+    int pid = 0;
+    if (!absl::SimpleAtoi(name, &pid) || pid <= 0) continue;
+    absl::StatusOr<ProcessInfo> info = ReadProcessInfo(env, pid);
+    if (info.ok() && !info->Ended()) children[info->parent].push_back(pid);
+  }
+  std::vector<pid_t> found;
+  std::vector<pid_t> pending = {root};
+  while (!pending.empty() && found.size() < names->size()) {
+    const pid_t parent = pending.back();
+    pending.pop_back();
+    auto it = children.find(parent);
+    if (it == children.end()) continue;
+    for (pid_t child : it->second) {
+      found.push_back(child);
+      pending.push_back(child);
+    }
+  }
+  return found;
+}
 
 absl::Status ValidateSpec(const LaunchSpec& spec) {
   if (absl::Status s = ValidateContainerId(spec.container_id); !s.ok()) return s;
@@ -141,6 +177,7 @@ absl::StatusOr<pid_t> ContainerExecutor::Launch(const LaunchSpec& spec) {
   options.stdout_path = absl::StrCat(spec.log_dir, "/stdout");
   options.stderr_path = absl::StrCat(spec.log_dir, "/stderr");
   options.run_as = spec.run_as;
+  if (monitored) options.log_limit_bytes = std::max<int64_t>(spec.log_limit_bytes, 0);
 
   auto join_cgroups = [&](pid_t child) {
     return cgroups_ != nullptr ? cgroups_->AddProcess(spec.container_id, child) : absl::OkStatus();
@@ -171,6 +208,13 @@ absl::StatusOr<pid_t> ContainerExecutor::Launch(const LaunchSpec& spec) {
   container.state_dir = spec.state_dir;
   container.work_dir = spec.work_dir;
   container.memory_limit_bytes = spec.limits.memory_bytes;
+  container.disk_limit_bytes = std::max<int64_t>(spec.disk_limit_bytes, 0);
+  container.pids_max = spec.limits.pids_max;
+  container.log_limit_bytes =
+      monitored && spec.log_limit_bytes > 0
+          ? std::max<int64_t>(spec.log_limit_bytes, spawn_internal::kMinLogLimitBytes)
+          : 0;
+  container.next_disk_check_ms = env_->NowMs() + kDiskCheckIntervalMs;
   return started.pid;
 }
 
@@ -200,6 +244,11 @@ absl::Status ContainerExecutor::Adopt(const AdoptSpec& spec) {
   container.state_dir = spec.state_dir;
   container.work_dir = spec.work_dir;
   container.memory_limit_bytes = spec.memory_limit_bytes;
+  container.disk_limit_bytes = std::max<int64_t>(spec.disk_limit_bytes, 0);
+  container.pids_max = spec.pids_max;
+  container.log_limit_bytes =
+      spec.log_limit_bytes > 0 ? std::max<int64_t>(spec.log_limit_bytes, spawn_internal::kMinLogLimitBytes) : 0;
+  container.next_disk_check_ms = env_->NowMs();  // at the first Reap: it ran unwatched
   return absl::OkStatus();
 }
 
@@ -258,13 +307,13 @@ void ContainerExecutor::Stop(absl::string_view container_id, int64_t grace_ms) {
   if (container.sigkill_sent) return;
   const int64_t now = env_->NowMs();
   if (grace_ms <= 0) {
-    (void)env_->Kill(-container.pid, SIGKILL);
+    SignalAll(container, SIGKILL);
     container.sigkill_sent = true;
     container.grace_ms = 0;
     return;
   }
   if (!container.sigterm_sent) {
-    (void)env_->Kill(-container.pid, SIGTERM);  // NotFound: it is exiting; Reap will tell
+    SignalAll(container, SIGTERM);  // NotFound: it is exiting; Reap will tell
     container.sigterm_sent = true;
   }
   if (container.kill_deadline_ms < 0 || now + grace_ms < container.kill_deadline_ms) {
@@ -281,8 +330,12 @@ std::vector<ContainerExit> ContainerExecutor::Reap() {
     ids.push_back(id);
     if (!container.sigkill_sent && container.kill_deadline_ms >= 0 &&
         now >= container.kill_deadline_ms) {
-      (void)env_->Kill(-container.pid, SIGKILL);
+      SignalAll(container, SIGKILL);
       container.sigkill_sent = true;
+    }
+    if (!container.sigkill_sent && container.disk_limit_bytes > 0 &&
+        now >= container.next_disk_check_ms) {
+      CheckDisk(container, now);
     }
   }
   std::sort(ids.begin(), ids.end());
@@ -305,6 +358,36 @@ std::vector<ContainerExit> ContainerExecutor::Reap() {
     }
   }
   return exits;
+}
+
+void ContainerExecutor::SignalAll(const Container& container, int sig) {
+  // The group first: the usual case, one call. An adopted container's group id may have been
+  // reused only once its monitor is gone, and then it has no descendants either.
+  (void)env_->Kill(-container.pid, sig);
+  const pid_t root = container.monitor_pid > 0 ? container.monitor_pid : container.pid;
+  for (pid_t pid : Descendants(env_, root)) (void)env_->Kill(pid, sig);
+}
+
+void ContainerExecutor::CheckDisk(Container& container, int64_t now) {
+  container.next_disk_check_ms = now + kDiskCheckIntervalMs;
+  absl::StatusOr<DiskUsage> usage =
+      env_->MeasureDiskUsage(container.work_dir, kDiskCheckMaxEntries);
+  if (!usage.ok()) return;  // e.g. not created yet, or removed: looked at again next time
+  if (usage->truncated) {
+    container.limit_kill = absl::StrCat(
+        "Container killed: its work dir holds more than ", kDiskCheckMaxEntries,
+        " files and directories, more than the disk limit of ",
+        FormatMb(container.disk_limit_bytes), " (--container-disk-limit-mb) lets it count");
+  } else if (usage->bytes > container.disk_limit_bytes) {
+    container.limit_kill = absl::StrCat("Container killed: its work dir used ",
+                                        FormatMb(usage->bytes), ", over the disk limit of ",
+                                        FormatMb(container.disk_limit_bytes),
+                                        " (--container-disk-limit-mb)");
+  } else {
+    return;
+  }
+  SignalAll(container, SIGKILL);
+  container.sigkill_sent = true;
 }
 
 std::optional<absl::StatusOr<ProcessStatus>> ContainerExecutor::ReadExitFile(
@@ -379,6 +462,8 @@ ContainerExit ContainerExecutor::Finish(const std::string& id, Container& contai
   }
   if (kill_group) (void)env_->Kill(-container.pid, SIGKILL);
   std::vector<std::string> problems;
+  // Limits it hit without being ended by them.
+  std::vector<std::string> notes;
   if (cgroups_ != nullptr) {
     absl::StatusOr<bool> oom = cgroups_->OomKilled(id);
     if (oom.ok()) {
@@ -386,13 +471,40 @@ ContainerExit ContainerExecutor::Finish(const std::string& id, Container& contai
     } else {
       problems.push_back(absl::StrCat("reading its OOM state failed: ", oom.status().message()));
     }
+    absl::StatusOr<int64_t> refused = cgroups_->PidsLimitHits(id);
+    if (refused.ok() && *refused > 0) {
+      notes.push_back(absl::StrCat("pids limit of ", container.pids_max, " reached: ", *refused,
+                                   *refused == 1 ? " fork" : " forks",
+                                   " refused (--container-pids-per-vcore, --container-pids-max)"));
+    }
     if (absl::Status s = cgroups_->Destroy(id); !s.ok()) {
       problems.push_back(absl::StrCat("removing its cgroup failed: ", s.message()));
     }
   }
 
+  if (!container.state_dir.empty()) {
+    absl::StatusOr<std::string> text =
+        env_->ReadFile(absl::StrCat(container.state_dir, "/", kMonitorLogsFile));
+    absl::StatusOr<LogsDropped> dropped =
+        text.ok() ? ParseLogsDroppedFile(*text) : absl::StatusOr<LogsDropped>(text.status());
+    if (dropped.ok()) {
+      const std::pair<const char*, int64_t> streams[] = {{"stdout", dropped->stdout_bytes},
+                                                          {"stderr", dropped->stderr_bytes}};
+      for (const auto& [name, bytes] : streams) {
+        if (bytes <= 0) continue;
+        notes.push_back(absl::StrCat(name, " truncated: its oldest ", FormatMb(bytes),
+                                     " dropped, over the log limit of ",
+                                     FormatMb(container.log_limit_bytes),
+                                     " (--container-log-limit-mb)"));
+      }
+    }
+  }
+
   const std::string code = absl::StrCat("exit code ", exit.exit_code);
-  if (exit.oom_killed) {
+  if (!container.limit_kill.empty()) {
+    exit.disk_limit_exceeded = true;
+    exit.diagnostics = absl::StrCat(container.limit_kill, " (", code, ")");
+  } else if (exit.oom_killed) {
     exit.diagnostics =
         container.memory_limit_bytes > 0
             ? absl::StrCat("Container killed: exceeded its memory limit of ",
@@ -410,6 +522,9 @@ ContainerExit ContainerExecutor::Finish(const std::string& id, Container& contai
         absl::StrCat("Container killed by ", SignalName(status.signal), " (", code, ")");
   } else if (status.exit_code != 0) {
     exit.diagnostics = absl::StrCat("Container exited with code ", status.exit_code);
+  }
+  for (const std::string& note : notes) {
+    absl::StrAppend(&exit.diagnostics, exit.diagnostics.empty() ? "" : "; ", note);
   }
   for (const std::string& problem : problems) {
     absl::StrAppend(&exit.diagnostics, exit.diagnostics.empty() ? "" : "; ", problem);

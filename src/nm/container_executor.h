@@ -53,6 +53,15 @@ struct LaunchSpec {
   // process is forked: e.g. to record the monitor durably. An error fails the launch (nothing
   // is left running). Only with state_dir.
   std::function<absl::Status(pid_t monitor_pid)> on_monitor_started;
+  // Most bytes work_dir may use on disk (allocated blocks, counted by a walk every
+  // kDiskCheckIntervalMs, at most kDiskCheckMaxEntries entries); above it, or with more
+  // entries than that, the container is killed (SIGKILL) and its diagnostics say why. 0 = no
+  // limit.
+  int64_t disk_limit_bytes = 0;
+  // Bytes of stdout and of stderr each kept in log_dir (SpawnOptions::log_limit_bytes): the
+  // newest output, after a note of what was dropped. Only with state_dir (the monitor enforces
+  // it). 0 = no limit.
+  int64_t log_limit_bytes = 0;
 };
 
 // A container whose processes a previous executor (a previous NM) launched with a state_dir,
@@ -70,7 +79,17 @@ struct AdoptSpec {
   std::string state_dir;  // where the monitor writes its exit file
   std::string work_dir;
   int64_t memory_limit_bytes = 0;  // for the OOM diagnostics
+  // As in LaunchSpec: enforced from now on (disk), or for the diagnostics (pids: the cgroup
+  // keeps its limit; logs: the monitor keeps enforcing what it was started with).
+  int64_t disk_limit_bytes = 0;
+  int64_t pids_max = 0;
+  int64_t log_limit_bytes = 0;
 };
+
+// How often Reap measures a container's work dir against its disk limit, ms.
+inline constexpr int64_t kDiskCheckIntervalMs = 1000;
+// Most entries one measurement visits; a work dir with more is over its limit.
+inline constexpr int64_t kDiskCheckMaxEntries = 1'000'000;
 
 inline constexpr char kDefaultContainerPath[] =
     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -92,8 +111,13 @@ struct ContainerExit {
   // The memory cgroup's OOM killer killed a process of the container. The main process may
   // still have exited normally (a shell whose child was killed exits 137).
   bool oom_killed = false;
+  // Killed by the executor for using more disk than its limit (LaunchSpec::disk_limit_bytes).
+  bool disk_limit_exceeded = false;
   // For people: why it ended, e.g. "Container killed: exceeded its memory limit of 64 MiB
-  // (exit code 137)". Empty for a clean exit 0. Cleanup problems are appended.
+  // (exit code 137)", or "Container killed: its work dir used 312 MB, over the disk limit of
+  // 256 MB (--container-disk-limit-mb) (exit code 137)". Limits that were hit without ending
+  // it are appended: forks refused by the pids limit, output dropped by the log limit. Empty
+  // for a clean exit 0 that hit no limit. Cleanup problems are appended.
   std::string diagnostics;
 };
 
@@ -148,13 +172,16 @@ class ContainerExecutor {
   // one that has already been reaped.
   absl::Status Signal(absl::string_view container_id, int sig);
 
-  // Asks the container to stop: SIGTERM to its process group now, SIGKILL to the group once
+  // Asks the container to stop: SIGTERM to its process group and to every descendant of its
+  // monitor (processes that left the group: setsid, double forks) now, SIGKILL to them once
   // `grace_ms` milliseconds have passed, sent by the first Reap() at or after that time
-  // (grace_ms <= 0: SIGKILL now). A second Stop keeps the earlier deadline. No-op for unknown
-  // or already reaped containers.
+  // (grace_ms <= 0: SIGKILL now). Whatever is left when the main process has ended, the
+  // monitor kills before it records the end (spawn_child.h). A second Stop keeps the earlier
+  // deadline. No-op for unknown or already reaped containers.
   void Stop(absl::string_view container_id, int64_t grace_ms);
 
-  // Does not wait for running containers. Sends due SIGKILLs (see Stop), then collects every
+  // Does not wait for running containers. Sends due SIGKILLs (see Stop), measures the work
+  // dirs that are due against their disk limits (killing those over it), then collects every
   // container whose main process has ended: kills what remains of its process group, reads
   // the OOM state and destroys its cgroups (which waits for those leftovers to die, normally
   // well under a millisecond, at most about 2 s). Each exit is returned exactly once, in id
@@ -182,6 +209,13 @@ class ContainerExecutor {
     std::string state_dir;            // with a monitor
     std::string work_dir;
     int64_t memory_limit_bytes = 0;
+    int64_t disk_limit_bytes = 0;
+    int64_t pids_max = 0;
+    int64_t log_limit_bytes = 0;
+    int64_t next_disk_check_ms = 0;
+    // Why the executor killed it for a limit ("" = it did not), e.g. "Container killed: its
+    // work dir used ...".
+    std::string limit_kill;
     bool running = true;
     int64_t kill_deadline_ms = -1;  // when Stop's SIGKILL is due; -1: not stopping
     int64_t grace_ms = 0;
@@ -193,6 +227,11 @@ class ContainerExecutor {
   // `token_env` gets WEFT_TOKEN_FILE_<NAME> for each token.
   absl::Status PrepareDirs(const LaunchSpec& spec, std::map<std::string, std::string>* token_env);
 
+  // Sends `sig` to the container's process group and to every descendant of its monitor (of
+  // its main process when it has none).
+  void SignalAll(const Container& container, int sig);
+  // Measures the work dir of a container whose disk check is due; kills it when over its limit.
+  void CheckDisk(Container& container, int64_t now);
   // Builds the report of a container whose main process ended with `status`, and releases
   // what remains of it (process group, cgroups).
   ContainerExit Finish(const std::string& id, Container& container, const ProcessStatus& status);

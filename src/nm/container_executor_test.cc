@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,6 +43,8 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::IsSupersetOf;
+using ::testing::Not;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
@@ -57,16 +61,29 @@ class FakeOs : public OsEnv {
   std::map<pid_t, std::optional<ProcessStatus>> processes;  // nullopt: running
   int64_t now_ms = 1000;
   pid_t next_pid = 500;
+  std::map<std::string, std::string> files;                     // what ReadFile finds
+  std::map<std::string, std::vector<std::string>> listings;     // what ListDir finds
+  std::map<std::string, DiskUsage> disk_usage;                  // what MeasureDiskUsage finds
+  std::vector<std::string> measured;                            // MeasureDiskUsage's paths
 
   absl::StatusOr<std::string> ReadFile(const std::string& path) override {
-    return absl::NotFoundError(path);
+    auto it = files.find(path);
+    if (it == files.end()) return absl::NotFoundError(path);
+    return it->second;
+  }
+  absl::StatusOr<DiskUsage> MeasureDiskUsage(const std::string& path, int64_t) override {
+    measured.push_back(path);
+    auto it = disk_usage.find(path);
+    if (it == disk_usage.end()) return absl::NotFoundError(path);
+    return it->second;
   }
   absl::Status WriteFile(const std::string&, absl::string_view) override {
     return absl::OkStatus();
   }
   bool PathExists(const std::string& path) override { return dirs.contains(path); }
-  absl::StatusOr<std::vector<std::string>> ListDir(const std::string&) override {
-    return std::vector<std::string>();
+  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& path) override {
+    auto it = listings.find(path);
+    return it == listings.end() ? std::vector<std::string>() : it->second;
   }
   absl::Status CreateDir(const std::string& path) override {
     dirs.insert(path);
@@ -137,6 +154,8 @@ class FakeCgroups : public CgroupsHandler {
   }
   absl::StatusOr<CgroupUsage> Usage(absl::string_view) override { return CgroupUsage(); }
   absl::StatusOr<bool> OomKilled(absl::string_view) override { return oom; }
+  absl::StatusOr<int64_t> PidsLimitHits(absl::string_view) override { return pids_hits; }
+  int64_t pids_hits = 0;
   absl::Status Destroy(absl::string_view id) override {
     destroyed.emplace_back(id);
     return absl::OkStatus();
@@ -298,6 +317,115 @@ TEST(ContainerExecutorFakeTest, DestructorKillsWhatStillRuns) {
   EXPECT_THAT(os.kills, UnorderedElementsAre(Pair(-500, SIGKILL), Pair(-501, SIGKILL)));
   EXPECT_THAT(os.processes, IsEmpty()) << "both reaped";
   EXPECT_EQ(cgroups.destroyed.size(), 2u);
+}
+
+// "<pid> (<comm>) S <parent> ..." with the 20 fields after the command ParseProcessStat needs.
+std::string StatLine(pid_t pid, pid_t parent) {
+  return absl::StrCat(pid, " (sleep) S ", parent, " 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777");
+}
+
+TEST(ContainerExecutorFakeTest, StopSignalsTheGroupAndEveryProcessThatLeftIt) {
+  FakeOs os;
+  FakeCgroups cgroups;
+  ContainerExecutor executor(&cgroups, &os);
+  ASSERT_TRUE(executor.Launch(FakeSpec("c1")).ok());  // pid 500
+  // 700 left the group (setsid) and forked 701; 702 belongs to somebody else.
+  os.listings["/proc"] = {"700", "701", "702", "self", "cpuinfo"};
+  os.files["/proc/700/stat"] = StatLine(700, 500);
+  os.files["/proc/701/stat"] = StatLine(701, 700);
+  os.files["/proc/702/stat"] = StatLine(702, 1);
+  executor.Stop("c1", 500);
+  EXPECT_THAT(os.kills, UnorderedElementsAre(Pair(-500, SIGTERM), Pair(700, SIGTERM),
+                                             Pair(701, SIGTERM)));
+  os.kills.clear();
+  os.now_ms += 500;
+  (void)executor.Reap();
+  EXPECT_THAT(os.kills, IsSupersetOf({Pair(-500, SIGKILL), Pair(700, SIGKILL),
+                                       Pair(701, SIGKILL)}));
+}
+
+TEST(ContainerExecutorFakeTest, DiskLimitKillsTheContainerWithADiagnosticNamingTheLimit) {
+  FakeOs os;
+  FakeCgroups cgroups;
+  ContainerExecutor executor(&cgroups, &os);
+  LaunchSpec spec = FakeSpec("c1");
+  spec.disk_limit_bytes = int64_t{256} << 20;
+  ASSERT_TRUE(executor.Launch(spec).ok());
+  os.disk_usage["/work/c1"] = DiskUsage{.bytes = int64_t{100} << 20, .entries = 3};
+  EXPECT_THAT(executor.Reap(), IsEmpty());
+  EXPECT_THAT(os.measured, IsEmpty()) << "not due before kDiskCheckIntervalMs";
+  os.now_ms += kDiskCheckIntervalMs;
+  EXPECT_THAT(executor.Reap(), IsEmpty());
+  EXPECT_THAT(os.measured, ElementsAre("/work/c1"));
+  EXPECT_THAT(os.kills, IsEmpty()) << "under its limit";
+
+  os.disk_usage["/work/c1"].bytes = int64_t{312} << 20;
+  os.now_ms += kDiskCheckIntervalMs;
+  std::vector<ContainerExit> exits = executor.Reap();
+  EXPECT_THAT(os.kills, Contains(Pair(-500, SIGKILL)));
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_TRUE(exits[0].disk_limit_exceeded);
+  EXPECT_EQ(exits[0].exit_code, 137);
+  EXPECT_EQ(exits[0].diagnostics,
+            "Container killed: its work dir used 312 MB, over the disk limit of 256 MB "
+            "(--container-disk-limit-mb) (exit code 137)");
+
+  // More entries than one check counts: over its limit too.
+  spec = FakeSpec("c2");
+  spec.disk_limit_bytes = int64_t{1} << 20;
+  ASSERT_TRUE(executor.Launch(spec).ok());  // pid 501
+  os.disk_usage["/work/c2"] = DiskUsage{.bytes = 4096, .entries = kDiskCheckMaxEntries,
+                                        .truncated = true};
+  os.now_ms += kDiskCheckIntervalMs;
+  exits = executor.Reap();
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_THAT(exits[0].diagnostics,
+              HasSubstr("its work dir holds more than 1000000 files and directories, more than "
+                        "the disk limit of 1 MB (--container-disk-limit-mb) lets it count"));
+
+  // No limit: never measured.
+  os.measured.clear();
+  ASSERT_TRUE(executor.Launch(FakeSpec("c3")).ok());
+  os.now_ms += 10 * kDiskCheckIntervalMs;
+  (void)executor.Reap();
+  EXPECT_THAT(os.measured, IsEmpty());
+}
+
+TEST(ContainerExecutorFakeTest, LimitsHitWithoutEndingTheContainerAreInItsDiagnostics) {
+  FakeOs os;
+  FakeCgroups cgroups;
+  ContainerExecutor executor(&cgroups, &os);
+  AdoptSpec adopt;
+  adopt.container_id = "c1";
+  adopt.pid = 600;
+  adopt.monitor_pid = 601;
+  adopt.state_dir = "/state/c1";
+  adopt.work_dir = "/work/c1";
+  adopt.pids_max = 512;
+  adopt.log_limit_bytes = int64_t{1} << 20;
+  ASSERT_TRUE(executor.Adopt(adopt).ok());
+  cgroups.pids_hits = 3;
+  os.files["/state/c1/exit_code"] = "exit 0\n";
+  os.files["/state/c1/logs_dropped"] = "stdout 209715200\nstderr 524288\n";
+  std::vector<ContainerExit> exits = executor.Reap();
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].exit_code, 0);
+  EXPECT_EQ(exits[0].diagnostics,
+            "pids limit of 512 reached: 3 forks refused (--container-pids-per-vcore, "
+            "--container-pids-max); stdout truncated: its oldest 200 MB dropped, over the log "
+            "limit of 1 MB (--container-log-limit-mb); stderr truncated: its oldest 0.5 MB "
+            "dropped, over the log limit of 1 MB (--container-log-limit-mb)");
+}
+
+TEST(MonitorFilesTest, LogsDroppedFileParses) {
+  absl::StatusOr<LogsDropped> both = ParseLogsDroppedFile("stdout 10\nstderr 20\n");
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ(both->stdout_bytes, 10);
+  EXPECT_EQ(both->stderr_bytes, 20);
+  EXPECT_EQ(ParseLogsDroppedFile("stderr 5\n")->stdout_bytes, 0);
+  EXPECT_FALSE(ParseLogsDroppedFile("stdin 5\n").ok());
+  EXPECT_FALSE(ParseLogsDroppedFile("stdout -5\n").ok());
+  EXPECT_FALSE(ParseLogsDroppedFile("stdout\n").ok());
 }
 
 // ---- Real processes.
@@ -895,6 +1023,215 @@ TEST_F(AdoptionTest, AReusedMonitorPidIsNotMistakenForTheMonitor) {
   }
   (void)kill(adopt.monitor_pid, SIGKILL);
   (void)kill(-adopt.pid, SIGKILL);
+}
+
+// ---- Container limits (pids, disk, logs) and leftovers without cgroups.
+
+// Sets $WEFT_CONTAINER_MONITOR for one scope: "fork" forks the monitor from this process, a
+// path starts that program.
+class ScopedMonitor {
+ public:
+  explicit ScopedMonitor(const char* monitor) { setenv("WEFT_CONTAINER_MONITOR", monitor, 1); }
+  ~ScopedMonitor() { unsetenv("WEFT_CONTAINER_MONITOR"); }
+};
+
+TEST_F(ContainerExecutorTest, LogLimitKeepsAtMostTheLimitOfAHugeOutputOnDisk) {
+  constexpr int64_t kLimit = 1 << 20;
+  int n = 0;
+  for (const char* monitor : {"fork", WEFT_CONTAINER_MONITOR_PATH}) {
+    SCOPED_TRACE(monitor);
+    ScopedMonitor scoped(monitor);
+    const std::string id = absl::StrCat("container_log_", n++);
+    // 20 MB of stdout, then a last line that must survive; a little stderr, under the limit.
+    LaunchSpec spec = Spec(id, {"/bin/sh", "-c",
+                                "head -c 20971520 /dev/zero | tr '\\0' x; echo; echo last-line; "
+                                "echo err >&2"});
+    spec.state_dir = absl::StrCat(base_, "/state/", id);
+    spec.log_limit_bytes = kLimit;
+    ASSERT_TRUE(executor_->Launch(spec).ok());
+    std::optional<ContainerExit> exit = ReapUntilExit(id, 60000);
+    ASSERT_TRUE(exit.has_value());
+    EXPECT_EQ(exit->exit_code, 0);
+    struct stat st;
+    ASSERT_EQ(stat((spec.log_dir + "/stdout").c_str(), &st), 0);
+    EXPECT_LE(st.st_size, kLimit);
+    EXPECT_LE(static_cast<int64_t>(st.st_blocks) * 512, kLimit + 64 * 1024) << "allocated";
+    const std::string out = Slurp(spec.log_dir + "/stdout");
+    EXPECT_TRUE(absl::StartsWith(out, "[weft: ")) << out.substr(0, 200);
+    EXPECT_THAT(out.substr(0, 200), HasSubstr("earlier bytes of this log were dropped: over the "
+                                              "1048576-byte container log limit]\n"));
+    EXPECT_TRUE(absl::EndsWith(out, "xxx\nlast-line\n")) << "the newest output is kept";
+    EXPECT_EQ(Slurp(spec.log_dir + "/stderr"), "err\n");
+    EXPECT_THAT(exit->diagnostics, HasSubstr("stdout truncated: its oldest 19"));
+    EXPECT_THAT(exit->diagnostics,
+                HasSubstr("MB dropped, over the log limit of 1 MB (--container-log-limit-mb)"));
+    EXPECT_THAT(exit->diagnostics, Not(HasSubstr("stderr")));
+  }
+}
+
+TEST_F(ContainerExecutorTest, DiskLimitKillsAContainerThatWritesPastIt) {
+  LaunchSpec spec = Spec("container_disk", {"/bin/sh", "-c",
+                                            "head -c 8388608 /dev/zero > big; exec sleep 100"});
+  spec.state_dir = absl::StrCat(base_, "/state/container_disk");
+  spec.disk_limit_bytes = 2 << 20;
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  std::optional<ContainerExit> exit = ReapUntilExit("container_disk", 30000);
+  ASSERT_TRUE(exit.has_value()) << "not killed";
+  EXPECT_TRUE(exit->disk_limit_exceeded);
+  EXPECT_EQ(exit->exit_code, 128 + SIGKILL);
+  EXPECT_THAT(exit->diagnostics, HasSubstr("Container killed: its work dir used 8"));
+  EXPECT_THAT(exit->diagnostics,
+              HasSubstr("over the disk limit of 2 MB (--container-disk-limit-mb) (exit code 137)"));
+
+  // Under the limit: runs to its end.
+  LaunchSpec small = Spec("container_disk_ok", {"/bin/sh", "-c", "head -c 4096 /dev/zero > f"});
+  small.state_dir = absl::StrCat(base_, "/state/container_disk_ok");
+  small.disk_limit_bytes = 2 << 20;
+  ASSERT_TRUE(executor_->Launch(small).ok());
+  exit = ReapUntilExit("container_disk_ok");
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 0);
+  EXPECT_EQ(exit->diagnostics, "");
+}
+
+TEST_F(ContainerExecutorTest, ForkBombStopsAtItsPidsLimitAndTheNodeGoesOn) {
+  if (cgroups_ == nullptr) GTEST_SKIP() << "no usable cgroups: " << cgroups_error_;
+  if (!cgroups_->HasController("pids")) {
+    GTEST_SKIP() << "no pids controller: " << absl::StrJoin(cgroups_->missing_features(), "; ");
+  }
+  constexpr int64_t kPidsMax = 40;
+  LaunchSpec spec =
+      Spec("container_bomb", {"/bin/bash", "-c", "bomb() { bomb | bomb & }; bomb; exec sleep 1000"});
+  spec.state_dir = absl::StrCat(base_, "/state/container_bomb");
+  spec.limits.pids_max = kPidsMax;
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  const std::string group = cgroups_->Path("pids", "container_bomb");
+  EXPECT_EQ(Slurp(group + "/pids.max"), absl::StrCat(kPidsMax, "\n"));
+  ASSERT_TRUE(PollUntil([&] { return cgroups_->PidsLimitHits("container_bomb").value_or(0) > 0; },
+                        20000))
+      << "the bomb never reached its limit";
+  int64_t current = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(Slurp(group + "/pids.current")),
+                               &current));
+  EXPECT_LE(current, kPidsMax);
+
+  // The node can still start work beside it.
+  LaunchSpec other = Spec("container_after_bomb", {"/bin/sh", "-c", "echo fine"});
+  other.state_dir = absl::StrCat(base_, "/state/container_after_bomb");
+  ASSERT_TRUE(executor_->Launch(other).ok());
+  std::optional<ContainerExit> exit = ReapUntilExit("container_after_bomb");
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 0);
+  EXPECT_EQ(Slurp(other.log_dir + "/stdout"), "fine\n");
+
+  executor_->Stop("container_bomb", 0);
+  exit = ReapUntilExit("container_bomb", 20000);
+  ASSERT_TRUE(exit.has_value()) << "the bomb was not stopped";
+  EXPECT_THAT(exit->diagnostics, HasSubstr(absl::StrCat("pids limit of ", kPidsMax, " reached: ")));
+  EXPECT_FALSE(std::filesystem::exists(group)) << "its cgroup is gone, and every task with it";
+}
+
+// A free TCP port on 127.0.0.1 (bound and released).
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) < 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// Whether a listening socket can be bound to 127.0.0.1:`port` now.
+bool CanListenOn(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 && listen(fd, 1) == 0;
+  close(fd);
+  return ok;
+}
+
+// Without cgroups, the monitor is what finds a container's processes: those that left its
+// process group (setsid), were orphaned (double fork) or ignore SIGTERM all end with it.
+TEST_F(ContainerExecutorTest, WithoutCgroupsStopLeavesNoProcessAndFreesItsPort) {
+  if (access("/usr/bin/perl", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/perl for the listener";
+  ScopedMonitor scoped(WEFT_CONTAINER_MONITOR_PATH);
+  ContainerExecutor executor(nullptr);
+  const int port = FreePort();
+  ASSERT_GT(port, 0);
+  const std::string listener = absl::StrCat(
+      "setsid /usr/bin/perl -MIO::Socket::INET -e '$s = IO::Socket::INET->new(LocalAddr => "
+      "\"127.0.0.1\", LocalPort => ",
+      port,
+      ", Listen => 5, ReuseAddr => 1) or die; open(F, \">listening\"); close(F); sleep 1000' & "
+      "echo $! > listener.pid; ");
+  LaunchSpec spec = Spec(
+      "container_nocg",
+      {"/bin/sh", "-c",
+       absl::StrCat("setsid sleep 1000 & echo $! > setsid.pid; "
+                    "sh -c 'sleep 1000 & echo $! > double.pid'; "
+                    "sh -c \"trap '' TERM; exec sleep 1000\" & echo $! > ignoring.pid; ",
+                    listener, "trap '' TERM; echo started > started; wait")});
+  spec.state_dir = absl::StrCat(base_, "/state/container_nocg");
+  ASSERT_TRUE(executor.Launch(spec).ok());
+  std::vector<pid_t> pids;
+  for (const char* file : {"setsid.pid", "double.pid", "ignoring.pid", "listener.pid"}) {
+    pids.push_back(ReadPidFile(spec.work_dir + "/" + file));
+    ASSERT_GT(pids.back(), 0) << file;
+  }
+  ASSERT_TRUE(PollUntil([&] { return std::filesystem::exists(spec.work_dir + "/listening"); }))
+      << Slurp(spec.log_dir + "/stderr");
+  EXPECT_FALSE(CanListenOn(port)) << "the container listens on " << port;
+
+  constexpr int64_t kGraceMs = 200;
+  executor.Stop("container_nocg", kGraceMs);
+  std::optional<ContainerExit> exit;
+  PollUntil(
+      [&] {
+        for (ContainerExit& e : executor.Reap()) exit = std::move(e);
+        return exit.has_value();
+      },
+      10000);
+  ASSERT_TRUE(exit.has_value()) << "not stopped";
+  EXPECT_EQ(exit->diagnostics,
+            "Container stopped: killed by SIGKILL after the 200 ms grace period (exit code 137)");
+  // Reported only once every descendant was gone: none is left, not even as a zombie.
+  for (pid_t pid : pids) {
+    EXPECT_FALSE(std::filesystem::exists(absl::StrCat("/proc/", pid))) << pid << " survived";
+  }
+  EXPECT_TRUE(CanListenOn(port)) << "port " << port << " is still taken";
+
+  // A container whose main process ends on its own takes its daemons with it too.
+  LaunchSpec done = Spec("container_nocg_done",
+                         {"/bin/sh", "-c",
+                          "setsid sleep 1000 & echo $! > setsid.pid; "
+                          "sh -c 'sleep 1000 & echo $! > double.pid'; exit 0"});
+  done.state_dir = absl::StrCat(base_, "/state/container_nocg_done");
+  ASSERT_TRUE(executor.Launch(done).ok());
+  exit.reset();
+  PollUntil(
+      [&] {
+        for (ContainerExit& e : executor.Reap()) exit = std::move(e);
+        return exit.has_value();
+      },
+      10000);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 0);
+  for (const char* file : {"setsid.pid", "double.pid"}) {
+    pid_t pid = ReadPidFile(done.work_dir + "/" + file);
+    ASSERT_GT(pid, 0) << file;
+    EXPECT_FALSE(std::filesystem::exists(absl::StrCat("/proc/", pid))) << file << " survived";
+  }
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 // NM's go, forks the container's program, records its pid and then how it ended.
 //
 // Not for people. Usage, with the descriptors already in place:
-//   weft-container-monitor PID_FILE EXIT_FILE WORK_DIR OOM_SCORE_ADJ|- UID:GID:G1,G2..|- PROGRAM ARGV0 [ARGS...]
+//   weft-container-monitor PID_FILE EXIT_FILE WORK_DIR OOM_SCORE_ADJ|- UID:GID:G1,G2..|-
+//                          LOG_LIMIT_BYTES LOGS_FILE PROGRAM ARGV0 [ARGS...]
+//   (LOG_LIMIT_BYTES 0: unlimited; LOGS_FILE: where dropped log bytes are recorded)
 //   fd 0, 1, 2: the program's stdin, stdout and stderr; fd 3: the report pipe (write end);
 //   fd 4: the go pipe (read end). The program's environment is this process's environment.
 // Exits with the program's status (128 + signal when it was killed), 127 on a failed step
@@ -61,7 +63,7 @@ bool ParseIds(const std::string& text, uid_t* uid, gid_t* gid, std::vector<gid_t
 int main(int argc, char** argv) {
   using weft::nm::spawn_internal::ChildArgs;
   using weft::nm::spawn_internal::MonitorArgs;
-  if (argc < 8) {
+  if (argc < 10) {
     const char usage[] =
         "weft-container-monitor: started by the NodeManager only (see its source for usage)\n";
     (void)!write(STDERR_FILENO, usage, sizeof(usage) - 1);
@@ -71,6 +73,12 @@ int main(int argc, char** argv) {
   const std::string exit_path = argv[2];
   const std::string pid_tmp = pid_path + ".tmp";
   const std::string exit_tmp = exit_path + ".tmp";
+  const std::string logs_path = argv[7];
+  const std::string logs_tmp = logs_path + ".tmp";
+  char* limit_end = nullptr;
+  errno = 0;
+  const long long log_limit = std::strtoll(argv[6], &limit_end, 10);
+  if (errno != 0 || *argv[6] == '\0' || *limit_end != '\0' || log_limit < 0) return 2;
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<gid_t> groups;
@@ -85,8 +93,8 @@ int main(int argc, char** argv) {
   program.stdout_fd = STDOUT_FILENO;
   program.stderr_fd = STDERR_FILENO;
   program.work_dir = argv[3];
-  program.program = argv[6];
-  program.argv = argv + 7;
+  program.program = argv[8];
+  program.argv = argv + 9;
   program.envp = environ;
   program.set_ids = set_ids;
   program.uid = uid;
@@ -103,5 +111,8 @@ int main(int argc, char** argv) {
   args.pid_tmp_path = pid_tmp.c_str();
   args.exit_path = exit_path.c_str();
   args.exit_tmp_path = exit_tmp.c_str();
+  args.log_limit_bytes = log_limit;
+  args.logs_path = logs_path.c_str();
+  args.logs_tmp_path = logs_tmp.c_str();
   weft::nm::spawn_internal::RunMonitor(args);
 }

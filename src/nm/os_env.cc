@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <set>
 #include <system_error>
 #include <utility>
 
@@ -269,6 +270,51 @@ class PosixOsEnv : public OsEnv {
     return absl::OkStatus();
   }
 
+  absl::StatusOr<DiskUsage> MeasureDiskUsage(const std::string& path,
+                                             int64_t max_entries) override {
+    struct stat top;
+    if (lstat(path.c_str(), &top) < 0) return ErrnoError(errno, "stat", path);
+    DiskUsage usage;
+    std::set<std::pair<dev_t, ino_t>> linked;  // inodes with several names
+    auto count = [&](const struct stat& st) {
+      ++usage.entries;
+      if (!S_ISDIR(st.st_mode) && st.st_nlink > 1 && !linked.insert({st.st_dev, st.st_ino}).second)
+        return;
+      usage.bytes += static_cast<int64_t>(st.st_blocks) * 512;
+    };
+    count(top);
+    if (!S_ISDIR(top.st_mode)) return usage;
+    std::vector<std::string> pending = {path};
+    while (!pending.empty()) {
+      const std::string dir_path = std::move(pending.back());
+      pending.pop_back();
+      int fd = open(dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0) continue;  // gone meanwhile, or unreadable
+      DIR* dir = fdopendir(fd);
+      if (dir == nullptr) {
+        close(fd);
+        continue;
+      }
+      while (struct dirent* entry = readdir(dir)) {
+        absl::string_view name = entry->d_name;
+        if (name == "." || name == "..") continue;
+        if (usage.entries >= max_entries) {
+          usage.truncated = true;
+          break;
+        }
+        struct stat st;
+        if (fstatat(fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
+        count(st);
+        if (S_ISDIR(st.st_mode) && st.st_dev == top.st_dev) {
+          pending.push_back(absl::StrCat(dir_path, "/", name));
+        }
+      }
+      closedir(dir);
+      if (usage.truncated) break;
+    }
+    return usage;
+  }
+
   absl::Status RemoveDir(const std::string& path) override {
     if (rmdir(path.c_str()) < 0) return ErrnoError(errno, "rmdir", path);
     return absl::OkStatus();
@@ -350,6 +396,11 @@ class PosixOsEnv : public OsEnv {
     args.pid_tmp_path = pid_tmp.c_str();
     args.exit_path = exit_path.c_str();
     args.exit_tmp_path = exit_tmp.c_str();
+    const std::string logs_path = absl::StrCat(state_dir, "/", kMonitorLogsFile);
+    const std::string logs_tmp = logs_path + ".tmp";
+    args.log_limit_bytes = std::max<int64_t>(options.log_limit_bytes, 0);
+    args.logs_path = logs_path.c_str();
+    args.logs_tmp_path = logs_tmp.c_str();
     pid_t monitor = 0;
     if (const std::string binary = MonitorBinary(); !binary.empty()) {
       absl::StatusOr<pid_t> spawned = SpawnMonitorBinary(binary, *prepared, options, oom_score_adj,
@@ -455,11 +506,13 @@ class PosixOsEnv : public OsEnv {
 
     absl::StatusOr<UniqueFd> in = OpenAbove2("/dev/null", O_RDONLY, 0, "open stdin");
     if (!in.ok()) return in.status();
+    // A monitor that keeps the logs under a limit reads their tails back.
+    const int mode = options.log_limit_bytes > 0 ? O_RDWR : O_WRONLY;
     absl::StatusOr<UniqueFd> out =
-        OpenAbove2(options.stdout_path, O_WRONLY | O_CREAT | O_TRUNC, 0640, "open stdout log");
+        OpenAbove2(options.stdout_path, mode | O_CREAT | O_TRUNC, 0640, "open stdout log");
     if (!out.ok()) return out.status();
     absl::StatusOr<UniqueFd> err =
-        OpenAbove2(options.stderr_path, O_WRONLY | O_CREAT | O_TRUNC, 0640, "open stderr log");
+        OpenAbove2(options.stderr_path, mode | O_CREAT | O_TRUNC, 0640, "open stderr log");
     if (!err.ok()) return err.status();
     p.in = *std::move(in);
     p.out = *std::move(out);
@@ -548,6 +601,8 @@ absl::StatusOr<pid_t> PosixOsEnv::SpawnMonitorBinary(const std::string& binary,
   } else {
     words.push_back("-");
   }
+  words.push_back(absl::StrCat(args.log_limit_bytes));
+  words.push_back(args.logs_path);
   words.push_back(prepared.program);
   for (char* const* a = prepared.argv.data(); *a != nullptr; ++a) words.push_back(*a);
   std::vector<char*> argv;
@@ -587,6 +642,26 @@ absl::Status OsEnv::SetOwner(const std::string& path, uid_t, gid_t, mode_t) {
 absl::StatusOr<MonitoredProcess> OsEnv::SpawnMonitored(const SpawnOptions&, const std::string&,
                                                        absl::FunctionRef<absl::Status(pid_t)>) {
   return absl::UnimplementedError("spawning under a monitor: not supported here");
+}
+
+absl::StatusOr<DiskUsage> OsEnv::MeasureDiskUsage(const std::string& path, int64_t) {
+  return absl::UnimplementedError(absl::StrCat("measuring disk usage of ", path, ": not supported"));
+}
+
+absl::StatusOr<LogsDropped> ParseLogsDroppedFile(absl::string_view text) {
+  LogsDropped dropped;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    std::pair<absl::string_view, absl::string_view> parts =
+        absl::StrSplit(line, absl::MaxSplits(' ', 1));
+    int64_t bytes = 0;
+    if (!absl::SimpleAtoi(parts.second, &bytes) || bytes < 0 ||
+        (parts.first != "stdout" && parts.first != "stderr")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("logs-dropped line '", line, "' is not 'stdout|stderr BYTES'"));
+    }
+    (parts.first == "stdout" ? dropped.stdout_bytes : dropped.stderr_bytes) = bytes;
+  }
+  return dropped;
 }
 
 std::string FormatExitFile(const ProcessStatus& status) {

@@ -43,6 +43,11 @@ struct SpawnOptions {
     std::vector<gid_t> groups;  // supplementary groups
   };
   std::optional<RunAs> run_as;
+  // SpawnMonitored only: bytes of stdout and of stderr each kept on disk (0 = unlimited). The
+  // program then writes into pipes that its monitor copies into the files, keeping the newest
+  // output after a note of what was dropped (spawn_child.h, MonitorArgs::log_limit_bytes);
+  // values below 256 KiB count as 256 KiB.
+  int64_t log_limit_bytes = 0;
 };
 
 // How a process ended.
@@ -62,11 +67,29 @@ struct MonitoredProcess {
 // writable by the spawner and by nobody else (a container's user must not forge its own end).
 inline constexpr char kMonitorPidFile[] = "pid";         // "<program pid>\n", once it is forked
 inline constexpr char kMonitorExitFile[] = "exit_code";  // FormatExitFile(), once it has ended
+// Before the exit file, when the log limit dropped output: "stdout <bytes>\n" and/or
+// "stderr <bytes>\n" (ParseLogsDroppedFile).
+inline constexpr char kMonitorLogsFile[] = "logs_dropped";
 
 // "exit <code>\n" or "signal <number>\n": how a monitor records its program's end.
 std::string FormatExitFile(const ProcessStatus& status);
 // The inverse; InvalidArgument for anything else (e.g. a truncated file).
 absl::StatusOr<ProcessStatus> ParseExitFile(absl::string_view text);
+
+// Bytes dropped from each log, as the monitor records them in kMonitorLogsFile.
+struct LogsDropped {
+  int64_t stdout_bytes = 0;
+  int64_t stderr_bytes = 0;
+};
+// InvalidArgument for a line that is not "stdout N" or "stderr N".
+absl::StatusOr<LogsDropped> ParseLogsDroppedFile(absl::string_view text);
+
+// What a walk of a directory tree counted (OsEnv::DiskUsage).
+struct DiskUsage {
+  int64_t bytes = 0;    // allocated on disk (st_blocks * 512), each inode counted once
+  int64_t entries = 0;  // files, directories, links, ... seen
+  bool truncated = false;  // the walk stopped at its entry bound: bytes is a lower bound
+};
 
 // What /proc/<pid>/stat says of a process.
 struct ProcessInfo {
@@ -109,6 +132,11 @@ class OsEnv {
   virtual absl::Status RemoveDir(const std::string& path) = 0;
   // rm -rf without following symbolic links. OK when `path` does not exist.
   virtual absl::Status RemoveTree(const std::string& path) = 0;
+  // Walks the tree at `path` without following symbolic links or leaving its file system and
+  // counts the disk space allocated to it, visiting at most `max_entries` entries (then
+  // truncated). Unreadable subdirectories are skipped. NotFound when `path` does not exist.
+  // The default implementation returns Unimplemented.
+  virtual absl::StatusOr<DiskUsage> MeasureDiskUsage(const std::string& path, int64_t max_entries);
   // chown(uid, gid) then chmod(mode) of an existing path (not following a final symlink).
   // The default implementation returns Unimplemented (fakes that never run as another user).
   virtual absl::Status SetOwner(const std::string& path, uid_t uid, gid_t gid, mode_t mode);

@@ -5,7 +5,10 @@
 #include <grp.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <poll.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,6 +33,188 @@ void WriteProcFile(const char* path, const char* value) {
   if (fd < 0) return;
   WriteString(fd, value);
   close(fd);
+}
+
+// ---- The monitor's helpers: async-signal-safe, no allocation.
+
+// Bytes the monitor moves at a time: a pipe read, a log compaction's copy.
+constexpr size_t kChunk = 64 * 1024;
+// Rounds of the final sweep (kill, reap) before the monitor gives up and records the end.
+constexpr int kMaxSweepRounds = 100000;
+
+// SIGCHLD only has to interrupt ppoll; the monitor reaps in its loop.
+void OnChild(int) {}
+
+bool PwriteAll(int fd, const char* data, size_t len, off_t offset) {
+  while (len > 0) {
+    ssize_t n = pwrite(fd, data, len, offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    len -= static_cast<size_t>(n);
+    offset += n;
+  }
+  return true;
+}
+
+// Appends `text` at `out[*len]` (bounded by `cap`).
+void Append(char* out, size_t cap, size_t* len, const char* text) {
+  while (*text != '\0' && *len < cap) out[(*len)++] = *text++;
+}
+
+void AppendNumber(char* out, size_t cap, size_t* len, int64_t value) {
+  char digits[24];
+  char* end = digits + sizeof(digits);
+  *--end = '\0';
+  Append(out, cap, len, FormatDecimal(value, end));
+}
+
+// One of the program's output streams: copied from a pipe into its log file, keeping at most
+// `limit` bytes there.
+struct CappedLog {
+  const char* name;      // "stdout", "stderr"
+  int pipe_fd = -1;      // read end (non-blocking); -1: closed, or no pipe (unlimited)
+  int file_fd = -1;      // the log file
+  int64_t size = 0;      // bytes in the file
+  int64_t note = 0;      // bytes of the truncation note at its start (0: none yet)
+  int64_t dropped = 0;   // bytes of output dropped so far
+  int64_t limit = 0;
+};
+
+// Writes `data` to the end of the log; when it would pass the limit, first keeps only the
+// newest bytes (the note, then at most half the limit in all with `data`).
+void AppendCapped(CappedLog& log, const char* data, size_t n) {
+  if (log.size + static_cast<int64_t>(n) <= log.limit) {
+    if (PwriteAll(log.file_fd, data, n, log.size)) log.size += static_cast<int64_t>(n);
+    return;
+  }
+  const int64_t half = log.limit / 2;
+  const int64_t data_kept = static_cast<int64_t>(n) < half ? static_cast<int64_t>(n) : half;
+  char note[192];
+  size_t note_len = 0;
+  const int64_t body = log.size - log.note;  // the output in the file, after the old note
+  int64_t old_kept = half - data_kept;
+  if (old_kept > body) old_kept = body;
+  if (old_kept < 0) old_kept = 0;
+  log.dropped += (body - old_kept) + (static_cast<int64_t>(n) - data_kept);
+  Append(note, sizeof(note), &note_len, "[weft: ");
+  AppendNumber(note, sizeof(note), &note_len, log.dropped);
+  Append(note, sizeof(note), &note_len, " earlier bytes of this log were dropped: over the ");
+  AppendNumber(note, sizeof(note), &note_len, log.limit);
+  Append(note, sizeof(note), &note_len, "-byte container log limit]\n");
+  // Move the kept tail to just after the note; the source lies beyond the destination (the
+  // limit is at least kMinLogLimitBytes), so copying forward never overwrites unread bytes.
+  char buffer[kChunk];
+  int64_t src = log.size - old_kept;
+  int64_t dst = static_cast<int64_t>(note_len);
+  for (int64_t moved = 0; moved < old_kept;) {
+    size_t want = static_cast<size_t>(old_kept - moved < static_cast<int64_t>(kChunk)
+                                          ? old_kept - moved
+                                          : static_cast<int64_t>(kChunk));
+    ssize_t got = pread(log.file_fd, buffer, want, src + moved);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      old_kept = moved;  // what could be read is what is kept
+      break;
+    }
+    if (!PwriteAll(log.file_fd, buffer, static_cast<size_t>(got), dst + moved)) break;
+    moved += got;
+  }
+  (void)PwriteAll(log.file_fd, note, note_len, 0);
+  log.note = static_cast<int64_t>(note_len);
+  log.size = dst + old_kept;
+  while (ftruncate(log.file_fd, log.size) < 0 && errno == EINTR) {
+  }
+  data += static_cast<int64_t>(n) - data_kept;
+  if (PwriteAll(log.file_fd, data, static_cast<size_t>(data_kept), log.size)) log.size += data_kept;
+}
+
+// Copies what the pipe holds now (at most `max_reads` reads) into the log; closes the pipe at
+// EOF.
+void Pump(CappedLog& log, int max_reads) {
+  char buffer[kChunk];
+  for (int i = 0; i < max_reads && log.pipe_fd >= 0; ++i) {
+    ssize_t n = read(log.pipe_fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return;  // EAGAIN: nothing more now
+    if (n == 0) {
+      close(log.pipe_fd);
+      log.pipe_fd = -1;
+      return;
+    }
+    AppendCapped(log, buffer, static_cast<size_t>(n));
+  }
+}
+
+// The parent pid in /proc/<pid>/stat, or -1.
+pid_t ParentOf(pid_t pid) {
+  char path[48];
+  size_t len = 0;
+  Append(path, sizeof(path) - 1, &len, "/proc/");
+  AppendNumber(path, sizeof(path) - 1, &len, pid);
+  Append(path, sizeof(path) - 1, &len, "/stat");
+  path[len] = '\0';
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char stat[512];
+  ssize_t n;
+  do {
+    n = read(fd, stat, sizeof(stat) - 1);
+  } while (n < 0 && errno == EINTR);
+  close(fd);
+  if (n <= 0) return -1;
+  // "<pid> (<comm>) <state> <ppid> ...": comm may hold anything, so from its last ')'.
+  ssize_t paren = n - 1;
+  while (paren >= 0 && stat[paren] != ')') --paren;
+  if (paren < 0 || paren + 4 >= n) return -1;
+  ssize_t i = paren + 4;  // ") S " then the parent
+  int64_t parent = 0;
+  bool any = false;
+  while (i < n && stat[i] >= '0' && stat[i] <= '9') {
+    parent = parent * 10 + (stat[i++] - '0');
+    any = true;
+  }
+  return any ? static_cast<pid_t>(parent) : -1;
+}
+
+// SIGKILLs the program's process group and every child of this process (a sub-reaper's
+// children include the descendants that lost their parents). Returns how many children were
+// signalled.
+int KillChildren(pid_t self, pid_t group) {
+  (void)kill(-group, SIGKILL);
+  int dir = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return 0;
+  int killed = 0;
+  alignas(8) char entries[8192];
+  while (true) {
+    long n = syscall(SYS_getdents64, dir, entries, sizeof(entries));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    for (long offset = 0; offset < n;) {
+      // struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name.
+      unsigned short reclen = 0;
+      __builtin_memcpy(&reclen, entries + offset + 16, sizeof(reclen));
+      const char* name = entries + offset + 19;
+      offset += reclen;
+      if (reclen == 0) break;
+      int64_t pid = 0;
+      bool numeric = *name != '\0';
+      for (const char* c = name; *c != '\0'; ++c) {
+        if (*c < '0' || *c > '9' || pid > (int64_t{1} << 31)) {
+          numeric = false;
+          break;
+        }
+        pid = pid * 10 + (*c - '0');
+      }
+      if (!numeric || pid == self) continue;
+      if (ParentOf(static_cast<pid_t>(pid)) == self &&
+          kill(static_cast<pid_t>(pid), SIGKILL) == 0) {
+        ++killed;
+      }
+    }
+  }
+  close(dir);
+  return killed;
 }
 
 }  // namespace
@@ -143,6 +328,8 @@ bool WriteFileAtomically(const char* path, const char* tmp_path, const char* tex
 [[noreturn]] void RunMonitor(const MonitorArgs& args) {
   if (setsid() < 0) ChildFail(args.report_fd, kSetsid);
   // Nobody's terminal or signal reaches it by accident; SIGKILL (cgroup kill) still does.
+  // SIGCHLD gets a handler that does nothing (so that it interrupts ppoll) and stays blocked
+  // except while ppoll waits, so that no child's end is missed between a reap and the wait.
   struct sigaction action = {};
   sigemptyset(&action.sa_mask);
   for (int sig = 1; sig < NSIG; ++sig) {
@@ -150,11 +337,19 @@ bool WriteFileAtomically(const char* path, const char* tmp_path, const char* tex
     const bool ignore = sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT ||
                         sig == SIGPIPE || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
     action.sa_handler = ignore ? SIG_IGN : SIG_DFL;
+    action.sa_flags = 0;
+    if (sig == SIGCHLD) {
+      action.sa_handler = OnChild;
+      action.sa_flags = SA_NOCLDSTOP | SA_RESTART;
+    }
     sigaction(sig, &action, nullptr);  // EINVAL is fine
   }
   sigset_t empty;
   sigemptyset(&empty);
-  sigprocmask(SIG_SETMASK, &empty, nullptr);
+  sigset_t only_child;
+  sigemptyset(&only_child);
+  sigaddset(&only_child, SIGCHLD);
+  sigprocmask(SIG_SETMASK, &only_child, nullptr);
   // The memory cgroup's OOM killer must pick the program, not the monitor (whose resident set
   // counts the caller's pages it shares). Fails harmlessly without CAP_SYS_RESOURCE.
   WriteProcFile("/proc/self/oom_score_adj", "-1000");
@@ -176,10 +371,42 @@ bool WriteFileAtomically(const char* path, const char* tmp_path, const char* tex
     ChildFail(3, kMonitorFds);
   }
   CloseFrom(4, /*close_all=*/true);
+  // Orphaned descendants come to the monitor, which reaps them and kills what is left at the
+  // end. Without it (a kernel before 3.4) they go to init, as before.
+  (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+
+  // With a log limit the program writes into pipes, which the monitor copies into the files.
+  ChildArgs program = args.program;
+  CappedLog logs[2];
+  logs[0].name = "stdout";
+  logs[0].file_fd = STDOUT_FILENO;
+  logs[1].name = "stderr";
+  logs[1].file_fd = STDERR_FILENO;
+  if (args.log_limit_bytes > 0) {
+    const int64_t limit =
+        args.log_limit_bytes < kMinLogLimitBytes ? kMinLogLimitBytes : args.log_limit_bytes;
+    int write_ends[2];
+    for (int i = 0; i < 2; ++i) {
+      int fds[2];
+      if (pipe2(fds, O_CLOEXEC) < 0) ChildFail(3, kMonitorFds);
+      if (fcntl(fds[0], F_SETFL, O_NONBLOCK) < 0) ChildFail(3, kMonitorFds);
+      struct stat st;
+      logs[i].size = fstat(logs[i].file_fd, &st) == 0 ? st.st_size : 0;
+      logs[i].pipe_fd = fds[0];
+      logs[i].limit = limit;
+      write_ends[i] = fds[1];
+    }
+    program.stdout_fd = write_ends[0];
+    program.stderr_fd = write_ends[1];
+  }
   // _Fork: no atfork handlers, which assume the caller's threads.
   pid_t pid = _Fork();
   if (pid < 0) ChildFail(3, kMonitorFork);
-  if (pid == 0) RunChild(args.program);
+  if (pid == 0) RunChild(program);
+  if (args.log_limit_bytes > 0) {
+    close(program.stdout_fd);
+    close(program.stderr_fd);
+  }
 
   char buffer[32];
   char* end = buffer + sizeof(buffer);
@@ -192,14 +419,78 @@ bool WriteFileAtomically(const char* path, const char* tmp_path, const char* tex
   WriteReport(3, started);
   close(3);
 
+  // Until the program ends: copy its output, reap whatever ends (orphans included).
   int status = 0;
-  pid_t r;
-  do {
-    r = waitpid(pid, &status, 0);
-  } while (r < 0 && errno == EINTR);
+  bool ended = false;
+  while (!ended) {
+    int child_status = 0;
+    pid_t r;
+    while ((r = waitpid(-1, &child_status, WNOHANG)) > 0) {
+      if (r == pid) {
+        status = child_status;
+        ended = true;
+      }
+    }
+    if (ended || (r < 0 && errno == ECHILD)) break;
+    struct pollfd fds[2];
+    int which[2];
+    nfds_t count = 0;
+    for (int i = 0; i < 2; ++i) {
+      if (logs[i].pipe_fd < 0) continue;
+      fds[count].fd = logs[i].pipe_fd;
+      fds[count].events = POLLIN;
+      fds[count].revents = 0;
+      which[count++] = i;
+    }
+    if (ppoll(fds, count, nullptr, &empty) > 0) {
+      for (nfds_t i = 0; i < count; ++i) {
+        if (fds[i].revents != 0) Pump(logs[which[i]], 1);
+      }
+    }
+  }
+
+  // The program has ended: nothing of the container may outlive it. Kill every descendant
+  // (re-parented here when orphaned) until there is none left to reap.
+  const pid_t self = getpid();
+  for (int round = 0; round < kMaxSweepRounds; ++round) {
+    pid_t r;
+    int ignored = 0;
+    while ((r = waitpid(-1, &ignored, WNOHANG)) > 0) {
+    }
+    if (r < 0 && errno == ECHILD) break;  // no descendant is left
+    for (CappedLog& log : logs) Pump(log, 16);  // writers blocked on a full pipe get on
+    if (KillChildren(self, pid) > 0) {
+      do {
+        r = waitpid(-1, &ignored, 0);  // a killed child ends soon
+      } while (r < 0 && errno == EINTR);
+    } else {
+      // Children exist that /proc does not show yet (being created or ending): a moment.
+      struct timespec pause = {0, 1000000};
+      (void)ppoll(nullptr, 0, &pause, &empty);
+    }
+  }
+  // Every writer is gone: what the pipes still hold is all there is.
+  for (CappedLog& log : logs) {
+    Pump(log, 1 << 20);
+    if (log.pipe_fd >= 0) close(log.pipe_fd);
+  }
+  if (logs[0].dropped > 0 || logs[1].dropped > 0) {
+    char text[96];
+    size_t len = 0;
+    for (const CappedLog& log : logs) {
+      if (log.dropped == 0) continue;
+      Append(text, sizeof(text) - 1, &len, log.name);
+      Append(text, sizeof(text) - 1, &len, " ");
+      AppendNumber(text, sizeof(text) - 1, &len, log.dropped);
+      Append(text, sizeof(text) - 1, &len, "\n");
+    }
+    text[len] = '\0';
+    (void)WriteFileAtomically(args.logs_path, args.logs_tmp_path, text);
+  }
+
   // "exit <code>\n" or "signal <number>\n" (FormatExitFile).
-  const bool signaled = r == pid && WIFSIGNALED(status);
-  const int value = r != pid ? 255 : signaled ? WTERMSIG(status) : WEXITSTATUS(status);
+  const bool signaled = ended && WIFSIGNALED(status);
+  const int value = !ended ? 255 : signaled ? WTERMSIG(status) : WEXITSTATUS(status);
   char text[48];
   end = text + sizeof(text);
   *--end = '\0';

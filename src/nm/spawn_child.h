@@ -68,7 +68,20 @@ struct MonitorArgs {
   const char* pid_tmp_path;
   const char* exit_path;
   const char* exit_tmp_path;
+  // Bytes of stdout and of stderr each kept on disk; 0 = unlimited (the program then writes to
+  // the files itself). Otherwise the program writes into pipes and the monitor copies them into
+  // the files; a file about to pass the limit keeps only its newest bytes (at most half the
+  // limit) after a one-line note of how much was dropped, so neither ever holds more than
+  // max(limit, kMinLogLimitBytes) bytes.
+  int64_t log_limit_bytes;
+  // Where the monitor records, before the exit file, how many bytes it dropped ("stdout N\n",
+  // "stderr N\n", the streams that lost some); not written when none did.
+  const char* logs_path;
+  const char* logs_tmp_path;
 };
+
+// The smallest log limit the monitor applies (a smaller one is raised to this), bytes.
+inline constexpr int64_t kMinLogLimitBytes = 256 * 1024;
 
 // Writes one report on `fd` (errors ignored).
 void WriteReport(int fd, const ChildReport& report);
@@ -83,7 +96,11 @@ char* FormatDecimal(int64_t value, char* end);
 // Writes `text` to `tmp_path` and renames it to `path` (async-signal-safe).
 bool WriteFileAtomically(const char* path, const char* tmp_path, const char* text);
 // The monitor: waits for go, forks its program, records its pid and then its end, and exits
-// with the program's status. See OsEnv::SpawnMonitored.
+// with the program's status. See OsEnv::SpawnMonitored. It is a child sub-reaper
+// (PR_SET_CHILD_SUBREAPER): every descendant the program orphans (double forks, setsid
+// daemons) is re-parented to it, it reaps them as they end, and once the program has ended it
+// SIGKILLs every descendant that is left and waits until none remains before it records the
+// end, so a container leaves no process behind, with or without cgroups.
 [[noreturn]] void RunMonitor(const MonitorArgs& args);
 
 }  // namespace weft::nm::spawn_internal
