@@ -131,6 +131,16 @@ absl::StatusOr<nm::NodeManagerOptions> MakeNodeManagerOptions(const NmFlags& fla
   options.cgroup_hierarchy = flags.cgroup_hierarchy;
   options.stop_grace_ms = flags.stop_grace_ms;
   options.use_cgroups = !flags.no_cgroups;
+  if (flags.container_pids_per_vcore < 0 || flags.container_pids_max < 0 ||
+      flags.container_disk_limit_mb < 0 || flags.container_log_limit_mb < 0) {
+    return absl::InvalidArgumentError(
+        "--container-pids-per-vcore, --container-pids-max, --container-disk-limit-mb and "
+        "--container-log-limit-mb must be >= 0 (0 = no limit)");
+  }
+  options.container_pids_per_vcore = flags.container_pids_per_vcore;
+  options.container_pids_max = flags.container_pids_max;
+  options.container_disk_limit_mb = flags.container_disk_limit_mb;
+  options.container_log_limit_mb = flags.container_log_limit_mb;
   if (!flags.node_resources.empty()) {
     ResourceTypeRegistry registry;
     auto capability = registry.Parse(flags.node_resources);
@@ -390,6 +400,21 @@ void AddNmCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_flag("--no-cgroups", f->no_cgroups,
                 "run containers without cgroup resource isolation (no root needed)");
+  cmd->add_option("--container-pids-per-vcore", f->container_pids_per_vcore,
+                  "processes and threads a container may hold, per vcore it was given (pids "
+                  "cgroup; 0 = no limit unless --container-pids-max)")
+      ->capture_default_str();
+  cmd->add_option("--container-pids-max", f->container_pids_max,
+                  "a fixed pids limit for every container instead (0 = per vcore)")
+      ->capture_default_str();
+  cmd->add_option("--container-disk-limit-mb", f->container_disk_limit_mb,
+                  "disk a container's work dir may use; above it the container is killed "
+                  "(checked every second; 0 = no limit)")
+      ->capture_default_str();
+  cmd->add_option("--container-log-limit-mb", f->container_log_limit_mb,
+                  "stdout and stderr kept per container, each; older output is dropped "
+                  "(0 = no limit)")
+      ->capture_default_str();
   cmd->add_option("--http-port", f->http_port,
                   "port of /metrics and container logs (0 = any free port)")
       ->capture_default_str();

@@ -25,6 +25,11 @@ struct NmFlags {
   std::string cgroup_hierarchy = "weft";
   int64_t stop_grace_ms = 2000;
   bool no_cgroups = false;
+  // Container limits (nm::NodeManagerOptions::container_*; the same defaults).
+  int64_t container_pids_per_vcore = 512;
+  int64_t container_pids_max = 0;
+  int64_t container_disk_limit_mb = 10240;
+  int64_t container_log_limit_mb = 100;
   // Network bandwidth isolation (nm::NodeManagerOptions); "" interface = off.
   std::string network_interface;
   int64_t link_mbps = 0;

@@ -120,6 +120,11 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
   spec.work_dir = absl::StrCat(options_.work_root, "/", token->app_id, "/", id);
   spec.log_dir = absl::StrCat(options_.work_root, "/logs/", id);
   spec.limits = *limits;
+  spec.limits.pids_max =
+      internal::PidsLimitFor(limits->cpu_weight / kCpuSharesPerVcore,
+                             options_.container_pids_per_vcore, options_.container_pids_max);
+  spec.disk_limit_bytes = options_.container_disk_limit_mb << 20;
+  spec.log_limit_bytes = options_.container_log_limit_mb << 20;
   spec.user = token->user;
   spec.app_dir = absl::StrCat(options_.work_root, "/", token->app_id);
   if (options_.run_as == ContainerRunAs::kAppUser) {

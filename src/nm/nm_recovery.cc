@@ -175,6 +175,13 @@ absl::Status NodeManager::RecoverContainers() {
         absl::StatusOr<CgroupLimits> limits =
             LimitsFromTokenResource(stored.resource, &network_mbps);
         adopt.memory_limit_bytes = limits.ok() ? limits->memory_bytes : 0;
+        adopt.pids_max = limits.ok() ? internal::PidsLimitFor(
+                                           limits->cpu_weight / kCpuSharesPerVcore,
+                                           options_.container_pids_per_vcore,
+                                           options_.container_pids_max)
+                                     : 0;
+        adopt.disk_limit_bytes = options_.container_disk_limit_mb << 20;
+        adopt.log_limit_bytes = options_.container_log_limit_mb << 20;
         if (absl::Status s = executor_->Adopt(adopt); !s.ok()) {
           lost_reason = absl::StrCat("Container lost: ", s.message());
         } else {
@@ -195,6 +202,7 @@ absl::Status NodeManager::RecoverContainers() {
             absl::Status restored = classid.status();
             if (classid.ok()) {
               CgroupLimits with_class = *limits;
+              with_class.pids_max = adopt.pids_max;
               with_class.net_cls_classid = *classid;
               restored = cgroups_->Create(id, with_class);  // rewrites the existing group
             }

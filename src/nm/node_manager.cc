@@ -96,6 +96,15 @@ absl::StatusOr<CgroupLimits> LimitsFromTokenResource(absl::string_view text,
   return limits;
 }
 
+int64_t PidsLimitFor(int64_t vcores, int64_t pids_per_vcore, int64_t pids_max) {
+  if (pids_max > 0) return pids_max;
+  if (pids_per_vcore <= 0) return 0;
+  const int64_t cores = std::max<int64_t>(vcores, 1);
+  // pids.max is at most 2^22 (PID_MAX_LIMIT): more means "no limit" in all but name.
+  constexpr int64_t kPidMaxLimit = int64_t{1} << 22;
+  return cores > kPidMaxLimit / pids_per_vcore ? kPidMaxLimit : cores * pids_per_vcore;
+}
+
 std::string ContainerStateDir(absl::string_view work_root, absl::string_view container_id) {
   return absl::StrCat(work_root, "/", kStateDir, "/", container_id);
 }
@@ -218,6 +227,17 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
   if (options.stop_grace_ms < 0) {
     return absl::InvalidArgumentError("starting NodeManager: stop_grace_ms is negative");
   }
+  constexpr int64_t kMaxMb = std::numeric_limits<int64_t>::max() >> 21;
+  if (options.container_pids_per_vcore < 0 || options.container_pids_max < 0 ||
+      options.container_disk_limit_mb < 0 || options.container_disk_limit_mb > kMaxMb ||
+      options.container_log_limit_mb < 0 || options.container_log_limit_mb > kMaxMb ||
+      options.container_pids_per_vcore > (int64_t{1} << 22)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "starting NodeManager: container limits out of range (pids per vcore ",
+        options.container_pids_per_vcore, ", pids max ", options.container_pids_max,
+        ", disk ", options.container_disk_limit_mb, " MB, logs ", options.container_log_limit_mb,
+        " MB)"));
+  }
   if (options.capability.AnyNegative()) {
     return absl::InvalidArgumentError(absl::StrCat("starting NodeManager: capability ",
                                                    options.capability.DebugString(),
@@ -253,6 +273,12 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
     }
     nm->cgroups_ = *std::move(cgroups);
     nm->missing_features_ = nm->cgroups_->missing_features();
+    if ((opts.container_pids_per_vcore > 0 || opts.container_pids_max > 0) &&
+        !nm->cgroups_->HasController("pids")) {
+      nm->missing_features_.push_back(
+          "container pids limit (container_pids_per_vcore, container_pids_max) not enforced: no "
+          "usable pids cgroup controller");
+    }
   } else {
     nm->missing_features_.push_back(
         "cgroups disabled by configuration (use_cgroups=false): containers run without "

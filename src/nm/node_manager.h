@@ -73,6 +73,19 @@ struct NodeManagerOptions {
   // false: run containers without resource isolation (reported as a missing feature). true:
   // Start fails when cgroups are unusable (e.g. not root).
   bool use_cgroups = true;
+  // Container limits (docs/operations.md, "Container limits"). MB = 2^20 bytes.
+  // Processes (and threads) a container may hold at once, through the pids cgroup (v1 and v2):
+  // container_pids_per_vcore times its vcores (at least one), or container_pids_max when that
+  // is > 0. 0 and 0: no limit. Without a pids controller (or cgroups) it is not enforced, and
+  // the node's missing features say so.
+  int64_t container_pids_per_vcore = 512;
+  int64_t container_pids_max = 0;
+  // Disk a container's work dir may use, MB; measured every second (allocated blocks), the
+  // container is killed above it. 0 = no limit.
+  int64_t container_disk_limit_mb = 10240;
+  // Bytes of stdout and of stderr each kept per container, MB: past it the oldest output is
+  // dropped (a note at the top of the file says how much). 0 = no limit.
+  int64_t container_log_limit_mb = 100;
   // Whom containers run as, and who may (nm/container_user.h). As the app's user, an NM
   // running as root switches to that user; one that is not root runs only its own user's.
   ContainerRunAs run_as = ContainerRunAs::kAppUser;

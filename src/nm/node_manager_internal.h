@@ -38,6 +38,10 @@ std::string ContainerStateDir(absl::string_view work_root, absl::string_view con
 absl::StatusOr<CgroupLimits> LimitsFromTokenResource(absl::string_view text,
                                                      int64_t* network_mbps);
 
+// A container's pids limit (CgroupLimits::pids_max; NodeManagerOptions): `pids_max` when > 0,
+// else `pids_per_vcore` times max(vcores, 1), capped at the kernel's 2^22; 0 = no limit.
+int64_t PidsLimitFor(int64_t vcores, int64_t pids_per_vcore, int64_t pids_max);
+
 // Every amount a container token's resource names, by type name (built-in and custom), as the
 // RM's protocol carries resources; same spellings and errors as LimitsFromTokenResource.
 absl::StatusOr<v1::Resource> ResourceFromTokenResource(absl::string_view text);

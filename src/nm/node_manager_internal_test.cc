@@ -26,6 +26,14 @@ TEST(LimitsFromTokenResourceTest, BothSpellingsGiveTheSameLimits) {
   EXPECT_TRUE(LimitsFromTokenResource("memory-mb=1,gpus=4", &mbps).ok());
 }
 
+TEST(PidsLimitForTest, PerVcoreWithAFloorOfOneVcoreOrAFixedMax) {
+  EXPECT_EQ(PidsLimitFor(2, 512, 0), 1024);
+  EXPECT_EQ(PidsLimitFor(0, 512, 0), 512) << "a container with no vcores counts as one";
+  EXPECT_EQ(PidsLimitFor(8, 512, 300), 300) << "a fixed max wins";
+  EXPECT_EQ(PidsLimitFor(8, 0, 0), 0) << "no limit";
+  EXPECT_EQ(PidsLimitFor(int64_t{1} << 40, 512, 0), int64_t{1} << 22) << "the kernel's most";
+}
+
 TEST(LimitsFromTokenResourceTest, MalformedResourcesNameTheProblem) {
   int64_t mbps = 0;
   EXPECT_THAT(LimitsFromTokenResource("<memory-mb=1", &mbps).status().message(),

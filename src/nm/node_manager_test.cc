@@ -3,6 +3,7 @@
 #include "nm/node_manager.h"
 
 #include <grpcpp/grpcpp.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
@@ -767,6 +769,9 @@ TEST_F(NodeManagerTest, CgroupLimitsFollowTheTokensResource) {
   };
   const std::string memory_dir = cgroups.Path("memory", id);
   const std::string cpu_dir = cgroups.Path("cpu", id);
+  if (cgroups.HasController("pids")) {  // 2 vcores at the default 512 per vcore
+    EXPECT_EQ(read(cgroups.Path("pids", id) + "/pids.max"), "1024");
+  }
   if (cgroups.version() == "v1") {
     EXPECT_EQ(read(memory_dir + "/memory.limit_in_bytes"), "268435456");
     EXPECT_EQ(read(cpu_dir + "/cpu.shares"), "2048");
@@ -778,6 +783,34 @@ TEST_F(NodeManagerTest, CgroupLimitsFollowTheTokensResource) {
   nm_->Shutdown();
   EXPECT_FALSE(std::filesystem::exists(memory_dir));
   EXPECT_FALSE(std::filesystem::exists(parent)) << "the hierarchy is removed on shutdown";
+}
+
+// The NM's disk and log limits reach its containers, and what they hit reaches the RM.
+TEST_F(NodeManagerTest, DiskAndLogLimitsApplyAndAreReported) {
+  NodeManagerOptions options = Options();
+  options.container_disk_limit_mb = 2;
+  options.container_log_limit_mb = 1;
+  StartNm(options);
+  const std::string disk = "container_e1_1_0001_01_000070";
+  const std::string logs = "container_e1_1_0001_01_000071";
+  ASSERT_THAT(StartOne(disk, {"head -c 8388608 /dev/zero > big; exec sleep 100"}).succeeded(),
+              ElementsAre(disk));
+  ASSERT_THAT(StartOne(logs, {"head -c 5242880 /dev/zero | tr '\\0' y; echo; echo end"})
+                  .succeeded(),
+              ElementsAre(logs));
+  std::optional<v1::ContainerStatus> killed = WaitCompleted(disk);
+  ASSERT_TRUE(killed.has_value());
+  EXPECT_EQ(killed->exit_status(), 128 + SIGKILL);
+  EXPECT_THAT(killed->diagnostics(),
+              HasSubstr("over the disk limit of 2 MB (--container-disk-limit-mb)"));
+  std::optional<v1::ContainerStatus> truncated = WaitCompleted(logs);
+  ASSERT_TRUE(truncated.has_value());
+  EXPECT_EQ(truncated->exit_status(), 0);
+  EXPECT_THAT(truncated->diagnostics(),
+              HasSubstr("stdout truncated: its oldest 4"));  // of 5 MB, at most 1 MB kept
+  const std::string out = ReadLog(logs, "stdout");
+  EXPECT_LE(out.size(), 1u << 20);
+  EXPECT_TRUE(absl::EndsWith(out, "y\nend\n"));
 }
 
 TEST_F(NodeManagerTest, ContainerOverItsMemoryLimitIsReportedAsSuch) {
