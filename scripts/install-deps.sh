@@ -22,6 +22,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   # plots and run-time tools
   python3 python3-matplotlib iproute2 iptables iperf3 procps
+  # the security regression suite reads state stores as another user would (sqlite3)
+  sqlite3
   # web UI and metrics tests: a headless browser, curl, promtool (from prometheus)
   chromium curl prometheus
   # the Debian package (scripts/package.sh, tests/package_test.sh): dpkg-shlibdeps, man pages

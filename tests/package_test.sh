@@ -91,6 +91,10 @@ for dir in /var/lib/weft /var/log/weft; do
   owner=$(chroot "$root" stat -c %U:%G "$dir" 2>&1)
   [[ "$owner" == weft:weft ]] && ok "$dir owned by weft:weft" || bad "$dir: $owner"
 done
+# Secrets at rest: nobody else lists the state or reads the logs (docs/security.md).
+modes="$(chroot "$root" stat -c %a /var/lib/weft) $(chroot "$root" stat -c %a /var/log/weft)"
+[[ "$modes" == "711 750" ]] && ok "/var/lib/weft 0711, /var/log/weft 0750" ||
+  bad "/var/lib/weft and /var/log/weft modes: $modes (want 711 750)"
 if dpkg --root="$root" -i "$deb" >"$work/dpkg2.out" 2>&1 &&
   [[ $(grep -c '^weft:' "$root/etc/passwd") -eq 1 ]]; then
   ok "reinstalled: postinst idempotent, one weft user"
@@ -109,6 +113,7 @@ for u in "${units[@]}"; do
   [[ $u == weft-nm ]] && want=root
   grep -qx "User=$want" "$f" && ok "$u.service runs weft $sub as $want" ||
     bad "$u.service: not User=$want"
+  grep -qx "UMask=0077" "$f" || bad "$u.service: no UMask=0077"
 done
 if chroot "$root" sh -c 'command -v systemd-analyze' >/dev/null; then
   if chroot "$root" systemd-analyze verify "${units[@]/%/.service}" >"$work/verify.out" 2>&1

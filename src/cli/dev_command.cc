@@ -17,6 +17,7 @@
 #include "cli/nm_command.h"
 #include "cli/rm_command.h"
 #include "common/event_loop.h"
+#include "common/private_files.h"
 
 namespace weft::cli {
 namespace {
@@ -112,6 +113,10 @@ int RunDev(const DevFlags& flags) {
     return PrintError(
         absl::StrCat("--subclusters ", flags.subclusters, " must be between 1 and 20"));
   std::filesystem::path data_dir = std::filesystem::absolute(flags.data_dir).lexically_normal();
+  // The RM's state store, the CA's key and the NMs' records live here: 0711 (container users
+  // traverse it to their own work dirs), and one that others can read is refused.
+  if (absl::Status s = EnsurePrivateDirectory(data_dir.string(), "--data-dir", 0711); !s.ok())
+    return PrintError(s.message());
 
   RmFlags rm_flags;
   rm_flags.port = flags.rm_port;

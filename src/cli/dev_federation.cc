@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/log.h"
+#include "common/private_files.h"
 #include "security/tls.h"
 
 namespace weft::cli {
@@ -33,9 +34,7 @@ absl::StatusOr<std::unique_ptr<DevFederation>> DevFederation::Start(DevFederatio
   std::unique_ptr<DevFederation> f(new DevFederation());
   f->options_ = o;
   const std::filesystem::path root(o.data_dir);
-  std::error_code ec;
-  std::filesystem::create_directories(root, ec);
-  if (ec) return absl::InternalError(absl::StrCat("creating ", root.string(), ": ", ec.message()));
+  if (absl::Status s = EnsurePrivateDirectory(root.string(), "--data-dir", 0711); !s.ok()) return s;
 
   // One CA for the whole federation: every daemon trusts every other's certificate.
   const std::string tls_dir = (root / "tls").string();
@@ -55,6 +54,10 @@ absl::StatusOr<std::unique_ptr<DevFederation>> DevFederation::Start(DevFederatio
   for (int i = 0; i < o.subclusters; ++i) {
     const std::string id = SubClusterId(i);
     const std::filesystem::path dir = root / id;
+    // Its RM's store and its NMs' work roots: 0711, as weft dev's data directory.
+    if (absl::Status s = EnsurePrivateDirectory(dir.string(), "sub-cluster directory", 0711);
+        !s.ok())
+      return s;
     RmFlags r = o.rm;
     r.port = 0;
     r.http_port = 0;

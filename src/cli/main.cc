@@ -1,5 +1,6 @@
 // weft: the command-line entry point. One binary, one subcommand per job.
 #include <iostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "cli/sim_command.h"
 #include "cli/transfer_command.h"
 #include "common/log.h"
+#include "common/private_files.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"weft: a cluster resource manager in the style of Apache Hadoop YARN"};
@@ -60,6 +62,10 @@ int main(int argc, char** argv) {
     const std::vector<CLI::App*> sub = app.get_subcommands();
     weft::log::Init(sub.empty() ? "weft" : sub.front()->get_name(),
                     *weft::log::ParseLevel(log_level));
+    // Daemons keep keys, tokens and state: what they write is theirs alone unless a mode is
+    // chosen explicitly (common/private_files.h; containers get their own umask).
+    static const std::set<std::string> kDaemons = {"rm", "nm", "router", "gpg", "dev", "demo"};
+    if (!sub.empty() && kDaemons.count(sub.front()->get_name()) > 0) weft::SetDaemonUmask();
     // What would otherwise reach gRPC as a malformed header and abort the process.
     if (absl::Status s = weft::cli::CheckClientEnvironment(); !s.ok()) {
       throw CLI::ValidationError(std::string(s.message()));

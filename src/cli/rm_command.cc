@@ -13,6 +13,7 @@
 #include "cli/cli_common.h"
 #include "cli/daemon_config.h"
 #include "common/log.h"
+#include "common/private_files.h"
 #include "common/reachable_host.h"
 #include "federation/membership/sub_cluster_heartbeater.h"
 #include "federation/store/federation_store.h"
@@ -125,6 +126,12 @@ absl::StatusOr<rm::RmServerOptions> MakeRmServerOptions(const RmFlags& flags) {
     ha.rm_id = flags.ha_id;
     ha.zk_connect = flags.ha_zk;
     ha.zk_root = flags.ha_zk_root;
+    if (!flags.ha_zk_auth_file.empty()) {
+      absl::StatusOr<std::string> auth =
+          ReadPrivateSecretFile(flags.ha_zk_auth_file, "--ha-zk-auth-file");
+      if (!auth.ok()) return auth.status();
+      ha.zk_auth = *std::move(auth);
+    }
     ha.rm_addresses = flags.ha_rm_addresses;
     ha.session_timeout_ms = flags.ha_session_timeout_ms;
     if (absl::Status s = rm::ValidateHaOptions(ha); !s.ok()) return s;
@@ -135,11 +142,11 @@ absl::StatusOr<rm::RmServerOptions> MakeRmServerOptions(const RmFlags& flags) {
     return absl::InvalidArgumentError("--ha-zk and --ha-rm-addresses need --ha-id");
   if (!flags.state_store.empty()) {
     std::filesystem::path path = std::filesystem::absolute(flags.state_store).lexically_normal();
-    std::error_code ec;
-    std::filesystem::create_directories(path.parent_path(), ec);
-    if (ec)
-      return absl::FailedPreconditionError(absl::StrCat(
-          "--state-store: cannot create ", path.parent_path().string(), ": ", ec.message()));
+    // Created 0700; an existing one others can read is refused (common/private_files.h).
+    if (absl::Status s = EnsurePrivateDirectory(path.parent_path().string(),
+                                                "--state-store: state store directory");
+        !s.ok())
+      return s;
     options.state_store_path = path.string();
   }
   return options;
@@ -321,6 +328,11 @@ void AddRmCommand(CLI::App& app, int* exit_code) {
                   "the cluster's node in ZooKeeper (election at ROOT/leader, state at "
                   "ROOT/rm-state)")
       ->capture_default_str()
+      ->group("High availability");
+  cmd->add_option("--ha-zk-auth-file", f->ha_zk_auth_file,
+                  "file (mode 0600) holding the ZooKeeper digest credential user:password that "
+                  "every RM of the cluster shares; the RM's nodes in ZooKeeper are readable with "
+                  "it only (required with --ha-zk)")
       ->group("High availability");
   cmd->add_option("--ha-rm-addresses", f->ha_rm_addresses,
                   "every RM's HOST:PORT, comma-separated, given to AMs so that they follow the "

@@ -46,6 +46,7 @@ struct RmFlags {
   std::string ha_id;
   std::string ha_zk;                         // ZooKeeper connect string
   std::string ha_zk_root = "/weft";          // the cluster's node in ZooKeeper
+  std::string ha_zk_auth_file;               // 0600 file: ZooKeeper digest user:password
   std::vector<std::string> ha_rm_addresses;  // every RM's host:port (given to AMs)
   int ha_session_timeout_ms = 1500;
   bool state_store_given = false;  // --state-store was on the command line

@@ -43,6 +43,11 @@ absl::Status ValidateHaOptions(const HaOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("HA: poll interval ", o.poll_interval_ms,
                      " ms must be within 10 ms..the session timeout"));
+  if (o.zk_auth.empty())
+    return absl::InvalidArgumentError(
+        "HA: no ZooKeeper credential (--ha-zk-auth-file FILE, a 0600 file holding "
+        "user:password): without one the RM state in ZooKeeper, master keys included, is open "
+        "to anyone who reaches ZooKeeper");
   for (const std::string& a : o.rm_addresses)
     if (a.empty() || !OneLine(a) || absl::StrContains(a, ','))
       return absl::InvalidArgumentError(absl::StrCat("HA: bad RM address '", a, "'"));
@@ -92,7 +97,8 @@ absl::StatusOr<std::unique_ptr<LeaderElector>> LeaderElector::Start(HaOptions op
   if (self.rm_id.empty()) self.rm_id = options.rm_id;
   if (self.address.empty() || !OneLine(self.address) || !OneLine(self.http_address))
     return absl::InvalidArgumentError("HA: this RM's address is empty or not one line");
-  auto zk = store::zk::ZkClient::Create(options.zk_connect, options.session_timeout_ms);
+  auto zk =
+      store::zk::ZkClient::Create(options.zk_connect, options.session_timeout_ms, options.zk_auth);
   if (!zk.ok()) return zk.status();
   std::unique_ptr<LeaderElector> e(
       new LeaderElector(std::move(options), std::move(self), std::move(callbacks)));

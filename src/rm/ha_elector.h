@@ -33,6 +33,10 @@ struct HaOptions {
   // The cluster's node in ZooKeeper: the election at <zk_root>/leader, the state store at
   // <zk_root>/rm-state. Absolute, no trailing '/'.
   std::string zk_root = "/weft";
+  // The ZooKeeper digest credential "user:password" shared by the cluster's RMs (from
+  // --ha-zk-auth-file): the election and state nodes carry the creator-only ACL, so the
+  // master keys and submissions in ZooKeeper are readable with it only. Required.
+  std::string zk_auth;
   // Every RM's gRPC address, host:port, this one's included: what AMs are told
   // (WEFT_RM_ADDRESS) so that they follow the active. Empty: this RM's address alone.
   std::vector<std::string> rm_addresses;

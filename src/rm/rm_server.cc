@@ -630,6 +630,7 @@ absl::Status RmServer::BecomeActive() {
   const HaOptions& ha = *options_.ha;
   store::ZkStoreOptions zo;
   zo.connect = ha.zk_connect;
+  zo.auth = ha.zk_auth;
   zo.root = absl::StrCat(ha.zk_root, "/rm-state");
   zo.identity = absl::StrCat(ha.rm_id, "@", address());
   zo.fence = true;  // from here on, an earlier active can no longer write

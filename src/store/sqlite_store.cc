@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/private_files.h"
 #include "store/sqlite_util.h"
 
 namespace weft::store {
@@ -257,6 +258,9 @@ class SqliteStore final : public StateStore {
 };
 
 absl::Status SqliteStore::Init() {
+  // The store holds the master keys and every submission: the file is 0600 in a directory
+  // others cannot read, or the store does not open (common/private_files.h).
+  if (absl::Status s = EnsurePrivateSqliteFile(path_, "state store"); !s.ok()) return s;
   int rc =
       sqlite3_open_v2(path_.c_str(), &db_,
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
@@ -630,9 +634,13 @@ absl::StatusOr<std::unique_ptr<StateStore>> OpenSqliteStore(absl::string_view pa
   if (absl::Status s = CreateParentDirectories(file); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat("state store '", file, "': ", s.message()));
   }
+  // Checked before anything is written: a directory others can read is refused as it is.
+  std::string parent = std::filesystem::path(file).parent_path().string();
+  if (parent.empty()) parent = ".";
+  if (absl::Status s = EnsurePrivateDirectory(parent, "state store directory"); !s.ok()) return s;
 
   const std::string lock_path = absl::StrCat(file, ".lock");
-  int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lock_fd < 0) {
     return ErrnoError(
         errno, absl::StrCat("state store '", file, "': creating lock file '", lock_path, "'"));

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -109,6 +110,47 @@ TEST_F(SqliteStoreTest, CreatesMissingParentDirectories) {
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_TRUE(std::filesystem::is_regular_file(path));
   ASSERT_TRUE((*store)->PutApplication(FullApplication("app_1")).ok());
+}
+
+// Secrets at rest (issue 26): the master keys and submissions are the RM's alone.
+TEST_F(SqliteStoreTest, FilesArePrivateEvenUnderAnOpenUmask) {
+  const mode_t old_umask = ::umask(0);  // the worst case: nothing narrows the modes
+  {
+    std::unique_ptr<StateStore> store = MustOpen();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->PutMasterKey({"container", 1, "k3y", 1, 2}).ok());
+    for (const std::string& file : {path_, path_ + "-wal", path_ + "-shm", path_ + ".lock"}) {
+      struct stat st;
+      ASSERT_EQ(::stat(file.c_str(), &st), 0) << file;
+      EXPECT_EQ(st.st_mode & 0777, 0600u) << file;
+    }
+  }
+  ::umask(old_umask);
+  const std::string nested = dir_.path() + "/a/b/state.db";
+  ASSERT_TRUE(OpenSqliteStore(nested).ok());
+  struct stat st;
+  ASSERT_EQ(::stat((dir_.path() + "/a").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+TEST_F(SqliteStoreTest, ADirectoryOthersCanReadIsRefusedAndLeftAsItWas) {
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 0755), 0);
+  absl::StatusOr<std::unique_ptr<StateStore>> store = OpenSqliteStore(path_);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(store.status().message(),
+              HasSubstr("state store directory '" + dir_.path() + "' has mode 0755"));
+  EXPECT_TRUE(std::filesystem::is_empty(dir_.path()));  // no database, no lock file
+}
+
+TEST_F(SqliteStoreTest, AnOldWorldReadableDatabaseIsNarrowedTo0600) {
+  { ASSERT_NE(MustOpen(), nullptr); }
+  ASSERT_EQ(::chmod(path_.c_str(), 0644), 0);
+  std::unique_ptr<StateStore> store = MustOpen();
+  ASSERT_NE(store, nullptr);
+  struct stat st;
+  ASSERT_EQ(::stat(path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
 TEST_F(SqliteStoreTest, SecondOpenWhileOpenFailsAsInUse) {

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -84,10 +85,11 @@ absl::Status CreateParentDirectories(const std::filesystem::path& file) {
     missing.push_back(dir);
   }
   if (missing.empty()) return absl::OkStatus();
-  std::error_code ec;
-  fs::create_directories(parent, ec);
-  if (ec) {
-    return ErrnoError(ec.value(), absl::StrCat("creating directory '", parent.string(), "'"));
+  // Deepest last; 0700: a store's directory holds its keys and state (common/private_files.h).
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0700) != 0 && errno != EEXIST) {
+      return ErrnoError(errno, absl::StrCat("creating directory '", it->string(), "'"));
+    }
   }
   for (const fs::path& dir : missing) {
     if (absl::Status s = SyncDirectory(dir.parent_path()); !s.ok()) return s;

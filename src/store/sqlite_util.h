@@ -27,7 +27,8 @@ absl::Status ErrnoError(int err, absl::string_view what);
 
 // Flushes a directory's entries (files created in it) to stable storage.
 absl::Status SyncDirectory(const std::filesystem::path& dir);
-// Creates the missing directories above `file` and makes their entries durable.
+// Creates the missing directories above `file` (mode 0700: they hold a store) and makes their
+// entries durable.
 absl::Status CreateParentDirectories(const std::filesystem::path& file);
 
 struct StatementDeleter {

@@ -53,6 +53,7 @@ struct ZooKeeperStoreFactory {
     options.connect = (*server)->connect_string();
     options.root = absl::StrCat("/conformance/store-", ++stores);
     options.identity = "conformance-test";
+    options.auth = (*server)->auth();  // as the RMs run it: creator-only ACLs
     return OpenZooKeeperStore(options);
   }
 };

@@ -114,6 +114,21 @@ absl::StatusOr<std::unique_ptr<TestZooKeeper>> TestZooKeeper::Start(Options opti
     return absl::InternalError(absl::StrCat("mkdtemp(", pattern, "): ", strerror(errno)));
   }
   std::unique_ptr<TestZooKeeper> zk(new TestZooKeeper(std::move(options), pattern));
+  {
+    // Not secret from the test, but unguessable by other users of the machine.
+    unsigned char bytes[12];
+    std::ifstream urandom("/dev/urandom", std::ios::binary);
+    urandom.read(reinterpret_cast<char*>(bytes), sizeof(bytes));
+    if (!urandom) return absl::InternalError("reading /dev/urandom");
+    zk->auth_ = "weft-rm:";
+    for (unsigned char b : bytes) absl::StrAppend(&zk->auth_, absl::Hex(b, absl::kZeroPad2));
+    const int fd = ::open(zk->auth_file().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return absl::InternalError(absl::StrCat("creating ", zk->auth_file()));
+    const bool written = ::write(fd, zk->auth_.data(), zk->auth_.size()) ==
+                         static_cast<ssize_t>(zk->auth_.size());
+    ::close(fd);
+    if (!written) return absl::InternalError(absl::StrCat("writing ", zk->auth_file()));
+  }
   absl::Status status;
   for (int attempt = 0; attempt < kPortAttempts; ++attempt) {
     absl::StatusOr<int> port = FreeLoopbackPort();

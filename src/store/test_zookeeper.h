@@ -61,6 +61,12 @@ class TestZooKeeper {
   const std::string& dir() const { return dir_; }
   bool running() const { return pid_ > 0; }
 
+  // The digest credential "weft-rm:<random>" the daemons under test authenticate with
+  // (ZkStoreOptions::auth, HaOptions::zk_auth), and a 0600 file in dir() holding it (for
+  // --ha-zk-auth-file and zk://...?auth-file=).
+  const std::string& auth() const { return auth_; }
+  std::string auth_file() const { return dir_ + "/zk-auth"; }
+
   // Kills the server (SIGKILL, like a crash; its fsynced transaction log keeps every committed
   // write) and waits for it to exit. Clients see their connections drop. Idempotent.
   absl::Status Stop();
@@ -87,6 +93,7 @@ class TestZooKeeper {
   int port_ = 0;
   pid_t pid_ = -1;
   bool paused_ = false;
+  std::string auth_;
 };
 
 }  // namespace weft::store

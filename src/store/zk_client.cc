@@ -149,6 +149,7 @@ bool IsUnrecoverable(int state) {
 }
 
 // What the C client's world:anyone ACL costs in a create request: count, perms, scheme, id.
+// The creator-only ACL (auth:) is smaller, so this bounds both.
 constexpr size_t kOpenAclBytes = 4 + 4 + (4 + 5) + (4 + 6);
 
 }  // namespace
@@ -183,19 +184,31 @@ absl::StatusCode CodeForZk(int rc) {
   }
 }
 
-ZkClient::ZkClient(std::string connect, int session_timeout_ms)
+ZkClient::ZkClient(std::string connect, int session_timeout_ms, std::string digest_auth)
     : connect_(std::move(connect)),
       chroot_(connect_.find('/') == std::string::npos ? "" : connect_.substr(connect_.find('/'))),
-      session_timeout_ms_(session_timeout_ms) {}
+      session_timeout_ms_(session_timeout_ms),
+      digest_auth_(std::move(digest_auth)) {}
 
 absl::StatusOr<std::unique_ptr<ZkClient>> ZkClient::Create(absl::string_view connect,
-                                                           int session_timeout_ms) {
+                                                           int session_timeout_ms,
+                                                           std::string digest_auth) {
+  if (!digest_auth.empty()) {
+    const size_t colon = digest_auth.find(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == digest_auth.size() ||
+        digest_auth.find_first_of("\r\n") != std::string::npos) {
+      return absl::InvalidArgumentError(
+          "ZooKeeper digest credential must be one line 'user:password' with both parts "
+          "non-empty");
+    }
+  }
   if (connect.empty()) return absl::InvalidArgumentError("ZooKeeper connect string is empty");
   if (session_timeout_ms <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("ZooKeeper session timeout ", session_timeout_ms, " ms is not positive"));
   }
-  std::unique_ptr<ZkClient> client(new ZkClient(std::string(connect), session_timeout_ms));
+  std::unique_ptr<ZkClient> client(
+      new ZkClient(std::string(connect), session_timeout_ms, std::move(digest_auth)));
   if (absl::Status s = client->NewHandle(); !s.ok()) return s;
   return client;
 }
@@ -222,6 +235,19 @@ absl::Status ZkClient::NewHandle() {
         absl::StrCat("ZooKeeper client refused connect string '", connect_, "'",
                      err != 0 ? absl::StrCat(": ", strerror(err)) : std::string(),
                      " (expected host:port[,host:port...][/chroot])"));
+  }
+  if (!digest_auth_.empty()) {
+    // Queued on the handle: the C client sends it before any request of this session (and
+    // again after a reconnection). A refused credential ends the session (AUTH_FAILED), which
+    // Connect() reports.
+    const int rc = zoo_add_auth(handle_, "digest", digest_auth_.data(),
+                                static_cast<int>(digest_auth_.size()),
+                                [](int /*rc*/, const void* /*data*/) {}, /*data=*/nullptr);
+    if (rc != ZOK) {
+      return absl::InternalError(
+          absl::StrCat("ZooKeeper client '", connect_, "': adding the digest credential: ",
+                       zerror(rc)));
+    }
   }
   return absl::OkStatus();
 }
@@ -429,7 +455,8 @@ absl::StatusOr<ZkClient::MultiResult> ZkClient::Multi(const std::vector<Op>& ops
     switch (op.type) {
       case Op::Type::kCreate:
         zoo_create_op_init(z, op.path.c_str(), op.data.data(), static_cast<int>(op.data.size()),
-                           &ZOO_OPEN_ACL_UNSAFE, op.ephemeral ? ZOO_EPHEMERAL : ZOO_PERSISTENT,
+                           digest_auth_.empty() ? &ZOO_OPEN_ACL_UNSAFE : &ZOO_CREATOR_ALL_ACL,
+                           op.ephemeral ? ZOO_EPHEMERAL : ZOO_PERSISTENT,
                            /*path_buffer=*/nullptr, 0);
         break;
       case Op::Type::kSet:

@@ -44,8 +44,15 @@ class ZkClient {
   // `connect` is the C client's "host:port,host:port[/chroot]"; `session_timeout_ms` the session
   // timeout asked of the server (which clamps it to its min/max). InvalidArgument if the client
   // refuses `connect` (e.g. no port); never waits for the network.
+  //
+  // `digest_auth` is a ZooKeeper digest credential "user:password". Non-empty: every session
+  // authenticates with it, and every node this client creates carries the creator-only ACL
+  // (digest:user:hash, all permissions), so a client without the credential can neither read
+  // nor change it (PermissionDenied). Empty: nodes are created open to everyone
+  // (world:anyone), for tests and tools only; the daemons refuse to run without a credential.
   static absl::StatusOr<std::unique_ptr<ZkClient>> Create(absl::string_view connect,
-                                                          int session_timeout_ms);
+                                                          int session_timeout_ms,
+                                                          std::string digest_auth = "");
 
   // Closes the session (the server drops it at once rather than after the timeout). May block
   // for a few seconds when the server is connected but does not answer.
@@ -149,7 +156,7 @@ class ZkClient {
   std::string Describe(int rc) const;
 
  private:
-  ZkClient(std::string connect, int session_timeout_ms);
+  ZkClient(std::string connect, int session_timeout_ms, std::string digest_auth);
 
   // Starts a new session (a new handle), closing the old one.
   absl::Status NewHandle();
@@ -162,6 +169,7 @@ class ZkClient {
   const std::string connect_;
   const std::string chroot_;
   const int session_timeout_ms_;
+  const std::string digest_auth_;  // "user:password", or empty (open ACL)
   zhandle_t* handle_ = nullptr;
 
   mutable absl::Mutex mu_;

@@ -695,7 +695,7 @@ absl::StatusOr<std::unique_ptr<StateStore>> OpenZooKeeperStore(ZkStoreOptions op
   if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
   if (options.identity.empty()) options.identity = DefaultIdentity();
   absl::StatusOr<std::unique_ptr<ZkClient>> client =
-      ZkClient::Create(options.connect, options.session_timeout_ms);
+      ZkClient::Create(options.connect, options.session_timeout_ms, options.auth);
   if (!client.ok()) {
     return absl::Status(client.status().code(),
                         absl::StrCat("ZooKeeper state store '", options.connect, options.root,

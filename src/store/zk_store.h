@@ -17,6 +17,10 @@ struct ZkStoreOptions {
   std::string connect;
   // The store's node: absolute, without a trailing '/', not "/". Missing ancestors are created.
   std::string root = "/weft/rm-state";
+  // The ZooKeeper digest credential "user:password" (ZkClient::Create): the store's nodes are
+  // then readable and writable with it only. Empty: open to every client of the ensemble (tests
+  // and tools only; `weft rm` refuses to run so).
+  std::string auth;
   // The ZooKeeper session timeout asked of the server, in ms (the server clamps it to its
   // minSessionTimeout..maxSessionTimeout). It also bounds every call; see "Failures" below.
   int session_timeout_ms = 10000;

@@ -132,6 +132,49 @@ TEST_F(ZkStoreTest, CreatesTheDocumentedLayout) {
             zk::EncodeMasterKey(FullMasterKey("amrm", -3)));
 }
 
+// Secrets at rest (issue 26): with a credential, the master keys and submissions in ZooKeeper
+// are readable by the RMs alone; a client without it, or with another one, is refused.
+TEST_F(ZkStoreTest, WithACredentialNodesAreTheRmsAlone) {
+  ZkStoreOptions options = Options("rm-a");
+  options.auth = server().auth();
+  std::unique_ptr<StateStore> store = MustOpen(options);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->PutMasterKey(FullMasterKey("container", 7)).ok());
+  ASSERT_TRUE(store->PutApplication(FullApplication("app_1")).ok());
+  const std::vector<std::string> secrets = {root_, root_ + "/keys/container.7",
+                                            root_ + "/apps/app_1", root_ + "/epoch"};
+  for (const std::string& credential : {std::string(), std::string("weft-rm:wrong-password")}) {
+    absl::StatusOr<std::unique_ptr<ZkClient>> stranger =
+        ZkClient::Create(server().connect_string(), 10000, credential);
+    ASSERT_TRUE(stranger.ok()) << stranger.status();
+    ASSERT_TRUE((*stranger)->Connect(absl::Now() + absl::Seconds(30)).ok());
+    for (const std::string& path : secrets) {
+      absl::Status denied = (*stranger)->Get({path}, absl::Now() + absl::Seconds(30)).status();
+      EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied)
+          << "'" << credential << "' read " << path << ": " << denied;
+    }
+    absl::StatusOr<ZkClient::MultiResult> forged = (*stranger)->Multi(
+        {Op::Set(root_ + "/keys/container.7", "forged")}, absl::Now() + absl::Seconds(30));
+    EXPECT_TRUE(!forged.ok() || forged->rc == ZNOAUTH) << "a stranger rewrote a master key";
+  }
+  absl::StatusOr<std::unique_ptr<ZkClient>> rm =
+      ZkClient::Create(server().connect_string(), 10000, server().auth());
+  ASSERT_TRUE(rm.ok()) << rm.status();
+  ASSERT_TRUE((*rm)->Connect(absl::Now() + absl::Seconds(30)).ok());
+  EXPECT_EQ(ReadNode(**rm, root_ + "/keys/container.7"),
+            zk::EncodeMasterKey(FullMasterKey("container", 7)));
+  // The store reopens with the same credential (a restarted or newly active RM).
+  store.reset();
+  ASSERT_NE(MustOpen(options), nullptr);
+}
+
+TEST_F(ZkStoreTest, AMalformedCredentialIsRefused) {
+  for (const char* bad : {"no-colon", ":password", "user:", "user:pass\nword"}) {
+    absl::Status s = ZkClient::Create(server().connect_string(), 10000, bad).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 TEST_F(ZkStoreTest, StateSurvivesCloseAndReopen) {
   RmState written;
   {

@@ -54,6 +54,7 @@ class RmHaTest : public ::testing::Test {
     HaOptions ha;
     ha.rm_id = i == 0 ? "rm1" : "rm2";
     ha.zk_connect = zk_->connect_string();
+    ha.zk_auth = zk_->auth();
     ha.zk_root = "/weft-test";
     ha.session_timeout_ms = 1000;
     ha.poll_interval_ms = 50;
@@ -273,7 +274,7 @@ TEST_F(RmHaTest, ManualFailover) {
 
 TEST_F(RmHaTest, ARestartedRmClearsTheLeaderNodeOfItsEarlierRun) {
   // The leader node of a "killed" rm1: held by a session that stays alive for 60 s.
-  auto zk = store::zk::ZkClient::Create(zk_->connect_string(), 60000);
+  auto zk = store::zk::ZkClient::Create(zk_->connect_string(), 60000, zk_->auth());
   ASSERT_TRUE(zk.ok()) << zk.status();
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   ASSERT_TRUE((*zk)->Connect(deadline).ok());

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/private_files.h"
 #include "federation/store/memory_federation_store.h"
 #include "federation/store/postgres_federation_store.h"
 #include "federation/store/sqlite_federation_store.h"
@@ -150,7 +151,18 @@ absl::StatusOr<std::unique_ptr<FederationStateStore>> OpenFederationStore(absl::
     return std::unique_ptr<FederationStateStore>(*std::move(store));
   }
   if (absl::StartsWith(uri, "zk://")) {
-    const absl::string_view rest = uri.substr(5);
+    // zk://hosts/root?auth-file=PATH: the digest credential's file (one line user:password,
+    // mode 0600), never the credential itself, which every local user could read in argv.
+    absl::string_view rest = uri.substr(5);
+    std::string auth_file;
+    if (const size_t query = rest.find('?'); query != absl::string_view::npos) {
+      absl::string_view q = rest.substr(query + 1);
+      rest = rest.substr(0, query);
+      if (!absl::ConsumePrefix(&q, "auth-file=") || q.empty() || absl::StrContains(q, '&')) {
+        return BadUri(uri, "the only query is ?auth-file=PATH (a 0600 file holding user:password)");
+      }
+      auth_file = std::string(q);
+    }
     const size_t slash = rest.find('/');
     if (slash == absl::string_view::npos || slash == 0 || slash + 1 == rest.size()) {
       return BadUri(uri, "expected zk://host:port[,host:port]/root with a non-empty root");
@@ -161,9 +173,18 @@ absl::StatusOr<std::unique_ptr<FederationStateStore>> OpenFederationStore(absl::
                                       "' is not a list of host:port (ports 1-65535) "
                                       "separated by commas"));
     }
+    if (auth_file.empty()) {
+      return BadUri(uri,
+                    "no ZooKeeper credential: add ?auth-file=PATH, a 0600 file holding "
+                    "user:password; without one the routers' master keys and every app's home "
+                    "would be open to anyone who reaches ZooKeeper");
+    }
+    absl::StatusOr<std::string> auth = ReadPrivateSecretFile(auth_file, "ZooKeeper auth file");
+    if (!auth.ok()) return BadUri(uri, auth.status().message());
     ZkFederationStore::Options options;
     options.connect = std::string(hosts);
     options.root = std::string(rest.substr(slash));
+    options.auth = *std::move(auth);
     auto store = ZkFederationStore::Open(options);
     if (!store.ok()) return store.status();
     return std::unique_ptr<FederationStateStore>(*std::move(store));

@@ -5,9 +5,11 @@
 #include <libpq-fe.h>
 #include <sqlite3.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <set>
 #include <string>
@@ -194,7 +196,8 @@ struct ZooKeeperBackend {
     static int stores = 0;
     store::TestZooKeeper* server = ZooKeeperServer();
     if (server == nullptr) return "zk://127.0.0.1:1/unavailable";
-    return absl::StrCat("zk://", server->connect_string(), "/conformance/store-", ++stores);
+    return absl::StrCat("zk://", server->connect_string(), "/conformance/store-", ++stores,
+                        "?auth-file=", server->auth_file());
   }
   static absl::StatusOr<std::unique_ptr<FederationStateStore>> Open(const std::string&) {
     return OpenFederationStore(NewUri());
@@ -238,7 +241,7 @@ struct PostgresBackend {
     static int stores = 0;
     const std::string schema = absl::StrCat("store_", ++stores);
     if (absl::Status s = PostgresAdmin(absl::StrCat("CREATE SCHEMA ", schema)); !s.ok()) return s;
-    return absl::StrCat(PostgresServer()->uri(), "?options=-csearch_path%3D", schema);
+    return absl::StrCat(PostgresServer()->uri(), "&options=-csearch_path%3D", schema);
   }
   static absl::StatusOr<std::unique_ptr<FederationStateStore>> Open(const std::string&) {
     absl::StatusOr<std::string> uri = NewUri();
@@ -665,12 +668,23 @@ TEST(ZkFederationStoreTest, RecordsAreProtosAtTheDocumentedPaths) {
   ASSERT_OK(store->AddApplicationHomeSubCluster(AppHome("app_1", "sc.1")).status());
   ASSERT_OK(store->StoreToken(Token(12)));
 
-  const std::string root = uri.substr(uri.find('/', 5));
-  auto client = Value(store::zk::ZkClient::Create(ZooKeeperServer()->connect_string(), 10000));
-  ASSERT_NE(client, nullptr);
-  ASSERT_OK(client->Connect(absl::Now() + absl::Seconds(10)));
+  std::string root = uri.substr(uri.find('/', 5));
+  root = root.substr(0, root.find('?'));
   const std::vector<std::string> paths = {root + "/membership/" + store::zk::EscapeNodeName("sc.1"),
                                           root + "/apps/app_1", root + "/router/tokens/12"};
+  // Secrets at rest: a client without the store's credential reads nothing (the nodes carry
+  // the creator-only digest ACL), not even the routers' tokens.
+  auto stranger = Value(store::zk::ZkClient::Create(ZooKeeperServer()->connect_string(), 10000));
+  ASSERT_NE(stranger, nullptr);
+  ASSERT_OK(stranger->Connect(absl::Now() + absl::Seconds(10)));
+  for (const std::string& path : paths) {
+    absl::Status denied = stranger->Get({path}, absl::Now() + absl::Seconds(10)).status();
+    EXPECT_TRUE(absl::IsPermissionDenied(denied)) << path << ": " << denied;
+  }
+  auto client = Value(store::zk::ZkClient::Create(ZooKeeperServer()->connect_string(), 10000,
+                                                  ZooKeeperServer()->auth()));
+  ASSERT_NE(client, nullptr);
+  ASSERT_OK(client->Connect(absl::Now() + absl::Seconds(10)));
   auto nodes = Value(client->Get(paths, absl::Now() + absl::Seconds(10)));
   ASSERT_THAT(nodes, SizeIs(3));
   v1::SubClusterInfo info;
@@ -682,6 +696,26 @@ TEST(ZkFederationStoreTest, RecordsAreProtosAtTheDocumentedPaths) {
   EXPECT_THAT(info, EqualsProto(SubCluster("sc.1")));
   EXPECT_THAT(home, EqualsProto(AppHome("app_1", "sc.1")));
   EXPECT_THAT(token, EqualsProto(Token(12)));
+}
+
+TEST(ZkFederationStoreTest, ACredentialIsRequiredAndMustBePrivate) {
+  store::TestZooKeeper* server = ZooKeeperServer();
+  ASSERT_NE(server, nullptr);
+  const std::string bare = absl::StrCat("zk://", server->connect_string(), "/conformance/bare");
+  absl::Status none = OpenFederationStore(bare).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(none)) << none;
+  EXPECT_THAT(none.message(), HasSubstr("auth-file"));
+  TempDir dir;
+  const std::string open_file = dir.path() + "/zk-auth";
+  {
+    std::ofstream out(open_file);
+    out << server->auth();
+  }
+  ASSERT_EQ(::chmod(open_file.c_str(), 0644), 0);
+  absl::Status loose = OpenFederationStore(bare + "?auth-file=" + open_file).status();
+  EXPECT_FALSE(loose.ok());
+  EXPECT_THAT(loose.message(), HasSubstr("chmod 0600"));
+  EXPECT_THAT(loose.message(), Not(HasSubstr(server->auth().substr(8))));  // never the secret
 }
 
 TEST(ZkFederationStoreTest, WorksAfterTheServerRestarts) {
@@ -742,6 +776,88 @@ TEST(PostgresFederationStoreTest, StateSurvivesReopeningAndTheMigrationIsRecorde
   EXPECT_THAT(Value(store->GetMasterKey(3)), EqualsProto(MasterKey(3)));
   EXPECT_EQ(Value(QueryOne(uri, "SELECT count(*) FROM weft_federation_schema")),
             absl::StrCat(PostgresFederationStore::kSchemaVersion));
+}
+
+// Secrets at rest (issue 26): the server asks for a password, a URI may not carry one, a
+// server that asks none (trust) is refused, and another role reads none of the store's tables.
+TEST(PostgresFederationStoreTest, NobodyElseReadsTheStore) {
+  TestPostgres* server = PostgresServer();
+  ASSERT_NE(server, nullptr);
+  const std::string uri = Value(PostgresBackend::NewUri());
+  {
+    auto store = Value(OpenFederationStore(uri));
+    ASSERT_NE(store, nullptr);
+    ASSERT_OK(store->StoreMasterKey(MasterKey(9)));
+  }
+  const std::string schema = uri.substr(uri.find("search_path%3D") + 14);
+
+  // Without the password: refused by the server.
+  absl::Status anonymous = QueryOne(server->uri_without_password(), "SELECT 1").status();
+  EXPECT_TRUE(absl::IsUnavailable(anonymous)) << anonymous;
+  EXPECT_THAT(anonymous.message(), HasSubstr("password"));
+  absl::Status opened = OpenFederationStore(server->uri_without_password()).status();
+  EXPECT_FALSE(opened.ok());
+
+  // Another role of the same server, with its own password: no table of the store.
+  ASSERT_OK(PostgresAdmin("DROP ROLE IF EXISTS intruder"));
+  ASSERT_OK(PostgresAdmin("CREATE ROLE intruder LOGIN PASSWORD 'intruder-pw'"));
+  TempDir dir;
+  const std::string passfile = dir.path() + "/pgpass";
+  {
+    std::ofstream out(passfile);
+    out << "*:*:*:intruder:intruder-pw\n";
+  }
+  ASSERT_EQ(::chmod(passfile.c_str(), 0600), 0);
+  const std::string intruder = absl::StrCat("postgresql://intruder@127.0.0.1:", server->port(),
+                                            "/postgres?passfile=", passfile);
+  ASSERT_OK(QueryOne(intruder, "SELECT 1").status());  // the role itself works
+  for (const char* table : {"router_master_keys", "router_tokens", "application_homes",
+                            "sub_clusters", "policies"}) {
+    absl::Status denied =
+        QueryOne(intruder, absl::StrCat("SELECT count(*) FROM ", schema, ".", table)).status();
+    EXPECT_FALSE(denied.ok()) << table;
+    EXPECT_THAT(denied.message(), HasSubstr("permission denied")) << table;
+  }
+  EXPECT_EQ(Value(QueryOne(uri, "SELECT count(*) FROM router_master_keys")), "1");
+
+  // A server that lets a role in without a password (trust) is refused by the store.
+  ASSERT_OK(PostgresAdmin("DROP ROLE IF EXISTS trusted"));
+  ASSERT_OK(PostgresAdmin("CREATE ROLE trusted LOGIN"));
+  const std::string hba = server->dir() + "/data/pg_hba.conf";
+  std::string rules;
+  {
+    std::ifstream in(hba);
+    rules.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  {
+    std::ofstream out(hba, std::ios::trunc);
+    out << "host all trusted 127.0.0.1/32 trust\n" << rules;
+  }
+  ASSERT_OK(PostgresAdmin("SELECT pg_reload_conf()"));
+  // The postmaster applies the reload asynchronously: until then the role is refused for want
+  // of a password (Unavailable). Bounded: 10 s.
+  absl::Status trusted;
+  for (int i = 0; i < 200; ++i) {
+    trusted = OpenFederationStore(
+                  absl::StrCat("postgresql://trusted@127.0.0.1:", server->port(), "/postgres"))
+                  .status();
+    if (!absl::IsUnavailable(trusted)) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_TRUE(absl::IsFailedPrecondition(trusted)) << trusted;
+  EXPECT_THAT(trusted.message(), HasSubstr("without a password"));
+  {
+    std::ofstream out(hba, std::ios::trunc);
+    out << rules;
+  }
+  ASSERT_OK(PostgresAdmin("SELECT pg_reload_conf()"));
+
+  // A password in the URI (any local user reads argv) is refused before connecting.
+  absl::Status in_uri =
+      OpenFederationStore("postgresql://postgres:hunter2@127.0.0.1:1/postgres").status();
+  EXPECT_TRUE(absl::IsInvalidArgument(in_uri)) << in_uri;
+  EXPECT_THAT(in_uri.message(), HasSubstr("passfile"));
+  EXPECT_THAT(in_uri.message(), Not(HasSubstr("hunter2")));
 }
 
 TEST(PostgresFederationStoreTest, RefusesANewerSchema) {

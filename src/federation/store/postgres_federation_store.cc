@@ -45,6 +45,12 @@ const std::vector<std::vector<const char*>>& Migrations() {
                   sequence_number BIGINT NOT NULL PRIMARY KEY,
                   record BYTEA NOT NULL))sql",
       },
+      {
+          // Secrets at rest: only the store's own role (the tables' owner) reads them, whatever
+          // default privileges the database had.
+          R"sql(REVOKE ALL ON sub_clusters, application_homes, reservation_homes, policies,
+                  router_master_keys, router_tokens, weft_federation_schema FROM PUBLIC)sql",
+      },
   };
   return *migrations;
 }
@@ -108,7 +114,23 @@ absl::StatusOr<std::unique_ptr<PostgresFederationStore>> PostgresFederationStore
     return absl::InvalidArgumentError(
         absl::StrCat("federation store URI '", redacted, "': ", absl::StripAsciiWhitespace(why)));
   }
+  // A password in the URI would be in every daemon's argv (/proc/PID/cmdline), which any
+  // local user reads: the password comes from a passfile (?passfile=PATH, mode 0600, libpq's
+  // format) or ~/.pgpass instead.
+  bool has_password = false;
+  for (PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+    if (absl::string_view(o->keyword) == "password" && o->val != nullptr && *o->val != '\0') {
+      has_password = true;
+    }
+  }
   PQconninfoFree(options);
+  if (has_password) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "federation store URI '", redacted,
+        "': holds a password, which every local user could read in the daemon's command line; "
+        "put it in a passfile (?passfile=/etc/weft/pgpass, mode 0600, "
+        "host:port:database:user:password) instead"));
+  }
   std::unique_ptr<PostgresFederationStore> store(
       new PostgresFederationStore(std::string(uri), std::move(redacted)));
   absl::MutexLock lock(&store->mu_);
@@ -142,6 +164,21 @@ absl::Status PostgresFederationStore::Connect() {
     return absl::UnavailableError(
         absl::StrCat("federation store '", redacted_uri_,
                      "': connecting: ", absl::StripAsciiWhitespace(PQerrorMessage(conn_))));
+  }
+  // A server that let us in over TCP without asking for a password (trust authentication) lets
+  // every local user in: the routers' master keys would be anyone's. Peer authentication over
+  // the Unix socket asks for none and is fine.
+  const char* host = PQhost(conn_);
+  const bool unix_socket = host != nullptr && host[0] == '/';
+  if (!unix_socket && !PQconnectionUsedPassword(conn_) && !PQsslInUse(conn_)) {
+    PQfinish(conn_);
+    conn_ = nullptr;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "federation store '", redacted_uri_,
+        "': the server let this connection in without a password (trust authentication in "
+        "pg_hba.conf), so any local user could read the routers' master keys; use "
+        "scram-sha-256 with a role and a passfile, or peer authentication over the Unix "
+        "socket"));
   }
   return absl::OkStatus();
 }

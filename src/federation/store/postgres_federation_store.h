@@ -37,7 +37,7 @@ std::string RedactPostgresUri(absl::string_view uri);
 class PostgresFederationStore final : public RecordFederationStore {
  public:
   // The schema version this binary migrates to and understands.
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // Connects (libpq URI "postgresql://user@host:port/db?..." or "postgres://...", default
   // connect_timeout 10 s) and migrates the schema. InvalidArgument naming the (redacted) URI when

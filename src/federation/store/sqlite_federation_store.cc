@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/private_files.h"
 #include "store/sqlite_util.h"
 
 namespace weft::federation {
@@ -101,7 +102,12 @@ absl::Status SqliteFederationStore::Init() {
     return absl::Status(s.code(), prefix + std::string(s.message()));
   }
   std::error_code ec;
-  const bool existed = std::filesystem::exists(path_, ec);
+  const bool existed = std::filesystem::exists(path_, ec) && std::filesystem::file_size(path_, ec) > 0;
+  // The store holds the routers' master keys and every app's home: the file is 0600 in a
+  // directory others cannot read, or the store does not open (common/private_files.h).
+  if (absl::Status s = EnsurePrivateSqliteFile(path_, "federation store"); !s.ok()) {
+    return absl::Status(s.code(), prefix + std::string(s.message()));
+  }
   int rc =
       sqlite3_open_v2(path_.c_str(), &db_,
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);

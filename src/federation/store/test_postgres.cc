@@ -132,7 +132,13 @@ TestPostgres::~TestPostgres() {
 }
 
 std::string TestPostgres::uri(absl::string_view dbname) const {
-  return absl::StrCat("postgresql://postgres@127.0.0.1:", port_, "/", dbname);
+  return absl::StrCat("postgresql://postgres@127.0.0.1:", port_, "/", dbname,
+                      "?passfile=", passfile());
+}
+
+std::string TestPostgres::uri_without_password(absl::string_view dbname) const {
+  return absl::StrCat("postgresql://postgres@127.0.0.1:", port_, "/", dbname,
+                      "?passfile=/dev/null");
 }
 
 absl::StatusOr<pid_t> TestPostgres::Spawn(const std::vector<std::string>& args,
@@ -178,25 +184,54 @@ absl::StatusOr<pid_t> TestPostgres::Spawn(const std::vector<std::string>& args,
   return pid;
 }
 
+// Writes `text` to a new file `path` with mode 0600, owned by `uid`:`gid`.
+static absl::Status WritePrivate(const std::string& path, const std::string& text, uid_t uid, gid_t gid) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return absl::InternalError(absl::StrCat("creating ", path, ": ", strerror(errno)));
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const bool owned = ::fchown(fd, uid, gid) == 0;
+  ::close(fd);
+  if (!written || !owned) return absl::InternalError(absl::StrCat("writing ", path));
+  return absl::OkStatus();
+}
+
 absl::Status TestPostgres::InitCluster() {
+  // The superuser's password: random, unguessable by other users of the machine; the server
+  // asks every connection for it (scram-sha-256), as a production server must.
+  {
+    unsigned char bytes[16];
+    std::ifstream urandom("/dev/urandom", std::ios::binary);
+    urandom.read(reinterpret_cast<char*>(bytes), sizeof(bytes));
+    if (!urandom) return absl::InternalError("reading /dev/urandom");
+    for (unsigned char b : bytes) absl::StrAppend(&password_, absl::Hex(b, absl::kZeroPad2));
+  }
+  const std::string pwfile = dir_ + "/initdb-password";
+  if (absl::Status s = WritePrivate(pwfile, password_ + "\n", uid_, gid_); !s.ok()) return s;
+  if (absl::Status s = WritePrivate(passfile(), absl::StrCat("*:*:*:postgres:", password_, "\n"),
+                                    ::geteuid(), ::getegid());
+      !s.ok()) {
+    return s;
+  }
   const std::string log = dir_ + "/initdb.log";
   absl::StatusOr<pid_t> pid =
-      Spawn({options_.bin_dir + "/initdb", "-D", dir_ + "/data", "-U", "postgres", "--auth=trust",
-             "--encoding=UTF8", "--locale=C", "--no-sync"},
+      Spawn({options_.bin_dir + "/initdb", "-D", dir_ + "/data", "-U", "postgres",
+             "--auth=scram-sha-256", "--pwfile=" + pwfile, "--encoding=UTF8", "--locale=C",
+             "--no-sync"},
             log);
   if (!pid.ok()) return pid.status();
   int wstatus = 0;
   while (::waitpid(*pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
+  ::unlink(pwfile.c_str());
   if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
     return absl::InternalError(absl::StrCat("initdb for the test PostgreSQL failed (",
                                             DescribeExit(wstatus), "); ", log, " ends with:\n",
                                             Tail(log, 4000)));
   }
-  // Trust on the unix socket and 127.0.0.1 only.
+  // Passwords (scram-sha-256) on the unix socket and 127.0.0.1 only: no trust.
   const std::string hba = dir_ + "/data/pg_hba.conf";
   std::ofstream out(hba, std::ios::trunc);
-  out << "local all all trust\nhost all all 127.0.0.1/32 trust\n";
+  out << "local all all scram-sha-256\nhost all all 127.0.0.1/32 scram-sha-256\n";
   out.close();
   if (!out || ::chown(hba.c_str(), uid_, gid_) != 0) {
     return absl::InternalError(absl::StrCat("writing ", hba));

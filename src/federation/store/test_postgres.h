@@ -20,7 +20,8 @@
 namespace weft::federation {
 
 // Runs `initdb` and then `postgres` from the Debian `postgresql` package: the cluster in
-// <dir>/data (superuser "postgres", trust authentication, C locale), listening on a free port
+// <dir>/data (superuser "postgres" with a random password, scram-sha-256 authentication for
+// every connection, C locale), listening on a free port
 // of 127.0.0.1 only, its unix socket in <dir>, fsync off (a test server need not survive a
 // host crash), its log in <dir>/postgres.log. Readiness is a successful PQping, not a sleep.
 //
@@ -54,7 +55,12 @@ class TestPostgres {
   TestPostgres& operator=(const TestPostgres&) = delete;
 
   // "postgresql://postgres@127.0.0.1:<port>/<dbname>".
+  // The password comes from passfile() (libpq's ?passfile=), never from the URI.
   std::string uri(absl::string_view dbname = "postgres") const;
+  // The same server with no password to offer: the server must refuse it.
+  std::string uri_without_password(absl::string_view dbname = "postgres") const;
+  // A 0600 file in libpq's passfile format with the superuser's password.
+  std::string passfile() const { return dir_ + "/pgpass"; }
   int port() const { return port_; }
   const std::string& dir() const { return dir_; }
   std::string log_path() const { return dir_ + "/postgres.log"; }
@@ -83,6 +89,7 @@ class TestPostgres {
   const Options options_;
   const std::string dir_;
   const uid_t uid_;  // whom initdb and postgres run as
+  std::string password_;  // the superuser's
   const gid_t gid_;
   int port_ = 0;
   pid_t pid_ = -1;

@@ -48,7 +48,7 @@ absl::Status ValidateOptions(const ZkFederationStore::Options& options) {
 absl::StatusOr<std::unique_ptr<ZkFederationStore>> ZkFederationStore::Open(const Options& options) {
   if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<ZkClient>> client =
-      ZkClient::Create(options.connect, options.session_timeout_ms);
+      ZkClient::Create(options.connect, options.session_timeout_ms, options.auth);
   if (!client.ok()) {
     return absl::Status(client.status().code(),
                         absl::StrCat("federation store 'zk://", options.connect, options.root,

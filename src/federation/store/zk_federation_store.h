@@ -41,6 +41,10 @@ class ZkFederationStore final : public RecordFederationStore {
     std::string connect;  // "host:port[,host:port]"
     std::string root;     // absolute, not "/", no trailing '/'; missing nodes are created
     int session_timeout_ms = 10000;
+    // ZooKeeper digest credential "user:password": the store's nodes carry the creator-only
+    // ACL (store/zk_client.h). Empty: open to every client (tests only; OpenFederationStore,
+    // which the daemons use, requires one).
+    std::string auth;
   };
 
   // Connects and creates the layout's missing nodes. InvalidArgument for bad options; the

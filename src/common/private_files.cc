@@ -1,0 +1,172 @@
+// Copyright Weft authors.
+#include "common/private_files.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace weft {
+namespace {
+
+std::string Octal(mode_t mode) { return absl::StrFormat("%04o", mode & 07777); }
+
+absl::Status ErrnoStatus(int err, absl::string_view what) {
+  const absl::StatusCode code = err == EACCES || err == EPERM ? absl::StatusCode::kPermissionDenied
+                                : err == ENOENT               ? absl::StatusCode::kNotFound
+                                                              : absl::StatusCode::kInternal;
+  return absl::Status(code, absl::StrCat(what, ": ", std::strerror(err)));
+}
+
+// Missing parents of `dir` (and `dir`) are made 0700 (the umask may narrow, never widen).
+absl::Status MakeDirectories(const std::string& dir) {
+  std::filesystem::path prefix;
+  for (const std::filesystem::path& part : std::filesystem::path(dir)) {
+    prefix /= part;
+    const std::string p = prefix.string();
+    if (p.empty() || p == "/") continue;
+    if (::mkdir(p.c_str(), 0700) != 0 && errno != EEXIST) {
+      return ErrnoStatus(errno, absl::StrCat("creating directory '", p, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+mode_t SetDaemonUmask() { return ::umask(077); }
+
+bool DirectoryModeIsOpen(mode_t mode) { return (mode & 066) != 0; }
+
+absl::Status EnsurePrivateDirectory(const std::string& dir, absl::string_view what,
+                                    mode_t create_mode) {
+  if (DirectoryModeIsOpen(create_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", dir, "': mode ", Octal(create_mode), " is not private"));
+  }
+  if (dir.empty()) return absl::InvalidArgumentError(absl::StrCat(what, ": empty path"));
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) {
+    if (errno != ENOENT) return ErrnoStatus(errno, absl::StrCat(what, " '", dir, "'"));
+    if (absl::Status s = MakeDirectories(dir); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
+    }
+    if (::chmod(dir.c_str(), create_mode) != 0) {
+      return ErrnoStatus(errno, absl::StrCat(what, ": chmod '", dir, "'"));
+    }
+    if (::lstat(dir.c_str(), &st) != 0) {
+      return ErrnoStatus(errno, absl::StrCat(what, " '", dir, "'"));
+    }
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, " '", dir, "' is not a directory", S_ISLNK(st.st_mode) ? " (a symbolic link)" : ""));
+  }
+  if (st.st_uid != ::geteuid()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, " '", dir, "' belongs to uid ", st.st_uid, ", not to this daemon's uid ",
+        ::geteuid(), ": its keys and state must be the daemon's own (chown it)"));
+  }
+  if (DirectoryModeIsOpen(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, " '", dir, "' has mode ", Octal(st.st_mode),
+        ": other users could read or replace the keys and state in it; refusing to use it "
+        "(chmod 0700 '",
+        dir, "')"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EnsurePrivateFile(const std::string& file, absl::string_view what) {
+  std::filesystem::path parent = std::filesystem::path(file).parent_path();
+  if (parent.empty()) parent = ".";
+  if (absl::Status s = EnsurePrivateDirectory(parent.string(), absl::StrCat(what, " directory"));
+      !s.ok()) {
+    return s;
+  }
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+                        0600);
+  if (fd < 0) {
+    if (errno == ELOOP) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(what, " '", file, "' is a symbolic link; refusing to follow it"));
+    }
+    return ErrnoStatus(errno, absl::StrCat("opening ", what, " '", file, "'"));
+  }
+  struct stat st;
+  absl::Status status;
+  if (::fstat(fd, &st) != 0) {
+    status = ErrnoStatus(errno, absl::StrCat(what, " '", file, "'"));
+  } else if (!S_ISREG(st.st_mode)) {
+    status = absl::FailedPreconditionError(
+        absl::StrCat(what, " '", file, "' is not a regular file"));
+  } else if (st.st_uid != ::geteuid()) {
+    status = absl::FailedPreconditionError(
+        absl::StrCat(what, " '", file, "' belongs to uid ", st.st_uid,
+                     ", not to this daemon's uid ", ::geteuid(), " (chown it)"));
+  } else if ((st.st_mode & 077) != 0 && ::fchmod(fd, st.st_mode & 0700) != 0) {
+    status = ErrnoStatus(errno, absl::StrCat("chmod 0600 ", what, " '", file, "'"));
+  }
+  ::close(fd);
+  return status;
+}
+
+absl::Status EnsurePrivateSqliteFile(const std::string& file, absl::string_view what) {
+  if (absl::Status s = EnsurePrivateFile(file, what); !s.ok()) return s;
+  for (const char* suffix : {"-wal", "-shm", "-journal"}) {
+    const std::string side = file + suffix;
+    struct stat st;
+    if (::lstat(side.c_str(), &st) != 0) continue;  // not there: SQLite makes it as `file`
+    if (absl::Status s = EnsurePrivateFile(side, what); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadPrivateSecretFile(const std::string& path,
+                                                  absl::string_view what) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return ErrnoStatus(errno, absl::StrCat(what, " '", path, "'"));
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return ErrnoStatus(err, absl::StrCat(what, " '", path, "'"));
+  }
+  auto refuse = [&](absl::string_view why) {
+    ::close(fd);
+    return absl::FailedPreconditionError(absl::StrCat(what, " '", path, "' ", why));
+  };
+  if (!S_ISREG(st.st_mode)) return refuse("is not a regular file");
+  if (st.st_uid != ::geteuid() && st.st_uid != 0) {
+    return refuse(absl::StrCat("belongs to uid ", st.st_uid, ", not to this daemon's uid ",
+                               ::geteuid(), " or root"));
+  }
+  if ((st.st_mode & 077) != 0) {
+    return refuse(absl::StrCat("has mode ", Octal(st.st_mode),
+                               ": other users could read the secret (chmod 0600 '", path, "')"));
+  }
+  if (st.st_size > (1 << 16)) return refuse("is larger than 64 KiB");
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  text.resize(done);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (text.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(what, " '", path, "' is empty"));
+  }
+  return text;
+}
+
+}  // namespace weft

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Issue 26's attacks by an ordinary local user, replayed end to end against `weft dev` as root
+# with two Unix users this test creates (weft-alice, weft-bob). Each must now fail, for the
+# reason named in docs/security.md ("The attacks, and what stops each", rows 9-15):
+#   9.  secrets at rest: the RM's SQLite store (master keys, submissions), its -wal/-shm, the
+#       CA's and daemons' keys and the federation store are unreadable to another user and to
+#       any container; a daemon refuses a state directory others can read;
+#   10. a fork bomb in a 1-vcore container stops at its pids limit and the node keeps running;
+#   11. writing past the work dir's disk limit ends the container with a diagnostic naming it;
+#   12. 200 MB on stdout leaves at most the log cap on disk;
+#   13. with --no-cgroups, `weft app kill` leaves no process of the app (setsid, double fork,
+#       a SIGTERM-ignoring child) and frees its port;
+#   14. 64 slow clients on the RM's web port: GET /ws/v1/cluster/info still answers within 1 s;
+#   15. app names with ESC and newlines are escaped in `weft app list`; --goal-s inf|nan refused.
+# The ZooKeeper and PostgreSQL stores' ACLs and roles are in-process tests (zk_store_test,
+# federation_store_conformance_test). Every wait and load loop is bounded.
+# Usage: local_attacks_test.sh WEFT. Exit 77 (skipped, saying why) only when not root.
+set -uo pipefail
+if [[ $(id -u) -ne 0 ]]; then
+  echo "SKIP: needs root (creates Unix users, runs containers as them)"; exit 77
+fi
+src_weft=$1
+dev_allow_root=0
+weft=""
+source "$(dirname "$0")/../lib/dev_cluster.sh"
+
+for u in weft-alice weft-bob; do
+  id "$u" >/dev/null 2>&1 || useradd --no-create-home --shell /usr/sbin/nologin "$u" ||
+    { echo "FAIL: useradd $u"; exit 1; }
+done
+mkdir -p "$tmp/bin" && cp "$src_weft" "$tmp/bin/weft" && chmod 755 "$tmp/bin" "$tmp/bin/weft"
+monitor=$(dirname "$src_weft")/weft-container-monitor
+[[ -x $monitor ]] && cp "$monitor" "$tmp/bin/" && chmod 755 "$tmp/bin/weft-container-monitor"
+weft=$tmp/bin/weft
+
+as() {
+  local user=$1; shift
+  runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME=/nonexistent WEFT_RM="$rm_address" \
+    WEFT_TLS_CA="$tmp/ca.pem" timeout 120 "$@"
+}
+app_of() { sed -n 's/.*\(application_[0-9]*_[0-9]*\).*/\1/p' "$1" | head -1; }
+
+# ---- 9a. A daemon refuses a state directory that others can read, and leaves it as it was.
+mkdir -p "$tmp/open" && chmod 755 "$tmp/open"
+if "$weft" dev --nodes 1 --rm-port 0 --http-port 0 --data-dir "$tmp/open" >"$tmp/open.out" 2>&1
+then bad "weft dev started on a 0755 data directory"
+elif grep -q "'$tmp/open' has mode 0755" "$tmp/open.out" && [[ -z $(ls -A "$tmp/open") ]]; then
+  ok "weft dev refuses a 0755 --data-dir: $(head -1 "$tmp/open.out")"
+else bad "weft dev on a 0755 data dir: $(cat "$tmp/open.out"); left: $(ls -A "$tmp/open")"; fi
+if "$weft" rm --port 0 --http-port 0 --state-store "$tmp/open/rm-state.db" >"$tmp/rm-open.out" 2>&1
+then bad "weft rm started with its state store in a 0755 directory"
+elif grep -q "'$tmp/open' has mode 0755" "$tmp/rm-open.out"; then
+  ok "weft rm refuses --state-store in a 0755 directory: $(head -1 "$tmp/rm-open.out")"
+else bad "weft rm on a 0755 state dir: $(cat "$tmp/rm-open.out")"; fi
+
+# ---- The cluster for the rest: root's weft dev, as the README starts it.
+dev_start --nodes 1 --rm-port 0 --http-port 0 --data-dir "$tmp/data" \
+  --node-resources memory-mb=4096,vcores=4
+dev_wait_nodes 1 || exit 1
+ok "weft dev as root: RM at $rm_address, web at $web"
+cp "$WEFT_TLS_CA" "$tmp/ca.pem" && chmod 644 "$tmp/ca.pem"
+data=$tmp/data
+work_root=$data/nm0
+
+# ---- 9b. Secrets at rest: modes, then bob reads, then a container of bob's reads.
+as weft-alice "$weft" app submit --name alices-job --command 'true' --wait --timeout-s 90 \
+  >"$tmp/alice.out" 2>&1 || bad "alice's app: $(cat "$tmp/alice.out")"
+modes=""
+for f in "$data" "$data/rm-state.db" "$data/rm-state.db-wal" "$data/rm-state.db-shm" \
+  "$data/tls"; do
+  modes+="$(stat -c '%n %a' "$f" 2>&1 | sed "s|$data|DATA|")"$'\n'
+done
+want=$'DATA 711\nDATA/rm-state.db 600\nDATA/rm-state.db-wal 600\nDATA/rm-state.db-shm 600\nDATA/tls 700\n'
+[[ $modes == "$want" ]] && ok "state dir 0711, store and its -wal/-shm 0600, tls/ 0700" ||
+  bad "modes: $modes"
+open_files=$(find "$data" -maxdepth 1 -type f -perm /044 2>/dev/null)
+[[ -z $open_files ]] && ok "no file at the top of the data dir is readable by others" ||
+  bad "readable by others: $open_files"
+
+# The attack's first step: read the master keys with sqlite3 as another user.
+if as weft-bob sqlite3 -readonly "$data/rm-state.db" \
+  'SELECT purpose, hex(secret) FROM master_keys' >"$tmp/bob-sqlite.out" 2>&1; then
+  bad "bob read the master keys: $(head -3 "$tmp/bob-sqlite.out")"
+else ok "bob cannot open the state store: $(head -1 "$tmp/bob-sqlite.out")"; fi
+stolen=0
+for f in "$data"/rm-state.db* "$data"/tls/*.key; do
+  as weft-bob cat "$f" >/dev/null 2>&1 && { stolen=1; bad "bob read $f"; }
+done
+[[ $stolen -eq 0 ]] && ok "bob reads none of rm-state.db*, tls/*.key"
+# ... nor from inside a container of his.
+attack="sqlite3 -readonly '$data/rm-state.db' 'SELECT hex(secret) FROM master_keys';
+head -c 16 '$data/rm-state.db-wal' | od -c | head -1; cat '$data'/tls/ca.key | head -1"
+as weft-bob "$weft" app submit --command "$attack" --max-attempts 1 --wait --timeout-s 60 \
+  >"$tmp/bob-c.out" 2>&1
+bob_app=$(app_of "$tmp/bob-c.out")
+bob_stdout=$(cat "$work_root"/logs/container_*_"${bob_app#application_}"_*/stdout 2>/dev/null)
+bob_stderr=$(cat "$work_root"/logs/container_*_"${bob_app#application_}"_*/stderr 2>/dev/null)
+if [[ -z $bob_app ]]; then bad "bob's reading container did not run: $(cat "$tmp/bob-c.out")"
+elif [[ -z $bob_stdout && $bob_stderr == *"Permission denied"* ]]; then
+  ok "bob's container reads no key: $(head -1 <<<"$bob_stderr")"
+else bad "bob's container: stdout '$bob_stdout' stderr '$bob_stderr'"; fi
+
+# ---- 9c. The federation store: a two-sub-cluster weft dev, its files as private.
+mkdir -p "$tmp/fed"
+"$weft" dev --subclusters 2 --nodes 1 --rm-port 0 --http-port 0 --data-dir "$tmp/fed/data" \
+  >"$tmp/fed/out" 2>"$tmp/fed/err" &
+fed_pid=$!
+for _ in $(seq 1 300); do
+  grep -q "Ctrl-C" "$tmp/fed/out" 2>/dev/null && break
+  kill -0 "$fed_pid" 2>/dev/null || break
+  sleep 0.1
+done
+fed_modes=$(cd "$tmp/fed/data" 2>/dev/null && stat -c '%n %a' . federation.db federation.db-wal \
+  */rm-state.db 2>&1 | tr '\n' ' ')
+if [[ $fed_modes =~ ^". 711 federation.db 600 federation.db-wal 600 ".*"rm-state.db 600 " ]] &&
+  [[ $fed_modes != *" 644"* ]]; then
+  ok "federation: $fed_modes"
+else bad "federation files: $fed_modes; $(cat "$tmp/fed/out" "$tmp/fed/err" | tail -5)"; fi
+as weft-bob sqlite3 -readonly "$tmp/fed/data/federation.db" \
+  'SELECT count(*) FROM router_master_keys' >"$tmp/fed/bob" 2>&1 &&
+  bad "bob read the routers' master keys: $(cat "$tmp/fed/bob")" ||
+  ok "bob cannot open federation.db: $(head -1 "$tmp/fed/bob")"
+kill -TERM "$fed_pid" 2>/dev/null
+for _ in $(seq 1 100); do kill -0 "$fed_pid" 2>/dev/null || break; sleep 0.1; done
+kill -KILL "$fed_pid" 2>/dev/null
+
+# @SECTIONS@
+
+if [[ $fail -eq 0 ]]; then echo PASS; else
+  echo "--- weft dev output"; tail -30 "$tmp/dev.out"; tail -40 "$tmp/dev.err"; exit 1; fi
