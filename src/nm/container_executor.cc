@@ -209,6 +209,7 @@ absl::StatusOr<pid_t> ContainerExecutor::Launch(const LaunchSpec& spec) {
   container.work_dir = spec.work_dir;
   container.memory_limit_bytes = spec.limits.memory_bytes;
   container.disk_limit_bytes = std::max<int64_t>(spec.disk_limit_bytes, 0);
+  container.log_dir = spec.log_dir;
   container.pids_max = spec.limits.pids_max;
   container.log_limit_bytes =
       monitored && spec.log_limit_bytes > 0
@@ -245,6 +246,7 @@ absl::Status ContainerExecutor::Adopt(const AdoptSpec& spec) {
   container.work_dir = spec.work_dir;
   container.memory_limit_bytes = spec.memory_limit_bytes;
   container.disk_limit_bytes = std::max<int64_t>(spec.disk_limit_bytes, 0);
+  container.log_dir = spec.log_dir;
   container.pids_max = spec.pids_max;
   container.log_limit_bytes =
       spec.log_limit_bytes > 0 ? std::max<int64_t>(spec.log_limit_bytes, spawn_internal::kMinLogLimitBytes) : 0;
@@ -333,7 +335,8 @@ std::vector<ContainerExit> ContainerExecutor::Reap() {
       SignalAll(container, SIGKILL);
       container.sigkill_sent = true;
     }
-    if (!container.sigkill_sent && container.disk_limit_bytes > 0 &&
+    const bool log_dir_limited = container.log_limit_bytes > 0 && !container.log_dir.empty();
+    if (!container.sigkill_sent && (container.disk_limit_bytes > 0 || log_dir_limited) &&
         now >= container.next_disk_check_ms) {
       CheckDisk(container, now);
     }
@@ -370,6 +373,22 @@ void ContainerExecutor::SignalAll(const Container& container, int sig) {
 
 void ContainerExecutor::CheckDisk(Container& container, int64_t now) {
   container.next_disk_check_ms = now + kDiskCheckIntervalMs;
+  // The log dir belongs to the container's user, who could write there past the monitor (to
+  // the log files themselves, or other files): it may hold the two capped logs and a little.
+  if (container.log_limit_bytes > 0 && !container.log_dir.empty()) {
+    const int64_t allowed = 2 * container.log_limit_bytes + kLogDirSlackBytes;
+    absl::StatusOr<DiskUsage> logs = env_->MeasureDiskUsage(container.log_dir, 1000);
+    if (logs.ok() && (logs->truncated || logs->bytes > allowed)) {
+      container.limit_kill = absl::StrCat(
+          "Container killed: its log dir used ", FormatMb(logs->bytes), ", over twice the log "
+          "limit of ", FormatMb(container.log_limit_bytes),
+          " (--container-log-limit-mb): it wrote there other than through stdout and stderr");
+      SignalAll(container, SIGKILL);
+      container.sigkill_sent = true;
+      return;
+    }
+  }
+  if (container.disk_limit_bytes <= 0) return;
   absl::StatusOr<DiskUsage> usage =
       env_->MeasureDiskUsage(container.work_dir, kDiskCheckMaxEntries);
   if (!usage.ok()) return;  // e.g. not created yet, or removed: looked at again next time

@@ -60,7 +60,9 @@ struct LaunchSpec {
   int64_t disk_limit_bytes = 0;
   // Bytes of stdout and of stderr each kept in log_dir (SpawnOptions::log_limit_bytes): the
   // newest output, after a note of what was dropped. Only with state_dir (the monitor enforces
-  // it). 0 = no limit.
+  // it). 0 = no limit. Reap also measures log_dir with the disk check: a container whose log
+  // dir holds more than twice this plus kLogDirSlackBytes (it wrote there past the monitor)
+  // is killed.
   int64_t log_limit_bytes = 0;
 };
 
@@ -84,12 +86,15 @@ struct AdoptSpec {
   int64_t disk_limit_bytes = 0;
   int64_t pids_max = 0;
   int64_t log_limit_bytes = 0;
+  std::string log_dir;  // "" = its log dir is not measured
 };
 
 // How often Reap measures a container's work dir against its disk limit, ms.
 inline constexpr int64_t kDiskCheckIntervalMs = 1000;
 // Most entries one measurement visits; a work dir with more is over its limit.
 inline constexpr int64_t kDiskCheckMaxEntries = 1'000'000;
+// What a log dir may hold besides its two capped logs (notes, block rounding), bytes.
+inline constexpr int64_t kLogDirSlackBytes = 1 << 20;
 
 inline constexpr char kDefaultContainerPath[] =
     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -111,7 +116,8 @@ struct ContainerExit {
   // The memory cgroup's OOM killer killed a process of the container. The main process may
   // still have exited normally (a shell whose child was killed exits 137).
   bool oom_killed = false;
-  // Killed by the executor for using more disk than its limit (LaunchSpec::disk_limit_bytes).
+  // Killed by the executor for using more disk than its limits (LaunchSpec::disk_limit_bytes
+  // for its work dir, log_limit_bytes for its log dir).
   bool disk_limit_exceeded = false;
   // For people: why it ended, e.g. "Container killed: exceeded its memory limit of 64 MiB
   // (exit code 137)", or "Container killed: its work dir used 312 MB, over the disk limit of
@@ -212,6 +218,7 @@ class ContainerExecutor {
     int64_t disk_limit_bytes = 0;
     int64_t pids_max = 0;
     int64_t log_limit_bytes = 0;
+    std::string log_dir;
     int64_t next_disk_check_ms = 0;
     // Why the executor killed it for a limit ("" = it did not), e.g. "Container killed: its
     // work dir used ...".

@@ -391,6 +391,38 @@ TEST(ContainerExecutorFakeTest, DiskLimitKillsTheContainerWithADiagnosticNamingT
   EXPECT_THAT(os.measured, IsEmpty());
 }
 
+TEST(ContainerExecutorFakeTest, ALogDirFilledPastTheMonitorKillsTheContainer) {
+  FakeOs os;
+  FakeCgroups cgroups;
+  ContainerExecutor executor(&cgroups, &os);
+  AdoptSpec adopt;
+  adopt.container_id = "c1";
+  adopt.pid = 600;
+  adopt.monitor_pid = 601;
+  adopt.state_dir = "/state/c1";
+  adopt.work_dir = "/work/c1";
+  adopt.log_dir = "/logs/c1";
+  adopt.log_limit_bytes = int64_t{1} << 20;
+  adopt.monitor_start_time = 777;  // StatLine's: the monitor lives
+  os.listings["/proc"] = {"601"};
+  os.files["/proc/601/stat"] = StatLine(601, 1);
+  ASSERT_TRUE(executor.Adopt(adopt).ok());
+  os.disk_usage["/logs/c1"] = DiskUsage{.bytes = int64_t{3} << 20, .entries = 2};
+  EXPECT_THAT(executor.Reap(), IsEmpty()) << "two capped logs and the slack";
+  EXPECT_THAT(os.kills, IsEmpty());
+  os.disk_usage["/logs/c1"].bytes = int64_t{300} << 20;
+  os.now_ms += kDiskCheckIntervalMs;
+  (void)executor.Reap();
+  EXPECT_THAT(os.kills, Contains(Pair(-600, SIGKILL)));
+  os.files["/state/c1/exit_code"] = "signal 9\n";
+  std::vector<ContainerExit> exits = executor.Reap();
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].diagnostics,
+            "Container killed: its log dir used 300 MB, over twice the log limit of 1 MB "
+            "(--container-log-limit-mb): it wrote there other than through stdout and stderr "
+            "(exit code 137)");
+}
+
 TEST(ContainerExecutorFakeTest, LimitsHitWithoutEndingTheContainerAreInItsDiagnostics) {
   FakeOs os;
   FakeCgroups cgroups;

@@ -182,6 +182,7 @@ absl::Status NodeManager::RecoverContainers() {
                                      : 0;
         adopt.disk_limit_bytes = options_.container_disk_limit_mb << 20;
         adopt.log_limit_bytes = options_.container_log_limit_mb << 20;
+        adopt.log_dir = absl::StrCat(options_.work_root, "/logs/", id);
         if (absl::Status s = executor_->Adopt(adopt); !s.ok()) {
           lost_reason = absl::StrCat("Container lost: ", s.message());
         } else {
