@@ -1,20 +1,17 @@
-// Copyright Weft authors. A small HTTP/1.1 server (cpp-httplib underneath) that hands every
-// request to one HttpHandler on a fixed pool of threads.
+// Copyright Weft authors. A small HTTP/1.1 server that hands every complete request to one
+// HttpHandler on a fixed pool of threads. One I/O thread owns every socket (non-blocking, under
+// epoll): it accepts, reads and parses requests under deadlines and writes responses, so a slow
+// or hostile client holds a connection slot, never a handler thread.
 #ifndef WEFT_WEB_HTTP_SERVER_H_
 #define WEFT_WEB_HTTP_SERVER_H_
 
-#include <atomic>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
 #include "web/http.h"
-
-namespace httplib {
-class Server;
-}  // namespace httplib
 
 namespace weft::web {
 
@@ -23,16 +20,44 @@ struct HttpServerOptions {
   int port = 0;                         // 0: a free port the kernel picks (see port())
   // Larger request bodies are refused with 413 and a JSON error before the handler runs.
   size_t max_body_bytes = 1 << 20;
-  int threads = 8;  // connections served at once (keep-alive holds one for up to 2 s)
+  int threads = 8;  // handlers run at once (slow clients hold no thread); <= 0: 1
+  // A longer request target is refused with 414, a larger request head (request line and
+  // headers) with 431.
+  size_t max_uri_bytes = 8192;
+  size_t max_header_bytes = 64 * 1024;
+
+  // Whole-request deadlines, in ms; a connection that misses one is closed without an answer.
+  // A connection's first request line and headers must arrive within header_timeout_ms of
+  // its accept, a later request's within header_timeout_ms of its first byte.
+  int header_timeout_ms = 10'000;
+  // A request body must arrive within body_timeout_ms of the end of its headers.
+  int body_timeout_ms = 30'000;
+  // A keep-alive connection waits this long for the first byte of its next request.
+  int idle_timeout_ms = 5'000;
+  // A response must be taken by the client within write_timeout_ms of being ready.
+  int write_timeout_ms = 30'000;
+
+  // Connections open at once, in total and from one client IP address (<= 0: no per-IP
+  // limit). A connection over either limit is answered 503 with a JSON error and
+  // "Retry-After: 1" (one non-blocking write, best effort) and closed at once.
+  int max_connections = 256;
+  int max_connections_per_ip = 32;
 };
 
 // Listens on bind_host:port and serves every method and path through `handler`. A handler
-// that throws gets a 500 with a JSON error body; errors httplib detects itself (malformed
-// request line, oversized body) get a JSON error body too. Thread-safe; Stop() (or the
-// destructor) waits for in-flight requests.
+// that throws gets a 500 with a JSON error body; requests refused before the handler
+// (malformed: 400; body over max_body_bytes: 413; target too long: 414; head too large: 431;
+// CONNECT/TRACE: 405; unknown method or transfer coding: 501; not HTTP/1.x: 505) get a JSON
+// error body and the connection is closed after it. Query parameters and the path are
+// percent-decoded, header names lower-cased; a body comes by Content-Length or chunked
+// (neither: empty). HEAD is served as GET without the body. Every response carries
+// "X-Content-Type-Options: nosniff" and "Cache-Control: no-store". HTTP/1.1 connections are
+// kept alive unless "Connection: close". Thread-safe; Stop() (or the destructor) waits for
+// in-flight requests.
 class HttpServer {
  public:
-  // Errors: Unavailable when the address cannot be bound (the message names it).
+  // Errors: InvalidArgument for a port outside 0-65535 or a deadline or limit that is not
+  // positive; Unavailable when the address cannot be bound (the message names it).
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(HttpServerOptions options,
                                                            HttpHandler handler);
   ~HttpServer();
@@ -41,16 +66,20 @@ class HttpServer {
 
   int port() const { return port_; }
   std::string address() const;  // host:port actually bound
-  void Stop();                  // idempotent
+  // Connections open now, refused ones excluded (for tests and metrics).
+  int open_connections() const;
+  // Stops accepting and closes idle and half-read connections, then waits for the handlers
+  // running or queued; their responses get up to 1 s to be written. Idempotent.
+  void Stop();
 
  private:
+  class Impl;  // the I/O thread and the worker pool (http_server.cc)
+
   HttpServer() = default;
 
   HttpServerOptions options_;
-  HttpHandler handler_;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
-  std::atomic<bool> listen_returned_{false};
+  std::unique_ptr<Impl> impl_;
+  std::once_flag stop_once_;
   int port_ = 0;
 };
 

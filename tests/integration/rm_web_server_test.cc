@@ -2,12 +2,18 @@
 // (reads, authenticated writes, errors httplib itself produces) and /metrics.
 #include "web/rm_web_server.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
@@ -36,8 +42,8 @@ class RmWebServerTest : public ::testing::Test {
   // declared users (the RM's in-process test mode).
   void Start(bool writes, const std::string& secret, const std::string& munge_socket = "") {
     rm::RmServerOptions o;
-    o.auth.mode = munge_socket.empty() ? rm::UserAuthentication::kDeclared
-                                       : rm::UserAuthentication::kMunge;
+    o.auth.mode =
+        munge_socket.empty() ? rm::UserAuthentication::kDeclared : rm::UserAuthentication::kMunge;
     o.auth.munge_socket = munge_socket;
     o.client_secret = secret;
     o.launcher = std::make_unique<NoLauncher>();
@@ -232,9 +238,43 @@ TEST_F(RmWebServerTest, ReadsDoNotWaitForABusyRmLoop) {
   release.Notify();
 }
 
+// Issue 26's hostile clients: 64 slowloris connections (from 127.0.0.2, another client
+// address: the server holds 32 of them, its per-address limit, and refuses the rest) do not
+// delay a GET from 127.0.0.1, before or after they send another header byte.
+TEST_F(RmWebServerTest, SlowClientsDoNotDelayReads) {
+  Start(false, "");
+  std::vector<int> slow;
+  for (int i = 0; i < 64; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    slow.push_back(fd);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    inet_pton(AF_INET, "127.0.0.2", &a.sin_addr);
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    a.sin_port = htons(static_cast<uint16_t>(web_->port()));
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    const std::string partial = "GET /ws/v1/cluster/info HTTP/1.1\r\nHost: x\r\nX-Slow: a";
+    send(fd, partial.data(), partial.size(), MSG_NOSIGNAL);
+  }
+  for (int round = 0; round < 2; ++round) {
+    httplib::Client fresh("127.0.0.1", web_->port());
+    fresh.set_connection_timeout(1, 0);
+    fresh.set_read_timeout(1, 0);
+    const auto start = std::chrono::steady_clock::now();
+    auto r = fresh.Get("/ws/v1/cluster/info");
+    ASSERT_TRUE(r) << "round " << round << ": " << httplib::to_string(r.error());
+    EXPECT_EQ(r->status, 200);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+    for (int fd : slow) send(fd, "b", 1, MSG_NOSIGNAL);  // one more header byte each
+  }
+  for (int fd : slow) close(fd);
+}
+
 TEST(RmWebServerStartTest, WritesWithoutASecretAreAConfigurationError) {
   rm::RmServerOptions o;
-    o.auth.mode = rm::UserAuthentication::kDeclared;
+  o.auth.mode = rm::UserAuthentication::kDeclared;
   o.launcher = std::make_unique<NoLauncher>();
   auto rm = rm::RmServer::Start(std::move(o));
   ASSERT_TRUE(rm.ok());
@@ -248,7 +288,7 @@ TEST(RmWebServerStartTest, WritesWithoutASecretAreAConfigurationError) {
 
 TEST(RmWebServerStartTest, ATakenPortIsReported) {
   rm::RmServerOptions o;
-    o.auth.mode = rm::UserAuthentication::kDeclared;
+  o.auth.mode = rm::UserAuthentication::kDeclared;
   o.launcher = std::make_unique<NoLauncher>();
   auto rm = rm::RmServer::Start(std::move(o));
   ASSERT_TRUE(rm.ok());
