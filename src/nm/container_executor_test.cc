@@ -618,6 +618,19 @@ TEST_F(ContainerExecutorTest, RunsCommandWithItsEnvironmentAndCapturesOutput) {
   unsetenv("WEFT_NM_TEST_LEAK");
 }
 
+// The NM runs with the daemons' private umask; a container's program gets 022 (issue 26).
+TEST_F(ContainerExecutorTest, TheProgramGetsTheConventionalUmaskNotTheDaemons) {
+  const mode_t before = ::umask(077);
+  LaunchSpec spec = Spec("container_umask", {"/bin/sh", "-c", "umask"});
+  absl::StatusOr<pid_t> pid = executor_->Launch(spec);
+  ::umask(before);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  std::optional<ContainerExit> exit = ReapUntilExit("container_umask");
+  ASSERT_TRUE(exit.has_value()) << "no exit within 5 s";
+  EXPECT_EQ(exit->exit_code, 0);
+  EXPECT_EQ(Slurp(spec.log_dir + "/stdout"), "0022\n");
+}
+
 TEST_F(ContainerExecutorTest, MissingBinaryFailsLaunchWithAClearMessage) {
   absl::StatusOr<pid_t> pid = executor_->Launch(Spec("container_2", {"/no/such", "arg"}));
   ASSERT_FALSE(pid.ok());

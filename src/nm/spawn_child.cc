@@ -276,6 +276,10 @@ void CloseFrom(int from, bool close_all) {
     if (setresuid(args.uid, args.uid, args.uid) < 0) ChildFail(args.report_fd, kSetuid);
   }
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) ChildFail(args.report_fd, kNoNewPrivs);
+  // The NodeManager runs with the daemons' private umask (077, common/private_files.h); the
+  // container's program gets the conventional 022, as under a login shell. Its own dirs are
+  // 0700 whatever it sets.
+  umask(022);
   // Default dispositions and an empty mask: exec keeps ignored signals and the mask.
   struct sigaction dfl = {};
   dfl.sa_handler = SIG_DFL;
