@@ -111,6 +111,79 @@ else
   bad "run-shell: $(cat "$tmp/shell.out" "$tmp/shell.err")"
 fi
 
+# Terminal-safe output (issue 26): names others chose are printed escaped (common/terminal_text.h)
+# by the human commands, exactly by --json; an app name that clears the screen and starts a
+# row of its own does neither.
+evil=$'evil\e[2J\nforged-row'
+apps_before=$(timeout 10 "$weft" app list --json | grep -o '"applicationId"' | wc -l)
+if evil_id=$(timeout 10 "$weft" app submit --name "$evil" --command 'sleep 100' 2>"$tmp/evil.err"); then
+  timeout 10 "$weft" app list >"$tmp/evil.list" 2>&1
+  if grep -q $'\e' "$tmp/evil.list"; then
+    bad "app list printed a raw ESC: $(cat -v "$tmp/evil.list")"
+  elif grep -q '^forged-row' "$tmp/evil.list"; then
+    bad "app list printed a forged row: $(cat -v "$tmp/evil.list")"
+  elif [[ $(wc -l <"$tmp/evil.list") -ne $((apps_before + 2)) ]]; then
+    bad "app list: $(wc -l <"$tmp/evil.list") lines for $((apps_before + 1)) apps and a header"
+  elif ! grep "$evil_id" "$tmp/evil.list" | grep -qF 'evil\x1b[2J\nforged-row'; then
+    bad "app list does not show the escaped name: $(cat -v "$tmp/evil.list")"
+  else
+    ok "app list shows the name escaped: $(grep "$evil_id" "$tmp/evil.list" | awk '{print $2}')"
+  fi
+  timeout 10 "$weft" app status "$evil_id" >"$tmp/evil.status" 2>&1
+  if ! grep -q $'\e' "$tmp/evil.status" && ! grep -q '^forged-row' "$tmp/evil.status" &&
+    grep '^Name:' "$tmp/evil.status" | grep -qF 'evil\x1b[2J\nforged-row'; then
+    ok "app status shows the name escaped"
+  else
+    bad "app status: $(cat -v "$tmp/evil.status")"
+  fi
+  json_name=$(timeout 10 "$weft" app status --json "$evil_id" | jq -j .name)
+  if [[ "$json_name" == "$evil" ]]; then ok "app status --json keeps the exact name"
+  else bad "app status --json name: $(printf '%s' "$json_name" | cat -v)"; fi
+  json_name=$(timeout 10 "$weft" app list --json |
+    jq -j --arg id "$evil_id" '.applications[] | select(.applicationId == $id) | .name')
+  if [[ "$json_name" == "$evil" ]]; then ok "app list --json keeps the exact name"
+  else bad "app list --json name: $(printf '%s' "$json_name" | cat -v)"; fi
+  timeout 10 "$weft" app kill "$evil_id" >/dev/null 2>&1 || bad "app kill $evil_id"
+else
+  bad "submit --name with control characters: $(cat "$tmp/evil.err")"
+fi
+# An unknown queue's name comes back in the RM's error: printed escaped, one line.
+"$weft" queue status $'no\e[2J\nsuch' >/dev/null 2>"$tmp/evilq.err"
+rc=$?
+if [[ $rc -ne 0 && $(wc -l <"$tmp/evilq.err") -eq 1 ]] && ! grep -q $'\e' "$tmp/evilq.err" &&
+  grep -qF "unknown queue 'no\x1b[2J\nsuch'" "$tmp/evilq.err"; then
+  ok "queue status with control characters -> $(cat "$tmp/evilq.err")"
+else
+  bad "queue status with control characters: rc $rc, $(cat -v "$tmp/evilq.err")"
+fi
+timeout 10 "$weft" app submit --queue $'q\e[2J' --command true >/dev/null 2>"$tmp/evilq.err"
+rc=$?
+if [[ $rc -ne 0 ]] && ! grep -q $'\e' "$tmp/evilq.err" && grep -qF 'q\x1b[2J' "$tmp/evilq.err"; then
+  ok "submit --queue with control characters -> $(cat "$tmp/evilq.err")"
+else
+  bad "submit --queue with control characters: rc $rc, $(cat -v "$tmp/evilq.err")"
+fi
+# Floats: --goal-s inf overflowed into a negative goal and nan was ignored; both are refused
+# before anything reaches the RM.
+apps_before=$(timeout 10 "$weft" app list --json | grep -o '"applicationId"' | wc -l)
+for v in inf nan -1 1e400; do
+  timeout 10 "$weft" app submit --goal-s="$v" --command true >/dev/null 2>"$tmp/goal.err"
+  rc=$?
+  if [[ $rc -ne 0 && $rc -lt 128 ]] && grep -qF -- "--goal-s: '$v' is" "$tmp/goal.err"; then
+    ok "--goal-s $v refused: $(head -1 "$tmp/goal.err")"
+  else
+    bad "--goal-s $v: exit $rc, $(cat "$tmp/goal.err")"
+  fi
+done
+timeout 10 "$weft" app wait application_0_0000 --timeout-s nan >/dev/null 2>"$tmp/goal.err"
+rc=$?
+if [[ $rc -ne 0 ]] && grep -qF -- "--timeout-s: 'nan' is not a finite number of seconds" "$tmp/goal.err"; then
+  ok "app wait --timeout-s nan refused"
+else bad "app wait --timeout-s nan: exit $rc, $(cat "$tmp/goal.err")"; fi
+apps_after=$(timeout 10 "$weft" app list --json | grep -o '"applicationId"' | wc -l)
+[[ $apps_after -eq $apps_before ]] && ok "no app was submitted by the refused flags" ||
+  bad "refused flags submitted apps: $apps_before before, $apps_after after"
+
 # Queues: the tree with usage; refresh-queues without a config file is refused with the reason.
 if "$weft" queue status --rm "$rm_address" >"$tmp/q.out" 2>"$tmp/q.err" &&
   grep -q '^root' "$tmp/q.out" && grep -q 'default' "$tmp/q.out"; then

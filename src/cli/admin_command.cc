@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "cli/cli_common.h"
 #include "common/rm_failover.h"
+#include "common/terminal_text.h"
 #include "nlohmann/json.hpp"
 #include "rm/rm_bench.h"
 #include "weft/v1/admin.grpc.pb.h"
@@ -90,7 +91,7 @@ int RefreshNodes(const AdminFlags& f, bool decommission) {
   if (absl::Status s = client.Call(&v1::AdminService::Stub::RefreshNodes, req, &resp); !s.ok())
     return PrintError(s.message());
   std::cout << (decommission ? "decommissioned: " : "recommissioned: ")
-            << absl::StrJoin(f.nodes, " ") << "\n";
+            << EscapeForTerminal(absl::StrJoin(f.nodes, " ")) << "\n";
   return 0;
 }
 
@@ -291,7 +292,8 @@ int Failover(const HaFlags& f) {
   const RmState old = (*before)[actives[0]];
   if (absl::Status s = stubs->TransitionToStandby(actives[0], f.hold_ms); !s.ok())
     return PrintError(absl::StrCat("TransitionToStandby on ", old.Name(), ": ", s.message()));
-  std::cerr << "weft: " << old.Name() << " is stepping down; waiting for another "
+  std::cerr << "weft: " << EscapeForTerminal(old.Name())
+            << " is stepping down; waiting for another "
             << "ResourceManager to become active" << std::endl;
   const absl::Time give_up = absl::Now() + absl::Seconds(f.timeout_s);
   std::vector<RmState> last = *before;
@@ -301,7 +303,8 @@ int Failover(const HaFlags& f) {
     last = *std::move(states);
     for (const RmState& s : last) {
       if (s.active() && s.address != old.address) {
-        std::cout << "failover: " << old.Name() << " -> " << s.Name() << std::endl;
+        std::cout << "failover: " << EscapeForTerminal(absl::StrCat(old.Name(), " -> ", s.Name()))
+                  << std::endl;
         return 0;
       }
     }
@@ -366,7 +369,8 @@ void AddAdminCommand(CLI::App& app, int* exit_code) {
         ->capture_default_str();
     cmd->add_option("--timeout-s", f->timeout_s,
                     "how long to wait for another ResourceManager to become active")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(FiniteNumberValidator("seconds", 0, kMaxFlagSeconds));
     cmd->callback([f, exit_code] { *exit_code = Failover(*f); });
   }
   for (bool decommission : {true, false}) {
@@ -400,7 +404,9 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--allocate-ms", f->o.allocate_interval_ms, "between an AM's Allocate calls")
       ->capture_default_str();
-  cmd->add_option("--seconds", f->seconds, "measured duration")->capture_default_str();
+  cmd->add_option("--seconds", f->seconds, "measured duration")
+      ->capture_default_str()
+      ->check(FiniteNumberValidator("seconds", 0, kMaxFlagSeconds));
   cmd->add_option("--threads", f->o.client_threads, "client threads")->capture_default_str();
   cmd->add_flag("--json", f->json, "print JSON");
   cmd->callback([f, exit_code] {

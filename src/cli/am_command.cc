@@ -111,7 +111,8 @@ void AddAmCommand(CLI::App& app, int* exit_code) {
                   "the longest the RM holds one Allocate call with nothing new (long poll)")
       ->capture_default_str();
   cmd->add_option("--timeout-s", f->timeout_s, "finish FAILED after this long (0 = never)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(FiniteNumberValidator("seconds", 0, kMaxFlagSeconds));
   cmd->callback([f, exit_code] { *exit_code = RunShell(*f); });
 
   auto c = std::make_shared<CommandFlags>();

@@ -26,6 +26,7 @@
 #include "cli/app_logs.h"
 #include "cli/cli_common.h"
 #include "cli/progress.h"
+#include "common/terminal_text.h"
 
 namespace weft::cli {
 namespace {
@@ -95,12 +96,12 @@ absl::StatusOr<std::vector<v1::ApplicationState>> ParseStates(const std::string&
   return states;
 }
 
-// The one line that ends a wait, on stdout.
+// The one line that ends a wait, on stdout (escaped: the diagnostics may hold anything).
 std::string FinalLine(const v1::ApplicationReport& r) {
   std::string line = absl::StrCat(r.application_id(), " ", StateName(r.state()), " ",
                                   FinalStatusName(r.final_status()));
   if (!r.diagnostics().empty()) absl::StrAppend(&line, ": ", r.diagnostics());
-  return line;
+  return EscapeForTerminal(line);
 }
 
 // Polls GetApplication until the app is final or `timeout_s` (> 0) passes; with several RMs
@@ -120,9 +121,9 @@ int WaitForApp(RmClient& client, const std::string& app_id, double timeout_s, bo
     }
     double elapsed_s = absl::ToDoubleSeconds(absl::Now() - start);
     if (!json) {
-      std::cerr << progress.Update({app_id, StateName(report->state()), report->current_attempt(),
-                                    report->completed_containers(), report->running_containers(),
-                                    report->pending_containers(),
+      std::cerr << progress.Update({EscapeForTerminal(app_id), StateName(report->state()),
+                                    report->current_attempt(), report->completed_containers(),
+                                    report->running_containers(), report->pending_containers(),
                                     static_cast<int64_t>(elapsed_s)},
                                    static_cast<int64_t>(elapsed_s * 1000))
                 << std::flush;
@@ -217,7 +218,7 @@ absl::StatusOr<v1::PhaseProfile> ParsePhase(const std::string& text) {
     for (absl::string_view item : absl::StrSplit(parts[i], ',')) {
       std::pair<std::string, std::string> kv = absl::StrSplit(item, '=');
       double value = 0;
-      if (!absl::SimpleAtod(kv.second, &value) || value < 0 || value > 1)
+      if (!absl::SimpleAtod(kv.second, &value) || !(value >= 0 && value <= 1))  // nan too
         return bad(absl::StrCat("bad share '", item, "'"));
       if (kv.first == "cpu") {
         phase.set_cpu(value);
@@ -249,7 +250,11 @@ int Submit(const SubmitFlags& f, const std::string& am_command) {
     return PrintError("--am-resource auto needs --input-bytes N (the job's input, bytes)");
   if (f.split_bytes < 0 || f.reduce_tasks < 0)
     return PrintError("--split-bytes and --reduce-tasks must be >= 0");
-  if (f.goal_s < 0) return PrintError(absl::StrCat("--goal-s ", f.goal_s, " is negative"));
+  // FiniteNumberValidator checked the flag's text; this keeps a goal that came another way
+  // from overflowing the ms below.
+  if (absl::Status s = CheckFiniteNumber(absl::StrCat(f.goal_s), "seconds", 0, kMaxFlagSeconds);
+      !s.ok())
+    return PrintError(absl::StrCat("--goal-s: ", s.message()));
   v1::JobProfile profile;
   if (f.goal_s > 0)
     profile.set_completion_goal_ms(absl::ToUnixMillis(absl::Now()) +
@@ -302,11 +307,11 @@ int Submit(const SubmitFlags& f, const std::string& am_command) {
       id.set_application_id(app.application_id());
       std::cout << ToJson(id) << std::endl;
     } else {
-      std::cout << app.application_id() << std::endl;
+      std::cout << EscapeForTerminal(app.application_id()) << std::endl;
     }
     return 0;
   }
-  if (!f.common.json) std::cout << app.application_id() << std::endl;
+  if (!f.common.json) std::cout << EscapeForTerminal(app.application_id()) << std::endl;
   return WaitForApp(client, app.application_id(), f.timeout_s, f.common.json);
 }
 
@@ -341,7 +346,8 @@ void AddSubmitFlags(CLI::App* cmd, SubmitFlags* f) {
   cmd->add_option("--reduce-tasks", f->reduce_tasks,
                   "with --am-resource auto: reduce-like tasks after the map-like ones");
   cmd->add_option("--goal-s", f->goal_s,
-                  "completion-time goal, seconds from now (the ras policy, seed 003)");
+                  "completion-time goal, seconds from now (the ras policy, seed 003)")
+      ->check(FiniteNumberValidator("seconds", 0, kMaxFlagSeconds));
   cmd->add_option("--phase", f->phases,
                   "a phase's profile for ras, NAME:PRIORITY[:reduce][:cpu=C,io=I,memory=M]"
                   "[:length-s=S] (shares of a node; S: one task's expected run time, used "
@@ -351,7 +357,8 @@ void AddSubmitFlags(CLI::App* cmd, SubmitFlags* f) {
       ->capture_default_str();
   cmd->add_flag("--wait", f->wait, "wait for the app to end; exit 0 only if it SUCCEEDED");
   cmd->add_option("--timeout-s", f->timeout_s, "with --wait: give up after this long (0 = never)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(FiniteNumberValidator("seconds", 0, kMaxFlagSeconds));
 }
 
 struct RunShellFlags {
@@ -498,7 +505,7 @@ int Kill(const IdFlags& f) {
   if (f.common.json) {
     std::cout << ToJson(resp) << std::endl;
   } else {
-    std::cout << "killed " << f.app_id << std::endl;
+    std::cout << "killed " << EscapeForTerminal(f.app_id) << std::endl;
   }
   return 0;
 }
@@ -545,7 +552,8 @@ void AddAppCommand(CLI::App& app, int* exit_code) {
     cmd->add_option("--max-retries", f->max_retries, "retries of a failed container")
         ->capture_default_str();
     cmd->add_option("--am-timeout-s", f->am_timeout_s,
-                    "the AM gives up (FAILED) after this long (0 = never)");
+                    "the AM gives up (FAILED) after this long (0 = never)")
+        ->check(FiniteNumberValidator("seconds", 0, kMaxFlagSeconds));
     AddSubmitFlags(cmd, &f->submit);
     cmd->callback([f, exit_code] { *exit_code = RunShell(*f); });
   }
@@ -564,7 +572,8 @@ void AddAppCommand(CLI::App& app, int* exit_code) {
     cmd->add_option("--num-containers", f->shell.num_containers, "senders (K)")->required();
     cmd->add_option("--to", f->to, "the sink, HOST:PORT")->required();
     cmd->add_option("--megabytes", f->megabytes, "what each sender sends (S), MB")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(FiniteNumberValidator("MB", 0, 1e12));
     cmd->add_option("--network-mbps", f->shell.network_mbps,
                     "egress bandwidth of each sender, Mbit/s (its guaranteed rate)")
         ->capture_default_str();
@@ -608,7 +617,8 @@ void AddAppCommand(CLI::App& app, int* exit_code) {
     AddCommonFlags(cmd, &f->common, /*with_user_flag=*/false);
     cmd->add_option("ID", f->app_id, "application id")->required();
     cmd->add_option("--timeout-s", f->timeout_s, "give up after this long (0 = never)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(FiniteNumberValidator("seconds", 0, kMaxFlagSeconds));
     cmd->callback([f, exit_code] { *exit_code = Wait(*f); });
   }
   AddAppLogsCommand(group, exit_code);

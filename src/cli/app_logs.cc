@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/cli_common.h"
+#include "common/terminal_text.h"
 #include "nlohmann/json.hpp"
 #include "security/munge.h"
 #include "web/http.h"
@@ -183,14 +184,17 @@ absl::StatusOr<std::vector<ContainerLogs>> ListOnNodes(RmClient& client, const L
     absl::StatusOr<Fetched> f = HttpGet(
         n.http_address(), absl::StrCat("/ws/v1/node/apps/", flags.app_id, "/containerlogs"));
     if (!f.ok()) {
-      std::cerr << "weft: skipping node " << n.node_id() << ": " << f.status().message() << "\n";
+      std::cerr << "weft: skipping node "
+                << EscapeForTerminal(absl::StrCat(n.node_id(), ": ", f.status().message())) << "\n";
       continue;
     }
     const std::string what = absl::StrCat("logs on node ", n.node_id());
     if (f->status == 401 || f->status == 403) return HttpError(*f, what);
     if (f->status != 200) {
-      std::cerr << "weft: skipping node " << n.node_id() << ": " << f->status << " "
-                << f->ErrorMessage() << "\n";
+      std::cerr << "weft: skipping node "
+                << EscapeForTerminal(
+                       absl::StrCat(n.node_id(), ": ", f->status, " ", f->ErrorMessage()))
+                << "\n";
       continue;
     }
     if (absl::Status s = ParseListing(*f, n.http_address(), false, n.node_id(), &out); !s.ok())
@@ -221,21 +225,24 @@ absl::StatusOr<std::string> ReadWhole(const ContainerLogs& c, const std::string&
   return content;
 }
 
-// YARN's `yarn logs` layout.
+// YARN's `yarn logs` layout. The headers are escaped (a container names its own log files);
+// the logs themselves are printed as they are, like `yarn logs` and `cat`.
 absl::Status PrintContainer(const ContainerLogs& c, const LogsFlags& flags) {
-  std::cout << "Container: " << c.container_id << " on " << c.node_id << "\n"
-            << "LogAggregationType: " << c.type << "\n"
+  std::cout << "Container: " << EscapeForTerminal(c.container_id) << " on "
+            << EscapeForTerminal(c.node_id) << "\n"
+            << "LogAggregationType: " << EscapeForTerminal(c.type) << "\n"
             << std::string(56, '=') << "\n";
   for (const std::string& file : c.files) {
     if (!Wanted(flags.log_files, file)) continue;
     absl::StatusOr<std::string> content = ReadWhole(c, flags.app_id, file);
     if (!content.ok()) return content.status();
-    std::cout << "LogType:" << file << "\n"
+    std::cout << "LogType:" << EscapeForTerminal(file) << "\n"
               << "LogLength:" << content->size() << "\n"
               << "LogContents:\n"
               << *content;
     if (!content->empty() && content->back() != '\n') std::cout << "\n";
-    std::cout << "End of LogType:" << file << "\n" << std::string(64, '*') << "\n\n";
+    std::cout << "End of LogType:" << EscapeForTerminal(file) << "\n"
+              << std::string(64, '*') << "\n\n";
   }
   std::cout.flush();
   return absl::OkStatus();
@@ -298,7 +305,8 @@ int Follow(const LogsFlags& flags, const std::vector<ContainerLogs>& containers)
       }
       if (!f->body.empty()) {
         if (streams.size() > 1 && last != &s)
-          std::cout << "\n==> " << s.c->container_id << " " << s.file << " <==\n";
+          std::cout << "\n==> " << EscapeForTerminal(absl::StrCat(s.c->container_id, " ", s.file))
+                    << " <==\n";
         last = &s;
         std::cout << f->body << std::flush;
         s.offset += static_cast<int64_t>(f->body.size());
@@ -352,7 +360,8 @@ int Logs(const LogsFlags& in) {
     } else if (absl::IsPermissionDenied(aggregated.status())) {
       return PrintError(aggregated.status().message());
     } else if (!absl::IsNotFound(aggregated.status())) {
-      std::cerr << "weft: " << aggregated.status().message() << "; looking on the NodeManagers\n";
+      std::cerr << "weft: " << EscapeForTerminal(aggregated.status().message())
+                << "; looking on the NodeManagers\n";
     }
   }
   if (!found) {
@@ -378,7 +387,9 @@ int Logs(const LogsFlags& in) {
               : "no NodeManager holds any yet"));
   }
   if (flags.follow) {
-    if (final) std::cerr << "weft: " << flags.app_id << " has ended; printing what is left\n";
+    if (final)
+      std::cerr << "weft: " << EscapeForTerminal(flags.app_id)
+                << " has ended; printing what is left\n";
     return Follow(flags, selected);
   }
   for (const ContainerLogs& c : selected) {

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "cli/cli_common.h"
+#include "common/terminal_text.h"
 #include "security/tls.h"
 
 namespace weft::cli {
@@ -124,8 +125,10 @@ int Show(const std::string& file) {
       {"IP addresses:", list(info->ip_addresses)},
       {"URIs:", list(info->uris)},
   };
+  // Escaped: a certificate's names are whatever its issuer wrote.
   for (const auto& row : rows)
-    std::cout << row[0] << std::string(14 - row[0].size(), ' ') << row[1] << "\n";
+    std::cout << row[0] << std::string(14 - row[0].size(), ' ') << EscapeForTerminal(row[1])
+              << "\n";
   std::cout.flush();
   return 0;
 }

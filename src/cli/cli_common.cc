@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/terminal_text.h"
 #include "google/protobuf/util/json_util.h"
 #include "rm/client_auth.h"
 #include "security/munge.h"
@@ -62,8 +64,40 @@ void AddRmOption(CLI::App* cmd, std::string* rm_address) {
 }
 
 int PrintError(absl::string_view message) {
-  std::cerr << "weft: " << message << std::endl;
+  std::cerr << "weft: " << EscapeForTerminal(message) << std::endl;
   return 1;
+}
+
+absl::Status CheckFiniteNumber(absl::string_view text, absl::string_view unit, double min,
+                               double max) {
+  const std::string of_unit = unit.empty() ? "" : absl::StrCat(" of ", unit);
+  const std::string shown = absl::StrCat("'", EscapeForTerminal(text), "'");
+  // strtod reads what CLI11 reads: "inf", "nan", hex; "1e400" overflows to HUGE_VAL (inf).
+  const std::string copy(absl::StripAsciiWhitespace(text));
+  char* end = nullptr;
+  const double value = copy.empty() ? 0 : std::strtod(copy.c_str(), &end);
+  if (copy.empty() || end != copy.c_str() + copy.size())
+    return absl::InvalidArgumentError(absl::StrCat(shown, " is not a number", of_unit));
+  if (!std::isfinite(value))
+    return absl::InvalidArgumentError(absl::StrCat(shown, " is not a finite number", of_unit));
+  if (value < min) {
+    return absl::InvalidArgumentError(min == 0
+                                          ? absl::StrCat(shown, " is negative")
+                                          : absl::StrFormat("%s is less than %.15g", shown, min));
+  }
+  if (value > max)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s is more than %.15g%s%s", shown, max, unit.empty() ? "" : " ", unit));
+  return absl::OkStatus();
+}
+
+CLI::Validator FiniteNumberValidator(std::string unit, double min, double max) {
+  return CLI::Validator(
+      [unit = std::move(unit), min, max](const std::string& text) {
+        absl::Status s = CheckFiniteNumber(text, unit, min, max);
+        return s.ok() ? std::string() : std::string(s.message());
+      },
+      "");
 }
 
 absl::Status FromGrpc(const grpc::Status& status, absl::string_view rm_address) {
@@ -334,7 +368,14 @@ std::string FormatResource(const v1::Resource& resource) {
   return absl::StrJoin(parts, ",");
 }
 
-void PrintTable(const std::vector<std::vector<std::string>>& rows) {
+void PrintTable(const std::vector<std::vector<std::string>>& raw_rows) {
+  std::vector<std::vector<std::string>> rows;
+  rows.reserve(raw_rows.size());
+  for (const auto& raw : raw_rows) {
+    std::vector<std::string>& row = rows.emplace_back();
+    row.reserve(raw.size());
+    for (const std::string& cell : raw) row.push_back(EscapeForTerminal(cell));
+  }
   std::vector<size_t> widths;
   for (const auto& row : rows) {
     if (widths.size() < row.size()) widths.resize(row.size(), 0);

@@ -50,8 +50,23 @@ void AddRmOption(CLI::App* cmd, std::string* rm_address);
 // A CLI11 check of an RM address list (ParseRmAddresses's error when it is bad).
 CLI::Validator RmAddressListValidator();
 
-// Prints "weft: <message>" on stderr. Returns 1, the exit code of a failed command.
+// Prints "weft: <message>" on stderr, one line: the message goes through EscapeForTerminal
+// (common/terminal_text.h), since it may echo names others chose (an unknown queue, an app's
+// diagnostics). Returns 1, the exit code of a failed command.
 int PrintError(absl::string_view message);
+
+// A CLI11 check of a floating-point flag: its text must be a finite number (not inf, nan or
+// beyond a double's range) of `unit` ("seconds", "MB"; "" for a plain number) within [min,
+// max]. CheckFiniteNumber says why it is not ("'inf' is not a finite number of seconds",
+// "'-1' is negative", "'2' is more than 1"); CLI11 puts the flag's name in front
+// ("--goal-s: 'inf' is not a finite number of seconds") and exits 105. Values that are never
+// given keep their defaults unchecked.
+absl::Status CheckFiniteNumber(absl::string_view text, absl::string_view unit, double min,
+                               double max);
+CLI::Validator FiniteNumberValidator(std::string unit, double min, double max);
+// The largest number of seconds a duration flag takes (about 31 years): seconds x 1000 fits
+// an int64 of ms with room to add the current time.
+inline constexpr double kMaxFlagSeconds = 1e9;
 
 // A ClientService call's outcome as a status whose message is fit for one line of stderr.
 // UNAVAILABLE and DEADLINE_EXCEEDED say which RM address (or addresses, "a:1 or b:2") could
@@ -193,7 +208,8 @@ std::string FormatResource(const v1::Resource& resource);
 
 // Prints `rows` (the first is the header) as left-aligned columns separated by two spaces.
 // A row may be shorter than the header; its last cell then runs on without widening the
-// column it starts in.
+// column it starts in. Every cell goes through EscapeForTerminal (common/terminal_text.h):
+// names others chose can neither control the terminal nor start a row of their own.
 void PrintTable(const std::vector<std::vector<std::string>>& rows);
 
 // Quotes `s` for /bin/sh as one word ('...' with embedded quotes escaped).

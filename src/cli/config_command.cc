@@ -21,6 +21,7 @@
 #include "cli/nm_command.h"
 #include "cli/rm_command.h"
 #include "cli/router_command.h"
+#include "common/terminal_text.h"
 #include "config/yarn_import.h"
 
 namespace weft::cli {
@@ -109,8 +110,10 @@ int ImportYarn(const ImportYarnFlags& f) {
     std::cout << "everything was converted\n";
   } else {
     std::cout << result->unconverted.size() << " not converted (also in "
-              << outputs[2].first.string() << "):\n"
-              << unconverted;
+              << outputs[2].first.string() << "):\n";
+    // One line each: an item quotes the XML, whose values may hold anything.
+    for (const std::string& item : result->unconverted)
+      std::cout << EscapeForTerminal(item) << "\n";
   }
   return 0;
 }

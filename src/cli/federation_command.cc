@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/cli_common.h"
+#include "common/terminal_text.h"
 #include "federation/store/federation_store.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -182,10 +183,12 @@ int SetPolicy(const FederationFlags& f) {
   c.set_published_by(absl::StrCat("admin/", DefaultUser()));
   if (absl::Status s = (*store)->SetPolicyConfiguration(c); !s.ok())
     return PrintError(absl::StrCat("queue ", f.queue, ": ", s.message()));
-  std::cout << "queue " << c.queue() << ": router " << c.router_policy() << " "
-            << Weights(c.router_weights()) << ", AMRMProxy " << c.amrm_policy() << " "
-            << Weights(c.amrm_weights()) << ", resubmit on loss "
-            << (c.resubmit_on_sub_cluster_loss() ? "yes" : "no") << "\n";
+  std::cout << EscapeForTerminal(absl::StrCat("queue ", c.queue(), ": router ", c.router_policy(),
+                                              " ", Weights(c.router_weights()), ", AMRMProxy ",
+                                              c.amrm_policy(), " ", Weights(c.amrm_weights()),
+                                              ", resubmit on loss ",
+                                              c.resubmit_on_sub_cluster_loss() ? "yes" : "no"))
+            << "\n";
   return 0;
 }
 
@@ -232,7 +235,8 @@ void AddFederationCommand(CLI::App& app, int* exit_code) {
                   "SUB_CLUSTER=WEIGHT,... (- for none: every sub-cluster weighs 1)");
   set->add_option("--amrm-weights", f->amrm_weights, "SUB_CLUSTER=WEIGHT,... (- for none)");
   set->add_option("--headroom-alpha", f->headroom_alpha,
-                  "locality-multicast: 0 = split * asks by weights, 1 = by headroom");
+                  "locality-multicast: 0 = split * asks by weights, 1 = by headroom")
+      ->check(FiniteNumberValidator("", 0, 1));
   set->add_option("--resubmit-on-loss", f->resubmit,
                   "resubmit apps of a LOST home sub-cluster elsewhere: true or false")
       ->check(CLI::IsMember({"true", "false"}));

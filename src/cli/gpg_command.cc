@@ -17,6 +17,7 @@
 #include "cli/cli_common.h"
 #include "cli/daemon_config.h"
 #include "common/log.h"
+#include "common/terminal_text.h"
 #include "federation/gpg/global_policy_generator.h"
 #include "federation/gpg/rm_clients.h"
 #include "federation/policies/registry.h"
@@ -41,12 +42,15 @@ struct GpgFlags {
 void PrintRound(const federation::GpgRound& round) {
   std::vector<std::string> weights;
   for (const auto& [id, w] : round.weights) weights.push_back(absl::StrCat(id, "=", w));
-  std::cout << "weft gpg: weights " << (weights.empty() ? "(no sub-clusters)" : absl::StrJoin(weights, " "))
+  std::cout << "weft gpg: weights "
+            << (weights.empty() ? "(no sub-clusters)"
+                                : EscapeForTerminal(absl::StrJoin(weights, " ")))
             << "; " << round.policies_published << " policies published, "
-            << round.marked_lost.size() << " sub-clusters marked LOST, "
-            << round.resubmitted.size() << " apps resubmitted, " << round.mappings_removed
-            << " ended apps' homes removed" << std::endl;
-  for (const std::string& e : round.errors) std::cout << "weft gpg: error: " << e << std::endl;
+            << round.marked_lost.size() << " sub-clusters marked LOST, " << round.resubmitted.size()
+            << " apps resubmitted, " << round.mappings_removed << " ended apps' homes removed"
+            << std::endl;
+  for (const std::string& e : round.errors)
+    std::cout << "weft gpg: error: " << EscapeForTerminal(e) << std::endl;
 }
 
 int RunGpg(const GpgFlags& f) {

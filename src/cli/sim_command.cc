@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "adaptcont/config.h"
+#include "cli/cli_common.h"
+#include "common/terminal_text.h"
 #include "federation/policies/registry.h"
 #include "scheduler/config.h"
 #include "scheduler/registry.h"
@@ -102,6 +104,9 @@ absl::Status RunSim(const SimFlags& f) {
   m.reduce_bytes = f.reduce_mb << 20;
   m.task_overhead_ms = f.task_overhead_ms;
   m.max_tasks_per_group = f.max_tasks;
+  if (!(f.map_mbps > 0) || !(f.reduce_mbps > 0))
+    return absl::InvalidArgumentError(absl::StrCat("--map-mbps ", f.map_mbps, " and --reduce-mbps ",
+                                                   f.reduce_mbps, " must be > 0"));
   m.map_bytes_per_ms = f.map_mbps * 1024 * 1024 / 1000;
   m.reduce_bytes_per_ms = f.reduce_mbps * 1024 * 1024 / 1000;
   auto mr = reg.Parse(f.map_resources);
@@ -269,7 +274,8 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   sim->add_option("--overload-penalty", f->overload_penalty,
                   "contention model: extra slowdown of overloaded nodes (0 = capacity/usage)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(FiniteNumberValidator("", 0, 1e9));
   sim->add_option("--plot", f->plot, "write PNG charts (and report/time series) into this folder");
   sim->add_option("--fail-nodes", f->fail_nodes,
                   "lose a share of nodes, e.g. 10%@300s (repeatable)");
@@ -289,14 +295,18 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
                   "AdaptCont YAML (docs/adaptcont.md); its mode is --am-master's");
   sim->add_option("--replicas", f->replicas, "random preferred hosts per map task (0: none)")
       ->capture_default_str();
-  sim->add_option("--sample-s", f->sample_s, "time-series interval (0: ~500 samples)");
+  sim->add_option("--sample-s", f->sample_s, "time-series interval (0: ~500 samples)")
+      ->check(FiniteNumberValidator("seconds", 0, kMaxFlagSeconds));
   sim->add_option("--split-mb", f->split_mb, "SWIM: input split per map task")
       ->capture_default_str();
   sim->add_option("--reduce-mb", f->reduce_mb, "SWIM: shuffle bytes per reducer")
       ->capture_default_str();
-  sim->add_option("--map-mbps", f->map_mbps, "SWIM: map throughput, MiB/s")->capture_default_str();
+  sim->add_option("--map-mbps", f->map_mbps, "SWIM: map throughput, MiB/s")
+      ->capture_default_str()
+      ->check(FiniteNumberValidator("MiB/s", 0, 1e12));
   sim->add_option("--reduce-mbps", f->reduce_mbps, "SWIM: reduce throughput, MiB/s")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(FiniteNumberValidator("MiB/s", 0, 1e12));
   sim->add_option("--task-overhead-ms", f->task_overhead_ms, "SWIM: fixed cost per task")
       ->capture_default_str();
   sim->add_option("--max-tasks", f->max_tasks, "SWIM: cap on tasks per phase")
@@ -323,13 +333,14 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
   sim->add_option("--headroom-alpha", f->headroom_alpha,
                   "federation, locality-multicast: weight of free room (vs. equal weights) when "
                   "splitting `*` asks, in [0, 1]")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(FiniteNumberValidator("", 0, 1));
   sim->add_flag("--include-unfinished", f->include_unfinished,
                 "Alibaba: also replay Waiting/Running/Failed tasks");
   sim->callback([f, exit_code] {
     absl::Status s = RunSim(*f);
     if (!s.ok()) {
-      std::cerr << "weft sim: " << s.message() << "\n";
+      std::cerr << "weft sim: " << EscapeForTerminal(s.message()) << "\n";
       *exit_code = 1;
     }
   });

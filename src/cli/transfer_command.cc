@@ -27,6 +27,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/cli_common.h"
+#include "common/terminal_text.h"
 
 namespace weft::cli {
 namespace {
@@ -165,7 +166,8 @@ void OnStopSignal(int) { g_stop = 1; }
 
 // Accepts any number of senders and counts what each label sends per second. CSV rows:
 // second,label,bytes,mbps (second = whole seconds since the sink started; one row per label
-// that had a connection open or sent bytes in that second).
+// that had a connection open or sent bytes in that second). A label is what a peer sent,
+// escaped (common/terminal_text.h): it cannot control a terminal the CSV is printed on.
 int Sink(const SinkFlags& f) {
   auto address = Resolve(f.listen, /*passive=*/true);
   if (!address.ok()) return PrintError(address.status().message());
@@ -207,7 +209,7 @@ int Sink(const SinkFlags& f) {
       if (!conn.label.empty()) second_bytes[conn.label] += 0;
     }
     for (const auto& [label, bytes] : second_bytes) {
-      *out << second << "," << label << "," << bytes << ","
+      *out << second << "," << EscapeForTerminal(label) << "," << bytes << ","
            << absl::StrFormat("%.3f", bytes * 8 / 1e6) << "\n";
     }
     out->flush();
@@ -278,8 +280,10 @@ void AddTransferCommand(CLI::App& app, int* exit_code) {
     CLI::App* cmd = group->add_subcommand(
         "send", "Send bytes to a sink; prints {label,t_s,bytes,mbps} per interval and a summary");
     cmd->add_option("--to", f->to, "the sink, HOST:PORT")->required();
-    cmd->add_option("--megabytes", f->megabytes, "send this many MB (10^6 bytes)");
-    cmd->add_option("--seconds", f->seconds, "or send for this long");
+    cmd->add_option("--megabytes", f->megabytes, "send this many MB (10^6 bytes)")
+        ->check(FiniteNumberValidator("MB", 0, 1e12));
+    cmd->add_option("--seconds", f->seconds, "or send for this long")
+        ->check(FiniteNumberValidator("seconds", 0, kMaxFlagSeconds));
     cmd->add_option("--label", f->label, "name in the sink's CSV (default: $CONTAINER_ID)");
     cmd->add_option("--interval-ms", f->interval_ms, "between progress lines")
         ->capture_default_str();
@@ -292,7 +296,8 @@ void AddTransferCommand(CLI::App& app, int* exit_code) {
     cmd->add_option("--listen", f->listen, "HOST:PORT to listen on")->capture_default_str();
     cmd->add_option("--csv", f->csv, "write the CSV here (default: stdout)");
     cmd->add_option("--seconds", f->seconds, "stop after this long (0 = at SIGTERM/SIGINT)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(FiniteNumberValidator("seconds", 0, kMaxFlagSeconds));
     cmd->callback([f, exit_code] { *exit_code = Sink(*f); });
   }
 }

@@ -1,6 +1,7 @@
 // Copyright Weft authors.
 #include "rm/submission.h"
 
+#include <cmath>
 #include <set>
 #include <string>
 #include <utility>
@@ -15,18 +16,29 @@ absl::Status ValidateProfile(const v1::JobProfile& profile) {
   if (profile.completion_goal_ms() < 0)
     return absl::InvalidArgumentError(
         absl::StrCat("profile: completion_goal_ms ", profile.completion_goal_ms(), " is negative"));
+  if (profile.completion_goal_ms() > kMaxCompletionGoalMs)
+    return absl::InvalidArgumentError(
+        absl::StrCat("profile: completion_goal_ms ", profile.completion_goal_ms(),
+                     " is after the year 9999 (at most ", kMaxCompletionGoalMs, ")"));
   std::set<int32_t> priorities;
   for (const v1::PhaseProfile& phase : profile.phases()) {
-    const std::string name =
-        absl::StrCat("profile phase '", phase.name(), "' (priority ", phase.priority(), ")");
+    const std::string name = absl::StrCat("profile phase '", absl::CEscape(phase.name()),
+                                          "' (priority ", phase.priority(), ")");
     if (!priorities.insert(phase.priority()).second)
       return absl::InvalidArgumentError(absl::StrCat(name, ": another phase has that priority"));
     if (phase.expected_task_ms() < 0)
       return absl::InvalidArgumentError(absl::StrCat(
           name, ": expected_task_ms ", phase.expected_task_ms(), " is negative (0 = unknown)"));
+    if (phase.expected_task_ms() > kMaxExpectedTaskMs)
+      return absl::InvalidArgumentError(absl::StrCat(name, ": expected_task_ms ",
+                                                     phase.expected_task_ms(), " is more than ",
+                                                     kMaxExpectedTaskMs));
     for (auto [field, value] : {std::pair<const char*, double>{"cpu", phase.cpu()},
                                 {"io", phase.io()},
                                 {"memory", phase.memory()}}) {
+      if (!std::isfinite(value))
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, ": ", field, " share ", value, " is not a finite number"));
       if (!(value >= 0 && value <= 1))
         return absl::InvalidArgumentError(
             absl::StrCat(name, ": ", field, " share ", value, " is not within [0, 1]"));
