@@ -37,9 +37,10 @@ struct HttpServerOptions {
   // A response must be taken by the client within write_timeout_ms of being ready.
   int write_timeout_ms = 30'000;
 
-  // Connections open at once, in total and from one client IP address (<= 0: no per-IP
-  // limit). A connection over either limit is answered 503 with a JSON error and
-  // "Retry-After: 1" (one non-blocking write, best effort) and closed at once.
+  // Connections open at once, in total and from one client address (an IPv6 client counts by
+  // its /64; <= 0: no per-address limit). A connection over either limit is answered 503 with
+  // a JSON error and "Retry-After: 1" (one non-blocking write, best effort) and closed at once.
+  // Behind a reverse proxy every client is the proxy's address: raise the per-address limit.
   int max_connections = 256;
   int max_connections_per_ip = 32;
 };
