@@ -70,6 +70,10 @@ absl::StatusOr<nm::NodeManager*> DevCluster::AddNode(const std::string& node_res
     f.banned_users = network->banned_users;
     f.allowed_system_users = network->allowed_system_users;
     f.log_retention_s = network->log_retention_s;
+    f.container_pids_per_vcore = network->container_pids_per_vcore;
+    f.container_pids_max = network->container_pids_max;
+    f.container_disk_limit_mb = network->container_disk_limit_mb;
+    f.container_log_limit_mb = network->container_log_limit_mb;
     f.log_aggregation_dir = network->log_aggregation_dir;
     f.amrmproxy = network->amrmproxy;
     f.amrmproxy_interceptors = network->amrmproxy_interceptors;

@@ -155,6 +155,10 @@ int RunDev(const DevFlags& flags) {
   nm_flags.banned_users = flags.network.banned_users;
   nm_flags.allowed_system_users = flags.network.allowed_system_users;
   nm_flags.log_retention_s = flags.network.log_retention_s;
+  nm_flags.container_pids_per_vcore = flags.network.container_pids_per_vcore;
+  nm_flags.container_pids_max = flags.network.container_pids_max;
+  nm_flags.container_disk_limit_mb = flags.network.container_disk_limit_mb;
+  nm_flags.container_log_limit_mb = flags.network.container_log_limit_mb;
   if (auto check = MakeNodeManagerOptions(nm_flags); !check.ok())
     return PrintError(check.status().message());
   if (flags.subclusters > 1) return RunDevFederation(flags, rm_flags, nm_flags, data_dir);
@@ -234,6 +238,7 @@ void AddDevCommand(CLI::App& app, int* exit_code) {
                 "run containers without cgroup resource isolation (automatic when not root)");
   AddNetworkFlags(cmd, &f->network);
   AddContainerUserFlags(cmd, &f->network);
+  AddContainerLimitFlags(cmd, &f->network);
   AddResourceLimitFlag(cmd, &f->resource_limits);
   CLI::Option* http_port =
       cmd->add_option("--http-port", f->http_port,

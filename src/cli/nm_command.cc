@@ -215,6 +215,24 @@ web::NmWebOptions MakeNmWebOptions(const nm::NodeManagerOptions& options,
   return web;
 }
 
+void AddContainerLimitFlags(CLI::App* cmd, NmFlags* f) {
+  cmd->add_option("--container-pids-per-vcore", f->container_pids_per_vcore,
+                  "processes and threads a container may hold, per vcore it was given (pids "
+                  "cgroup; 0 = no limit unless --container-pids-max)")
+      ->capture_default_str();
+  cmd->add_option("--container-pids-max", f->container_pids_max,
+                  "a fixed pids limit for every container instead (0 = per vcore)")
+      ->capture_default_str();
+  cmd->add_option("--container-disk-limit-mb", f->container_disk_limit_mb,
+                  "disk a container's work dir may use; above it the container is killed "
+                  "(checked every second; 0 = no limit)")
+      ->capture_default_str();
+  cmd->add_option("--container-log-limit-mb", f->container_log_limit_mb,
+                  "stdout and stderr kept per container, each; older output is dropped "
+                  "(0 = no limit)")
+      ->capture_default_str();
+}
+
 void AddContainerUserFlags(CLI::App* cmd, NmFlags* f) {
   cmd->add_option("--run-containers-as", f->run_containers_as,
                   "app-user: each container runs as its app's (authenticated) user, as YARN's "
@@ -400,21 +418,7 @@ void AddNmCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_flag("--no-cgroups", f->no_cgroups,
                 "run containers without cgroup resource isolation (no root needed)");
-  cmd->add_option("--container-pids-per-vcore", f->container_pids_per_vcore,
-                  "processes and threads a container may hold, per vcore it was given (pids "
-                  "cgroup; 0 = no limit unless --container-pids-max)")
-      ->capture_default_str();
-  cmd->add_option("--container-pids-max", f->container_pids_max,
-                  "a fixed pids limit for every container instead (0 = per vcore)")
-      ->capture_default_str();
-  cmd->add_option("--container-disk-limit-mb", f->container_disk_limit_mb,
-                  "disk a container's work dir may use; above it the container is killed "
-                  "(checked every second; 0 = no limit)")
-      ->capture_default_str();
-  cmd->add_option("--container-log-limit-mb", f->container_log_limit_mb,
-                  "stdout and stderr kept per container, each; older output is dropped "
-                  "(0 = no limit)")
-      ->capture_default_str();
+  AddContainerLimitFlags(cmd, f.get());
   cmd->add_option("--http-port", f->http_port,
                   "port of /metrics and container logs (0 = any free port)")
       ->capture_default_str();

@@ -71,6 +71,10 @@ struct NmFlags {
 // --amrmproxy and the federation and quota flags into `f`.
 void AddAmrmProxyFlags(CLI::App* cmd, NmFlags* f);
 
+// --container-pids-per-vcore, --container-pids-max, --container-disk-limit-mb,
+// --container-log-limit-mb into `f`.
+void AddContainerLimitFlags(CLI::App* cmd, NmFlags* f);
+
 // --run-containers-as, --min-user-id, --banned-users, --allowed-system-users into `f`.
 void AddContainerUserFlags(CLI::App* cmd, NmFlags* f);
 

@@ -177,6 +177,9 @@ class HttpServer::Impl {
   // I/O thread only, below.
   void AcceptAll();
   void Refuse(int fd, const std::string& response);
+  // Closes and forgets the oldest connection that is still reading a request head or idles
+  // between requests, of `client` (null: of anyone). False when there is none.
+  bool EvictOldestUnfinished(const std::string* client);
   void OnEvents(Connection& c, uint32_t events);
   void ReadRequest(Connection& c);
   void ProcessInput(Connection& c);
@@ -363,14 +366,18 @@ void HttpServer::Impl::AcceptAll() {
       return;  // EAGAIN: none left
     }
     std::string client = ClientKey(addr);
-    auto from_client = per_client_.find(client);
-    if (static_cast<int>(connections_.size()) >= options_.max_connections) {
-      Refuse(fd, refuse_total_);
+    auto over_client_limit = [&] {
+      auto from_client = per_client_.find(client);
+      return options_.max_connections_per_ip > 0 && from_client != per_client_.end() &&
+             from_client->second >= options_.max_connections_per_ip;
+    };
+    if (over_client_limit() && !EvictOldestUnfinished(&client)) {
+      Refuse(fd, refuse_client_);
       continue;
     }
-    if (options_.max_connections_per_ip > 0 && from_client != per_client_.end() &&
-        from_client->second >= options_.max_connections_per_ip) {
-      Refuse(fd, refuse_client_);
+    if (static_cast<int>(connections_.size()) >= options_.max_connections &&
+        !EvictOldestUnfinished(nullptr)) {
+      Refuse(fd, refuse_total_);
       continue;
     }
     const int one = 1;
@@ -389,6 +396,23 @@ void HttpServer::Impl::AcceptAll() {
     open_.fetch_add(1);
     connections_.emplace(c->id, std::move(c));
   }
+}
+
+bool HttpServer::Impl::EvictOldestUnfinished(const std::string* client) {
+  Connection* oldest = nullptr;
+  for (auto& [id, c] : connections_) {
+    if (c->fd < 0 || c->state != Connection::State::kReading || c->in_body) continue;
+    if (client != nullptr && c->client != *client) continue;
+    if (oldest == nullptr || c->id < oldest->id) oldest = c.get();
+  }
+  if (oldest == nullptr) return false;
+  // Gone at once (not at the end of the round): the accept that follows counts without it.
+  close(oldest->fd);
+  auto from_client = per_client_.find(oldest->client);
+  if (from_client != per_client_.end() && --from_client->second <= 0) per_client_.erase(from_client);
+  connections_.erase(oldest->id);
+  open_.fetch_sub(1);
+  return true;
 }
 
 void HttpServer::Impl::Refuse(int fd, const std::string& response) {

@@ -38,8 +38,12 @@ struct HttpServerOptions {
   int write_timeout_ms = 30'000;
 
   // Connections open at once, in total and from one client address (an IPv6 client counts by
-  // its /64; <= 0: no per-address limit). A connection over either limit is answered 503 with
-  // a JSON error and "Retry-After: 1" (one non-blocking write, best effort) and closed at once.
+  // its /64; <= 0: no per-address limit). At either limit a new connection first makes room:
+  // the oldest connection (of that address, or of anyone for the total) that has not yet sent
+  // a whole request head, or idles between requests, is closed without an answer, so that slow
+  // clients cannot lock out a prompt one, even from their own address. Only when every
+  // connection is busy with a request is the new one answered 503 with a JSON error and
+  // "Retry-After: 1" (one non-blocking write, best effort) and closed at once.
   // Behind a reverse proxy every client is the proxy's address: raise the per-address limit.
   int max_connections = 256;
   int max_connections_per_ip = 32;

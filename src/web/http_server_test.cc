@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -157,6 +158,10 @@ class HttpServerTest : public ::testing::Test {
         entered_.Notify();
         release_.WaitForNotification();
       }
+      if (r.path == "/hold") {  // any number of them, until release_
+        held_.fetch_add(1);
+        release_.WaitForNotification();
+      }
       Json params = Json::array();
       for (const auto& [k, v] : r.params) params.push_back({k, v});
       HttpResponse out;
@@ -199,7 +204,18 @@ class HttpServerTest : public ::testing::Test {
     return true;
   }
 
+  // Waits (bounded: 5 s) until `n` /hold handlers run.
+  bool AwaitHeld(int n) {
+    const Clock::time_point deadline = Clock::now() + std::chrono::seconds(5);
+    while (held_.load() < n) {
+      if (Clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+  }
+
   absl::Notification entered_, release_;
+  std::atomic<int> held_{0};
   std::unique_ptr<HttpServer> server_;
 };
 
@@ -354,12 +370,50 @@ TEST_F(HttpServerTest, KeepAliveServesSeveralRequestsThenTheIdleTimeoutCloses) {
   EXPECT_GE(Clock::now() - idle_since, std::chrono::milliseconds(250));
 }
 
-TEST_F(HttpServerTest, ConnectionsOverThePerClientLimitAreRefused) {
+// A local attacker shares the user's address: at the per-address limit, a prompt client makes
+// room by closing the oldest slow one, and is served at once.
+TEST_F(HttpServerTest, SlowlorisFromTheSameAddressDoesNotLockOutAPromptClient) {
+  Start();  // default limits: 32 per address
+  Slowloris slow(server_->port(), 64);
+  ASSERT_EQ(slow.connected(), 64u);
+  for (int round = 0; round < 2; ++round) {
+    const auto start = Clock::now();
+    auto r = Get("/ok", absl::Seconds(1));
+    ASSERT_TRUE(r.has_value()) << "no answer within 1 s, round " << round;
+    EXPECT_EQ(r->status, 200);
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(1));
+    EXPECT_LE(server_->open_connections(), 32);
+    ASSERT_TRUE(slow.AwaitRounds(round + 1, absl::Seconds(5)));
+  }
+}
+
+TEST_F(HttpServerTest, OverThePerClientLimitTheOldestUnfinishedConnectionMakesRoom) {
   HttpServerOptions o;
   o.max_connections_per_ip = 3;
   Start(o);
   std::vector<std::unique_ptr<Client>> held;
-  for (int i = 0; i < 3; ++i) held.push_back(Connect());
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(Connect());
+    ASSERT_TRUE(held.back()->Send("GET /slow HTTP/1.1\r\nHost: t\r\n"));  // never finished
+    ASSERT_TRUE(AwaitOpenConnections(i + 1));
+  }
+  auto r = Get("/prompt");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_TRUE(held[0]->WaitClosed(absl::Seconds(5))) << "the oldest slow one made room";
+  EXPECT_FALSE(held[2]->WaitClosed(absl::Milliseconds(50))) << "the newer ones stay";
+}
+
+TEST_F(HttpServerTest, OverThePerClientLimitWithEveryConnectionBusyTheNewOneIsRefused) {
+  HttpServerOptions o;
+  o.max_connections_per_ip = 3;
+  Start(o);
+  std::vector<std::unique_ptr<Client>> busy;
+  for (int i = 0; i < 3; ++i) {
+    busy.push_back(Connect());
+    ASSERT_TRUE(busy.back()->Send("GET /hold HTTP/1.1\r\nHost: t\r\n\r\n"));
+  }
+  ASSERT_TRUE(AwaitHeld(3));
   auto extra = Connect();
   ASSERT_NE(extra, nullptr);
   std::string data;
@@ -371,28 +425,43 @@ TEST_F(HttpServerTest, ConnectionsOverThePerClientLimitAreRefused) {
   auto other = Get("/other", absl::Seconds(5), "127.0.0.2");
   ASSERT_TRUE(other.has_value());
   EXPECT_EQ(other->status, 200);
-  // A closed connection frees its slot.
-  held.pop_back();
-  ASSERT_TRUE(AwaitOpenConnections(2));
+  // Finished requests free their slots.
+  release_.Notify();
+  for (auto& c : busy) EXPECT_TRUE(c->Read(absl::Seconds(5)).has_value());
+  busy.clear();
+  ASSERT_TRUE(AwaitOpenConnections(0));
   auto again = Get("/again");
   ASSERT_TRUE(again.has_value());
   EXPECT_EQ(again->status, 200);
 }
 
-TEST_F(HttpServerTest, ConnectionsOverTheTotalLimitAreRefused) {
+TEST_F(HttpServerTest, OverTheTotalLimitSlowConnectionsMakeRoomBusyOnesDoNot) {
   HttpServerOptions o;
   o.max_connections = 4;
   o.max_connections_per_ip = 0;
   Start(o);
-  std::vector<std::unique_ptr<Client>> held;
-  for (int i = 0; i < 2; ++i) held.push_back(Connect());
-  for (int i = 0; i < 2; ++i) held.push_back(Connect("127.0.0.2"));
+  std::vector<std::unique_ptr<Client>> busy;
+  for (const char* source : {"127.0.0.1", "127.0.0.1", "127.0.0.2"}) {
+    busy.push_back(Connect(source));
+    ASSERT_TRUE(busy.back()->Send("GET /hold HTTP/1.1\r\nHost: t\r\n\r\n"));
+  }
+  ASSERT_TRUE(AwaitHeld(3));
+  auto slow = Connect("127.0.0.2");
+  ASSERT_TRUE(slow->Send("GET /slow HTTP/1.1\r\n"));
+  ASSERT_TRUE(AwaitOpenConnections(4));
+  // The fifth: the slow one makes room.
+  auto prompt = Connect("127.0.0.3");
+  ASSERT_TRUE(prompt->Send("GET /hold HTTP/1.1\r\nHost: t\r\n\r\n"));
+  EXPECT_TRUE(slow->WaitClosed(absl::Seconds(5)));
+  ASSERT_TRUE(AwaitHeld(4));
+  // The sixth, with all four busy: refused.
   auto extra = Connect("127.0.0.3");
   ASSERT_NE(extra, nullptr);
   std::string data;
   ASSERT_TRUE(extra->WaitClosed(absl::Seconds(5), &data));
   EXPECT_THAT(data, StartsWith("HTTP/1.1 503 "));
   EXPECT_EQ(server_->open_connections(), 4);
+  release_.Notify();
 }
 
 TEST_F(HttpServerTest, ParamsAndPathArePercentDecoded) {

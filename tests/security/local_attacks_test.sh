@@ -55,7 +55,7 @@ else bad "weft rm on a 0755 state dir: $(cat "$tmp/rm-open.out")"; fi
 
 # ---- The cluster for the rest: root's weft dev, as the README starts it.
 dev_start --nodes 1 --rm-port 0 --http-port 0 --data-dir "$tmp/data" \
-  --node-resources memory-mb=4096,vcores=4
+  --node-resources memory-mb=4096,vcores=4 --container-disk-limit-mb 64 --container-log-limit-mb 8
 dev_wait_nodes 1 || exit 1
 ok "weft dev as root: RM at $rm_address, web at $web"
 cp "$WEFT_TLS_CA" "$tmp/ca.pem" && chmod 644 "$tmp/ca.pem"
@@ -89,7 +89,7 @@ done
 [[ $stolen -eq 0 ]] && ok "bob reads none of rm-state.db*, tls/*.key"
 # ... nor from inside a container of his.
 attack="sqlite3 -readonly '$data/rm-state.db' 'SELECT hex(secret) FROM master_keys';
-head -c 16 '$data/rm-state.db-wal' | od -c | head -1; cat '$data'/tls/ca.key | head -1"
+head -c 16 '$data/rm-state.db-wal'; head -1 '$data'/tls/ca.key"
 as weft-bob "$weft" app submit --command "$attack" --max-attempts 1 --wait --timeout-s 60 \
   >"$tmp/bob-c.out" 2>&1
 bob_app=$(app_of "$tmp/bob-c.out")
@@ -124,7 +124,142 @@ kill -TERM "$fed_pid" 2>/dev/null
 for _ in $(seq 1 100); do kill -0 "$fed_pid" 2>/dev/null || break; sleep 0.1; done
 kill -KILL "$fed_pid" 2>/dev/null
 
-# @SECTIONS@
+# ---- 10. A fork bomb in a 1-vcore container stops at its pids limit; the node goes on.
+as weft-alice "$weft" app submit --name fork-bomb --am-vcores 1 \
+  --max-attempts 1 --command 'bomb() { bomb | bomb & }; bomb; sleep 600' >"$tmp/bomb.out" 2>&1
+bomb_app=$(app_of "$tmp/bomb.out")
+bomb_cg="" current=0 max=""
+# The bomb's cgroup: that of the container of alice's with the most processes.
+for _ in $(seq 1 150); do
+  for cg in $(pgrep -u weft-alice | xargs -I{} sed -n 's/^[0-9]*:pids:\(.*container_.*\)/\1/p' \
+    /proc/{}/cgroup 2>/dev/null | sort | uniq -c | sort -rn | head -1 | awk '{print $2}'); do
+    bomb_cg=$cg
+  done
+  if [[ -n $bomb_cg && -r /sys/fs/cgroup/pids$bomb_cg/pids.max ]]; then
+    max=$(cat "/sys/fs/cgroup/pids$bomb_cg/pids.max")
+    current=$(cat "/sys/fs/cgroup/pids$bomb_cg/pids.current" 2>/dev/null || echo 0)
+    [[ $max =~ ^[0-9]+$ && $current -ge $((max - 2)) ]] && break
+  fi
+  sleep 0.2
+done
+if [[ $max == 512 && $current -ge 500 && $current -le 512 ]]; then
+  ok "fork bomb held at its pids limit: pids.current $current of pids.max $max ($bomb_cg)"
+else bad "fork bomb: app '$bomb_app' cgroup '$bomb_cg' pids.max '$max' current '$current'"; fi
+if as weft-bob "$weft" app submit --command 'echo alive' --wait --timeout-s 90 \
+  >"$tmp/beside.out" 2>&1 && dev_wait_nodes 1; then
+  ok "beside the bomb the node runs bob's app and stays RUNNING"
+else bad "beside the bomb: $(cat "$tmp/beside.out"); $(as weft-bob "$weft" app status "$(app_of "$tmp/beside.out")" 2>&1)"; fi
+as weft-alice "$weft" app kill "$bomb_app" >/dev/null 2>&1
+for _ in $(seq 1 150); do pgrep -u weft-alice >/dev/null || break; sleep 0.2; done
+pgrep -u weft-alice >/dev/null && bad "the bomb's processes outlived the kill: $(pgrep -u weft-alice | wc -l)" ||
+  ok "killed: no process of the bomb is left"
+
+# ---- 11. Writing past the work dir's disk limit (this cluster: 64 MB) ends the container.
+as weft-alice "$weft" app submit --name disk-filler --max-attempts 1 --wait --timeout-s 90 \
+  --command 'head -c 200000000 /dev/zero >filler; sleep 30' >"$tmp/disk.out" 2>&1
+disk_app=$(app_of "$tmp/disk.out")
+as weft-alice "$weft" app status "$disk_app" >"$tmp/disk.status" 2>&1
+if grep -q "over the disk limit of 64 MB (--container-disk-limit-mb)" "$tmp/disk.out" \
+  "$tmp/disk.status"; then
+  ok "disk filler killed: $(grep -o 'Container killed: its work dir[^;]*limit-mb)' "$tmp/disk.out" \
+    "$tmp/disk.status" | head -1 | cut -d: -f2-)"
+else bad "disk filler: $(cat "$tmp/disk.out" "$tmp/disk.status")"; fi
+
+# ---- 12. 200 MB on stdout leaves at most the log limit (this cluster: 8 MB) on disk.
+as weft-alice "$weft" app submit --name chatty --max-attempts 1 --wait --timeout-s 120 \
+  --command 'yes weft-log-line | head -c 200000000' >"$tmp/chatty.out" 2>&1
+chatty=$(app_of "$tmp/chatty.out")
+stdout_file=$(ls "$work_root"/logs/container_*_"${chatty#application_}"_*/stdout 2>/dev/null | head -1)
+size=$(stat -c %s "$stdout_file" 2>/dev/null || echo missing)
+if [[ $size =~ ^[0-9]+$ && $size -le $((8 * 1048576)) && $size -gt 0 ]] &&
+  head -1 "$stdout_file" | grep -q "earlier bytes of this log were dropped" &&
+  tail -c 100 "$stdout_file" | grep -q "weft-log-line"; then
+  ok "200 MB of stdout left $size bytes (limit 8 MiB), oldest dropped after a note"
+else bad "chatty stdout: '$stdout_file' size $size; $(head -c 300 "$stdout_file" 2>/dev/null)"; fi
+
+# ---- 14. 64 slow clients hold connections to the RM's web port; the REST API still answers.
+python3 - "$web" >"$tmp/slow.out" 2>&1 <<'PY' &
+import socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+clients = []
+for _ in range(64):
+    s = socket.create_connection((host, int(port)), timeout=5)
+    s.sendall(b"GET /ws/v1/cluster/info HTTP/1.1\r\nHost: x\r\n")
+    clients.append(s)
+print("holding", len(clients), flush=True)
+end = time.time() + 20  # bounded: one header byte a second per client, never the end
+while time.time() < end:
+    for s in clients:
+        try:
+            s.sendall(b"X")
+        except OSError:
+            pass
+    time.sleep(1)
+PY
+slow_pid=$!
+for _ in $(seq 1 100); do grep -q holding "$tmp/slow.out" 2>/dev/null && break; sleep 0.1; done
+code=$(curl -s -o "$tmp/info.json" -w '%{http_code} %{time_total}' --max-time 1 \
+  "http://$web/ws/v1/cluster/info")
+if grep -q holding "$tmp/slow.out" && [[ $code == 200\ * ]] && grep -q clusterInfo "$tmp/info.json"; then
+  ok "with 64 slow clients holding connections, GET /ws/v1/cluster/info: HTTP $code s"
+else bad "under 64 slow clients: '$code' $(cat "$tmp/slow.out")"; fi
+kill "$slow_pid" 2>/dev/null; wait "$slow_pid" 2>/dev/null
+
+# ---- 15. Names others chose are escaped on bob's terminal; --goal-s inf|nan refused.
+evil=$'evil\e[2J\e]0;owned\a\napplication_1_9999  root  FORGED  RUNNING'
+as weft-alice "$weft" app submit --name "$evil" --command true --wait --timeout-s 90 \
+  >"$tmp/evil.out" 2>&1
+evil_app=$(app_of "$tmp/evil.out")
+as weft-bob "$weft" app list >"$tmp/list.out" 2>&1
+as weft-bob "$weft" app list --json >"$tmp/list.json" 2>&1
+if grep -q "$evil_app" "$tmp/list.out" && ! grep -qP '[\x00-\x08\x0b-\x1f\x7f]' "$tmp/list.out" &&
+  ! grep -q '^application_1_9999' "$tmp/list.out" &&
+  grep -qF 'evil\x1b[2J\x1b]0;owned\x07\napplication_1_9999' "$tmp/list.out"; then
+  ok "weft app list shows the name escaped: $(grep -oF 'evil\x1b[2J' "$tmp/list.out" | head -1)..."
+else bad "weft app list: $(cat -A "$tmp/list.out" | head -20)"; fi
+python3 -c '
+import json, sys
+apps = json.load(open(sys.argv[1])).get("applications", [])
+sys.exit(0 if any(a.get("name") == sys.argv[2] for a in apps) else 1)' "$tmp/list.json" "$evil" &&
+  ok "--json keeps the exact name" || bad "--json: $(head -c 600 "$tmp/list.json")"
+for goal in inf nan -inf; do
+  if as weft-alice "$weft" app submit --command true --goal-s "$goal" >"$tmp/goal.out" 2>&1; then
+    bad "--goal-s $goal accepted: $(cat "$tmp/goal.out")"
+  elif grep -qi "finite" "$tmp/goal.out"; then ok "--goal-s $goal refused: $(head -1 "$tmp/goal.out")"
+  else bad "--goal-s $goal: $(cat "$tmp/goal.out")"; fi
+done
+
+# ---- 13. Without cgroups, `weft app kill` leaves no process of the app and frees its port.
+kill -TERM "$dev_pid" 2>/dev/null
+for _ in $(seq 1 100); do kill -0 "$dev_pid" 2>/dev/null || break; sleep 0.1; done
+kill -KILL "$dev_pid" 2>/dev/null
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+dev_start --nodes 1 --rm-port 0 --http-port 0 --data-dir "$tmp/nocg" --no-cgroups \
+  --node-resources memory-mb=4096,vcores=4
+dev_wait_nodes 1 || exit 1
+ok "weft dev --no-cgroups: RM at $rm_address"
+cp "$WEFT_TLS_CA" "$tmp/ca.pem"
+escapees="setsid sleep 1001 & (sleep 1002 &) ; bash -c 'trap \"\" TERM; sleep 1003' &
+setsid python3 -c 'import socket,time; s=socket.socket(); s.bind((\"127.0.0.1\", $port)); s.listen(); time.sleep(1004)' &
+sleep 1005"
+as weft-alice "$weft" app submit --name escapees --command "$escapees" >"$tmp/esc.out" 2>&1
+esc_app=$(app_of "$tmp/esc.out")
+for _ in $(seq 1 150); do
+  [[ $(pgrep -u weft-alice -f 'sleep 100[1-5]|time.sleep\(1004\)' | wc -l) -ge 5 ]] && break
+  sleep 0.2
+done
+before=$(pgrep -u weft-alice -f 'sleep 100[1-5]|time.sleep\(1004\)' | wc -l)
+as weft-alice "$weft" app kill "$esc_app" >"$tmp/esc-kill.out" 2>&1
+left=99
+for _ in $(seq 1 150); do
+  left=$(pgrep -u weft-alice -f 'sleep 100[1-5]|time.sleep\(1004\)' | wc -l)
+  [[ $left -eq 0 ]] && break
+  sleep 0.2
+done
+if [[ $before -ge 5 && $left -eq 0 ]] &&
+  python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', $port))" 2>/dev/null; then
+  ok "--no-cgroups kill: $before escapees (setsid, double fork, SIGTERM-ignoring, a listener) gone, port $port free"
+else bad "--no-cgroups kill: before $before, left $left: $(pgrep -a -u weft-alice); $(cat "$tmp/esc.out" "$tmp/esc-kill.out")"; fi
 
 if [[ $fail -eq 0 ]]; then echo PASS; else
   echo "--- weft dev output"; tail -30 "$tmp/dev.out"; tail -40 "$tmp/dev.err"; exit 1; fi
