@@ -74,6 +74,7 @@ absl::StatusOr<nm::NodeManager*> DevCluster::AddNode(const std::string& node_res
     f.container_pids_max = network->container_pids_max;
     f.container_disk_limit_mb = network->container_disk_limit_mb;
     f.container_log_limit_mb = network->container_log_limit_mb;
+    f.container_user_namespaces = network->container_user_namespaces;
     f.log_aggregation_dir = network->log_aggregation_dir;
     f.amrmproxy = network->amrmproxy;
     f.amrmproxy_interceptors = network->amrmproxy_interceptors;

@@ -159,6 +159,7 @@ int RunDev(const DevFlags& flags) {
   nm_flags.container_pids_max = flags.network.container_pids_max;
   nm_flags.container_disk_limit_mb = flags.network.container_disk_limit_mb;
   nm_flags.container_log_limit_mb = flags.network.container_log_limit_mb;
+  nm_flags.container_user_namespaces = flags.network.container_user_namespaces;
   if (auto check = MakeNodeManagerOptions(nm_flags); !check.ok())
     return PrintError(check.status().message());
   if (flags.subclusters > 1) return RunDevFederation(flags, rm_flags, nm_flags, data_dir);

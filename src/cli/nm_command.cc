@@ -141,6 +141,7 @@ absl::StatusOr<nm::NodeManagerOptions> MakeNodeManagerOptions(const NmFlags& fla
   options.container_pids_max = flags.container_pids_max;
   options.container_disk_limit_mb = flags.container_disk_limit_mb;
   options.container_log_limit_mb = flags.container_log_limit_mb;
+  options.container_user_namespaces = flags.container_user_namespaces;
   if (!flags.node_resources.empty()) {
     ResourceTypeRegistry registry;
     auto capability = registry.Parse(flags.node_resources);
@@ -216,6 +217,9 @@ web::NmWebOptions MakeNmWebOptions(const nm::NodeManagerOptions& options,
 }
 
 void AddContainerLimitFlags(CLI::App* cmd, NmFlags* f) {
+  cmd->add_flag("--container-user-namespaces", f->container_user_namespaces,
+                "let containers create user namespaces (unshare -U); by default a seccomp "
+                "filter refuses them");
   cmd->add_option("--container-pids-per-vcore", f->container_pids_per_vcore,
                   "processes and threads a container may hold, per vcore it was given (pids "
                   "cgroup; 0 = no limit unless --container-pids-max)")

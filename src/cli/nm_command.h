@@ -30,6 +30,7 @@ struct NmFlags {
   int64_t container_pids_max = 0;
   int64_t container_disk_limit_mb = 10240;
   int64_t container_log_limit_mb = 100;
+  bool container_user_namespaces = false;
   // Network bandwidth isolation (nm::NodeManagerOptions); "" interface = off.
   std::string network_interface;
   int64_t link_mbps = 0;

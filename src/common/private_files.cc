@@ -90,31 +90,41 @@ absl::Status EnsurePrivateFile(const std::string& file, absl::string_view what) 
       !s.ok()) {
     return s;
   }
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
-                        0600);
-  if (fd < 0) {
-    if (errno == ELOOP) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(what, " '", file, "' is a symbolic link; refusing to follow it"));
+  // By path, never through a descriptor of an existing file: closing any descriptor of a file
+  // drops every POSIX lock this process holds on it, which would break the locking of an
+  // SQLite connection that has it open in this process.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    struct stat st;
+    if (::lstat(file.c_str(), &st) == 0) {
+      if (S_ISLNK(st.st_mode)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(what, " '", file, "' is a symbolic link; refusing to follow it"));
+      }
+      if (!S_ISREG(st.st_mode)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(what, " '", file, "' is not a regular file"));
+      }
+      if (st.st_uid != ::geteuid()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(what, " '", file, "' belongs to uid ", st.st_uid,
+                         ", not to this daemon's uid ", ::geteuid(), " (chown it)"));
+      }
+      // The directory is ours and private: nobody can swap the file between lstat and chmod.
+      if ((st.st_mode & 077) != 0 && ::chmod(file.c_str(), st.st_mode & 0700) != 0) {
+        return ErrnoStatus(errno, absl::StrCat("chmod 0600 ", what, " '", file, "'"));
+      }
+      return absl::OkStatus();
     }
-    return ErrnoStatus(errno, absl::StrCat("opening ", what, " '", file, "'"));
+    if (errno != ENOENT) return ErrnoStatus(errno, absl::StrCat(what, " '", file, "'"));
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      ::close(fd);  // a new file: no lock of anyone's on it yet
+      return absl::OkStatus();
+    }
+    if (errno != EEXIST) return ErrnoStatus(errno, absl::StrCat("creating ", what, " '", file, "'"));
+    // Made meanwhile: check it as an existing file.
   }
-  struct stat st;
-  absl::Status status;
-  if (::fstat(fd, &st) != 0) {
-    status = ErrnoStatus(errno, absl::StrCat(what, " '", file, "'"));
-  } else if (!S_ISREG(st.st_mode)) {
-    status = absl::FailedPreconditionError(
-        absl::StrCat(what, " '", file, "' is not a regular file"));
-  } else if (st.st_uid != ::geteuid()) {
-    status = absl::FailedPreconditionError(
-        absl::StrCat(what, " '", file, "' belongs to uid ", st.st_uid,
-                     ", not to this daemon's uid ", ::geteuid(), " (chown it)"));
-  } else if ((st.st_mode & 077) != 0 && ::fchmod(fd, st.st_mode & 0700) != 0) {
-    status = ErrnoStatus(errno, absl::StrCat("chmod 0600 ", what, " '", file, "'"));
-  }
-  ::close(fd);
-  return status;
+  return absl::InternalError(absl::StrCat(what, " '", file, "' keeps appearing and vanishing"));
 }
 
 absl::Status EnsurePrivateSqliteFile(const std::string& file, absl::string_view what) {

@@ -178,6 +178,7 @@ absl::StatusOr<pid_t> ContainerExecutor::Launch(const LaunchSpec& spec) {
   options.stderr_path = absl::StrCat(spec.log_dir, "/stderr");
   options.run_as = spec.run_as;
   if (monitored) options.log_limit_bytes = std::max<int64_t>(spec.log_limit_bytes, 0);
+  options.deny_user_namespaces = spec.deny_user_namespaces;
 
   auto join_cgroups = [&](pid_t child) {
     return cgroups_ != nullptr ? cgroups_->AddProcess(spec.container_id, child) : absl::OkStatus();

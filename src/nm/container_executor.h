@@ -64,6 +64,9 @@ struct LaunchSpec {
   // dir holds more than twice this plus kLogDirSlackBytes (it wrote there past the monitor)
   // is killed.
   int64_t log_limit_bytes = 0;
+  // The container's processes may not create user namespaces (a seccomp filter; see
+  // SpawnOptions::deny_user_namespaces).
+  bool deny_user_namespaces = false;
 };
 
 // A container whose processes a previous executor (a previous NM) launched with a state_dir,

@@ -1,6 +1,7 @@
 // Copyright Weft authors. Tests of the container executor: its bookkeeping against a fake
 // operating system, then real processes (and, as root, real cgroups).
 #include "nm/container_executor.h"
+#include "nm/spawn_child.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -1111,6 +1112,43 @@ TEST_F(ContainerExecutorTest, LogLimitKeepsAtMostTheLimitOfAHugeOutputOnDisk) {
     EXPECT_THAT(exit->diagnostics,
                 HasSubstr("MB dropped, over the log limit of 1 MB (--container-log-limit-mb)"));
     EXPECT_THAT(exit->diagnostics, Not(HasSubstr("stderr")));
+  }
+}
+
+// Issue 26: `unshare -Ur` worked inside containers. By default a seccomp filter refuses user
+// namespaces (as root too), with every way of starting the program; allowed, they work.
+TEST_F(ContainerExecutorTest, UserNamespacesAreRefusedUnlessAllowed) {
+  if (!spawn_internal::kUserNamespaceFilterSupported) GTEST_SKIP() << "no filter on this arch";
+  if (access("/usr/bin/unshare", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/unshare (util-linux)";
+  // unshare(1) itself, and a clone(CLONE_NEWUSER) through python3 where it is installed.
+  const std::string command =
+      "unshare -U true && echo unshare-ok; "
+      "python3 -c 'import os; os.unshare(os.CLONE_NEWUSER); print(\"python-ok\")' "
+      "2>/dev/null || true";
+  int n = 0;
+  for (const char* monitor : {"plain", "fork", WEFT_CONTAINER_MONITOR_PATH}) {
+    for (const bool deny : {true, false}) {
+      SCOPED_TRACE(absl::StrCat(monitor, deny ? " deny" : " allow"));
+      const std::string id = absl::StrCat("container_userns_", n++);
+      LaunchSpec spec = Spec(id, {"/bin/sh", "-c", command});
+      std::optional<ScopedMonitor> scoped;
+      if (std::string(monitor) != "plain") {
+        scoped.emplace(monitor);
+        spec.state_dir = absl::StrCat(base_, "/state/", id);
+      }
+      spec.deny_user_namespaces = deny;
+      ASSERT_TRUE(executor_->Launch(spec).ok());
+      std::optional<ContainerExit> exit = ReapUntilExit(id);
+      ASSERT_TRUE(exit.has_value());
+      const std::string out = Slurp(spec.log_dir + "/stdout");
+      if (deny) {
+        EXPECT_THAT(out, Not(HasSubstr("unshare-ok")));
+        EXPECT_THAT(out, Not(HasSubstr("python-ok")));
+        EXPECT_THAT(Slurp(spec.log_dir + "/stderr"), HasSubstr("Operation not permitted"));
+      } else {
+        EXPECT_THAT(out, HasSubstr("unshare-ok"));
+      }
+    }
   }
 }
 

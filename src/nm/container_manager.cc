@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "nm/node_manager.h"
 #include "nm/node_manager_internal.h"
+#include "nm/spawn_child.h"
 #include "security/tokens.h"
 
 namespace weft::nm {
@@ -125,6 +126,8 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
                              options_.container_pids_per_vcore, options_.container_pids_max);
   spec.disk_limit_bytes = options_.container_disk_limit_mb << 20;
   spec.log_limit_bytes = options_.container_log_limit_mb << 20;
+  spec.deny_user_namespaces =
+      !options_.container_user_namespaces && spawn_internal::kUserNamespaceFilterSupported;
   spec.user = token->user;
   spec.app_dir = absl::StrCat(options_.work_root, "/", token->app_id);
   if (options_.run_as == ContainerRunAs::kAppUser) {

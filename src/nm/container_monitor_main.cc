@@ -6,8 +6,9 @@
 //
 // Not for people. Usage, with the descriptors already in place:
 //   weft-container-monitor PID_FILE EXIT_FILE WORK_DIR OOM_SCORE_ADJ|- UID:GID:G1,G2..|-
-//                          LOG_LIMIT_BYTES LOGS_FILE PROGRAM ARGV0 [ARGS...]
-//   (LOG_LIMIT_BYTES 0: unlimited; LOGS_FILE: where dropped log bytes are recorded)
+//                          LOG_LIMIT_BYTES LOGS_FILE userns=allow|deny PROGRAM ARGV0 [ARGS...]
+//   (LOG_LIMIT_BYTES 0: unlimited; LOGS_FILE: where dropped log bytes are recorded;
+//   userns=deny: the program may not create user namespaces)
 //   fd 0, 1, 2: the program's stdin, stdout and stderr; fd 3: the report pipe (write end);
 //   fd 4: the go pipe (read end). The program's environment is this process's environment.
 // Exits with the program's status (128 + signal when it was killed), 127 on a failed step
@@ -63,7 +64,7 @@ bool ParseIds(const std::string& text, uid_t* uid, gid_t* gid, std::vector<gid_t
 int main(int argc, char** argv) {
   using weft::nm::spawn_internal::ChildArgs;
   using weft::nm::spawn_internal::MonitorArgs;
-  if (argc < 10) {
+  if (argc < 11) {
     const char usage[] =
         "weft-container-monitor: started by the NodeManager only (see its source for usage)\n";
     (void)!write(STDERR_FILENO, usage, sizeof(usage) - 1);
@@ -93,8 +94,11 @@ int main(int argc, char** argv) {
   program.stdout_fd = STDOUT_FILENO;
   program.stderr_fd = STDERR_FILENO;
   program.work_dir = argv[3];
-  program.program = argv[8];
-  program.argv = argv + 9;
+  if (std::strcmp(argv[8], "userns=deny") != 0 && std::strcmp(argv[8], "userns=allow") != 0)
+    return 2;
+  program.deny_user_namespaces = std::strcmp(argv[8], "userns=deny") == 0;
+  program.program = argv[9];
+  program.argv = argv + 10;
   program.envp = environ;
   program.set_ids = set_ids;
   program.uid = uid;

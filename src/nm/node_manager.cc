@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "common/reachable_host.h"
 #include "nm/node_manager_internal.h"
+#include "nm/spawn_child.h"
 #include "security/tokens.h"
 
 
@@ -283,6 +284,11 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
     nm->missing_features_.push_back(
         "cgroups disabled by configuration (use_cgroups=false): containers run without "
         "resource isolation");
+  }
+  if (!opts.container_user_namespaces && !spawn_internal::kUserNamespaceFilterSupported) {
+    nm->missing_features_.push_back(
+        "containers may create user namespaces (container_user_namespaces=false is not "
+        "enforced: this build has no seccomp filter for this architecture)");
   }
   if (shape_network) {
     TrafficControlOptions traffic;

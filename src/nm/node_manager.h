@@ -86,6 +86,10 @@ struct NodeManagerOptions {
   // Bytes of stdout and of stderr each kept per container, MB: past it the oldest output is
   // dropped (a note at the top of the file says how much). 0 = no limit.
   int64_t container_log_limit_mb = 100;
+  // Whether containers may create user namespaces (`unshare -Ur`). false (the default): a
+  // seccomp filter refuses them, as Docker's default profile does; they are a large kernel
+  // attack surface that a batch container rarely needs.
+  bool container_user_namespaces = false;
   // Whom containers run as, and who may (nm/container_user.h). As the app's user, an NM
   // running as root switches to that user; one that is not root runs only its own user's.
   ContainerRunAs run_as = ContainerRunAs::kAppUser;

@@ -117,6 +117,9 @@ absl::Status StepError(const ChildReport& failure, const SpawnOptions& options) 
       return absl::ErrnoToStatus(failure.error, "monitor: moving descriptors");
     case kMonitorFork:
       return absl::ErrnoToStatus(failure.error, "monitor: fork");
+    case kSeccomp:
+      return absl::ErrnoToStatus(failure.error,
+                                 "seccomp: installing the filter that refuses user namespaces");
     default:
       return absl::ErrnoToStatus(failure.error, absl::StrCat("exec '", options.argv[0], "'"));
   }
@@ -489,7 +492,8 @@ class PosixOsEnv : public OsEnv {
                        options.run_as.has_value() ? options.run_as->gid : 0,
                        groups.data(),
                        groups.size(),
-                       nullptr};
+                       nullptr,
+                       options.deny_user_namespaces};
     }
   };
 
@@ -603,6 +607,7 @@ absl::StatusOr<pid_t> PosixOsEnv::SpawnMonitorBinary(const std::string& binary,
   }
   words.push_back(absl::StrCat(args.log_limit_bytes));
   words.push_back(args.logs_path);
+  words.push_back(options.deny_user_namespaces ? "userns=deny" : "userns=allow");
   words.push_back(prepared.program);
   for (char* const* a = prepared.argv.data(); *a != nullptr; ++a) words.push_back(*a);
   std::vector<char*> argv;

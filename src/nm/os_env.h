@@ -48,6 +48,9 @@ struct SpawnOptions {
   // output after a note of what was dropped (spawn_child.h, MonitorArgs::log_limit_bytes);
   // values below 256 KiB count as 256 KiB.
   int64_t log_limit_bytes = 0;
+  // The process may not create user namespaces (spawn_child.h, ChildArgs::deny_user_namespaces;
+  // Spawn fails if this build cannot filter them).
+  bool deny_user_namespaces = false;
 };
 
 // How a process ended.

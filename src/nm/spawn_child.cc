@@ -4,6 +4,10 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <poll.h>
 #include <sys/resource.h>
@@ -253,6 +257,51 @@ void CloseFrom(int from, bool close_all) {
 }
 
 // Runs in the child after fork: async-signal-safe calls only.
+namespace {
+
+#if defined(__x86_64__)
+// Refuses CLONE_NEWUSER in unshare(2) and clone(2) (EPERM) and clone3(2) altogether (ENOSYS),
+// for x86-64 system calls, x32 ones (the same numbers with bit 30 set) and i386 ones (int 0x80).
+// Everything else is allowed. BPF jumps are forward only: jt/jf count instructions skipped.
+constexpr uint32_t kX32Bit = 0x40000000;
+constexpr sock_filter kDenyUserNamespaces[] = {
+    /* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+    /* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 6),  // else 8
+    /* 2 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+    /* 3 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, ~kX32Bit),
+    /* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 435, 12, 0),  // clone3 -> 17
+    /* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 272, 7, 0),   // unshare -> 13
+    /* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 56, 6, 0),    // clone -> 13
+    /* 7 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    /* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_I386, 0, 7),  // else 16
+    /* 9 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+    /* 10 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 435, 6, 0),  // clone3 -> 17
+    /* 11 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 310, 1, 0),  // unshare -> 13
+    /* 12 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 120, 0, 3),  // clone -> 13, else 16
+    /* 13 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])),  // low half
+    /* 14 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, CLONE_NEWUSER),
+    /* 15 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 2),  // no CLONE_NEWUSER -> 16, else 18
+    /* 16 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    /* 17 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+    /* 18 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+};
+#endif
+
+// Installs the filter (after PR_SET_NO_NEW_PRIVS). False, with errno, if it cannot.
+bool DenyUserNamespaces() {
+#if defined(__x86_64__)
+  sock_fprog program;
+  program.len = sizeof(kDenyUserNamespaces) / sizeof(kDenyUserNamespaces[0]);
+  program.filter = const_cast<sock_filter*>(kDenyUserNamespaces);
+  return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0) == 0;
+#else
+  errno = ENOSYS;
+  return false;
+#endif
+}
+
+}  // namespace
+
 [[noreturn]] void RunChild(const ChildArgs& args) {
   if (setsid() < 0) ChildFail(args.report_fd, kSetsid);
   if (args.go_fd >= 0) {
@@ -276,6 +325,7 @@ void CloseFrom(int from, bool close_all) {
     if (setresuid(args.uid, args.uid, args.uid) < 0) ChildFail(args.report_fd, kSetuid);
   }
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) ChildFail(args.report_fd, kNoNewPrivs);
+  if (args.deny_user_namespaces && !DenyUserNamespaces()) ChildFail(args.report_fd, kSeccomp);
   // The NodeManager runs with the daemons' private umask (077, common/private_files.h); the
   // container's program gets the conventional 022, as under a login shell. Its own dirs are
   // 0700 whatever it sets.

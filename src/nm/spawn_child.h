@@ -27,7 +27,8 @@ enum ChildStep : int {
   kNoNewPrivs,
   kExec,
   kMonitorFds,
-  kMonitorFork
+  kMonitorFork,
+  kSeccomp
 };
 
 // What a child (or a monitor) writes on its report pipe: one record, at most PIPE_BUF bytes so
@@ -56,7 +57,18 @@ struct ChildArgs {
   const gid_t* groups;
   size_t num_groups;
   const char* oom_score_adj;  // written to /proc/self/oom_score_adj first; null: left alone
+  // A seccomp filter before exec refuses to create user namespaces (unshare/clone with
+  // CLONE_NEWUSER: EPERM; clone3, whose flags a filter cannot read: ENOSYS, and libc falls back
+  // to clone). Needs kUserNamespaceFilterSupported.
+  bool deny_user_namespaces;
 };
+
+// Whether this build can refuse user namespaces (x86-64: native, i386 and x32 system calls).
+#if defined(__x86_64__)
+inline constexpr bool kUserNamespaceFilterSupported = true;
+#else
+inline constexpr bool kUserNamespaceFilterSupported = false;
+#endif
 
 // What a monitor needs besides its program's ChildArgs; prepared before fork.
 struct MonitorArgs {

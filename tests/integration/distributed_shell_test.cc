@@ -21,6 +21,8 @@ class DistributedShellTest : public ::testing::Test {
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() / absl::StrCat("weft_dshell_", getpid());
     std::filesystem::create_directories(dir_);
+    // The RM's state store lives here: its directory must be private (common/private_files.h).
+    std::filesystem::permissions(dir_, std::filesystem::perms::owner_all);
     rm::RmServerOptions ro;
     ro.auth.mode = rm::UserAuthentication::kDeclared;
     ro.rm.pass_interval_ms = 20;

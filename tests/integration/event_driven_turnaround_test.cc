@@ -33,6 +33,8 @@ class EventDrivenTurnaroundTest : public ::testing::TestWithParam<bool> {
     dir_ = std::filesystem::temp_directory_path() /
            absl::StrCat("weft_turnaround_", getpid(), "_", GetParam());
     std::filesystem::create_directories(dir_);
+    // The RM's state store lives here: its directory must be private (common/private_files.h).
+    std::filesystem::permissions(dir_, std::filesystem::perms::owner_all);
     rm::RmServerOptions ro;
     ro.auth.mode = rm::UserAuthentication::kDeclared;
     ro.rm.heartbeat_interval_ms = kTenMinutesMs;  // told to the NM

@@ -29,6 +29,8 @@ class WorkPreservingRestartTest : public ::testing::Test {
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() / absl::StrCat("weft_rmrestart_", getpid());
     std::filesystem::create_directories(dir_);
+    // The RM's state store lives here: its directory must be private (common/private_files.h).
+    std::filesystem::permissions(dir_, std::filesystem::perms::owner_all);
     ASSERT_NO_FATAL_FAILURE(StartRm(0));
     for (int i = 0; i < 2; ++i) {
       loops_.push_back(std::make_unique<ThreadEventLoop>());

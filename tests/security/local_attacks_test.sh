@@ -11,7 +11,8 @@
 #   13. with --no-cgroups, `weft app kill` leaves no process of the app (setsid, double fork,
 #       a SIGTERM-ignoring child) and frees its port;
 #   14. 64 slow clients on the RM's web port: GET /ws/v1/cluster/info still answers within 1 s;
-#   15. app names with ESC and newlines are escaped in `weft app list`; --goal-s inf|nan refused.
+#   15. app names with ESC and newlines are escaped in `weft app list`; --goal-s inf|nan refused;
+#   16. `unshare -Ur` in a container is refused (user namespaces off unless the node allows them).
 # The ZooKeeper and PostgreSQL stores' ACLs and roles are in-process tests (zk_store_test,
 # federation_store_conformance_test). Every wait and load loop is bounded.
 # Usage: local_attacks_test.sh WEFT. Exit 77 (skipped, saying why) only when not root.
@@ -153,6 +154,17 @@ as weft-alice "$weft" app kill "$bomb_app" >/dev/null 2>&1
 for _ in $(seq 1 150); do pgrep -u weft-alice >/dev/null || break; sleep 0.2; done
 pgrep -u weft-alice >/dev/null && bad "the bomb's processes outlived the kill: $(pgrep -u weft-alice | wc -l)" ||
   ok "killed: no process of the bomb is left"
+
+# ---- 16. `unshare -Ur` (a user namespace: the kernel's largest attack surface for a user) is
+# refused in containers unless the node allows it (--container-user-namespaces).
+as weft-alice "$weft" app submit --name userns --max-attempts 1 --wait --timeout-s 90 \
+  --command 'unshare -Ur id' >"$tmp/userns.out" 2>&1
+userns_app=$(app_of "$tmp/userns.out")
+userns_err=$(cat "$work_root"/logs/container_*_"${userns_app#application_}"_*/stderr 2>/dev/null)
+userns_out=$(cat "$work_root"/logs/container_*_"${userns_app#application_}"_*/stdout 2>/dev/null)
+if [[ -n $userns_app && $userns_out != *"uid=0(root)"* && $userns_err == *"Operation not permitted"* ]]
+then ok "unshare -Ur in alice's container refused: $(head -1 <<<"$userns_err")"
+else bad "unshare -Ur: $(cat "$tmp/userns.out"); stdout '$userns_out' stderr '$userns_err'"; fi
 
 # ---- 11. Writing past the work dir's disk limit (this cluster: 64 MB) ends the container.
 as weft-alice "$weft" app submit --name disk-filler --max-attempts 1 --wait --timeout-s 90 \
