@@ -204,6 +204,15 @@ HttpRequestParser::Result HttpRequestParser::Fail(int status, std::string messag
   return Result::kError;
 }
 
+bool HttpRequestParser::TakeBodyBytes() {
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(remaining_, buffer_.size()));
+  current_.request.body.append(buffer_, 0, n);
+  buffer_.erase(0, n);
+  scanned_ = 0;
+  remaining_ -= n;
+  return remaining_ == 0;
+}
+
 bool HttpRequestParser::NextLine(std::string* line) {
   const size_t eol = buffer_.find('\n', scanned_);
   if (eol == std::string::npos) {
@@ -258,16 +267,10 @@ HttpRequestParser::Result HttpRequestParser::Parse() {
           return r;
         }
         break;
-      case Phase::kBody: {
+      case Phase::kBody:
         if (buffer_.empty()) return Result::kNeedMore;
-        const size_t n = static_cast<size_t>(std::min<uint64_t>(remaining_, buffer_.size()));
-        current_.request.body.append(buffer_, 0, n);
-        buffer_.erase(0, n);
-        scanned_ = 0;
-        remaining_ -= n;
-        if (remaining_ == 0) phase_ = Phase::kComplete;
+        if (TakeBodyBytes()) phase_ = Phase::kComplete;
         break;
-      }
       case Phase::kChunkSize:
         if (!NextLine(&line)) {
           if (buffer_.size() > kMaxChunkLineBytes)
@@ -276,16 +279,10 @@ HttpRequestParser::Result HttpRequestParser::Parse() {
         }
         if (Result r = ParseChunkSize(line); r == Result::kError) return r;
         break;
-      case Phase::kChunkData: {
+      case Phase::kChunkData:
         if (buffer_.empty()) return Result::kNeedMore;
-        const size_t n = static_cast<size_t>(std::min<uint64_t>(remaining_, buffer_.size()));
-        current_.request.body.append(buffer_, 0, n);
-        buffer_.erase(0, n);
-        scanned_ = 0;
-        remaining_ -= n;
-        if (remaining_ == 0) phase_ = Phase::kChunkEnd;
+        if (TakeBodyBytes()) phase_ = Phase::kChunkEnd;
         break;
-      }
       case Phase::kChunkEnd:
         if (!buffer_.empty() && buffer_[0] != '\r' && buffer_[0] != '\n')
           return Fail(400, "a chunk does not end with CRLF");

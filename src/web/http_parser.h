@@ -83,6 +83,8 @@ class HttpRequestParser {
   // The next complete line (without its CR LF) into *line, consumed from the buffer; false
   // when no full line is buffered yet.
   bool NextLine(std::string* line);
+  // Moves up to remaining_ buffered bytes into the body; true when none remain to come.
+  bool TakeBodyBytes();
   Result ParseRequestLine(absl::string_view line);
   Result ParseHeaderLine(absl::string_view line);
   Result FinishHeaders();
