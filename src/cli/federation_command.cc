@@ -201,7 +201,8 @@ void AddFederationCommand(CLI::App& app, int* exit_code) {
   cmd->require_subcommand(1);
   auto store_flag = [f](CLI::App* c) {
     c->add_option("--federation-store", f->store_uri,
-                  "sqlite:/path, zk://host:port/root or postgresql://user@host:port/db")
+                  "sqlite:/path, zk://host:port/root?auth-file=FILE or "
+                  "postgresql://user@host:port/db")
         ->required();
   };
   CLI::App* subclusters = cmd->add_subcommand("subclusters", "List the sub-clusters and their load");

@@ -121,8 +121,8 @@ void AddGpgCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--gpg-id", f->gpg_id, "this GPG's name (its certificate is gpg/<id>)")
       ->capture_default_str();
   cmd->add_option("--federation-store", f->store_uri,
-                  "the federation state store: sqlite:/path, zk://host:port/root or "
-                  "postgresql://user@host:port/db")
+                  "the federation state store: sqlite:/path, "
+                  "zk://host:port/root?auth-file=FILE or postgresql://user@host:port/db")
       ->required();
   cmd->add_option("--interval-ms", f->interval_ms, "between rounds")->capture_default_str();
   cmd->add_option("--membership-expiry-ms", f->membership_expiry_ms,

@@ -290,8 +290,9 @@ void AddAmrmProxyFlags(CLI::App* cmd, NmFlags* f) {
                   "with --federation-store)")
       ->delimiter(',');
   cmd->add_option("--federation-store", f->federation_store,
-                  "the federation state store: memory:, sqlite:/path, zk://host:port/root or "
-                  "postgresql://user@host:port/db (needs --sub-cluster-id)");
+                  "the federation state store: memory:, sqlite:/path, "
+                  "zk://host:port/root?auth-file=FILE or postgresql://user@host:port/db (needs "
+                  "--sub-cluster-id)");
   cmd->add_option("--sub-cluster-id", f->sub_cluster_id,
                   "this NM's sub-cluster: the home of the AMs launched here");
   cmd->add_option("--federation-machine-list", f->federation_machine_list,

@@ -69,9 +69,9 @@ absl::Status EnsurePrivateDirectory(const std::string& dir, absl::string_view wh
         what, " '", dir, "' is not a directory", S_ISLNK(st.st_mode) ? " (a symbolic link)" : ""));
   }
   if (st.st_uid != ::geteuid()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        what, " '", dir, "' belongs to uid ", st.st_uid, ", not to this daemon's uid ",
-        ::geteuid(), ": its keys and state must be the daemon's own (chown it)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, " '", dir, "' belongs to uid ", st.st_uid, ", not to this daemon's uid ",
+                     ::geteuid(), ": its keys and state must be the daemon's own (chown it)"));
   }
   if (DirectoryModeIsOpen(st.st_mode)) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -105,9 +105,9 @@ absl::Status EnsurePrivateFile(const std::string& file, absl::string_view what) 
             absl::StrCat(what, " '", file, "' is not a regular file"));
       }
       if (st.st_uid != ::geteuid()) {
-        return absl::FailedPreconditionError(
-            absl::StrCat(what, " '", file, "' belongs to uid ", st.st_uid,
-                         ", not to this daemon's uid ", ::geteuid(), " (chown it)"));
+        return absl::FailedPreconditionError(absl::StrCat(what, " '", file, "' belongs to uid ",
+                                                          st.st_uid, ", not to this daemon's uid ",
+                                                          ::geteuid(), " (chown it)"));
       }
       // The directory is ours and private: nobody can swap the file between lstat and chmod.
       if ((st.st_mode & 077) != 0 && ::chmod(file.c_str(), st.st_mode & 0700) != 0) {
@@ -121,7 +121,8 @@ absl::Status EnsurePrivateFile(const std::string& file, absl::string_view what) 
       ::close(fd);  // a new file: no lock of anyone's on it yet
       return absl::OkStatus();
     }
-    if (errno != EEXIST) return ErrnoStatus(errno, absl::StrCat("creating ", what, " '", file, "'"));
+    if (errno != EEXIST)
+      return ErrnoStatus(errno, absl::StrCat("creating ", what, " '", file, "'"));
     // Made meanwhile: check it as an existing file.
   }
   return absl::InternalError(absl::StrCat(what, " '", file, "' keeps appearing and vanishing"));
@@ -138,8 +139,7 @@ absl::Status EnsurePrivateSqliteFile(const std::string& file, absl::string_view 
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ReadPrivateSecretFile(const std::string& path,
-                                                  absl::string_view what) {
+absl::StatusOr<std::string> ReadPrivateSecretFile(const std::string& path, absl::string_view what) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return ErrnoStatus(errno, absl::StrCat(what, " '", path, "'"));
   struct stat st;

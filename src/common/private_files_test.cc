@@ -58,7 +58,7 @@ TEST_F(PrivateFilesTest, RefusesADirectoryOthersCanReadNamingItAndLeavesItAlone)
   EXPECT_THAT(s.message(), HasSubstr(dir_));
   EXPECT_THAT(s.message(), HasSubstr("0755"));
   EXPECT_THAT(s.message(), HasSubstr("chmod 0700"));
-  EXPECT_EQ(ModeOf(dir_), 0755u);  // state unchanged
+  EXPECT_EQ(ModeOf(dir_), 0755u);             // state unchanged
   ASSERT_EQ(::chmod(dir_.c_str(), 0730), 0);  // group may write: refused too
   EXPECT_FALSE(EnsurePrivateDirectory(dir_, "state directory").ok());
   ASSERT_EQ(::chmod(dir_.c_str(), 0711), 0);  // others may only traverse: allowed
