@@ -124,8 +124,14 @@ class FederationStateStore {
 // Opens a store from its URI:
 //   memory:                           in this process only (tests, simulator)
 //   sqlite:/path/to/federation.db     SQLite file, created with its schema on first use
-//   zk://host:port[,host:port]/root   ZooKeeper ensemble, records under /root
-//   postgresql://user@host:port/db    PostgreSQL (libpq URI; schema and migrations by Weft)
+//   zk://host:port[,host:port]/root?auth-file=FILE
+//                                     ZooKeeper ensemble, records under /root; FILE (mode 0600)
+//                                     holds the digest credential user:password (required):
+//                                     every node gets the creator-only ACL
+//   postgresql://user@host:port/db?passfile=FILE
+//                                     PostgreSQL (libpq URI; schema and migrations by Weft); a
+//                                     password in the URI is refused, as is a server that lets
+//                                     the store in over TCP without one
 // InvalidArgument naming the URI for an unknown scheme or a malformed one; the back-end's
 // error (Unavailable, ...) when it cannot be opened.
 absl::StatusOr<std::unique_ptr<FederationStateStore>> OpenFederationStore(absl::string_view uri);
