@@ -89,16 +89,39 @@ class FakeNm final : public v1::ContainerService::Service {
 };
 
 // The store as the routers see it: calls `on_add` with each new app -> home mapping before
-// storing it.
+// storing it, and counts the routers' writes of app homes and policies (the sub-clusters'
+// heartbeats go to the inner store directly).
 class WatchedStore final : public ForwardingStore {
  public:
   using ForwardingStore::ForwardingStore;
   absl::StatusOr<std::string> AddApplicationHomeSubCluster(
       const v1::ApplicationHomeSubCluster& home) override {
+    ++writes;
     if (on_add) on_add(home);
     return inner_->AddApplicationHomeSubCluster(home);
   }
+  absl::Status UpdateApplicationHomeSubCluster(const v1::ApplicationHomeSubCluster& h) override {
+    ++writes;
+    return inner_->UpdateApplicationHomeSubCluster(h);
+  }
+  absl::Status DeleteApplicationHomeSubCluster(absl::string_view id) override {
+    ++writes;
+    return inner_->DeleteApplicationHomeSubCluster(id);
+  }
+  absl::Status RegisterSubCluster(const v1::SubClusterInfo& i) override {
+    ++writes;
+    return inner_->RegisterSubCluster(i);
+  }
+  absl::Status DeregisterSubCluster(absl::string_view id, v1::SubClusterState s) override {
+    ++writes;
+    return inner_->DeregisterSubCluster(id, s);
+  }
+  absl::Status SetPolicyConfiguration(const v1::SubClusterPolicyConfiguration& c) override {
+    ++writes;
+    return inner_->SetPolicyConfiguration(c);
+  }
   std::function<void(const v1::ApplicationHomeSubCluster&)> on_add;
+  std::atomic<int> writes{0};
 };
 
 // One sub-cluster: an RM, its NM, its membership heartbeat.
@@ -443,6 +466,87 @@ TEST_F(FederationRouterTest, ACallerWithoutCredentialsIsRefused) {
   forged.AddMetadata("weft-munge-cred", "MUNGE:AwQFAAC5forged:");
   st = client->ListApplications(&forged, {}, &list);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+}
+
+TEST_F(FederationRouterTest, ACallerChosenApplicationIdIsRefused) {
+  auto client = ClientOf(*router_);
+  // sc2's next id before sc2 handed it out: sc2 would refuse it and the others take it as a
+  // foreign id - the router must not offer it around.
+  const std::string chosen = "application_1700000000002_0001";
+  v1::SubmitApplicationRequest req;
+  req.mutable_context()->set_application_id(chosen);
+  req.mutable_context()->mutable_am_container_spec()->add_command("sleep 100");
+  v1::SubmitApplicationResponse resp;
+  grpc::Status st = client->SubmitApplication(Ctx().get(), req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_THAT(st.error_message(), HasSubstr(chosen));
+  EXPECT_EQ(HomeInStore(chosen), "");
+  for (const char* sc : {"sc1", "sc2", "sc3"}) EXPECT_FALSE(RmHas(sc, chosen)) << sc;
+  EXPECT_EQ(watched_->writes.load(), 0);
+  // An id the router issued works; the same submission again is idempotent; a different one
+  // under that id is refused.
+  v1::NewApplicationResponse app;
+  ASSERT_TRUE(client->NewApplication(Ctx().get(), {}, &app).ok());
+  req.mutable_context()->set_application_id(app.application_id());
+  st = client->SubmitApplication(Ctx().get(), req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  st = client->SubmitApplication(Ctx().get(), req, &resp);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  req.mutable_context()->set_name("another job");
+  st = client->SubmitApplication(Ctx().get(), req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::ALREADY_EXISTS) << st.error_message();
+  int homes = 0;
+  for (const char* sc : {"sc1", "sc2", "sc3"}) homes += RmHas(sc, app.application_id()) ? 1 : 0;
+  EXPECT_EQ(homes, 1);
+}
+
+TEST_F(FederationRouterTest, ReadsOfAnAppWhoseHomeLooksLostWriteNothing) {
+  v1::SubClusterPolicyConfiguration policy;
+  policy.set_queue("*");
+  policy.set_router_policy("weighted-random");
+  policy.set_amrm_policy("home-only");
+  (*policy.mutable_router_weights())["sc1"] = 1;
+  policy.set_resubmit_on_sub_cluster_loss(true);
+  ASSERT_TRUE(store_->SetPolicyConfiguration(policy).ok());
+  auto reader = StartRouter("r-reader");  // reads the policy afresh
+  ASSERT_NE(reader, nullptr);
+  auto [app, st] = Submit(*reader);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(HomeInStore(app), "sc1");
+  (*policy.mutable_router_weights())["sc2"] = 1;
+  (*policy.mutable_router_weights())["sc3"] = 1;
+  ASSERT_TRUE(store_->SetPolicyConfiguration(policy).ok());
+  // sc1's RM is fine, but its last heartbeat looks a minute old (the stale window).
+  auto info = store_->GetSubCluster("sc1");
+  ASSERT_TRUE(info.ok());
+  info->set_last_heartbeat_ms(absl::ToUnixMillis(absl::Now()) - 60000);
+  ASSERT_TRUE(store_->SubClusterHeartbeat(*info).ok());
+  auto fresh = StartRouter("r-fresh");  // no cached membership
+  ASSERT_NE(fresh, nullptr);
+  RouterServer* r = fresh.get();
+  auto web = RouterWebServer::Start(
+      &r->router(), [r](const rm::Presented& p) { return r->Authenticate(p); },
+      RouterWebOptions{.port = 0, .anonymous_user = "nobody"});
+  ASSERT_TRUE(web.ok()) << web.status();
+  web_ = *std::move(web);
+  const int writes_before = watched_->writes.load();
+
+  httplib::Client http("127.0.0.1", web_->port());
+  auto res = http.Get("/ws/v1/cluster/apps/" + app);  // anonymous
+  ASSERT_TRUE(res);
+  v1::GetApplicationRequest get;
+  get.set_application_id(app);
+  v1::GetApplicationResponse report;
+  grpc::Status got = ClientOf(*fresh)->GetApplication(Ctx().get(), get, &report);
+  ASSERT_TRUE(got.ok()) << got.error_message();
+  EXPECT_EQ(report.report().sub_cluster_id(), "sc1");
+  v1::ListApplicationsResponse list;
+  EXPECT_TRUE(ClientOf(*fresh)->ListApplications(Ctx().get(), {}, &list).ok());
+
+  EXPECT_EQ(watched_->writes.load(), writes_before);
+  EXPECT_EQ(HomeInStore(app), "sc1");
+  EXPECT_FALSE(RmHas("sc2", app));
+  EXPECT_FALSE(RmHas("sc3", app));
 }
 
 TEST_F(FederationRouterTest, ACleanlyStoppedSubClusterIsUnregistered) {

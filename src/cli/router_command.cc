@@ -85,6 +85,9 @@ namespace {
 int RunRouter(const RouterFlags& flags) {
   absl::StatusOr<federation::RouterServerOptions> options = MakeRouterServerOptions(flags);
   if (!options.ok()) return PrintError(options.status().message());
+  // Refused before anything starts: e.g. a cache TTL that outlives the membership expiry.
+  if (absl::Status s = federation::ValidateRouterOptions(options->router); !s.ok())
+    return PrintError(s.message());
   absl::StatusOr<std::unique_ptr<federation::FederationStateStore>> store =
       federation::OpenFederationStore(flags.federation_store);
   if (!store.ok())
@@ -120,6 +123,11 @@ int RunRouter(const RouterFlags& flags) {
 
 void AddRouterCommand(CLI::App& app, int* exit_code) {
   auto f = std::make_shared<RouterFlags>();
+  // The router's own defaults: a membership cache well under the expiry (RouterFlags' older
+  // cache default of 60 s outlived the 30 s expiry and made every sub-cluster look expired for
+  // half of each minute; RouterServer::Start refuses that combination naming both flags).
+  f->membership_expiry_ms = federation::kDefaultRouterMembershipExpiryMs;
+  f->cache_ttl_ms = federation::kDefaultRouterCacheTtlMs;
   CLI::App* cmd = app.add_subcommand(
       "router",
       "Run a federation router: ClientService over the sub-clusters of a federation store "
@@ -152,7 +160,7 @@ void AddRouterCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--cache-ttl-ms", f->cache_ttl_ms,
                   "how long app homes, membership and queue policies read from the store are "
-                  "believed (0 = read every time)")
+                  "believed (0 = read every time); at most half of --membership-expiry-ms")
       ->capture_default_str();
   cmd->add_option("--call-timeout-ms", f->call_timeout_ms,
                   "deadline of one call to a sub-cluster RM")

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "federation/policies/registry.h"
 #include "federation/router/merge.h"
+#include "google/protobuf/util/message_differencer.h"
 
 namespace weft::federation {
 namespace {
@@ -20,6 +21,29 @@ namespace {
 bool IsCallersFault(absl::StatusCode code) {
   return code == absl::StatusCode::kInvalidArgument ||
          code == absl::StatusCode::kPermissionDenied || code == absl::StatusCode::kUnauthenticated;
+}
+
+// The RM did not answer (down, or its answer was lost): another sub-cluster may be tried. Any
+// other error is the RM's answer about this id or submission.
+bool RmDidNotAnswer(absl::StatusCode code) {
+  return code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kDeadlineExceeded;
+}
+
+// How many ids NewApplication asks one sub-cluster for when it hands out taken ones.
+constexpr int kNewApplicationAsks = 3;
+
+v1::ApplicationSubmissionContext WithoutTokens(const v1::ApplicationSubmissionContext& context) {
+  v1::ApplicationSubmissionContext out = context;
+  out.mutable_am_container_spec()->clear_tokens();
+  return out;
+}
+
+// Whether two mappings hold the same submission by the same user (a retry), tokens aside.
+bool SameSubmission(const v1::ApplicationHomeSubCluster& a,
+                    const v1::ApplicationHomeSubCluster& b) {
+  return a.user() == b.user() &&
+         google::protobuf::util::MessageDifferencer::Equals(WithoutTokens(a.submission_context()),
+                                                            WithoutTokens(b.submission_context()));
 }
 
 std::string Ids(const std::vector<v1::SubClusterInfo>& scs) {
@@ -32,8 +56,7 @@ std::string Ids(const std::vector<v1::SubClusterInfo>& scs) {
 // gave answers[i]); the last failure when none came.
 template <typename Response>
 absl::StatusOr<std::vector<std::pair<std::string, Response>>> Answered(
-    const std::vector<v1::SubClusterInfo>& targets,
-    std::vector<absl::StatusOr<Response>> answers) {
+    const std::vector<v1::SubClusterInfo>& targets, std::vector<absl::StatusOr<Response>> answers) {
   std::vector<std::pair<std::string, Response>> parts;
   absl::Status last;
   for (size_t i = 0; i < answers.size(); ++i) {
@@ -51,17 +74,32 @@ absl::StatusOr<std::vector<std::pair<std::string, Response>>> Answered(
 
 absl::Status ValidateRouterOptions(const RouterOptions& o) {
   if (o.membership_expiry_ms <= 0)
-    return absl::InvalidArgumentError(
-        absl::StrCat("membership expiry ", o.membership_expiry_ms, " ms must be > 0"));
+    return absl::InvalidArgumentError(absl::StrCat("membership expiry (--membership-expiry-ms) ",
+                                                   o.membership_expiry_ms, " must be > 0"));
   if (o.submit_retries < 1)
     return absl::InvalidArgumentError(
-        absl::StrCat("submit retries ", o.submit_retries, " must be >= 1"));
+        absl::StrCat("submit retries (--submit-retries) ", o.submit_retries, " must be >= 1"));
   if (o.cache_ttl_ms < 0)
     return absl::InvalidArgumentError(
-        absl::StrCat("cache TTL ", o.cache_ttl_ms, " ms must be >= 0"));
+        absl::StrCat("cache TTL (--cache-ttl-ms) ", o.cache_ttl_ms, " must be >= 0"));
+  // A membership view believed longer than this lets a router act on what a sub-cluster said
+  // more than half an expiry ago: a view read just before a sub-cluster's heartbeat is due
+  // then ages past the expiry while the sub-cluster heartbeats on (the stale-cache window).
+  if (o.cache_ttl_ms > o.membership_expiry_ms / 2)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--cache-ttl-ms ", o.cache_ttl_ms, " must be at most half of --membership-expiry-ms ",
+        o.membership_expiry_ms,
+        ": a membership view cached longer makes sub-clusters that heartbeat look expired "
+        "(e.g. --cache-ttl-ms ",
+        kDefaultRouterCacheTtlMs, " with --membership-expiry-ms ", kDefaultRouterMembershipExpiryMs,
+        ")"));
   if (o.call_timeout_ms <= 0)
     return absl::InvalidArgumentError(
-        absl::StrCat("call timeout ", o.call_timeout_ms, " ms must be > 0"));
+        absl::StrCat("call timeout (--call-timeout-ms) ", o.call_timeout_ms, " must be > 0"));
+  if (o.issued_id_ttl_ms <= 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("issued id TTL ", o.issued_id_ttl_ms, " ms must be > 0"));
+  if (o.max_issued_ids == 0) return absl::InvalidArgumentError("max issued ids must be > 0");
   return absl::OkStatus();
 }
 
@@ -87,13 +125,17 @@ bool Router::Usable(const v1::SubClusterInfo& info) const {
 
 // --- Store reads, cached ----------------------------------------------------------------
 
-absl::StatusOr<std::vector<v1::SubClusterInfo>> Router::Members(bool fresh) {
+absl::StatusOr<Router::MembershipView> Router::Members(bool fresh) {
   const int64_t now = NowMs();
   {
     absl::MutexLock l(&mu_);
-    if (!fresh && members_read_ms_ >= 0 && now - members_read_ms_ < options_.cache_ttl_ms)
-      return members_;
+    if (!fresh && members_read_ms_ >= 0 && now - members_read_ms_ < options_.cache_ttl_ms) {
+      MembershipView cached{members_, members_read_ms_};
+      // A view without a usable sub-cluster is read again (one may have come back since).
+      if (!UsableMembers(cached).empty()) return cached;
+    }
   }
+  // The time before the read: a heartbeat the read sees is never judged against a later one.
   absl::StatusOr<std::vector<v1::SubClusterInfo>> all = store_->GetSubClusters(false);
   absl::MutexLock l(&mu_);
   if (!all.ok()) {
@@ -104,49 +146,52 @@ absl::StatusOr<std::vector<v1::SubClusterInfo>> Router::Members(bool fresh) {
     log::Warn("router_membership_stale", {{"store", store_->Describe()},
                                           {"error", all.status()},
                                           {"age_ms", now - members_read_ms_}});
-    return members_;
+    return MembershipView{members_, members_read_ms_};
   }
-  members_ = *std::move(all);
-  members_read_ms_ = now;
-  return members_;
+  if (now >= members_read_ms_) {  // a slower concurrent read does not replace a newer one
+    members_ = *std::move(all);
+    members_read_ms_ = now;
+    return MembershipView{members_, members_read_ms_};
+  }
+  return MembershipView{*std::move(all), now};
 }
 
-std::vector<v1::SubClusterInfo> Router::UsableMembers(
-    const std::vector<v1::SubClusterInfo>& all) const {
+std::vector<v1::SubClusterInfo> Router::UsableMembers(const MembershipView& view) const {
   std::vector<v1::SubClusterInfo> out;
-  for (const auto& sc : all)
-    if (Usable(sc)) out.push_back(sc);
+  for (const auto& sc : view.members)
+    if (IsSubClusterUsable(sc, view.read_ms, options_.membership_expiry_ms)) out.push_back(sc);
   return out;
 }
 
-std::vector<v1::SubClusterInfo> Router::LiveMembers(
-    const std::vector<v1::SubClusterInfo>& all) const {
-  const int64_t now = NowMs();
+std::vector<v1::SubClusterInfo> Router::LiveMembers(const MembershipView& view) const {
   std::vector<v1::SubClusterInfo> out;
-  for (const auto& sc : all) {
+  for (const auto& sc : view.members) {
     if (sc.state() == v1::SC_UNREGISTERED || sc.state() == v1::SC_DECOMMISSIONED ||
         sc.state() == v1::SC_LOST)
       continue;
     const int64_t heard = std::max(sc.last_heartbeat_ms(), sc.last_start_ms());
-    if (now - heard <= options_.membership_expiry_ms) out.push_back(sc);
+    if (view.read_ms - heard <= options_.membership_expiry_ms) out.push_back(sc);
   }
   return out;
 }
 
-bool Router::IsLost(const v1::SubClusterInfo& sc) const {
+bool Router::IsLost(const v1::SubClusterInfo& sc, int64_t at_ms) const {
   if (sc.state() == v1::SC_LOST) return true;
   if (sc.state() != v1::SC_RUNNING && sc.state() != v1::SC_NEW && sc.state() != v1::SC_UNHEALTHY)
     return false;
-  return NowMs() - std::max(sc.last_heartbeat_ms(), sc.last_start_ms()) >
+  return at_ms - std::max(sc.last_heartbeat_ms(), sc.last_start_ms()) >
          options_.membership_expiry_ms;
 }
 
-absl::StatusOr<v1::SubClusterInfo> Router::MemberNamed(const std::string& id) {
+absl::StatusOr<v1::SubClusterInfo> Router::MemberNamed(const std::string& id, int64_t* read_ms) {
   for (bool fresh : {false, true}) {
-    absl::StatusOr<std::vector<v1::SubClusterInfo>> all = Members(fresh);
-    if (!all.ok()) return all.status();
-    for (const auto& sc : *all)
-      if (sc.sub_cluster_id() == id) return sc;
+    absl::StatusOr<MembershipView> view = Members(fresh);
+    if (!view.ok()) return view.status();
+    for (const auto& sc : view->members) {
+      if (sc.sub_cluster_id() != id) continue;
+      if (read_ms != nullptr) *read_ms = view->read_ms;
+      return sc;
+    }
   }
   return absl::UnavailableError(
       absl::StrCat("sub-cluster '", id, "' is not registered in the federation"));
@@ -302,22 +347,40 @@ void Router::CountSubmission(const std::string& sub_cluster, absl::StatusCode co
 // --- ClientService ------------------------------------------------------------------------
 
 absl::StatusOr<v1::NewApplicationResponse> Router::NewApplication(const std::string& user) {
-  absl::StatusOr<std::vector<v1::SubClusterInfo>> all = Members(false);
-  if (!all.ok()) return all.status();
-  std::vector<v1::SubClusterInfo> usable = UsableMembers(*all);
+  absl::StatusOr<MembershipView> view = Members(false);
+  if (!view.ok()) return view.status();
+  std::vector<v1::SubClusterInfo> usable = UsableMembers(*view);
   {
     absl::MutexLock l(&mu_);
     std::shuffle(usable.begin(), usable.end(), rng_);
   }
   absl::Status last = absl::UnavailableError(absl::StrCat(
-      "no usable sub-cluster in the federation (", all->size(),
+      "no usable sub-cluster in the federation (", view->members.size(),
       " registered, none running and heard from within ", options_.membership_expiry_ms, " ms)"));
   for (const v1::SubClusterInfo& sc : usable) {
-    absl::StatusOr<v1::NewApplicationResponse> r =
-        ForwardCall(sc, user, "NewApplication", &v1::ClientService::Stub::NewApplication,
-                    v1::NewApplicationRequest());
-    if (r.ok()) return r;
-    last = r.status();
+    // An RM hands out the next id on each ask: one that is taken already is skipped.
+    for (int ask = 0; ask < kNewApplicationAsks; ++ask) {
+      absl::StatusOr<v1::NewApplicationResponse> r =
+          ForwardCall(sc, user, "NewApplication", &v1::ClientService::Stub::NewApplication,
+                      v1::NewApplicationRequest());
+      if (!r.ok()) {
+        last = r.status();
+        break;
+      }
+      const std::string& id = r->application_id();
+      absl::StatusOr<std::string> home = HomeOf(id, /*fresh=*/true);
+      if (!home.ok() && !absl::IsNotFound(home.status())) return home.status();
+      if (home.ok() || !RecordIssued(id, user)) {
+        last = absl::AlreadyExistsError(
+            absl::StrCat("sub-cluster '", sc.sub_cluster_id(), "' handed out application id ", id,
+                         ", which the federation has issued already",
+                         home.ok() ? absl::StrCat(" (homed in '", *home, "')") : std::string()));
+        log::Warn("router_application_id_taken",
+                  {{"app", id}, {"sub_cluster", sc.sub_cluster_id()}, {"error", last}});
+        continue;
+      }
+      return r;
+    }
     if (IsCallersFault(last.code())) break;
   }
   return last;
@@ -325,12 +388,12 @@ absl::StatusOr<v1::NewApplicationResponse> Router::NewApplication(const std::str
 
 absl::Status Router::ForwardSubmission(const v1::SubClusterInfo& home,
                                        const v1::ApplicationSubmissionContext& context,
-                                       const std::string& user) {
+                                       const std::string& user, bool retry) {
   v1::SubmitApplicationRequest req;
   *req.mutable_context() = context;
   absl::StatusOr<v1::SubmitApplicationResponse> r = ForwardCall(
       home, user, "SubmitApplication", &v1::ClientService::Stub::SubmitApplication, req);
-  if (r.ok() || absl::IsAlreadyExists(r.status())) return absl::OkStatus();
+  if (r.ok() || (retry && absl::IsAlreadyExists(r.status()))) return absl::OkStatus();
   if (absl::IsDeadlineExceeded(r.status())) {
     // The RM may have applied it and only its answer was lost.
     v1::GetApplicationRequest get;
@@ -343,8 +406,7 @@ absl::Status Router::ForwardSubmission(const v1::SubClusterInfo& home,
 }
 
 absl::Status Router::PlaceAndSubmit(const v1::ApplicationSubmissionContext& context,
-                                    const std::string& user, std::vector<std::string> exclude,
-                                    bool first) {
+                                    const std::string& user, std::vector<std::string> exclude) {
   const std::string& app_id = context.application_id();
   const std::string queue = context.queue().empty() ? "default" : context.queue();
   absl::StatusOr<v1::SubClusterPolicyConfiguration> config = PolicyConfigOf(queue);
@@ -353,9 +415,10 @@ absl::Status Router::PlaceAndSubmit(const v1::ApplicationSubmissionContext& cont
   if (!policy.ok())
     return absl::FailedPreconditionError(
         absl::StrCat("queue '", queue, "': ", policy.status().message()));
+  bool first = true;  // no mapping written yet
   absl::Status last;
   for (int attempt = 0; attempt < options_.submit_retries; ++attempt) {
-    absl::StatusOr<std::vector<v1::SubClusterInfo>> all = Members(attempt > 0);
+    absl::StatusOr<MembershipView> all = Members(attempt > 0);
     if (!all.ok()) return all.status();
     PolicyContext ctx;
     ctx.config = &*config;
@@ -367,7 +430,7 @@ absl::Status Router::PlaceAndSubmit(const v1::ApplicationSubmissionContext& cont
     }
     if (ctx.active.empty()) {
       last = absl::UnavailableError(absl::StrCat(
-          "no usable sub-cluster for ", app_id, " (registered: ", Ids(*all),
+          "no usable sub-cluster for ", app_id, " (registered: ", Ids(all->members),
           "; none running and heard from within ", options_.membership_expiry_ms, " ms)"));
       break;
     }
@@ -393,16 +456,31 @@ absl::Status Router::PlaceAndSubmit(const v1::ApplicationSubmissionContext& cont
     home.set_create_time_ms(NowMs());
     home.set_queue(queue);
     home.set_user(user);
-    // What any router needs to resubmit the app if this home is lost (no credentials: the RM
-    // drops AM tokens from a submission anyway).
-    *home.mutable_submission_context() = context;
-    home.mutable_submission_context()->mutable_am_container_spec()->clear_tokens();
+    // What the GPG needs to resubmit the app if this home is lost, and what tells a retried
+    // submission from a different one (no credentials: the RM drops AM tokens from a
+    // submission anyway).
+    *home.mutable_submission_context() = WithoutTokens(context);
     if (first) {
       absl::StatusOr<std::string> stored = store_->AddApplicationHomeSubCluster(home);
       if (!stored.ok())
         return absl::Status(stored.status().code(),
                             absl::StrCat("recording the home of ", app_id, " in ",
                                          store_->Describe(), ": ", stored.status().message()));
+      // A concurrent submission of the same id may have won: go on only with the same one.
+      absl::StatusOr<v1::ApplicationHomeSubCluster> winner =
+          store_->GetApplicationHomeSubCluster(app_id);
+      if (!winner.ok())
+        return absl::Status(winner.status().code(),
+                            absl::StrCat("reading back the home of ", app_id, " from ",
+                                         store_->Describe(), ": ", winner.status().message()));
+      if (!SameSubmission(*winner, home)) {
+        log::Warn("router_submission_collided", {{"app", app_id}, {"home", *stored}});
+        return absl::AlreadyExistsError(absl::StrCat("application ", app_id,
+                                                     " was submitted concurrently by another "
+                                                     "submission (home '",
+                                                     *stored,
+                                                     "'); ask NewApplication for a new id"));
+      }
       if (*stored != *chosen)
         log::Info("router_home_race_lost",
                   {{"app", app_id}, {"chosen", *chosen}, {"stored", *stored}});
@@ -415,7 +493,7 @@ absl::Status Router::PlaceAndSubmit(const v1::ApplicationSubmissionContext& cont
     }
     CacheHome(app_id, *chosen);
     absl::StatusOr<v1::SubClusterInfo> sc = MemberNamed(*chosen);
-    absl::Status s = sc.ok() ? ForwardSubmission(*sc, context, user) : sc.status();
+    absl::Status s = sc.ok() ? ForwardSubmission(*sc, context, user, /*retry=*/false) : sc.status();
     CountSubmission(*chosen, s.code());
     if (s.ok()) {
       log::Info("app_submitted_via_router", {{"app", app_id},
@@ -423,18 +501,19 @@ absl::Status Router::PlaceAndSubmit(const v1::ApplicationSubmissionContext& cont
                                              {"queue", queue},
                                              {"user", user},
                                              {"attempt", attempt + 1}});
-      KeepSubmission(context);
       return absl::OkStatus();
     }
-    last = s;
     log::Warn("router_submit_failed",
               {{"app", app_id}, {"sub_cluster", *chosen}, {"attempt", attempt + 1}, {"error", s}});
-    if (IsCallersFault(s.code())) {
-      // It would fail anywhere: leave no mapping to an app that does not exist.
+    if (!RmDidNotAnswer(s.code())) {
+      // The RM refused this id or this submission: it is not offered to another sub-cluster,
+      // and no mapping is left to an app that does not exist.
       (void)store_->DeleteApplicationHomeSubCluster(app_id);
       ForgetHome(app_id);
-      return s;
+      return absl::Status(s.code(), absl::StrCat("sub-cluster '", *chosen, "' refused ", app_id,
+                                                 ": ", s.message()));
     }
+    last = s;
     exclude.push_back(*chosen);
   }
   if (last.ok()) last = absl::UnavailableError(absl::StrCat("no sub-cluster took ", app_id));
@@ -444,69 +523,93 @@ absl::Status Router::PlaceAndSubmit(const v1::ApplicationSubmissionContext& cont
 
 absl::Status Router::SubmitApplication(const v1::ApplicationSubmissionContext& context,
                                        const std::string& user) {
-  if (context.application_id().empty())
+  const std::string& app_id = context.application_id();
+  if (app_id.empty())
     return absl::InvalidArgumentError("the submission has no application id (NewApplication)");
-  // A retried submission of an app that has a home already goes there again.
-  absl::StatusOr<std::string> existing = HomeOf(context.application_id(), /*fresh=*/true);
+  absl::StatusOr<v1::ApplicationHomeSubCluster> existing =
+      store_->GetApplicationHomeSubCluster(app_id);
   if (existing.ok()) {
-    absl::StatusOr<v1::SubClusterInfo> sc = MemberNamed(*existing);
+    // A retried submission goes to its home again; a different one under the same id is an
+    // error, never a success.
+    v1::ApplicationHomeSubCluster mine;
+    mine.set_user(user);
+    *mine.mutable_submission_context() = WithoutTokens(context);
+    if (!SameSubmission(*existing, mine)) {
+      CountSubmission("", absl::StatusCode::kAlreadyExists);
+      return absl::AlreadyExistsError(absl::StrCat(
+          "application ", app_id, " was already submitted (home '", existing->home_sub_cluster_id(),
+          "') and this is a different submission; ask NewApplication for a new id"));
+    }
+    CacheHome(app_id, existing->home_sub_cluster_id());
+    absl::StatusOr<v1::SubClusterInfo> sc = MemberNamed(existing->home_sub_cluster_id());
     if (!sc.ok()) return sc.status();
-    absl::Status s = ForwardSubmission(*sc, context, user);
-    if (s.ok()) KeepSubmission(context);
+    absl::Status s = ForwardSubmission(*sc, context, user, /*retry=*/true);
+    if (s.ok()) ForgetIssued(app_id);
     return s;
   }
-  if (!absl::IsNotFound(existing.status())) return existing.status();
-  return PlaceAndSubmit(context, user, {}, /*first=*/true);
-}
-
-void Router::KeepSubmission(const v1::ApplicationSubmissionContext& context) {
-  if (options_.max_kept_submissions == 0) return;
-  absl::MutexLock l(&mu_);
-  if (kept_.insert_or_assign(context.application_id(), context).second)
-    kept_order_.push_back(context.application_id());
-  while (kept_order_.size() > options_.max_kept_submissions) {
-    kept_.erase(kept_order_.front());
-    kept_order_.pop_front();
-  }
-}
-
-std::optional<v1::ApplicationSubmissionContext> Router::KeptSubmission(const std::string& id) {
-  absl::MutexLock l(&mu_);
-  auto it = kept_.find(id);
-  if (it == kept_.end()) return std::nullopt;
-  return it->second;
-}
-
-absl::StatusOr<std::string> Router::ResubmitLost(const std::string& app_id,
-                                                 const std::string& lost) {
-  absl::StatusOr<v1::ApplicationHomeSubCluster> home = store_->GetApplicationHomeSubCluster(app_id);
-  if (!home.ok()) return home.status();
-  if (home->home_sub_cluster_id() != lost) return home->home_sub_cluster_id();  // moved already
-  // The submission the mapping keeps (any router's), else the one this router forwarded.
-  std::optional<v1::ApplicationSubmissionContext> context;
-  if (home->has_submission_context() && !home->submission_context().application_id().empty()) {
-    context = home->submission_context();
-  } else {
-    context = KeptSubmission(app_id);
-  }
-  if (!context.has_value())
-    return absl::UnavailableError(
-        absl::StrCat("the home sub-cluster '", lost, "' of ", app_id,
-                     " is lost and its mapping keeps no submission to resubmit"));
-  log::Warn("router_resubmitting_lost_app", {{"app", app_id}, {"lost_home", lost}});
-  if (absl::Status s = PlaceAndSubmit(*context, home->user(), {lost}, /*first=*/false); !s.ok())
+  if (!absl::IsNotFound(existing.status()))
+    return absl::Status(existing.status().code(),
+                        absl::StrCat("reading the home of ", app_id, " from ", store_->Describe(),
+                                     ": ", existing.status().message()));
+  if (absl::Status s = CheckIssued(app_id, user); !s.ok()) {
+    log::Warn("router_submission_refused", {{"app", app_id}, {"user", user}, {"error", s}});
+    CountSubmission("", s.code());
     return s;
-  return HomeOf(app_id, /*fresh=*/true);
+  }
+  absl::Status s = PlaceAndSubmit(context, user, {});
+  if (s.ok()) ForgetIssued(app_id);
+  return s;
+}
+
+bool Router::RecordIssued(const std::string& app_id, const std::string& user) {
+  const int64_t now = NowMs();
+  absl::MutexLock l(&mu_);
+  // The oldest issues go first: expired ones, and beyond max_issued_ids.
+  while (!issued_order_.empty()) {
+    auto it = issued_.find(issued_order_.front());
+    const bool gone = it == issued_.end();
+    if (!gone && issued_order_.size() < options_.max_issued_ids &&
+        now - it->second.issued_ms <= options_.issued_id_ttl_ms)
+      break;
+    if (!gone) issued_.erase(it);
+    issued_order_.pop_front();
+  }
+  if (!issued_.emplace(app_id, IssuedId{user, now}).second) return false;
+  issued_order_.push_back(app_id);
+  return true;
+}
+
+absl::Status Router::CheckIssued(const std::string& app_id, const std::string& user) {
+  const int64_t now = NowMs();
+  absl::MutexLock l(&mu_);
+  auto it = issued_.find(app_id);
+  if (it == issued_.end() || now - it->second.issued_ms > options_.issued_id_ttl_ms)
+    return absl::InvalidArgumentError(
+        absl::StrCat("application id '", app_id, "' was not issued by router '", options_.router_id,
+                     "': ask it for one with NewApplication and submit within ",
+                     options_.issued_id_ttl_ms / 1000,
+                     " s (application ids are issued by the federation, "
+                     "never chosen by the caller)"));
+  if (it->second.user != user)
+    return absl::PermissionDeniedError(
+        absl::StrCat("application id '", app_id, "' was issued to another user, not '", user, "'"));
+  return absl::OkStatus();
+}
+
+void Router::ForgetIssued(const std::string& app_id) {
+  absl::MutexLock l(&mu_);
+  issued_.erase(app_id);  // its entry in issued_order_ goes when it reaches the front
 }
 
 absl::StatusOr<v1::ApplicationReport> Router::GetApplication(const std::string& app_id,
                                                              const std::string& user) {
+  // A read: nothing here writes to the store or submits anything.
   v1::GetApplicationRequest req;
   req.set_application_id(app_id);
   absl::StatusOr<std::string> home = HomeOf(app_id, false);
   if (absl::IsNotFound(home.status())) {
     // Not submitted through a router: ask every live sub-cluster.
-    absl::StatusOr<std::vector<v1::SubClusterInfo>> all = Members(false);
+    absl::StatusOr<MembershipView> all = Members(false);
     if (!all.ok()) return all.status();
     std::vector<v1::SubClusterInfo> live = LiveMembers(*all);
     auto answers =
@@ -523,27 +626,36 @@ absl::StatusOr<v1::ApplicationReport> Router::GetApplication(const std::string& 
                                             Ids(live), ") knows it"));
   }
   if (!home.ok()) return home.status();
-  absl::StatusOr<v1::SubClusterInfo> sc = MemberNamed(*home);
+  int64_t read_ms = 0;
+  absl::StatusOr<v1::SubClusterInfo> sc = MemberNamed(*home, &read_ms);
   if (!sc.ok()) return sc.status();
-  if (IsLost(*sc)) {
-    // The home is gone: resubmit when the app's queue's policy asks for it.
-    absl::StatusOr<v1::ApplicationHomeSubCluster> record =
-        store_->GetApplicationHomeSubCluster(app_id);
-    absl::StatusOr<v1::SubClusterPolicyConfiguration> config =
-        record.ok() ? PolicyConfigOf(record->queue().empty() ? "default" : record->queue())
-                    : absl::StatusOr<v1::SubClusterPolicyConfiguration>(record.status());
-    if (config.ok() && config->resubmit_on_sub_cluster_loss()) {
-      absl::StatusOr<std::string> moved = ResubmitLost(app_id, *home);
-      if (!moved.ok()) return moved.status();
-      sc = MemberNamed(*moved);
-      if (!sc.ok()) return sc.status();
-    }
+  bool lost = IsLost(*sc, read_ms);
+  absl::StatusOr<v1::GetApplicationResponse> r = absl::UnknownError("not asked");
+  for (int round = 0; round < 2; ++round) {
+    // A lost home is asked all the same: it may answer (it was only slow to heartbeat).
+    r = ForwardCall(*sc, user, "GetApplication", &v1::ClientService::Stub::GetApplication, req);
+    if (r.ok() || round > 0 ||
+        (!absl::IsNotFound(r.status()) && !RmDidNotAnswer(r.status().code())))
+      break;
+    // The cached home may be stale (the GPG moved the app): read the mapping again.
+    ForgetHome(app_id);
+    absl::StatusOr<std::string> moved = HomeOf(app_id, /*fresh=*/true);
+    if (!moved.ok() || *moved == *home) break;
+    home = moved;
+    sc = MemberNamed(*home, &read_ms);
+    if (!sc.ok()) return sc.status();
+    lost = IsLost(*sc, read_ms);
   }
-  absl::StatusOr<v1::GetApplicationResponse> r =
-      ForwardCall(*sc, user, "GetApplication", &v1::ClientService::Stub::GetApplication, req);
   if (!r.ok()) {
-    // A cached home may be stale (another router resubmitted the app): read the store again.
-    if (absl::IsNotFound(r.status())) ForgetHome(app_id);
+    if (lost)
+      return absl::Status(
+          r.status().code(),
+          absl::StrCat("the home sub-cluster '", *home, "' of ", app_id, " is lost (state ",
+                       v1::SubClusterState_Name(sc->state()), ", last heard ",
+                       read_ms - std::max(sc->last_heartbeat_ms(), sc->last_start_ms()),
+                       " ms before; the GPG resubmits the apps of a LOST sub-cluster when "
+                       "their queue's policy says so): ",
+                       r.status().message()));
     return r.status();
   }
   v1::ApplicationReport report = r->report();
@@ -583,12 +695,12 @@ absl::StatusOr<v1::SubClusterInfo> Router::HomeMember(const std::string& app_id,
 }
 
 absl::StatusOr<std::vector<v1::SubClusterInfo>> Router::LiveTargets() {
-  absl::StatusOr<std::vector<v1::SubClusterInfo>> all = Members(false);
+  absl::StatusOr<MembershipView> all = Members(false);
   if (!all.ok()) return all.status();
   std::vector<v1::SubClusterInfo> live = LiveMembers(*all);
   if (live.empty())
-    return absl::UnavailableError(
-        absl::StrCat("no live sub-cluster in the federation (registered: ", Ids(*all), ")"));
+    return absl::UnavailableError(absl::StrCat(
+        "no live sub-cluster in the federation (registered: ", Ids(all->members), ")"));
   return live;
 }
 
@@ -605,9 +717,9 @@ absl::StatusOr<v1::ListApplicationsResponse> Router::ListApplications(
 absl::StatusOr<v1::GetClusterMetricsResponse> Router::GetClusterMetrics(const std::string& user) {
   absl::StatusOr<std::vector<v1::SubClusterInfo>> live = LiveTargets();
   if (!live.ok()) return live.status();
-  auto parts = Answered(*live, FanOut(*live, user, "GetClusterMetrics",
-                                      &v1::ClientService::Stub::GetClusterMetrics,
-                                      v1::GetClusterMetricsRequest()));
+  auto parts = Answered(
+      *live, FanOut(*live, user, "GetClusterMetrics", &v1::ClientService::Stub::GetClusterMetrics,
+                    v1::GetClusterMetricsRequest()));
   if (!parts.ok()) return parts.status();
   std::vector<v1::GetClusterMetricsResponse> figures;
   for (auto& [id, m] : *parts) figures.push_back(std::move(m));
@@ -647,7 +759,11 @@ absl::StatusOr<v1::GetQueueResponse> Router::GetQueue(const v1::GetQueueRequest&
   return *merged;
 }
 
-absl::StatusOr<std::vector<v1::SubClusterInfo>> Router::SubClusters() { return Members(true); }
+absl::StatusOr<std::vector<v1::SubClusterInfo>> Router::SubClusters() {
+  absl::StatusOr<MembershipView> view = Members(true);
+  if (!view.ok()) return view.status();
+  return std::move(view->members);
+}
 
 std::shared_ptr<const SubClusterResolver> Router::Resolver(const std::string& user) {
   const int64_t now = NowMs();

@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -31,30 +32,44 @@
 
 namespace weft::federation {
 
+// The router's defaults. A cached membership view is believed for kDefaultRouterCacheTtlMs,
+// well under the membership expiry, so that a sub-cluster heartbeating every
+// kDefaultHeartbeatIntervalMs (5 s) never looks expired to a router (see ValidateRouterOptions).
+inline constexpr int64_t kDefaultRouterMembershipExpiryMs = 30000;
+inline constexpr int64_t kDefaultRouterCacheTtlMs = 5000;
+
 struct RouterOptions {
   std::string router_id = "router";  // names it in logs, metrics and as "router/<id>"
   // A sub-cluster whose last heartbeat is older than this is not chosen and not asked (YARN's
   // membership expiry), ms.
-  int64_t membership_expiry_ms = 30000;
+  int64_t membership_expiry_ms = kDefaultRouterMembershipExpiryMs;
   // Sub-clusters a submission is tried on before it fails (YARN's yarn.router.submit.retry).
+  // Only a sub-cluster that did not answer is followed by another: an RM's refusal of the
+  // submission is final.
   int submit_retries = 3;
   // How long the router believes what it read from the store (app homes, membership, queue
-  // policies), ms; 0 = reads the store every time (YARN's yarn.federation.cache-ttl.secs).
-  int64_t cache_ttl_ms = 60000;
+  // policies), ms; 0 = reads the store every time (YARN's yarn.federation.cache-ttl.secs). At
+  // most half of membership_expiry_ms. A cached membership view is judged at the time it was
+  // read, and read again when it has no usable sub-cluster, so a cache never makes sub-clusters
+  // that heartbeat look expired.
+  int64_t cache_ttl_ms = kDefaultRouterCacheTtlMs;
   // Deadline of one call to a sub-cluster RM, ms; fan-outs wait at most this for the slowest.
   int64_t call_timeout_ms = 10000;
   // The router's mutual-TLS credentials for calls to the RMs (its router certificate); null =
   // plaintext (in-process tests only).
   std::shared_ptr<grpc::ChannelCredentials> outbound_credentials;
-  // Submission contexts kept in memory to resubmit apps whose home is lost (see
-  // GetApplication); 0 = none kept.
-  size_t max_kept_submissions = 10000;
+  // Application ids this router handed out (NewApplication) and that were not submitted yet:
+  // only those may be submitted through it. At most max_issued_ids are kept (the oldest are
+  // forgotten first), each for issued_id_ttl_ms.
+  size_t max_issued_ids = 100000;
+  int64_t issued_id_ttl_ms = 3600 * 1000;
   // ms since the Unix epoch; null = the wall clock.
   std::function<int64_t()> now_ms;
   uint64_t seed = 0;  // the policies' random source; 0 = from std::random_device
 };
 
-// InvalidArgument naming the option otherwise.
+// InvalidArgument naming the option (by its `weft router` flag) otherwise; a cache TTL longer
+// than half the membership expiry is refused naming both.
 absl::Status ValidateRouterOptions(const RouterOptions& options);
 
 // Thread-safe: every gRPC and HTTP thread calls it. Calls block on the store and the RMs
@@ -67,23 +82,31 @@ class Router {
                                                         FederationStateStore* store);
 
   // An application id from a usable sub-cluster chosen at random (another one when it does
-  // not answer). Unavailable when no sub-cluster is usable or none answers.
+  // not answer), recorded as issued to `user`: SubmitApplication takes only ids issued by this
+  // router. An id that this router issued before or that has a home in the store already (two
+  // RMs with the same cluster timestamp) is not handed out: another one is asked for.
+  // Unavailable when no sub-cluster is usable or none answers.
   absl::StatusOr<v1::NewApplicationResponse> NewApplication(const std::string& user);
-  // The queue's policy (store: the queue's configuration, else "*", else
-  // DefaultPolicyConfiguration()) chooses the home among the usable sub-clusters; the mapping
-  // is written to the store (AddApplicationHomeSubCluster: a router that lost a race uses the
-  // winner's home) and then the submission is forwarded. A forward that fails is tried on
-  // another sub-cluster (the mapping updated) up to submit_retries times, unless the RM's
-  // answer is the caller's fault (InvalidArgument, PermissionDenied, Unauthenticated), which
-  // is returned as is and removes the mapping. AlreadyExists from the home is success.
+  // Submits an app whose id this router issued to `user` (NewApplication): InvalidArgument
+  // naming the id when it did not issue it (or the issue expired), PermissionDenied when it
+  // issued it to another user. The queue's policy (store: the queue's configuration, else "*",
+  // else DefaultPolicyConfiguration()) chooses the home among the usable sub-clusters; the
+  // mapping, with the submission, is written to the store (AddApplicationHomeSubCluster) and
+  // then the submission is forwarded. A forward that the RM did not answer (unavailable,
+  // timed out, internal error) is tried on another sub-cluster (the mapping updated) up to
+  // submit_retries times; an RM's refusal (any other error, AlreadyExists included) is returned
+  // with context and removes the mapping: a refused id is never offered to another sub-cluster.
+  // A retried submission - the same user and the same submission as the mapping keeps, through
+  // any router - goes to its home again and succeeds when the home has it (idempotent); a
+  // different submission under an id that has a home is AlreadyExists.
   absl::Status SubmitApplication(const v1::ApplicationSubmissionContext& context,
                                  const std::string& user);
   // The app's report from its home (store, cached cache_ttl_ms). An app without a mapping
-  // (submitted to a sub-cluster directly) is looked for on every live sub-cluster. When the
-  // home is lost (SC_LOST, or silent beyond the membership expiry), the queue's policy says
-  // resubmit_on_sub_cluster_loss, the app is resubmitted to another sub-cluster from the
-  // submission its mapping keeps (else the one this router forwarded, kept in memory), and its
-  // new home answers.
+  // (submitted to a sub-cluster directly) is looked for on every live sub-cluster. A read
+  // only: it writes nothing to the store and never resubmits. When the home is lost (SC_LOST,
+  // or silent beyond the membership expiry) the home is still asked (it may answer); when it
+  // does not, the error says the home is lost (the GPG resubmits the apps of a LOST
+  // sub-cluster when their queue's policy says so).
   absl::StatusOr<v1::ApplicationReport> GetApplication(const std::string& app_id,
                                                        const std::string& user);
   absl::StatusOr<v1::GetApplicationAttemptsResponse> GetApplicationAttempts(
@@ -116,11 +139,19 @@ class Router {
  private:
   Router(RouterOptions options, FederationStateStore* store);
 
-  // Membership, cached cache_ttl_ms; `fresh` bypasses the cache. A store error with a cached
-  // view returns the cached view (logged).
-  absl::StatusOr<std::vector<v1::SubClusterInfo>> Members(bool fresh);
-  std::vector<v1::SubClusterInfo> UsableMembers(const std::vector<v1::SubClusterInfo>& all) const;
-  std::vector<v1::SubClusterInfo> LiveMembers(const std::vector<v1::SubClusterInfo>& all) const;
+  // The membership records and when they were read from the store (ms): usability is judged
+  // against that time, never against a later one, so a cached view cannot show a sub-cluster
+  // that heartbeats as expired.
+  struct MembershipView {
+    std::vector<v1::SubClusterInfo> members;
+    int64_t read_ms = 0;
+  };
+  // Membership, cached cache_ttl_ms; `fresh` bypasses the cache, and a cached view without a
+  // usable sub-cluster is read again. A store error with a cached view returns the cached view
+  // (logged).
+  absl::StatusOr<MembershipView> Members(bool fresh);
+  std::vector<v1::SubClusterInfo> UsableMembers(const MembershipView& view) const;
+  std::vector<v1::SubClusterInfo> LiveMembers(const MembershipView& view) const;
   // The app's home sub-cluster id from the cache or the store; NotFound without a mapping.
   absl::StatusOr<std::string> HomeOf(const std::string& app_id, bool fresh);
   void CacheHome(const std::string& app_id, const std::string& home);
@@ -128,14 +159,17 @@ class Router {
   // The queue's policy configuration: its own, else "*", else the default.
   absl::StatusOr<v1::SubClusterPolicyConfiguration> PolicyConfigOf(const std::string& queue);
   absl::StatusOr<const RouterPolicy*> PolicyNamed(const std::string& name);
-  // Whether the sub-cluster is gone: SC_LOST, or running and silent beyond the expiry.
-  bool IsLost(const v1::SubClusterInfo& sc) const;
+  // Whether the sub-cluster is gone at `at_ms` (a view's read time): SC_LOST, or running and
+  // silent beyond the expiry.
+  bool IsLost(const v1::SubClusterInfo& sc, int64_t at_ms) const;
   // The live sub-clusters a fan-out asks; Unavailable naming the registered ones when none is.
   absl::StatusOr<std::vector<v1::SubClusterInfo>> LiveTargets();
   // The member record of the app's home (the store, else the sub-cluster that knows it).
   absl::StatusOr<v1::SubClusterInfo> HomeMember(const std::string& app_id, const std::string& user);
   // The member record of `sub_cluster_id`; Unavailable naming it when it is not registered.
-  absl::StatusOr<v1::SubClusterInfo> MemberNamed(const std::string& sub_cluster_id);
+  // `read_ms`, when given, receives the time of the view it came from.
+  absl::StatusOr<v1::SubClusterInfo> MemberNamed(const std::string& sub_cluster_id,
+                                                 int64_t* read_ms = nullptr);
 
   // One call on `sc`, counted in the forward metrics under `method`.
   absl::Status Forward(const v1::SubClusterInfo& sc, const std::string& user, const char* method,
@@ -154,20 +188,22 @@ class Router {
                                                    grpc::ClientContext*, const Request&, Response*),
                                                const Request& request);
 
-  // Forwards a submission to `home` and interprets the answer (AlreadyExists is success; a
-  // DEADLINE_EXCEEDED is checked with GetApplication there: the RM may have applied it).
+  // Forwards a submission to `home` and interprets the answer (a DEADLINE_EXCEEDED is checked
+  // with GetApplication there: the RM may have applied it). AlreadyExists is success only for
+  // a `retry` of a submission the store already holds.
   absl::Status ForwardSubmission(const v1::SubClusterInfo& home,
                                  const v1::ApplicationSubmissionContext& context,
-                                 const std::string& user);
-  // Chooses a home outside `exclude` and submits there, up to submit_retries times; `first`:
-  // the app has no mapping yet (Add), else the mapping is updated.
+                                 const std::string& user, bool retry);
+  // Chooses a home outside `exclude` and submits there, up to submit_retries times (the app
+  // has no mapping yet).
   absl::Status PlaceAndSubmit(const v1::ApplicationSubmissionContext& context,
-                              const std::string& user, std::vector<std::string> exclude,
-                              bool first);
-  void KeepSubmission(const v1::ApplicationSubmissionContext& context);
-  std::optional<v1::ApplicationSubmissionContext> KeptSubmission(const std::string& app_id);
-  // Resubmits an app whose home `lost` is gone (GetApplication); its new home, or an error.
-  absl::StatusOr<std::string> ResubmitLost(const std::string& app_id, const std::string& lost);
+                              const std::string& user, std::vector<std::string> exclude);
+  // Records `app_id` as issued to `user`; false when it was issued before.
+  bool RecordIssued(const std::string& app_id, const std::string& user);
+  // OK when this router issued `app_id` to `user` and the issue has not expired; the refusal
+  // naming the id otherwise.
+  absl::Status CheckIssued(const std::string& app_id, const std::string& user);
+  void ForgetIssued(const std::string& app_id);
 
   void CountSubmission(const std::string& sub_cluster, absl::StatusCode code);
   // Which sub-cluster each node and rack belongs to, for the locality policy: built from the
@@ -196,9 +232,13 @@ class Router {
   std::shared_ptr<const SubClusterResolver> resolver_ ABSL_GUARDED_BY(mu_);
   int64_t resolver_read_ms_ ABSL_GUARDED_BY(mu_) = -1;
   std::map<std::string, std::unique_ptr<RouterPolicy>, std::less<>> policies_ ABSL_GUARDED_BY(mu_);
-  // Submission contexts forwarded by this router, oldest first (max_kept_submissions).
-  std::map<std::string, v1::ApplicationSubmissionContext> kept_ ABSL_GUARDED_BY(mu_);
-  std::deque<std::string> kept_order_ ABSL_GUARDED_BY(mu_);
+  // Ids handed out by NewApplication and not submitted yet, with the oldest first.
+  struct IssuedId {
+    std::string user;
+    int64_t issued_ms = 0;
+  };
+  std::map<std::string, IssuedId> issued_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> issued_order_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace weft::federation

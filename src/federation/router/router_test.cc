@@ -16,6 +16,7 @@
 #include "federation/policies/registry.h"
 #include "federation/router/router_web_server.h"
 #include "federation/router/testing/fake_sub_cluster_rm.h"
+#include "federation/router/testing/forwarding_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -28,6 +29,55 @@ using ::testing::HasSubstr;
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
 using FakeRm = testing_util::FakeSubClusterRm;
+
+// The store as a router sees it, counting every write that reaches it.
+class CountingStore final : public ForwardingStore {
+ public:
+  using ForwardingStore::ForwardingStore;
+  absl::Status RegisterSubCluster(const v1::SubClusterInfo& i) override {
+    ++writes;
+    return inner_->RegisterSubCluster(i);
+  }
+  absl::Status DeregisterSubCluster(absl::string_view id, v1::SubClusterState s) override {
+    ++writes;
+    return inner_->DeregisterSubCluster(id, s);
+  }
+  absl::Status SubClusterHeartbeat(const v1::SubClusterInfo& l) override {
+    ++writes;
+    return inner_->SubClusterHeartbeat(l);
+  }
+  absl::StatusOr<std::string> AddApplicationHomeSubCluster(
+      const v1::ApplicationHomeSubCluster& h) override {
+    ++writes;
+    return inner_->AddApplicationHomeSubCluster(h);
+  }
+  absl::Status UpdateApplicationHomeSubCluster(const v1::ApplicationHomeSubCluster& h) override {
+    ++writes;
+    return inner_->UpdateApplicationHomeSubCluster(h);
+  }
+  absl::Status DeleteApplicationHomeSubCluster(absl::string_view id) override {
+    ++writes;
+    return inner_->DeleteApplicationHomeSubCluster(id);
+  }
+  absl::StatusOr<std::string> AddReservationHomeSubCluster(
+      const v1::ReservationHomeSubCluster& h) override {
+    ++writes;
+    return inner_->AddReservationHomeSubCluster(h);
+  }
+  absl::Status UpdateReservationHomeSubCluster(const v1::ReservationHomeSubCluster& h) override {
+    ++writes;
+    return inner_->UpdateReservationHomeSubCluster(h);
+  }
+  absl::Status DeleteReservationHomeSubCluster(absl::string_view id) override {
+    ++writes;
+    return inner_->DeleteReservationHomeSubCluster(id);
+  }
+  absl::Status SetPolicyConfiguration(const v1::SubClusterPolicyConfiguration& c) override {
+    ++writes;
+    return inner_->SetPolicyConfiguration(c);
+  }
+  std::atomic<int> writes{0};
+};
 
 class RouterTest : public ::testing::Test {
  protected:
@@ -55,13 +105,14 @@ class RouterTest : public ::testing::Test {
     ASSERT_TRUE(store_->RegisterSubCluster(info).ok());
   }
 
-  std::unique_ptr<Router> NewRouter(int64_t cache_ttl_ms = 0) {
+  std::unique_ptr<Router> NewRouter(int64_t cache_ttl_ms = 0,
+                                    FederationStateStore* store = nullptr) {
     RouterOptions o;
     o.router_id = "r1";
     o.cache_ttl_ms = cache_ttl_ms;
     o.call_timeout_ms = 5000;
     o.seed = 7;
-    auto r = Router::Create(o, store_.get());
+    auto r = Router::Create(o, store != nullptr ? store : store_.get());
     EXPECT_TRUE(r.ok()) << r.status();
     return *std::move(r);
   }
@@ -77,16 +128,22 @@ class RouterTest : public ::testing::Test {
     ASSERT_TRUE(store_->SetPolicyConfiguration(c).ok());
   }
 
+  static v1::ApplicationSubmissionContext Context(const std::string& app,
+                                                  const std::string& queue = "default") {
+    v1::ApplicationSubmissionContext ctx;
+    ctx.set_application_id(app);
+    ctx.set_queue(queue);
+    ctx.mutable_am_container_spec()->add_command("sleep 100");
+    return ctx;
+  }
+
   // NewApplication + SubmitApplication through `router`; the app id.
   std::string Submit(Router& router, const std::string& queue = "default",
                      absl::Status* status = nullptr) {
     auto id = router.NewApplication("alice");
     EXPECT_TRUE(id.ok()) << id.status();
     if (!id.ok()) return "";
-    v1::ApplicationSubmissionContext ctx;
-    ctx.set_application_id(id->application_id());
-    ctx.set_queue(queue);
-    ctx.mutable_am_container_spec()->add_command("sleep 100");
+    v1::ApplicationSubmissionContext ctx = Context(id->application_id(), queue);
     absl::Status s = router.SubmitApplication(ctx, "alice");
     if (status != nullptr) {
       *status = s;
@@ -191,7 +248,7 @@ TEST_F(RouterTest, ASecondRouterOverTheSameStoreServesTheApps) {
   SetPolicy("default", {{"sc1", 1}});
   const std::string app = Submit(*router_);
   router_.reset();  // the router is soft state
-  auto second = NewRouter(/*cache_ttl_ms=*/60000);
+  auto second = NewRouter(kDefaultRouterCacheTtlMs);
   auto report = second->GetApplication(app, "alice");
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(report->sub_cluster_id(), "sc1");
@@ -234,17 +291,169 @@ TEST_F(RouterTest, FanOutsMergeAndSkipASubClusterThatDoesNotAnswer) {
   EXPECT_TRUE(absl::IsNotFound(router_->GetQueue(q, "alice").status()));
 }
 
-TEST_F(RouterTest, AnAppWhoseHomeIsLostIsResubmittedWhenThePolicySaysSo) {
-  SetPolicy("default", {{"sc1", 1}, {"sc2", 1}}, /*resubmit=*/true);
+TEST_F(RouterTest, ReadingAnAppWhoseHomeLooksLostWritesNothingAndResubmitsNothing) {
+  SetPolicy("default", {{"sc1", 1}}, /*resubmit=*/true);
   const std::string app = Submit(*router_);
-  const std::string first = HomeInStore(app);
-  ASSERT_TRUE(store_->DeregisterSubCluster(first, v1::SC_LOST).ok());
-  auto report = router_->GetApplication(app, "alice");
+  ASSERT_EQ(HomeInStore(app), "sc1");
+  SetPolicy("default", {{"sc1", 1}, {"sc2", 1}, {"sc3", 1}}, /*resubmit=*/true);
+  CountingStore counting(store_.get());
+  auto reader = NewRouter(kDefaultRouterCacheTtlMs, &counting);
+  auto web = RouterWebServer::Start(
+      reader.get(), [](const rm::Presented&) { return absl::StatusOr<rm::Caller>(rm::Caller{}); },
+      RouterWebOptions{.port = 0});
+  ASSERT_TRUE(web.ok()) << web.status();
+  auto rest_get = [&] {
+    web::HttpRequest req;  // anonymous
+    req.method = "GET";
+    req.path = "/ws/v1/cluster/apps/" + app;
+    return (*web)->Handle(req);
+  };
+  auto submits_elsewhere = [&] {
+    int calls = 0;
+    for (const char* id : {"sc2", "sc3"}) {
+      absl::MutexLock l(&rms_[id]->mu_);
+      calls += rms_[id]->submit_calls;
+    }
+    return calls;
+  };
+
+  // The stale window: sc1 looks silent beyond the expiry, yet its RM is fine and answers.
+  Register("sc1", NowMs() - 60000);
+  auto report = reader->GetApplication(app, "alice");
   ASSERT_TRUE(report.ok()) << report.status();
-  const std::string second = first == "sc1" ? "sc2" : "sc1";
-  EXPECT_EQ(report->sub_cluster_id(), second);
-  EXPECT_EQ(HomeInStore(app), second);
-  EXPECT_TRUE(rms_[second]->has_app(app));
+  EXPECT_EQ(report->sub_cluster_id(), "sc1");
+  web::HttpResponse r = rest_get();
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(reader->ListApplications({}, "alice").ok());
+
+  // Marked LOST and really gone: reads say so, and still write nothing.
+  ASSERT_TRUE(store_->DeregisterSubCluster("sc1", v1::SC_LOST).ok());
+  rms_["sc1"]->Stop();
+  report = reader->GetApplication(app, "alice");
+  ASSERT_FALSE(report.ok());
+  EXPECT_THAT(report.status().message(), HasSubstr("sub-cluster 'sc1' of " + app + " is lost"));
+  r = rest_get();
+  EXPECT_NE(r.status, 200);
+  EXPECT_FALSE(reader->GetApplicationAttempts(app, "alice").ok());
+
+  EXPECT_EQ(counting.writes.load(), 0);
+  EXPECT_EQ(submits_elsewhere(), 0);
+  EXPECT_EQ(HomeInStore(app), "sc1");
+  EXPECT_FALSE(rms_["sc2"]->has_app(app));
+  EXPECT_FALSE(rms_["sc3"]->has_app(app));
+}
+
+TEST_F(RouterTest, AReadFollowsAnAppTheGpgMoved) {
+  SetPolicy("default", {{"sc1", 1}});
+  const std::string app = Submit(*router_);
+  auto reader = NewRouter(kDefaultRouterCacheTtlMs);
+  ASSERT_TRUE(reader->GetApplication(app, "alice").ok());  // caches the home sc1
+  // The GPG marks sc1 LOST and resubmits the app to sc2 (as its round does).
+  ASSERT_TRUE(store_->DeregisterSubCluster("sc1", v1::SC_LOST).ok());
+  auto home = store_->GetApplicationHomeSubCluster(app);
+  ASSERT_TRUE(home.ok());
+  home->set_home_sub_cluster_id("sc2");
+  ASSERT_TRUE(store_->UpdateApplicationHomeSubCluster(*home).ok());
+  rms_["sc1"]->Stop();
+  v1::SubmitApplicationRequest req;
+  *req.mutable_context() = home->submission_context();
+  auto stub = v1::ClientService::NewStub(
+      grpc::CreateChannel(rms_["sc2"]->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  v1::SubmitApplicationResponse resp;
+  ASSERT_TRUE(stub->SubmitApplication(&ctx, req, &resp).ok());
+  auto report = reader->GetApplication(app, "alice");
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->sub_cluster_id(), "sc2");
+}
+
+TEST_F(RouterTest, ACallerChosenApplicationIdIsRefused) {
+  // The next id of sc2's own clock, and one of a cluster timestamp no RM has.
+  for (const std::string& id :
+       {std::string("application_2000_0001"), std::string("application_424242_0007")}) {
+    absl::Status s = router_->SubmitApplication(Context(id), "mallory");
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+    EXPECT_THAT(s.message(), HasSubstr(id));
+    EXPECT_THAT(s.message(), HasSubstr("not issued"));
+    EXPECT_EQ(HomeInStore(id), "");
+  }
+  for (auto& [id, rm] : rms_) {
+    absl::MutexLock l(&rm->mu_);
+    EXPECT_EQ(rm->submit_calls, 0) << id;
+  }
+  // An id issued to alice is hers.
+  auto issued = router_->NewApplication("alice");
+  ASSERT_TRUE(issued.ok()) << issued.status();
+  absl::Status s = router_->SubmitApplication(Context(issued->application_id()), "mallory");
+  EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr(issued->application_id()));
+  EXPECT_TRUE(router_->SubmitApplication(Context(issued->application_id()), "alice").ok());
+  // Another router did not issue it (and cannot be made to take it as a first submission).
+  auto other = NewRouter();
+  auto id2 = router_->NewApplication("alice");
+  ASSERT_TRUE(id2.ok());
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(other->SubmitApplication(Context(id2->application_id()), "alice")));
+}
+
+TEST_F(RouterTest, ARetriedSubmissionIsIdempotentAndADifferentOneIsAnError) {
+  SetPolicy("default", {{"sc2", 1}});
+  auto id = router_->NewApplication("alice");
+  ASSERT_TRUE(id.ok());
+  const v1::ApplicationSubmissionContext ctx = Context(id->application_id());
+  ASSERT_TRUE(router_->SubmitApplication(ctx, "alice").ok());
+  // The same submission again (its answer was lost), through this router or another.
+  EXPECT_TRUE(router_->SubmitApplication(ctx, "alice").ok());
+  EXPECT_TRUE(NewRouter()->SubmitApplication(ctx, "alice").ok());
+  EXPECT_EQ(rms_["sc2"]->num_apps(), 1u);
+  // A different submission, or another user's, under the same id.
+  v1::ApplicationSubmissionContext different = ctx;
+  different.mutable_am_container_spec()->set_command(0, "rm -rf ~");
+  absl::Status s = router_->SubmitApplication(different, "alice");
+  EXPECT_TRUE(absl::IsAlreadyExists(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("different submission"));
+  EXPECT_TRUE(absl::IsAlreadyExists(router_->SubmitApplication(ctx, "mallory")));
+  auto stored = store_->GetApplicationHomeSubCluster(id->application_id());
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->user(), "alice");
+  EXPECT_EQ(stored->submission_context().am_container_spec().command(0), "sleep 100");
+}
+
+TEST_F(RouterTest, AnIdTheRmRefusesIsNotOfferedToAnotherSubCluster) {
+  for (const auto& [code, message] : std::vector<std::pair<grpc::StatusCode, std::string>>{
+           {grpc::StatusCode::NOT_FOUND, "not handed out by NewApplication on this RM"},
+           {grpc::StatusCode::ALREADY_EXISTS, "application was already submitted"}}) {
+    for (auto& [id, rm] : rms_) {
+      absl::MutexLock l(&rm->mu_);
+      rm->submit_error = grpc::Status(code, message);
+      rm->submit_calls = 0;
+    }
+    absl::Status s;
+    const std::string app = Submit(*router_, "default", &s);
+    EXPECT_EQ(static_cast<int>(s.code()), static_cast<int>(code)) << s;
+    EXPECT_THAT(s.message(), HasSubstr(message));
+    EXPECT_THAT(s.message(), HasSubstr("refused " + app));
+    int calls = 0;
+    for (auto& [id, rm] : rms_) {
+      absl::MutexLock l(&rm->mu_);
+      calls += rm->submit_calls;
+    }
+    EXPECT_EQ(calls, 1);  // never retried elsewhere; AlreadyExists is no success
+    EXPECT_EQ(HomeInStore(app), "");
+  }
+}
+
+TEST_F(RouterTest, AnIdTheFederationHasIssuedAlreadyIsNotHandedOutAgain) {
+  // sc1's RM restarted with the same cluster timestamp: it hands out its first ids again.
+  SetPolicy("default", {{"sc1", 1}});
+  const std::string app = Submit(*router_);
+  rms_["sc1"]->RestartIds();
+  // Only sc1 is usable.
+  Register("sc2", NowMs() - 60000);
+  Register("sc3", NowMs() - 60000);
+  auto id = router_->NewApplication("alice");
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_NE(id->application_id(), app);
 }
 
 TEST_F(RouterTest, CallsFollowASubClustersRmAddressList) {
@@ -282,23 +491,6 @@ TEST_F(RouterTest, TheLocalityPolicyLearnsWhichSubClusterHasANodeFromTheNodeList
     ASSERT_TRUE(router_->SubmitApplication(ctx, "alice").ok());
     EXPECT_EQ(HomeInStore(id->application_id()), "sc3");
   }
-}
-
-TEST_F(RouterTest, AnyRouterResubmitsALostAppFromItsStoredSubmission) {
-  SetPolicy("default", {{"sc1", 1}, {"sc2", 1}}, /*resubmit=*/true);
-  const std::string app = Submit(*router_);
-  const std::string first = HomeInStore(app);
-  auto stored = store_->GetApplicationHomeSubCluster(app);
-  ASSERT_TRUE(stored.ok());
-  EXPECT_EQ(stored->submission_context().application_id(), app);
-  router_.reset();  // the router that submitted it is gone
-  auto other = NewRouter();
-  ASSERT_TRUE(store_->DeregisterSubCluster(first, v1::SC_LOST).ok());
-  auto report = other->GetApplication(app, "alice");
-  ASSERT_TRUE(report.ok()) << report.status();
-  const std::string second = first == "sc1" ? "sc2" : "sc1";
-  EXPECT_EQ(report->sub_cluster_id(), second);
-  EXPECT_TRUE(rms_[second]->has_app(app));
 }
 
 TEST_F(RouterTest, TheWebServerAggregatesTheSubClusters) {
@@ -369,6 +561,79 @@ TEST_F(RouterTest, RoutersKeepUsingTheLastPublishedPoliciesWhileTheGpgIsDown) {
   // A sub-cluster that goes silent is left out by the routers themselves, GPG or not.
   Register("sc3", NowMs() - 120000);
   for (int i = 0; i < 10; ++i) EXPECT_EQ(HomeInStore(Submit(*router_)), "sc2");
+}
+
+TEST(RouterOptionsTest, ACacheThatOutlivesHalfTheMembershipExpiryIsRefusedNamingBothFlags) {
+  RouterOptions o;  // the defaults
+  EXPECT_TRUE(ValidateRouterOptions(o).ok()) << ValidateRouterOptions(o);
+  EXPECT_LE(o.cache_ttl_ms * 2, o.membership_expiry_ms);
+  o.cache_ttl_ms = 60000;  // the old default
+  o.membership_expiry_ms = 30000;
+  absl::Status s = ValidateRouterOptions(o);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("--cache-ttl-ms 60000"));
+  EXPECT_THAT(s.message(), HasSubstr("--membership-expiry-ms 30000"));
+  o.cache_ttl_ms = 15001;
+  EXPECT_FALSE(ValidateRouterOptions(o).ok());
+  o.cache_ttl_ms = 15000;
+  EXPECT_TRUE(ValidateRouterOptions(o).ok());
+  o.cache_ttl_ms = 0;
+  EXPECT_TRUE(ValidateRouterOptions(o).ok());
+}
+
+// Acceptance (issue 27): the router with its default flags stays available across 3 minutes of
+// idle time while the sub-clusters heartbeat normally - no stale-cache window. Simulated time:
+// the router and the heartbeats read one fake clock.
+TEST_F(RouterTest, WithDefaultFlagsTheRouterStaysAvailableAcross3MinutesOfIdleTime) {
+  std::atomic<int64_t> clock_ms{1'800'000'000'000};
+  RouterOptions o;  // the defaults, but for the clock and the seed
+  o.router_id = "r-defaults";
+  o.now_ms = [&clock_ms] { return clock_ms.load(); };
+  o.seed = 11;
+  auto created = Router::Create(o, store_.get());
+  ASSERT_TRUE(created.ok()) << created.status();
+  Router& router = **created;
+  // Each sub-cluster heartbeats every kDefaultHeartbeatIntervalMs (5 s), at its own phase.
+  std::map<std::string, int64_t> next_heartbeat;
+  int phase = 0;
+  for (const char* id : {"sc1", "sc2", "sc3"}) {
+    Register(id, clock_ms.load());
+    next_heartbeat[id] = clock_ms.load() + 1700 * ++phase;
+  }
+  auto heartbeat_due = [&] {
+    for (auto& [id, due] : next_heartbeat) {
+      while (due <= clock_ms.load()) {
+        v1::SubClusterInfo load;
+        load.set_sub_cluster_id(id);
+        load.set_state(v1::SC_RUNNING);
+        load.set_last_heartbeat_ms(due);
+        ASSERT_TRUE(store_->SubClusterHeartbeat(load).ok());
+        due += 5000;
+      }
+    }
+  };
+  auto id = router.NewApplication("alice");
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(router.SubmitApplication(Context(id->application_id()), "alice").ok());
+  const std::string app = id->application_id();
+  // Idle gaps of every length from 1 s to 20 s, then every call of a client, for 3 minutes.
+  const int64_t end = clock_ms.load() + 180'000;
+  int calls = 0;
+  for (int64_t gap = 1000; clock_ms.load() < end; gap = gap % 20000 + 1000) {
+    clock_ms += gap;
+    heartbeat_due();
+    const int64_t t = clock_ms.load();
+    auto report = router.GetApplication(app, "alice");
+    EXPECT_TRUE(report.ok()) << "at +" << (t - end + 180'000) << " ms: " << report.status();
+    auto list = router.ListApplications({}, "alice");
+    EXPECT_TRUE(list.ok()) << "at +" << (t - end + 180'000) << " ms: " << list.status();
+    auto fresh = router.NewApplication("alice");
+    ASSERT_TRUE(fresh.ok()) << "at +" << (t - end + 180'000) << " ms: " << fresh.status();
+    absl::Status submitted = router.SubmitApplication(Context(fresh->application_id()), "alice");
+    EXPECT_TRUE(submitted.ok()) << "at +" << (t - end + 180'000) << " ms: " << submitted;
+    ++calls;
+  }
+  EXPECT_GT(calls, 15);
 }
 
 }  // namespace

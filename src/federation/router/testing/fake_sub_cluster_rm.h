@@ -36,6 +36,11 @@ class FakeSubClusterRm final : public v1::ClientService::Service {
     server_.reset();
   }
   std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
+  // As after a restart with the same cluster timestamp: its first ids are handed out again.
+  void RestartIds() {
+    absl::MutexLock l(&mu_);
+    seq_ = 0;
+  }
 
   grpc::Status NewApplication(grpc::ServerContext*, const v1::NewApplicationRequest*,
                               v1::NewApplicationResponse* resp) override {
