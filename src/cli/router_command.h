@@ -25,9 +25,9 @@ struct RouterFlags {
   // router-<id>.pem, router-<id>.key), or the three files.
   std::string tls_dir;
   TlsFlags tls;
-  int64_t membership_expiry_ms = 30000;
+  int64_t membership_expiry_ms = federation::kDefaultRouterMembershipExpiryMs;
   int submit_retries = 3;
-  int64_t cache_ttl_ms = 60000;
+  int64_t cache_ttl_ms = federation::kDefaultRouterCacheTtlMs;
   int64_t call_timeout_ms = 10000;
   // Users are authenticated as by an RM.
   std::vector<std::string> proxy_users;

@@ -415,7 +415,8 @@ absl::Status Router::PlaceAndSubmit(const v1::ApplicationSubmissionContext& cont
   if (!policy.ok())
     return absl::FailedPreconditionError(
         absl::StrCat("queue '", queue, "': ", policy.status().message()));
-  bool first = true;  // no mapping written yet
+  bool first = true;      // no mapping written yet
+  int64_t generation = 0;  // of the mapping as this submission last wrote or read it
   absl::Status last;
   for (int attempt = 0; attempt < options_.submit_retries; ++attempt) {
     absl::StatusOr<MembershipView> all = Members(attempt > 0);
@@ -485,11 +486,17 @@ absl::Status Router::PlaceAndSubmit(const v1::ApplicationSubmissionContext& cont
         log::Info("router_home_race_lost",
                   {{"app", app_id}, {"chosen", *chosen}, {"stored", *stored}});
       chosen = *stored;
+      generation = winner->generation();
       first = false;
     } else {
+      // Moved only from the generation this submission holds (compare-and-set): if another
+      // writer (the GPG, another router retrying the same submission) moved it meanwhile, that
+      // one's home stands and this submission goes no further.
+      home.set_generation(generation);
       if (absl::Status s = store_->UpdateApplicationHomeSubCluster(home); !s.ok())
         return absl::Status(s.code(), absl::StrCat("moving the home of ", app_id, " to ", *chosen,
                                                    " in ", store_->Describe(), ": ", s.message()));
+      ++generation;
     }
     CacheHome(app_id, *chosen);
     absl::StatusOr<v1::SubClusterInfo> sc = MemberNamed(*chosen);

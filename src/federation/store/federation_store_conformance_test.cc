@@ -110,20 +110,26 @@ v1::SubClusterInfo SubCluster(const std::string& id, v1::SubClusterState state =
   return info;
 }
 
-v1::ApplicationHomeSubCluster AppHome(const std::string& app, const std::string& home) {
+// `generation`: as a store holds it after the add (1) and each update (+1), or as a caller read
+// it for an update.
+v1::ApplicationHomeSubCluster AppHome(const std::string& app, const std::string& home,
+                                      int64_t generation = 1) {
   v1::ApplicationHomeSubCluster h;
   h.set_application_id(app);
   h.set_home_sub_cluster_id(home);
   h.set_create_time_ms(1'700'000'000'123);
   h.set_queue("root.default");
   h.set_user("alice");
+  h.set_generation(generation);
   return h;
 }
 
-v1::ReservationHomeSubCluster ReservationHome(const std::string& id, const std::string& home) {
+v1::ReservationHomeSubCluster ReservationHome(const std::string& id, const std::string& home,
+                                              int64_t generation = 1) {
   v1::ReservationHomeSubCluster h;
   h.set_reservation_id(id);
   h.set_home_sub_cluster_id(home);
+  h.set_generation(generation);
   return h;
 }
 
@@ -408,9 +414,10 @@ TYPED_TEST(FederationStoreTest, ConcurrentAddsAgreeOnOneHome) {
 }
 
 TYPED_TEST(FederationStoreTest, UpdateAndDeleteApplicationHome) {
-  ASSERT_OK(this->store_->AddApplicationHomeSubCluster(AppHome("app_1", "sc1")).status());
-  const v1::ApplicationHomeSubCluster moved = AppHome("app_1", "sc2");
-  ASSERT_OK(this->store_->UpdateApplicationHomeSubCluster(moved));
+  ASSERT_OK(this->store_->AddApplicationHomeSubCluster(AppHome("app_1", "sc1", 0)).status());
+  // Moved from generation 1, as read: the store holds generation 2.
+  ASSERT_OK(this->store_->UpdateApplicationHomeSubCluster(AppHome("app_1", "sc2", 1)));
+  const v1::ApplicationHomeSubCluster moved = AppHome("app_1", "sc2", 2);
   EXPECT_THAT(Value(this->store_->GetApplicationHomeSubCluster("app_1")), EqualsProto(moved));
   EXPECT_THAT(Value(this->store_->GetApplicationsHomeSubCluster("sc2")),
               ElementsAre(EqualsProto(moved)));
@@ -425,6 +432,58 @@ TYPED_TEST(FederationStoreTest, UpdateAndDeleteApplicationHome) {
   EXPECT_TRUE(absl::IsNotFound(this->store_->GetApplicationHomeSubCluster("app_1").status()));
   EXPECT_TRUE(absl::IsNotFound(this->store_->DeleteApplicationHomeSubCluster("app_1")));
   EXPECT_THAT(Value(this->store_->GetApplicationsHomeSubCluster("")), IsEmpty());
+}
+
+// Fenced homes (issue 27): a home moves only by compare-and-set over the generation read.
+TYPED_TEST(FederationStoreTest, HomesMoveOnlyFromTheGenerationRead) {
+  ASSERT_OK(this->store_->AddApplicationHomeSubCluster(AppHome("app_1", "sc1", 7)).status());
+  v1::ApplicationHomeSubCluster read = Value(this->store_->GetApplicationHomeSubCluster("app_1"));
+  EXPECT_EQ(read.generation(), 1) << "the store sets the first generation, not the caller";
+  read.set_home_sub_cluster_id("sc2");
+  ASSERT_OK(this->store_->UpdateApplicationHomeSubCluster(read));
+  // A second writer that read generation 1 too loses, naming both generations, and changes
+  // nothing.
+  absl::Status late = this->store_->UpdateApplicationHomeSubCluster(AppHome("app_1", "sc3", 1));
+  EXPECT_TRUE(absl::IsAborted(late)) << late;
+  EXPECT_THAT(late.message(), HasSubstr("app_1"));
+  EXPECT_THAT(late.message(), HasSubstr("generation 2"));
+  EXPECT_THAT(Value(this->store_->GetApplicationHomeSubCluster("app_1")),
+              EqualsProto(AppHome("app_1", "sc2", 2)));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      this->store_->UpdateApplicationHomeSubCluster(AppHome("app_1", "sc3", -1))));
+}
+
+TYPED_TEST(FederationStoreTest, ConcurrentMovesFromOneGenerationHaveOneWinner) {
+  constexpr int kThreads = 6;
+  for (int round = 0; round < 5; ++round) {
+    const std::string app_id = absl::StrCat("app_cas_", round);
+    ASSERT_OK(this->store_->AddApplicationHomeSubCluster(AppHome(app_id, "sc0")).status());
+    std::vector<absl::Status> results(kThreads, absl::UnknownError("not run"));
+    absl::Notification go;
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kThreads; ++i) {
+      threads.emplace_back([&, i] {
+        go.WaitForNotification();
+        results[i] = this->store_->UpdateApplicationHomeSubCluster(
+            AppHome(app_id, absl::StrCat("sc", i + 1), 1));
+      });
+    }
+    go.Notify();
+    for (std::thread& t : threads) t.join();
+    int won = 0;
+    std::string winner;
+    for (int i = 0; i < kThreads; ++i) {
+      if (results[i].ok()) {
+        ++won;
+        winner = absl::StrCat("sc", i + 1);
+      } else {
+        EXPECT_TRUE(absl::IsAborted(results[i])) << results[i];
+      }
+    }
+    EXPECT_EQ(won, 1) << app_id;
+    EXPECT_THAT(Value(this->store_->GetApplicationHomeSubCluster(app_id)),
+                EqualsProto(AppHome(app_id, winner, 2)));
+  }
 }
 
 TYPED_TEST(FederationStoreTest, GetApplicationsFiltersByHomeAndOrdersById) {
@@ -455,9 +514,14 @@ TYPED_TEST(FederationStoreTest, ReservationHomes) {
               ElementsAre(EqualsProto(ReservationHome("rsv_1", "sc2")),
                           EqualsProto(ReservationHome("rsv_2", "sc1"))));
 
-  ASSERT_OK(this->store_->UpdateReservationHomeSubCluster(ReservationHome("rsv_2", "sc3")));
+  ASSERT_OK(this->store_->UpdateReservationHomeSubCluster(ReservationHome("rsv_2", "sc3", 1)));
   EXPECT_THAT(Value(this->store_->GetReservationHomeSubCluster("rsv_2")),
-              EqualsProto(ReservationHome("rsv_2", "sc3")));
+              EqualsProto(ReservationHome("rsv_2", "sc3", 2)));
+  absl::Status stale =
+      this->store_->UpdateReservationHomeSubCluster(ReservationHome("rsv_2", "sc1", 1));
+  EXPECT_TRUE(absl::IsAborted(stale)) << stale;
+  EXPECT_THAT(Value(this->store_->GetReservationHomeSubCluster("rsv_2")),
+              EqualsProto(ReservationHome("rsv_2", "sc3", 2)));
   EXPECT_TRUE(absl::IsNotFound(
       this->store_->UpdateReservationHomeSubCluster(ReservationHome("rsv_9", "sc1"))));
 

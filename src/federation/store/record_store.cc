@@ -252,8 +252,10 @@ class RecordFederationStore::Homes {
     const std::string what =
         absl::StrCat("adding the home of ", kind.noun, " ", Quoted(IdOf(home)));
     if (absl::Status s = ValidateHome(kind, home); !s.ok()) return In(what, s);
+    Home first = home;
+    first.set_generation(1);  // the store keeps the generation, whatever the caller sent
     absl::StatusOr<InsertResult> result = store.InsertRecord(
-        kind.table, {IdOf(home), home.home_sub_cluster_id(), SerializeRecord(home)});
+        kind.table, {IdOf(first), first.home_sub_cluster_id(), SerializeRecord(first)});
     if (!result.ok()) return In(what, result.status());
     absl::StatusOr<Home> stored = Parse<Home>(result->record);
     if (!stored.ok()) return In(what, stored.status());
@@ -265,9 +267,26 @@ class RecordFederationStore::Homes {
     const std::string what =
         absl::StrCat("updating the home of ", kind.noun, " ", Quoted(IdOf(home)));
     if (absl::Status s = ValidateHome(kind, home); !s.ok()) return In(what, s);
-    const Row row = {IdOf(home), home.home_sub_cluster_id(), SerializeRecord(home)};
+    if (home.generation() < 0) {
+      return In(what, absl::InvalidArgumentError(
+                          absl::StrCat("generation ", home.generation(), " is negative")));
+    }
+    Home next = home;
+    next.set_generation(home.generation() + 1);
+    const Row row = {IdOf(next), next.home_sub_cluster_id(), SerializeRecord(next)};
+    // Compare-and-set: only over the generation the caller read.
     absl::StatusOr<bool> found = store.ModifyRecord(
-        kind.table, row.key, [&](absl::string_view) -> absl::StatusOr<Row> { return row; });
+        kind.table, row.key, [&](absl::string_view old_record) -> absl::StatusOr<Row> {
+          absl::StatusOr<Home> stored = Parse<Home>(old_record);
+          if (!stored.ok()) return stored.status();
+          if (stored->generation() != home.generation()) {
+            return absl::AbortedError(absl::StrCat(
+                "it is at generation ", stored->generation(), " in ",
+                Quoted(stored->home_sub_cluster_id()), ", not at generation ", home.generation(),
+                " as read: another writer moved it first; read it again"));
+          }
+          return row;
+        });
     if (!found.ok()) return In(what, found.status());
     if (!*found) return absl::NotFoundError(absl::StrCat(what, ": it has no home"));
     return absl::OkStatus();
