@@ -151,8 +151,9 @@ if as weft-bob "$weft" app submit --command 'echo alive' --wait --timeout-s 90 \
   ok "beside the bomb the node runs bob's app and stays RUNNING"
 else bad "beside the bomb: $(cat "$tmp/beside.out"); $(as weft-bob "$weft" app status "$(app_of "$tmp/beside.out")" 2>&1)"; fi
 as weft-alice "$weft" app kill "$bomb_app" >/dev/null 2>&1
-for _ in $(seq 1 150); do pgrep -u weft-alice >/dev/null || break; sleep 0.2; done
-pgrep -u weft-alice >/dev/null && bad "the bomb's processes outlived the kill: $(pgrep -u weft-alice | wc -l)" ||
+for _ in $(seq 1 150); do pgrep -u weft-alice -f 'bomb\(\)' >/dev/null || break; sleep 0.2; done
+pgrep -u weft-alice -f 'bomb\(\)' >/dev/null &&
+  bad "the bomb's processes outlived the kill: $(pgrep -u weft-alice -f 'bomb\(\)' | wc -l)" ||
   ok "killed: no process of the bomb is left"
 
 # ---- 16. `unshare -Ur` (a user namespace: the kernel's largest attack surface for a user) is
