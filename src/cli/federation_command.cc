@@ -168,21 +168,31 @@ int SetPolicy(const FederationFlags& f) {
   }
   if (!f.router_policy.empty()) c.set_router_policy(f.router_policy);
   if (!f.amrm_policy.empty()) c.set_amrm_policy(f.amrm_policy);
-  if (!f.router_weights.empty())
-    if (absl::Status s = ParseWeights(f.router_weights, "--router-weights", c.mutable_router_weights());
+  // The operator's weights, kept apart from what the GPG publishes from them and the headroom;
+  // published as given until the GPG's next round.
+  if (!f.router_weights.empty()) {
+    if (absl::Status s = ParseWeights(f.router_weights, "--router-weights",
+                                      c.mutable_operator_router_weights());
         !s.ok())
       return PrintError(s.message());
-  if (!f.amrm_weights.empty())
-    if (absl::Status s = ParseWeights(f.amrm_weights, "--amrm-weights", c.mutable_amrm_weights());
+    *c.mutable_router_weights() = c.operator_router_weights();
+  }
+  if (!f.amrm_weights.empty()) {
+    if (absl::Status s =
+            ParseWeights(f.amrm_weights, "--amrm-weights", c.mutable_operator_amrm_weights());
         !s.ok())
       return PrintError(s.message());
+    *c.mutable_amrm_weights() = c.operator_amrm_weights();
+  }
   if (f.headroom_alpha != -1) c.set_headroom_alpha(f.headroom_alpha);
   if (f.resubmit == "true") c.set_resubmit_on_sub_cluster_loss(true);
   if (f.resubmit == "false") c.set_resubmit_on_sub_cluster_loss(false);
   c.set_published_ms(absl::ToUnixMillis(absl::Now()));
   c.set_published_by(absl::StrCat("admin/", DefaultUser()));
+  // Over the generation read: a GPG round that wrote in between makes this fail, not vanish.
   if (absl::Status s = (*store)->SetPolicyConfiguration(c); !s.ok())
-    return PrintError(absl::StrCat("queue ", f.queue, ": ", s.message()));
+    return PrintError(absl::StrCat("queue ", f.queue, ": ", s.message(),
+                                   absl::IsAborted(s) ? " (run the command again)" : ""));
   std::cout << EscapeForTerminal(absl::StrCat("queue ", c.queue(), ": router ", c.router_policy(),
                                               " ", Weights(c.router_weights()), ", AMRMProxy ",
                                               c.amrm_policy(), " ", Weights(c.amrm_weights()),

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "federation/policies/policy.h"
@@ -49,6 +50,39 @@ std::map<std::string, double> Gate(const google::protobuf::Map<std::string, doub
     }
   }
   return out;
+}
+
+// Proportional weights from the operator's and the headroom: headroom[id] x the operator's
+// weight of id (1 for all when the operator gave none, 0 for an id the operator left out),
+// normalised to sum 1 (all 0 when nothing is usable).
+std::map<std::string, double> Combine(const google::protobuf::Map<std::string, double>& operator_w,
+                                      const std::map<std::string, double>& headroom) {
+  std::map<std::string, double> out;
+  double sum = 0;
+  for (const auto& [id, h] : headroom) {
+    double w = 1;
+    if (!operator_w.empty()) {
+      auto it = operator_w.find(id);
+      w = it == operator_w.end() ? 0 : it->second;
+    }
+    out[id] = h > 0 ? h * w : 0;
+    sum += out[id];
+  }
+  if (sum > 0)
+    for (auto& [id, w] : out) w /= sum;
+  return out;
+}
+
+// Copies an operator's weights from a record written before operator weights existed (its
+// published ones, when an operator published it), so that they survive this round.
+bool AdoptOperatorWeights(v1::SubClusterPolicyConfiguration& config) {
+  if (absl::StartsWith(config.published_by(), "gpg/") ||
+      !config.operator_router_weights().empty() || !config.operator_amrm_weights().empty())
+    return false;
+  if (config.router_weights().empty() && config.amrm_weights().empty()) return false;
+  *config.mutable_operator_router_weights() = config.router_weights();
+  *config.mutable_operator_amrm_weights() = config.amrm_weights();
+  return true;
 }
 
 bool Differs(const google::protobuf::Map<std::string, double>& current,
@@ -154,20 +188,27 @@ void GlobalPolicyGenerator::PublishWeights(const std::vector<v1::SubClusterInfo>
     configs->push_back(std::move(all));
   }
   for (v1::SubClusterPolicyConfiguration& config : *configs) {
+    // Published weights come from the operator's and the headroom, never from the last
+    // publication: the operator's ranking survives every round, and a sub-cluster that was
+    // LOST gets its weight back when it returns.
+    const bool adopted = AdoptOperatorWeights(config);
     const std::map<std::string, double> router =
         RouterWeightsAreProportions(config.router_policy())
-            ? round.weights
-            : Gate(config.router_weights(), round.weights);
-    const std::map<std::string, double> amrm = AmrmWeightsAreProportions(config.amrm_policy())
-                                                   ? round.weights
-                                                   : Gate(config.amrm_weights(), round.weights);
-    if (!Differs(config.router_weights(), router, options_.weight_change_threshold) &&
+            ? Combine(config.operator_router_weights(), round.weights)
+            : Gate(config.operator_router_weights(), round.weights);
+    const std::map<std::string, double> amrm =
+        AmrmWeightsAreProportions(config.amrm_policy())
+            ? Combine(config.operator_amrm_weights(), round.weights)
+            : Gate(config.operator_amrm_weights(), round.weights);
+    if (!adopted && !Differs(config.router_weights(), router, options_.weight_change_threshold) &&
         !Differs(config.amrm_weights(), amrm, options_.weight_change_threshold))
       continue;
     Assign(config.mutable_router_weights(), router);
     Assign(config.mutable_amrm_weights(), amrm);
     config.set_published_ms(now_ms);
     config.set_published_by(absl::StrCat("gpg/", options_.gpg_id));
+    // Over the generation read (compare-and-set): an operator's write in between wins, and
+    // the next round starts from it.
     if (absl::Status s = store_->SetPolicyConfiguration(config); !s.ok()) {
       round.errors.push_back(
           absl::StrCat("publishing the policy of queue ", config.queue(), ": ", s.message()));

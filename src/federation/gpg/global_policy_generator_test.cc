@@ -137,6 +137,77 @@ TEST_F(GpgTest, ADrainedSubClusterGetsWeightZeroUnderEveryPolicyKind) {
   EXPECT_EQ(after.router_policy(), "priority");  // the policies themselves are the operator's
 }
 
+// Issue 27: the GPG's round replaced the operator's weights with headroom weights, and a
+// sub-cluster once gated to 0 (LOST) never got its ranking back.
+TEST_F(GpgTest, OperatorWeightsSurviveRoundsAndALostSubClusterGetsItsWeightBack) {
+  Register(Member("sc1", 6000));
+  Register(Member("sc2", 2000));
+  v1::SubClusterPolicyConfiguration weighted;  // as `weft federation policy set` writes it
+  weighted.set_queue("weighted");
+  weighted.set_router_policy("weighted-random");
+  weighted.set_amrm_policy("home-only");
+  (*weighted.mutable_operator_router_weights())["sc1"] = 1;
+  (*weighted.mutable_operator_router_weights())["sc2"] = 3;
+  *weighted.mutable_router_weights() = weighted.operator_router_weights();
+  weighted.set_published_by("admin/ops");
+  ASSERT_TRUE(store_->SetPolicyConfiguration(weighted).ok());
+  v1::SubClusterPolicyConfiguration ranked;  // written before operator weights existed
+  ranked.set_queue("ranked");
+  ranked.set_router_policy("priority");
+  ranked.set_amrm_policy("home-only");
+  (*ranked.mutable_router_weights())["sc1"] = 5;
+  (*ranked.mutable_router_weights())["sc2"] = 9;
+  ranked.set_published_by("admin/ops");
+  ASSERT_TRUE(store_->SetPolicyConfiguration(ranked).ok());
+
+  GlobalPolicyGenerator gpg({}, store_.get(), &rms_);
+  GpgRound round = gpg.RunOnce(kNow);
+  ASSERT_TRUE(round.errors.empty()) << round.errors.front();
+  // Headroom 0.75 / 0.25 times the operator's 1 / 3: even.
+  v1::SubClusterPolicyConfiguration w = Policy("weighted");
+  EXPECT_DOUBLE_EQ(w.router_weights().at("sc1"), 0.5);
+  EXPECT_DOUBLE_EQ(w.router_weights().at("sc2"), 0.5);
+  EXPECT_EQ(w.operator_router_weights().at("sc1"), 1);
+  EXPECT_EQ(w.operator_router_weights().at("sc2"), 3);
+  EXPECT_EQ(Policy("ranked").operator_router_weights().at("sc2"), 9);  // adopted, kept
+
+  // sc2 falls silent and is LOST: gated to 0 in both.
+  ASSERT_TRUE(store_->SubClusterHeartbeat(Member("sc1", 6000, kNow + 40000)).ok());
+  round = gpg.RunOnce(kNow + 40000);
+  EXPECT_THAT(round.marked_lost, ElementsAre("sc2"));
+  EXPECT_EQ(Policy("ranked").router_weights().at("sc2"), 0);
+  EXPECT_EQ(Policy("weighted").router_weights().at("sc2"), 0);
+  // It returns: the operator's ranking is back, not stuck at 0.
+  ASSERT_TRUE(store_->SubClusterHeartbeat(Member("sc1", 6000, kNow + 50000)).ok());
+  ASSERT_TRUE(store_->SubClusterHeartbeat(Member("sc2", 2000, kNow + 50000)).ok());
+  round = gpg.RunOnce(kNow + 50000);
+  ASSERT_TRUE(round.errors.empty()) << round.errors.front();
+  v1::SubClusterPolicyConfiguration r = Policy("ranked");
+  EXPECT_EQ(r.router_weights().at("sc1"), 5);
+  EXPECT_EQ(r.router_weights().at("sc2"), 9);
+  EXPECT_EQ(r.operator_router_weights().at("sc1"), 5);
+  EXPECT_DOUBLE_EQ(Policy("weighted").router_weights().at("sc2"), 0.5);
+  EXPECT_EQ(Policy("weighted").operator_router_weights().at("sc2"), 3);
+}
+
+// A GPG round that read a configuration before an operator changed it loses its write.
+TEST_F(GpgTest, AnOperatorsWriteBetweenTheGpgsReadAndWriteWins) {
+  Register(Member("sc1", 6000));
+  Register(Member("sc2", 2000));
+  v1::SubClusterPolicyConfiguration q;
+  q.set_queue("q");
+  q.set_router_policy("weighted-random");
+  q.set_amrm_policy("home-only");
+  ASSERT_TRUE(store_->SetPolicyConfiguration(q).ok());
+  v1::SubClusterPolicyConfiguration stale = Policy("q");  // what a GPG read
+  v1::SubClusterPolicyConfiguration op = stale;
+  (*op.mutable_operator_router_weights())["sc1"] = 7;
+  ASSERT_TRUE(store_->SetPolicyConfiguration(op).ok());
+  (*stale.mutable_router_weights())["sc1"] = 0.75;
+  EXPECT_TRUE(absl::IsAborted(store_->SetPolicyConfiguration(stale)));
+  EXPECT_EQ(Policy("q").operator_router_weights().at("sc1"), 7);
+}
+
 TEST_F(GpgTest, RemovesHomesOfAppsThatEndedLongerAgoThanTheRetention) {
   Register(Member("sc1", 4000));
   for (const char* app : {"application_1_0001", "application_1_0002", "application_1_0003",

@@ -132,6 +132,20 @@ absl::Status ValidatePolicyConfiguration(const v1::SubClusterPolicyConfiguration
   if (absl::Status s = ValidateWeights(config.amrm_weights(), "amrm_weights", what); !s.ok()) {
     return s;
   }
+  if (absl::Status s =
+          ValidateWeights(config.operator_router_weights(), "operator_router_weights", what);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          ValidateWeights(config.operator_amrm_weights(), "operator_amrm_weights", what);
+      !s.ok()) {
+    return s;
+  }
+  if (config.generation() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": generation ", config.generation(), " is negative"));
+  }
   const double alpha = config.headroom_alpha();
   if (!std::isfinite(alpha) || alpha < 0 || alpha > 1) {
     return absl::InvalidArgumentError(

@@ -101,7 +101,10 @@ class FederationStateStore {
   virtual absl::Status DeleteReservationHomeSubCluster(absl::string_view reservation_id) = 0;
 
   // --- Policies (YARN's FederationPolicyStore) -----------------------------------------
-  // Adds or replaces the queue's configuration. InvalidArgument as ValidatePolicyConfiguration().
+  // Adds or replaces the queue's configuration; the store sets its generation (1 when added,
+  // one more per write). With config.generation() > 0, only over that generation: Aborted,
+  // changing nothing, when the store holds another or none (a read-modify-write such as the
+  // GPG's loses to a writer in between). InvalidArgument as ValidatePolicyConfiguration().
   virtual absl::Status SetPolicyConfiguration(
       const v1::SubClusterPolicyConfiguration& config) = 0;
   // The queue's own configuration; NotFound when it has none (callers then use "*").

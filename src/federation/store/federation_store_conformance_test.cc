@@ -148,6 +148,13 @@ v1::SubClusterPolicyConfiguration Policy(const std::string& queue, double sc1_we
   return c;
 }
 
+// `config` as a store holds it at `generation`.
+v1::SubClusterPolicyConfiguration Stored(v1::SubClusterPolicyConfiguration config,
+                                         int64_t generation = 1) {
+  config.set_generation(generation);
+  return config;
+}
+
 v1::RouterMasterKey MasterKey(int32_t id) {
   v1::RouterMasterKey k;
   k.set_key_id(id);
@@ -539,10 +546,11 @@ TYPED_TEST(FederationStoreTest, PoliciesSetReplaceGetAndList) {
   const v1::SubClusterPolicyConfiguration replaced = Policy("root.a", 3.5);
   ASSERT_OK(this->store_->SetPolicyConfiguration(replaced));
 
-  EXPECT_THAT(Value(this->store_->GetPolicyConfiguration("root.a")), EqualsProto(replaced));
-  EXPECT_THAT(
-      Value(this->store_->GetPoliciesConfigurations()),
-      ElementsAre(EqualsProto(Policy("*")), EqualsProto(replaced), EqualsProto(Policy("root.b"))));
+  EXPECT_THAT(Value(this->store_->GetPolicyConfiguration("root.a")),
+              EqualsProto(Stored(replaced, 2)));
+  EXPECT_THAT(Value(this->store_->GetPoliciesConfigurations()),
+              ElementsAre(EqualsProto(Stored(Policy("*"))), EqualsProto(Stored(replaced, 2)),
+                          EqualsProto(Stored(Policy("root.b")))));
   absl::Status none = this->store_->GetPolicyConfiguration("root.c").status();
   EXPECT_TRUE(absl::IsNotFound(none)) << none;
   EXPECT_THAT(none.message(), HasSubstr("root.c"));
@@ -572,7 +580,38 @@ TYPED_TEST(FederationStoreTest, InvalidPoliciesAreRefusedAndChangeNothing) {
     EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
     EXPECT_THAT(s.message(), HasSubstr(field));
   }
-  EXPECT_THAT(Value(this->store_->GetPoliciesConfigurations()), ElementsAre(EqualsProto(good)));
+  EXPECT_THAT(Value(this->store_->GetPoliciesConfigurations()),
+              ElementsAre(EqualsProto(Stored(good))));
+}
+
+// Conditional policy writes (issue 27): a read-modify-write names the generation it read.
+TYPED_TEST(FederationStoreTest, PolicyWritesOverAGenerationAreCompareAndSet) {
+  ASSERT_OK(this->store_->SetPolicyConfiguration(Policy("root.a")));
+  v1::SubClusterPolicyConfiguration read = Value(this->store_->GetPolicyConfiguration("root.a"));
+  ASSERT_EQ(read.generation(), 1);
+  // An operator writes in between; the GPG's write over what it read loses and changes nothing.
+  v1::SubClusterPolicyConfiguration op = read;
+  (*op.mutable_operator_router_weights())["sc1"] = 5;
+  ASSERT_OK(this->store_->SetPolicyConfiguration(op));
+  v1::SubClusterPolicyConfiguration gpg = read;
+  (*gpg.mutable_router_weights())["sc2"] = 0.75;
+  absl::Status lost = this->store_->SetPolicyConfiguration(gpg);
+  EXPECT_TRUE(absl::IsAborted(lost)) << lost;
+  EXPECT_THAT(lost.message(), HasSubstr("generation 2"));
+  EXPECT_THAT(Value(this->store_->GetPolicyConfiguration("root.a")), EqualsProto(Stored(op, 2)));
+  // Over a queue with none: Aborted too. Generation 0 writes unconditionally.
+  v1::SubClusterPolicyConfiguration ghost = Policy("root.ghost");
+  ghost.set_generation(3);
+  EXPECT_TRUE(absl::IsAborted(this->store_->SetPolicyConfiguration(ghost)));
+  EXPECT_TRUE(absl::IsNotFound(this->store_->GetPolicyConfiguration("root.ghost").status()));
+  v1::SubClusterPolicyConfiguration negative = Policy("root.a");
+  negative.set_generation(-1);
+  EXPECT_TRUE(absl::IsInvalidArgument(this->store_->SetPolicyConfiguration(negative)));
+  (*negative.mutable_operator_amrm_weights())["sc1"] = -1;
+  negative.set_generation(0);
+  EXPECT_TRUE(absl::IsInvalidArgument(this->store_->SetPolicyConfiguration(negative)));
+  ASSERT_OK(this->store_->SetPolicyConfiguration(Policy("root.a", 2)));
+  EXPECT_EQ(Value(this->store_->GetPolicyConfiguration("root.a")).generation(), 3);
 }
 
 TYPED_TEST(FederationStoreTest, MasterKeys) {
@@ -674,7 +713,8 @@ TYPED_TEST(FederationStoreTest, IdsWithEveryAllowedCharacterRoundTrip) {
   EXPECT_EQ(Value(this->store_->GetApplicationHomeSubCluster(app)).application_id(), app);
   const std::string queue = "root.é/ q";  // Queues may hold any printable bytes.
   ASSERT_OK(this->store_->SetPolicyConfiguration(Policy(queue)));
-  EXPECT_THAT(Value(this->store_->GetPolicyConfiguration(queue)), EqualsProto(Policy(queue)));
+  EXPECT_THAT(Value(this->store_->GetPolicyConfiguration(queue)),
+              EqualsProto(Stored(Policy(queue))));
 }
 
 // --- SQLite -----------------------------------------------------------------------------------
@@ -696,7 +736,7 @@ TEST(SqliteFederationStoreTest, StateSurvivesReopening) {
   EXPECT_THAT(Value(store->GetSubCluster("sc1")), EqualsProto(SubCluster("sc1")));
   EXPECT_THAT(Value(store->GetApplicationHomeSubCluster("app_1")),
               EqualsProto(AppHome("app_1", "sc1")));
-  EXPECT_THAT(Value(store->GetPolicyConfiguration("*")), EqualsProto(Policy("*")));
+  EXPECT_THAT(Value(store->GetPolicyConfiguration("*")), EqualsProto(Stored(Policy("*"))));
   EXPECT_THAT(Value(store->GetToken(5)), EqualsProto(Token(5)));
 }
 

@@ -387,8 +387,40 @@ absl::Status RecordFederationStore::SetPolicyConfiguration(
   if (absl::Status s = ValidatePolicyConfiguration(config); !s.ok()) {
     return In("setting a policy configuration", s);
   }
-  return In(absl::StrCat("setting the policy configuration of queue ", Quoted(config.queue())),
-            PutRecord(Table::kPolicies, {config.queue(), "", SerializeRecord(config)}));
+  const std::string what =
+      absl::StrCat("setting the policy configuration of queue ", Quoted(config.queue()));
+  // Over the stored generation (any, with 0), and one more than it.
+  auto next_of = [&](absl::string_view old_record) -> absl::StatusOr<Row> {
+    absl::StatusOr<v1::SubClusterPolicyConfiguration> stored =
+        Parse<v1::SubClusterPolicyConfiguration>(old_record);
+    if (!stored.ok()) return stored.status();
+    if (config.generation() > 0 && stored->generation() != config.generation()) {
+      return absl::AbortedError(absl::StrCat("it is at generation ", stored->generation(),
+                                             ", not at generation ", config.generation(),
+                                             " as read: another writer changed it first; read "
+                                             "it again"));
+    }
+    v1::SubClusterPolicyConfiguration next = config;
+    next.set_generation(stored->generation() + 1);
+    return Row{config.queue(), "", SerializeRecord(next)};
+  };
+  // A row that appears between a failed modify and the insert: modify again (bounded).
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    absl::StatusOr<bool> found = ModifyRecord(Table::kPolicies, config.queue(), next_of);
+    if (!found.ok()) return In(what, found.status());
+    if (*found) return absl::OkStatus();
+    if (config.generation() > 0) {
+      return In(what, absl::AbortedError(absl::StrCat("it has none, not generation ",
+                                                       config.generation(), " as read")));
+    }
+    v1::SubClusterPolicyConfiguration first = config;
+    first.set_generation(1);
+    absl::StatusOr<InsertResult> inserted =
+        InsertRecord(Table::kPolicies, {config.queue(), "", SerializeRecord(first)});
+    if (!inserted.ok()) return In(what, inserted.status());
+    if (inserted->inserted) return absl::OkStatus();
+  }
+  return In(what, absl::AbortedError("it keeps changing under this write"));
 }
 
 absl::StatusOr<v1::SubClusterPolicyConfiguration> RecordFederationStore::GetPolicyConfiguration(
