@@ -80,4 +80,18 @@ listed=$("$weft" app list 2>&1 | grep -c "$app")
 [[ "$listed" -eq 1 ]] && ok "weft app list through the router lists it once" || bad "listed $listed times"
 "$weft" federation homes --federation-store "$store" | grep -q "$app" &&
   ok "its home is in the federation store" || bad "no home for $app"
+
+# The operator's hands: a queue's own policy set and deleted; an unknown sub-cluster refused.
+fed() { "$weft" federation "$@" --federation-store "$store"; }
+if fed policy set --queue root.tmp --router-policy priority --router-weights sc1=5,sc2=1 \
+    >"$tmp/pset.out" 2>&1 && fed policy show | grep -q "root.tmp" &&
+  fed policy delete --queue root.tmp >"$tmp/pdel.out" 2>&1 && ! fed policy show | grep -q "root.tmp"
+then ok "policy set and deleted: $(cat "$tmp/pdel.out")"
+else bad "policy set/delete: $(cat "$tmp/pset.out" "$tmp/pdel.out" 2>/dev/null)"; fi
+fed policy delete --queue root.tmp >"$tmp/pdel2.out" 2>&1 &&
+  bad "deleting root.tmp twice succeeded" ||
+  ok "deleting it again refused: $(head -1 "$tmp/pdel2.out")"
+fed deregister sc9 >"$tmp/dereg.out" 2>&1 && bad "deregistered an unknown sub-cluster" ||
+  { grep -q "sc9" "$tmp/dereg.out" && ok "deregister sc9 refused: $(head -1 "$tmp/dereg.out")" ||
+    bad "deregister sc9: $(cat "$tmp/dereg.out")"; }
 exit $fail

@@ -120,6 +120,10 @@ class WatchedStore final : public ForwardingStore {
     ++writes;
     return inner_->SetPolicyConfiguration(c);
   }
+  absl::Status DeletePolicyConfiguration(absl::string_view q) override {
+    ++writes;
+    return inner_->DeletePolicyConfiguration(q);
+  }
   std::function<void(const v1::ApplicationHomeSubCluster&)> on_add;
   std::atomic<int> writes{0};
 };

@@ -35,6 +35,8 @@ struct FederationFlags {
   double headroom_alpha = -1;  // -1: keep (or 0 for a new queue)
   std::string resubmit;        // "", "true" or "false"
   std::string home_filter;
+  std::string sub_cluster;  // subcluster deregister
+  std::string state = "SC_UNREGISTERED";
 };
 
 absl::StatusOr<std::unique_ptr<federation::FederationStateStore>> Open(const FederationFlags& f) {
@@ -202,6 +204,35 @@ int SetPolicy(const FederationFlags& f) {
   return 0;
 }
 
+int DeletePolicy(const FederationFlags& f) {
+  auto store = Open(f);
+  if (!store.ok()) return PrintError(store.status().message());
+  if (absl::Status s = (*store)->DeletePolicyConfiguration(f.queue); !s.ok())
+    return PrintError(s.message());
+  std::cout << EscapeForTerminal(absl::StrCat("queue ", f.queue, ": its own policies deleted",
+                                              f.queue == "*" ? "" : " (it follows \"*\" now)"))
+            << "\n";
+  return 0;
+}
+
+// Takes a sub-cluster out of the federation by hand (YARN's deregisterSubCluster): no new homes
+// or secondary asks go there. Its RM's next heartbeat would make it RUNNING again, so this is for
+// a sub-cluster whose RM is gone or about to be stopped.
+int DeregisterSubCluster(const FederationFlags& f) {
+  v1::SubClusterState state;
+  if (!v1::SubClusterState_Parse(f.state, &state) ||
+      (state != v1::SC_UNREGISTERED && state != v1::SC_DECOMMISSIONED && state != v1::SC_LOST))
+    return PrintError(absl::StrCat("--state '", f.state,
+                                   "': one of SC_UNREGISTERED, SC_DECOMMISSIONED, SC_LOST"));
+  auto store = Open(f);
+  if (!store.ok()) return PrintError(store.status().message());
+  if (absl::Status s = (*store)->DeregisterSubCluster(f.sub_cluster, state); !s.ok())
+    return PrintError(s.message());
+  std::cout << EscapeForTerminal(absl::StrCat("sub-cluster ", f.sub_cluster, ": ", f.state))
+            << "\n";
+  return 0;
+}
+
 }  // namespace
 
 void AddFederationCommand(CLI::App& app, int* exit_code) {
@@ -222,6 +253,13 @@ void AddFederationCommand(CLI::App& app, int* exit_code) {
                           "silent longer than this: not usable")
       ->capture_default_str();
   subclusters->callback([f, exit_code] { *exit_code = ListSubClusters(*f); });
+  CLI::App* deregister = cmd->add_subcommand(
+      "deregister", "Mark a sub-cluster UNREGISTERED (or --state): no new homes go there");
+  store_flag(deregister);
+  deregister->add_option("sub-cluster", f->sub_cluster, "the sub-cluster id")->required();
+  deregister->add_option("--state", f->state, "SC_UNREGISTERED, SC_DECOMMISSIONED or SC_LOST")
+      ->capture_default_str();
+  deregister->callback([f, exit_code] { *exit_code = DeregisterSubCluster(*f); });
 
   CLI::App* homes = cmd->add_subcommand("homes", "List applications and their home sub-cluster");
   store_flag(homes);
@@ -252,6 +290,10 @@ void AddFederationCommand(CLI::App& app, int* exit_code) {
                   "resubmit apps of a LOST home sub-cluster elsewhere: true or false")
       ->check(CLI::IsMember({"true", "false"}));
   set->callback([f, exit_code] { *exit_code = SetPolicy(*f); });
+  CLI::App* del = policy->add_subcommand("delete", "Delete a queue's own policies");
+  store_flag(del);
+  del->add_option("--queue", f->queue, "the queue, or *")->required();
+  del->callback([f, exit_code] { *exit_code = DeletePolicy(*f); });
 }
 
 }  // namespace weft::cli

@@ -76,6 +76,10 @@ class CountingStore final : public ForwardingStore {
     ++writes;
     return inner_->SetPolicyConfiguration(c);
   }
+  absl::Status DeletePolicyConfiguration(absl::string_view q) override {
+    ++writes;
+    return inner_->DeletePolicyConfiguration(q);
+  }
   std::atomic<int> writes{0};
 };
 

@@ -113,6 +113,9 @@ class FederationStateStore {
   // Every queue's, ordered by queue.
   virtual absl::StatusOr<std::vector<v1::SubClusterPolicyConfiguration>>
   GetPoliciesConfigurations() = 0;
+  // Removes the queue's own configuration (its apps then follow "*"); NotFound when it has
+  // none.
+  virtual absl::Status DeletePolicyConfiguration(absl::string_view queue) = 0;
 
   // --- Router delegation-token state (YARN's RouterRMDTSecretManager store) -------------
   virtual absl::Status StoreMasterKey(const v1::RouterMasterKey& key) = 0;  // AlreadyExists

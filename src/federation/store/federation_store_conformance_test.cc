@@ -554,6 +554,15 @@ TYPED_TEST(FederationStoreTest, PoliciesSetReplaceGetAndList) {
   absl::Status none = this->store_->GetPolicyConfiguration("root.c").status();
   EXPECT_TRUE(absl::IsNotFound(none)) << none;
   EXPECT_THAT(none.message(), HasSubstr("root.c"));
+
+  ASSERT_OK(this->store_->DeletePolicyConfiguration("root.a"));
+  EXPECT_TRUE(absl::IsNotFound(this->store_->GetPolicyConfiguration("root.a").status()));
+  absl::Status twice = this->store_->DeletePolicyConfiguration("root.a");
+  EXPECT_TRUE(absl::IsNotFound(twice)) << twice;
+  EXPECT_THAT(twice.message(), HasSubstr("root.a"));
+  EXPECT_TRUE(absl::IsInvalidArgument(this->store_->DeletePolicyConfiguration("")));
+  EXPECT_THAT(Value(this->store_->GetPoliciesConfigurations()),
+              ElementsAre(EqualsProto(Stored(Policy("*"))), EqualsProto(Stored(Policy("root.b")))));
 }
 
 TYPED_TEST(FederationStoreTest, InvalidPoliciesAreRefusedAndChangeNothing) {

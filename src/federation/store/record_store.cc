@@ -437,6 +437,16 @@ absl::StatusOr<v1::SubClusterPolicyConfiguration> RecordFederationStore::GetPoli
   return config;
 }
 
+absl::Status RecordFederationStore::DeletePolicyConfiguration(absl::string_view queue) {
+  const std::string what =
+      absl::StrCat("deleting the policy configuration of queue ", Quoted(queue));
+  if (queue.empty()) return Invalid(what, "queue is empty");
+  absl::StatusOr<bool> found = DeleteRecord(Table::kPolicies, queue);
+  if (!found.ok()) return In(what, found.status());
+  if (!*found) return absl::NotFoundError(absl::StrCat(what, ": it has none"));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<v1::SubClusterPolicyConfiguration>>
 RecordFederationStore::GetPoliciesConfigurations() {
   absl::StatusOr<std::vector<std::string>> records = ListRecords(Table::kPolicies, "");

@@ -79,6 +79,7 @@ class RecordFederationStore : public FederationStateStore {
   absl::StatusOr<v1::SubClusterPolicyConfiguration> GetPolicyConfiguration(
       absl::string_view queue) final;
   absl::StatusOr<std::vector<v1::SubClusterPolicyConfiguration>> GetPoliciesConfigurations() final;
+  absl::Status DeletePolicyConfiguration(absl::string_view queue) final;
 
   absl::Status StoreMasterKey(const v1::RouterMasterKey& key) final;
   absl::Status RemoveMasterKey(int32_t key_id) final;

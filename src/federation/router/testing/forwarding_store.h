@@ -79,6 +79,9 @@ class ForwardingStore : public FederationStateStore {
       override {
     return inner_->GetPoliciesConfigurations();
   }
+  absl::Status DeletePolicyConfiguration(absl::string_view q) override {
+    return inner_->DeletePolicyConfiguration(q);
+  }
   absl::Status StoreMasterKey(const v1::RouterMasterKey& k) override {
     return inner_->StoreMasterKey(k);
   }
