@@ -88,45 +88,6 @@ class FakeNm final : public v1::ContainerService::Service {
   int port_ = 0;
 };
 
-// The store as the routers see it: calls `on_add` with each new app -> home mapping before
-// storing it, and counts the routers' writes of app homes and policies (the sub-clusters'
-// heartbeats go to the inner store directly).
-class WatchedStore final : public ForwardingStore {
- public:
-  using ForwardingStore::ForwardingStore;
-  absl::StatusOr<std::string> AddApplicationHomeSubCluster(
-      const v1::ApplicationHomeSubCluster& home) override {
-    ++writes;
-    if (on_add) on_add(home);
-    return inner_->AddApplicationHomeSubCluster(home);
-  }
-  absl::Status UpdateApplicationHomeSubCluster(const v1::ApplicationHomeSubCluster& h) override {
-    ++writes;
-    return inner_->UpdateApplicationHomeSubCluster(h);
-  }
-  absl::Status DeleteApplicationHomeSubCluster(absl::string_view id) override {
-    ++writes;
-    return inner_->DeleteApplicationHomeSubCluster(id);
-  }
-  absl::Status RegisterSubCluster(const v1::SubClusterInfo& i) override {
-    ++writes;
-    return inner_->RegisterSubCluster(i);
-  }
-  absl::Status DeregisterSubCluster(absl::string_view id, v1::SubClusterState s) override {
-    ++writes;
-    return inner_->DeregisterSubCluster(id, s);
-  }
-  absl::Status SetPolicyConfiguration(const v1::SubClusterPolicyConfiguration& c) override {
-    ++writes;
-    return inner_->SetPolicyConfiguration(c);
-  }
-  absl::Status DeletePolicyConfiguration(absl::string_view q) override {
-    ++writes;
-    return inner_->DeletePolicyConfiguration(q);
-  }
-  std::function<void(const v1::ApplicationHomeSubCluster&)> on_add;
-  std::atomic<int> writes{0};
-};
 
 // One sub-cluster: an RM, its NM, its membership heartbeat.
 struct SubCluster {
@@ -145,7 +106,7 @@ class FederationRouterTest : public ::testing::Test {
     auto store = OpenFederationStore("memory:");
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
-    watched_ = std::make_unique<WatchedStore>(store_.get());
+    watched_ = std::make_unique<CountingStore>(store_.get());
     for (int i = 1; i <= 3; ++i) StartSubCluster(absl::StrCat("sc", i), i);
     router_ = StartRouter("r1");
   }
@@ -262,7 +223,8 @@ class FederationRouterTest : public ::testing::Test {
 
   std::unique_ptr<security::TestMunged> munged_;
   std::unique_ptr<FederationStateStore> store_;
-  std::unique_ptr<WatchedStore> watched_;  // what the routers use, over store_
+  // What the routers use, over store_ (the sub-clusters' heartbeats go to store_ directly).
+  std::unique_ptr<CountingStore> watched_;
   std::vector<SubCluster> scs_;
   std::unique_ptr<RouterServer> router_;
   std::unique_ptr<RouterWebServer> web_;

@@ -19,13 +19,14 @@ std::string Octal(mode_t mode) { return absl::StrFormat("%04o", mode & 07777); }
 
 absl::Status ErrnoStatus(int err, absl::string_view what) {
   const absl::StatusCode code = err == EACCES || err == EPERM ? absl::StatusCode::kPermissionDenied
-                                : err == ENOENT               ? absl::StatusCode::kNotFound
-                                                              : absl::StatusCode::kInternal;
+                                : err == ENOENT || err == ENOTDIR ? absl::StatusCode::kNotFound
+                                                                  : absl::StatusCode::kInternal;
   return absl::Status(code, absl::StrCat(what, ": ", std::strerror(err)));
 }
 
-// Missing parents of `dir` (and `dir`) are made 0700 (the umask may narrow, never widen).
-absl::Status MakeDirectories(const std::string& dir) {
+}  // namespace
+
+absl::Status MakePrivateDirectories(const std::string& dir) {
   std::filesystem::path prefix;
   for (const std::filesystem::path& part : std::filesystem::path(dir)) {
     prefix /= part;
@@ -37,8 +38,6 @@ absl::Status MakeDirectories(const std::string& dir) {
   }
   return absl::OkStatus();
 }
-
-}  // namespace
 
 mode_t SetDaemonUmask() { return ::umask(077); }
 
@@ -54,7 +53,7 @@ absl::Status EnsurePrivateDirectory(const std::string& dir, absl::string_view wh
   struct stat st;
   if (::lstat(dir.c_str(), &st) != 0) {
     if (errno != ENOENT) return ErrnoStatus(errno, absl::StrCat(what, " '", dir, "'"));
-    if (absl::Status s = MakeDirectories(dir); !s.ok()) {
+    if (absl::Status s = MakePrivateDirectories(dir); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
     }
     if (::chmod(dir.c_str(), create_mode) != 0) {
@@ -83,13 +82,11 @@ absl::Status EnsurePrivateDirectory(const std::string& dir, absl::string_view wh
   return absl::OkStatus();
 }
 
-absl::Status EnsurePrivateFile(const std::string& file, absl::string_view what) {
-  std::filesystem::path parent = std::filesystem::path(file).parent_path();
-  if (parent.empty()) parent = ".";
-  if (absl::Status s = EnsurePrivateDirectory(parent.string(), absl::StrCat(what, " directory"));
-      !s.ok()) {
-    return s;
-  }
+namespace {
+
+// Narrows `file` (in a directory already checked) to 0600, or creates it so when `create`;
+// a missing file is fine without `create`.
+absl::Status MakeFilePrivate(const std::string& file, absl::string_view what, bool create) {
   // By path, never through a descriptor of an existing file: closing any descriptor of a file
   // drops every POSIX lock this process holds on it, which would break the locking of an
   // SQLite connection that has it open in this process.
@@ -116,6 +113,7 @@ absl::Status EnsurePrivateFile(const std::string& file, absl::string_view what) 
       return absl::OkStatus();
     }
     if (errno != ENOENT) return ErrnoStatus(errno, absl::StrCat(what, " '", file, "'"));
+    if (!create) return absl::OkStatus();
     const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {
       ::close(fd);  // a new file: no lock of anyone's on it yet
@@ -128,13 +126,23 @@ absl::Status EnsurePrivateFile(const std::string& file, absl::string_view what) 
   return absl::InternalError(absl::StrCat(what, " '", file, "' keeps appearing and vanishing"));
 }
 
+}  // namespace
+
+absl::Status EnsurePrivateFile(const std::string& file, absl::string_view what) {
+  std::filesystem::path parent = std::filesystem::path(file).parent_path();
+  if (parent.empty()) parent = ".";
+  if (absl::Status s = EnsurePrivateDirectory(parent.string(), absl::StrCat(what, " directory"));
+      !s.ok()) {
+    return s;
+  }
+  return MakeFilePrivate(file, what, /*create=*/true);
+}
+
 absl::Status EnsurePrivateSqliteFile(const std::string& file, absl::string_view what) {
   if (absl::Status s = EnsurePrivateFile(file, what); !s.ok()) return s;
+  // SQLite makes a missing one with the database file's mode.
   for (const char* suffix : {"-wal", "-shm", "-journal"}) {
-    const std::string side = file + suffix;
-    struct stat st;
-    if (::lstat(side.c_str(), &st) != 0) continue;  // not there: SQLite makes it as `file`
-    if (absl::Status s = EnsurePrivateFile(side, what); !s.ok()) return s;
+    if (absl::Status s = MakeFilePrivate(file + suffix, what, /*create=*/false); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

@@ -26,6 +26,10 @@ mode_t SetDaemonUmask();
 // Whether `mode` (st_mode) lets group or others read or write a directory.
 bool DirectoryModeIsOpen(mode_t mode);
 
+// Creates `dir` and its missing parents, each mode 0700 (the umask may narrow, never widen);
+// existing ones are left as they are. The error names the directory that could not be made.
+absl::Status MakePrivateDirectories(const std::string& dir);
+
 // Creates `dir` (and missing parents) if it does not exist: the parents 0700, `dir` itself
 // `create_mode` (0700, or 0711 for a data directory that holds NodeManager work roots, whatever
 // the umask). An existing `dir`

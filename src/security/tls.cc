@@ -28,6 +28,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/private_files.h"
 
 namespace weft::security {
 namespace {
@@ -114,14 +115,7 @@ bool PathExists(const std::string& path) {
 // Creates `dir` and its missing parents; directories made here get mode 0700.
 absl::Status EnsureDirectory(const std::string& dir) {
   if (dir.empty()) return absl::InvalidArgumentError("empty directory path");
-  std::filesystem::path prefix;
-  for (const std::filesystem::path& part : std::filesystem::path(dir)) {
-    prefix /= part;
-    const std::string p = prefix.string();
-    if (p.empty() || p == "/") continue;
-    if (mkdir(p.c_str(), 0700) != 0 && errno != EEXIST)
-      return ErrnoStatus(errno, absl::StrCat("cannot create directory ", p));
-  }
+  if (absl::Status s = MakePrivateDirectories(dir); !s.ok()) return s;
   struct stat st;
   if (stat(dir.c_str(), &st) != 0)
     return ErrnoStatus(errno, absl::StrCat("cannot create directory ", dir));

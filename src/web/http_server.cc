@@ -192,6 +192,8 @@ class HttpServer::Impl {
   void UpdateInterest(Connection& c);
   void Close(Connection& c);
   void EraseClosed();
+  // Drops a connection's record and its counts (its socket is closed already).
+  void Forget(uint64_t id);
   void BeginStop();
   void Expire(Clock::time_point now);
   int NextTimeoutMs(Clock::time_point now) const;
@@ -408,10 +410,7 @@ bool HttpServer::Impl::EvictOldestUnfinished(const std::string* client) {
   if (oldest == nullptr) return false;
   // Gone at once (not at the end of the round): the accept that follows counts without it.
   close(oldest->fd);
-  auto from_client = per_client_.find(oldest->client);
-  if (from_client != per_client_.end() && --from_client->second <= 0) per_client_.erase(from_client);
-  connections_.erase(oldest->id);
-  open_.fetch_sub(1);
+  Forget(oldest->id);
   return true;
 }
 
@@ -601,15 +600,17 @@ void HttpServer::Impl::Close(Connection& c) {
 }
 
 void HttpServer::Impl::EraseClosed() {
-  for (uint64_t id : closed_) {
-    auto it = connections_.find(id);
-    if (it == connections_.end()) continue;
-    auto client = per_client_.find(it->second->client);
-    if (client != per_client_.end() && --client->second <= 0) per_client_.erase(client);
-    connections_.erase(it);
-    open_.fetch_sub(1);
-  }
+  for (uint64_t id : closed_) Forget(id);
   closed_.clear();
+}
+
+void HttpServer::Impl::Forget(uint64_t id) {
+  auto it = connections_.find(id);
+  if (it == connections_.end()) return;
+  auto client = per_client_.find(it->second->client);
+  if (client != per_client_.end() && --client->second <= 0) per_client_.erase(client);
+  connections_.erase(it);
+  open_.fetch_sub(1);
 }
 
 void HttpServer::Impl::BeginStop() {

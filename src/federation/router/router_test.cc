@@ -30,58 +30,6 @@ int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
 using FakeRm = testing_util::FakeSubClusterRm;
 
-// The store as a router sees it, counting every write that reaches it.
-class CountingStore final : public ForwardingStore {
- public:
-  using ForwardingStore::ForwardingStore;
-  absl::Status RegisterSubCluster(const v1::SubClusterInfo& i) override {
-    ++writes;
-    return inner_->RegisterSubCluster(i);
-  }
-  absl::Status DeregisterSubCluster(absl::string_view id, v1::SubClusterState s) override {
-    ++writes;
-    return inner_->DeregisterSubCluster(id, s);
-  }
-  absl::Status SubClusterHeartbeat(const v1::SubClusterInfo& l) override {
-    ++writes;
-    return inner_->SubClusterHeartbeat(l);
-  }
-  absl::StatusOr<std::string> AddApplicationHomeSubCluster(
-      const v1::ApplicationHomeSubCluster& h) override {
-    ++writes;
-    return inner_->AddApplicationHomeSubCluster(h);
-  }
-  absl::Status UpdateApplicationHomeSubCluster(const v1::ApplicationHomeSubCluster& h) override {
-    ++writes;
-    return inner_->UpdateApplicationHomeSubCluster(h);
-  }
-  absl::Status DeleteApplicationHomeSubCluster(absl::string_view id) override {
-    ++writes;
-    return inner_->DeleteApplicationHomeSubCluster(id);
-  }
-  absl::StatusOr<std::string> AddReservationHomeSubCluster(
-      const v1::ReservationHomeSubCluster& h) override {
-    ++writes;
-    return inner_->AddReservationHomeSubCluster(h);
-  }
-  absl::Status UpdateReservationHomeSubCluster(const v1::ReservationHomeSubCluster& h) override {
-    ++writes;
-    return inner_->UpdateReservationHomeSubCluster(h);
-  }
-  absl::Status DeleteReservationHomeSubCluster(absl::string_view id) override {
-    ++writes;
-    return inner_->DeleteReservationHomeSubCluster(id);
-  }
-  absl::Status SetPolicyConfiguration(const v1::SubClusterPolicyConfiguration& c) override {
-    ++writes;
-    return inner_->SetPolicyConfiguration(c);
-  }
-  absl::Status DeletePolicyConfiguration(absl::string_view q) override {
-    ++writes;
-    return inner_->DeletePolicyConfiguration(q);
-  }
-  std::atomic<int> writes{0};
-};
 
 class RouterTest : public ::testing::Test {
  protected:

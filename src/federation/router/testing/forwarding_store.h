@@ -4,6 +4,8 @@
 #ifndef WEFT_FEDERATION_ROUTER_TESTING_FORWARDING_STORE_H_
 #define WEFT_FEDERATION_ROUTER_TESTING_FORWARDING_STORE_H_
 
+#include <atomic>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -98,6 +100,64 @@ class ForwardingStore : public FederationStateStore {
 
  protected:
   FederationStateStore* inner_;
+};
+
+// Counts every write of membership, homes and policies that reaches the store (tokens and
+// master keys are the router's own bookkeeping) and calls `on_add`, if set, with each new app
+// -> home mapping before storing it. For tests that show a call writes nothing, or watch what
+// the routers record.
+class CountingStore : public ForwardingStore {
+ public:
+  using ForwardingStore::ForwardingStore;
+  absl::Status RegisterSubCluster(const v1::SubClusterInfo& i) override {
+    ++writes;
+    return inner_->RegisterSubCluster(i);
+  }
+  absl::Status DeregisterSubCluster(absl::string_view id, v1::SubClusterState s) override {
+    ++writes;
+    return inner_->DeregisterSubCluster(id, s);
+  }
+  absl::Status SubClusterHeartbeat(const v1::SubClusterInfo& l) override {
+    ++writes;
+    return inner_->SubClusterHeartbeat(l);
+  }
+  absl::StatusOr<std::string> AddApplicationHomeSubCluster(
+      const v1::ApplicationHomeSubCluster& h) override {
+    ++writes;
+    if (on_add) on_add(h);
+    return inner_->AddApplicationHomeSubCluster(h);
+  }
+  absl::Status UpdateApplicationHomeSubCluster(const v1::ApplicationHomeSubCluster& h) override {
+    ++writes;
+    return inner_->UpdateApplicationHomeSubCluster(h);
+  }
+  absl::Status DeleteApplicationHomeSubCluster(absl::string_view id) override {
+    ++writes;
+    return inner_->DeleteApplicationHomeSubCluster(id);
+  }
+  absl::StatusOr<std::string> AddReservationHomeSubCluster(
+      const v1::ReservationHomeSubCluster& h) override {
+    ++writes;
+    return inner_->AddReservationHomeSubCluster(h);
+  }
+  absl::Status UpdateReservationHomeSubCluster(const v1::ReservationHomeSubCluster& h) override {
+    ++writes;
+    return inner_->UpdateReservationHomeSubCluster(h);
+  }
+  absl::Status DeleteReservationHomeSubCluster(absl::string_view id) override {
+    ++writes;
+    return inner_->DeleteReservationHomeSubCluster(id);
+  }
+  absl::Status SetPolicyConfiguration(const v1::SubClusterPolicyConfiguration& c) override {
+    ++writes;
+    return inner_->SetPolicyConfiguration(c);
+  }
+  absl::Status DeletePolicyConfiguration(absl::string_view q) override {
+    ++writes;
+    return inner_->DeletePolicyConfiguration(q);
+  }
+  std::function<void(const v1::ApplicationHomeSubCluster&)> on_add;
+  std::atomic<int> writes{0};
 };
 
 }  // namespace weft::federation
