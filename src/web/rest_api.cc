@@ -363,28 +363,58 @@ std::string RestApi::BaseUrl(const HttpRequest& req) const {
   return absl::StrCat("http://", host_ok ? host : options_.http_address);
 }
 
+namespace {
+
+// The path's parts under /ws/v1/cluster, or the 404 refusing it.
+absl::StatusOr<std::vector<std::string>> RestPathParts(const HttpRequest& req,
+                                                       HttpResponse* refusal) {
+  absl::string_view path = req.path;
+  while (path.size() > 1 && absl::EndsWith(path, "/")) path.remove_suffix(1);
+  if (!absl::ConsumePrefix(&path, "/ws/v1/cluster")) {
+    *refusal = JsonError(404, absl::StrCat("no such resource: ", Quote(req.path),
+                                           " (the REST API is under /ws/v1/cluster)"));
+    return absl::NotFoundError("path");
+  }
+  const bool under_cluster = path.empty() || absl::ConsumePrefix(&path, "/");
+  std::vector<std::string> parts;
+  if (under_cluster && !path.empty()) parts = absl::StrSplit(path, '/');
+  if (!under_cluster || parts.size() > 4) {
+    *refusal = JsonError(404, absl::StrCat("no such resource: ", Quote(req.path)));
+    return absl::NotFoundError("path");
+  }
+  return parts;
+}
+
+bool IsWrite(const HttpRequest& req, const std::vector<std::string>& parts) {
+  return (req.method == "POST" &&
+          ((parts.size() == 2 && parts[0] == "apps" && parts[1] == "new-application") ||
+           (parts.size() == 1 && parts[0] == "apps"))) ||
+         (req.method == "PUT" && parts.size() == 3 && parts[0] == "apps" && parts[2] == "state");
+}
+
+}  // namespace
+
+std::optional<HttpResponse> RestApi::HandleWrite(const HttpRequest& req) const {
+  HttpResponse refusal;
+  absl::StatusOr<std::vector<std::string>> parts = RestPathParts(req, &refusal);
+  if (!parts.ok() || !IsWrite(req, *parts)) return std::nullopt;
+  if (req.body.size() > options_.max_body_bytes)
+    return JsonError(413, absl::StrCat("the request body has ", req.body.size(), " bytes; at most ",
+                                       options_.max_body_bytes, " are accepted"));
+  return Write(req, *parts);
+}
+
 HttpResponse RestApi::Handle(const HttpRequest& req) const {
   if (req.body.size() > options_.max_body_bytes)
     return JsonError(413, absl::StrCat("the request body has ", req.body.size(), " bytes; at most ",
                                        options_.max_body_bytes, " are accepted"));
-  absl::string_view path = req.path;
-  while (path.size() > 1 && absl::EndsWith(path, "/")) path.remove_suffix(1);
-  if (!absl::ConsumePrefix(&path, "/ws/v1/cluster"))
-    return JsonError(404, absl::StrCat("no such resource: ", Quote(req.path),
-                                       " (the REST API is under /ws/v1/cluster)"));
-  if (!path.empty() && !absl::ConsumePrefix(&path, "/"))
-    return JsonError(404, absl::StrCat("no such resource: ", Quote(req.path)));
-  std::vector<std::string> parts;
-  if (!path.empty()) parts = absl::StrSplit(path, '/');
-  if (parts.size() > 4) return JsonError(404, absl::StrCat("no such resource: ", Quote(req.path)));
+  HttpResponse refusal;
+  absl::StatusOr<std::vector<std::string>> path_parts = RestPathParts(req, &refusal);
+  if (!path_parts.ok()) return refusal;
+  const std::vector<std::string>& parts = *path_parts;
 
   // Writes: POST apps/new-application, POST apps, PUT apps/{id}/state.
-  const bool is_write =
-      (req.method == "POST" &&
-       ((parts.size() == 2 && parts[0] == "apps" && parts[1] == "new-application") ||
-        (parts.size() == 1 && parts[0] == "apps"))) ||
-      (req.method == "PUT" && parts.size() == 3 && parts[0] == "apps" && parts[2] == "state");
-  if (is_write) return Write(req, parts);
+  if (IsWrite(req, parts)) return Write(req, parts);
   if (req.method != "GET" && req.method != "HEAD") {
     if (parts.size() == 1 && parts[0] == "apps") return MethodNotAllowed(req, "GET, POST");
     if (parts.size() == 2 && parts[0] == "apps" && parts[1] == "new-application")
@@ -614,9 +644,7 @@ Json RestApi::VisibleAppJson(const ClusterSnapshot& s, const v1::ApplicationRepo
 
 HttpResponse RestApi::Write(const HttpRequest& req, const std::vector<std::string>& parts) const {
   if (!options_.writes_enabled || writer_ == nullptr)
-    return JsonError(403,
-                     "REST writes are disabled on this ResourceManager (enable them with "
-                     "--http-enable-writes and a --secret-file; see docs/web.md)");
+    return JsonError(403, options_.writes_disabled_message);
   HttpResponse refusal;
   absl::StatusOr<rm::Caller> caller = Authenticate(req, &refusal);
   if (!caller.ok()) return refusal;
@@ -626,7 +654,7 @@ HttpResponse RestApi::Write(const HttpRequest& req, const std::vector<std::strin
     return JsonError(415, "only JSON bodies are supported (Content-Type: application/json)");
 
   if (parts.size() == 2) {  // POST apps/new-application
-    auto r = writer_->NewApplication();
+    auto r = writer_->NewApplication(*caller);
     if (!r.ok()) return JsonError(HttpStatusOf(r.status().code()), r.status().message());
     return JsonOk({{"application-id", r->application_id()},
                    {"maximum-resource-capability",

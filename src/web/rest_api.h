@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -24,7 +25,8 @@ namespace weft::web {
 class RmWriter {
  public:
   virtual ~RmWriter() = default;
-  virtual absl::StatusOr<v1::NewApplicationResponse> NewApplication() = 0;
+  // For `caller` (a federation router records the id as issued to its user; an RM ignores it).
+  virtual absl::StatusOr<v1::NewApplicationResponse> NewApplication(const rm::Caller& caller) = 0;
   // As `caller` (its user owns the app).
   virtual absl::Status SubmitApplication(const v1::ApplicationSubmissionContext& context,
                                          const rm::Caller& caller) = 0;
@@ -40,6 +42,10 @@ struct RestApiOptions {
   // this is true AND client_secret is set: an open submission API is how unauthenticated YARN
   // clusters have been taken over to mine cryptocurrency since 2018 (docs/web.md).
   bool writes_enabled = false;
+  // The 403 answer's text while writes are disabled.
+  std::string writes_disabled_message =
+      "REST writes are disabled on this ResourceManager (enable them with --http-enable-writes "
+      "and a --secret-file; see docs/web.md)";
   // Who a write is from, as the RM's ClientService authenticates its callers
   // (rm/client_auth.h): a MUNGE credential in header "X-Weft-Munge-Credential", or the admin
   // secret in "X-Weft-Secret" or "Authorization: Bearer <secret>", acting as "X-Weft-User" (or
@@ -80,6 +86,10 @@ class RestApi {
   RestApi(RestApiOptions options, const SnapshotHolder* snapshots, RmWriter* writer);
 
   HttpResponse Handle(const HttpRequest& request) const;
+  // The answer to `request` when it is one of the writes (POST apps/new-application, POST
+  // apps, PUT apps/{id}/state; authenticated, performed through the writer); nullopt for any
+  // other request. Needs no snapshot: the federation router serves its writes with it.
+  std::optional<HttpResponse> HandleWrite(const HttpRequest& request) const;
 
  private:
   HttpResponse Get(const HttpRequest& request, const ClusterSnapshot& s,

@@ -58,7 +58,7 @@ class RmWebServer::Writer final : public RmWriter {
  public:
   Writer(rm::RmServer* rm, std::shared_ptr<Shared> shared) : rm_(rm), shared_(std::move(shared)) {}
 
-  absl::StatusOr<v1::NewApplicationResponse> NewApplication() override {
+  absl::StatusOr<v1::NewApplicationResponse> NewApplication(const rm::Caller&) override {
     return Run<v1::NewApplicationResponse>(
         [](rm::ResourceManager& rm) { return rm.NewApplication(); });
   }

@@ -85,7 +85,7 @@ class TestCluster {
 class DirectWriter : public RmWriter {
  public:
   explicit DirectWriter(TestCluster* c) : c_(c) {}
-  absl::StatusOr<v1::NewApplicationResponse> NewApplication() override {
+  absl::StatusOr<v1::NewApplicationResponse> NewApplication(const rm::Caller&) override {
     return c_->rm_->NewApplication();
   }
   absl::Status SubmitApplication(const v1::ApplicationSubmissionContext& ctx,

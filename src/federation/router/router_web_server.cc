@@ -2,6 +2,7 @@
 #include "federation/router/router_web_server.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -66,6 +67,36 @@ std::string Age(int64_t now_ms, int64_t then_ms) {
 
 }  // namespace
 
+// REST writes through the router: ids issued by the federation (Router::NewApplication, for
+// the caller's user), submissions homed by the queue's policy, kills at the home. The router
+// called as the authenticated user; the RMs apply their own ACLs.
+class RouterWebServer::Writer final : public web::RmWriter {
+ public:
+  explicit Writer(Router* router) : router_(router) {}
+
+  absl::StatusOr<v1::NewApplicationResponse> NewApplication(const rm::Caller& caller) override {
+    return router_->NewApplication(caller.user);
+  }
+  absl::Status SubmitApplication(const v1::ApplicationSubmissionContext& context,
+                                 const rm::Caller& caller) override {
+    return router_->SubmitApplication(context, caller.user);
+  }
+  absl::StatusOr<v1::ApplicationReport> KillApplication(const std::string& app_id,
+                                                        const std::string& diagnostics,
+                                                        const rm::Caller& caller) override {
+    v1::KillApplicationRequest request;
+    request.set_application_id(app_id);
+    request.set_diagnostics(diagnostics);
+    absl::StatusOr<v1::KillApplicationResponse> killed =
+        router_->KillApplication(request, caller.user);
+    if (!killed.ok()) return killed.status();
+    return router_->GetApplication(app_id, caller.user);
+  }
+
+ private:
+  Router* router_;
+};
+
 absl::StatusOr<std::unique_ptr<RouterWebServer>> RouterWebServer::Start(
     Router* router, RestAuthenticator authenticate, RouterWebOptions options) {
   std::unique_ptr<RouterWebServer> s(new RouterWebServer());
@@ -73,6 +104,15 @@ absl::StatusOr<std::unique_ptr<RouterWebServer>> RouterWebServer::Start(
   s->authenticate_ = std::move(authenticate);
   s->options_ = std::move(options);
   s->started_ms_ = router->NowMs();
+  s->writer_ = std::make_unique<Writer>(router);
+  web::RestApiOptions writes;
+  writes.writes_enabled = s->options_.writes_enabled;
+  writes.writes_disabled_message =
+      "REST writes are disabled on this router (enable them with weft router "
+      "--http-enable-writes; writers authenticate as on the RMs, with MUNGE)";
+  writes.authenticate = s->authenticate_;
+  writes.http_address = absl::StrCat(s->options_.bind_host, ":", s->options_.port);
+  s->writes_ = std::make_unique<web::RestApi>(std::move(writes), nullptr, s->writer_.get());
   web::HttpServerOptions http;
   http.bind_host = s->options_.bind_host;
   http.port = s->options_.port;
@@ -92,8 +132,12 @@ void RouterWebServer::Stop() {
 HttpResponse RouterWebServer::Handle(const HttpRequest& req) const {
   absl::string_view path = req.path;
   while (path.size() > 1 && absl::EndsWith(path, "/")) path.remove_suffix(1);
+  if (std::optional<HttpResponse> written = writes_->HandleWrite(req)) return *std::move(written);
   if (req.method != "GET" && req.method != "HEAD") {
-    HttpResponse r = web::JsonError(405, "the router's web server is read-only (allowed: GET)");
+    HttpResponse r = web::JsonError(
+        405, "the router's web server takes GET, and POST/PUT only for the REST writes "
+             "(POST /ws/v1/cluster/apps/new-application, POST /ws/v1/cluster/apps, PUT "
+             "/ws/v1/cluster/apps/{id}/state)");
     r.headers.emplace_back("Allow", "GET");
     return r;
   }

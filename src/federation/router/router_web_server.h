@@ -14,6 +14,7 @@
 #include "rm/client_auth.h"
 #include "web/http.h"
 #include "web/http_server.h"
+#include "web/rest_api.h"
 
 namespace weft::federation {
 
@@ -23,6 +24,10 @@ struct RouterWebOptions {
   // Whom anonymous REST readers are to the RMs (YARN's anonymous web user is "dr.who"; Weft's
   // RMs look users up in the OS, so an account that exists everywhere and is no admin).
   std::string anonymous_user = "nobody";
+  // REST writes (YARN's POST apps/new-application, POST apps, PUT apps/{id}/state) through
+  // the router, by writers authenticated as ClientService authenticates them (MUNGE, the admin
+  // secret); refused with 403 when false.
+  bool writes_enabled = false;
 };
 
 // Authenticates what a REST call presented (RouterServer::Authenticate).
@@ -37,6 +42,9 @@ using RestAuthenticator = std::function<absl::StatusOr<rm::Caller>(const rm::Pre
 //   GET /ws/v1/federation/subclusters   the membership records
 //   GET /, /federation            the federation page (sub-clusters, state, load, heartbeat)
 //   GET /metrics                  the router's counters and per-sub-cluster gauges
+//   POST /ws/v1/cluster/apps/new-application, POST /ws/v1/cluster/apps,
+//   PUT /ws/v1/cluster/apps/ID/state   YARN's REST writes (web/rest_api.h), through the
+//                                 router (ids issued by the federation), when writes_enabled
 // YARN's JSON shapes (web/yarn_json.h), plus "subClusterId" on apps and nodes. REST readers
 // are who their X-Weft-Munge-Credential or X-Weft-Secret header proves, else anonymous.
 class RouterWebServer {
@@ -62,8 +70,12 @@ class RouterWebServer {
   web::HttpResponse Metrics() const;
   web::HttpResponse SubClustersJson() const;
 
+  class Writer;
+
   Router* router_ = nullptr;
   RestAuthenticator authenticate_;
+  std::unique_ptr<Writer> writer_;
+  std::unique_ptr<web::RestApi> writes_;  // serves the writes only (no snapshot)
   RouterWebOptions options_;
   int64_t started_ms_ = 0;
   std::unique_ptr<web::HttpServer> http_;
