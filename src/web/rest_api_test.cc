@@ -457,5 +457,34 @@ TEST_F(RestApiTest, AggregatedLogsFollowTheViewAclNotAnonymousView) {
   std::filesystem::remove_all(dir);
 }
 
+
+// What the federation router uses: the writes alone, without a snapshot to read.
+TEST_F(RestApiTest, HandleWriteAnswersOnlyWritesAndNeedsNoSnapshot) {
+  RestApiOptions o;
+  o.writes_enabled = true;
+  o.client_secret = "s3cret";
+  RestApi writes(o, /*snapshots=*/nullptr, &writer_);
+  EXPECT_FALSE(writes.HandleWrite(Req("GET", "/ws/v1/cluster/apps")).has_value());
+  EXPECT_FALSE(writes.HandleWrite(Req("POST", "/ws/v1/cluster/metrics")).has_value());
+  EXPECT_FALSE(writes.HandleWrite(Req("POST", "/ws/v1/clusterx/apps")).has_value());
+  EXPECT_FALSE(writes.HandleWrite(Req("DELETE", "/ws/v1/cluster/apps")).has_value());
+  std::optional<HttpResponse> unauthenticated =
+      writes.HandleWrite(Req("POST", "/ws/v1/cluster/apps/new-application"));
+  ASSERT_TRUE(unauthenticated.has_value());
+  ExpectError(*unauthenticated, 401, "X-Weft-Secret");
+  HttpRequest fresh = Req("POST", "/ws/v1/cluster/apps/new-application/");
+  fresh.headers["x-weft-secret"] = "s3cret";
+  std::optional<HttpResponse> r = writes.HandleWrite(fresh);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_THAT(Body(*r)["application-id"].get<std::string>(), HasSubstr("application_"));
+  o.writes_enabled = false;
+  o.writes_disabled_message = "writes are off here";
+  RestApi off(o, nullptr, &writer_);
+  std::optional<HttpResponse> refused = off.HandleWrite(fresh);
+  ASSERT_TRUE(refused.has_value());
+  ExpectError(*refused, 403, "writes are off here");
+}
+
 }  // namespace
 }  // namespace weft::web
