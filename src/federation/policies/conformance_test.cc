@@ -26,8 +26,21 @@ TestContext RandomFederation(std::mt19937_64& rng) {
   }
   if (ids.empty()) ids.push_back("s0");
   TestContext t(ids, rng());
-  for (auto& info : t.active)
+  for (auto& info : t.active) {
     *info.mutable_available() = Memory(static_cast<int64_t>(rng() % 5000));
+    *info.mutable_used() = Memory(static_cast<int64_t>(rng() % 5000));
+    info.set_apps_running(static_cast<int32_t>(rng() % 4));
+  }
+  // Sometimes in-flight placements (PolicyContext::in_flight), also on unknown sub-clusters.
+  if (rng() % 2) {
+    t.with_in_flight = true;
+    for (int i = 0; i < 6; ++i) {
+      if (rng() % 2) {
+        t.in_flight["s" + std::to_string(i)] = {static_cast<int64_t>(rng() % 4),
+                                                static_cast<int64_t>(rng() % 6000)};
+      }
+    }
+  }
   bool router_weights = rng() % 2, amrm_weights = rng() % 2;
   for (const auto& id : ids) {
     if (router_weights && rng() % 4 != 0) {
@@ -97,6 +110,27 @@ TEST_P(RouterConformanceTest, SameSeedSameHomes) {
     ASSERT_EQ(h1.ok(), h2.ok());
     if (h1.ok()) {
       EXPECT_EQ(*h1, *h2);
+    }
+  }
+}
+
+// A caller that tracks in-flight placements but has none gets the choices of one that tracks
+// nothing.
+TEST_P(RouterConformanceTest, EmptyInFlightIsNoInFlight) {
+  auto policy = MakeRouterPolicy(GetParam());
+  ASSERT_TRUE(policy.ok());
+  std::mt19937_64 r1(9), r2(9);
+  for (int trial = 0; trial < 100; ++trial) {
+    TestContext t1 = RandomFederation(r1), t2 = RandomFederation(r2);
+    t1.with_in_flight = false;
+    t2.with_in_flight = true;
+    t2.in_flight.clear();
+    PolicyContext c1 = t1.ctx(), c2 = t2.ctx();
+    auto h1 = (*policy)->ChooseHome(AppIn("q", {"h2-0"}), c1, {});
+    auto h2 = (*policy)->ChooseHome(AppIn("q", {"h2-0"}), c2, {});
+    ASSERT_EQ(h1.ok(), h2.ok()) << "trial " << trial;
+    if (h1.ok()) {
+      EXPECT_EQ(*h1, *h2) << "trial " << trial;
     }
   }
 }

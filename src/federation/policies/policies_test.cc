@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "federation/policies/in_flight_ledger.h"
 #include "federation/policies/policy.h"
 #include "federation/policies/policy_util.h"
 #include "federation/policies/registry.h"
@@ -237,6 +238,106 @@ TEST(LoadBasedRouterPolicyTest, MostAvailableMemoryTiesById) {
   ctx = t.ctx();
   EXPECT_EQ(*p->ChooseHome(AppIn("q"), ctx, {}), "c");
   EXPECT_EQ(*p->ChooseHome(AppIn("q"), ctx, {"c"}), "a");
+}
+
+TEST(LoadBasedRouterPolicyTest, InFlightPlacementsCountAsLoad) {
+  TestContext t({});
+  t.active = {Info("a", 10000), Info("b", 9000)};
+  t.with_in_flight = true;
+  auto p = Router("load-based");
+  PolicyContext ctx = t.ctx();
+  EXPECT_EQ(*p->ChooseHome(AppIn("q"), ctx, {}), "a");
+  // Two AMs of 1 GB placed on a since its snapshot: 7952 MB left there, less than b's 9000.
+  t.in_flight["a"] = {2, 2048};
+  ctx = t.ctx();
+  EXPECT_EQ(*p->ChooseHome(AppIn("q"), ctx, {}), "b");
+  // Ignored by a caller that does not pass them.
+  t.with_in_flight = false;
+  ctx = t.ctx();
+  EXPECT_EQ(*p->ChooseHome(AppIn("q"), ctx, {}), "a");
+}
+
+TEST(LoadBasedRouterPolicyTest, InFlightAppsCountAtLeastTheSnapshotsMeanAppSize) {
+  TestContext t({});
+  t.active = {Info("a", 100000), Info("b", 95000)};
+  *t.active[0].mutable_used() = Memory(50000);
+  t.active[0].set_apps_running(4);
+  t.active[0].set_apps_pending(1);  // 50000 MB over 5 apps: 10000 MB each
+  t.with_in_flight = true;
+  t.in_flight["a"] = {1, 1024};  // its AM alone would leave a ahead (98976 > 95000)
+  PolicyContext ctx = t.ctx();
+  EXPECT_EQ(internal::InFlightMemoryMb(ctx, t.active[0]), 10000);
+  EXPECT_EQ(internal::InFlightMemoryMb(ctx, t.active[1]), 0);
+  EXPECT_EQ(*Router("load-based")->ChooseHome(AppIn("q"), ctx, {}), "b");
+  // No apps in the snapshot: the AM memory is the whole charge.
+  t.active[0].set_apps_running(0);
+  t.active[0].set_apps_pending(0);
+  ctx = t.ctx();
+  EXPECT_EQ(internal::InFlightMemoryMb(ctx, t.active[0]), 1024);
+}
+
+// Nine submissions read against one snapshot (nothing heartbeats in between): without in-flight
+// accounting all nine go to the sub-cluster that looked least loaded; with a ledger they spread.
+TEST(LoadBasedRouterPolicyTest, OneStaleSnapshotHerdsWithoutInFlightAndSpreadsWithIt) {
+  auto p = Router("load-based");
+  for (bool in_flight : {false, true}) {
+    TestContext t({});
+    t.active = {Info("a", 10100), Info("b", 10000), Info("c", 10000)};
+    for (auto& info : t.active) info.set_last_heartbeat_ms(0);
+    InFlightLedger ledger;
+    std::map<std::string, int> homes;
+    for (int64_t now = 1; now <= 9; ++now) {
+      PolicyContext ctx = t.ctx();
+      if (in_flight) ctx.in_flight = &ledger.Outstanding(ctx.active);
+      auto home = p->ChooseHome(AppIn("q"), ctx, {});
+      ASSERT_TRUE(home.ok()) << home.status();
+      ++homes[*home];
+      ledger.Placed(*home, 1024, now);
+    }
+    if (in_flight) {
+      EXPECT_EQ(homes, (std::map<std::string, int>{{"a", 3}, {"b", 3}, {"c", 3}}));
+    } else {
+      EXPECT_EQ(homes, (std::map<std::string, int>{{"a", 9}}));
+    }
+  }
+}
+
+// --- InFlightLedger -----------------------------------------------------------------------
+
+TEST(InFlightLedgerTest, AHeartbeatSettleMsAfterAPlacementShowsIt) {
+  InFlightLedger ledger(/*settle_ms=*/100);
+  ledger.Placed("a", 1024, 1000);
+  ledger.Placed("a", 2048, 1500);
+  ledger.Placed("b", -5, 1000);  // a negative AM memory counts as 0
+  std::vector<v1::SubClusterInfo> active = {Info("a"), Info("b")};
+  active[0].set_last_heartbeat_ms(1099);  // before 1000 + 100: shows neither
+  active[1].set_last_heartbeat_ms(0);
+  const InFlightLoads& l1 = ledger.Outstanding(active);
+  ASSERT_EQ(l1.size(), 2u);
+  EXPECT_EQ(l1.at("a").apps, 2);
+  EXPECT_EQ(l1.at("a").memory_mb, 3072);
+  EXPECT_EQ(l1.at("b").apps, 1);
+  EXPECT_EQ(l1.at("b").memory_mb, 0);
+  active[0].set_last_heartbeat_ms(1100);  // shows the first placement, not the second
+  const InFlightLoads& l2 = ledger.Outstanding(active);
+  EXPECT_EQ(l2.at("a").apps, 1);
+  EXPECT_EQ(l2.at("a").memory_mb, 2048);
+  EXPECT_EQ(ledger.size(), 2u);
+  active[0].set_last_heartbeat_ms(5000);
+  active[1].set_last_heartbeat_ms(5000);
+  EXPECT_TRUE(ledger.Outstanding(active).empty());
+  EXPECT_EQ(ledger.size(), 0u);
+}
+
+TEST(InFlightLedgerTest, ForgetsSubClustersThatAreNotActive) {
+  InFlightLedger ledger;
+  ledger.Placed("gone", 1024, 10);
+  ledger.Placed("a", 1024, 10);
+  std::vector<v1::SubClusterInfo> active = {Info("a")};
+  const InFlightLoads& l = ledger.Outstanding(active);
+  EXPECT_EQ(l.size(), 1u);
+  EXPECT_TRUE(l.contains("a"));
+  EXPECT_EQ(ledger.size(), 1u);
 }
 
 TEST(RejectRouterPolicyTest, RefusesNamingTheQueue) {

@@ -6,6 +6,7 @@
 #ifndef WEFT_FEDERATION_POLICIES_POLICY_H_
 #define WEFT_FEDERATION_POLICIES_POLICY_H_
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -48,14 +49,31 @@ class SubClusterResolver {
   std::map<std::string, std::map<std::string, int>, std::less<>> rack_to_sub_clusters_;
 };
 
+// Load that a caller (one router) placed on a sub-cluster and that the sub-cluster's snapshot
+// in PolicyContext::active does not show yet: homes it chose after that snapshot's heartbeat
+// (in-flight placements; InFlightLedger in policies/in_flight_ledger.h keeps them).
+struct InFlightLoad {
+  int64_t apps = 0;       // apps homed there since the snapshot
+  int64_t memory_mb = 0;  // the memory-mb of their AM containers, summed
+};
+// Sub-cluster id -> its in-flight load. Ids absent: nothing in flight there.
+using InFlightLoads = std::map<std::string, InFlightLoad, std::less<>>;
+
 // What a policy decides over. `active` holds the sub-clusters that may be chosen: RUNNING,
 // heard from within the membership expiry, not excluded; ordered by id. Never empty when a
-// policy is called (callers answer "no active sub-cluster" themselves).
+// policy is called (callers answer "no active sub-cluster" themselves). Each entry is a
+// snapshot: the sub-cluster's load as of its last heartbeat (last_heartbeat_ms), possibly
+// older still when the caller caches the membership.
 struct PolicyContext {
   const v1::SubClusterPolicyConfiguration* config = nullptr;  // the queue's (or "*")
   std::vector<v1::SubClusterInfo> active;
   const SubClusterResolver* resolver = nullptr;  // may be null: no locality information
   std::mt19937_64* rng = nullptr;                // never null
+  // Optional: what this caller placed since the snapshots in `active` were taken. Load-aware
+  // policies (load-based) count it as load the snapshots do not show, so that a burst of
+  // submissions read against one stale snapshot does not all go to the same sub-cluster
+  // (herding). Null: the caller tracks nothing; the snapshots are taken as they are.
+  const InFlightLoads* in_flight = nullptr;
 };
 
 // Chooses an application's home sub-cluster (YARN's FederationRouterPolicy).

@@ -74,6 +74,15 @@ int64_t MemoryMb(const v1::Resource& r) {
   return it == r.values().end() ? 0 : it->second;
 }
 
+int64_t InFlightMemoryMb(const PolicyContext& ctx, const v1::SubClusterInfo& info) {
+  if (ctx.in_flight == nullptr) return 0;
+  auto it = ctx.in_flight->find(info.sub_cluster_id());
+  if (it == ctx.in_flight->end() || it->second.apps <= 0) return 0;
+  const int64_t apps = static_cast<int64_t>(info.apps_running()) + info.apps_pending();
+  const int64_t mean = apps > 0 ? std::max<int64_t>(0, MemoryMb(info.used())) / apps : 0;
+  return std::max(std::max<int64_t>(0, it->second.memory_mb), it->second.apps * mean);
+}
+
 uint64_t StableHash(absl::string_view s) {
   uint64_t h = 14695981039346656037ull;
   for (unsigned char c : s) {

@@ -40,6 +40,13 @@ absl::Status NothingToChoose(absl::string_view queue, absl::string_view why);
 // memory-mb of `r` (0 when absent).
 int64_t MemoryMb(const v1::Resource& r);
 
+// The memory-mb placed on `info`'s sub-cluster that its snapshot does not show yet
+// (ctx.in_flight; 0 when the caller tracks none): each in-flight app counts at least its AM
+// container and at least the snapshot's mean memory-mb per app (used / (apps_running +
+// apps_pending)), since an app grows past its AM once it runs. The sum of the two bounds'
+// larger one: max(AM memory summed, apps x mean).
+int64_t InFlightMemoryMb(const PolicyContext& ctx, const v1::SubClusterInfo& info);
+
 // A stable 64-bit FNV-1a hash (not std::hash: the same on every build).
 uint64_t StableHash(absl::string_view s);
 

@@ -102,8 +102,10 @@ class LocalityRouterPolicy final : public RouterPolicy {
   }
 };
 
-// YARN's LoadBasedRouterPolicy: the candidate with the most available memory-mb (as of its
-// last heartbeat); ties to the lowest id.
+// YARN's LoadBasedRouterPolicy: the candidate with the most available memory-mb as of its
+// last heartbeat, less what this caller placed there since (ctx.in_flight, when the caller
+// tracks it: InFlightMemoryMb); ties to the lowest id. Without in-flight accounting every
+// submission read against the same snapshot goes to the same sub-cluster.
 class LoadBasedRouterPolicy final : public RouterPolicy {
  public:
   absl::string_view name() const override { return "load-based"; }
@@ -112,9 +114,17 @@ class LoadBasedRouterPolicy final : public RouterPolicy {
                                          absl::Span<const std::string> exclude) const override {
     Candidates c = RouterCandidates(ctx, exclude);
     if (c.empty()) return NothingToChoose(app.queue(), "no eligible sub-cluster");
+    auto free_mb = [&](const v1::SubClusterInfo* info) {
+      return MemoryMb(info->available()) - InFlightMemoryMb(ctx, *info);
+    };
     const v1::SubClusterInfo* best = c.front();
+    int64_t best_free = free_mb(best);
     for (const v1::SubClusterInfo* info : c) {
-      if (MemoryMb(info->available()) > MemoryMb(best->available())) best = info;
+      int64_t f = free_mb(info);
+      if (f > best_free) {
+        best = info;
+        best_free = f;
+      }
     }
     return best->sub_cluster_id();
   }

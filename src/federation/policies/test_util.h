@@ -58,12 +58,15 @@ struct TestContext {
     c.active = active;
     c.resolver = &resolver;
     c.rng = &rng;
+    if (with_in_flight) c.in_flight = &in_flight;
     return c;
   }
   v1::SubClusterPolicyConfiguration config;
   std::vector<v1::SubClusterInfo> active;
   SubClusterResolver resolver;
   std::mt19937_64 rng;
+  bool with_in_flight = false;  // ctx().in_flight points at `in_flight`
+  InFlightLoads in_flight;
 };
 
 // The `*` count each sub-cluster received for asks at `priority` in `split`.
