@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <system_error>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -80,6 +81,12 @@ struct SimFlags {
   std::string router_policy = "load-based";
   std::string amrm_policy = "locality-multicast";
   double headroom_alpha = 1.0;
+  // What the federation's policies see, and when (sim::FederationOptions).
+  int64_t subcluster_heartbeat_ms = sim::FederationOptions{}.heartbeat_ms;
+  int64_t federation_cache_ttl_ms = sim::FederationOptions{}.cache_ttl_ms;
+  int64_t store_latency_ms = sim::FederationOptions{}.store_latency_ms;
+  int64_t uam_launch_ms = sim::FederationOptions{}.uam_launch_ms;
+  bool in_flight_accounting = sim::FederationOptions{}.in_flight_accounting;
 };
 
 absl::Status Fail(const absl::Status& s, absl::string_view what) {
@@ -195,6 +202,19 @@ absl::Status RunSim(const SimFlags& f) {
   o.federation.router_policy = f.router_policy;
   o.federation.amrm_policy = f.amrm_policy;
   o.federation.headroom_alpha = f.headroom_alpha;
+  for (auto [flag, ms] : {std::pair{"--subcluster-heartbeat-ms", f.subcluster_heartbeat_ms},
+                          std::pair{"--federation-cache-ttl-ms", f.federation_cache_ttl_ms},
+                          std::pair{"--store-latency-ms", f.store_latency_ms},
+                          std::pair{"--uam-launch-ms", f.uam_launch_ms}}) {
+    if (ms < 0 || ms > sim::kMaxFederationDelayMs)
+      return absl::InvalidArgumentError(absl::StrCat(flag, " ", ms, " must be in 0..",
+                                                     sim::kMaxFederationDelayMs, " (ms)"));
+  }
+  o.federation.heartbeat_ms = f.subcluster_heartbeat_ms;
+  o.federation.cache_ttl_ms = f.federation_cache_ttl_ms;
+  o.federation.store_latency_ms = f.store_latency_ms;
+  o.federation.uam_launch_ms = f.uam_launch_ms;
+  o.federation.in_flight_accounting = f.in_flight_accounting;
   for (const std::string& spec : f.fail_nodes) {
     auto fs = sim::ParseFailureSpec(spec);
     if (!fs.ok()) return Fail(fs.status(), "--fail-nodes");
@@ -207,7 +227,11 @@ absl::Status RunSim(const SimFlags& f) {
               << " nodes, policy " << f.policy;
     if (f.sub_clusters > 1) {
       std::cerr << ", " << f.sub_clusters << " sub-clusters (router " << f.router_policy
-                << ", AMRMProxy " << f.amrm_policy << ")";
+                << (f.in_flight_accounting ? " with" : " without")
+                << " in-flight accounting, AMRMProxy " << f.amrm_policy
+                << "; sub-cluster heartbeat " << f.subcluster_heartbeat_ms << " ms, cache TTL "
+                << f.federation_cache_ttl_ms << " ms, store latency " << f.store_latency_ms
+                << " ms, UAM launch " << f.uam_launch_ms << " ms)";
     }
     std::cerr << "\n";
   }
@@ -335,6 +359,27 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
                   "splitting `*` asks, in [0, 1]")
       ->capture_default_str()
       ->check(FiniteNumberValidator("", 0, 1));
+  sim->add_option("--subcluster-heartbeat-ms", f->subcluster_heartbeat_ms,
+                  "federation: each sub-cluster RM publishes its load to the state store this "
+                  "often; the router and AMRMProxy policies see it as of the last heartbeat "
+                  "(0: they read it live, no staleness)")
+      ->capture_default_str();
+  sim->add_option("--federation-cache-ttl-ms", f->federation_cache_ttl_ms,
+                  "federation: the router and the AMRMProxy reload the membership from the store "
+                  "when their copy is this old (0: no cache)")
+      ->capture_default_str();
+  sim->add_option("--store-latency-ms", f->store_latency_ms,
+                  "federation: added to each state-store call on the submission path (the home "
+                  "write and its read-back: a submission reaches its home RM 2x this later)")
+      ->capture_default_str();
+  sim->add_option("--uam-launch-ms", f->uam_launch_ms,
+                  "federation: from the AMRMProxy's first ask in a secondary sub-cluster to its "
+                  "unmanaged AM taking containers there")
+      ->capture_default_str();
+  sim->add_flag("--in-flight-accounting,!--no-in-flight-accounting", f->in_flight_accounting,
+                "federation: the router counts the homes it chose since the snapshot it reads "
+                "(load-based then does not herd on a stale snapshot)")
+      ->capture_default_str();
   sim->add_flag("--include-unfinished", f->include_unfinished,
                 "Alibaba: also replay Waiting/Running/Failed tasks");
   sim->callback([f, exit_code] {

@@ -56,6 +56,7 @@ void Sim::Submit(int64_t j, int64_t now) {
     return;
   }
   job.added = true;
+  EnsureActivationPass();  // its submission may reach its home later (store latency)
   ++job.attempt;
   r_.job_results[j].am_attempts = job.attempt;
   if (spec.am_resource.IsZero()) {

@@ -54,6 +54,15 @@ absl::StatusOr<std::unique_ptr<SubClusters>> SubClusters::Create(const SimOption
   if (!router.ok()) return router.status();
   auto amrm = federation::MakeAmrmPolicy(f.amrm_policy);
   if (!amrm.ok()) return amrm.status();
+  for (auto [what, ms] : {std::pair{"sub-cluster heartbeat", f.heartbeat_ms},
+                          std::pair{"cache TTL", f.cache_ttl_ms},
+                          std::pair{"store latency", f.store_latency_ms},
+                          std::pair{"UAM launch time", f.uam_launch_ms}}) {
+    if (ms < 0 || ms > kMaxFederationDelayMs) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " ", ms, " ms must be in 0..", kMaxFederationDelayMs, " ms"));
+    }
+  }
   if (f.sub_clusters > 1 && o.am_master.has_value()) {
     return absl::InvalidArgumentError(
         "AdaptCont AM sizing (am master) runs on a monolithic cluster only: use 1 sub-cluster");
@@ -77,6 +86,9 @@ absl::StatusOr<std::unique_ptr<SubClusters>> SubClusters::Create(const SimOption
   c->homes_.assign(c->subs_.size(), 0);
   c->rep_node_.assign(c->subs_.size(), "");
   c->util_.assign(c->subs_.size(), {});
+  for (auto* v : {&c->apps_live_, &c->homed_live_, &c->apps_peak_, &c->uams_})
+    v->assign(c->subs_.size(), 0);
+  c->apps_integral_.assign(c->subs_.size(), 0);
   return c;
 }
 
@@ -123,6 +135,9 @@ absl::StatusOr<std::vector<NodeId>> SubClusters::AddNodes(
     resolver_.AddNode(ns->name, SubId(sub), rack);
     ++sub_nodes_[sub];
   }
+  // Every RM registered with the state store at time 0.
+  store_.clear();
+  for (int s = 0; s < n; ++s) store_.push_back(LiveInfo(s, 0));
   return ids;
 }
 
@@ -163,23 +178,27 @@ absl::StatusOr<std::vector<ContainerKill>> SubClusters::RemoveNode(absl::string_
   return kills;
 }
 
-federation::PolicyContext SubClusters::Context() const {
+v1::SubClusterInfo SubClusters::LiveInfo(int s, int64_t heartbeat_ms) const {
+  v1::SubClusterInfo info;
+  info.set_sub_cluster_id(SubId(s));
+  info.set_state(v1::SC_RUNNING);
+  info.set_last_heartbeat_ms(heartbeat_ms);
+  const Resource& total = subs_[s]->cluster_total();
+  Resource used = subs_[s]->cluster_allocated();
+  *info.mutable_capability() = ToProto(total, o_.registry);
+  *info.mutable_used() = ToProto(used, o_.registry);
+  *info.mutable_available() = ToProto(total - used, o_.registry);
+  info.set_active_nodes(subs_[s]->num_nodes());
+  info.set_apps_running(static_cast<int32_t>(apps_live_[static_cast<size_t>(s)]));
+  return info;
+}
+
+federation::PolicyContext SubClusters::Context(const std::vector<v1::SubClusterInfo>& view) const {
   federation::PolicyContext ctx;
   ctx.config = &config_;
   ctx.resolver = &resolver_;
   ctx.rng = &rng_;
-  for (int s = 0; s < size(); ++s) {
-    v1::SubClusterInfo info;
-    info.set_sub_cluster_id(SubId(s));
-    info.set_state(v1::SC_RUNNING);
-    const Resource& total = subs_[s]->cluster_total();
-    Resource used = subs_[s]->cluster_allocated();
-    *info.mutable_capability() = ToProto(total, o_.registry);
-    *info.mutable_used() = ToProto(used, o_.registry);
-    *info.mutable_available() = ToProto(total - used, o_.registry);
-    info.set_active_nodes(subs_[s]->num_nodes());
-    ctx.active.push_back(std::move(info));
-  }
+  ctx.active = view;
   return ctx;
 }
 
@@ -187,34 +206,55 @@ absl::Status SubClusters::AddApp(const scheduler::AppSpec& spec, int64_t now_ms,
                                  const std::vector<std::string>& preferred_nodes) {
   if (!federated()) {
     ++homes_[0];
-    return subs_[0]->AddApp(spec, now_ms);
+    absl::Status st = subs_[0]->AddApp(spec, now_ms);
+    if (st.ok()) AppJoined(0, /*homed=*/true);
+    return st;
   }
   v1::ApplicationSubmissionContext app;
   app.set_application_id(absl::StrCat(spec.id));
   app.set_queue(spec.queue);
   for (const std::string& p : preferred_nodes) app.add_preferred_nodes(p);
-  federation::PolicyContext ctx = Context();
+  AdvanceTo(now_ms);
+  federation::PolicyContext ctx = Context(Read(router_view_));
+  if (o_.federation.in_flight_accounting) ctx.in_flight = &ledger_.Outstanding(ctx.active);
   absl::StatusOr<std::string> home = router_->ChooseHome(app, ctx, {});
   if (!home.ok()) {
     return absl::Status(home.status().code(), absl::StrCat("router policy ", router_->name(), ": ",
                                                            home.status().message()));
   }
   int sub = static_cast<int>(std::find(sub_ids_.begin(), sub_ids_.end(), *home) - sub_ids_.begin());
-  absl::Status st = TimedOn(sub, [&] { return subs_[sub]->AddApp(spec, now_ms); });
-  if (!st.ok()) return st;
+  const int64_t arrives = now_ms + 2 * o_.federation.store_latency_ms;
+  if (arrives == now_ms) {
+    absl::Status st = TimedOn(sub, [&] { return subs_[sub]->AddApp(spec, now_ms); });
+    if (!st.ok()) return st;
+  }
   ++homes_[sub];
+  ledger_.Placed(*home, spec.am_resource[kMemoryMb], now_ms);
   AppFed& fed = apps_[spec.id];
   fed = AppFed{};
   fed.home = sub;
+  fed.epoch = next_epoch_++;
   fed.spec = spec;
   fed.added.assign(subs_.size(), 0);
-  fed.added[sub] = 1;
   fed.any_sent.resize(subs_.size());
+  fed.ready_ms.assign(subs_.size(), 0);
+  fed.held.resize(subs_.size());
+  fed.ready_ms[sub] = arrives;
+  if (arrives == now_ms) {
+    fed.added[sub] = 1;
+    AppJoined(sub, /*homed=*/true);
+  } else {
+    activations_.push(Activation{arrives, spec.id, sub, fed.epoch});
+  }
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<ContainerKill>> SubClusters::RemoveApp(AppId app) {
-  if (!federated()) return subs_[0]->RemoveApp(app);
+  if (!federated()) {
+    auto kills = subs_[0]->RemoveApp(app);
+    if (kills.ok()) AppLeft(0, /*homed=*/true);
+    return kills;
+  }
   auto it = apps_.find(app);
   if (it == apps_.end()) return absl::NotFoundError(absl::StrCat("app ", app, " is not known"));
   std::vector<ContainerKill> all;
@@ -222,6 +262,7 @@ absl::StatusOr<std::vector<ContainerKill>> SubClusters::RemoveApp(AppId app) {
   for (int s = 0; s < size(); ++s) {
     if (!it->second.added[s]) continue;
     auto kills = TimedOn(s, [&] { return subs_[s]->RemoveApp(app); });
+    AppLeft(s, /*homed=*/s == it->second.home);
     if (!kills.ok()) {
       first_error.Update(kills.status());
       continue;
@@ -304,8 +345,9 @@ absl::Status SubClusters::UpdateRequests(AppId app, const scheduler::RequestUpda
     }
   }
 
-  // 3. Split, with each sub-cluster's unallocated resources as its headroom.
-  federation::PolicyContext ctx = Context();
+  // 3. Split, with each sub-cluster's unallocated resources as its headroom (as of the
+  //    AMRMProxy's view of the heartbeats).
+  federation::PolicyContext ctx = Context(Read(amrm_view_));
   std::map<std::string, v1::Resource> headroom;
   for (const v1::SubClusterInfo& info : ctx.active)
     headroom[info.sub_cluster_id()] = info.available();
@@ -347,7 +389,7 @@ absl::Status SubClusters::UpdateRequests(AppId app, const scheduler::RequestUpda
       part.asks.push_back(std::move(rr));
     }
     if (part.asks.empty()) continue;
-    if (!fed.added[s]) {
+    if (!fed.added[s] && s != fed.home) {
       bool positive = std::any_of(part.asks.begin(), part.asks.end(),
                                   [](const ResourceRequest& r) { return r.num_containers > 0; });
       if (!positive) continue;
@@ -360,8 +402,14 @@ absl::Status SubClusters::UpdateRequests(AppId app, const scheduler::RequestUpda
         continue;
       }
       fed.added[s] = 1;
+      AppJoined(s, /*homed=*/false);
+      ++uams_[static_cast<size_t>(s)];
+      fed.ready_ms[s] = clock_ms_ + o_.federation.uam_launch_ms;
+      if (fed.ready_ms[s] > clock_ms_) {
+        activations_.push(Activation{fed.ready_ms[s], app, s, fed.epoch});
+      }
     }
-    absl::Status st = TimedOn(s, [&] { return subs_[s]->UpdateRequests(app, part); });
+    absl::Status st = SendOrHold(fed, app, s, std::move(part));
     if (!st.ok())
       result.Update(absl::Status(st.code(), absl::StrCat(SubId(s), ": ", st.message())));
   }
@@ -505,49 +553,6 @@ std::vector<double> SubClusters::WantingShares(const std::string& leaf) const {
 const scheduler::Scheduler& SubClusters::HomeOf(AppId app) const {
   auto it = apps_.find(app);
   return *subs_[it == apps_.end() ? 0 : static_cast<size_t>(it->second.home)];
-}
-
-void SubClusters::Account(int64_t dt_ms, const std::vector<int>& types) {
-  for (size_t s = 0; s < subs_.size(); ++s) {
-    util_[s].resize(types.size(), 0);
-    const Resource used = subs_[s]->cluster_allocated();
-    const Resource& total = subs_[s]->cluster_total();
-    for (size_t i = 0; i < types.size(); ++i) {
-      int t = types[i];
-      if (total[t] > 0) {
-        util_[s][i] += static_cast<double>(dt_ms) * static_cast<double>(used[t]) /
-                       static_cast<double>(total[t]);
-      }
-    }
-  }
-}
-
-void SubClusters::FillReport(double span_ms, double monolithic_wall_s, SimReport* r) const {
-  if (federated()) {
-    r->router_policy = std::string(router_->name());
-    r->amrm_policy = std::string(amrm_->name());
-  }
-  r->sub_clusters.clear();
-  r->scheduler_wall_sum_s = r->scheduler_wall_max_s = 0;
-  for (size_t s = 0; s < subs_.size(); ++s) {
-    SubClusterResult sc;
-    sc.id = sub_ids_[s];
-    sc.nodes = sub_nodes_[s];
-    for (double x : util_[s]) sc.utilization_mean.push_back(x / span_ms);
-    sc.utilization_mean.resize(r->utilization_types.size(), 0);
-    sc.scheduler_wall_s = federated() ? wall_s_[s] : monolithic_wall_s;
-    sc.allocations = subs_[s]->stats().allocations;
-    sc.apps_homed = homes_[s];
-    r->scheduler_wall_sum_s += sc.scheduler_wall_s;
-    r->scheduler_wall_max_s = std::max(r->scheduler_wall_max_s, sc.scheduler_wall_s);
-    r->sub_clusters.push_back(std::move(sc));
-  }
-  if (federated()) {
-    r->federation_wall_s = std::max(0.0, monolithic_wall_s - r->scheduler_wall_sum_s);
-    r->scheduler_wall_s = r->scheduler_wall_sum_s;
-  }
-  r->jobs_spanning = 0;
-  for (const auto& [app, fp] : footprint_) r->jobs_spanning += fp.second ? 1 : 0;
 }
 
 }  // namespace weft::sim::internal

@@ -134,8 +134,46 @@ nlohmann::json ReportToJson(const SimReport& r) {
                     {"utilization", u},
                     {"scheduler_wall_s", sc.scheduler_wall_s},
                     {"allocations", sc.allocations},
-                    {"apps_homed", sc.apps_homed}});
+                    {"apps_homed", sc.apps_homed},
+                    {"uams", sc.uams},
+                    {"apps", sc.apps_homed + sc.uams},
+                    {"apps_peak", sc.apps_peak},
+                    {"apps_mean", sc.apps_mean}});
   }
+  // Apps per RM, homed plus unmanaged AMs (the seed's bounded-load claim): across sub-clusters.
+  auto spread = [&](auto value) {
+    std::vector<double> v;
+    for (const SubClusterResult& sc : r.sub_clusters) v.push_back(value(sc));
+    json out{{"max", 0.0}, {"mean", 0.0}, {"cv", 0.0}};
+    if (v.empty()) return out;
+    double mean = 0, var = 0;
+    for (double x : v) mean += x;
+    mean /= static_cast<double>(v.size());
+    for (double x : v) var += (x - mean) * (x - mean);
+    out["max"] = *std::max_element(v.begin(), v.end());
+    out["mean"] = mean;
+    out["cv"] = mean > 0 ? std::sqrt(var / static_cast<double>(v.size())) / mean : 0.0;
+    return out;
+  };
+  int64_t uams = 0;
+  for (const SubClusterResult& sc : r.sub_clusters) uams += sc.uams;
+  json apps_per_rm{
+      {"apps", spread([](const SubClusterResult& sc) {
+         return static_cast<double>(sc.apps_homed + sc.uams);
+       })},
+      {"homed", spread([](const SubClusterResult& sc) { return static_cast<double>(sc.apps_homed); })},
+      {"peak", spread([](const SubClusterResult& sc) { return static_cast<double>(sc.apps_peak); })},
+      {"mean", spread([](const SubClusterResult& sc) { return sc.apps_mean; })},
+      {"uams", uams},
+      {"homed_cv_over_time", r.homed_apps_cv_over_time},
+      {"apps_cv_over_time", r.apps_cv_over_time},
+  };
+  const FederationOptions& fo = r.federation;
+  json model{{"sub_cluster_heartbeat_ms", fo.heartbeat_ms},
+             {"cache_ttl_ms", fo.cache_ttl_ms},
+             {"store_latency_ms", fo.store_latency_ms},
+             {"uam_launch_ms", fo.uam_launch_ms},
+             {"in_flight_accounting", fo.in_flight_accounting}};
   out["federation"] = {
       {"sub_clusters", std::max<size_t>(1, r.sub_clusters.size())},
       {"router_policy", r.router_policy},
@@ -146,6 +184,8 @@ nlohmann::json ReportToJson(const SimReport& r) {
       {"scheduler_wall_sum_s", r.scheduler_wall_sum_s},
       {"scheduler_wall_max_s", r.scheduler_wall_max_s},
       {"federation_wall_s", r.federation_wall_s},
+      {"model", model},
+      {"apps_per_rm", apps_per_rm},
       {"per_sub_cluster", subs},
   };
   if (!r.am_master.empty()) {
@@ -247,6 +287,20 @@ void PrintSummary(const SimReport& r, std::ostream& out) {
         r.jobs > 0 ? 100.0 * static_cast<double>(r.jobs_spanning) / static_cast<double>(r.jobs)
                    : 0.0,
         r.scheduler_wall_sum_s, r.scheduler_wall_max_s, r.federation_wall_s);
+    const FederationOptions& fo = r.federation;
+    out << absl::StrFormat(
+        "  what the policies see: sub-cluster heartbeat %d ms, cache TTL %d ms, store latency "
+        "%d ms, UAM launch %d ms, in-flight accounting %s\n",
+        fo.heartbeat_ms, fo.cache_ttl_ms, fo.store_latency_ms, fo.uam_launch_ms,
+        fo.in_flight_accounting ? "on" : "off");
+    const auto& apr = j["federation"]["apps_per_rm"];
+    out << absl::StrFormat(
+        "  apps per RM (homed + %d UAMs): max %.0f, mean %.1f, CV %.3f; at once: peak max %.0f, "
+        "mean %.1f, CV %.3f; herding (CV over time): homed %.3f, all %.3f\n",
+        apr["uams"].get<int64_t>(), apr["apps"]["max"].get<double>(),
+        apr["apps"]["mean"].get<double>(), apr["apps"]["cv"].get<double>(),
+        apr["peak"]["max"].get<double>(), apr["peak"]["mean"].get<double>(),
+        apr["peak"]["cv"].get<double>(), r.homed_apps_cv_over_time, r.apps_cv_over_time);
     out << "  utilisation per sub-cluster:";
     for (const SubClusterResult& sc : r.sub_clusters) {
       out << absl::StrFormat("  %s", sc.id);

@@ -22,8 +22,11 @@ namespace weft::sim {
 // null for -inf}],
 // warnings [..] (first 100) and warnings_total, federation {sub_clusters, router_policy,
 // amrm_policy ("" when monolithic), jobs_spanning, spanning_fraction, scheduler_wall_sum_s,
-// scheduler_wall_max_s, federation_wall_s, per_sub_cluster [{id, nodes, utilization {<type>: mean fraction},
-// scheduler_wall_s, allocations, apps_homed}]}.
+// scheduler_wall_max_s, federation_wall_s, model {sub_cluster_heartbeat_ms, cache_ttl_ms,
+// store_latency_ms, uam_launch_ms, in_flight_accounting}, apps_per_rm {apps, homed, peak, mean:
+// each {max, mean, cv} across sub-clusters; uams; homed_cv_over_time, apps_cv_over_time},
+// per_sub_cluster [{id, nodes, utilization {<type>: mean fraction}, scheduler_wall_s,
+// allocations, apps_homed, uams, apps (homed + UAMs), apps_peak, apps_mean}]}.
 nlohmann::json ReportToJson(const SimReport& r);
 
 // Writes the JSON report / the time series (header: time_s, util_<type>..., then

@@ -123,6 +123,10 @@ class Sim {
     next_pass_ = tick;
     Push(tick, PassEvent{});
   }
+  // A pass when the federation's next deferred submission or UAM launch is due.
+  void EnsureActivationPass() {
+    if (int64_t t = s_->NextActivationMs(); t >= 0) EnsurePass(t);
+  }
   template <typename F>
   auto Timed(F f) {
     auto t0 = std::chrono::steady_clock::now();

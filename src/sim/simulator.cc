@@ -94,6 +94,7 @@ void Sim::Pass(int64_t now) {
   for (int64_t j : dirty_jobs_) FlushAsks(jobs_[j], j);
   dirty_jobs_.clear();
   if (s_->AnyPending()) EnsurePass(now + 1);
+  EnsureActivationPass();
 }
 
 absl::StatusOr<SimReport> Sim::Run() {
@@ -217,6 +218,18 @@ absl::StatusOr<SimReport> Sim::Run() {
     }
     Account(e.time_ms);
     now = e.time_ms;
+    // The federation's heartbeats and deferred submissions up to now (federation_model.h).
+    Timed([&] {
+      s_->AdvanceTo(now);
+      return 0;
+    });
+    for (const auto& [app, st] : s_->TakeFailedActivations()) {
+      const int64_t j = static_cast<int64_t>(app - 1);
+      r_.warnings.push_back(absl::StrCat(jobs_[j].job->source, ": job ", jobs_[j].job->id,
+                                         " rejected: ", st.message()));
+      jobs_[j].added = false;
+      FinishJob(j, now, /*failed=*/true);
+    }
     std::visit(
         [&](auto& ev) {
           using T = std::decay_t<decltype(ev)>;

@@ -34,7 +34,28 @@ struct FederationOptions {
   // locality-multicast: `*` asks split by alpha * headroom share + (1 - alpha) * weight share,
   // headroom = each sub-cluster's unallocated memory; in [0, 1].
   double headroom_alpha = 1.0;
+  // What the router and the AMRMProxy know, and when (docs/simulator.md). Each in
+  // 0..kMaxFederationDelayMs.
+  // Each sub-cluster's RM publishes its load (SubClusterInfo) to the state store every
+  // `heartbeat_ms`, sub-cluster i at i * heartbeat_ms / N + k * heartbeat_ms; policies see a
+  // sub-cluster's load as of its last heartbeat. 0: they read it live (no staleness). Default:
+  // the RM's (membership/sub_cluster_heartbeater.h).
+  int64_t heartbeat_ms = 5000;
+  // The router and the AMRMProxy each cache the membership and reload it from the store at their
+  // first read `cache_ttl_ms` or more after the last load. 0: no cache. Default: the router's.
+  int64_t cache_ttl_ms = 5000;
+  // Added to each state-store call on the submission path: the router writes the app's home
+  // and reads it back, so a submission reaches its home RM 2 x this after the router chose.
+  int64_t store_latency_ms = 0;
+  // From the AMRMProxy's first ask in a secondary sub-cluster to its unmanaged AM being
+  // registered there: asks sent there wait this long (the UAM is an app of that RM at once).
+  int64_t uam_launch_ms = 1000;
+  // The router keeps the homes it chose since the snapshots it reads (InFlightLedger) and
+  // gives them to the policy (PolicyContext::in_flight). false: the policy sees the snapshots
+  // only, and the load-based policy herds on a stale one.
+  bool in_flight_accounting = true;
 };
+inline constexpr int64_t kMaxFederationDelayMs = 3600 * 1000;
 
 struct SimOptions {
   std::vector<scheduler::NodeSpec> nodes;
@@ -117,6 +138,11 @@ struct SubClusterResult {
   double scheduler_wall_s = 0;           // wall time inside its core
   int64_t allocations = 0;
   int64_t apps_homed = 0;  // router decisions that chose it (resubmitted AMs count again)
+  // Apps its RM held: homed here (as apps_homed, counted when they reached the RM) plus
+  // unmanaged AMs of apps homed elsewhere (uams); the most at once, and the time-weighted mean.
+  int64_t uams = 0;
+  int64_t apps_peak = 0;
+  double apps_mean = 0;
 };
 
 struct SimReport {
@@ -154,6 +180,11 @@ struct SimReport {
   // Federated runs: wall time of the router and AMRMProxy (policies, ask bookkeeping), not in
   // scheduler_wall_s, which is then the sum over the cores.
   double federation_wall_s = 0;
+  FederationOptions federation;  // as run
+  // Herding, over the time some app was held: the time-weighted mean, across sub-clusters, of
+  // the coefficient of variation (stddev / mean) of the apps each RM held at that moment —
+  // homed apps only, and homed plus unmanaged AMs. 0 with one sub-cluster.
+  double homed_apps_cv_over_time = 0, apps_cv_over_time = 0;
 };
 
 // The queue tree used when no scheduler configuration is given: root with one leaf per queue
