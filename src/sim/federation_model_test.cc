@@ -144,6 +144,140 @@ TEST(SimFederationTest, RejectRouterPolicyFailsEveryJobNamingTheQueue) {
   EXPECT_THAT(r->warnings.front(), HasSubstr("'default'"));
 }
 
+// Nine jobs submitted within one heartbeat, read against the same snapshot in which the three
+// sub-clusters look equally free. Without in-flight accounting the load-based router sends all
+// nine to the first; counting its own placements it sends three to each.
+TEST(SimFederationTest, StaleSnapshotsMakeLoadBasedHerdUnlessItCountsItsPlacements) {
+  Workload w;
+  for (int i = 0; i < 9; ++i) {
+    w.jobs.push_back(MapJob("j" + std::to_string(i), 100 + 10 * i, 4, 20000));
+  }
+  for (bool in_flight : {false, true}) {
+    SimOptions o = Options(3);
+    o.federation.amrm_policy = "home-only";  // a job runs where it is homed
+    o.federation.heartbeat_ms = 10000;
+    o.federation.cache_ttl_ms = 10000;
+    o.federation.in_flight_accounting = in_flight;
+    auto r = RunSimulation(w, o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->jobs_failed, 0);
+    ASSERT_EQ(r->sub_clusters.size(), 3u);
+    std::vector<int64_t> homed;
+    for (const SubClusterResult& sc : r->sub_clusters) homed.push_back(sc.apps_homed);
+    if (in_flight) {
+      EXPECT_THAT(homed, ::testing::ElementsAre(3, 3, 3));
+      EXPECT_LT(r->homed_apps_cv_over_time, 0.1);
+    } else {
+      EXPECT_THAT(homed, ::testing::ElementsAre(9, 0, 0));
+      EXPECT_GT(r->homed_apps_cv_over_time, 1.0);  // sqrt(2) while all nine run
+    }
+    EXPECT_EQ(r->federation.in_flight_accounting, in_flight);
+    nlohmann::json json = ReportToJson(*r);
+    EXPECT_EQ(json["federation"]["model"]["in_flight_accounting"], in_flight);
+    EXPECT_EQ(json["federation"]["model"]["sub_cluster_heartbeat_ms"], 10000);
+    EXPECT_DOUBLE_EQ(json["federation"]["apps_per_rm"]["homed"]["max"].get<double>(),
+                     in_flight ? 3.0 : 9.0);
+  }
+}
+
+// Read live (no heartbeat lag, no cache), load-based herds all the same: an app's load shows
+// only once its containers are allocated, after the burst was placed.
+TEST(SimFederationTest, LiveLoadHerdsTooWithoutInFlightAccounting) {
+  Workload w;
+  for (int i = 0; i < 6; ++i) w.jobs.push_back(MapJob("j" + std::to_string(i), 100, 2, 5000));
+  SimOptions o = Options(3);
+  o.federation.amrm_policy = "home-only";
+  o.federation.heartbeat_ms = 0;
+  o.federation.cache_ttl_ms = 0;
+  o.federation.in_flight_accounting = false;
+  auto r = RunSimulation(w, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->sub_clusters[0].apps_homed, 6);
+  o.federation.in_flight_accounting = true;
+  r = RunSimulation(w, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const SubClusterResult& sc : r->sub_clusters) EXPECT_EQ(sc.apps_homed, 2) << sc.id;
+}
+
+TEST(SimFederationTest, AppsPerRmCountUnmanagedAms) {
+  Workload w;
+  w.jobs.push_back(MapJob("big", 0, 40, 10000));  // spans all three sub-clusters
+  auto r = RunSimulation(w, Options(3));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->jobs_spanning, 1);
+  int64_t homed = 0, uams = 0;
+  for (const SubClusterResult& sc : r->sub_clusters) {
+    homed += sc.apps_homed;
+    uams += sc.uams;
+    EXPECT_EQ(sc.apps_homed + sc.uams, 1) << sc.id;  // the app itself, or its UAM
+    EXPECT_EQ(sc.apps_peak, 1) << sc.id;
+    EXPECT_GT(sc.apps_mean, 0) << sc.id;
+    EXPECT_LE(sc.apps_mean, 1) << sc.id;
+  }
+  EXPECT_EQ(homed, 1);
+  EXPECT_EQ(uams, 2);
+  nlohmann::json json = ReportToJson(*r);
+  const auto& apr = json["federation"]["apps_per_rm"];
+  EXPECT_EQ(apr["uams"], 2);
+  EXPECT_DOUBLE_EQ(apr["apps"]["max"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(apr["apps"]["mean"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(apr["apps"]["cv"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(apr["homed"]["max"].get<double>(), 1.0);
+  for (const auto& sc : json["federation"]["per_sub_cluster"]) {
+    EXPECT_EQ(sc["apps"], 1);
+    EXPECT_EQ(sc["apps_peak"], 1);
+  }
+  // Kept home: no UAMs.
+  SimOptions home_only = Options(3);
+  home_only.federation.amrm_policy = "home-only";
+  auto h = RunSimulation(w, home_only);
+  ASSERT_TRUE(h.ok()) << h.status();
+  for (const SubClusterResult& sc : h->sub_clusters) EXPECT_EQ(sc.uams, 0) << sc.id;
+}
+
+TEST(SimFederationTest, StoreLatencyDelaysTheSubmissionTwice) {
+  Workload w;
+  w.jobs.push_back(MapJob("j", 0, 2, 1000));
+  SimOptions o = Options(3);
+  o.federation.store_latency_ms = 3000;  // the home write and its read-back: 6 s
+  auto r = RunSimulation(w, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->jobs_failed, 0);
+  EXPECT_GE(r->job_results[0].start_ms, 6000);
+  o.federation.store_latency_ms = 0;
+  r = RunSimulation(w, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_LT(r->job_results[0].start_ms, 6000);
+}
+
+TEST(SimFederationTest, DeferredSubmissionToAMissingQueueFailsTheJob) {
+  Workload w;
+  w.jobs.push_back(MapJob("j", 0, 2, 1000));
+  w.jobs[0].queue = "nope";
+  SimOptions o = Options(3);
+  o.federation.store_latency_ms = 50;
+  auto r = RunSimulation(w, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->jobs_failed, 1);
+  ASSERT_FALSE(r->warnings.empty());
+  EXPECT_THAT(r->warnings.front(), HasSubstr("rejected"));
+}
+
+TEST(SimFederationTest, UamLaunchTimeDelaysContainersInSecondaries) {
+  Workload w;
+  w.jobs.push_back(MapJob("big", 0, 40, 10000));
+  SimOptions o = Options(3);
+  o.federation.uam_launch_ms = 0;
+  auto fast = RunSimulation(w, o);
+  o.federation.uam_launch_ms = 8000;
+  auto slow = RunSimulation(w, o);
+  ASSERT_TRUE(fast.ok() && slow.ok());
+  EXPECT_LE(fast->job_results[0].finish_ms, 13000);
+  // 15 tasks run at home from the start; the 25 in the secondaries start 8 s later.
+  EXPECT_GE(slow->job_results[0].finish_ms, 8000 + 10000);
+  EXPECT_EQ(slow->jobs_spanning, 1);
+}
+
 TEST(SimFederationTest, BadOptionsAreRefused) {
   Workload w;
   w.jobs.push_back(MapJob("j", 0, 2, 1000));
@@ -157,6 +291,11 @@ TEST(SimFederationTest, BadOptionsAreRefused) {
       {[](SimOptions& o) { o.federation.router_policy = "round-robin"; }, "'round-robin'"},
       {[](SimOptions& o) { o.federation.amrm_policy = "nope"; }, "unknown AMRMProxy policy 'nope'"},
       {[](SimOptions& o) { o.federation.headroom_alpha = 1.5; }, "headroom alpha 1.5"},
+      {[](SimOptions& o) { o.federation.heartbeat_ms = -1; },
+       "sub-cluster heartbeat -1 ms must be in 0..3600000 ms"},
+      {[](SimOptions& o) { o.federation.cache_ttl_ms = 3600001; }, "cache TTL 3600001 ms"},
+      {[](SimOptions& o) { o.federation.store_latency_ms = -5; }, "store latency -5 ms"},
+      {[](SimOptions& o) { o.federation.uam_launch_ms = -2; }, "UAM launch time -2 ms"},
       {[](SimOptions& o) {
          o.federation.sub_clusters = 2;
          o.am_master = adaptcont::DefaultAdaptContConfig();
