@@ -226,6 +226,22 @@ v1::SubClusterPolicyConfiguration GlobalPolicyGenerator::PolicyFor(const std::st
   return DefaultPolicyConfiguration();
 }
 
+bool GlobalPolicyGenerator::MustBeResubmitted(const v1::ApplicationHomeSubCluster& home) {
+  if (home.generation() <= 1 || !home.has_submission_context()) return false;
+  return PolicyFor(home.queue()).resubmit_on_sub_cluster_loss();
+}
+
+absl::Status GlobalPolicyGenerator::Submit(const v1::SubClusterInfo& target,
+                                           const v1::ApplicationHomeSubCluster& home,
+                                           GpgRound& round) {
+  absl::Status s = rms_->SubmitApplication(target, home.user(), home.submission_context());
+  if (s.ok() || absl::IsAlreadyExists(s)) return absl::OkStatus();  // there already
+  round.errors.push_back(absl::StrCat("submitting ", home.application_id(), " to its new home ",
+                                      target.sub_cluster_id(), " (retried next round): ",
+                                      s.message()));
+  return s;
+}
+
 void GlobalPolicyGenerator::SweepApplications(const std::vector<v1::SubClusterInfo>& members,
                                               int64_t now_ms, GpgRound& round) {
   absl::StatusOr<std::vector<v1::ApplicationHomeSubCluster>> homes =
@@ -273,20 +289,27 @@ void GlobalPolicyGenerator::SweepApplications(const std::vector<v1::SubClusterIn
       for (const v1::SubClusterInfo& sc : usable)
         if (sc.sub_cluster_id() == *next) target = &sc;
       if (target == nullptr) continue;  // a policy bug; the conformance suite rules it out
-      // Submitted first, then the mapping moved: a crash in between submits again next round,
-      // which the new home answers AlreadyExists.
-      absl::Status submitted = rms_->SubmitApplication(*target, home.user(), home.submission_context());
-      if (!submitted.ok() && submitted.code() != absl::StatusCode::kAlreadyExists) {
-        round.errors.push_back(absl::StrCat("resubmitting ", app, " to ", *next, ": ",
-                                            submitted.message()));
-        continue;
-      }
+      // The home moves first, by compare-and-set over the generation read: of every writer
+      // that saw it homed in the lost sub-cluster (other GPGs, CAS-won routers) exactly one
+      // moves it, and only that one submits it. A submission that fails after the move is
+      // retried next round, when the home record names where the app must run.
       const std::string from = home.home_sub_cluster_id();
-      home.set_home_sub_cluster_id(*next);
-      if (absl::Status s = store_->UpdateApplicationHomeSubCluster(home); !s.ok()) {
-        round.errors.push_back(absl::StrCat("moving the home of ", app, ": ", s.message()));
+      v1::ApplicationHomeSubCluster moved = home;
+      moved.set_home_sub_cluster_id(*next);
+      if (absl::Status s = store_->UpdateApplicationHomeSubCluster(moved); !s.ok()) {
+        if (absl::IsAborted(s)) {
+          // Another writer moved it since it was read: that writer submits it, not this one.
+          log::Info("app_move_lost_race",
+                    {{"app", app}, {"from", from}, {"generation", home.generation()}});
+          round.moves_lost.push_back(app);
+        } else {
+          round.errors.push_back(absl::StrCat("moving the home of ", app, " from ", from,
+                                              " to ", *next, ": ", s.message()));
+        }
         continue;
       }
+      log::Warn("app_home_moved", {{"app", app}, {"from", from}, {"to", *next}});
+      if (absl::Status s = Submit(*target, home, round); !s.ok()) continue;
       log::Warn("app_resubmitted", {{"app", app}, {"from", from}, {"to", *next}});
       round.resubmitted.push_back(absl::StrCat(app, " -> ", *next));
       continue;
@@ -299,6 +322,16 @@ void GlobalPolicyGenerator::SweepApplications(const std::vector<v1::SubClusterIn
       remove = IsFinalState(report->state()) && report->finish_time_ms() > 0 &&
                now_ms - report->finish_time_ms() > options_.finished_app_retention_ms;
     } else if (report.status().code() == absl::StatusCode::kNotFound) {
+      if (MustBeResubmitted(home)) {
+        // Moved here from a lost home and not submitted yet (the submission failed after the
+        // move, or its mover died in between): the home record says it runs here.
+        if (Submit(*it->second, home, round).ok()) {
+          log::Warn("app_resubmitted",
+                    {{"app", app}, {"to", home.home_sub_cluster_id()}, {"retry", "true"}});
+          round.resubmitted.push_back(absl::StrCat(app, " -> ", home.home_sub_cluster_id()));
+        }
+        continue;
+      }
       // Never submitted (its router died between the mapping and the forward) or forgotten by
       // its RM: kept for the retention time, as an ended app.
       remove = now_ms - home.create_time_ms() > options_.finished_app_retention_ms;

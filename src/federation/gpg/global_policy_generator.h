@@ -5,7 +5,13 @@
 //     sub-cluster's headroom, with weight 0 for sub-clusters drained for maintenance (no new
 //     homes, no new secondary asks) and for unusable ones;
 //   - resubmits apps homed in a LOST sub-cluster to another one when their queue's policy says
-//     so (resubmit_on_sub_cluster_loss: the seed's "external mechanism", made a policy);
+//     so (resubmit_on_sub_cluster_loss: the seed's "external mechanism", made a policy). The
+//     home moves first, by compare-and-set over the generation read, and only the writer that
+//     moved it submits it; a submission that fails is retried in later rounds while the new
+//     home's RM does not know the app. The lost RM learns at its next heartbeat that the app
+//     lives elsewhere and kills its copy (sub_cluster_heartbeater.h); its NMs have killed their
+//     containers before the loss threshold (`weft nm --federation-fence-ms`), so the two
+//     copies never run at once;
 //   - removes the home mappings of apps that ended longer ago than a retention time.
 // The cluster does not depend on it: routers and AMRMProxies keep using the last policies it
 // published (docs/federation.md). Pure over its two injected dependencies and the time it is
@@ -63,6 +69,9 @@ struct GpgRound {
   std::map<std::string, double> weights;          // as computed this round
   int policies_published = 0;
   std::vector<std::string> resubmitted;          // "<app> -> <sub-cluster>"
+  // Apps of a lost home another writer moved between this round's read and its
+  // compare-and-set: left to that writer (not submitted by this GPG).
+  std::vector<std::string> moves_lost;
   int mappings_removed = 0;
   std::vector<std::string> errors;               // one line each; the round carries on
 };
@@ -92,6 +101,13 @@ class GlobalPolicyGenerator {
                       GpgRound& round);
   void SweepApplications(const std::vector<v1::SubClusterInfo>& members, int64_t now_ms,
                          GpgRound& round);
+  // Submits `home`'s app, as its user, to `target` (its new home): OK when the RM took it or
+  // had it already; otherwise the error, also added to the round's errors.
+  absl::Status Submit(const v1::SubClusterInfo& target, const v1::ApplicationHomeSubCluster& home,
+                      GpgRound& round);
+  // Whether an app its home's RM does not know must be submitted there: its home was moved
+  // (generation > 1) and its queue's policy resubmits on loss, with a submission context.
+  bool MustBeResubmitted(const v1::ApplicationHomeSubCluster& home);
   // The queue's configuration, else "*", else DefaultPolicyConfiguration().
   v1::SubClusterPolicyConfiguration PolicyFor(const std::string& queue);
 

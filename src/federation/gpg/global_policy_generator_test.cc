@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "federation/router/testing/forwarding_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -262,7 +263,8 @@ TEST_F(GpgTest, AppsOfALostHomeAreResubmittedOnlyWhenTheirQueueSaysSo) {
     home.mutable_submission_context()->set_queue(queue);
     ASSERT_TRUE(store_->AddApplicationHomeSubCluster(home).ok());
   }
-  // The new home refuses at first: the mapping stays, and the next round tries again.
+  // The new home refuses at first: the home has moved (compare-and-set first), and the next
+  // round, finding that its new home's RM does not know it, submits it there.
   rms_.submit_status = absl::UnavailableError("sc2 is restarting");
   GlobalPolicyGenerator gpg({}, store_.get(), &rms_);
   GpgRound first = gpg.RunOnce(kNow);
@@ -270,17 +272,140 @@ TEST_F(GpgTest, AppsOfALostHomeAreResubmittedOnlyWhenTheirQueueSaysSo) {
   EXPECT_TRUE(first.resubmitted.empty());
   ASSERT_FALSE(first.errors.empty());
   EXPECT_THAT(first.errors.back(), HasSubstr("sc2 is restarting"));
-  EXPECT_EQ(store_->GetApplicationHomeSubCluster("application_1_0001")->home_sub_cluster_id(),
-            "sc1");
+  EXPECT_THAT(first.errors.back(), HasSubstr("retried next round"));
+  auto moved = store_->GetApplicationHomeSubCluster("application_1_0001");
+  ASSERT_TRUE(moved.ok());
+  EXPECT_EQ(moved->home_sub_cluster_id(), "sc2");
+  EXPECT_EQ(moved->generation(), 2);
   rms_.submit_status = absl::OkStatus();
   GpgRound second = gpg.RunOnce(kNow + 1000);
   EXPECT_THAT(second.resubmitted, ElementsAre("application_1_0001 -> sc2"));
   EXPECT_THAT(rms_.submitted, ElementsAre("application_1_0001 -> sc2 as alice"));
-  EXPECT_EQ(store_->GetApplicationHomeSubCluster("application_1_0001")->home_sub_cluster_id(),
-            "sc2");
+  EXPECT_EQ(store_->GetApplicationHomeSubCluster("application_1_0001")->generation(), 2);
+  // Once its new home knows it, nothing more is submitted.
+  v1::ApplicationReport running;
+  running.set_state(v1::APP_RUNNING);
+  rms_.reports["application_1_0001"] = running;
+  EXPECT_TRUE(gpg.RunOnce(kNow + 2000).resubmitted.empty());
+  EXPECT_EQ(rms_.submitted.size(), 1u);
   // Queue adhoc has no policy of its own and "*" does not resubmit: it stays where it was.
   EXPECT_EQ(store_->GetApplicationHomeSubCluster("application_1_0002")->home_sub_cluster_id(),
             "sc1");
+}
+
+v1::ApplicationHomeSubCluster ResubmittableHome(const std::string& app, const std::string& sc) {
+  v1::ApplicationHomeSubCluster home;
+  home.set_application_id(app);
+  home.set_home_sub_cluster_id(sc);
+  home.set_queue("prod");
+  home.set_user("alice");
+  home.set_create_time_ms(kNow);
+  home.mutable_submission_context()->set_application_id(app);
+  home.mutable_submission_context()->set_queue("prod");
+  return home;
+}
+
+void SetResubmittingPolicy(FederationStateStore* store) {
+  v1::SubClusterPolicyConfiguration p;
+  p.set_queue("prod");
+  p.set_router_policy("uniform");
+  p.set_amrm_policy("home-only");
+  p.set_resubmit_on_sub_cluster_loss(true);
+  ASSERT_TRUE(store->SetPolicyConfiguration(p).ok());
+}
+
+// Issue 27: the GPG submitted before it moved the home, so two movers (two GPGs, or a GPG and
+// a router) could both submit. The home moves first, by compare-and-set; the winner submits.
+TEST_F(GpgTest, ALostSubClustersAppIsMovedByCompareAndSetAndThenSubmitted) {
+  Register(Member("sc1", 4000, kNow - 60000));
+  Register(Member("sc2", 4000));
+  SetResubmittingPolicy(store_.get());
+  ASSERT_TRUE(store_->AddApplicationHomeSubCluster(ResubmittableHome("application_1_0001", "sc1"))
+                  .ok());
+  // What the store says when the RM is asked to submit: the home has moved already.
+  class OrderRms : public FakeRms {
+   public:
+    explicit OrderRms(FederationStateStore* store) : store_(store) {}
+    absl::Status SubmitApplication(const v1::SubClusterInfo& sc, const std::string& user,
+                                   const v1::ApplicationSubmissionContext& context) override {
+      auto home = store_->GetApplicationHomeSubCluster(context.application_id());
+      home_at_submit = home.ok() ? absl::StrCat(home->home_sub_cluster_id(), "@",
+                                                home->generation())
+                                 : std::string(home.status().message());
+      return FakeRms::SubmitApplication(sc, user, context);
+    }
+    std::string home_at_submit;
+
+   private:
+    FederationStateStore* store_;
+  } rms(store_.get());
+  GlobalPolicyGenerator gpg({}, store_.get(), &rms);
+  GpgRound round = gpg.RunOnce(kNow);
+  EXPECT_TRUE(round.errors.empty()) << round.errors.front();
+  EXPECT_THAT(round.resubmitted, ElementsAre("application_1_0001 -> sc2"));
+  EXPECT_THAT(rms.submitted, ElementsAre("application_1_0001 -> sc2 as alice"));
+  EXPECT_EQ(rms.home_at_submit, "sc2@2");  // moved (generation 1 -> 2) before submitting
+  EXPECT_TRUE(round.moves_lost.empty());
+}
+
+// A store in which another writer (a second GPG, a CAS-won router) moves the app to sc3 just
+// before this GPG's compare-and-set reaches it.
+class RacingStore final : public ForwardingStore {
+ public:
+  using ForwardingStore::ForwardingStore;
+  absl::Status UpdateApplicationHomeSubCluster(const v1::ApplicationHomeSubCluster& h) override {
+    if (!raced_) {
+      raced_ = true;
+      auto current = inner_->GetApplicationHomeSubCluster(h.application_id());
+      if (!current.ok()) return current.status();
+      current->set_home_sub_cluster_id("sc3");
+      if (absl::Status s = inner_->UpdateApplicationHomeSubCluster(*current); !s.ok()) return s;
+    }
+    return inner_->UpdateApplicationHomeSubCluster(h);
+  }
+
+ private:
+  bool raced_ = false;
+};
+
+TEST_F(GpgTest, AConcurrentMoverWinsAndTheGpgDoesNotSubmit) {
+  Register(Member("sc1", 4000, kNow - 60000));
+  Register(Member("sc2", 4000));
+  Register(Member("sc3", 4000));
+  SetResubmittingPolicy(store_.get());
+  ASSERT_TRUE(store_->AddApplicationHomeSubCluster(ResubmittableHome("application_1_0001", "sc1"))
+                  .ok());
+  RacingStore racing(store_.get());
+  GlobalPolicyGenerator gpg({}, &racing, &rms_);
+  GpgRound round = gpg.RunOnce(kNow);
+  EXPECT_TRUE(round.errors.empty()) << round.errors.front();
+  EXPECT_THAT(round.moves_lost, ElementsAre("application_1_0001"));
+  EXPECT_TRUE(round.resubmitted.empty());
+  EXPECT_TRUE(rms_.submitted.empty());  // the winner submits, not this GPG
+  auto home = store_->GetApplicationHomeSubCluster("application_1_0001");
+  ASSERT_TRUE(home.ok());
+  EXPECT_EQ(home->home_sub_cluster_id(), "sc3");
+  EXPECT_EQ(home->generation(), 2);
+}
+
+// An app moved by another writer that died before submitting it is submitted by the GPG; an
+// app never moved whose RM does not know it is not (its router never forwarded it).
+TEST_F(GpgTest, AMovedAppItsNewHomeDoesNotKnowIsSubmittedThere) {
+  Register(Member("sc1", 4000));
+  Register(Member("sc2", 4000));
+  SetResubmittingPolicy(store_.get());
+  ASSERT_TRUE(store_->AddApplicationHomeSubCluster(ResubmittableHome("application_1_0001", "sc1"))
+                  .ok());
+  ASSERT_TRUE(store_->AddApplicationHomeSubCluster(ResubmittableHome("application_1_0002", "sc1"))
+                  .ok());
+  v1::ApplicationHomeSubCluster moved = ResubmittableHome("application_1_0001", "sc2");
+  moved.set_generation(1);
+  ASSERT_TRUE(store_->UpdateApplicationHomeSubCluster(moved).ok());
+  GlobalPolicyGenerator gpg({}, store_.get(), &rms_);
+  GpgRound round = gpg.RunOnce(kNow);
+  EXPECT_TRUE(round.errors.empty()) << round.errors.front();
+  EXPECT_THAT(rms_.submitted, ElementsAre("application_1_0001 -> sc2 as alice"));
+  EXPECT_THAT(round.resubmitted, ElementsAre("application_1_0001 -> sc2"));
 }
 
 TEST_F(GpgTest, AnEmptyFederationIsAQuietRound) {
