@@ -6,116 +6,22 @@ dies with the harness (PR_SET_PDEATHSIG) and is stopped in a `finally`, and the 
 share a cgroup hierarchy of their own that is removed at the end.
 """
 import concurrent.futures
-import ctypes
-import glob
-import json
 import os
 import re
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
-TERMINAL = ("APP_FINISHED", "APP_FAILED", "APP_KILLED")
-
-try:
-    _LIBC = ctypes.CDLL(None)
-except OSError:
-    _LIBC = None
-
-
-def _die_with_parent():
-    if _LIBC is not None:
-        _LIBC.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def tail(path, lines=15):
-    try:
-        with open(path, errors="replace") as fh:
-            return "".join(fh.readlines()[-lines:])
-    except OSError:
-        return ""
-
-
-def pct(values, p):
-    if not values:
-        return None
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
-
-
-# --- What the binary has ----------------------------------------------------------------------
-
-def help_text(weft, sub):
-    """`weft SUB... --help` when SUB is a real subcommand, else None (an unknown subcommand
-    prints the top-level help and exits 0, so the Usage line is what tells)."""
-    try:
-        r = subprocess.run([weft] + sub + ["--help"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    text = r.stdout + r.stderr
-    usage = next((l for l in text.splitlines() if l.startswith("Usage:")), "")
-    if r.returncode != 0 or not usage.split()[1:] or \
-            " ".join(usage.split()[2:2 + len(sub)]) != " ".join(sub):
-        return None
-    return text
-
-
-def missing(weft, needs):
-    """needs: [(subcommand list, [flags])]. The first missing piece, described, or None."""
-    for sub, flags in needs:
-        text = help_text(weft, sub)
-        if text is None:
-            return f"`weft {' '.join(sub)}` is not in this binary yet"
-        for flag in flags:
-            if not re.search(rf"(^|[\s,]){re.escape(flag)}(?=[\s=,]|$)", text, re.M):
-                return f"`weft {' '.join(sub)}` has no {flag} yet"
-    return None
-
-
-def weft_cli(weft, env, args, timeout=30):
-    try:
-        return subprocess.run([weft] + args, capture_output=True, text=True, env=env,
-                              timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return subprocess.CompletedProcess(args, 124, "", f"timed out after {timeout} s")
-
-
-def json_or(text, default):
-    try:
-        return json.loads(text)
-    except ValueError:
-        return default
-
-
-def json_lines(text):
-    out = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            v = json_or(line, None)
-            if v is not None:
-                out.append(v)
-    return out
-
-
-def field(d, *names, default=None):
-    """A protobuf JSON field under its camelCase or proto name."""
-    for n in names:
-        if n in d:
-            return d[n]
-    return default
+# The process helpers are shared with experiments/chaos (run, federation).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "chaos"))
+from weftproc import (TERMINAL, field, free_port, help_text, json_lines, json_or,  # noqa: E402
+                      kill9, missing, orphans, remove_cgroups, stop_procs, tail, weft_cli)
+from weftproc import die_with_parent as _die_with_parent  # noqa: E402
+from weftproc import percentile as pct  # noqa: E402,F401
 
 
 def app_state(weft, env, rm, app_id, timeout=15):
@@ -137,30 +43,6 @@ def nodes(weft, env, rm, timeout=10):
     return d.get("nodes", []) if isinstance(d, dict) else []
 
 
-def orphans(pattern):
-    """Container processes still alive whose command line names `pattern`; killed."""
-    found = subprocess.run(["pgrep", "-f", pattern], capture_output=True,
-                           text=True).stdout.split()
-    found = [p for p in found if int(p) != os.getpid()]
-    for pid in found:
-        try:
-            os.kill(int(pid), signal.SIGKILL)
-        except OSError:
-            pass
-    return len(found)
-
-
-def remove_cgroups(hierarchy):
-    for path in sorted(glob.glob(f"/sys/fs/cgroup/{hierarchy}") +
-                       glob.glob(f"/sys/fs/cgroup/*/{hierarchy}") +
-                       glob.glob(f"/sys/fs/cgroup/{hierarchy}/**/", recursive=True),
-                       key=len, reverse=True):
-        try:
-            os.rmdir(path)
-        except OSError:
-            pass
-
-
 def shell_command(runs_dir, name, sleep_s):
     """Each container appends its id and working directory (under its NM's work root) to a
     file of its app, then sleeps."""
@@ -178,25 +60,6 @@ def read_runs(path):
     except OSError:
         pass
     return out
-
-
-def stop_procs(procs, limit_s=30):
-    procs = [p for p in procs if p is not None and p.poll() is None]
-    for p in procs:
-        p.send_signal(signal.SIGTERM)
-    deadline = time.time() + limit_s
-    for p in procs:
-        try:
-            p.wait(timeout=max(0.1, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(timeout=30)
-
-
-def kill9(proc):
-    if proc is not None and proc.poll() is None:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
 
 
 # --- A federation of separate processes (parts b and d) ---------------------------------------
