@@ -1,6 +1,8 @@
 // Copyright Weft authors.
 #include "rm/app_lifecycle.h"
 
+#include <algorithm>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -154,6 +156,34 @@ AppEvent AppEventFor(FinalStatus final_status) {
   if (final_status == v1::FINAL_SUCCEEDED) return AppEvent::kFinished;
   if (final_status == v1::FINAL_KILLED) return AppEvent::kKilled;
   return AppEvent::kFailed;
+}
+
+bool FederationLease::Stale(int64_t now_ms) const {
+  if (fence_ms_ <= 0) return false;
+  return renewed_ms_ < 0 || now_ms - renewed_ms_ > fence_ms_;
+}
+
+bool FederationLease::MustHold(const std::string& app_id, bool federation_uam,
+                               int64_t now_ms) const {
+  if (!Stale(now_ms)) return false;
+  return federation_uam || !no_home_.contains(app_id);
+}
+
+std::vector<std::string> FederationLease::Checked(const FederationHomesCheck& check) {
+  if (check.fence_ms > 0) fence_ms_ = check.fence_ms;
+  renewed_ms_ = std::max(renewed_ms_, check.heartbeat_ms);
+  no_home_ = check.no_home;
+  std::vector<std::string> seen;
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (check.homed_here.contains(*it) || check.no_home.contains(*it) ||
+        check.homed_elsewhere.contains(*it)) {
+      seen.push_back(*it);
+      it = held_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return seen;
 }
 
 }  // namespace weft::rm

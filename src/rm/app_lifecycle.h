@@ -8,7 +8,11 @@
 #ifndef WEFT_RM_APP_LIFECYCLE_H_
 #define WEFT_RM_APP_LIFECYCLE_H_
 
+#include <cstdint>
+#include <map>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -64,6 +68,74 @@ using store::ParseFinalStatus;
 // The application state an AM's final status leads to (YARN: SUCCEEDED -> FINISHED), and the
 // event that takes it there.
 AppEvent AppEventFor(FinalStatus final_status);
+
+// ---- Federation homes (issue 27, "fenced homes").
+//
+// In a federation an app's home record in the federation state store says which sub-cluster
+// runs it; the GPG may move it elsewhere while this RM is silent (LOST). The RM's
+// sub-cluster heartbeater (federation/membership/sub_cluster_heartbeater.h) checks, after each
+// successful heartbeat, the homes of the RM's unfinished apps, has the RM kill those homed
+// elsewhere, and so renews the RM's federation lease.
+
+// An unfinished app of this RM, as the heartbeater checks it.
+struct FederationApp {
+  std::string app_id;
+  // ApplicationSubmissionContext.federation_home_sub_cluster_id: non-empty for a federation
+  // UAM (a secondary's unmanaged AM under its home app's id), "" otherwise.
+  std::string federation_home_sub_cluster_id;
+};
+
+// What one heartbeater tick found, for the RM's apps it listed.
+struct FederationHomesCheck {
+  // When the tick's heartbeat was taken (RM loop clock, ms): the lease runs from here.
+  int64_t heartbeat_ms = 0;
+  // How long the lease lasts, ms (> 0): past heartbeat_ms + fence_ms without a new check, new
+  // attempts of federated apps wait (FederationLease).
+  int64_t fence_ms = 0;
+  std::set<std::string> homed_here;  // home record found, naming where this copy may run
+  std::set<std::string> no_home;     // no home record (submitted to the RM directly)
+  // Apps whose home record names another sub-cluster: app id -> the diagnostics they are
+  // killed with.
+  std::map<std::string, std::string> homed_elsewhere;
+};
+
+// The RM's side of the lease: which apps are federated as of the last check, and the apps whose
+// next attempt waits for a check. Pure (time is an argument); thread-compatible.
+//
+// A federated app (a home record, or a federation UAM) whose attempt fails while the lease is
+// stale - no check for longer than the fence, or none yet once the fence is known - must not
+// start a new attempt: its home may have moved while this RM was silent, and a second copy
+// would run. It is held until a check has seen it: then it is killed if homed elsewhere, else
+// its attempt starts. An app no check has seen yet counts as federated (a router writes the
+// home before it submits); one the last check found without a home record does not.
+class FederationLease {
+ public:
+  // `fence_ms`: the lease's length until a check says otherwise; 0 = unknown until the first
+  // check (nothing is held before it).
+  explicit FederationLease(int64_t fence_ms = 0) : fence_ms_(fence_ms) {}
+
+  // Whether the lease is stale at `now_ms` (never while the fence is unknown).
+  bool Stale(int64_t now_ms) const;
+  // Whether a new attempt of the app must wait for the next check.
+  bool MustHold(const std::string& app_id, bool federation_uam, int64_t now_ms) const;
+  void Hold(const std::string& app_id) { held_.insert(app_id); }
+  // The app ended (or is gone): not held any more.
+  void Forget(const std::string& app_id) { held_.erase(app_id); }
+  // Applies a check: renews the lease (to heartbeat_ms, if later than the last), keeps its
+  // verdicts, and returns the held apps it saw (no longer held: the caller kills those homed
+  // elsewhere and starts the others' attempts). Held apps it did not see stay held.
+  std::vector<std::string> Checked(const FederationHomesCheck& check);
+
+  int64_t fence_ms() const { return fence_ms_; }
+  int64_t renewed_ms() const { return renewed_ms_; }  // -1 before the first check
+  const std::set<std::string>& held() const { return held_; }
+
+ private:
+  int64_t fence_ms_;
+  int64_t renewed_ms_ = -1;
+  std::set<std::string> no_home_;  // as of the last check
+  std::set<std::string> held_;
+};
 
 }  // namespace weft::rm
 

@@ -99,5 +99,42 @@ TEST(AppLifecycleTest, FinalStatusLeadsToItsAppEvent) {
   EXPECT_EQ(AppEventFor(v1::FINAL_STATUS_UNDEFINED), AppEvent::kFailed);
 }
 
+// Fenced homes (issue 27): the lease is stale past the fence without a check; federated apps
+// (a home record, unchecked yet, or a federation UAM) are held then, apps without one are not.
+TEST(FederationLeaseTest, HoldsFederatedAppsOnlyWhileStaleAndReleasesThoseACheckSaw) {
+  FederationLease lease;
+  EXPECT_FALSE(lease.Stale(1'000'000));  // fence unknown: nothing held before the first check
+  EXPECT_FALSE(lease.MustHold("a", true, 1'000'000));
+  FederationHomesCheck check;
+  check.heartbeat_ms = 10'000;
+  check.fence_ms = 1000;
+  check.homed_here = {"a"};
+  check.no_home = {"direct"};
+  EXPECT_TRUE(lease.Checked(check).empty());
+  EXPECT_EQ(lease.renewed_ms(), 10'000);
+  EXPECT_FALSE(lease.Stale(11'000));
+  EXPECT_FALSE(lease.MustHold("a", false, 11'000));
+  EXPECT_TRUE(lease.Stale(11'001));
+  EXPECT_TRUE(lease.MustHold("a", false, 11'001));
+  EXPECT_TRUE(lease.MustHold("new", false, 11'001));  // not checked yet: may have a home
+  EXPECT_FALSE(lease.MustHold("direct", false, 11'001));
+  EXPECT_TRUE(lease.MustHold("direct", true, 11'001));  // a federation UAM always
+  lease.Hold("a");
+  lease.Hold("new");
+  lease.Hold("gone");
+  lease.Forget("gone");
+  FederationHomesCheck next = check;
+  next.heartbeat_ms = 12'000;
+  next.homed_here = {};
+  next.homed_elsewhere = {{"a", "moved"}};
+  EXPECT_EQ(lease.Checked(next), std::vector<std::string>{"a"});
+  EXPECT_EQ(lease.held(), std::set<std::string>{"new"});  // not seen by this check
+  EXPECT_FALSE(lease.Stale(12'500));
+  // An older check (out of order) does not move the lease back.
+  next.heartbeat_ms = 5'000;
+  lease.Checked(next);
+  EXPECT_EQ(lease.renewed_ms(), 12'000);
+}
+
 }  // namespace
 }  // namespace weft::rm

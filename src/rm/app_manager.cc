@@ -29,7 +29,8 @@ constexpr int64_t kAmLaunchMaxRetryMs = 4000;
 
 }  // namespace
 
-AppManager::AppManager(RmContext* ctx) : ctx_(ctx) {}
+AppManager::AppManager(RmContext* ctx)
+    : ctx_(ctx), federation_(ctx->options->federation_fence_ms) {}
 
 AppManager::~AppManager() { ctx_->loop->Cancel(retry_timer_); }
 
@@ -527,6 +528,21 @@ void AppManager::AttemptFailed(RmApp& app, const std::string& diagnostics) {
                            app.record.max_attempts, "); last attempt: ", diagnostics));
     return;
   }
+  const bool uam = !app.context.federation_home_sub_cluster_id().empty();
+  if (federation_.MustHold(app.record.app_id, uam, ctx_->NowMs())) {
+    // Its home may have moved while this sub-cluster was silent: no second copy starts until
+    // the federation heartbeater has checked it (FederationHomesChecked).
+    federation_.Hold(app.record.app_id);
+    log::Warn("attempt_held_federation_lease_stale",
+              {{"app", app.record.app_id},
+               {"lease_renewed_ms", federation_.renewed_ms()},
+               {"fence_ms", federation_.fence_ms()}});
+    return;
+  }
+  StartNextAttempt(app);
+}
+
+void AppManager::StartNextAttempt(RmApp& app) {
   if (absl::Status s = StartAttempt(app); !s.ok()) {
     FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
               absl::StrCat("cannot start a new attempt: ", s.message()));
@@ -535,6 +551,33 @@ void AppManager::AttemptFailed(RmApp& app, const std::string& diagnostics) {
   Transition(app, AppEvent::kAccepted);
   Persist(app).IgnoreError();  // logged, retried
   ctx_->request_pass();
+}
+
+std::vector<FederationApp> AppManager::FederationApps() const {
+  std::vector<FederationApp> out;
+  for (const auto& [id, app] : apps_) {
+    if (IsFinal(app.state)) continue;
+    out.push_back({id, app.context.federation_home_sub_cluster_id()});
+  }
+  return out;
+}
+
+void AppManager::FederationHomesChecked(const FederationHomesCheck& check) {
+  const std::vector<std::string> seen = federation_.Checked(check);
+  for (const auto& [id, diagnostics] : check.homed_elsewhere) {
+    RmApp* app = Find(id);
+    if (app == nullptr || IsFinal(app->state)) continue;
+    log::Warn("app_homed_elsewhere_killed", {{"app", id}, {"why", diagnostics}});
+    KillApplication(id, diagnostics).IgnoreError();  // Unavailable: killed, write retried
+  }
+  for (const std::string& id : seen) {
+    RmApp* app = Find(id);
+    if (app == nullptr || IsFinal(app->state) || app->attempts.empty() ||
+        !IsFinal(app->current().state))
+      continue;
+    log::Info("attempt_released", {{"app", id}, {"why", "federation home checked"}});
+    StartNextAttempt(*app);
+  }
 }
 
 void AppManager::FinishApp(RmApp& app, AppEvent event, FinalStatus final_status,
@@ -554,6 +597,7 @@ void AppManager::FinishApp(RmApp& app, AppEvent event, FinalStatus final_status,
     ctx_->nodes->AddAppCleanup(node, app.record.app_id);
   }
   app.ran_nodes.clear();
+  federation_.Forget(app.record.app_id);
   app.final_status = final_status;
   app.record.diagnostics = diagnostics;
   app.record.finish_ms = ctx_->NowMs();

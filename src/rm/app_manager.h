@@ -160,6 +160,13 @@ class AppManager {
                                    const std::string& diagnostics);
   // The current attempt failed: a new one starts if attempts remain, else the app fails.
   void AttemptFailed(RmApp& app, const std::string& diagnostics);
+  // Federation homes (app_lifecycle.h, FederationLease): the unfinished apps, for the
+  // sub-cluster heartbeater's check; and what a check found: apps homed elsewhere are killed
+  // with its diagnostics (logged), the lease is renewed, and held apps the check saw start
+  // their next attempt.
+  std::vector<FederationApp> FederationApps() const;
+  void FederationHomesChecked(const FederationHomesCheck& check);
+  const FederationLease& federation_lease() const { return federation_; }
   // One of the app's containers ended, having held `resource_ms` (resource x ms).
   void ChargeUsage(const std::string& app_id, const Resource& resource_ms);
 
@@ -194,6 +201,9 @@ class AppManager {
   absl::Status SizeAm(RmApp& app);
   // The worker container of an AM sizing request, normalised; <1024 MB, 1 vcore> when empty.
   absl::StatusOr<Resource> SizingWorker(const v1::AmSizingRequest& req) const;
+  // After a failed attempt with attempts left: starts the next one, or fails the app when it
+  // cannot start.
+  void StartNextAttempt(RmApp& app);
   // Ends the app in `event`'s state and releases its containers.
   void FinishApp(RmApp& app, AppEvent event, FinalStatus final_status,
                  const std::string& diagnostics);
@@ -220,6 +230,7 @@ class AppManager {
   // Apps whose recovered attempt has not had its AM container reported yet (a superset: an
   // entry is dropped when AmContainersMissing finds it settled).
   absl::flat_hash_set<std::string> awaiting_am_;
+  FederationLease federation_;
   TimerId retry_timer_ = 0;
   // Expires with this object: callbacks from other threads (AM launches) that post back to the
   // loop hold a weak_ptr to it and do nothing once the RM is gone (an HA RM that stepped down

@@ -3,7 +3,9 @@
 #include "rm/app_manager.h"
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -312,6 +314,101 @@ TEST(AppManagerTest, ReportsCountContainersRunningPendingAndCompleted) {
   EXPECT_EQ(after.completed_containers(), 1);
   EXPECT_EQ(after.running_containers(), before.running_containers());
   EXPECT_EQ(after.pending_containers(), before.pending_containers() - 1);
+}
+
+// ---- Fenced homes (issue 27): new attempts of federated apps wait while the lease is stale.
+
+FederationHomesCheck Check(int64_t now_ms, std::set<std::string> here,
+                           std::set<std::string> no_home = {},
+                           std::map<std::string, std::string> elsewhere = {}) {
+  FederationHomesCheck c;
+  c.heartbeat_ms = now_ms;
+  c.fence_ms = 1000;
+  c.homed_here = std::move(here);
+  c.no_home = std::move(no_home);
+  c.homed_elsewhere = std::move(elsewhere);
+  return c;
+}
+
+std::string AmContainerOf(RmHarness& h, const std::string& app, int attempt = 0) {
+  auto attempts = h.rm().GetApplicationAttempts(app);
+  EXPECT_TRUE(attempts.ok());
+  return attempts.ok() && attempts->attempts_size() > attempt
+             ? attempts->attempts(attempt).am_container_id()
+             : "";
+}
+
+TEST(AppManagerTest, AFederatedAppsNewAttemptWaitsForAHomesCheckWhileTheLeaseIsStale) {
+  RmHarness h;
+  h.AddNode("h1:1");
+  const std::string homed = h.Submit();
+  const std::string direct = h.Submit();  // no home record: never held
+  h.rm().FederationHomesChecked(Check(h.rm().NowMs(), {homed}, {direct}));
+  h.loop.Advance(200);
+  const std::string am_homed = AmContainerOf(h, homed);
+  const std::string am_direct = AmContainerOf(h, direct);
+  ASSERT_FALSE(am_homed.empty());
+  ASSERT_FALSE(am_direct.empty());
+  EXPECT_FALSE(h.rm().federation_lease().Stale(h.rm().NowMs()));
+  h.loop.Advance(2000);  // no check for longer than the 1 s fence
+  EXPECT_TRUE(h.rm().federation_lease().Stale(h.rm().NowMs()));
+  h.Heartbeat("h1:1", {{am_homed, 1}, {am_direct, 1}});
+  EXPECT_EQ(h.rm().GetApplicationAttempts(homed)->attempts_size(), 1);  // held
+  EXPECT_TRUE(h.rm().federation_lease().held().contains(homed));
+  EXPECT_EQ(h.rm().GetApplicationAttempts(direct)->attempts_size(), 2);
+  // A check that does not see it (it listed the apps before) keeps it held.
+  h.rm().FederationHomesChecked(Check(h.rm().NowMs(), {}, {direct}));
+  EXPECT_EQ(h.rm().GetApplicationAttempts(homed)->attempts_size(), 1);
+  // The next check finds it homed here: its attempt starts.
+  h.rm().FederationHomesChecked(Check(h.rm().NowMs(), {homed}, {direct}));
+  auto attempts = h.rm().GetApplicationAttempts(homed);
+  ASSERT_EQ(attempts->attempts_size(), 2);
+  EXPECT_EQ(attempts->attempts(1).state(), "SCHEDULED");
+  EXPECT_EQ(h.rm().GetApplication(homed)->state(), v1::APP_ACCEPTED);
+  EXPECT_TRUE(h.rm().federation_lease().held().empty());
+}
+
+TEST(AppManagerTest, AHeldAppTheCheckFindsHomedElsewhereIsKilledWithoutANewAttempt) {
+  RmHarness h;
+  h.AddNode("h1:1");
+  const std::string app = h.Submit();
+  h.rm().FederationHomesChecked(Check(h.rm().NowMs(), {app}));
+  h.loop.Advance(200);
+  const std::string am = AmContainerOf(h, app);
+  ASSERT_FALSE(am.empty());
+  h.loop.Advance(5000);
+  h.Heartbeat("h1:1", {{am, 1}});
+  ASSERT_TRUE(h.rm().federation_lease().held().contains(app));
+  const std::string why = "application " + app +
+                          " is homed at sub-cluster scB now (moved while this sub-cluster was "
+                          "lost); killed here";
+  h.rm().FederationHomesChecked(Check(h.rm().NowMs(), {}, {}, {{app, why}}));
+  auto report = h.rm().GetApplication(app);
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->state(), v1::APP_KILLED);
+  EXPECT_THAT(report->diagnostics(), HasSubstr("homed at sub-cluster scB now"));
+  EXPECT_EQ(h.rm().GetApplicationAttempts(app)->attempts_size(), 1);
+  EXPECT_TRUE(h.rm().federation_lease().held().empty());
+}
+
+TEST(AppManagerTest, NothingIsHeldBeforeTheFirstCheckUnlessTheFenceIsConfigured) {
+  RmHarness h;
+  h.AddNode("h1:1");
+  const std::string app = h.Submit();
+  h.loop.Advance(200);
+  h.Heartbeat("h1:1", {{AmContainerOf(h, app), 1}});
+  EXPECT_EQ(h.rm().GetApplicationAttempts(app)->attempts_size(), 2);  // no federation lease
+
+  RmOptions o = RmHarness::DefaultOptions();
+  o.federation_fence_ms = 1000;  // e.g. an HA RM that just became active
+  RmHarness fenced(o);
+  fenced.AddNode("h1:1");
+  const std::string held = fenced.Submit();
+  fenced.loop.Advance(200);
+  fenced.Heartbeat("h1:1", {{AmContainerOf(fenced, held), 1}});
+  EXPECT_EQ(fenced.rm().GetApplicationAttempts(held)->attempts_size(), 1);
+  fenced.rm().FederationHomesChecked(Check(fenced.rm().NowMs(), {held}));
+  EXPECT_EQ(fenced.rm().GetApplicationAttempts(held)->attempts_size(), 2);
 }
 
 }  // namespace

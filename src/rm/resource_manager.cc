@@ -258,6 +258,18 @@ v1::ListNodesResponse ResourceManager::ListNodes(const v1::ListNodesRequest& req
   return nodes_->ListNodes(req);
 }
 
+std::vector<FederationApp> ResourceManager::FederationApps() const {
+  return apps_->FederationApps();
+}
+
+void ResourceManager::FederationHomesChecked(const FederationHomesCheck& check) {
+  apps_->FederationHomesChecked(check);
+}
+
+const FederationLease& ResourceManager::federation_lease() const {
+  return apps_->federation_lease();
+}
+
 v1::GetClusterMetricsResponse ResourceManager::GetClusterMetrics() const {
   v1::GetClusterMetricsResponse m;
   nodes_->CountNodes(&m);

@@ -16,10 +16,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/event_loop.h"
+#include "rm/app_lifecycle.h"
 #include "rm/client_auth.h"
 #include "rm/rm_context.h"
 #include "rm/rm_options.h"
@@ -93,6 +95,13 @@ class ResourceManager {
   // The application's attempts, oldest first. NotFound for an unknown application.
   absl::StatusOr<v1::GetApplicationAttemptsResponse> GetApplicationAttempts(
       const std::string& app_id) const;
+
+  // Federation homes (issue 27; rm/app_lifecycle.h): the unfinished apps the sub-cluster
+  // heartbeater checks, and what its check found (apps homed elsewhere killed with the check's
+  // diagnostics, the federation lease renewed, held attempts released).
+  std::vector<FederationApp> FederationApps() const;
+  void FederationHomesChecked(const FederationHomesCheck& check);
+  const FederationLease& federation_lease() const;
 
   // AdminService. RefreshQueues re-reads RmOptions::scheduler_config_path; an invalid file is
   // refused with the reason and the configuration in force stays. Decommissioned nodes lose

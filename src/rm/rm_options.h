@@ -31,6 +31,11 @@ struct RmOptions {
   // Federation (seed 004): this RM's sub-cluster id, stamped on its application and node
   // reports; "" outside a federation.
   std::string sub_cluster_id;
+  // Federation (issue 27, fenced homes; rm/app_lifecycle.h FederationLease): a federated app's
+  // attempt that fails more than this long after the federation heartbeater last checked the
+  // RM's homes waits for its next check before a new attempt starts, ms. 0 = learned from the
+  // heartbeater's first check (twice its interval by default); nothing is held before it.
+  int64_t federation_fence_ms = 0;
   int64_t heartbeat_interval_ms = 1000;  // told to NMs
   int64_t nm_expiry_ms = 600000;         // a node silent this long is LOST (YARN: 10 min)
   int64_t am_expiry_ms = 600000;         // an AM silent this long fails its attempt

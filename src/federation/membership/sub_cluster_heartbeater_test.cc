@@ -2,7 +2,12 @@
 #include "federation/membership/sub_cluster_heartbeater.h"
 
 #include <atomic>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "federation/router/testing/forwarding_store.h"
 #include "gmock/gmock.h"
@@ -140,6 +145,122 @@ TEST_F(HeartbeaterTest, StoreErrorsAreRetriedAtTheNextTick) {
   EXPECT_EQ(info->state(), v1::SC_RUNNING);
 }
 
+// Issue 27, fenced homes: an app whose home the GPG moved to another sub-cluster while this one
+// was LOST is killed here at the next tick; an app without a home record, and a UAM whose
+// record names its federation home, are left alone.
+TEST_F(HeartbeaterTest, AppsHomedElsewhereAreKilledAtTheNextTick) {
+  auto submit = [this](const std::string& federation_home) {
+    std::string app;
+    rm_->RunOnLoop([&](rm::ResourceManager& r) {
+      auto id = r.NewApplication();
+      ASSERT_TRUE(id.ok());
+      v1::ApplicationSubmissionContext ctx;
+      ctx.set_application_id(id->application_id());
+      if (federation_home.empty()) {
+        ctx.mutable_am_container_spec()->add_command("sleep 100");
+      } else {
+        ctx.set_unmanaged_am(true);
+        ctx.set_federation_home_sub_cluster_id(federation_home);
+      }
+      ASSERT_TRUE(r.SubmitApplication(ctx, std::string("alice")).ok());
+      app = id->application_id();
+    });
+    return app;
+  };
+  auto home = [this](const std::string& app, const std::string& sc) {
+    v1::ApplicationHomeSubCluster h;
+    h.set_application_id(app);
+    h.set_home_sub_cluster_id(sc);
+    ASSERT_TRUE(store_->AddApplicationHomeSubCluster(h).ok());
+  };
+  auto state = [this](const std::string& app) {
+    v1::ApplicationReport report;
+    rm_->RunOnLoop([&](rm::ResourceManager& r) {
+      auto got = r.GetApplication(app);
+      ASSERT_TRUE(got.ok());
+      report = *got;
+    });
+    return report;
+  };
+  const std::string moved = submit("");
+  const std::string stays = submit("");
+  const std::string direct = submit("");     // no home record
+  const std::string uam = submit("sc0");     // home app at sc0, record names sc0
+  const std::string uam_moved = submit("sc0");  // record moved on to sc2
+  home(moved, "sc1");
+  home(stays, "sc1");
+  home(uam, "sc0");
+  home(uam_moved, "sc0");
+
+  auto h = Start(Options(), store_.get());
+  ASSERT_TRUE(h->AwaitHeartbeats(1, absl::Seconds(20)));
+  ASSERT_TRUE(h->HeartbeatNow().ok());
+  for (const std::string& app : {moved, stays, direct, uam, uam_moved})
+    EXPECT_FALSE(state(app).state() == v1::APP_KILLED) << app;
+
+  // The GPG moves two homes by compare-and-set while sc1 is LOST.
+  for (const auto& [app, to] : {std::pair{moved, "sc2"}, std::pair{uam_moved, "sc2"}}) {
+    auto record = store_->GetApplicationHomeSubCluster(app);
+    ASSERT_TRUE(record.ok());
+    record->set_home_sub_cluster_id(to);
+    ASSERT_TRUE(store_->UpdateApplicationHomeSubCluster(*record).ok());
+  }
+  ASSERT_TRUE(h->HeartbeatNow().ok());
+  v1::ApplicationReport killed = state(moved);
+  EXPECT_EQ(killed.state(), v1::APP_KILLED);
+  EXPECT_THAT(killed.diagnostics(),
+              HasSubstr(absl::StrCat("application ", moved,
+                                     " is homed at sub-cluster sc2 now (moved while this "
+                                     "sub-cluster was lost); killed here")));
+  EXPECT_EQ(state(uam_moved).state(), v1::APP_KILLED);
+  EXPECT_THAT(state(uam_moved).diagnostics(), HasSubstr("unmanaged AM"));
+  EXPECT_NE(state(stays).state(), v1::APP_KILLED);
+  EXPECT_NE(state(direct).state(), v1::APP_KILLED);
+  EXPECT_NE(state(uam).state(), v1::APP_KILLED);
+  // The tick renewed the RM's lease.
+  rm_->RunOnLoop([&](rm::ResourceManager& r) {
+    EXPECT_EQ(r.federation_lease().fence_ms(), FenceMs(Options()));
+    EXPECT_GT(r.federation_lease().renewed_ms(), 0);
+  });
+}
+
+// A UAM in this sub-cluster whose home app's record names this sub-cluster (not its federation
+// home) is a stray copy; so is any app when the record names a third sub-cluster.
+TEST(CheckHomesTest, DecidesByTheHomeTheCopyMayRunBeside) {
+  std::vector<rm::FederationApp> apps = {{"a", ""}, {"b", ""}, {"u", "sc0"}, {"v", "sc0"},
+                                         {"n", ""}};
+  std::vector<v1::ApplicationHomeSubCluster> here(2);
+  here[0].set_application_id("a");
+  here[0].set_home_sub_cluster_id("sc1");
+  here[1].set_application_id("v");  // the home app moved to this sub-cluster
+  here[1].set_home_sub_cluster_id("sc1");
+  std::vector<std::string> looked_up;
+  auto lookup = [&](const std::string& id) -> absl::StatusOr<v1::ApplicationHomeSubCluster> {
+    looked_up.push_back(id);
+    v1::ApplicationHomeSubCluster h;
+    h.set_application_id(id);
+    if (id == "b") h.set_home_sub_cluster_id("sc3");
+    if (id == "u") h.set_home_sub_cluster_id("sc0");
+    if (id == "n") return absl::NotFoundError("no home");
+    return h;
+  };
+  auto check = CheckHomes("sc1", apps, here, lookup);
+  ASSERT_TRUE(check.ok()) << check.status();
+  EXPECT_EQ(looked_up, (std::vector<std::string>{"b", "u", "n"}));  // not the listed ones
+  EXPECT_EQ(check->homed_here, (std::set<std::string>{"a", "u"}));
+  EXPECT_EQ(check->no_home, (std::set<std::string>{"n"}));
+  ASSERT_EQ(check->homed_elsewhere.size(), 2u);
+  EXPECT_THAT(check->homed_elsewhere.at("b"), HasSubstr("homed at sub-cluster sc3 now"));
+  EXPECT_THAT(check->homed_elsewhere.at("v"), HasSubstr("not at sc0"));
+  // A store error fails the whole check: nothing is decided on half the answers.
+  auto failing = [](const std::string&) -> absl::StatusOr<v1::ApplicationHomeSubCluster> {
+    return absl::UnavailableError("store down");
+  };
+  auto failed = CheckHomes("sc1", apps, here, failing);
+  EXPECT_TRUE(absl::IsUnavailable(failed.status()));
+  EXPECT_THAT(failed.status().message(), HasSubstr("b"));
+}
+
 TEST(HeartbeaterStandbyTest, AStandbyNeitherRegistersNorHeartbeats) {
   auto store = OpenFederationStore("memory:");
   ASSERT_TRUE(store.ok());
@@ -148,7 +269,7 @@ TEST(HeartbeaterStandbyTest, AStandbyNeitherRegistersNorHeartbeats) {
   o.rm_address = "127.0.0.1:1,127.0.0.1:2";
   o.heartbeat_interval_ms = kHour;
   auto h = SubClusterHeartbeater::Start(
-      o, store->get(), [] { return std::optional<v1::GetClusterMetricsResponse>(); },
+      o, store->get(), RmSource([] { return std::optional<v1::GetClusterMetricsResponse>(); }),
       [] { return int64_t{1}; });
   ASSERT_TRUE(h.ok());
   EXPECT_TRUE((*h)->HeartbeatNow().ok());
