@@ -43,8 +43,10 @@ def read_heartbeat(path):
 def parse(path, task_ms):
     """The runs in one marker file: a list of dicts with kind ('am' or 'task'), app, sc, nm,
     container, start, end (unix ms), open (no end line: end is inferred), how, attempt (AMs),
-    work_app (containers) and starts (how many start lines the container id had; > 1 is a
-    container that ran twice). task_ms: how long a container runs when nothing stops it."""
+    work_app (containers) and starts (how many start lines it had; > 1 is a container that ran
+    twice). A run is one container id of one kind in one sub-cluster: the same id in two
+    sub-clusters is two runs (ids that collide across sub-clusters, reported by analyze).
+    task_ms: how long a container runs when nothing stops it."""
     runs = {}
     try:
         fh = open(path, errors="replace")
@@ -62,7 +64,7 @@ def parse(path, task_ms):
             kind = "am" if cid.startswith("am:") else "task"
             cid = cid[3:] if kind == "am" else cid
             rest = parts[5:]
-            run = runs.setdefault(cid, {"kind": kind, "app": app, "sc": sc, "container": cid,
+            run = runs.setdefault((kind, sc, cid), {"kind": kind, "app": app, "sc": sc, "container": cid,
                                         "nm": rest[0] if rest else None, "start": None,
                                         "end": None, "how": None, "starts": 0})
             if kind == "am":
@@ -111,7 +113,8 @@ def interval(run):
 def analyze(runs, slack_ms=2000):
     """What one app's runs say: AM runs per sub-cluster, its containers per sub-cluster (and in
     secondaries, i.e. not where the AM of the copy ran), overlapping copies, containers that
-    ran while no AM of the app was alive, and container ids that started twice."""
+    ran while no AM of the app was alive, container ids that started twice in one sub-cluster
+    and container ids used in two sub-clusters (ids that are not unique federation-wide)."""
     ams = [r for r in runs if r["kind"] == "am"]
     tasks = [r for r in runs if r["kind"] == "task"]
     per_sc = {}
@@ -146,6 +149,9 @@ def analyze(runs, slack_ms=2000):
         "overlapping_copies": [[interval(a), interval(b)] for a, b in pairs],
         "containers_without_live_am": without_am,
         "duplicate_container_ids": sorted(r["container"] for r in runs if r["starts"] > 1),
+        "container_ids_in_two_sub_clusters": sorted(
+            {r["container"] for r in runs
+             if len({x["sc"] for x in runs if x["container"] == r["container"]}) > 1}),
         "ams_finished": sum(1 for a in ams if not a["open"] and a["how"] == "rc=0"),
     }
 

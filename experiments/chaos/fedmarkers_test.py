@@ -65,6 +65,19 @@ class MarkersTest(unittest.TestCase):
         self.assertEqual(len(a["containers_without_live_am"]), 1)
         self.assertTrue(a["containers_without_live_am"][0]["open"])
 
+    def test_one_id_in_two_sub_clusters_is_two_runs(self):
+        self.write("app_1 sc3 am:c_a start 1000 sc3-0 att_1",
+                   "app_1 sc3 c_13 start 2000 sc3-1 app_1",
+                   "app_1 sc3 c_13 end 5000 sc3-1 app_1",
+                   "app_1 sc1 am:c_13 start 9000 sc1-0 att_1",
+                   "app_1 sc1 am:c_13 end 12000 sc1-0 att_1 rc=0")
+        runs = fedmarkers.parse(self.path, 3000)
+        self.assertEqual(len(runs), 3)
+        a = fedmarkers.analyze(runs)
+        self.assertEqual(a["am_sub_clusters"], ["sc1", "sc3"])
+        self.assertEqual(a["duplicate_container_ids"], [])
+        self.assertEqual(a["container_ids_in_two_sub_clusters"], ["c_13"])
+
     def test_live_ams_need_a_fresh_heartbeat(self):
         self.write("app_1 sc1 am:c_a start 1000 sc1-0 att_1",
                    "app_2 sc2 am:c_b start 1000 sc2-1 att_1", hb={"c_a": 5000, "c_b": 1000})
