@@ -192,13 +192,33 @@ absl::StatusOr<std::unique_ptr<AmrmProxyService>> AmrmProxyService::Create(
     view.now_ms = options.now_ms;
     proxy->federation_ = std::make_unique<FederationView>(std::move(view));
   }
-  security::OpenSslSecretSource secrets;
-  absl::StatusOr<std::string> key = secrets.Generate(kKeyBytes);
-  if (!key.ok()) {
-    return absl::InternalError(
-        absl::StrCat("AMRMProxy: drawing its token key: ", key.status().message()));
+  // The key of an earlier proxy on this NM, so that its AMs' tokens still verify.
+  std::optional<std::string> stored_key;
+  if (options.state_store != nullptr) {
+    absl::StatusOr<std::optional<std::string>> got = options.state_store->GetTokenKey();
+    if (!got.ok()) {
+      return absl::Status(got.status().code(), absl::StrCat("AMRMProxy: reading its token key: ",
+                                                            got.status().message()));
+    }
+    if (got->has_value() && (*got)->size() == kKeyBytes) stored_key = **got;
   }
-  proxy->key_ = *std::move(key);
+  if (stored_key.has_value()) {
+    proxy->key_ = *std::move(stored_key);
+  } else {
+    security::OpenSslSecretSource secrets;
+    absl::StatusOr<std::string> key = secrets.Generate(kKeyBytes);
+    if (!key.ok()) {
+      return absl::InternalError(
+          absl::StrCat("AMRMProxy: drawing its token key: ", key.status().message()));
+    }
+    proxy->key_ = *std::move(key);
+    if (options.state_store != nullptr) {
+      if (absl::Status s = options.state_store->SetTokenKey(proxy->key_); !s.ok()) {
+        return absl::Status(s.code(),
+                            absl::StrCat("AMRMProxy: recording its token key: ", s.message()));
+      }
+    }
+  }
   InterceptorEnvironment& env = proxy->env_;
   env.rpc = proxy->rpc_.get();
   env.throttle = options.throttle;
@@ -207,6 +227,7 @@ absl::StatusOr<std::unique_ptr<AmrmProxyService>> AmrmProxyService::Create(
   env.now_ms = options.now_ms;
   env.sleep_ms = options.sleep_ms;
   env.secondary_timeout_ms = options.secondary_timeout_ms;
+  env.state_store = options.state_store;
   proxy->options_ = std::move(options);
   proxy->service_ = std::make_unique<Service>(proxy.get());
   for (int i = 0; i < proxy->options_.worker_threads; ++i) {
@@ -255,10 +276,7 @@ absl::StatusOr<v1::Token> AmrmProxyService::AddAttempt(const AttemptContext& att
     return absl::AlreadyExistsError(
         absl::StrCat("the AMRMProxy already serves attempt ", attempt.attempt_id));
   }
-  InterceptorEnvironment env = env_;
-  env.seed = next_seed_++;
-  absl::StatusOr<std::unique_ptr<RequestInterceptor>> chain =
-      BuildInterceptorChain(interceptors_, attempt, env);
+  absl::StatusOr<std::unique_ptr<RequestInterceptor>> chain = BuildChain(attempt);
   if (!chain.ok()) return chain.status();
   auto entry = std::make_shared<Entry>();
   entry->attempt = attempt;
@@ -266,12 +284,69 @@ absl::StatusOr<v1::Token> AmrmProxyService::AddAttempt(const AttemptContext& att
     absl::MutexLock call_lock(&entry->call_mu);
     entry->chain = *std::move(chain);
   }
+  if (options_.state_store != nullptr) {
+    AttemptState state;
+    state.attempt = attempt;
+    if (absl::Status s = options_.state_store->PutAttempt(state); !s.ok()) {
+      // Served all the same; it just would not survive an NM restart.
+      log::Error("amrmproxy_state_write_failed",
+                 {{"attempt", attempt.attempt_id}, {"error", s}});
+    }
+  }
   attempts_[attempt.attempt_id] = entry;
   log::Info("amrmproxy_attempt_added", {{"attempt", attempt.attempt_id},
                                         {"user", attempt.user},
                                         {"container", attempt.am_container_id},
                                         {"home_rm", attempt.home_rm_address}});
   return tokens_->Issue(attempt.attempt_id);
+}
+
+absl::StatusOr<std::unique_ptr<RequestInterceptor>> AmrmProxyService::BuildChain(
+    const AttemptContext& attempt) {
+  InterceptorEnvironment env = env_;
+  env.seed = next_seed_++;
+  return BuildInterceptorChain(interceptors_, attempt, env);
+}
+
+absl::Status AmrmProxyService::Recover(
+    const std::function<bool(const std::string&)>& am_running) {
+  if (options_.state_store == nullptr) return absl::OkStatus();
+  // The NM may have cleared its record (recovery off): the key is written again.
+  if (absl::Status s = options_.state_store->SetTokenKey(key_); !s.ok()) return s;
+  absl::StatusOr<std::vector<AttemptState>> states = options_.state_store->LoadAttempts();
+  if (!states.ok()) return states.status();
+  std::vector<std::shared_ptr<Entry>> not_running;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const AttemptState& state : *states) {
+      const AttemptContext& attempt = state.attempt;
+      absl::StatusOr<std::unique_ptr<RequestInterceptor>> chain = BuildChain(attempt);
+      if (!chain.ok()) {
+        log::Warn("amrmproxy_attempt_not_recovered",
+                  {{"attempt", attempt.attempt_id}, {"error", chain.status()}});
+        (void)options_.state_store->RemoveAttempt(attempt.attempt_id);
+        continue;
+      }
+      auto entry = std::make_shared<Entry>();
+      entry->attempt = attempt;
+      {
+        absl::MutexLock call_lock(&entry->call_mu);
+        entry->chain = *std::move(chain);
+        entry->chain->Recover(state);
+        entry->ended = state.ended;
+      }
+      if (state.ended) {
+        ended_.emplace(attempt.application_id, entry);
+      } else if (am_running(attempt.am_container_id)) {
+        attempts_[attempt.attempt_id] = entry;
+      } else {
+        not_running.push_back(entry);
+      }
+    }
+  }
+  Remove(std::move(not_running), AttemptEnd::kAttemptEnded,
+         "its AM container did not outlive the NodeManager's restart");
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::shared_ptr<AmrmProxyService::Entry>> AmrmProxyService::Authenticate(
@@ -311,15 +386,21 @@ void AmrmProxyService::WorkerLoop() {
   }
 }
 
-void AmrmProxyService::Remove(std::vector<std::shared_ptr<Entry>> entries, const std::string& why) {
+void AmrmProxyService::Remove(std::vector<std::shared_ptr<Entry>> entries, AttemptEnd end,
+                              const std::string& why) {
   for (std::shared_ptr<Entry>& entry : entries) {
     log::Info("amrmproxy_attempt_removed",
               {{"attempt", entry->attempt.attempt_id}, {"reason", why}});
-    const bool queued = Run([entry] {
+    if (end == AttemptEnd::kAttemptEnded) {
+      // Its chain may keep UAMs for the app's next attempt: the app's cleanup ends them.
+      absl::MutexLock lock(&mu_);
+      ended_.emplace(entry->attempt.application_id, entry);
+    }
+    const bool queued = Run([entry, end] {
       absl::MutexLock lock(&entry->call_mu);
-      if (entry->ended) return;
+      if (end == AttemptEnd::kAttemptEnded && entry->ended) return;
       entry->ended = true;
-      entry->chain->Shutdown();
+      entry->chain->Shutdown(end);
     });
     if (!queued) {
       absl::MutexLock lock(&entry->call_mu);
@@ -341,7 +422,8 @@ void AmrmProxyService::RemoveAttemptOfContainer(const std::string& container_id)
       it = attempts_.erase(it);
     }
   }
-  Remove(std::move(removed), absl::StrCat("AM container ", container_id, " ended"));
+  Remove(std::move(removed), AttemptEnd::kAttemptEnded,
+         absl::StrCat("AM container ", container_id, " ended"));
 }
 
 void AmrmProxyService::RemoveApplication(const std::string& application_id) {
@@ -356,8 +438,17 @@ void AmrmProxyService::RemoveApplication(const std::string& application_id) {
       removed.push_back(it->second);
       it = attempts_.erase(it);
     }
+    auto [first, last] = ended_.equal_range(application_id);
+    for (auto it = first; it != last; ++it) removed.push_back(it->second);
+    ended_.erase(first, last);
   }
-  Remove(std::move(removed), absl::StrCat("application ", application_id, " cleaned up"));
+  Remove(std::move(removed), AttemptEnd::kApplicationEnded,
+         absl::StrCat("application ", application_id, " cleaned up"));
+}
+
+size_t AmrmProxyService::num_ended_attempts() const {
+  absl::MutexLock lock(&mu_);
+  return ended_.size();
 }
 
 size_t AmrmProxyService::num_attempts() const {
@@ -372,6 +463,7 @@ void AmrmProxyService::Shutdown() {
     stopping_ = true;
     workers.swap(workers_);
     attempts_.clear();
+    ended_.clear();
   }
   for (std::thread& worker : workers) worker.join();
 }

@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "federation/amrmproxy/amrm_proxy_state.h"
 #include "federation/amrmproxy/federation_view.h"
 #include "federation/amrmproxy/interceptor.h"
 #include "federation/amrmproxy/proxy_token.h"
@@ -56,6 +57,12 @@ struct AmrmProxyOptions {
   // Clock and waits; null = the system's.
   std::function<int64_t()> now_ms;
   std::function<void(int64_t)> sleep_ms;
+
+  // AMRMProxy recovery (YARN-6127): where the proxy keeps its token key and each attempt's
+  // state (the NM's state store), so that a restarted NM goes on serving the AMs it re-attaches
+  // to (Recover). Not owned; outlives the proxy; thread-safe. Null: all of it lives in memory
+  // (an AM cannot call a restarted NM's proxy).
+  AmrmProxyStateStore* state_store = nullptr;
 };
 
 // Checks options as Create() does (for the CLI). InvalidArgument naming the field.
@@ -89,10 +96,22 @@ class AmrmProxyService {
   // FailedPrecondition before Start() or after Shutdown().
   absl::StatusOr<v1::Token> AddAttempt(const AttemptContext& attempt);
   // The AM container ended / the application was cleaned up on this node: its attempts'
-  // chains are shut down (on a worker) and their tokens refused from now on.
+  // chains are shut down (on a worker; AttemptEnd::kAttemptEnded / kApplicationEnded) and their
+  // tokens refused from now on. An attempt that ended with UAMs kept for the app's next attempt
+  // is remembered (and recorded) until its application is cleaned up here, which kills them.
   void RemoveAttemptOfContainer(const std::string& container_id);
   void RemoveApplication(const std::string& application_id);
   size_t num_attempts() const;
+  // Attempts that ended here whose UAMs wait for the app's next attempt or its end.
+  size_t num_ended_attempts() const;
+
+  // After an NM restart, before the NM serves: takes up every attempt in the state store.
+  // Those whose AM container runs (`am_running(container_id)`) are served again: the AM's
+  // proxy token still verifies (the key is the stored one), its next Allocate is answered
+  // AM_RESYNC and its registration re-attaches to the home and the UAMs. An attempt whose AM
+  // container does not run is ended as RemoveAttemptOfContainer does. Errors: the store's
+  // (nothing is taken up then); a record that cannot be served is logged and dropped.
+  absl::Status Recover(const std::function<bool(const std::string&)>& am_running);
 
   // Runs what is queued, stops the workers. Attempts still served are dropped without
   // touching the RMs (their AMs die with the NM; a secondary RM expires a silent UAM).
@@ -115,7 +134,10 @@ class AmrmProxyService {
   // Queues `task` for a worker; false after Shutdown().
   bool Run(std::function<void()> task);
   void WorkerLoop();
-  void Remove(std::vector<std::shared_ptr<Entry>> entries, const std::string& why);
+  void Remove(std::vector<std::shared_ptr<Entry>> entries, AttemptEnd end, const std::string& why);
+  // A chain for `attempt` (with a fresh seed).
+  absl::StatusOr<std::unique_ptr<RequestInterceptor>> BuildChain(const AttemptContext& attempt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   AmrmProxyOptions options_;
   std::vector<std::string> interceptors_;
@@ -132,6 +154,8 @@ class AmrmProxyService {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_seed_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<std::string, std::shared_ptr<Entry>> attempts_ ABSL_GUARDED_BY(mu_);  // by attempt
+  // Ended attempts whose chains may still hold UAMs, by application id.
+  std::multimap<std::string, std::shared_ptr<Entry>> ended_ ABSL_GUARDED_BY(mu_);
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> workers_;
 };

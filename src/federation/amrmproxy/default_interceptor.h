@@ -13,7 +13,9 @@ namespace weft::amrmproxy {
 // RM address list is followed as every RM client does (SubClusterRpc).
 class DefaultInterceptor final : public RequestInterceptor {
  public:
-  DefaultInterceptor(const AttemptContext& attempt, SubClusterRpc* rpc);
+  // `store` (may be null) gets the attempt again when the RM rolls its token.
+  DefaultInterceptor(const AttemptContext& attempt, SubClusterRpc* rpc,
+                     AmrmProxyStateStore* store = nullptr);
 
   absl::string_view name() const override { return "default"; }
   absl::StatusOr<v1::RegisterApplicationMasterResponse> RegisterApplicationMaster(
@@ -21,14 +23,18 @@ class DefaultInterceptor final : public RequestInterceptor {
   absl::StatusOr<v1::AllocateResponse> Allocate(const v1::AllocateRequest& request) override;
   absl::StatusOr<v1::FinishApplicationMasterResponse> FinishApplicationMaster(
       const v1::FinishApplicationMasterRequest& request) override;
-  void Shutdown() override {}
+  void Shutdown(AttemptEnd) override {}
+  // Takes up the RM's current token.
+  void Recover(const AttemptState& state) override;
 
   // The real token the RM knows the attempt by now (after rolls).
   const v1::Token& amrm_token() const { return token_; }
 
  private:
+  const AttemptContext attempt_;
   const std::string rm_;
   SubClusterRpc* const rpc_;
+  AmrmProxyStateStore* const store_;
   v1::Token token_;
 };
 

@@ -6,12 +6,14 @@
 
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "federation/amrmproxy/amrm_proxy_state.h"
 #include "federation/amrmproxy/sub_cluster_rpc.h"
 
 namespace weft::amrmproxy::testing {
@@ -36,6 +38,12 @@ class FakeSubClusterRpc final : public SubClusterRpc {
     v1::AllocateResponse last_reply;
     bool registered = false;
     int apps = 0;
+    int new_applications = 0;  // NewApplication calls
+    // GetApplication answers NotFound for an app never submitted here.
+    bool reports_only_submitted = false;
+    std::map<std::string, v1::ApplicationState> states;  // reported states (default ACCEPTED)
+    // What a registration lists in containers_from_previous_attempts.
+    std::vector<v1::Container> live_containers;
     std::vector<v1::NodeReport> nodes;
   };
 
@@ -62,6 +70,9 @@ class FakeSubClusterRpc final : public SubClusterRpc {
     r.last_response_id = 0;
     v1::RegisterApplicationMasterResponse response;
     response.set_queue("default");
+    for (const v1::Container& c : r.live_containers) {
+      *response.add_containers_from_previous_attempts() = c;
+    }
     return response;
   }
 
@@ -119,6 +130,7 @@ class FakeSubClusterRpc final : public SubClusterRpc {
     absl::MutexLock lock(&mu_);
     Rm& r = rms_[rm];
     r.users.push_back(user);
+    ++r.new_applications;
     v1::NewApplicationResponse response;
     response.set_application_id(absl::StrCat("application_", rm.size(), "_", ++r.apps));
     return response;
@@ -128,6 +140,12 @@ class FakeSubClusterRpc final : public SubClusterRpc {
     absl::MutexLock lock(&mu_);
     Rm& r = rms_[rm];
     r.users.push_back(user);
+    for (const v1::ApplicationSubmissionContext& earlier : r.submissions) {
+      if (earlier.application_id() == context.application_id()) {
+        return absl::AlreadyExistsError(
+            absl::StrCat("application ", context.application_id(), " was already submitted"));
+      }
+    }
     r.submissions.push_back(context);
     return absl::OkStatus();
   }
@@ -137,10 +155,19 @@ class FakeSubClusterRpc final : public SubClusterRpc {
     absl::MutexLock lock(&mu_);
     Rm& r = rms_[rm];
     r.users.push_back(user);
+    const v1::ApplicationSubmissionContext* submitted = nullptr;
+    for (const v1::ApplicationSubmissionContext& c : r.submissions) {
+      if (c.application_id() == application_id) submitted = &c;
+    }
+    if (r.reports_only_submitted && submitted == nullptr) {
+      return absl::NotFoundError(absl::StrCat("application ", application_id, " is unknown"));
+    }
     v1::ApplicationReport report;
     report.set_application_id(application_id);
     report.set_name("the-app");
-    report.set_state(v1::APP_ACCEPTED);
+    report.set_unmanaged_am(submitted != nullptr && submitted->unmanaged_am());
+    auto state = r.states.find(application_id);
+    report.set_state(state == r.states.end() ? v1::APP_ACCEPTED : state->second);
     if (r.reports_without_token > 0) {
       --r.reports_without_token;
     } else {
@@ -166,6 +193,55 @@ class FakeSubClusterRpc final : public SubClusterRpc {
  private:
   absl::Mutex mu_;
   std::map<std::string, Rm> rms_ ABSL_GUARDED_BY(mu_);
+};
+
+// The NM's state store as the proxy sees it, in memory (survives the proxies that use it).
+class MemoryAmrmProxyStateStore final : public AmrmProxyStateStore {
+ public:
+  absl::Status PutAttempt(const AttemptState& state) override {
+    absl::MutexLock lock(&mu_);
+    ++writes_;
+    attempts_[state.attempt.attempt_id] = state;
+    return absl::OkStatus();
+  }
+  absl::Status RemoveAttempt(absl::string_view attempt_id) override {
+    absl::MutexLock lock(&mu_);
+    attempts_.erase(std::string(attempt_id));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::vector<AttemptState>> LoadAttempts() override {
+    absl::MutexLock lock(&mu_);
+    std::vector<AttemptState> out;
+    for (const auto& [id, state] : attempts_) out.push_back(state);
+    return out;
+  }
+  absl::StatusOr<std::optional<std::string>> GetTokenKey() override {
+    absl::MutexLock lock(&mu_);
+    return key_;
+  }
+  absl::Status SetTokenKey(absl::string_view key) override {
+    absl::MutexLock lock(&mu_);
+    key_ = std::string(key);
+    return absl::OkStatus();
+  }
+
+  // The record of `attempt_id`, if any.
+  std::optional<AttemptState> Get(const std::string& attempt_id) {
+    absl::MutexLock lock(&mu_);
+    auto it = attempts_.find(attempt_id);
+    if (it == attempts_.end()) return std::nullopt;
+    return it->second;
+  }
+  int writes() {
+    absl::MutexLock lock(&mu_);
+    return writes_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::map<std::string, AttemptState> attempts_ ABSL_GUARDED_BY(mu_);
+  std::optional<std::string> key_ ABSL_GUARDED_BY(mu_);
+  int writes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // A container as an RM allocates it, with a token naming its RM.

@@ -8,7 +8,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "common/log.h"
+#include "federation/amrmproxy/amrm_proxy_state.h"
 #include "federation/policies/registry.h"
 
 namespace weft::amrmproxy {
@@ -25,6 +27,18 @@ void AddResource(const v1::Resource& add, v1::Resource* into) {
   for (const auto& [name, value] : add.values()) (*into->mutable_values())[name] += value;
 }
 
+bool IsFinal(v1::ApplicationState state) {
+  return state == v1::APP_FINISHED || state == v1::APP_FAILED || state == v1::APP_KILLED;
+}
+
+// The attempt number of appattempt_<ts>_<seq>_<n>; 0 when it does not parse.
+int64_t AttemptNumber(const std::string& attempt_id) {
+  const size_t last = attempt_id.rfind('_');
+  int64_t n = 0;
+  if (last == std::string::npos || !absl::SimpleAtoi(attempt_id.substr(last + 1), &n)) return 0;
+  return n;
+}
+
 }  // namespace
 
 FederationInterceptor::FederationInterceptor(const AttemptContext& attempt,
@@ -33,8 +47,10 @@ FederationInterceptor::FederationInterceptor(const AttemptContext& attempt,
       env_(env),
       rng_(env.seed),
       home_token_(attempt.amrm_token),
-      uams_(attempt, env.rpc, env.now_ms, env.sleep_ms),
-      home_id_(env.home_sub_cluster_id) {
+      uams_(attempt, env.home_sub_cluster_id, env.rpc, env.now_ms, env.sleep_ms),
+      home_id_(env.home_sub_cluster_id),
+      // The first attempt has no UAMs to find.
+      looked_for_uams_(AttemptNumber(attempt.attempt_id) <= 1) {
   Session& home = sessions_[home_id_];
   home.sub_cluster_id = home_id_;
   home.rm = attempt.home_rm_address;
@@ -84,10 +100,136 @@ FederationInterceptor::RegisterApplicationMaster(
         env_.rpc->GetApplication(home.rm, attempt_.user, attempt_.application_id);
     app_name_ = report.ok() && !report->name().empty() ? report->name() : attempt_.application_id;
   }
+  for (const v1::Container& c : registered->containers_from_previous_attempts()) {
+    container_sub_cluster_[c.container_id()] = home_id_;
+  }
   registered_ = true;
   last_response_id_ = 0;
   last_response_.reset();
+  if (!looked_for_uams_) FindUamsOfEarlierAttempts();
+  Reattach(&*registered);
+  Persist();
   return registered;
+}
+
+void FederationInterceptor::FindUamsOfEarlierAttempts() {
+  if (env_.federation == nullptr) return;
+  absl::StatusOr<FederationSnapshot> view = env_.federation->Get(queue_, attempt_.user);
+  if (!view.ok()) {
+    log::Warn("amrmproxy_uam_search_failed",
+              {{"attempt", attempt_.attempt_id}, {"error", view.status()}});
+    return;  // tried again at the next registration
+  }
+  looked_for_uams_ = true;
+  std::vector<std::pair<v1::SubClusterInfo, std::future<absl::StatusOr<v1::ApplicationReport>>>>
+      asked;
+  for (const v1::SubClusterInfo& sc : view->active) {
+    if (sc.sub_cluster_id() == home_id_ || sc.rm_address().empty() ||
+        sessions_.contains(sc.sub_cluster_id())) {
+      continue;
+    }
+    asked.emplace_back(sc, std::async(std::launch::async, [this, rm = sc.rm_address()] {
+                         return env_.rpc->GetApplication(rm, attempt_.user,
+                                                         attempt_.application_id);
+                       }));
+  }
+  for (auto& [sc, future] : asked) {
+    absl::StatusOr<v1::ApplicationReport> report = future.get();
+    if (!report.ok()) {
+      if (!absl::IsNotFound(report.status())) {
+        log::Warn("amrmproxy_uam_search_failed", {{"attempt", attempt_.attempt_id},
+                                                  {"sub_cluster", sc.sub_cluster_id()},
+                                                  {"error", report.status()}});
+      }
+      continue;
+    }
+    if (!report->unmanaged_am() || IsFinal(report->state())) continue;
+    UamState found;
+    found.sub_cluster_id = sc.sub_cluster_id();
+    found.rm = sc.rm_address();
+    found.application_id = attempt_.application_id;
+    found.amrm_token = report->amrm_token();
+    Session& session = SessionFor(found.sub_cluster_id, found.rm);
+    uams_.Adopt(found);
+    session.reattach = true;
+    log::Info("amrmproxy_uam_found", {{"attempt", attempt_.attempt_id},
+                                      {"sub_cluster", found.sub_cluster_id},
+                                      {"application", found.application_id}});
+  }
+}
+
+void FederationInterceptor::Reattach(v1::RegisterApplicationMasterResponse* response) {
+  std::vector<std::pair<Session*, std::future<absl::StatusOr<v1::RegisterApplicationMasterResponse>>>>
+      registering;
+  for (auto& [id, session] : sessions_) {
+    if (session.home || !session.reattach || session.lost || session.uam->finished) continue;
+    Session* s = &session;
+    registering.emplace_back(s, std::async(std::launch::async, [this, s] {
+                               return uams_.Launch(*s->uam, queue_, app_name_, registration_);
+                             }));
+  }
+  for (auto& [session, future] : registering) {
+    absl::StatusOr<v1::RegisterApplicationMasterResponse> again = future.get();
+    if (!again.ok()) continue;  // logged by the pool; the next heartbeat with asks tries again
+    session->reattach = false;
+    session->changed = true;
+    session->last_response_id = 0;
+    session->unanswered.reset();
+    for (const v1::Container& c : again->containers_from_previous_attempts()) {
+      container_sub_cluster_[c.container_id()] = session->sub_cluster_id;
+      *response->add_containers_from_previous_attempts() = c;
+    }
+  }
+}
+
+AttemptState FederationInterceptor::State() const {
+  AttemptState state;
+  state.attempt = attempt_;
+  state.attempt.amrm_token = home_token_;
+  state.registered = registered_;
+  state.registration = registration_;
+  state.queue = queue_;
+  state.app_name = app_name_;
+  state.ended = ended_;
+  for (const auto& [id, uam] : uams_.uams()) {
+    UamState u;
+    u.sub_cluster_id = uam.sub_cluster_id;
+    u.rm = uam.rm;
+    u.application_id = uam.application_id;
+    u.amrm_token = uam.amrm_token;
+    u.registered = uam.registered;
+    u.finished = uam.finished;
+    state.uams.push_back(std::move(u));
+  }
+  return state;
+}
+
+void FederationInterceptor::Persist() {
+  if (env_.state_store == nullptr) return;
+  if (absl::Status s = env_.state_store->PutAttempt(State()); !s.ok()) {
+    log::Error("amrmproxy_state_write_failed", {{"attempt", attempt_.attempt_id}, {"error", s}});
+  }
+}
+
+void FederationInterceptor::Recover(const AttemptState& state) {
+  home_token_ = state.attempt.amrm_token;
+  registration_ = state.registration;
+  queue_ = state.queue;
+  app_name_ = state.app_name;
+  ended_ = state.ended;
+  // The AM registers again (it is told AM_RESYNC), and so do the home and the UAMs.
+  registered_ = false;
+  looked_for_uams_ = true;  // its UAMs are those recorded
+  for (const UamState& u : state.uams) {
+    if (u.sub_cluster_id == home_id_) continue;
+    Session& session = SessionFor(u.sub_cluster_id, u.rm);
+    uams_.Adopt(u);
+    session.reattach = !u.application_id.empty() && !u.finished;
+  }
+  log::Info("amrmproxy_attempt_recovered", {{"attempt", attempt_.attempt_id},
+                                            {"uams", state.uams.size()},
+                                            {"registered", state.registered},
+                                            {"ended", state.ended}});
 }
 
 std::map<std::string, std::map<std::string, v1::ResourceRequest>> FederationInterceptor::Split(
@@ -197,6 +339,7 @@ absl::StatusOr<v1::AllocateResponse> FederationInterceptor::Call(
   if (reply->has_amrm_token()) {
     *session.token = reply->amrm_token();  // the RM rolled its key
     reply->clear_amrm_token();
+    session.changed = true;
   }
   if (reply->am_command() == v1::AM_SHUTDOWN && !session.home) session.shut_down = true;
   session.last_response_id = reply->response_id();
@@ -210,7 +353,7 @@ FederationInterceptor::Outcome FederationInterceptor::Heartbeat(Session& session
   if (!session.home && !session.uam->registered) {
     const bool wants = std::any_of(session.pending_asks.begin(), session.pending_asks.end(),
                                    [](const auto& e) { return e.second.num_containers() > 0; });
-    if (!wants) {
+    if (!wants && !session.reattach) {
       // Nothing was ever asked there: nothing to cancel.
       session.pending_asks.clear();
       session.sent.clear();
@@ -218,9 +361,22 @@ FederationInterceptor::Outcome FederationInterceptor::Heartbeat(Session& session
       session.blacklist_removals.clear();
       return out;
     }
-    out.status = uams_.Launch(*session.uam, queue_, app_name_, registration_);
-    if (!out.status.ok()) return out;
+    absl::StatusOr<v1::RegisterApplicationMasterResponse> launched =
+        uams_.Launch(*session.uam, queue_, app_name_, registration_);
+    session.changed = true;  // submitted, registered, or found ended
+    if (!launched.ok()) {
+      out.status = launched.status();
+      return out;
+    }
+    session.reattach = false;
     session.last_response_id = 0;
+    session.unanswered.reset();
+    if (launched->containers_from_previous_attempts_size() > 0) {
+      v1::AllocateResponse recovered;
+      *recovered.mutable_containers_from_previous_attempts() =
+          launched->containers_from_previous_attempts();
+      out.replies.push_back(std::move(recovered));
+    }
   }
   if (session.unanswered.has_value()) {
     absl::StatusOr<v1::AllocateResponse> reply = Call(session, *session.unanswered);
@@ -422,6 +578,9 @@ absl::StatusOr<v1::AllocateResponse> FederationInterceptor::Allocate(
                                  " ms (", outcome.status.message(), ")"));
     }
   }
+  bool changed = false;
+  for (auto& [id, session] : sessions_) changed = std::exchange(session.changed, false) || changed;
+  if (changed) Persist();
   if (!home_outcome.status.ok()) {
     for (const v1::AllocateResponse& reply : home_outcome.replies) Merge(home, reply, &carry_);
     return absl::Status(
@@ -471,13 +630,50 @@ absl::StatusOr<v1::FinishApplicationMasterResponse> FederationInterceptor::Finis
                         absl::StrCat("unregistering from the home sub-cluster '", home_id_,
                                      "': ", done.status().message()));
   }
-  if (done->is_unregistered()) finished_ = true;
+  if (done->is_unregistered()) {
+    finished_ = true;
+    // Nothing left to serve after a restart.
+    if (env_.state_store != nullptr) {
+      if (absl::Status s = env_.state_store->RemoveAttempt(attempt_.attempt_id); !s.ok()) {
+        log::Error("amrmproxy_state_write_failed",
+                   {{"attempt", attempt_.attempt_id}, {"error", s}});
+      }
+    }
+  }
   return done;
 }
 
-void FederationInterceptor::Shutdown() {
-  uams_.KillUnfinished(absl::StrCat("the AMRMProxy's attempt ", attempt_.attempt_id,
-                                    " ended without unregistering"));
+void FederationInterceptor::Shutdown(AttemptEnd why) {
+  auto forget = [this] {
+    if (env_.state_store == nullptr) return;
+    if (absl::Status s = env_.state_store->RemoveAttempt(attempt_.attempt_id); !s.ok()) {
+      log::Error("amrmproxy_state_write_failed", {{"attempt", attempt_.attempt_id}, {"error", s}});
+    }
+  };
+  const bool live = std::any_of(uams_.uams().begin(), uams_.uams().end(), [](const auto& e) {
+    return !e.second.application_id.empty() && !e.second.finished;
+  });
+  if (why == AttemptEnd::kAttemptEnded && live && !finished_) {
+    // Another attempt may follow and take the UAMs over (seed 004 8a), unless the home RM
+    // says the app is over.
+    Session& home = sessions_.at(home_id_);
+    absl::StatusOr<v1::ApplicationReport> report =
+        env_.rpc->GetApplication(home.rm, attempt_.user, attempt_.application_id);
+    if (!report.ok() || !IsFinal(report->state())) {
+      ended_ = true;
+      Persist();
+      log::Info("amrmproxy_uams_kept",
+                {{"attempt", attempt_.attempt_id},
+                 {"home_state", report.ok() ? v1::ApplicationState_Name(report->state())
+                                            : std::string(report.status().message())}});
+      return;
+    }
+  }
+  uams_.KillUnfinished(why == AttemptEnd::kApplicationEnded
+                           ? absl::StrCat("application ", attempt_.application_id, " ended")
+                           : absl::StrCat("the AMRMProxy's attempt ", attempt_.attempt_id,
+                                          " ended without unregistering and its app is over"));
+  forget();
 }
 
 }  // namespace weft::amrmproxy

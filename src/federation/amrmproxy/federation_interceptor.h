@@ -44,8 +44,20 @@ namespace weft::amrmproxy {
 // - Toward each RM the interceptor is an AM client: its own response_id per RM; a call whose
 //   reply was lost is sent again unchanged before anything new; an RM's AM_RESYNC (it
 //   restarted) makes it register again and send that RM its whole share of the table.
+// - UAMs run under the home app's id (UnmanagedAmPool) and outlive the attempt (seed 004 8a):
+//   a registration of an attempt after the first looks for the app in every other usable
+//   sub-cluster (GetApplication as the user) and re-attaches to the unmanaged AM it finds
+//   there instead of submitting another; a re-attached UAM's live containers reach the AM in
+//   the registration's containers_from_previous_attempts.
 // - Finish unregisters every UAM (in parallel), then the home; the home's answer is the AM's.
-//   Shutdown (the attempt ended at this NM) kills the UAMs not finished.
+//   Shutdown(kApplicationEnded) kills the UAMs not finished. Shutdown(kAttemptEnded) kills
+//   them only when the home RM says the app is over; otherwise they are kept for the app's
+//   next attempt (the record says so, until the app is cleaned up here).
+// - With a state store (InterceptorEnvironment::state_store) the interceptor writes what it
+//   needs to go on after an NM restart (AttemptState: the home's token, the registration, the
+//   UAMs with their tokens) whenever that changes; Recover takes it up: the AM is told
+//   AM_RESYNC, and its registration registers again with the home and every UAM, whose
+//   containers_from_previous_attempts rebuild which sub-cluster holds which container.
 // - Without a usable view of the federation (store unreadable and never read) or when the
 //   policy fails, every ask goes to the home (logged): federation degrades to no federation.
 class FederationInterceptor final : public RequestInterceptor {
@@ -59,7 +71,11 @@ class FederationInterceptor final : public RequestInterceptor {
   absl::StatusOr<v1::AllocateResponse> Allocate(const v1::AllocateRequest& request) override;
   absl::StatusOr<v1::FinishApplicationMasterResponse> FinishApplicationMaster(
       const v1::FinishApplicationMasterRequest& request) override;
-  void Shutdown() override;
+  void Shutdown(AttemptEnd why) override;
+  void Recover(const AttemptState& state) override;
+
+  // What the state store would hold now.
+  AttemptState State() const;
 
   // For tests: the UAMs, and the sub-cluster of each container the AM holds.
   const UnmanagedAmPool& uam_pool() const { return uams_; }
@@ -87,6 +103,10 @@ class FederationInterceptor final : public RequestInterceptor {
     bool shut_down = false;                // a secondary's RM said AM_SHUTDOWN: not called again
     int64_t failing_since_ms = 0;          // first of the current run of failed heartbeats
     bool lost = false;                     // dropped (DropSecondary): no asks, no calls
+    // A UAM that exists already (recovered, or of an earlier attempt): registered again at
+    // the AM's registration, asks or not.
+    bool reattach = false;
+    bool changed = false;  // something the state store keeps changed (token, launch)
   };
   // What one heartbeat of one session brought back.
   struct Outcome {
@@ -113,6 +133,15 @@ class FederationInterceptor final : public RequestInterceptor {
   // the AM's containers there reaches the AM (in carry_) as completed with LOST_NODE, and the
   // sub-cluster gets no asks any more.
   void DropSecondary(Session& session, const std::string& why);
+  // For an attempt after the first: the app's UAMs in other usable sub-clusters (their RMs
+  // report the app, unmanaged and not ended) become sessions to re-attach.
+  void FindUamsOfEarlierAttempts();
+  // Registers again, in parallel, every UAM to re-attach; their live containers are added to
+  // `response` and to container_sub_cluster_. A failure is logged and tried again with the
+  // next heartbeat that has asks for it.
+  void Reattach(v1::RegisterApplicationMasterResponse* response);
+  // Writes State() to the state store (errors logged), if there is one.
+  void Persist();
 
   const AttemptContext attempt_;
   const InterceptorEnvironment env_;
@@ -125,6 +154,8 @@ class FederationInterceptor final : public RequestInterceptor {
 
   bool registered_ = false;
   bool finished_ = false;
+  bool looked_for_uams_ = false;  // FindUamsOfEarlierAttempts ran (or was not needed)
+  bool ended_ = false;  // Shutdown(kAttemptEnded) kept the UAMs for the next attempt
   v1::RegisterApplicationMasterRequest registration_;  // the AM's, for UAMs and resyncs
   std::string queue_;
   std::string app_name_;

@@ -116,6 +116,10 @@ TEST_F(FederationInterceptorTest, ASecondaryGetsAnUnmanagedAmAndTheRepliesAreMer
   FakeSubClusterRpc::Rm& two = rpc_.rm(kOtherRm);
   ASSERT_EQ(two.submissions.size(), 1u);
   EXPECT_TRUE(two.submissions[0].unmanaged_am());
+  // Under the home app's id, naming the home (as YARN's FederationInterceptor): one app.
+  EXPECT_EQ(two.submissions[0].application_id(), "application_1_0001");
+  EXPECT_EQ(two.submissions[0].federation_home_sub_cluster_id(), kHome);
+  EXPECT_EQ(two.new_applications, 0);
   EXPECT_EQ(two.submissions[0].queue(), "default");
   EXPECT_EQ(two.submissions[0].name(), "the-app");
   EXPECT_THAT(two.users, ::testing::Each(std::string("alice")));
@@ -356,15 +360,132 @@ TEST_F(FederationInterceptorTest, FinishUnregistersEveryUamThenTheHome) {
   ASSERT_EQ(rpc_.rm(kOtherRm).finishes.size(), 1u);
   EXPECT_EQ(rpc_.rm(kOtherRm).finishes[0].final_status(), v1::FINAL_SUCCEEDED);
   EXPECT_EQ(rpc_.rm(kHomeRm).finishes.size(), 1u);
-  fi_->Shutdown();
+  fi_->Shutdown(AttemptEnd::kApplicationEnded);
   EXPECT_THAT(rpc_.rm(kOtherRm).kills, IsEmpty());
 }
 
-TEST_F(FederationInterceptorTest, ShutdownWithoutFinishKillsTheUams) {
+TEST_F(FederationInterceptorTest, TheAppsCleanupKillsItsUams) {
   ASSERT_TRUE(Allocate({MakeAsk(4)}).ok());
-  fi_->Shutdown();
-  ASSERT_EQ(rpc_.rm(kOtherRm).kills.size(), 1u);
-  EXPECT_EQ(rpc_.rm(kOtherRm).kills[0], rpc_.rm(kOtherRm).submissions[0].application_id());
+  fi_->Shutdown(AttemptEnd::kApplicationEnded);
+  EXPECT_THAT(rpc_.rm(kOtherRm).kills, ElementsAre("application_1_0001"));
+}
+
+TEST_F(FederationInterceptorTest, AnAttemptThatEndsWhileTheAppRunsKeepsItsUams) {
+  testing::MemoryAmrmProxyStateStore state;
+  env_.state_store = &state;
+  fi_ = std::make_unique<FederationInterceptor>(attempt_, env_);
+  ASSERT_TRUE(fi_->RegisterApplicationMaster({}).ok());
+  response_id_ = 0;
+  ASSERT_TRUE(Allocate({MakeAsk(4)}).ok());
+  fi_->Shutdown(AttemptEnd::kAttemptEnded);  // the home reports the app ACCEPTED
+  EXPECT_THAT(rpc_.rm(kOtherRm).kills, IsEmpty());
+  std::optional<AttemptState> kept = state.Get(attempt_.attempt_id);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_TRUE(kept->ended);
+  ASSERT_EQ(kept->uams.size(), 1u);
+  EXPECT_EQ(kept->uams[0].application_id, "application_1_0001");
+  // The app's cleanup, later, kills them and forgets the record.
+  fi_->Shutdown(AttemptEnd::kApplicationEnded);
+  EXPECT_THAT(rpc_.rm(kOtherRm).kills, ElementsAre("application_1_0001"));
+  EXPECT_FALSE(state.Get(attempt_.attempt_id).has_value());
+}
+
+TEST_F(FederationInterceptorTest, AnAttemptThatEndsWithItsAppKilledKillsItsUams) {
+  ASSERT_TRUE(Allocate({MakeAsk(4)}).ok());
+  rpc_.rm(kHomeRm).states["application_1_0001"] = v1::APP_KILLED;
+  fi_->Shutdown(AttemptEnd::kAttemptEnded);
+  EXPECT_THAT(rpc_.rm(kOtherRm).kills, ElementsAre("application_1_0001"));
+}
+
+TEST_F(FederationInterceptorTest, ARecoveredAttemptResyncsItsAmAndReattachesItsUams) {
+  testing::MemoryAmrmProxyStateStore state;
+  env_.state_store = &state;
+  fi_ = std::make_unique<FederationInterceptor>(attempt_, env_);
+  v1::RegisterApplicationMasterRequest reg;
+  reg.set_host("am-host");
+  ASSERT_TRUE(fi_->RegisterApplicationMaster(reg).ok());
+  response_id_ = 0;
+  ASSERT_TRUE(Allocate({MakeAsk(4)}).ok());
+  v1::AllocateResponse there;
+  *there.add_allocated_containers() = MakeContainer("c-two-1", "t1:1", kOtherRm);
+  rpc_.rm(kOtherRm).replies.push_back(there);
+  ASSERT_TRUE(Allocate({}).ok());
+  std::optional<AttemptState> saved = state.Get(attempt_.attempt_id);
+  ASSERT_TRUE(saved.has_value());
+  EXPECT_TRUE(saved->registered);
+  EXPECT_EQ(saved->registration.host(), "am-host");
+  ASSERT_EQ(saved->uams.size(), 1u);
+  EXPECT_EQ(saved->uams[0].amrm_token.identifier(), "uam-token@two-rm:8032");
+
+  // The NM restarts: a new interceptor takes the record up.
+  fi_ = std::make_unique<FederationInterceptor>(attempt_, env_);
+  fi_->Recover(*saved);
+  auto resync = Allocate({});
+  ASSERT_TRUE(resync.ok()) << resync.status();
+  EXPECT_EQ(resync->am_command(), v1::AM_RESYNC);
+  // The AM registers again: the home and the UAM register again (no new UAM), and the
+  // secondary's live container comes back as the AM's, routed to its sub-cluster.
+  rpc_.rm(kOtherRm).live_containers = {MakeContainer("c-two-1", "t1:1", kOtherRm)};
+  auto again = fi_->RegisterApplicationMaster(reg);
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_EQ(again->containers_from_previous_attempts_size(), 1);
+  EXPECT_EQ(again->containers_from_previous_attempts(0).container_id(), "c-two-1");
+  FakeSubClusterRpc::Rm& two = rpc_.rm(kOtherRm);
+  EXPECT_EQ(two.submissions.size(), 1u);
+  EXPECT_EQ(two.registrations.size(), 2u);
+  EXPECT_EQ(two.registrations.back().host(), "am-host");
+  EXPECT_EQ(rpc_.rm(kHomeRm).registrations.size(), 3u);  // SetUp's fi_, the first, again
+  response_id_ = 0;
+  auto reply = Allocate({MakeAsk(4)}, {"c-two-1"});
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->response_id(), 1);
+  ASSERT_GE(two.allocates.size(), 1u);
+  EXPECT_THAT(two.allocates.back().releases(), ElementsAre("c-two-1"));
+  EXPECT_EQ(two.tokens_used.back(), "uam-token@two-rm:8032");
+}
+
+TEST_F(FederationInterceptorTest, TheNextAttemptReattachesToTheUamsOfTheFirst) {
+  rpc_.rm(kOtherRm).reports_only_submitted = true;
+  ASSERT_TRUE(Allocate({MakeAsk(2)}).ok());  // broadcast: a UAM in sc-two
+  fi_->Shutdown(AttemptEnd::kAttemptEnded);
+  ASSERT_EQ(rpc_.rm(kOtherRm).submissions.size(), 1u);
+  ASSERT_EQ(rpc_.rm(kOtherRm).registrations.size(), 1u);
+  // A third sub-cluster, which never ran the app, joins.
+  v1::SubClusterInfo three;
+  three.set_sub_cluster_id("sc-three");
+  three.set_rm_address("three-rm:8032");
+  three.set_state(v1::SC_RUNNING);
+  three.set_last_heartbeat_ms(kNow);
+  three.set_last_start_ms(kNow);
+  ASSERT_TRUE(store_->RegisterSubCluster(three).ok());
+  rpc_.rm("three-rm:8032").reports_only_submitted = true;
+
+  // Attempt 2 (on another NM, say): its registration finds the UAM in sc-two and re-attaches.
+  AttemptContext second = attempt_;
+  second.attempt_id = "appattempt_1_0001_000002";
+  second.amrm_token.set_identifier("home-token-2");
+  SetPolicy("home-only");
+  rpc_.rm(kOtherRm).live_containers = {MakeContainer("c-two-9", "t1:1", kOtherRm)};
+  fi_ = std::make_unique<FederationInterceptor>(second, env_);
+  auto registered = fi_->RegisterApplicationMaster({});
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  ASSERT_EQ(registered->containers_from_previous_attempts_size(), 1);
+  EXPECT_EQ(registered->containers_from_previous_attempts(0).container_id(), "c-two-9");
+  FakeSubClusterRpc::Rm& two = rpc_.rm(kOtherRm);
+  EXPECT_EQ(two.submissions.size(), 1u);  // no second UAM
+  EXPECT_EQ(two.new_applications, 0);
+  EXPECT_EQ(two.registrations.size(), 2u);
+  EXPECT_EQ(two.tokens_used.back(), "uam-token@two-rm:8032");
+  EXPECT_TRUE(rpc_.rm("three-rm:8032").submissions.empty());
+  EXPECT_TRUE(rpc_.rm("three-rm:8032").registrations.empty());
+  EXPECT_THAT(rpc_.rm("three-rm:8032").users, ElementsAre("alice"));  // asked, as the user
+  // The re-attached UAM is heartbeated (home-only asks: it gets none, but stays alive), and
+  // its container's release goes to it.
+  response_id_ = 0;
+  const size_t before = two.allocates.size();
+  ASSERT_TRUE(Allocate({}, {"c-two-9"}).ok());
+  ASSERT_EQ(two.allocates.size(), before + 1);
+  EXPECT_THAT(two.allocates.back().releases(), ElementsAre("c-two-9"));
 }
 
 TEST_F(FederationInterceptorTest, WithoutAUsableSubClusterEverythingGoesHome) {

@@ -44,8 +44,12 @@ absl::StatusOr<v1::FinishApplicationMasterResponse> RequestInterceptor::FinishAp
   return next_->FinishApplicationMaster(request);
 }
 
-void RequestInterceptor::Shutdown() {
-  if (next_ != nullptr) next_->Shutdown();
+void RequestInterceptor::Shutdown(AttemptEnd why) {
+  if (next_ != nullptr) next_->Shutdown(why);
+}
+
+void RequestInterceptor::Recover(const AttemptState& state) {
+  if (next_ != nullptr) next_->Recover(state);
 }
 
 std::vector<std::string> InterceptorNames() { return {"throttle", "default", "federation"}; }
@@ -105,7 +109,7 @@ absl::StatusOr<std::unique_ptr<RequestInterceptor>> BuildInterceptorChain(
   for (auto it = names.rbegin(); it != names.rend(); ++it) {
     std::unique_ptr<RequestInterceptor> step;
     if (*it == "default") {
-      step = std::make_unique<DefaultInterceptor>(attempt, env.rpc);
+      step = std::make_unique<DefaultInterceptor>(attempt, env.rpc, env.state_store);
     } else if (*it == "federation") {
       step = std::make_unique<FederationInterceptor>(attempt, env);
     } else {

@@ -23,6 +23,8 @@
 namespace weft::amrmproxy {
 
 class FederationView;
+class AmrmProxyStateStore;
+struct AttemptState;
 
 // One application attempt as the NM launched its AM. Immutable.
 struct AttemptContext {
@@ -69,6 +71,18 @@ struct InterceptorEnvironment {
   // runs them again elsewhere, as after a lost node) and it gets no more asks (YARN's
   // FederationInterceptor sub-cluster timeout). ms; > 0.
   int64_t secondary_timeout_ms = 15000;
+  // Where the last step keeps what it needs to serve the attempt after an NM restart
+  // (amrm_proxy_state.h); null = nowhere (the attempt dies with the NM).
+  AmrmProxyStateStore* state_store = nullptr;
+};
+
+// Why an attempt's chain is shut down.
+enum class AttemptEnd {
+  // Its AM container ended at this NM (or was not there after an NM restart) without
+  // unregistering: the app may start another attempt, which reuses the UAMs (seed 004 8a).
+  kAttemptEnded,
+  // Its application was cleaned up on this node: it is over, and so are its UAMs.
+  kApplicationEnded,
 };
 
 // One step of an attempt's pipeline. Contract: the proxy calls one attempt's chain from one
@@ -86,10 +100,14 @@ class RequestInterceptor {
   virtual absl::StatusOr<v1::AllocateResponse> Allocate(const v1::AllocateRequest& request);
   virtual absl::StatusOr<v1::FinishApplicationMasterResponse> FinishApplicationMaster(
       const v1::FinishApplicationMasterRequest& request);
-  // The attempt is over at this NM (its AM container ended, or its app was cleaned up):
-  // release what it holds in the RMs (the federation interceptor kills the UAMs it did not
-  // finish). Forwards to the next step.
-  virtual void Shutdown();
+  // The attempt is over at this NM (`why`): release what it holds in the RMs (the federation
+  // interceptor kills the UAMs it did not finish when the app is over, and keeps them for the
+  // next attempt otherwise). Forwards to the next step.
+  virtual void Shutdown(AttemptEnd why);
+  // Called once, before any other call, on a chain rebuilt after an NM restart: the last step
+  // takes up what it kept (`state`, as it last wrote it). The AM's next Allocate is answered
+  // AM_RESYNC: it registers again and states its whole ask table. Forwards to the next step.
+  virtual void Recover(const AttemptState& state);
 
   // Sets the step calls are forwarded to (owned). Called once, when the chain is built.
   void SetNext(std::unique_ptr<RequestInterceptor> next) { next_ = std::move(next); }

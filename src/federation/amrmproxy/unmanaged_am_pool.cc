@@ -22,10 +22,14 @@ absl::Status Context(const absl::Status& s, const UnmanagedAm& uam, absl::string
 
 }  // namespace
 
-UnmanagedAmPool::UnmanagedAmPool(const AttemptContext& attempt, SubClusterRpc* rpc,
-                                 std::function<int64_t()> now_ms,
+UnmanagedAmPool::UnmanagedAmPool(const AttemptContext& attempt, std::string home_sub_cluster_id,
+                                 SubClusterRpc* rpc, std::function<int64_t()> now_ms,
                                  std::function<void(int64_t)> sleep_ms)
-    : attempt_(attempt), rpc_(rpc), now_ms_(std::move(now_ms)), sleep_ms_(std::move(sleep_ms)) {}
+    : attempt_(attempt),
+      home_sub_cluster_id_(std::move(home_sub_cluster_id)),
+      rpc_(rpc),
+      now_ms_(std::move(now_ms)),
+      sleep_ms_(std::move(sleep_ms)) {}
 
 UnmanagedAm& UnmanagedAmPool::GetOrAdd(const std::string& sub_cluster_id, const std::string& rm) {
   UnmanagedAm& uam = uams_[sub_cluster_id];
@@ -36,10 +40,21 @@ UnmanagedAm& UnmanagedAmPool::GetOrAdd(const std::string& sub_cluster_id, const 
   return uam;
 }
 
-absl::Status UnmanagedAmPool::Launch(UnmanagedAm& uam, const std::string& queue,
-                                     const std::string& name,
-                                     const v1::RegisterApplicationMasterRequest& registration) {
-  if (uam.registered) return absl::OkStatus();
+UnmanagedAm& UnmanagedAmPool::Adopt(const UamState& state) {
+  UnmanagedAm& uam = GetOrAdd(state.sub_cluster_id, state.rm);
+  uam.rm = state.rm;
+  uam.application_id = state.application_id;
+  uam.amrm_token = state.amrm_token;
+  uam.registered = false;
+  uam.finished = state.finished;
+  uam.retry_after_ms = 0;
+  return uam;
+}
+
+absl::StatusOr<v1::RegisterApplicationMasterResponse> UnmanagedAmPool::Launch(
+    UnmanagedAm& uam, const std::string& queue, const std::string& name,
+    const v1::RegisterApplicationMasterRequest& registration) {
+  if (uam.registered) return v1::RegisterApplicationMasterResponse();
   if (uam.finished) {
     return absl::FailedPreconditionError(
         absl::StrCat("unmanaged AM in sub-cluster '", uam.sub_cluster_id, "' has finished"));
@@ -59,21 +74,22 @@ absl::Status UnmanagedAmPool::Launch(UnmanagedAm& uam, const std::string& queue,
     return out;
   };
   if (uam.application_id.empty()) {
-    absl::StatusOr<v1::NewApplicationResponse> app = rpc_->NewApplication(uam.rm, attempt_.user);
-    if (!app.ok()) return failed(app.status(), "NewApplication");
+    // The home app's id: the UAM is the same app, federation-wide (no NewApplication here).
     v1::ApplicationSubmissionContext context;
-    context.set_application_id(app->application_id());
+    context.set_application_id(attempt_.application_id);
     context.set_name(name);
     context.set_queue(queue);
     context.set_unmanaged_am(true);
     context.set_max_app_attempts(1);
-    if (absl::Status s = rpc_->SubmitApplication(uam.rm, attempt_.user, context); !s.ok()) {
-      return failed(s, "SubmitApplication");
-    }
-    uam.application_id = app->application_id();
-    log::Info("amrmproxy_uam_submitted", {{"attempt", attempt_.attempt_id},
-                                          {"sub_cluster", uam.sub_cluster_id},
-                                          {"application", uam.application_id}});
+    context.set_federation_home_sub_cluster_id(home_sub_cluster_id_);
+    absl::Status s = rpc_->SubmitApplication(uam.rm, attempt_.user, context);
+    if (!s.ok() && !absl::IsAlreadyExists(s)) return failed(s, "SubmitApplication");
+    uam.application_id = attempt_.application_id;
+    log::Info(s.ok() ? "amrmproxy_uam_submitted" : "amrmproxy_uam_existed",
+              {{"attempt", attempt_.attempt_id},
+               {"sub_cluster", uam.sub_cluster_id},
+               {"application", uam.application_id},
+               {"home", home_sub_cluster_id_}});
   }
   // The RM issues the UAM's token once its attempt exists.
   int64_t wait = kFirstPollWaitMs;
@@ -106,10 +122,13 @@ absl::Status UnmanagedAmPool::Launch(UnmanagedAm& uam, const std::string& queue,
       rpc_->RegisterApplicationMaster(uam.rm, uam.amrm_token, registration);
   if (!registered.ok()) return failed(registered.status(), "RegisterApplicationMaster");
   uam.registered = true;
-  log::Info("amrmproxy_uam_registered", {{"attempt", attempt_.attempt_id},
-                                         {"sub_cluster", uam.sub_cluster_id},
-                                         {"application", uam.application_id}});
-  return absl::OkStatus();
+  log::Info("amrmproxy_uam_registered",
+            {{"attempt", attempt_.attempt_id},
+             {"sub_cluster", uam.sub_cluster_id},
+             {"application", uam.application_id},
+             {"containers_from_previous_attempts",
+              registered->containers_from_previous_attempts_size()}});
+  return registered;
 }
 
 absl::Status UnmanagedAmPool::Finish(UnmanagedAm& uam,
