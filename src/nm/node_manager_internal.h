@@ -4,6 +4,7 @@
 #ifndef WEFT_NM_NODE_MANAGER_INTERNAL_H_
 #define WEFT_NM_NODE_MANAGER_INTERNAL_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -35,8 +36,7 @@ std::string ContainerStateDir(absl::string_view work_root, absl::string_view con
 // The limits a container token grants, from its formatted resource: "memory-mb=1024,vcores=1",
 // optionally in ResourceTypeRegistry::Format's "<memory-mb=1024, vcores=1>" form. network-mbps
 // goes to `*network_mbps` (0 when absent); other types are accepted and not enforced here.
-absl::StatusOr<CgroupLimits> LimitsFromTokenResource(absl::string_view text,
-                                                     int64_t* network_mbps);
+absl::StatusOr<CgroupLimits> LimitsFromTokenResource(absl::string_view text, int64_t* network_mbps);
 
 // A container's pids limit (CgroupLimits::pids_max; NodeManagerOptions): `pids_max` when > 0,
 // else `pids_per_vcore` times max(vcores, 1), capped at the kernel's 2^22; 0 = no limit.
@@ -45,6 +45,54 @@ int64_t PidsLimitFor(int64_t vcores, int64_t pids_per_vcore, int64_t pids_max);
 // Every amount a container token's resource names, by type name (built-in and custom), as the
 // RM's protocol carries resources; same spellings and errors as LimitsFromTokenResource.
 absl::StatusOr<v1::Resource> ResourceFromTokenResource(absl::string_view text);
+
+// The NM-side federation fence (issue 27; NodeManagerOptions::federation_fence_ms): when the
+// NM has had no successful answer from its RM for fence_ms, it kills all its containers, so
+// that a silent (e.g. SIGSTOPped) RM's containers cannot overlap the copy the GPG resubmits
+// elsewhere once the sub-cluster is LOST. Pure: time (the NM loop's clock, ms) is an argument.
+class RmAnswerFence {
+ public:
+  explicit RmAnswerFence(int64_t fence_ms) : fence_ms_(fence_ms) {}
+
+  bool enabled() const { return fence_ms_ > 0; }
+  int64_t fence_ms() const { return fence_ms_; }
+  // The NM starts talking to the RM: the fence runs from here until the first answer (a no-op
+  // once started).
+  void Start(int64_t now_ms) {
+    if (last_answer_ms_ < 0) last_answer_ms_ = now_ms;
+  }
+  // The RM answered (any reply, RESYNC included). Returns true when this lifts a fence that
+  // had fired.
+  bool Answered(int64_t now_ms) {
+    last_answer_ms_ = now_ms;
+    const bool lifted = fenced_;
+    fenced_ = false;
+    return lifted;
+  }
+  // Whether the fence has passed at `now_ms`: no answer for longer than fence_ms.
+  bool Expired(int64_t now_ms) const {
+    return enabled() && last_answer_ms_ >= 0 && now_ms - last_answer_ms_ > fence_ms_;
+  }
+  // Records that the containers were killed for it; true the first time since the last answer.
+  bool Fire() {
+    const bool first = !fenced_;
+    fenced_ = true;
+    return first;
+  }
+  bool fenced() const { return fenced_; }
+  // The deadline of an RM call made at `now_ms`, ms: `usual_ms`, shortened so that a call the
+  // RM never answers returns once the fence passes (at least 1 ms).
+  int64_t CallDeadlineMs(int64_t now_ms, int64_t usual_ms) const {
+    if (!enabled() || last_answer_ms_ < 0 || Expired(now_ms)) return usual_ms;
+    return std::clamp<int64_t>(last_answer_ms_ + fence_ms_ + 1 - now_ms, 1, usual_ms);
+  }
+  int64_t last_answer_ms() const { return last_answer_ms_; }
+
+ private:
+  int64_t fence_ms_;
+  int64_t last_answer_ms_ = -1;  // -1: not started
+  bool fenced_ = false;
+};
 
 // A COMPLETE status for `id`.
 v1::ContainerStatus CompletedStatus(const std::string& id, int exit_status,

@@ -6,10 +6,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
+#include "absl/base/const_init.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/log.h"
 #include "nm/node_manager.h"
 #include "nm/node_manager_internal.h"
@@ -39,6 +43,74 @@ void ToProto(const Resource& r, v1::Resource* out) {
   values["vcores"] = r[kVcores];
   if (r[kNetworkMbps] != 0) values["network-mbps"] = r[kNetworkMbps];
   if (r[kDiskMbps] != 0) values["disk-mbps"] = r[kDiskMbps];
+}
+
+// The federation fence of each NodeManager that has one (federation_fence_ms > 0), by
+// NodeManager; null when it has none. Entries live as long as the process (one small record per
+// fenced NodeManager ever created) and are used only on their NodeManager's loop; a NodeManager
+// created later at a freed one's address inherits an earlier last answer, which can only make
+// its fence fire sooner. Interim home of this state: NodeManager has no member for it
+// (node_manager.h belongs to another change); it moves there as `internal::RmAnswerFence
+// fence_`.
+internal::RmAnswerFence* FenceFor(const void* nm, int64_t fence_ms) {
+  if (fence_ms <= 0) return nullptr;
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* fences = new std::map<const void*, internal::RmAnswerFence>();
+  absl::MutexLock lock(&mu);
+  return &fences->try_emplace(nm, fence_ms).first->second;
+}
+
+std::string FenceReason(const internal::RmAnswerFence& fence, int64_t now_ms) {
+  return absl::StrCat(
+      "Container killed: no answer from the ResourceManager for ", now_ms - fence.last_answer_ms(),
+      " ms (federation fence ", fence.fence_ms(),
+      " ms): its sub-cluster may be declared lost and the application run elsewhere");
+}
+
+template <typename Containers>
+size_t RunningCount(const Containers& containers) {
+  return std::count_if(containers.begin(), containers.end(),
+                       [](const auto& e) { return e.second.running; });
+}
+
+// Before an RM call at `now_ms`: starts the NM's fence clock, and once no answer came for
+// longer than the fence, returns why its containers are killed (logged the first time, and
+// whenever containers still run); nullopt otherwise or without a fence.
+std::optional<std::string> CheckFence(const void* nm, int64_t fence_ms, int64_t now_ms,
+                                      const std::string& node, const std::string& rm,
+                                      size_t running) {
+  internal::RmAnswerFence* fence = FenceFor(nm, fence_ms);
+  if (fence == nullptr) return std::nullopt;
+  fence->Start(now_ms);
+  if (!fence->Expired(now_ms)) return std::nullopt;
+  if (fence->Fire() || running > 0)
+    log::Warn("federation_fence_fired", {{"node", node},
+                                         {"rm", rm},
+                                         {"silent_ms", now_ms - fence->last_answer_ms()},
+                                         {"fence_ms", fence->fence_ms()},
+                                         {"containers_killed", static_cast<int64_t>(running)}});
+  return FenceReason(*fence, now_ms);
+}
+
+// After an RM call answered: the fence restarts; logs when that lifts a fence that fired.
+void FenceAnswered(const void* nm, int64_t fence_ms, int64_t now_ms, const std::string& node,
+                   const std::string& rm) {
+  internal::RmAnswerFence* fence = FenceFor(nm, fence_ms);
+  if (fence == nullptr) return;
+  const int64_t silent_ms = fence->last_answer_ms() < 0 ? 0 : now_ms - fence->last_answer_ms();
+  if (fence->Answered(now_ms))
+    log::Info("federation_fence_lifted",
+              {{"node", node},
+               {"rm", rm},
+               {"silent_ms", silent_ms},
+               {"note", "the killed containers are reported in this NM's next heartbeat"}});
+}
+
+// The deadline of an RM call made at `now_ms`: kRmCallTimeoutMs, shortened so that a call an
+// RM never answers (a stopped process) returns when the fence passes.
+int64_t RmCallDeadlineMs(const void* nm, int64_t fence_ms, int64_t now_ms) {
+  internal::RmAnswerFence* fence = FenceFor(nm, fence_ms);
+  return fence == nullptr ? kRmCallTimeoutMs : fence->CallDeadlineMs(now_ms, kRmCallTimeoutMs);
 }
 
 }  // namespace
@@ -78,8 +150,7 @@ void NodeManager::ScheduleRm(int64_t delay_ms, bool register_again) {
 }
 
 void NodeManager::RequestOutOfBandHeartbeat() {
-  if (options_.out_of_band_heartbeat_gap_ms < 0 || !registered_ || shutting_down_ ||
-      rm_shutdown_)
+  if (options_.out_of_band_heartbeat_gap_ms < 0 || !registered_ || shutting_down_ || rm_shutdown_)
     return;
   if (rm_call_in_flight_) return;  // OnHeartbeatReply asks again
   const int64_t now = loop_->NowMs();
@@ -141,6 +212,11 @@ void NodeManager::UpdateKeys(bool has_current, const v1::MasterKey& current, boo
 }
 
 void NodeManager::SendRegister() {
+  // The federation fence: no answer from the RM for too long kills every container here.
+  if (std::optional<std::string> why =
+          CheckFence(this, options_.federation_fence_ms, loop_->NowMs(), node_id_,
+                     rm_failover_->current(), RunningCount(containers_)))
+    StopAllContainers(v1::CONTAINER_EXIT_ABORTED, *why);
   using Call = RmCall<v1::RegisterNodeManagerRequest, v1::RegisterNodeManagerResponse>;
   auto call = std::make_shared<Call>();
   v1::RegisterNodeManagerRequest& request = call->request;
@@ -164,7 +240,8 @@ void NodeManager::SendRegister() {
   request.set_network_isolation(network_isolation_);
   request.set_http_address(options_.http_address);
   call->context.set_deadline(std::chrono::system_clock::now() +
-                             std::chrono::milliseconds(kRmCallTimeoutMs));
+                             std::chrono::milliseconds(RmCallDeadlineMs(
+                                 this, options_.federation_fence_ms, loop_->NowMs())));
   if (!BeginRmCall(&call->context)) return;
   rm_call_in_flight_ = true;
   tracker_->async()->RegisterNodeManager(
@@ -183,10 +260,16 @@ void NodeManager::OnRegisterReply(const grpc::Status& status, const std::string&
   if (shutting_down_) return;
   if (!status.ok()) {
     if (RmCallsClosed()) return;  // cancelled by Shutdown()
+    if (std::optional<std::string> why =
+            CheckFence(this, options_.federation_fence_ms, loop_->NowMs(), node_id_,
+                       rm_failover_->current(), RunningCount(containers_)))
+      StopAllContainers(v1::CONTAINER_EXIT_ABORTED, *why);
     ScheduleRm(FailOver("register_failed", status, active_hint, kRegisterRetryMs),
                /*register_again=*/true);
     return;
   }
+  FenceAnswered(this, options_.federation_fence_ms, loop_->NowMs(), node_id_,
+                rm_failover_->current());
   last_failover_ = RmFailoverAction::kNone;
   if (reply.action() == v1::NODE_ACTION_SHUTDOWN) {
     log::Error("register_refused", {{"rm", rm_failover_->current()},
@@ -216,6 +299,11 @@ void NodeManager::OnRegisterReply(const grpc::Status& status, const std::string&
 }
 
 void NodeManager::SendHeartbeat() {
+  // The federation fence: no answer from the RM for too long kills every container here.
+  if (std::optional<std::string> why =
+          CheckFence(this, options_.federation_fence_ms, loop_->NowMs(), node_id_,
+                     rm_failover_->current(), RunningCount(containers_)))
+    StopAllContainers(v1::CONTAINER_EXIT_ABORTED, *why);
   using Call = RmCall<v1::NodeHeartbeatRequest, v1::NodeHeartbeatResponse>;
   auto call = std::make_shared<Call>();
   v1::NodeHeartbeatRequest& request = call->request;
@@ -239,7 +327,8 @@ void NodeManager::SendHeartbeat() {
   request.mutable_health()->set_healthy(true);
   request.set_last_known_container_key_id(last_key_id_);
   call->context.set_deadline(std::chrono::system_clock::now() +
-                             std::chrono::milliseconds(kRmCallTimeoutMs));
+                             std::chrono::milliseconds(RmCallDeadlineMs(
+                                 this, options_.federation_fence_ms, loop_->NowMs())));
   if (!BeginRmCall(&call->context)) return;
   rm_call_in_flight_ = true;
   last_heartbeat_sent_ms_ = loop_->NowMs();
@@ -263,10 +352,16 @@ void NodeManager::OnHeartbeatReply(const grpc::Status& status, const std::string
     // Nothing is lost: unacknowledged completed statuses go out again with the next one. An
     // RM the NM fails over to answers RESYNC (it does not know this node) and the NM registers.
     if (RmCallsClosed()) return;  // cancelled by Shutdown()
+    if (std::optional<std::string> why =
+            CheckFence(this, options_.federation_fence_ms, loop_->NowMs(), node_id_,
+                       rm_failover_->current(), RunningCount(containers_)))
+      StopAllContainers(v1::CONTAINER_EXIT_ABORTED, *why);
     ScheduleRm(FailOver("heartbeat_failed", status, active_hint, heartbeat_interval_ms_),
                /*register_again=*/false);
     return;
   }
+  FenceAnswered(this, options_.federation_fence_ms, loop_->NowMs(), node_id_,
+                rm_failover_->current());
   last_failover_ = RmFailoverAction::kNone;
   if (reply.response_id() == request.response_id() + 1) {
     for (const v1::ContainerStatus& sent : request.container_statuses()) {
