@@ -140,6 +140,14 @@ struct NodeManagerOptions {
   // per-container network bytes; not owned, must outlive the NM. Null = no metrics.
   metrics::Registry* metrics = nullptr;
 
+  // The federation fence (issue 27), ms: when the NM has had no successful answer from its RM
+  // for this long, it kills all its containers (logging why) and reports them when the RM
+  // answers again. 0 = off. In a federation whose GPG resubmits the apps of a LOST sub-cluster,
+  // it must hold that fence + the NM heartbeat interval < the GPG's membership expiry - the
+  // RM's federation heartbeat interval, so that a silent RM's containers are gone before their
+  // apps run elsewhere.
+  int64_t federation_fence_ms = 0;
+
   // The AMRMProxy (seed 004; federation/amrmproxy/amrm_proxy_service.h). Set: the NM serves
   // AmService on its own port, and every AM container it launches (one whose launch context
   // carries the RM's AMRM token, tokens["amrm"], for the WEFT_APP_ATTEMPT_ID of its own app)
