@@ -8,9 +8,23 @@ average, 51% at p95 and 71% at p99 of the samples, with short bursts to 100% (pe
 and a monolithic run takes ~30 s of wall time on this 2-core machine, so no time compression
 or job multiplication is needed (weft sim has none; the trace is replayed as it is).
 
-Series: the default federation policies (router load-based, AMRMProxy locality-multicast
-with headroom alpha 1) at N = 1 (monolithic: one scheduler), 2, 5, 10; and, for contrast,
-AMRMProxy home-only (no spanning: each job confined to its home sub-cluster) at 2, 5, 10.
+The policies see the load as the real daemons do (issue 27, "simulator realism"): each
+sub-cluster RM publishes its load at its membership heartbeat, the router and the AMRMProxy read
+it through a membership cache, each submission pays the store's latency on its home write and
+read-back, and an unmanaged AM takes time to launch before it gets containers. STALENESS holds
+the two settings used: Weft's daemon defaults (heartbeat 5 s, cache TTL 5 s) and YARN's
+(yarn.federation.state-store.heartbeat-interval-secs 60 s, yarn.federation.cache-ttl.secs
+300 s).
+
+Series:
+  scale-out   router load-based with in-flight accounting, Weft's staleness: AMRMProxy
+              locality-multicast (headroom alpha 1) at N = 1 (monolithic), 2, 5, 10; and
+              home-only (no spanning) at 2, 5 (10: in the herding series).
+  herding     N = 10, router load-based with and without in-flight accounting (the router
+              counting the homes it chose since the snapshot it reads), AMRMProxy home-only and
+              locality-multicast, under Weft's and YARN's staleness.
+Every run reports apps per RM including unmanaged AMs (the seed's bounded-load claim): apps
+each RM held over the run, the most at once, and the spread across sub-clusters.
 """
 import csv
 import json
@@ -27,13 +41,28 @@ COUNTS = [1, 2, 5, 10]
 ROUTER_POLICY = "load-based"
 AMRM_POLICY = "locality-multicast"
 CONTRAST_AMRM = "home-only"
+HERDING_N = 10
+# What the policies see, and when (weft sim --subcluster-heartbeat-ms, --federation-cache-ttl-ms).
+STALENESS = {
+    "weft": {"subcluster_heartbeat_ms": 5000, "cache_ttl_ms": 5000},  # the daemons' defaults
+    "yarn": {"subcluster_heartbeat_ms": 60000, "cache_ttl_ms": 300000},  # YARN's defaults
+}
+# Per state-store call on the submission path (router_bench on SQLite: 569 submissions/s, about
+# 1.8 ms for the home write and its read-back), and the unmanaged AM's launch.
+STORE_LATENCY_MS = 1
+UAM_LAUNCH_MS = 1000
 
 
-def sim_command(weft, root, n, amrm, out_dir, name):
+def sim_command(weft, root, n, amrm, out_dir, name, staleness="weft", in_flight=True):
+    st = STALENESS[staleness]
     return [weft, "sim", "--workload", f"alibaba2017:{os.path.join(root, TRACE)}",
             "--nodes", str(NODES), "--racks", str(RACKS), "--node-resources", NODE_RESOURCES,
             "--policy", "fair", "--seed", "1", "--subclusters", str(n),
             "--router-policy", ROUTER_POLICY, "--amrm-policy", amrm, "--headroom-alpha", "1",
+            "--subcluster-heartbeat-ms", str(st["subcluster_heartbeat_ms"]),
+            "--federation-cache-ttl-ms", str(st["cache_ttl_ms"]),
+            "--store-latency-ms", str(STORE_LATENCY_MS), "--uam-launch-ms", str(UAM_LAUNCH_MS),
+            "--in-flight-accounting" if in_flight else "--no-in-flight-accounting",
             "--report", os.path.join(out_dir, f"{name}.json"),
             "--timeseries", os.path.join(out_dir, f"{name}.csv")]
 
@@ -99,20 +128,49 @@ def figures(report, wall):
             "utilization_vcores_cv": round(statistics.pstdev(utils) / mean, 4),
             "apps_homed_max_over_min": round(max(homed) / max(1, min(homed)), 4),
             "apps_homed_cv": round(statistics.pstdev(homed) / statistics.fmean(homed), 4)}
+    apr = fed.get("apps_per_rm")
+    if apr:
+        # Apps per RM including unmanaged AMs: over the run (apps), at once (peak), and the
+        # time-weighted mean held; each max / mean / CV across sub-clusters.
+        rnd = lambda d: {k: round(v, 4) for k, v in d.items()}
+        f["apps_per_rm"] = {
+            "apps": rnd(apr["apps"]), "homed": rnd(apr["homed"]), "peak": rnd(apr["peak"]),
+            "held_mean": rnd(apr["mean"]), "uams": apr["uams"],
+            "herding_homed_cv_over_time": round(apr["homed_cv_over_time"], 4)}
+        if per:
+            for p, q in zip(f["per_sub_cluster"], per):
+                p.update({"uams": q.get("uams"), "apps": q.get("apps"),
+                          "apps_peak": q.get("apps_peak"),
+                          "apps_mean": round(q.get("apps_mean", 0.0), 3)})
+    if fed.get("model"):
+        f["model"] = fed["model"]
     return f
+
+
+def plan_runs(counts, contrast):
+    """(series, N, AMRMProxy policy, staleness, in-flight accounting, name) of every run."""
+    plan = [("scale-out", n, AMRM_POLICY, "weft", True,
+             f"n{n}" if n > 1 else "n1") for n in counts]
+    if contrast:
+        plan += [("scale-out", n, CONTRAST_AMRM, "weft", True, f"n{n}_{CONTRAST_AMRM}")
+                 for n in counts if 1 < n < HERDING_N]
+        for staleness in STALENESS:
+            for amrm in (CONTRAST_AMRM, AMRM_POLICY):
+                for in_flight in (False, True):
+                    plan.append(("herding", HERDING_N, amrm, staleness, in_flight,
+                                 f"h{HERDING_N}_{amrm}_{staleness}_"
+                                 f"{'inflight' if in_flight else 'naive'}"))
+    return plan
 
 
 def run(weft, root, out_dir, here, log, contrast=True, counts=None):
     counts = counts or COUNTS
     os.makedirs(out_dir, exist_ok=True)
-    plan = [(n, AMRM_POLICY) for n in counts]
-    if contrast:
-        plan += [(n, CONTRAST_AMRM) for n in counts if n > 1]
-    runs, commands = [], []
-    for n, amrm in plan:
-        name = f"n{n}" if amrm == AMRM_POLICY else f"n{n}_{amrm}"
-        cmd = sim_command(weft, root, n, amrm, out_dir, name)
-        log(f"sim: {n} sub-cluster(s), AMRMProxy {amrm} ...")
+    runs = []
+    for series, n, amrm, staleness, in_flight, name in plan_runs(counts, contrast):
+        cmd = sim_command(weft, root, n, amrm, out_dir, name, staleness, in_flight)
+        log(f"sim: {series}: {n} sub-cluster(s), AMRMProxy {amrm}, staleness {staleness}, "
+            f"in-flight accounting {'on' if in_flight else 'off'} ...")
         t0 = time.time()
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
         wall = time.time() - t0
@@ -121,14 +179,19 @@ def run(weft, root, out_dir, here, log, contrast=True, counts=None):
         with open(os.path.join(out_dir, f"{name}.json")) as fh:
             report = json.load(fh)
         f = figures(report, wall)
+        f["series"] = series
         f["amrm_policy"] = amrm if n > 1 else None
         f["router_policy"] = ROUTER_POLICY if n > 1 else None
+        f["staleness"] = staleness if n > 1 else None
+        f["in_flight_accounting"] = in_flight if n > 1 else None
         f["command"] = display(cmd, root)
         runs.append(f)
+        apr = f.get("apps_per_rm", {})
         log(f"  makespan {f['makespan_s']:.0f} s, mean completion "
             f"{f['mean_job_completion_s']:.1f} s, spanning {f['spanning_fraction']:.1%}, "
-            f"core wall sum {f['scheduler_wall_sum_s']:.2f} s max {f['scheduler_wall_max_s']:.2f}"
-            f" s, router+AMRMProxy {f['router_amrmproxy_wall_s']:.2f} s ({wall:.0f} s)")
+            f"apps per RM max {apr.get('apps', {}).get('max', 0):.0f} (peak at once "
+            f"{apr.get('peak', {}).get('max', 0):.0f}), core wall max "
+            f"{f['scheduler_wall_max_s']:.2f} s ({wall:.0f} s)")
     mono = next(f for f in runs if f["sub_clusters"] == 1)
     for f in runs:
         f["vs_monolithic"] = {
@@ -137,6 +200,12 @@ def run(weft, root, out_dir, here, log, contrast=True, counts=None):
                                            mono["mean_job_completion_s"], 4),
             "scheduler_wall_max_ratio": round(f["scheduler_wall_max_s"] /
                                               max(1e-9, mono["scheduler_wall_max_s"]), 4)}
+        if f.get("apps_per_rm") and mono.get("apps_per_rm"):
+            f["vs_monolithic"]["apps_per_rm_max_ratio"] = round(
+                f["apps_per_rm"]["apps"]["max"] / max(1, mono["apps_per_rm"]["apps"]["max"]), 4)
+            f["vs_monolithic"]["apps_at_once_peak_ratio"] = round(
+                f["apps_per_rm"]["peak"]["max"] / max(1, mono["apps_per_rm"]["peak"]["max"]), 4)
+    log("sim: herding and apps per RM (incl. UAMs):\n" + herding_table(runs))
     plots = plot(runs, here, log)
     return {
         "status": "ran",
@@ -152,10 +221,30 @@ def run(weft, root, out_dir, here, log, contrast=True, counts=None):
                     "30-45 s of wall time here."),
             "load_monolithic": load_profile(os.path.join(out_dir, "n1.csv")),
         },
-        "series": {"default": f"router {ROUTER_POLICY}, AMRMProxy {AMRM_POLICY} "
-                              "(headroom alpha 1)",
-                   "contrast": f"router {ROUTER_POLICY}, AMRMProxy {CONTRAST_AMRM} "
-                               "(no spanning)" if contrast else None},
+        "model": {
+            "staleness": STALENESS, "store_latency_ms": STORE_LATENCY_MS,
+            "uam_launch_ms": UAM_LAUNCH_MS,
+            "what": ("Each sub-cluster RM publishes its load every subcluster_heartbeat_ms "
+                     "(staggered); the router and the AMRMProxy read those snapshots through a "
+                     "membership cache reloaded when cache_ttl_ms old; a submission reaches its "
+                     "home RM 2 x store_latency_ms after the router chose (home write and "
+                     "read-back); asks to a secondary wait uam_launch_ms for its unmanaged AM. "
+                     "In-flight accounting: the router counts the homes it chose since the "
+                     "snapshot it reads (each at least its AM, at least the snapshot's mean "
+                     "memory per app) against that sub-cluster's available memory."),
+        },
+        "series": {"scale-out": f"router {ROUTER_POLICY} with in-flight accounting, Weft "
+                                f"staleness; AMRMProxy {AMRM_POLICY} (headroom alpha 1) and "
+                                f"{CONTRAST_AMRM} (no spanning)",
+                   "herding": (f"N = {HERDING_N}, router {ROUTER_POLICY} with and without "
+                               f"in-flight accounting, AMRMProxy {CONTRAST_AMRM} and "
+                               f"{AMRM_POLICY}, Weft and YARN staleness") if contrast else None},
+        "apps_per_rm_definition": (
+            "apps an RM held: apps homed there plus unmanaged AMs of apps homed elsewhere; "
+            "apps = over the whole run, peak = most at once, held_mean = time-weighted mean; "
+            "max / mean / cv across sub-clusters. herding_homed_cv_over_time: time-weighted "
+            "mean of the CV across sub-clusters of the homed apps each RM held at that moment "
+            "(noisy when few apps run at once; compare runs, not absolute values)."),
         "runs": runs,
         "plots": plots,
         "notes": ("Wall times are single runs on a shared 2-core machine (noise of about "
@@ -167,6 +256,26 @@ def run(weft, root, out_dir, here, log, contrast=True, counts=None):
     }
 
 
+def herding_table(runs):
+    lines = [f"  {'series':<9} {'N':>3} {'AMRMProxy':<18} {'stale':<5} {'in-flight':<9} "
+             f"{'mean JCT s':>10} {'util cv':>7} {'apps/RM max':>11} {'mean':>7} {'cv':>6} "
+             f"{'at once max':>11} {'mean':>6} {'cv':>6} {'UAMs':>7} {'herd cv':>7}"]
+    for f in runs:
+        apr = f.get("apps_per_rm") or {}
+        a, pk = apr.get("apps", {}), apr.get("peak", {})
+        cv = (f.get("balance") or {}).get("utilization_vcores_cv")
+        flight = f.get("in_flight_accounting")
+        lines.append(
+            f"  {f.get('series', ''):<9} {f['sub_clusters']:>3} "
+            f"{f.get('amrm_policy') or '(monolithic)':<18} {f.get('staleness') or '-':<5} "
+            f"{'-' if flight is None else ('on' if flight else 'off'):<9} "
+            f"{f['mean_job_completion_s']:>10.1f} {'-' if cv is None else f'{cv:.3f}':>7} "
+            f"{a.get('max', 0):>11.0f} {a.get('mean', 0):>7.1f} {a.get('cv', 0):>6.3f} "
+            f"{pk.get('max', 0):>11.0f} {pk.get('mean', 0):>6.1f} {pk.get('cv', 0):>6.3f} "
+            f"{apr.get('uams', 0):>7} {apr.get('herding_homed_cv_over_time', 0):>7.3f}")
+    return "\n".join(lines)
+
+
 def plot(runs, here, log):
     try:
         import matplotlib
@@ -175,10 +284,15 @@ def plot(runs, here, log):
     except ImportError:
         log("sim: matplotlib not installed: no plots")
         return []
-    default = sorted((f for f in runs if f["sub_clusters"] == 1 or
+    # The scale-out curves: Weft's staleness, in-flight accounting on (the herding runs at
+    # N = 10 with home-only and Weft's staleness close the home-only curve).
+    scale = [f for f in runs if f.get("series") == "scale-out" or (
+        f.get("staleness") == "weft" and f.get("in_flight_accounting") and
+        f.get("amrm_policy") == CONTRAST_AMRM)]
+    default = sorted((f for f in scale if f["sub_clusters"] == 1 or
                       f["amrm_policy"] == AMRM_POLICY), key=lambda f: f["sub_clusters"])
-    contrast = [f for f in runs if f["sub_clusters"] == 1] + sorted(
-        (f for f in runs if f["amrm_policy"] == CONTRAST_AMRM), key=lambda f: f["sub_clusters"])
+    contrast = [f for f in scale if f["sub_clusters"] == 1] + sorted(
+        (f for f in scale if f["amrm_policy"] == CONTRAST_AMRM), key=lambda f: f["sub_clusters"])
     xs = lambda s: [f["sub_clusters"] for f in s]
     paths = []
 
@@ -228,4 +342,48 @@ def plot(runs, here, log):
     a.legend()
     a.grid(alpha=0.3)
     save(fig, "scheduler_wall.png")
+
+    # Apps per RM including UAMs against N (the bounded-load claim), monolithic at N = 1.
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    for s, label, style in ((default, AMRM_POLICY, "o-"), (contrast, CONTRAST_AMRM, "s--")):
+        s = [f for f in s if f.get("apps_per_rm")]
+        if len(s) > 1:
+            a1.plot(xs(s), [f["apps_per_rm"]["apps"]["max"] for f in s], style, label=label)
+            a2.plot(xs(s), [f["apps_per_rm"]["peak"]["max"] for f in s], style, label=label)
+    a1.set(xlabel="sub-clusters (1 = monolithic)", ylabel="apps (homed + UAMs)", xticks=COUNTS,
+           title="Apps per RM over the run (busiest RM)")
+    a2.set(xlabel="sub-clusters (1 = monolithic)", ylabel="apps at once (homed + UAMs)",
+           xticks=COUNTS, title="Apps per RM at once (busiest RM, peak)")
+    for a in (a1, a2):
+        a.set_ylim(bottom=0)
+        if a.get_lines():
+            a.legend(title="AMRMProxy policy")
+        a.grid(alpha=0.3)
+    save(fig, "apps_per_rm.png")
+
+    # Herding: N = 10, with and without in-flight accounting, per staleness and AMRMProxy.
+    herd = [f for f in runs if f.get("series") == "herding" and f.get("apps_per_rm")]
+    if herd:
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+        groups = [(st, amrm) for st in STALENESS for amrm in (CONTRAST_AMRM, AMRM_POLICY)]
+        x = list(range(len(groups)))
+        for k, (flight, label) in enumerate(((False, "without in-flight accounting"),
+                                             (True, "with in-flight accounting"))):
+            peak, herdcv = [], []
+            for st, amrm in groups:
+                f = next((g for g in herd if g["staleness"] == st and g["amrm_policy"] == amrm
+                          and g["in_flight_accounting"] == flight), None)
+                peak.append(f["apps_per_rm"]["peak"]["max"] if f else 0)
+                herdcv.append(f["apps_per_rm"]["herding_homed_cv_over_time"] if f else 0)
+            a1.bar([i + (k - 0.5) * 0.38 for i in x], peak, 0.38, label=label)
+            a2.bar([i + (k - 0.5) * 0.38 for i in x], herdcv, 0.38, label=label)
+        names = [f"{st}\n{amrm}" for st, amrm in groups]
+        a1.set(xticks=x, xticklabels=names, ylabel="apps at once, busiest RM (peak)",
+               title=f"Load-based homes, N = {HERDING_N}: peak apps per RM")
+        a2.set(xticks=x, xticklabels=names, ylabel="CV across RMs of homed apps (time mean)",
+               title="Herding (homed apps' spread over time)")
+        for a in (a1, a2):
+            a.legend(fontsize=8)
+            a.grid(alpha=0.3, axis="y")
+        save(fig, "herding.png")
     return paths
