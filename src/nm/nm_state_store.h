@@ -12,9 +12,12 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "federation/amrmproxy/amrm_proxy_state.h"
 
 struct sqlite3;
 
@@ -53,10 +56,12 @@ struct NmContainerRecord {
   bool acknowledged = false;  // the RM acknowledged its COMPLETE status in a heartbeat reply
 };
 
-// Thread-compatible: the NM's loop makes every call. Each call is one transaction, committed
-// when it returns: in WAL mode with synchronous=NORMAL, so a record survives a crash (kill -9)
-// of the NM though not necessarily a power loss, which ends the containers anyway.
-class NmStateStore {
+// Thread-safe (one lock around the connection): the NM's loop records containers, the
+// AMRMProxy's workers record their attempts (as amrmproxy::AmrmProxyStateStore, YARN-6127).
+// Each call is one transaction, committed when it returns: in WAL mode with
+// synchronous=NORMAL, so a record survives a crash (kill -9) of the NM though not necessarily
+// a power loss, which ends the containers anyway.
+class NmStateStore final : public amrmproxy::AmrmProxyStateStore {
  public:
   // Opens or creates the database at `path` (mode 0600) and takes an exclusive lock on it for
   // as long as the store lives: a second NM on the same work root fails here.
@@ -64,7 +69,7 @@ class NmStateStore {
   // NodeManager?"), when its schema is newer than this code's, or when it is not a database;
   // the SQLite error otherwise, naming the path.
   static absl::StatusOr<std::unique_ptr<NmStateStore>> Open(const std::string& path);
-  ~NmStateStore();
+  ~NmStateStore() override;
 
   NmStateStore(const NmStateStore&) = delete;
   NmStateStore& operator=(const NmStateStore&) = delete;
@@ -90,15 +95,31 @@ class NmStateStore {
   absl::StatusOr<std::optional<std::string>> GetValue(absl::string_view key);
   absl::Status SetValue(absl::string_view key, absl::string_view value);
 
-  // Removes every record, application and value.
+  // The AMRMProxy's attempts (amrm_proxy_state.h): tokens and registrations as their
+  // protobuf encodings, one row per attempt and one per UAM. LoadAttempts fails with DataLoss
+  // naming the attempt when a stored message does not parse.
+  absl::Status PutAttempt(const amrmproxy::AttemptState& state) override;
+  absl::Status RemoveAttempt(absl::string_view attempt_id) override;
+  absl::StatusOr<std::vector<amrmproxy::AttemptState>> LoadAttempts() override;
+  // The proxy's token key, hex-encoded under the value "amrmproxy_token_key".
+  absl::StatusOr<std::optional<std::string>> GetTokenKey() override;
+  absl::Status SetTokenKey(absl::string_view key) override;
+
+  // Removes every record, application, value and AMRMProxy attempt.
   absl::Status Clear();
 
  private:
   NmStateStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   // Runs statements without results; the error names `what`.
-  absl::Status Exec(absl::string_view sql, absl::string_view what);
+  absl::Status Exec(absl::string_view sql, absl::string_view what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::optional<std::string>> GetValueLocked(absl::string_view key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status SetValueLocked(absl::string_view key, absl::string_view value)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  sqlite3* db_;
+  absl::Mutex mu_;
+  sqlite3* const db_ ABSL_PT_GUARDED_BY(mu_);
   const std::string path_;
 };
 

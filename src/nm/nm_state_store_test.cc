@@ -157,5 +157,78 @@ TEST_F(NmStateStoreTest, GarbageIsNotADatabase) {
   EXPECT_THAT(store.status().message(), HasSubstr(path_));
 }
 
+// AMRMProxy recovery (YARN-6127): an attempt's state, its UAMs and the proxy's token key
+// survive the store's reopening (an NM restart); a write replaces the UAMs; Clear drops them.
+TEST_F(NmStateStoreTest, AmrmProxyAttemptsAndTheTokenKeySurviveReopening) {
+  amrmproxy::AttemptState state;
+  state.attempt.application_id = "application_1_0001";
+  state.attempt.attempt_id = "appattempt_1_0001_000001";
+  state.attempt.user = "alice";
+  state.attempt.am_container_id = "container_e1_1_0001_01_000001";
+  state.attempt.home_rm_address = "rm1:8030,rm2:8030";
+  state.attempt.amrm_token.set_identifier(std::string("home\0token", 10));
+  state.attempt.amrm_token.set_password("pw");
+  state.registered = true;
+  state.registration.set_host("am-host");
+  state.queue = "root.a";
+  state.app_name = "job";
+  for (const char* sc : {"sc-2", "sc-3"}) {
+    amrmproxy::UamState uam;
+    uam.sub_cluster_id = sc;
+    uam.rm = absl::StrCat(sc, "-rm:8030");
+    uam.application_id = "application_1_0001";
+    uam.amrm_token.set_identifier(absl::StrCat("uam@", sc));
+    uam.registered = true;
+    state.uams.push_back(uam);
+  }
+  const std::string key = std::string("\0\x01\xff", 3) + std::string(29, 'k');
+  {
+    auto store = NmStateStore::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_FALSE((*store)->GetTokenKey()->has_value());
+    ASSERT_TRUE((*store)->SetTokenKey(key).ok());
+    ASSERT_TRUE((*store)->PutAttempt(state).ok());
+    state.uams.pop_back();  // the second write has one UAM left
+    state.uams[0].finished = true;
+    state.ended = true;
+    ASSERT_TRUE((*store)->PutAttempt(state).ok());
+  }
+  auto store = NmStateStore::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<std::optional<std::string>> stored_key = (*store)->GetTokenKey();
+  ASSERT_TRUE(stored_key.ok()) << stored_key.status();
+  EXPECT_EQ(stored_key->value_or(""), key);
+  absl::StatusOr<std::vector<amrmproxy::AttemptState>> loaded = (*store)->LoadAttempts();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_EQ(loaded->size(), 1u);
+  const amrmproxy::AttemptState& got = (*loaded)[0];
+  EXPECT_EQ(got.attempt.attempt_id, "appattempt_1_0001_000001");
+  EXPECT_EQ(got.attempt.application_id, "application_1_0001");
+  EXPECT_EQ(got.attempt.user, "alice");
+  EXPECT_EQ(got.attempt.am_container_id, "container_e1_1_0001_01_000001");
+  EXPECT_EQ(got.attempt.home_rm_address, "rm1:8030,rm2:8030");
+  EXPECT_EQ(got.attempt.amrm_token.identifier(), state.attempt.amrm_token.identifier());
+  EXPECT_EQ(got.attempt.amrm_token.password(), "pw");
+  EXPECT_TRUE(got.registered);
+  EXPECT_TRUE(got.ended);
+  EXPECT_EQ(got.registration.host(), "am-host");
+  EXPECT_EQ(got.queue, "root.a");
+  EXPECT_EQ(got.app_name, "job");
+  ASSERT_EQ(got.uams.size(), 1u);
+  EXPECT_EQ(got.uams[0].sub_cluster_id, "sc-2");
+  EXPECT_EQ(got.uams[0].rm, "sc-2-rm:8030");
+  EXPECT_EQ(got.uams[0].amrm_token.identifier(), "uam@sc-2");
+  EXPECT_TRUE(got.uams[0].registered);
+  EXPECT_TRUE(got.uams[0].finished);
+
+  ASSERT_TRUE((*store)->RemoveAttempt("appattempt_1_0001_000001").ok());
+  ASSERT_TRUE((*store)->RemoveAttempt("appattempt_1_0001_000001").ok());  // none: OK
+  EXPECT_THAT(*(*store)->LoadAttempts(), IsEmpty());
+  ASSERT_TRUE((*store)->PutAttempt(state).ok());
+  ASSERT_TRUE((*store)->Clear().ok());
+  EXPECT_THAT(*(*store)->LoadAttempts(), IsEmpty());
+  EXPECT_FALSE((*store)->GetTokenKey()->has_value());
+}
+
 }  // namespace
 }  // namespace weft::nm

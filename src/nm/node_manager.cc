@@ -376,10 +376,14 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
   // ContainerService, and the AMRMProxy's AmService on the same port.
   nm->service_ = std::make_unique<Service>(nm.get());
   if (opts.amrmproxy.has_value()) {
+    // Its token key and attempts live in the NM's state store (AMRMProxy recovery).
+    amrmproxy::AmrmProxyOptions proxy_options = *opts.amrmproxy;
+    proxy_options.state_store = nm->state_.get();
     absl::StatusOr<std::unique_ptr<amrmproxy::AmrmProxyService>> proxy =
         amrmproxy::AmrmProxyService::Create(
-            *opts.amrmproxy, opts.tls.has_value() ? security::TlsChannelCredentials(*opts.tls)
-                                                  : grpc::InsecureChannelCredentials());
+            std::move(proxy_options), opts.tls.has_value()
+                                          ? security::TlsChannelCredentials(*opts.tls)
+                                          : grpc::InsecureChannelCredentials());
     if (!proxy.ok()) {
       return absl::Status(proxy.status().code(),
                           absl::StrCat("starting NodeManager: ", proxy.status().message()));
@@ -447,6 +451,18 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
     return absl::FailedPreconditionError(
         absl::StrCat("starting NodeManager: recovering containers: ", s.ToString(),
                      " (recover=false starts afresh, killing what it recorded)"));
+  }
+  // The AMRMProxy's attempts whose AMs were re-attached above are served again (YARN-6127);
+  // the others end (their UAMs are kept for the app's next attempt or killed with the app).
+  if (nm->amrm_proxy_ != nullptr) {
+    NodeManager* self = nm.get();
+    absl::Status s = nm->amrm_proxy_->Recover([self](const std::string& container_id) {
+      auto it = self->containers_.find(container_id);
+      return it != self->containers_.end() && it->second.running;
+    });
+    if (!s.ok()) {
+      log::Error("amrmproxy_recovery_failed", {{"node", nm->node_id_}, {"error", s}});
+    }
   }
   // Before any cleanup can delete logs an earlier NM had begun to aggregate.
   if (absl::Status s = nm->log_aggregator_->ResumePending(); !s.ok())

@@ -154,8 +154,12 @@ struct NodeManagerOptions {
   // talks to it instead of the RM: the NM keeps the real token and WEFT_RM_ADDRESS for the
   // proxy, gives the AM a token valid at this NM's proxy only and sets WEFT_RM_ADDRESS to this
   // node's id. The attempt is dropped from the proxy when its AM container ends or its app is
-  // cleaned up here. The proxy's token key lives in memory: an AM this NM re-attaches to after
-  // a restart can no longer call it. Unset: AMs talk to the RM directly.
+  // cleaned up here (an attempt that ended while its app runs keeps its UAMs for the next
+  // attempt until then). The proxy's token key and each attempt's state (home token,
+  // registration, UAMs and their tokens) are kept in the NM's state store (its state_store
+  // option is set by the NM): an NM restarted with recover=true on the same work root and node
+  // id serves the AMs it re-attaches to again (YARN-6127); they resync with the proxy, no new
+  // attempt. Unset: AMs talk to the RM directly.
   std::optional<amrmproxy::AmrmProxyOptions> amrmproxy;
 };
 
