@@ -3,10 +3,12 @@
 import os
 import sys
 import tempfile
+import types
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fedmarkers  # noqa: E402
+import fedsummary  # noqa: E402
 
 
 class MarkersTest(unittest.TestCase):
@@ -82,6 +84,46 @@ class MarkersTest(unittest.TestCase):
         self.write("app_1 sc1 am:c_a start 1000 sc1-0 att_1",
                    "app_2 sc2 am:c_b start 1000 sc2-1 att_1", hb={"c_a": 5000, "c_b": 1000})
         self.assertEqual(fedmarkers.live_ams(self.path, 6000), [("sc1-0", "app_1", "c_a")])
+
+
+class SummaryTest(unittest.TestCase):
+    """fedsummary.summarize over a fake run: one tracked app and one failed submission."""
+
+    def run_summary(self, second_marker, listed_names):
+        runs = tempfile.mkdtemp(prefix="fedsummary-test-")
+        with open(os.path.join(runs, "a0"), "w") as fh:
+            fh.write("app_1 sc1 am:c_a start 1000 sc1-0 att_1\n"
+                     "app_1 sc1 am:c_a end 3000 sc1-0 att_1 rc=0\n")
+        if second_marker:
+            with open(os.path.join(runs, "a1"), "w") as fh:
+                fh.write(second_marker)
+        sub = types.SimpleNamespace(
+            apps={"app_1": {"n": 0, "name": "chaosfed-0", "router": "router1", "queue": "default",
+                            "submitted_ms": 500, "marker": os.path.join(runs, "a0")}},
+            failures=[])
+        fed = types.SimpleNamespace(runs=runs, flags_used={}, command_lines=lambda: {},
+                                    logs_mentioning=lambda app: {})
+        args = types.SimpleNamespace(task_s=1, apps=1, lost_cycles=0, kills=0)
+        done = {"applicationId": "app_1", "name": "chaosfed-0", "state": "APP_FINISHED",
+                "finalStatus": "FINAL_SUCCEEDED", "currentAttempt": 1}
+        listed = [dict(done, name=n, applicationId=f"app_{k + 1}")
+                  for k, n in enumerate(listed_names)]
+        return fedsummary.summarize(args, fed, sub, None, listed, None, {"app_1": "sc1"},
+                                    {"app_1": done}, [], None, 0.4)
+
+    def test_a_clean_run_passes(self):
+        s = self.run_summary(None, ["chaosfed-0"])
+        self.assertTrue(s["pass"], s["checks"])
+
+    def test_a_failed_submission_that_ran_fails_the_run(self):
+        s = self.run_summary("app_9 sc1 am:c_b start 1000 sc1-0 att_1\n", ["chaosfed-0"])
+        self.assertFalse(s["checks"]["each_submission_one_app_id"])
+        self.assertEqual(s["untracked_submissions_that_ran"], {"a1": ["app_9"]})
+
+    def test_an_unmanaged_am_listed_as_an_app_fails_the_listing(self):
+        s = self.run_summary(None, ["chaosfed-0", "chaosfed-0"])
+        self.assertFalse(s["checks"]["each_app_listed_once"])
+        self.assertEqual(s["listing"]["names_not_listed_once_cli"], {"chaosfed-0": 2})
 
 
 if __name__ == "__main__":

@@ -57,6 +57,8 @@ def summarize(args, fed, submitter, chaos, listed, rest_listed, homes, final_sta
                                         for sc, d in a["per_sub_cluster"].items()},
             "containers": a["containers"], "containers_in_secondaries":
                 a["containers_in_secondaries"]}
+        if a["marker_app_ids"] not in ([], [app]):
+            details[app]["ran_under_app_ids"] = a["marker_app_ids"]
     # Marker files of submissions whose answer was lost (or failed) that ran all the same.
     tracked_markers = {os.path.basename(i["marker"]) for i in tracked.values()}
     untracked_ran = {}
@@ -134,6 +136,11 @@ def summarize(args, fed, submitter, chaos, listed, rest_listed, homes, final_sta
         "untracked_submissions_that_ran": untracked_ran,
         "two_sub_clusters_at_once": {"apps": len(overlapping), "evidence": evidence,
                                      "all": sorted(overlapping)},
+        # One submission (one marker file) whose AM ran under another id than the one the
+        # client was given, or under two: a client-side retry or an id the federation changed.
+        "submissions_run_under_other_ids": {
+            a: x["marker_app_ids"] for a, x in analyses.items()
+            if x["marker_app_ids"] not in ([], [a])},
         "moved_apps": sorted(a for a, x in analyses.items() if len(x["am_sub_clusters"]) > 1),
         "containers": {
             "run": sum(x["containers"] for x in analyses.values()),
@@ -188,6 +195,8 @@ def summarize(args, fed, submitter, chaos, listed, rest_listed, homes, final_sta
                           for k in ("router", "rm", "gpg", "nm")),
         "no_unexpected_exits": not summary["unexpected_exits"],
         "no_duplicate_container_ids": not summary["containers"]["duplicate_ids"],
+        "each_submission_one_app_id": not summary["submissions_run_under_other_ids"] and
+                                      not untracked_ran,
     }
     summary["checks"] = checks
     summary["pass"] = all(checks.values())
