@@ -126,7 +126,13 @@ void AddGpgCommand(CLI::App& app, int* exit_code) {
       ->required();
   cmd->add_option("--interval-ms", f->interval_ms, "between rounds")->capture_default_str();
   cmd->add_option("--membership-expiry-ms", f->membership_expiry_ms,
-                  "a sub-cluster silent this long is marked LOST")
+                  "a sub-cluster silent this long is marked LOST, and the apps of queues whose "
+                  "policy says --resubmit-on-loss are moved (compare-and-set on their homes) and "
+                  "resubmitted elsewhere. Resubmission relies on every NM of the sub-cluster "
+                  "running `weft nm --federation-fence-ms N` with N + the NM heartbeat interval "
+                  "< this - the RMs' --federation-heartbeat-ms: a silent RM's containers are "
+                  "then gone before their apps run elsewhere, and the RM kills its copies at "
+                  "its next heartbeat")
       ->capture_default_str();
   cmd->add_option("--drain", f->drain,
                   "sub-clusters under maintenance: weight 0, no new homes (comma-separated)")

@@ -330,9 +330,14 @@ std::string DescribeNode(const nm::NodeManager& nm) {
 
 namespace {
 
-int RunNm(const NmFlags& flags) {
+// `federation_fence_ms`: --federation-fence-ms (kept beside NmFlags: `weft nm` only).
+int RunNm(const NmFlags& flags, int64_t federation_fence_ms) {
   auto options = MakeNodeManagerOptions(flags);
   if (!options.ok()) return PrintError(options.status().message());
+  if (federation_fence_ms < 0)
+    return PrintError(
+        absl::StrCat("--federation-fence-ms ", federation_fence_ms, " must be >= 0 (0 = off)"));
+  options->federation_fence_ms = federation_fence_ms;
   absl::StatusOr<security::TlsFiles> tls = LoadTlsFlags(flags.tls, "nm");
   if (!tls.ok()) return PrintError(tls.status().message());
   options->tls = *std::move(tls);
@@ -438,8 +443,18 @@ void AddNmCommand(CLI::App& app, int* exit_code) {
   AddNetworkFlags(cmd, f.get());
   AddContainerUserFlags(cmd, f.get());
   AddAmrmProxyFlags(cmd, f.get());
+  auto fence_ms = std::make_shared<int64_t>(0);
+  cmd->add_option("--federation-fence-ms", *fence_ms,
+                  "federation: with no answer from the RM for this long, kill every container "
+                  "here (reported when the RM answers again), so that a silent RM's containers "
+                  "are gone before the GPG resubmits their apps elsewhere. 0 = off. With "
+                  "`weft gpg` resubmitting on loss it must hold: this + the NM heartbeat "
+                  "interval (the RM's) < the GPG's --membership-expiry-ms - the RM's "
+                  "--federation-heartbeat-ms (e.g. 30000 - 5000: below 24000 with 1 s "
+                  "heartbeats)")
+      ->capture_default_str();
   AddDaemonConfig(cmd);  // --config: every flag may also be set in weft.yaml's section
-  cmd->callback([f, exit_code] { *exit_code = RunNm(*f); });
+  cmd->callback([f, fence_ms, exit_code] { *exit_code = RunNm(*f, *fence_ms); });
 }
 
 }  // namespace weft::cli

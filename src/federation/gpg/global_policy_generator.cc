@@ -279,16 +279,35 @@ void GlobalPolicyGenerator::SweepApplications(const std::vector<v1::SubClusterIn
       ctx.config = &policy;
       ctx.active = usable;
       ctx.rng = &rng_;
-      const std::vector<std::string> exclude = {home.home_sub_cluster_id()};
-      absl::StatusOr<std::string> next = (*router)->ChooseHome(home.submission_context(), ctx, exclude);
-      if (!next.ok()) {
-        round.errors.push_back(absl::StrCat("resubmitting ", app, ": ", next.status().message()));
+      // A sub-cluster whose RM holds the app's id already (the unmanaged AM of the old copy
+      // there, under the home app's id) cannot take it: it is excluded and another chosen.
+      std::vector<std::string> exclude = {home.home_sub_cluster_id()};
+      const v1::SubClusterInfo* target = nullptr;
+      absl::Status chosen;
+      while (target == nullptr && exclude.size() <= usable.size()) {
+        absl::StatusOr<std::string> next =
+            (*router)->ChooseHome(home.submission_context(), ctx, exclude);
+        if (!next.ok()) {
+          chosen = next.status();
+          break;
+        }
+        const v1::SubClusterInfo* candidate = nullptr;
+        for (const v1::SubClusterInfo& sc : usable)
+          if (sc.sub_cluster_id() == *next) candidate = &sc;
+        if (candidate == nullptr) break;  // a policy bug; the conformance suite rules it out
+        if (rms_->GetApplication(*candidate, home.user(), app).ok()) {
+          exclude.push_back(*next);
+          continue;
+        }
+        target = candidate;
+      }
+      if (target == nullptr) {
+        round.errors.push_back(absl::StrCat(
+            "resubmitting ", app, ": ",
+            chosen.ok() ? "no usable sub-cluster without the app's id" : chosen.message()));
         continue;
       }
-      const v1::SubClusterInfo* target = nullptr;
-      for (const v1::SubClusterInfo& sc : usable)
-        if (sc.sub_cluster_id() == *next) target = &sc;
-      if (target == nullptr) continue;  // a policy bug; the conformance suite rules it out
+      const std::string* next = &target->sub_cluster_id();
       // The home moves first, by compare-and-set over the generation read: of every writer
       // that saw it homed in the lost sub-cluster (other GPGs, CAS-won routers) exactly one
       // moves it, and only that one submits it. A submission that fails after the move is

@@ -7,7 +7,8 @@
 //   - resubmits apps homed in a LOST sub-cluster to another one when their queue's policy says
 //     so (resubmit_on_sub_cluster_loss: the seed's "external mechanism", made a policy). The
 //     home moves first, by compare-and-set over the generation read, and only the writer that
-//     moved it submits it; a submission that fails is retried in later rounds while the new
+//     moved it submits it (never to a sub-cluster whose RM holds the app's id already, e.g. the
+//     old copy's unmanaged AM); a submission that fails is retried in later rounds while the new
 //     home's RM does not know the app. The lost RM learns at its next heartbeat that the app
 //     lives elsewhere and kills its copy (sub_cluster_heartbeater.h); its NMs have killed their
 //     containers before the loss threshold (`weft nm --federation-fence-ms`), so the two

@@ -37,6 +37,9 @@ class FakeRms : public SubClusterRms {
                                                        const std::string& user,
                                                        const std::string& app_id) override {
     asked.push_back(absl::StrCat(sc.sub_cluster_id(), "/", user, "/", app_id));
+    if (auto at = reports_at.find(absl::StrCat(sc.sub_cluster_id(), "/", app_id));
+        at != reports_at.end())
+      return at->second;
     auto it = reports.find(app_id);
     if (it == reports.end()) return absl::NotFoundError(app_id);
     return it->second;
@@ -48,7 +51,8 @@ class FakeRms : public SubClusterRms {
                                      user));
     return absl::OkStatus();
   }
-  std::map<std::string, v1::ApplicationReport> reports;
+  std::map<std::string, v1::ApplicationReport> reports;     // by app id, at any sub-cluster
+  std::map<std::string, v1::ApplicationReport> reports_at;  // by "<sub-cluster>/<app id>"
   std::vector<std::string> asked;
   std::vector<std::string> submitted;
   absl::Status submit_status;
@@ -406,6 +410,32 @@ TEST_F(GpgTest, AMovedAppItsNewHomeDoesNotKnowIsSubmittedThere) {
   EXPECT_TRUE(round.errors.empty()) << round.errors.front();
   EXPECT_THAT(rms_.submitted, ElementsAre("application_1_0001 -> sc2 as alice"));
   EXPECT_THAT(round.resubmitted, ElementsAre("application_1_0001 -> sc2"));
+}
+
+// The old copy's unmanaged AM in a secondary holds the app's id there (UAMs run under the home
+// app's id): that sub-cluster cannot take the app, another one does.
+TEST_F(GpgTest, ASubClusterHoldingTheAppsIdIsNotChosenAsItsNewHome) {
+  Register(Member("sc1", 4000, kNow - 60000));
+  Register(Member("sc2", 4000));
+  Register(Member("sc3", 4000));
+  SetResubmittingPolicy(store_.get());
+  ASSERT_TRUE(store_->AddApplicationHomeSubCluster(ResubmittableHome("application_1_0001", "sc1"))
+                  .ok());
+  v1::ApplicationReport uam;
+  uam.set_state(v1::APP_RUNNING);
+  rms_.reports_at["sc2/application_1_0001"] = uam;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {  // whichever the uniform policy picks first
+    ASSERT_TRUE(store_->DeleteApplicationHomeSubCluster("application_1_0001").ok());
+    ASSERT_TRUE(
+        store_->AddApplicationHomeSubCluster(ResubmittableHome("application_1_0001", "sc1")).ok());
+    rms_.submitted.clear();
+    GpgOptions o;
+    o.seed = seed;
+    GlobalPolicyGenerator gpg(o, store_.get(), &rms_);
+    GpgRound round = gpg.RunOnce(kNow);
+    EXPECT_THAT(round.resubmitted, ElementsAre("application_1_0001 -> sc3")) << seed;
+    EXPECT_THAT(rms_.submitted, ElementsAre("application_1_0001 -> sc3 as alice"));
+  }
 }
 
 TEST_F(GpgTest, AnEmptyFederationIsAQuietRound) {
