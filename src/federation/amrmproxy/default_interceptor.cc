@@ -44,6 +44,13 @@ absl::StatusOr<v1::FinishApplicationMasterResponse> DefaultInterceptor::FinishAp
   return rpc_->FinishApplicationMaster(rm_, token_, request);
 }
 
+void DefaultInterceptor::Shutdown(AttemptEnd) {
+  if (store_ == nullptr) return;
+  if (absl::Status s = store_->RemoveAttempt(attempt_.attempt_id); !s.ok()) {
+    log::Error("amrmproxy_state_write_failed", {{"attempt", attempt_.attempt_id}, {"error", s}});
+  }
+}
+
 void DefaultInterceptor::Recover(const AttemptState& state) {
   token_ = state.attempt.amrm_token;
 }

@@ -23,7 +23,8 @@ class DefaultInterceptor final : public RequestInterceptor {
   absl::StatusOr<v1::AllocateResponse> Allocate(const v1::AllocateRequest& request) override;
   absl::StatusOr<v1::FinishApplicationMasterResponse> FinishApplicationMaster(
       const v1::FinishApplicationMasterRequest& request) override;
-  void Shutdown(AttemptEnd) override {}
+  // Forgets the attempt's record (it holds nothing else).
+  void Shutdown(AttemptEnd) override;
   // Takes up the RM's current token.
   void Recover(const AttemptState& state) override;
 

@@ -362,6 +362,68 @@ TEST_F(AmrmProxyServiceTest, ServesTheAttemptsItLaunchedAndRefusesOthers) {
   EXPECT_EQ(Register(&*token).error_code(), grpc::StatusCode::PERMISSION_DENIED);
 }
 
+// AMRMProxy recovery (YARN-6127): a proxy that dies without a word (its NM killed -9) and a new
+// one over the same state store: the AM's proxy token still verifies, its attempt is served
+// again with the RM's token (no new attempt), and an attempt whose AM did not outlive the
+// restart is ended.
+TEST(AmrmProxyRecoveryTest, ARestartedProxyServesTheAttemptsWhoseAmsStillRun) {
+  auto rpc = std::make_shared<FakeSubClusterRpc>();
+  testing::MemoryAmrmProxyStateStore state;
+  AmrmProxyOptions options;
+  options.rpc = rpc;
+  options.state_store = &state;
+  const std::string node_id = "node1:45454";
+  AttemptContext gone = Attempt();
+  gone.attempt_id = "appattempt_1700000000000_0001_000002";
+  gone.am_container_id = "container_e1_1700000000000_0001_02_000001";
+  v1::Token token;
+  {
+    auto first = AmrmProxyService::Create(options, nullptr);
+    ASSERT_TRUE(first.ok()) << first.status();
+    (*first)->Start(node_id);
+    auto issued = (*first)->AddAttempt(Attempt());
+    ASSERT_TRUE(issued.ok()) << issued.status();
+    token = *issued;
+    AttemptContext other = gone;
+    other.amrm_token = RealAmrmToken(other.attempt_id);
+    ASSERT_TRUE((*first)->AddAttempt(other).ok());
+    // Shutdown() drops attempts without a word to the RMs or the store, as a crash does.
+  }
+  ASSERT_TRUE(state.Get(kAttempt).has_value());
+
+  auto proxy = AmrmProxyService::Create(options, nullptr);
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  ASSERT_TRUE((*proxy)
+                  ->Recover([&](const std::string& container) {
+                    return container == Attempt().am_container_id;
+                  })
+                  .ok());
+  EXPECT_EQ((*proxy)->num_attempts(), 1u);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService((*proxy)->service());
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(port, 0);
+  (*proxy)->Start(node_id);
+  auto stub = v1::AmService::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+                                                         grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("weft-amrm-token-bin", token.SerializeAsString());
+  v1::RegisterApplicationMasterResponse response;
+  grpc::Status registered = stub->RegisterApplicationMaster(&ctx, {}, &response);
+  EXPECT_TRUE(registered.ok()) << registered.error_message();
+  EXPECT_EQ(rpc->rm(kHomeRm).registrations.size(), 1u);
+  EXPECT_EQ(rpc->rm(kHomeRm).tokens_used.back(), Attempt().amrm_token.identifier());
+  // The attempt whose AM container is gone was ended (its record goes once its app is cleaned
+  // up here).
+  (*proxy)->RemoveApplication(Attempt().application_id);
+  server->Shutdown();
+  (*proxy)->Shutdown();
+  EXPECT_FALSE(state.Get(gone.attempt_id).has_value());
+  EXPECT_FALSE(state.Get(kAttempt).has_value());
+}
+
 TEST(AmrmProxyOptionsTest, BadOptionsAreRefused) {
   AmrmProxyOptions o;
   o.sub_cluster_id = "sc1";
