@@ -33,29 +33,54 @@ v1::GetClusterMetricsResponse SumClusterMetrics(
   return out;
 }
 
+namespace {
+
+// What a secondary's unmanaged AM adds to its app's report (YARN's mergeAMWithUAM): the
+// containers and resources it holds there.
+void AddUsage(const v1::ApplicationReport& uam, v1::ApplicationReport* into) {
+  AddResource(into->mutable_allocated(), uam.allocated());
+  AddResource(into->mutable_resource_seconds(), uam.resource_seconds());
+  into->set_running_containers(into->running_containers() + uam.running_containers());
+  into->set_completed_containers(into->completed_containers() + uam.completed_containers());
+  into->set_pending_containers(into->pending_containers() + uam.pending_containers());
+}
+
+}  // namespace
+
 v1::ListApplicationsResponse MergeApplications(
     const std::vector<std::pair<std::string, v1::ListApplicationsResponse>>& parts, int32_t limit,
     const std::vector<std::pair<std::string, std::string>>& homes) {
   const std::map<std::string, std::string> home_of(homes.begin(), homes.end());
-  std::map<std::string, v1::ApplicationReport> by_id;
+  // Every report of each id, stamped with its sub-cluster.
+  std::map<std::string, std::vector<v1::ApplicationReport>> by_id;
   for (const auto& [sub_cluster, resp] : parts) {
     for (const v1::ApplicationReport& app : resp.applications()) {
-      v1::ApplicationReport r = app;
+      v1::ApplicationReport& r = by_id[app.application_id()].emplace_back(app);
       if (r.sub_cluster_id().empty()) r.set_sub_cluster_id(sub_cluster);
-      auto home = home_of.find(r.application_id());
-      auto [it, inserted] = by_id.emplace(r.application_id(), r);
-      if (inserted) continue;
-      // The home's report wins over a secondary's (an AMRMProxy's unmanaged AM there): known
-      // from the mapping when given, else the report that is not of an unmanaged AM.
-      const bool is_home = home != home_of.end() ? home->second == r.sub_cluster_id()
-                                                 : it->second.unmanaged_am() && !r.unmanaged_am();
-      if (is_home) it->second = std::move(r);
     }
   }
   v1::ListApplicationsResponse out;
-  for (auto& [id, app] : by_id) {
+  for (auto& [id, reports] : by_id) {
     if (limit > 0 && out.applications_size() >= limit) break;
-    *out.add_applications() = std::move(app);
+    // The home's report: per `homes` when it names one of them, else the first that is not
+    // of an unmanaged AM (a secondary's UAM under the home's id), else the first.
+    size_t chosen = 0;
+    auto home = home_of.find(id);
+    auto is = [&](size_t i) {
+      return home != home_of.end() ? reports[i].sub_cluster_id() == home->second
+                                   : !reports[i].unmanaged_am();
+    };
+    for (size_t i = 0; i < reports.size(); ++i) {
+      if (is(i)) {
+        chosen = i;
+        break;
+      }
+    }
+    v1::ApplicationReport merged = reports[chosen];
+    for (size_t i = 0; i < reports.size(); ++i) {
+      if (i != chosen && reports[i].unmanaged_am()) AddUsage(reports[i], &merged);
+    }
+    *out.add_applications() = std::move(merged);
   }
   return out;
 }

@@ -21,9 +21,12 @@ v1::GetClusterMetricsResponse SumClusterMetrics(
     const std::vector<v1::GetClusterMetricsResponse>& parts);
 
 // The apps of every sub-cluster (by sub-cluster id), each stamped with its sub-cluster when the
-// RM left it empty, ordered by application id; at most `limit` (0 = all). An app two
-// sub-clusters report (an AMRMProxy's unmanaged AM in a secondary) is kept once: as its home
-// reports it (per `homes` when given, else the report that is not of an unmanaged AM).
+// RM left it empty, ordered by application id; at most `limit` (0 = all). An app several
+// sub-clusters report (the AMRMProxy runs its unmanaged AMs in secondaries under the home
+// app's id) is listed once: as its home reports it (per `homes` when it names one of them,
+// else the report that is not of an unmanaged AM, else the first), with what each
+// secondary's unmanaged AM holds there (allocated, resource-seconds, running, completed and
+// pending containers) added, as YARN's router merges an AM with its UAMs.
 v1::ListApplicationsResponse MergeApplications(
     const std::vector<std::pair<std::string, v1::ListApplicationsResponse>>& parts, int32_t limit,
     const std::vector<std::pair<std::string, std::string>>& homes = {});

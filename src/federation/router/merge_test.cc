@@ -60,6 +60,54 @@ TEST(MergeTest, AppsAreStampedOrderedLimitedAndTheHomeReportWins) {
   EXPECT_EQ(all.applications(0).sub_cluster_id(), "sc2");
 }
 
+TEST(MergeTest, AnAppIsListedOnceWithItsUamsUsageAdded) {
+  // The home (sc2) and two secondaries running its unmanaged AMs under the same id.
+  v1::ListApplicationsResponse sc1, sc2, sc3;
+  v1::ApplicationReport* uam1 = sc1.add_applications();
+  uam1->set_application_id("application_5_0001");
+  uam1->set_unmanaged_am(true);
+  uam1->set_name("uam");
+  uam1->set_running_containers(2);
+  *uam1->mutable_allocated() = Res(2048, 2);
+  v1::ApplicationReport* home = sc2.add_applications();
+  home->set_application_id("application_5_0001");
+  home->set_name("job");
+  home->set_state(v1::APP_RUNNING);
+  home->set_running_containers(3);  // its AM's included
+  home->set_pending_containers(1);
+  *home->mutable_allocated() = Res(3072, 3);
+  v1::ApplicationReport* uam3 = sc3.add_applications();
+  uam3->set_application_id("application_5_0001");
+  uam3->set_unmanaged_am(true);
+  uam3->set_running_containers(1);
+  uam3->set_pending_containers(4);
+  *uam3->mutable_allocated() = Res(1024, 1);
+  // Whatever order the sub-clusters answer in, with or without the homes.
+  for (const auto& parts : std::vector<std::vector<std::pair<std::string, v1::ListApplicationsResponse>>>{
+           {{"sc1", sc1}, {"sc2", sc2}, {"sc3", sc3}},
+           {{"sc3", sc3}, {"sc1", sc1}, {"sc2", sc2}}}) {
+    for (const auto& homes : std::vector<std::vector<std::pair<std::string, std::string>>>{
+             {}, {{"application_5_0001", "sc2"}}}) {
+      v1::ListApplicationsResponse all = MergeApplications(parts, 0, homes);
+      ASSERT_EQ(all.applications_size(), 1);
+      const v1::ApplicationReport& app = all.applications(0);
+      EXPECT_EQ(app.sub_cluster_id(), "sc2");
+      EXPECT_EQ(app.name(), "job");
+      EXPECT_FALSE(app.unmanaged_am());
+      EXPECT_EQ(app.state(), v1::APP_RUNNING);
+      EXPECT_EQ(app.running_containers(), 6);
+      EXPECT_EQ(app.pending_containers(), 5);
+      EXPECT_EQ(app.allocated().values().at("memory-mb"), 6144);
+      EXPECT_EQ(app.allocated().values().at("vcores"), 6);
+    }
+  }
+  // The home not answering: the app is still listed once, from a UAM (marked unmanaged).
+  v1::ListApplicationsResponse partial = MergeApplications({{"sc1", sc1}, {"sc3", sc3}}, 0);
+  ASSERT_EQ(partial.applications_size(), 1);
+  EXPECT_TRUE(partial.applications(0).unmanaged_am());
+  EXPECT_EQ(partial.applications(0).running_containers(), 3);
+}
+
 TEST(MergeTest, NodesAreAUnionStampedWithTheirSubCluster) {
   v1::ListNodesResponse a, b;
   a.add_nodes()->set_node_id("h2:1");
