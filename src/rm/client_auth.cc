@@ -42,6 +42,7 @@ absl::StatusOr<Caller> AuthenticateClient(const ClientAuthOptions& o, const Pres
                                             ? "this RM takes no admin secret"
                                             : "wrong admin secret");
     c.user = p.declared_user.empty() ? o.rm_user : p.declared_user;
+    c.root = c.user == "root";
     c.real_user = "admin-secret";
     c.admin = true;
     return c;
@@ -54,6 +55,7 @@ absl::StatusOr<Caller> AuthenticateClient(const ClientAuthOptions& o, const Pres
     c.real_user = p.federation_peer;
     if (o.mode == UserAuthentication::kDeclared) {
       c.user = p.declared_user;
+      c.root = c.user == "root";
     } else {
       absl::StatusOr<security::UnixUser> as = security::LookUpUser(p.declared_user);
       if (!as.ok())
@@ -62,12 +64,14 @@ absl::StatusOr<Caller> AuthenticateClient(const ClientAuthOptions& o, const Pres
             "': ", as.status().message()));
       c.user = as->name;
       c.groups = as->groups;
+      c.root = as->uid == 0;
     }
     c.admin = IsAdmin(o, c.user);
     return c;
   }
   if (o.mode == UserAuthentication::kDeclared) {
     c.user = p.declared_user.empty() ? "default" : p.declared_user;
+    c.root = c.user == "root";
     c.real_user = c.user;
     c.admin = IsAdmin(o, c.user);
     return c;
@@ -83,6 +87,7 @@ absl::StatusOr<Caller> AuthenticateClient(const ClientAuthOptions& o, const Pres
   if (p.declared_user.empty() || p.declared_user == real->name) {
     c.user = real->name;
     c.groups = real->groups;
+    c.root = real->uid == 0;
     c.admin = IsAdmin(o, c.user);
     return c;
   }

@@ -18,6 +18,8 @@ struct Caller {
   std::vector<std::string> groups;  // user's groups, from the OS (empty for declared users)
   std::string real_user;            // who authenticated: == user unless proxying
   bool admin = false;               // a cluster admin (may administer every app and queue)
+  // The acting user is root: uid 0 (where users are declared, the name "root").
+  bool root = false;
 };
 
 enum class UserAuthentication {
@@ -41,6 +43,11 @@ struct ClientAuthOptions {
   // Cluster admins besides the RM's own user (YARN: yarn.admin.acl). "*" = everyone.
   std::vector<std::string> admins;
   std::string rm_user;  // the RM process's user, always an admin; set by the server
+  // Whether NMs (AMRMProxies) and the GPG may act as root for the apps of root the
+  // federation's rules let them act for (rm/federation_identity.h): the RM's counterpart of
+  // the NMs' `--allowed-system-users root`. Routers always may act for the users they
+  // authenticated, root included.
+  bool federation_root_apps = false;
 };
 
 // What a call presented.
@@ -49,11 +56,11 @@ struct Presented {
   std::string secret;
   std::string declared_user;  // "" = none
   // Set by the server when the call came over mutual TLS with a verified certificate of a
-  // federation daemon (a router or an NM, "router/r1", "nm/host:port") and the RM is a
-  // federation sub-cluster (RmServerOptions::federation_proxies). Such a caller authenticated
-  // the user itself (the router by MUNGE; the NM's AMRMProxy by the app's tokens) and acts as
-  // `declared_user`, which it must name (seed 004: the router and the AMRMProxy speak to
-  // sub-cluster RMs for the user).
+  // federation daemon (a router, an NM or the GPG: "router/r1", "nm/host:port", "gpg/g1") and
+  // the RM is a federation sub-cluster (RmServerOptions::federation_proxies), for a call the
+  // daemon's role may make (rm/federation_identity.h decides which, and for which apps). Such a
+  // caller acts as `declared_user`, which it must name (seed 004: the router and the
+  // AMRMProxy speak to sub-cluster RMs for the user).
   std::string federation_peer;
 };
 

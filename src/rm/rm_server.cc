@@ -180,7 +180,16 @@ class RmServer::Services {
                                                grpc::CallbackServerContext* ctx, Resp* resp,
                                                Fn fn) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    const auto start = std::chrono::steady_clock::now();
+    FinishOnLoop(s, method, std::chrono::steady_clock::now(), ctx, reactor, resp, std::move(fn));
+    return reactor;
+  }
+
+  // OnLoopLater's work for a call whose reactor exists already (`start`: when it arrived).
+  template <typename Resp, typename Fn>
+  static void FinishOnLoop(RmServer* s, const char* method,
+                           std::chrono::steady_clock::time_point start,
+                           grpc::CallbackServerContext* ctx, grpc::ServerUnaryReactor* reactor,
+                           Resp* resp, Fn fn) {
     s->loop_.Post([s, method, start, ctx, reactor, resp, fn = std::move(fn)]() mutable {
       if (!s->rm_) {
         grpc::Status st = s->StandbyStatus(ctx);
@@ -194,32 +203,69 @@ class RmServer::Services {
         reactor->Finish(ToGrpc(r.status()));
       });
     });
-    return reactor;
   }
 
-  // Authenticates a ClientService or AdminService caller (client_auth.h); `admin_only`:
-  // cluster admins only. A refusal is counted in the RPC metrics; the caller finishes the call.
-  static absl::StatusOr<Caller> Authenticate(RmServer* s, const char* method,
-                                             grpc::CallbackServerContext* ctx, bool admin_only) {
+  // Who called ClientService or AdminService.
+  struct Authn {
+    Caller caller;
+    // The federation daemon whose certificate the call presented, when its role counts here
+    // (rm/federation_identity.h); unset for other callers.
+    std::optional<security::DaemonIdentity> peer;
+    PeerAccess access = PeerAccess::kPlainClient;
+  };
+
+  static void LogPeerRefused(const security::DaemonIdentity& peer, RmCall call,
+                             const absl::Status& st) {
+    log::Warn("federation_peer_refused", {{"peer", peer.ToString()},
+                                          {"call", RmCallName(call)},
+                                          {"reason", st.message()}});
+  }
+
+  // The federation daemon a call's certificate names, when this RM is a sub-cluster with TLS.
+  static std::optional<security::DaemonIdentity> FederationPeer(RmServer* s,
+                                                               grpc::CallbackServerContext* ctx) {
+    if (!s->options_.federation_proxies || !s->options_.tls.has_value()) return std::nullopt;
+    absl::StatusOr<security::DaemonIdentity> peer = security::PeerIdentity(*ctx);
+    if (!peer.ok()) return std::nullopt;
+    return *std::move(peer);
+  }
+
+  // Authenticates a ClientService or AdminService caller (client_auth.h); a federation daemon's
+  // certificate counts only for what its role may call (CheckPeerCall). `admin_only`: cluster
+  // admins only. A refusal is counted in the RPC metrics; the caller finishes the call.
+  static absl::StatusOr<Authn> Authenticate(RmServer* s, const char* method, RmCall call,
+                                            grpc::CallbackServerContext* ctx, bool admin_only) {
+    Authn a;
     Presented p;
     p.munge_credential = Metadata(ctx, "weft-munge-cred");
     p.secret = Metadata(ctx, "weft-secret");
     p.declared_user = Metadata(ctx, "weft-user");
-    if (s->options_.federation_proxies && s->options_.tls.has_value()) {
-      // Only routers, NMs and the GPG speak for users; any other certificate (an RM) or none
-      // authenticates as a plain client.
-      absl::StatusOr<security::DaemonIdentity> peer = security::PeerIdentity(*ctx);
-      if (peer.ok() && (peer->role == security::DaemonRole::kRouter ||
-                        peer->role == security::DaemonRole::kNodeManager ||
-                        peer->role == security::DaemonRole::kGpg))
-        p.federation_peer = peer->ToString();
+    absl::StatusOr<Caller> caller;
+    if (std::optional<security::DaemonIdentity> peer = FederationPeer(s, ctx)) {
+      absl::StatusOr<PeerAccess> access = CheckPeerCall(*peer, call);
+      if (!access.ok()) {
+        LogPeerRefused(*peer, call, access.status());
+        s->RecordRpc(method, std::chrono::steady_clock::now(), access.status().code());
+        return access.status();
+      }
+      a.access = *access;
+      if (a.access != PeerAccess::kPlainClient) a.peer = *std::move(peer);
     }
-    absl::StatusOr<Caller> caller = AuthenticateClient(s->options_.auth, p);
+    if (a.access == PeerAccess::kFederationReader) {
+      a.caller.user = a.caller.real_user = a.peer->ToString();
+      return a;
+    }
+    if (a.peer.has_value()) p.federation_peer = a.peer->ToString();
+    caller = AuthenticateClient(s->options_.auth, p);
     if (caller.ok() && admin_only && !caller->admin)
       caller = absl::PermissionDeniedError(absl::StrCat(
           "user '", caller->user, "' is not a cluster admin (weft rm --admins)"));
-    if (!caller.ok()) s->RecordRpc(method, std::chrono::steady_clock::now(), caller.status().code());
-    return caller;
+    if (!caller.ok()) {
+      s->RecordRpc(method, std::chrono::steady_clock::now(), caller.status().code());
+      return caller.status();
+    }
+    a.caller = *std::move(caller);
+    return a;
   }
 
   static grpc::ServerUnaryReactor* Refused(grpc::CallbackServerContext* ctx,
@@ -229,23 +275,125 @@ class RmServer::Services {
     return reactor;
   }
 
-  // ClientService and AdminService: the caller is authenticated (client_auth.h) before the
-  // call touches state; `fn` gets the Caller when it takes one. `admin_only`: AdminService,
-  // for cluster admins only.
+  // ClientService and AdminService calls about no one app: the caller is authenticated
+  // (client_auth.h) before the call touches state; `fn` gets the Caller when it takes one.
+  // `admin_only`: AdminService, for cluster admins only.
   template <typename Resp, typename Fn>
-  static grpc::ServerUnaryReactor* Authorized(RmServer* s, const char* method,
+  static grpc::ServerUnaryReactor* Authorized(RmServer* s, const char* method, RmCall call,
                                               grpc::CallbackServerContext* ctx, Resp* resp, Fn fn,
                                               bool admin_only = false) {
-    absl::StatusOr<Caller> caller = Authenticate(s, method, ctx, admin_only);
-    if (!caller.ok()) return Refused(ctx, caller.status());
+    absl::StatusOr<Authn> a = Authenticate(s, method, call, ctx, admin_only);
+    if (!a.ok()) return Refused(ctx, a.status());
+    // CheckPeerCall gives claims and reads as an RM only for calls about one app, which take
+    // AuthorizedForApp: never here.
+    if (a->access == PeerAccess::kAppCheck || a->access == PeerAccess::kFederationReader)
+      return Refused(ctx, absl::PermissionDeniedError(absl::StrCat(
+                              a->peer->ToString(), " may not call ", RmCallName(call))));
     if constexpr (std::is_invocable_v<Fn, ResourceManager&, const Caller&>) {
       return OnLoop(s, method, ctx, resp,
-                    [fn = std::move(fn), c = *std::move(caller)](ResourceManager& rm) mutable {
+                    [fn = std::move(fn), c = std::move(a->caller)](ResourceManager& rm) mutable {
                       return fn(rm, c);
                     });
     } else {
       return OnLoop(s, method, ctx, resp, std::move(fn));
     }
+  }
+
+  // ClientService calls about application `app_id`: as Authorized, except that
+  // - another sub-cluster's RM (PeerAccess::kFederationReader) gets `as_reader(rm)`;
+  // - an NM's or the GPG's claim (PeerAccess::kAppCheck) is judged first on a claim checker
+  //   thread (JudgeAppClaim: the federation store, the app's home RM), then checked again on
+  //   the loop (CheckGrantOnLoop) right before `fn(rm, caller)` runs.
+  // `submission`: SubmitApplication's context (it lives as long as the call).
+  template <typename Resp, typename Fn, typename ReaderFn>
+  static grpc::ServerUnaryReactor* AuthorizedForApp(
+      RmServer* s, const char* method, RmCall call, grpc::CallbackServerContext* ctx, Resp* resp,
+      const std::string& app_id, const v1::ApplicationSubmissionContext* submission, Fn fn,
+      ReaderFn as_reader) {
+    absl::StatusOr<Authn> a = Authenticate(s, method, call, ctx, /*admin_only=*/false);
+    if (!a.ok()) return Refused(ctx, a.status());
+    if (a->access == PeerAccess::kFederationReader) {
+      return OnLoop(s, method, ctx, resp, std::move(as_reader));
+    }
+    if (a->access != PeerAccess::kAppCheck) {
+      return OnLoop(s, method, ctx, resp,
+                    [fn = std::move(fn), c = std::move(a->caller)](ResourceManager& rm) mutable {
+                      return fn(rm, c);
+                    });
+    }
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    const auto start = std::chrono::steady_clock::now();
+    if (s->directory_ == nullptr) {
+      absl::Status st = absl::PermissionDeniedError(absl::StrCat(
+          "federation daemon ", a->peer->ToString(), " may not call ", RmCallName(call),
+          " for application ", app_id,
+          ": this RM has no federation store to check its claim against"));
+      LogPeerRefused(*a->peer, call, st);
+      s->RecordRpc(method, start, st.code());
+      reactor->Finish(ToGrpc(st));
+      return reactor;
+    }
+    AppClaim claim;
+    claim.peer = *a->peer;
+    claim.call = call;
+    claim.app_id = app_id;
+    claim.caller = a->caller;
+    claim.root_allowed = s->options_.auth.federation_root_apps;
+    claim.submission = submission;
+    claim.self_sub_cluster_id = s->options_.rm.sub_cluster_id;
+    claim.local_uam_home = [s, app_id] {
+      std::string home;
+      s->RunOnLoop([&](ResourceManager& rm) {
+        for (const FederationApp& f : rm.FederationApps())
+          if (f.app_id == app_id) home = f.federation_home_sub_cluster_id;
+      });
+      return home;
+    };
+    ThreadEventLoop& checker =
+        *s->claim_checkers_[s->next_checker_.fetch_add(1) % s->claim_checkers_.size()];
+    checker.Post([s, method, start, ctx, reactor, resp, claim = std::move(claim),
+                  fn = std::move(fn), caller = std::move(a->caller)]() mutable {
+      absl::StatusOr<FederationGrant> grant = JudgeAppClaim(claim, *s->directory_);
+      if (!grant.ok()) {
+        LogPeerRefused(claim.peer, claim.call, grant.status());
+        s->RecordRpc(method, start, grant.status().code());
+        reactor->Finish(ToGrpc(grant.status()));
+        return;
+      }
+      FinishOnLoop(s, method, start, ctx, reactor, resp,
+                   [grant = *std::move(grant), fn = std::move(fn), caller = std::move(caller)](
+                       ResourceManager& rm, auto reply) mutable {
+                     if (absl::Status st = CheckGrantOnLoop(grant, rm); !st.ok()) {
+                       LogPeerRefused(grant.peer, grant.call, st);
+                       reply(st);
+                       return;
+                     }
+                     reply(fn(rm, caller));
+                   });
+    });
+    return reactor;
+  }
+
+  // AmService is for AMs (their token) and the AMRMProxies that speak for them; a router's or
+  // the GPG's certificate is refused there (CheckPeerCall).
+  static absl::Status CheckAmCaller(RmServer* s, const char* method,
+                                    grpc::CallbackServerContext* ctx) {
+    std::optional<security::DaemonIdentity> peer = FederationPeer(s, ctx);
+    if (!peer.has_value()) return absl::OkStatus();
+    absl::StatusOr<PeerAccess> access = CheckPeerCall(*peer, RmCall::kAmService);
+    if (access.ok()) return absl::OkStatus();
+    LogPeerRefused(*peer, RmCall::kAmService, access.status());
+    s->RecordRpc(method, std::chrono::steady_clock::now(), access.status().code());
+    return access.status();
+  }
+
+  // AuthorizedForApp's `as_reader` for calls another sub-cluster's RM never reaches
+  // (CheckPeerCall).
+  template <typename Resp>
+  static auto NoReader() {
+    return [](ResourceManager&) -> absl::StatusOr<Resp> {
+      return absl::PermissionDeniedError("only reads are open to another sub-cluster's RM");
+    };
   }
 
   class Client final : public v1::ClientService::CallbackService {
@@ -254,37 +402,50 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* NewApplication(grpc::CallbackServerContext* ctx,
                                              const v1::NewApplicationRequest*,
                                              v1::NewApplicationResponse* resp) override {
-      return Authorized(s_, "ClientService/NewApplication", ctx, resp,
+      return Authorized(s_, "ClientService/NewApplication", RmCall::kNewApplication, ctx, resp,
                         [](ResourceManager& rm) { return rm.NewApplication(); });
     }
     grpc::ServerUnaryReactor* SubmitApplication(grpc::CallbackServerContext* ctx,
                                                 const v1::SubmitApplicationRequest* req,
                                                 v1::SubmitApplicationResponse* resp) override {
-      return Authorized(
-          s_, "ClientService/SubmitApplication", ctx, resp,
+      return AuthorizedForApp(
+          s_, "ClientService/SubmitApplication", RmCall::kSubmitApplication, ctx, resp,
+          req->context().application_id(), &req->context(),
           [req](ResourceManager& rm,
                 const Caller& c) -> absl::StatusOr<v1::SubmitApplicationResponse> {
             if (absl::Status st = rm.SubmitApplication(req->context(), c); !st.ok()) return st;
             return v1::SubmitApplicationResponse();
-          });
+          },
+          NoReader<v1::SubmitApplicationResponse>());
     }
     grpc::ServerUnaryReactor* GetApplication(grpc::CallbackServerContext* ctx,
                                              const v1::GetApplicationRequest* req,
                                              v1::GetApplicationResponse* resp) override {
-      return Authorized(s_, "ClientService/GetApplication", ctx, resp,
-                        [req](ResourceManager& rm,
-                              const Caller& c) -> absl::StatusOr<v1::GetApplicationResponse> {
-                          auto r = rm.GetApplication(req->application_id(), c);
-                          if (!r.ok()) return r.status();
-                          v1::GetApplicationResponse out;
-                          *out.mutable_report() = *r;
-                          return out;
-                        });
+      return AuthorizedForApp(
+          s_, "ClientService/GetApplication", RmCall::kGetApplication, ctx, resp,
+          req->application_id(), nullptr,
+          [req](ResourceManager& rm,
+                const Caller& c) -> absl::StatusOr<v1::GetApplicationResponse> {
+            auto r = rm.GetApplication(req->application_id(), c);
+            if (!r.ok()) return r.status();
+            v1::GetApplicationResponse out;
+            *out.mutable_report() = *r;
+            return out;
+          },
+          // Another sub-cluster's RM: the whole report, without an unmanaged AM's token.
+          [req](ResourceManager& rm) -> absl::StatusOr<v1::GetApplicationResponse> {
+            auto r = rm.GetApplication(req->application_id());
+            if (!r.ok()) return r.status();
+            v1::GetApplicationResponse out;
+            *out.mutable_report() = *r;
+            out.mutable_report()->clear_amrm_token();
+            return out;
+          });
     }
     grpc::ServerUnaryReactor* ListApplications(grpc::CallbackServerContext* ctx,
                                                const v1::ListApplicationsRequest* req,
                                                v1::ListApplicationsResponse* resp) override {
-      return Authorized(s_, "ClientService/ListApplications", ctx, resp,
+      return Authorized(s_, "ClientService/ListApplications", RmCall::kListApplications, ctx, resp,
                         [req](ResourceManager& rm,
                               const Caller& c) -> absl::StatusOr<v1::ListApplicationsResponse> {
                           return rm.ListApplications(*req, c);
@@ -293,21 +454,23 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* KillApplication(grpc::CallbackServerContext* ctx,
                                               const v1::KillApplicationRequest* req,
                                               v1::KillApplicationResponse* resp) override {
-      return Authorized(s_, "ClientService/KillApplication", ctx, resp,
-                        [req](ResourceManager& rm,
-                              const Caller& c) -> absl::StatusOr<v1::KillApplicationResponse> {
-                          absl::Status st =
-                              rm.KillApplication(req->application_id(), req->diagnostics(), c);
-                          if (!st.ok()) return st;
-                          v1::KillApplicationResponse out;
-                          out.set_kill_completed(true);
-                          return out;
-                        });
+      return AuthorizedForApp(
+          s_, "ClientService/KillApplication", RmCall::kKillApplication, ctx, resp,
+          req->application_id(), nullptr,
+          [req](ResourceManager& rm,
+                const Caller& c) -> absl::StatusOr<v1::KillApplicationResponse> {
+            absl::Status st = rm.KillApplication(req->application_id(), req->diagnostics(), c);
+            if (!st.ok()) return st;
+            v1::KillApplicationResponse out;
+            out.set_kill_completed(true);
+            return out;
+          },
+          NoReader<v1::KillApplicationResponse>());
     }
     grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* ctx,
                                         const v1::ListNodesRequest* req,
                                         v1::ListNodesResponse* resp) override {
-      return Authorized(s_, "ClientService/ListNodes", ctx, resp,
+      return Authorized(s_, "ClientService/ListNodes", RmCall::kListNodes, ctx, resp,
                         [req](ResourceManager& rm) -> absl::StatusOr<v1::ListNodesResponse> {
                           return rm.ListNodes(*req);
                         });
@@ -316,7 +479,7 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* GetClusterMetrics(grpc::CallbackServerContext* ctx,
                                                 const v1::GetClusterMetricsRequest*,
                                                 v1::GetClusterMetricsResponse* resp) override {
-      return Authorized(s_, "ClientService/GetClusterMetrics", ctx, resp,
+      return Authorized(s_, "ClientService/GetClusterMetrics", RmCall::kGetClusterMetrics, ctx, resp,
                         [](ResourceManager& rm) -> absl::StatusOr<v1::GetClusterMetricsResponse> {
                           return rm.GetClusterMetrics();
                         });
@@ -324,17 +487,19 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* GetQueue(grpc::CallbackServerContext* ctx,
                                        const v1::GetQueueRequest* req,
                                        v1::GetQueueResponse* resp) override {
-      return Authorized(s_, "ClientService/GetQueue", ctx, resp,
+      return Authorized(s_, "ClientService/GetQueue", RmCall::kGetQueue, ctx, resp,
                         [req](ResourceManager& rm) { return rm.GetQueue(*req); });
     }
     grpc::ServerUnaryReactor* GetApplicationAttempts(
         grpc::CallbackServerContext* ctx, const v1::GetApplicationAttemptsRequest* req,
         v1::GetApplicationAttemptsResponse* resp) override {
-      return Authorized(
-          s_, "ClientService/GetApplicationAttempts", ctx, resp,
+      return AuthorizedForApp(
+          s_, "ClientService/GetApplicationAttempts", RmCall::kGetApplicationAttempts, ctx, resp,
+          req->application_id(), nullptr,
           [req](ResourceManager& rm, const Caller& c) {
             return rm.GetApplicationAttempts(req->application_id(), c);
-          });
+          },
+          [req](ResourceManager& rm) { return rm.GetApplicationAttempts(req->application_id()); });
     }
 
    private:
@@ -352,6 +517,8 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* RegisterApplicationMaster(
         grpc::CallbackServerContext* ctx, const v1::RegisterApplicationMasterRequest* req,
         v1::RegisterApplicationMasterResponse* resp) override {
+      if (absl::Status st = CheckAmCaller(s_, "AmService/RegisterApplicationMaster", ctx); !st.ok())
+        return Refused(ctx, st);
       v1::Token t = TokenOf(ctx);
       return OnLoop(
           s_, "AmService/RegisterApplicationMaster", ctx, resp,
@@ -361,6 +528,8 @@ class RmServer::Services {
                                        const v1::AllocateRequest* req,
                                        v1::AllocateResponse* resp) override {
       // A long poll (AllocateRequest.wait_ms) may be answered later, from the RM loop.
+      if (absl::Status st = CheckAmCaller(s_, "AmService/Allocate", ctx); !st.ok())
+        return Refused(ctx, st);
       v1::Token t = TokenOf(ctx);
       return OnLoopLater(s_, "AmService/Allocate", ctx, resp,
                          [t, req](ResourceManager& rm, auto reply) {
@@ -370,6 +539,8 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* FinishApplicationMaster(
         grpc::CallbackServerContext* ctx, const v1::FinishApplicationMasterRequest* req,
         v1::FinishApplicationMasterResponse* resp) override {
+      if (absl::Status st = CheckAmCaller(s_, "AmService/FinishApplicationMaster", ctx); !st.ok())
+        return Refused(ctx, st);
       v1::Token t = TokenOf(ctx);
       return OnLoop(s_, "AmService/FinishApplicationMaster", ctx, resp,
                     [t, req](ResourceManager& rm) { return rm.FinishApplicationMaster(t, *req); });
@@ -438,7 +609,7 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* RefreshQueues(grpc::CallbackServerContext* ctx,
                                             const v1::RefreshQueuesRequest*,
                                             v1::RefreshQueuesResponse* resp) override {
-      return Authorized(s_, "AdminService/RefreshQueues", ctx, resp,
+      return Authorized(s_, "AdminService/RefreshQueues", RmCall::kAdminService, ctx, resp,
                         [](ResourceManager& rm) -> absl::StatusOr<v1::RefreshQueuesResponse> {
                           if (absl::Status st = rm.RefreshQueues(); !st.ok()) return st;
                           return v1::RefreshQueuesResponse();
@@ -448,7 +619,7 @@ class RmServer::Services {
     grpc::ServerUnaryReactor* RefreshNodes(grpc::CallbackServerContext* ctx,
                                            const v1::RefreshNodesRequest* req,
                                            v1::RefreshNodesResponse* resp) override {
-      return Authorized(s_, "AdminService/RefreshNodes", ctx, resp,
+      return Authorized(s_, "AdminService/RefreshNodes", RmCall::kAdminService, ctx, resp,
                         [req](ResourceManager& rm) -> absl::StatusOr<v1::RefreshNodesResponse> {
                           if (absl::Status st = rm.RefreshNodes(*req); !st.ok()) return st;
                           return v1::RefreshNodesResponse();
@@ -460,7 +631,8 @@ class RmServer::Services {
                                               const v1::GetServiceStateRequest*,
                                               v1::GetServiceStateResponse* resp) override {
       const char* method = "AdminService/GetServiceState";
-      if (auto c = Authenticate(s_, method, ctx, /*admin_only=*/false); !c.ok())
+      if (auto c = Authenticate(s_, method, RmCall::kAdminService, ctx, /*admin_only=*/false);
+          !c.ok())
         return Refused(ctx, c.status());
       grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
       const auto start = std::chrono::steady_clock::now();
@@ -491,7 +663,8 @@ class RmServer::Services {
                                                   const v1::TransitionToStandbyRequest* req,
                                                   v1::TransitionToStandbyResponse*) override {
       const char* method = "AdminService/TransitionToStandby";
-      if (auto c = Authenticate(s_, method, ctx, /*admin_only=*/true); !c.ok())
+      if (auto c = Authenticate(s_, method, RmCall::kAdminService, ctx, /*admin_only=*/true);
+          !c.ok())
         return Refused(ctx, c.status());
       const auto start = std::chrono::steady_clock::now();
       absl::Status st;
@@ -566,6 +739,18 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
   }
   s->launcher_ = s->options_.launcher ? std::move(s->options_.launcher)
                                       : NewGrpcAmLauncher(s->options_.tls);
+  if (s->options_.federation_proxies) {
+    s->directory_ = s->options_.federation_directory;
+    if (s->directory_ == nullptr && s->options_.federation_store != nullptr)
+      s->directory_ = NewFederationDirectory(s->options_.federation_store, s->options_.tls);
+    if (s->directory_ != nullptr) {
+      // Two: one slow home RM (up to the directory's deadline) does not hold every claim.
+      for (int i = 0; i < 2; ++i) {
+        s->claim_checkers_.push_back(std::make_unique<ThreadEventLoop>());
+        s->claim_checkers_.back()->Start();
+      }
+    }
+  }
   s->loop_.Start();
   if (!s->options_.ha.has_value()) {
     // Without HA the RM serves from the start; with HA, once elected (JoinElection()).
@@ -728,6 +913,8 @@ void RmServer::Shutdown() {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     server_.reset();
   }
+  // Claims still being judged finish their calls (on the loop, which still runs).
+  for (auto& checker : claim_checkers_) checker->Stop();
   // An active gives up its leadership (a standby takes over at once) and its RM.
   elector_.reset();
   if (rm_) WaitOnLoop([&] { rm_.reset(); });

@@ -2,16 +2,19 @@
 #ifndef WEFT_RM_RM_SERVER_H_
 #define WEFT_RM_RM_SERVER_H_
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/event_loop.h"
 #include "common/metrics.h"
 #include "rm/client_auth.h"
+#include "rm/federation_identity.h"
 #include "rm/ha_elector.h"
 #include "rm/resource_manager.h"
 #include "security/secret_source.h"
@@ -54,11 +57,19 @@ struct RmServerOptions {
   // (message, and trailing metadata "weft-active-rm" = its host:port when known).
   std::optional<HaOptions> ha;
   // Federation (docs/federation.md): this RM is a sub-cluster (rm.sub_cluster_id is set). Its
-  // ClientService then also accepts routers, NMs (AMRMProxies) and the GPG of the federation, by their
-  // mutual-TLS certificates from the federation's CA, acting for the user they name in
-  // "weft-user" (client_auth.h, Presented::federation_peer). Needs `tls`. It also takes
+  // ClientService then also accepts routers, NMs (AMRMProxies), the GPG and other sub-clusters'
+  // RMs of the federation, by their mutual-TLS certificates from the federation's CA, each
+  // for what its role may do (rm/federation_identity.h; docs/security.md "Federation
+  // identities"), acting for the user they name in "weft-user". Needs `tls`. It also takes
   // application ids of other sub-clusters' RMs (a router takes ids from any sub-cluster).
   bool federation_proxies = false;
+  // With federation_proxies: the federation store, where this RM checks what NMs and the GPG
+  // claim (an app's home record), and finds the other sub-clusters' RMs to ask where an app's
+  // AM runs. Not owned; must outlive the server. Null: NMs may only list nodes and the GPG
+  // only read (every claim about an app is refused, saying so).
+  federation::FederationStateStore* federation_store = nullptr;
+  // For tests: used instead of the directory over `federation_store`.
+  std::shared_ptr<FederationDirectory> federation_directory;
 };
 
 // This RM's part in HA, for the web server and GetServiceState.
@@ -139,6 +150,11 @@ class RmServer {
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::unique_ptr<LeaderElector> elector_;  // with HA, after JoinElection()
+  // Federation claims of NMs and the GPG are judged on these threads (they read the store and
+  // ask other RMs, never on the RM loop nor on gRPC's threads); null without a directory.
+  std::shared_ptr<FederationDirectory> directory_;
+  std::vector<std::unique_ptr<ThreadEventLoop>> claim_checkers_;
+  std::atomic<uint64_t> next_checker_{0};
   mutable absl::Mutex ha_mu_;
   bool active_ ABSL_GUARDED_BY(ha_mu_) = false;  // rm_ exists (set on the loop)
 };
