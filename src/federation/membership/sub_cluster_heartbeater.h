@@ -89,8 +89,7 @@ RmSource FiguresFromRmServer(rm::RmServer* rm);
 absl::StatusOr<rm::FederationHomesCheck> CheckHomes(
     const std::string& sub_cluster_id, const std::vector<rm::FederationApp>& apps,
     const std::vector<v1::ApplicationHomeSubCluster>& homes_here,
-    const std::function<absl::StatusOr<v1::ApplicationHomeSubCluster>(const std::string&)>&
-        lookup);
+    const std::function<absl::StatusOr<v1::ApplicationHomeSubCluster>(const std::string&)>& lookup);
 
 // The load record a heartbeat writes (pure): capability and available are the RM's total and
 // total minus allocated, each scaled by `commitment` (rounded down, never below 0).
@@ -129,8 +128,8 @@ class SubClusterHeartbeater {
   bool AwaitHeartbeats(int64_t n, absl::Duration timeout) const;
 
  private:
-  SubClusterHeartbeater(HeartbeaterOptions options, FederationStateStore* store,
-                        RmSource source, std::function<int64_t()> now_ms);
+  SubClusterHeartbeater(HeartbeaterOptions options, FederationStateStore* store, RmSource source,
+                        std::function<int64_t()> now_ms);
   void Run();
   absl::Status Register(int64_t now_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(tick_mu_);
   // The check after a heartbeat taken at `heartbeat_ms`; the store's error otherwise.

@@ -184,8 +184,8 @@ TEST_F(HeartbeaterTest, AppsHomedElsewhereAreKilledAtTheNextTick) {
   };
   const std::string moved = submit("");
   const std::string stays = submit("");
-  const std::string direct = submit("");     // no home record
-  const std::string uam = submit("sc0");     // home app at sc0, record names sc0
+  const std::string direct = submit("");        // no home record
+  const std::string uam = submit("sc0");        // home app at sc0, record names sc0
   const std::string uam_moved = submit("sc0");  // record moved on to sc2
   home(moved, "sc1");
   home(stays, "sc1");
@@ -227,8 +227,8 @@ TEST_F(HeartbeaterTest, AppsHomedElsewhereAreKilledAtTheNextTick) {
 // A UAM in this sub-cluster whose home app's record names this sub-cluster (not its federation
 // home) is a stray copy; so is any app when the record names a third sub-cluster.
 TEST(CheckHomesTest, DecidesByTheHomeTheCopyMayRunBeside) {
-  std::vector<rm::FederationApp> apps = {{"a", ""}, {"b", ""}, {"u", "sc0"}, {"v", "sc0"},
-                                         {"n", ""}};
+  std::vector<rm::FederationApp> apps = {
+      {"a", ""}, {"b", ""}, {"u", "sc0"}, {"v", "sc0"}, {"n", ""}};
   std::vector<v1::ApplicationHomeSubCluster> here(2);
   here[0].set_application_id("a");
   here[0].set_home_sub_cluster_id("sc1");
