@@ -61,15 +61,17 @@ echo "$app $sc $CONTAINER_ID end $(ms) $where $wapp" >>"$m"
 
 
 class ChaosFederation(live.Federation):
-    """live.Federation with `nms_per_sc` NMs per sub-cluster (NM k of sub-cluster i is
-    `<sc>-<k>`, work root WORK/nm-<sc>-<k>, restartable on the same port and work root), the
+    """live.Federation (on `store`, a federation store URI, when given) with `nms_per_sc` NMs per
+    sub-cluster (NM k of sub-cluster i is `<sc>-<k>`, work root WORK/nm-<sc>-<k>, restartable on the same port and work root), the
     queues above, membership expiry and GPG interval as given."""
 
     def __init__(self, weft, work, sub_clusters=3, nms_per_sc=2, routers=2,
                  node_resources="memory-mb=4096,vcores=4", expiry_ms=5000, gpg_interval_ms=1000,
-                 nm_fence_ms=None, log=print):
+                 nm_fence_ms=None, store=None, log=print):
         super().__init__(weft, work, sub_clusters=sub_clusters, routers=routers,
                          node_resources=node_resources, log=log)
+        if store:  # e.g. zk://127.0.0.1:PORT/root?auth-file=FILE; else live's SQLite file
+            self.store = store
         self.cgroup_hierarchy = f"weft-chaosfed-{self.rm_ports[0]}"
         self.expiry_ms, self.gpg_interval_ms = expiry_ms, gpg_interval_ms
         self.nm_sc = [i for i in range(sub_clusters) for _ in range(nms_per_sc)]
@@ -89,7 +91,11 @@ class ChaosFederation(live.Federation):
         self.helps = {d: help_text(weft, [d]) or "" for d in ("rm", "nm", "router", "gpg")}
         self.helps["policy"] = help_text(weft, ["federation", "policy", "set"]) or ""
         self.flags_used = {}
-        self.nm_fence_ms = nm_fence_ms if nm_fence_ms is not None else expiry_ms // 2
+        # weft nm --federation-fence-ms: its help's rule is fence + the NM heartbeat interval
+        # (1000 ms) < the GPG's membership expiry - the RMs' --federation-heartbeat-ms (500 ms);
+        # by default 500 ms below that.
+        self.nm_fence_ms = (nm_fence_ms if nm_fence_ms is not None
+                            else max(500, expiry_ms - 2000))
         self.stopped = set()  # RMs under SIGSTOP (index)
 
     def optional(self, daemon, flag, value=None):

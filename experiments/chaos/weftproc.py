@@ -10,6 +10,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -18,6 +19,7 @@ import urllib.error
 import urllib.request
 
 TERMINAL = ("APP_FINISHED", "APP_FAILED", "APP_KILLED")
+ZK_JARS = ["/usr/share/java/zookeeper.jar", "/usr/share/java/slf4j-simple.jar"]
 
 try:
     _LIBC = ctypes.CDLL(None)  # loaded here, not in a forked child
@@ -191,3 +193,76 @@ def remove_cgroups(hierarchy):
             os.rmdir(path)
         except OSError:
             pass
+
+
+# --- ZooKeeper -----------------------------------------------------------------------------
+
+class ZooKeeper:
+    """A standalone ZooKeeper server of the run's own, restartable on the same port and data."""
+
+    def __init__(self, work, port):
+        self.dir = os.path.join(work, "zk")
+        self.port = port
+        self.proc = None
+        os.makedirs(os.path.join(self.dir, "data"), exist_ok=True)
+        self.config = os.path.join(self.dir, "zoo.cfg")
+        # tickTime 500 ms: sessions of 1 s to 30 s (the RMs ask for 1.5 s).
+        with open(self.config, "w") as fh:
+            fh.write(f"tickTime=500\ndataDir={self.dir}/data\nclientPort={port}\n"
+                     "clientPortAddress=127.0.0.1\nmaxClientCnxns=0\n"
+                     "minSessionTimeout=1000\nmaxSessionTimeout=30000\n"
+                     "admin.enableServer=false\n4lw.commands.whitelist=srvr,ruok\n")
+
+    @staticmethod
+    def check_installed():
+        """None when java and the Debian zookeeper jar are there, else what is missing."""
+        if shutil.which("java") is None and not os.path.exists(
+                os.path.join(os.environ.get("JAVA_HOME", "/nonexistent"), "bin", "java")):
+            return "no java on PATH (install the Debian packages default-jre-headless zookeeper)"
+        if not os.path.exists(ZK_JARS[0]):
+            return f"no {ZK_JARS[0]} (install the Debian package zookeeper)"
+        return None
+
+    def start(self, limit_s=90):
+        java = shutil.which("java") or os.path.join(os.environ["JAVA_HOME"], "bin", "java")
+        classpath = ":".join(j for j in ZK_JARS if os.path.exists(j))
+        out = open(os.path.join(self.dir, "zookeeper.log"), "ab")
+        self.proc = subprocess.Popen(
+            [java, "-Xms16m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+             "-Djava.net.preferIPv4Stack=true", "-Dzookeeper.admin.enableServer=false",
+             "-Dzookeeper.4lw.commands.whitelist=srvr,ruok", "-Dzookeeper.preAllocSize=1024",
+             "-Dzookeeper.snapshot.trust.empty=true", "-Dorg.slf4j.simpleLogger.showDateTime=true",
+             "-cp", classpath,
+             "org.apache.zookeeper.server.ZooKeeperServerMain", self.config],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=out, preexec_fn=die_with_parent)
+        out.close()
+        deadline = time.time() + limit_s
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"ZooKeeper exited ({self.proc.returncode}) before it served; "
+                                   f"its log ends with:\n{tail(self.dir + '/zookeeper.log')}")
+            if self.ready():
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"ZooKeeper did not serve on 127.0.0.1:{self.port} within {limit_s} s; "
+                           f"its log ends with:\n{tail(self.dir + '/zookeeper.log')}")
+
+    def ready(self):
+        """The four-letter word `srvr` answers with the server's mode (it serves clients)."""
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                s.sendall(b"srvr")
+                data = b""
+                while True:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    data += chunk
+            return b"Mode:" in data
+        except OSError:
+            return False
+
+    def kill9(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=30)
