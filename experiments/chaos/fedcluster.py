@@ -67,7 +67,7 @@ class ChaosFederation(live.Federation):
 
     def __init__(self, weft, work, sub_clusters=3, nms_per_sc=2, routers=2,
                  node_resources="memory-mb=4096,vcores=4", expiry_ms=5000, gpg_interval_ms=1000,
-                 nm_fence_ms=None, store=None, log=print):
+                 nm_fence_ms=None, store=None, gpg_app_retention_ms=None, log=print):
         super().__init__(weft, work, sub_clusters=sub_clusters, routers=routers,
                          node_resources=node_resources, log=log)
         if store:  # e.g. zk://127.0.0.1:PORT/root?auth-file=FILE; else live's SQLite file
@@ -97,6 +97,7 @@ class ChaosFederation(live.Federation):
         self.nm_fence_ms = (nm_fence_ms if nm_fence_ms is not None
                             else max(500, expiry_ms - 2000))
         self.stopped = set()  # RMs under SIGSTOP (index)
+        self.gpg_app_retention_ms = gpg_app_retention_ms  # None: the GPG's default
 
     def optional(self, daemon, flag, value=None):
         """[flag, value] when `weft <daemon> --help` lists the flag, else [] (noted)."""
@@ -142,7 +143,8 @@ class ChaosFederation(live.Federation):
     def start_gpg(self):
         args = ["gpg", "--federation-store", self.store, "--interval-ms",
                 str(self.gpg_interval_ms), "--membership-expiry-ms", str(self.expiry_ms)] + \
-            self.tls("gpg", "gpg")
+            (["--app-retention-ms", str(self.gpg_app_retention_ms)]
+             if self.gpg_app_retention_ms is not None else []) + self.tls("gpg", "gpg")
         self._note("gpg", args)
         self.gpg_proc = self._spawn("gpg", args)
 
