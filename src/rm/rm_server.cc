@@ -4,7 +4,6 @@
 #include <openssl/crypto.h>
 
 #include <algorithm>
-#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -15,11 +14,9 @@
 #include "security/user_identity.h"
 #include "store/memory_store.h"
 #include "store/sqlite_store.h"
-#include "store/zk_store.h"
 #include "weft/v1/admin.grpc.pb.h"
 #include "weft/v1/am.grpc.pb.h"
 #include "weft/v1/client.grpc.pb.h"
-#include "weft/v1/container.grpc.pb.h"
 #include "weft/v1/tracker.grpc.pb.h"
 
 namespace weft::rm {
@@ -35,78 +32,6 @@ std::string Metadata(grpc::CallbackServerContext* ctx, const std::string& key) {
   auto it = md.find(key);
   return it == md.end() ? "" : std::string(it->second.data(), it->second.size());
 }
-
-class GrpcAmLauncher final : public AmLauncher {
- public:
-  // `tls`: present it to the NMs (and verify theirs); null = plaintext.
-  explicit GrpcAmLauncher(const std::optional<security::TlsFiles>& tls)
-      : credentials_(tls.has_value() ? security::TlsChannelCredentials(*tls)
-                                     : grpc::InsecureChannelCredentials()) {}
-
-  // Cancels the launches in flight and waits until each has called back: no callback runs
-  // after the RmServer (whose loop they post to) is gone.
-  ~GrpcAmLauncher() override {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [id, call] : calls_) call->ctx.TryCancel();
-    mu_.Await(absl::Condition(
-        +[](std::map<int64_t, std::shared_ptr<Call>>* calls) { return calls->empty(); }, &calls_));
-  }
-
-  void Launch(const std::string& node_id, const v1::StartContainerRequest& request,
-              std::function<void(absl::Status)> done) override {
-    auto call = std::make_shared<Call>();
-    call->ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    *call->req.add_requests() = request;
-    int64_t id = 0;
-    {
-      absl::MutexLock lock(&mu_);
-      std::shared_ptr<grpc::Channel>& channel = channels_[node_id];
-      if (channel == nullptr) channel = grpc::CreateChannel(node_id, credentials_);
-      call->stub = v1::ContainerService::NewStub(channel);
-      id = next_call_++;
-      calls_[id] = call;
-    }
-    Call* c = call.get();
-    c->stub->async()->StartContainers(
-        &c->ctx, &c->req, &c->resp, [this, c, id, done, node_id](grpc::Status s) {
-          if (!s.ok()) {
-            done(absl::UnavailableError(absl::StrCat("StartContainers on ", node_id, ": gRPC code ",
-                                                     static_cast<int>(s.error_code()), " ",
-                                                     s.error_message())));
-          } else if (c->resp.failed_size() > 0) {
-            // The NM's own code (Unavailable: try again), else FailedPrecondition.
-            const v1::ContainerFailure& f = c->resp.failed(0);
-            done(absl::Status(f.code() > 0 && f.code() <= 16
-                                  ? static_cast<absl::StatusCode>(f.code())
-                                  : absl::StatusCode::kFailedPrecondition,
-                              absl::StrCat("node ", node_id,
-                                           " refused the AM container: ", f.message())));
-          } else {
-            done(absl::OkStatus());
-          }
-          absl::MutexLock lock(&mu_);
-          calls_.erase(id);  // the last use of `c` and of `this`
-        });
-  }
-
- private:
-  struct Call {
-    grpc::ClientContext ctx;
-    v1::StartContainersRequest req;
-    v1::StartContainersResponse resp;
-    std::unique_ptr<v1::ContainerService::Stub> stub;
-  };
-
-  absl::Mutex mu_;
-  // One channel per node, owned here (so by the RmServer) rather than by the call: a call's
-  // callback must never drop the last reference to its channel, or gRPC 1.51 may join its
-  // callback thread from itself at teardown (grpc/grpc#32584).
-  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
-  // The launches in flight, by a number of their own.
-  std::map<int64_t, std::shared_ptr<Call>> calls_ ABSL_GUARDED_BY(mu_);
-  int64_t next_call_ ABSL_GUARDED_BY(mu_) = 0;
-  std::shared_ptr<grpc::ChannelCredentials> credentials_;
-};
 
 }  // namespace
 
@@ -133,10 +58,6 @@ class RmServer::PassMetrics final : public PassObserver {
   metrics::Counter* passes_;
   std::chrono::steady_clock::time_point start_;
 };
-
-std::unique_ptr<AmLauncher> NewGrpcAmLauncher(const std::optional<security::TlsFiles>& tls) {
-  return std::make_unique<GrpcAmLauncher>(tls);
-}
 
 void RmServer::RecordRpc(const char* method, std::chrono::steady_clock::time_point start,
                          absl::StatusCode code) {
@@ -795,88 +716,6 @@ absl::Status RmServer::CreateRm() {
   absl::MutexLock l(&ha_mu_);
   active_ = true;
   return absl::OkStatus();
-}
-
-absl::Status RmServer::JoinElection(const std::string& http_address) {
-  if (!options_.ha.has_value())
-    return absl::FailedPreconditionError("this ResourceManager runs without HA");
-  if (elector_) return absl::FailedPreconditionError("this ResourceManager has already joined");
-  LeaderInfo self{options_.ha->rm_id, address(), http_address};
-  LeaderElector::Callbacks callbacks;
-  callbacks.become_active = [this] { return BecomeActive(); };
-  callbacks.become_standby = [this](const std::string& reason) { BecomeStandby(reason); };
-  auto elector = LeaderElector::Start(*options_.ha, std::move(self), std::move(callbacks));
-  if (!elector.ok()) return elector.status();
-  elector_ = *std::move(elector);
-  return absl::OkStatus();
-}
-
-absl::Status RmServer::BecomeActive() {
-  const HaOptions& ha = *options_.ha;
-  store::ZkStoreOptions zo;
-  zo.connect = ha.zk_connect;
-  zo.auth = ha.zk_auth;
-  zo.root = absl::StrCat(ha.zk_root, "/rm-state");
-  zo.identity = absl::StrCat(ha.rm_id, "@", address());
-  zo.fence = true;  // from here on, an earlier active can no longer write
-  zo.session_timeout_ms = std::max(ha.session_timeout_ms, 4000);
-  absl::Status result;
-  WaitOnLoop([&] {
-    auto opened = store::OpenZooKeeperStore(zo);
-    if (!opened.ok()) {
-      result = opened.status();
-    } else {
-      store_ = *std::move(opened);
-      result = CreateRm();
-      if (!result.ok()) {
-        (void)store_->Close();
-        store_.reset();
-      }
-    }
-  });
-  if (result.ok()) {
-    log::Info("ha_active", {{"rm_id", ha.rm_id}, {"address", address()},
-                            {"store", absl::StrCat(ha.zk_connect, zo.root)}});
-  }
-  return result;
-}
-
-void RmServer::BecomeStandby(const std::string& reason) {
-  WaitOnLoop([&] {
-    rm_.reset();
-    if (store_) (void)store_->Close();
-    store_.reset();
-    absl::MutexLock l(&ha_mu_);
-    active_ = false;
-  });
-  log::Info("ha_standby", {{"rm_id", options_.ha->rm_id}, {"reason", reason}});
-}
-
-HaStatus RmServer::ha_status() const {
-  HaStatus out;
-  out.enabled = options_.ha.has_value();
-  {
-    absl::MutexLock l(&ha_mu_);
-    out.active = active_;
-  }
-  if (!out.enabled) return out;
-  out.rm_id = options_.ha->rm_id;
-  if (elector_) out.leader = elector_->leader();
-  return out;
-}
-
-grpc::Status RmServer::StandbyStatus(grpc::CallbackServerContext* ctx) const {
-  if (!options_.ha.has_value())
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the ResourceManager is stopping");
-  HaStatus ha = ha_status();
-  std::string message = absl::StrCat("ResourceManager ", ha.rm_id, " is standby");
-  if (ha.leader.has_value() && ha.leader->rm_id != ha.rm_id) {
-    absl::StrAppend(&message, "; the active is ", ha.leader->rm_id, " at ", ha.leader->address);
-    ctx->AddTrailingMetadata("weft-active-rm", ha.leader->address);
-  } else {
-    absl::StrAppend(&message, "; no active ResourceManager is known yet (an election is under way)");
-  }
-  return grpc::Status(grpc::StatusCode::UNAVAILABLE, message);
 }
 
 RmServer::~RmServer() { Shutdown(); }
