@@ -30,6 +30,7 @@
 #include "nm/exit_watcher.h"
 #include "nm/log_aggregator.h"
 #include "nm/nm_state_store.h"
+#include "nm/node_manager_internal.h"
 #include "nm/traffic_controller.h"
 #include "security/container_token_verifier.h"
 #include "security/tls.h"
@@ -340,13 +341,19 @@ class NodeManager {
 
   const NodeManagerOptions options_;
   EventLoop* const loop_;  // not owned
+  // The federation fence (options_.federation_fence_ms): when the RM last answered. Used on
+  // the loop only. federation_fence() is null when the fence is off.
+  internal::RmAnswerFence federation_fence_{options_.federation_fence_ms};
+  internal::RmAnswerFence* federation_fence() {
+    return federation_fence_.enabled() ? &federation_fence_ : nullptr;
+  }
 
   // Immutable after Start().
   std::string node_id_;
   int port_ = 0;
   Resource capability_;
   std::vector<std::string> missing_features_;
-  std::unique_ptr<CgroupsHandler> cgroups_;  // null without cgroups
+  std::unique_ptr<CgroupsHandler> cgroups_;     // null without cgroups
   std::unique_ptr<TrafficController> traffic_;  // null without bandwidth isolation
   std::string network_isolation_;
   std::shared_ptr<grpc::ChannelCredentials> tracker_credentials_;
@@ -379,9 +386,9 @@ class NodeManager {
   // Completed statuses a heartbeat reply acknowledged that the RM has not yet released
   // (containers_to_be_removed_from_nm): reported again when this NM registers (YARN-1372).
   std::map<std::string, v1::ContainerStatus> unreleased_completed_;
-  std::set<std::string> cleaning_apps_;  // stopping their containers before removal
-  std::set<std::string> finished_apps_;  // cleaned up: refuse new containers of them
-  std::unique_ptr<NmStateStore> state_;  // <work_root>/nm-state.db
+  std::set<std::string> cleaning_apps_;            // stopping their containers before removal
+  std::set<std::string> finished_apps_;            // cleaned up: refuse new containers of them
+  std::unique_ptr<NmStateStore> state_;            // <work_root>/nm-state.db
   std::unique_ptr<LogAggregator> log_aggregator_;  // created in Start
   // The RM addresses and the one the NM talks to (HA), and the TrackerService stub for it.
   std::optional<RmFailover> rm_failover_;
@@ -390,10 +397,10 @@ class NodeManager {
   // when the previous failure did not follow one already (two RMs naming each other wait).
   RmFailoverAction last_failover_ = RmFailoverAction::kNone;
   bool rm_call_in_flight_ = false;
-  bool registered_ = false;     // heartbeating (not registering)
-  int64_t rm_timer_due_ms_ = 0;       // when rm_timer_ fires, loop clock
+  bool registered_ = false;             // heartbeating (not registering)
+  int64_t rm_timer_due_ms_ = 0;         // when rm_timer_ fires, loop clock
   int64_t last_heartbeat_sent_ms_ = 0;  // loop clock
-  bool rm_shutdown_ = false;  // the RM said NODE_ACTION_SHUTDOWN
+  bool rm_shutdown_ = false;            // the RM said NODE_ACTION_SHUTDOWN
   bool shutting_down_ = false;
   int32_t last_response_id_ = 0;
   int32_t last_key_id_ = 0;

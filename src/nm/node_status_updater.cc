@@ -45,21 +45,6 @@ void ToProto(const Resource& r, v1::Resource* out) {
   if (r[kDiskMbps] != 0) values["disk-mbps"] = r[kDiskMbps];
 }
 
-// The federation fence of each NodeManager that has one (federation_fence_ms > 0), by
-// NodeManager; null when it has none. Entries live as long as the process (one small record per
-// fenced NodeManager ever created) and are used only on their NodeManager's loop; a NodeManager
-// created later at a freed one's address inherits an earlier last answer, which can only make
-// its fence fire sooner. Interim home of this state: NodeManager has no member for it
-// (node_manager.h belongs to another change); it moves there as `internal::RmAnswerFence
-// fence_`.
-internal::RmAnswerFence* FenceFor(const void* nm, int64_t fence_ms) {
-  if (fence_ms <= 0) return nullptr;
-  static absl::Mutex mu(absl::kConstInit);
-  static auto* fences = new std::map<const void*, internal::RmAnswerFence>();
-  absl::MutexLock lock(&mu);
-  return &fences->try_emplace(nm, fence_ms).first->second;
-}
-
 std::string FenceReason(const internal::RmAnswerFence& fence, int64_t now_ms) {
   return absl::StrCat(
       "Container killed: no answer from the ResourceManager for ", now_ms - fence.last_answer_ms(),
@@ -76,10 +61,9 @@ size_t RunningCount(const Containers& containers) {
 // Before an RM call at `now_ms`: starts the NM's fence clock, and once no answer came for
 // longer than the fence, returns why its containers are killed (logged the first time, and
 // whenever containers still run); nullopt otherwise or without a fence.
-std::optional<std::string> CheckFence(const void* nm, int64_t fence_ms, int64_t now_ms,
+std::optional<std::string> CheckFence(internal::RmAnswerFence* fence, int64_t now_ms,
                                       const std::string& node, const std::string& rm,
                                       size_t running) {
-  internal::RmAnswerFence* fence = FenceFor(nm, fence_ms);
   if (fence == nullptr) return std::nullopt;
   fence->Start(now_ms);
   if (!fence->Expired(now_ms)) return std::nullopt;
@@ -93,9 +77,8 @@ std::optional<std::string> CheckFence(const void* nm, int64_t fence_ms, int64_t 
 }
 
 // After an RM call answered: the fence restarts; logs when that lifts a fence that fired.
-void FenceAnswered(const void* nm, int64_t fence_ms, int64_t now_ms, const std::string& node,
+void FenceAnswered(internal::RmAnswerFence* fence, int64_t now_ms, const std::string& node,
                    const std::string& rm) {
-  internal::RmAnswerFence* fence = FenceFor(nm, fence_ms);
   if (fence == nullptr) return;
   const int64_t silent_ms = fence->last_answer_ms() < 0 ? 0 : now_ms - fence->last_answer_ms();
   if (fence->Answered(now_ms))
@@ -108,8 +91,7 @@ void FenceAnswered(const void* nm, int64_t fence_ms, int64_t now_ms, const std::
 
 // The deadline of an RM call made at `now_ms`: kRmCallTimeoutMs, shortened so that a call an
 // RM never answers (a stopped process) returns when the fence passes.
-int64_t RmCallDeadlineMs(const void* nm, int64_t fence_ms, int64_t now_ms) {
-  internal::RmAnswerFence* fence = FenceFor(nm, fence_ms);
+int64_t RmCallDeadlineMs(internal::RmAnswerFence* fence, int64_t now_ms) {
   return fence == nullptr ? kRmCallTimeoutMs : fence->CallDeadlineMs(now_ms, kRmCallTimeoutMs);
 }
 
@@ -214,8 +196,8 @@ void NodeManager::UpdateKeys(bool has_current, const v1::MasterKey& current, boo
 void NodeManager::SendRegister() {
   // The federation fence: no answer from the RM for too long kills every container here.
   if (std::optional<std::string> why =
-          CheckFence(this, options_.federation_fence_ms, loop_->NowMs(), node_id_,
-                     rm_failover_->current(), RunningCount(containers_)))
+          CheckFence(federation_fence(), loop_->NowMs(), node_id_, rm_failover_->current(),
+                     RunningCount(containers_)))
     StopAllContainers(v1::CONTAINER_EXIT_ABORTED, *why);
   using Call = RmCall<v1::RegisterNodeManagerRequest, v1::RegisterNodeManagerResponse>;
   auto call = std::make_shared<Call>();
@@ -239,9 +221,9 @@ void NodeManager::SendRegister() {
   for (const std::string& feature : missing_features_) request.add_missing_features(feature);
   request.set_network_isolation(network_isolation_);
   request.set_http_address(options_.http_address);
-  call->context.set_deadline(std::chrono::system_clock::now() +
-                             std::chrono::milliseconds(RmCallDeadlineMs(
-                                 this, options_.federation_fence_ms, loop_->NowMs())));
+  call->context.set_deadline(
+      std::chrono::system_clock::now() +
+      std::chrono::milliseconds(RmCallDeadlineMs(federation_fence(), loop_->NowMs())));
   if (!BeginRmCall(&call->context)) return;
   rm_call_in_flight_ = true;
   tracker_->async()->RegisterNodeManager(
@@ -261,15 +243,14 @@ void NodeManager::OnRegisterReply(const grpc::Status& status, const std::string&
   if (!status.ok()) {
     if (RmCallsClosed()) return;  // cancelled by Shutdown()
     if (std::optional<std::string> why =
-            CheckFence(this, options_.federation_fence_ms, loop_->NowMs(), node_id_,
-                       rm_failover_->current(), RunningCount(containers_)))
+            CheckFence(federation_fence(), loop_->NowMs(), node_id_, rm_failover_->current(),
+                       RunningCount(containers_)))
       StopAllContainers(v1::CONTAINER_EXIT_ABORTED, *why);
     ScheduleRm(FailOver("register_failed", status, active_hint, kRegisterRetryMs),
                /*register_again=*/true);
     return;
   }
-  FenceAnswered(this, options_.federation_fence_ms, loop_->NowMs(), node_id_,
-                rm_failover_->current());
+  FenceAnswered(federation_fence(), loop_->NowMs(), node_id_, rm_failover_->current());
   last_failover_ = RmFailoverAction::kNone;
   if (reply.action() == v1::NODE_ACTION_SHUTDOWN) {
     log::Error("register_refused", {{"rm", rm_failover_->current()},
@@ -301,8 +282,8 @@ void NodeManager::OnRegisterReply(const grpc::Status& status, const std::string&
 void NodeManager::SendHeartbeat() {
   // The federation fence: no answer from the RM for too long kills every container here.
   if (std::optional<std::string> why =
-          CheckFence(this, options_.federation_fence_ms, loop_->NowMs(), node_id_,
-                     rm_failover_->current(), RunningCount(containers_)))
+          CheckFence(federation_fence(), loop_->NowMs(), node_id_, rm_failover_->current(),
+                     RunningCount(containers_)))
     StopAllContainers(v1::CONTAINER_EXIT_ABORTED, *why);
   using Call = RmCall<v1::NodeHeartbeatRequest, v1::NodeHeartbeatResponse>;
   auto call = std::make_shared<Call>();
@@ -326,9 +307,9 @@ void NodeManager::SendHeartbeat() {
   for (const auto& [id, status] : unacked_completed_) *request.add_container_statuses() = status;
   request.mutable_health()->set_healthy(true);
   request.set_last_known_container_key_id(last_key_id_);
-  call->context.set_deadline(std::chrono::system_clock::now() +
-                             std::chrono::milliseconds(RmCallDeadlineMs(
-                                 this, options_.federation_fence_ms, loop_->NowMs())));
+  call->context.set_deadline(
+      std::chrono::system_clock::now() +
+      std::chrono::milliseconds(RmCallDeadlineMs(federation_fence(), loop_->NowMs())));
   if (!BeginRmCall(&call->context)) return;
   rm_call_in_flight_ = true;
   last_heartbeat_sent_ms_ = loop_->NowMs();
@@ -353,15 +334,14 @@ void NodeManager::OnHeartbeatReply(const grpc::Status& status, const std::string
     // RM the NM fails over to answers RESYNC (it does not know this node) and the NM registers.
     if (RmCallsClosed()) return;  // cancelled by Shutdown()
     if (std::optional<std::string> why =
-            CheckFence(this, options_.federation_fence_ms, loop_->NowMs(), node_id_,
-                       rm_failover_->current(), RunningCount(containers_)))
+            CheckFence(federation_fence(), loop_->NowMs(), node_id_, rm_failover_->current(),
+                       RunningCount(containers_)))
       StopAllContainers(v1::CONTAINER_EXIT_ABORTED, *why);
     ScheduleRm(FailOver("heartbeat_failed", status, active_hint, heartbeat_interval_ms_),
                /*register_again=*/false);
     return;
   }
-  FenceAnswered(this, options_.federation_fence_ms, loop_->NowMs(), node_id_,
-                rm_failover_->current());
+  FenceAnswered(federation_fence(), loop_->NowMs(), node_id_, rm_failover_->current());
   last_failover_ = RmFailoverAction::kNone;
   if (reply.response_id() == request.response_id() + 1) {
     for (const v1::ContainerStatus& sent : request.container_statuses()) {
