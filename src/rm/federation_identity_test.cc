@@ -336,6 +336,27 @@ TEST_F(JudgeAppClaimTest, TheGpgResubmitsOnlyWhatTheHomeRecordHolds) {
                "no home record");
 }
 
+TEST(FederationCallerTest, TheActingUsersRootnessComesFromItsUid) {
+  ClientAuthOptions o;
+  o.mode = UserAuthentication::kMunge;
+  o.rm_user = "weft";
+  Presented p;
+  p.federation_peer = "nm/n1.sc1:8041";
+  p.declared_user = "root";
+  absl::StatusOr<Caller> root = AuthenticateClient(o, p);
+  ASSERT_TRUE(root.ok()) << root.status();
+  EXPECT_TRUE(root->root);
+  EXPECT_EQ(root->real_user, "nm/n1.sc1:8041");
+  p.declared_user = "nobody";
+  absl::StatusOr<Caller> nobody = AuthenticateClient(o, p);
+  ASSERT_TRUE(nobody.ok()) << nobody.status();
+  EXPECT_FALSE(nobody->root);
+  // Where users are declared (tests), the name says it.
+  o.mode = UserAuthentication::kDeclared;
+  p.declared_user = "root";
+  EXPECT_TRUE(AuthenticateClient(o, p)->root);
+}
+
 // Step 3 against a real RM's state: the grant holds only for what the RM runs now.
 TEST(CheckGrantOnLoopTest, TheRmsOwnStateHasTheLastWord) {
   RmHarness h;
