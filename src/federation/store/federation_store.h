@@ -46,6 +46,9 @@ inline constexpr absl::string_view kAmrmPolicyNames[] = {"home-only", "broadcast
 // InvalidArgument naming the field otherwise.
 absl::Status ValidatePolicyConfiguration(const v1::SubClusterPolicyConfiguration& config);
 
+// How many values ClaimClusterTimestamp tries after the wanted one before it gives up.
+inline constexpr int kClusterTimestampClaimTries = 1000;
+
 class FederationStateStore {
  public:
   virtual ~FederationStateStore() = default;
@@ -116,6 +119,34 @@ class FederationStateStore {
   // Removes the queue's own configuration (its apps then follow "*"); NotFound when it has
   // none.
   virtual absl::Status DeletePolicyConfiguration(absl::string_view queue) = 0;
+
+  // --- Cluster timestamps (one id space for the federation) ----------------------------
+  // Claims the cluster timestamp of an RM of `sub_cluster_id` starting now: the first of
+  // wanted_ms, wanted_ms + 1, ... (at most kClusterTimestampClaimTries values) that no claim
+  // holds, inserted if absent, and returns it (ms since the Unix epoch). Every call claims a
+  // value of its own, whoever asks (another sub-cluster, the other RM of an HA pair, the same
+  // RM restarted), so RMs started in the same millisecond get distinct timestamps and their
+  // application ids cannot collide. InvalidArgument for a bad id or wanted_ms <= 0;
+  // ResourceExhausted, claiming nothing, when every value tried is taken.
+  virtual absl::StatusOr<int64_t> ClaimClusterTimestamp(absl::string_view sub_cluster_id,
+                                                        int64_t wanted_ms) = 0;
+  // Every claim ordered by cluster_timestamp_ms (operators' `weft federation`, tests).
+  virtual absl::StatusOr<std::vector<v1::ClusterTimestampClaim>> GetClusterTimestampClaims() = 0;
+
+  // --- Issued application ids (GetNewApplication through any router) ------------------
+  // Records the id as issued (insert-if-absent): AlreadyExists, changing nothing, when it is
+  // recorded already (another router issued the same id). The caller checks the id has no home
+  // after this succeeds: an id is never both homed and issued anew. InvalidArgument for an
+  // empty or malformed application id or user.
+  virtual absl::Status AddIssuedApplicationId(const v1::IssuedApplicationId& issued) = 0;
+  // NotFound when the id is not recorded (never issued, homed since, or expired and deleted).
+  virtual absl::StatusOr<v1::IssuedApplicationId> GetIssuedApplicationId(
+      absl::string_view application_id) = 0;
+  // Removes the record (its app got a home); NotFound when there is none.
+  virtual absl::Status DeleteIssuedApplicationId(absl::string_view application_id) = 0;
+  // Removes every record with issued_ms < before_ms (ids issued and never submitted) and
+  // returns how many; the GPG calls it each round with now minus the routers' issued-id TTL.
+  virtual absl::StatusOr<int> DeleteIssuedApplicationIdsBefore(int64_t before_ms) = 0;
 
   // --- Router delegation-token state (YARN's RouterRMDTSecretManager store) -------------
   virtual absl::Status StoreMasterKey(const v1::RouterMasterKey& key) = 0;  // AlreadyExists

@@ -1,7 +1,8 @@
 // Copyright Weft authors. The FederationStateStore contract, run over every back-end: memory,
 // SQLite, ZooKeeper and PostgreSQL (against private servers this test starts, once per binary).
 // After the typed suite: what only one back-end does (reopening, migrations, server restarts)
-// and OpenFederationStore's URIs.
+// and OpenFederationStore's URIs. The back-ends and the fixture are in conformance_backends.h;
+// cluster timestamps and issued application ids in federation_store_id_conformance_test.cc.
 #include <libpq-fe.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "federation/store/conformance_backends.h"
 #include "federation/store/federation_store.h"
 #include "federation/store/postgres_federation_store.h"
 #include "federation/store/sqlite_federation_store.h"
@@ -41,46 +43,19 @@ using ::testing::IsEmpty;
 using ::testing::Not;
 using ::testing::SizeIs;
 
-MATCHER_P(EqualsProto, expected, expected.ShortDebugString()) {
-  *result_listener << arg.ShortDebugString();
-  return google::protobuf::util::MessageDifferencer::Equals(arg, expected);
-}
-
-// The value of an OK StatusOr; a test failure (and T{}) otherwise.
-template <typename T>
-T Value(absl::StatusOr<T> value) {
-  EXPECT_TRUE(value.ok()) << value.status();
-  return value.ok() ? *std::move(value) : T{};
-}
-
-#define EXPECT_OK(expr)                   \
-  do {                                    \
-    const absl::Status status_ = (expr);  \
-    EXPECT_TRUE(status_.ok()) << status_; \
-  } while (0)
-#define ASSERT_OK(expr)                   \
-  do {                                    \
-    const absl::Status status_ = (expr);  \
-    ASSERT_TRUE(status_.ok()) << status_; \
-  } while (0)
-
-// A fresh directory under the test temp dir, removed with everything in it on destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = absl::StrCat(::testing::TempDir(), "weft_federation_store.XXXXXX");
-    if (::mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp(" << pattern << ")";
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using conformance::Backends;
+using conformance::BackendNames;
+using conformance::EqualsProto;
+using conformance::FederationStoreTest;
+using conformance::MemoryBackend;
+using conformance::PostgresAdmin;
+using conformance::PostgresBackend;
+using conformance::PostgresServer;
+using conformance::SqliteBackend;
+using conformance::TempDir;
+using conformance::Value;
+using conformance::ZooKeeperBackend;
+using conformance::ZooKeeperServer;
 
 // --- Records ----------------------------------------------------------------------------------
 
@@ -172,123 +147,6 @@ v1::RouterStoredToken Token(int64_t sequence_number, int64_t renew_date_ms = 1) 
   return t;
 }
 
-// --- Back-ends ----------------------------------------------------------------------------------
-// Each Open() returns a new, empty store; `dir` is a fresh temporary directory it may use.
-
-struct MemoryBackend {
-  static constexpr const char* kName = "Memory";
-  static absl::StatusOr<std::unique_ptr<FederationStateStore>> Open(const std::string&) {
-    return OpenFederationStore("memory:");
-  }
-};
-
-struct SqliteBackend {
-  static constexpr const char* kName = "Sqlite";
-  static absl::StatusOr<std::unique_ptr<FederationStateStore>> Open(const std::string& dir) {
-    return OpenFederationStore(absl::StrCat("sqlite:", dir, "/federation/state.db"));
-  }
-};
-
-// One server for the whole program (started by the first test that needs it, stopped at exit),
-// and a new root per store.
-store::TestZooKeeper* ZooKeeperServer() {
-  static auto* server =
-      new absl::StatusOr<std::unique_ptr<store::TestZooKeeper>>(store::TestZooKeeper::Start());
-  static const bool at_exit = [] {
-    std::atexit([] { delete server; });
-    return true;
-  }();
-  (void)at_exit;
-  EXPECT_TRUE(server->ok()) << server->status();
-  return server->ok() ? server->value().get() : nullptr;
-}
-
-struct ZooKeeperBackend {
-  static constexpr const char* kName = "ZooKeeper";
-  static std::string NewUri() {
-    static int stores = 0;
-    store::TestZooKeeper* server = ZooKeeperServer();
-    if (server == nullptr) return "zk://127.0.0.1:1/unavailable";
-    return absl::StrCat("zk://", server->connect_string(), "/conformance/store-", ++stores,
-                        "?auth-file=", server->auth_file());
-  }
-  static absl::StatusOr<std::unique_ptr<FederationStateStore>> Open(const std::string&) {
-    return OpenFederationStore(NewUri());
-  }
-};
-
-TestPostgres* PostgresServer() {
-  static auto* server = new absl::StatusOr<std::unique_ptr<TestPostgres>>(TestPostgres::Start());
-  static const bool at_exit = [] {
-    std::atexit([] { delete server; });
-    return true;
-  }();
-  (void)at_exit;
-  EXPECT_TRUE(server->ok()) << server->status();
-  return server->ok() ? server->value().get() : nullptr;
-}
-
-// Runs one statement on the test server's "postgres" database as its superuser.
-absl::Status PostgresAdmin(const std::string& sql) {
-  TestPostgres* server = PostgresServer();
-  if (server == nullptr) return absl::UnavailableError("no PostgreSQL server");
-  PGconn* conn = PQconnectdb(server->uri().c_str());
-  absl::Status status;
-  if (PQstatus(conn) != CONNECTION_OK) {
-    status = absl::UnavailableError(PQerrorMessage(conn));
-  } else {
-    PGresult* result = PQexec(conn, sql.c_str());
-    if (PQresultStatus(result) != PGRES_COMMAND_OK && PQresultStatus(result) != PGRES_TUPLES_OK) {
-      status = absl::InternalError(absl::StrCat(sql, ": ", PQresultErrorMessage(result)));
-    }
-    PQclear(result);
-  }
-  PQfinish(conn);
-  return status;
-}
-
-// Each store gets its own PostgreSQL schema (its search_path) in the server's one database.
-struct PostgresBackend {
-  static constexpr const char* kName = "Postgres";
-  static absl::StatusOr<std::string> NewUri() {
-    static int stores = 0;
-    const std::string schema = absl::StrCat("store_", ++stores);
-    if (absl::Status s = PostgresAdmin(absl::StrCat("CREATE SCHEMA ", schema)); !s.ok()) return s;
-    return absl::StrCat(PostgresServer()->uri(), "&options=-csearch_path%3D", schema);
-  }
-  static absl::StatusOr<std::unique_ptr<FederationStateStore>> Open(const std::string&) {
-    absl::StatusOr<std::string> uri = NewUri();
-    if (!uri.ok()) return uri.status();
-    return OpenFederationStore(*uri);
-  }
-};
-
-template <typename Backend>
-class FederationStoreTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto store = Backend::Open(dir_.path());
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
-  }
-
-  std::vector<v1::SubClusterInfo> SubClusters(bool only_active = false) {
-    return Value(store_->GetSubClusters(only_active));
-  }
-
-  TempDir dir_;
-  std::unique_ptr<FederationStateStore> store_;
-};
-
-class BackendNames {
- public:
-  template <typename T>
-  static std::string GetName(int) {
-    return T::kName;
-  }
-};
-
-using Backends = ::testing::Types<MemoryBackend, SqliteBackend, ZooKeeperBackend, PostgresBackend>;
 TYPED_TEST_SUITE(FederationStoreTest, Backends, BackendNames);
 
 TYPED_TEST(FederationStoreTest, NewStoreIsEmpty) {
@@ -925,7 +783,8 @@ TEST(PostgresFederationStoreTest, NobodyElseReadsTheStore) {
                                             "/postgres?passfile=", passfile);
   ASSERT_OK(QueryOne(intruder, "SELECT 1").status());  // the role itself works
   for (const char* table : {"router_master_keys", "router_tokens", "application_homes",
-                            "sub_clusters", "policies"}) {
+                            "sub_clusters", "policies", "cluster_timestamps",
+                            "issued_application_ids"}) {
     absl::Status denied =
         QueryOne(intruder, absl::StrCat("SELECT count(*) FROM ", schema, ".", table)).status();
     EXPECT_FALSE(denied.ok()) << table;

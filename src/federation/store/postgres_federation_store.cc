@@ -51,6 +51,17 @@ const std::vector<std::vector<const char*>>& Migrations() {
           R"sql(REVOKE ALL ON sub_clusters, application_homes, reservation_homes, policies,
                   router_master_keys, router_tokens, weft_federation_schema FROM PUBLIC)sql",
       },
+      {
+          // One id space for the federation (issue 27): cluster timestamps claimed by RMs, and
+          // application ids issued by routers and not homed yet.
+          R"sql(CREATE TABLE cluster_timestamps (
+                  cluster_timestamp_ms BIGINT NOT NULL PRIMARY KEY,
+                  record BYTEA NOT NULL))sql",
+          R"sql(CREATE TABLE issued_application_ids (
+                  application_id TEXT COLLATE "C" NOT NULL PRIMARY KEY,
+                  record BYTEA NOT NULL))sql",
+          R"sql(REVOKE ALL ON cluster_timestamps, issued_application_ids FROM PUBLIC)sql",
+      },
   };
   return *migrations;
 }

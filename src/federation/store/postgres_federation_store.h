@@ -23,7 +23,8 @@ namespace weft::federation {
 std::string RedactPostgresUri(absl::string_view uri);
 
 // Layout: the tables of the SQLite store (sub_clusters, application_homes, reservation_homes,
-// policies, router_master_keys, router_tokens: key column, home sub-cluster where the record has
+// policies, router_master_keys, router_tokens, cluster_timestamps, issued_application_ids: key
+// column, home sub-cluster where the record has
 // one, record BYTEA), created by Weft in the connection's current schema (search_path). Schema
 // changes are versioned migrations, applied in order in one transaction under an advisory lock
 // (so that several routers may start at once) and recorded in weft_federation_schema (one row
@@ -37,7 +38,7 @@ std::string RedactPostgresUri(absl::string_view uri);
 class PostgresFederationStore final : public RecordFederationStore {
  public:
   // The schema version this binary migrates to and understands.
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Connects (libpq URI "postgresql://user@host:port/db?..." or "postgres://...", default
   // connect_timeout 10 s) and migrates the schema. InvalidArgument naming the (redacted) URI when

@@ -3,10 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <random>
 #include <utility>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
@@ -127,7 +130,10 @@ const TableInfo& InfoOf(Table table) {
       {"policies", "queue", false, false, "policies"},
       {"router_master_keys", "key_id", true, false, "router/keys"},
       {"router_tokens", "sequence_number", true, false, "router/tokens"},
+      {"cluster_timestamps", "cluster_timestamp_ms", true, false, "cluster-timestamps"},
+      {"issued_application_ids", "application_id", false, false, "issued-apps"},
   };
+  static_assert(std::size(kInfos) == std::size(kAllTables));
   return kInfos[static_cast<int>(table)];
 }
 
@@ -411,7 +417,7 @@ absl::Status RecordFederationStore::SetPolicyConfiguration(
     if (*found) return absl::OkStatus();
     if (config.generation() > 0) {
       return In(what, absl::AbortedError(absl::StrCat("it has none, not generation ",
-                                                       config.generation(), " as read")));
+                                                      config.generation(), " as read")));
     }
     v1::SubClusterPolicyConfiguration first = config;
     first.set_generation(1);
@@ -525,6 +531,119 @@ absl::StatusOr<v1::RouterStoredToken> RecordFederationStore::GetToken(int64_t se
   absl::StatusOr<v1::RouterStoredToken> token = Parse<v1::RouterStoredToken>(**record);
   if (!token.ok()) return In(what, token.status());
   return token;
+}
+
+// --- Cluster timestamps ----------------------------------------------------------------------
+
+absl::StatusOr<int64_t> RecordFederationStore::ClaimClusterTimestamp(
+    absl::string_view sub_cluster_id, int64_t wanted_ms) {
+  const std::string what = absl::StrCat("claiming a cluster timestamp for sub-cluster ",
+                                        Quoted(sub_cluster_id), " from ", wanted_ms, " ms");
+  if (absl::Status s = ValidateSubClusterId(sub_cluster_id); !s.ok()) return In(what, s);
+  if (wanted_ms <= 0) return Invalid(what, "the wanted timestamp must be > 0");
+  v1::ClusterTimestampClaim claim;
+  claim.set_sub_cluster_id(std::string(sub_cluster_id));
+  claim.set_wanted_ms(wanted_ms);
+  {
+    static absl::Mutex mu(absl::kConstInit);
+    static std::mt19937_64* rng = new std::mt19937_64(std::random_device()());
+    absl::MutexLock lock(&mu);
+    claim.set_nonce((*rng)());
+  }
+  for (int64_t i = 0; i < kClusterTimestampClaimTries; ++i) {
+    const int64_t candidate = wanted_ms + i;
+    claim.set_cluster_timestamp_ms(candidate);
+    absl::StatusOr<InsertResult> result = InsertRecord(
+        Table::kClusterTimestamps, {absl::StrCat(candidate), "", SerializeRecord(claim)});
+    if (!result.ok()) return In(what, result.status());
+    if (result->inserted) return candidate;
+  }
+  return In(what,
+            absl::ResourceExhaustedError(absl::StrCat(
+                "every value from ", wanted_ms, " to ", wanted_ms + kClusterTimestampClaimTries - 1,
+                " is claimed already; start the RM with another --cluster-timestamp-ms")));
+}
+
+absl::StatusOr<std::vector<v1::ClusterTimestampClaim>>
+RecordFederationStore::GetClusterTimestampClaims() {
+  absl::StatusOr<std::vector<std::string>> records = ListRecords(Table::kClusterTimestamps, "");
+  if (!records.ok()) return In("listing cluster timestamp claims", records.status());
+  auto claims = ParseSorted<v1::ClusterTimestampClaim>(
+      *records, [](const v1::ClusterTimestampClaim& c) { return c.cluster_timestamp_ms(); },
+      [](const v1::ClusterTimestampClaim&) { return true; });
+  if (!claims.ok()) return In("listing cluster timestamp claims", claims.status());
+  return claims;
+}
+
+// --- Issued application ids ------------------------------------------------------------------
+
+absl::Status RecordFederationStore::AddIssuedApplicationId(const v1::IssuedApplicationId& issued) {
+  const std::string what =
+      absl::StrCat("recording application id ", Quoted(issued.application_id()), " as issued");
+  if (absl::Status s = ValidateRecordId("application_id", issued.application_id()); !s.ok()) {
+    return In(what, s);
+  }
+  if (issued.user().empty()) return Invalid(what, "user is empty");
+  absl::StatusOr<InsertResult> result = InsertRecord(
+      Table::kIssuedApplicationIds, {issued.application_id(), "", SerializeRecord(issued)});
+  if (!result.ok()) return In(what, result.status());
+  if (!result->inserted) {
+    absl::StatusOr<v1::IssuedApplicationId> held = Parse<v1::IssuedApplicationId>(result->record);
+    return absl::AlreadyExistsError(
+        absl::StrCat(what, ": it was issued already",
+                     held.ok() ? absl::StrCat(" (by router ", Quoted(held->router_id()), " at ",
+                                              held->issued_ms(), " ms)")
+                               : std::string()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::IssuedApplicationId> RecordFederationStore::GetIssuedApplicationId(
+    absl::string_view application_id) {
+  const std::string what = absl::StrCat("getting issued application id ", Quoted(application_id));
+  if (absl::Status s = ValidateRecordId("application_id", application_id); !s.ok()) {
+    return In(what, s);
+  }
+  absl::StatusOr<std::optional<std::string>> record =
+      GetRecord(Table::kIssuedApplicationIds, application_id);
+  if (!record.ok()) return In(what, record.status());
+  if (!record->has_value()) {
+    return absl::NotFoundError(absl::StrCat(what, ": it is not recorded as issued"));
+  }
+  absl::StatusOr<v1::IssuedApplicationId> issued = Parse<v1::IssuedApplicationId>(**record);
+  if (!issued.ok()) return In(what, issued.status());
+  return issued;
+}
+
+absl::Status RecordFederationStore::DeleteIssuedApplicationId(absl::string_view application_id) {
+  const std::string what = absl::StrCat("deleting issued application id ", Quoted(application_id));
+  if (absl::Status s = ValidateRecordId("application_id", application_id); !s.ok()) {
+    return In(what, s);
+  }
+  absl::StatusOr<bool> found = DeleteRecord(Table::kIssuedApplicationIds, application_id);
+  if (!found.ok()) return In(what, found.status());
+  if (!*found) return absl::NotFoundError(absl::StrCat(what, ": it is not recorded as issued"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> RecordFederationStore::DeleteIssuedApplicationIdsBefore(int64_t before_ms) {
+  const std::string what =
+      absl::StrCat("deleting application ids issued before ", before_ms, " ms");
+  absl::StatusOr<std::vector<std::string>> records = ListRecords(Table::kIssuedApplicationIds, "");
+  if (!records.ok()) return In(what, records.status());
+  int deleted = 0;
+  for (const std::string& record : *records) {
+    absl::StatusOr<v1::IssuedApplicationId> issued = Parse<v1::IssuedApplicationId>(record);
+    if (!issued.ok()) return In(what, issued.status());
+    if (issued->issued_ms() >= before_ms) continue;
+    // An id is issued once (its RM's cluster timestamp is claimed), so the record read is the
+    // one deleted; one deleted meanwhile (its app got a home) is not counted.
+    absl::StatusOr<bool> found =
+        DeleteRecord(Table::kIssuedApplicationIds, issued->application_id());
+    if (!found.ok()) return In(what, found.status());
+    if (*found) ++deleted;
+  }
+  return deleted;
 }
 
 }  // namespace weft::federation

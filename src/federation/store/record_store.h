@@ -20,10 +20,20 @@
 namespace weft::federation {
 
 // The tables of the store. Each holds records (serialized protos) by a unique key.
-enum class Table { kSubClusters, kApplications, kReservations, kPolicies, kMasterKeys, kTokens };
-inline constexpr Table kAllTables[] = {Table::kSubClusters,  Table::kApplications,
-                                       Table::kReservations, Table::kPolicies,
-                                       Table::kMasterKeys,   Table::kTokens};
+enum class Table {
+  kSubClusters,
+  kApplications,
+  kReservations,
+  kPolicies,
+  kMasterKeys,
+  kTokens,
+  kClusterTimestamps,
+  kIssuedApplicationIds,
+};
+inline constexpr Table kAllTables[] = {Table::kSubClusters,       Table::kApplications,
+                                       Table::kReservations,      Table::kPolicies,
+                                       Table::kMasterKeys,        Table::kTokens,
+                                       Table::kClusterTimestamps, Table::kIssuedApplicationIds};
 
 // How back-ends spell a table.
 struct TableInfo {
@@ -37,7 +47,8 @@ const TableInfo& InfoOf(Table table);
 
 // One record with its indexed columns.
 struct Row {
-  std::string key;     // the record's id; decimal for master key ids and token sequence numbers
+  std::string key;     // the record's id; decimal for master key ids, token sequence numbers and
+                       // cluster timestamps
   std::string home;    // home_sub_cluster_id for applications and reservations; "" otherwise
   std::string record;  // the serialized proto
 };
@@ -88,6 +99,16 @@ class RecordFederationStore : public FederationStateStore {
   absl::Status UpdateToken(const v1::RouterStoredToken& token) final;
   absl::Status RemoveToken(int64_t sequence_number) final;
   absl::StatusOr<v1::RouterStoredToken> GetToken(int64_t sequence_number) final;
+
+  absl::StatusOr<int64_t> ClaimClusterTimestamp(absl::string_view sub_cluster_id,
+                                                int64_t wanted_ms) final;
+  absl::StatusOr<std::vector<v1::ClusterTimestampClaim>> GetClusterTimestampClaims() final;
+
+  absl::Status AddIssuedApplicationId(const v1::IssuedApplicationId& issued) final;
+  absl::StatusOr<v1::IssuedApplicationId> GetIssuedApplicationId(
+      absl::string_view application_id) final;
+  absl::Status DeleteIssuedApplicationId(absl::string_view application_id) final;
+  absl::StatusOr<int> DeleteIssuedApplicationIdsBefore(int64_t before_ms) final;
 
  protected:
   struct InsertResult {

@@ -51,6 +51,18 @@ CREATE TABLE router_tokens (
   record BLOB NOT NULL
 );
 )sql",
+    // 2: one id space for the federation (issue 27): cluster timestamps claimed by RMs, and
+    // application ids issued by routers and not homed yet.
+    R"sql(
+CREATE TABLE cluster_timestamps (
+  cluster_timestamp_ms INTEGER NOT NULL PRIMARY KEY,
+  record BLOB NOT NULL
+);
+CREATE TABLE issued_application_ids (
+  application_id TEXT NOT NULL PRIMARY KEY,
+  record BLOB NOT NULL
+);
+)sql",
 };
 static_assert(std::size(kMigrations) == SqliteFederationStore::kSchemaVersion);
 

@@ -18,7 +18,7 @@
 namespace weft::federation {
 
 // Layout: one table per record kind (sub_clusters, application_homes, reservation_homes,
-// policies, router_master_keys, router_tokens), each with its key column, the home sub-cluster
+// policies, router_master_keys, router_tokens, cluster_timestamps, issued_application_ids), each with its key column, the home sub-cluster
 // where the record has one (indexed), and the record as a serialized proto (BLOB). Schema
 // migrations are recorded in weft_federation_schema (one row per applied version).
 //
@@ -28,7 +28,7 @@ namespace weft::federation {
 class SqliteFederationStore final : public RecordFederationStore {
  public:
   // The schema version this binary creates and understands.
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // Opens the database at `path`, creating it (and missing parent directories) with its schema
   // on first use and applying pending migrations. FailedPrecondition when the file is not an

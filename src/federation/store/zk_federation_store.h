@@ -25,6 +25,9 @@ namespace weft::federation {
 //   <root>/policies/<queue>                SubClusterPolicyConfiguration
 //   <root>/router/keys/<key id>            RouterMasterKey (decimal id)
 //   <root>/router/tokens/<sequence number> RouterStoredToken (decimal)
+//   <root>/cluster-timestamps/<ms>         ClusterTimestampClaim (decimal)
+//   <root>/issued-apps/<application id>    IssuedApplicationId
+// (directories missing from a store made by an older binary are created when it is opened),
 // where every name is escaped by store::zk::EscapeNodeName() (e.g. "sc.1" is "sc%2E1").
 // Add-if-absent is a create; the loser of a race gets NodeExists and reads the winner's record.
 // Read-modify-write (heartbeats, deregistration) sets the node at the version it read, retrying

@@ -97,6 +97,24 @@ class ForwardingStore : public FederationStateStore {
   }
   absl::Status RemoveToken(int64_t n) override { return inner_->RemoveToken(n); }
   absl::StatusOr<v1::RouterStoredToken> GetToken(int64_t n) override { return inner_->GetToken(n); }
+  absl::StatusOr<int64_t> ClaimClusterTimestamp(absl::string_view id, int64_t wanted) override {
+    return inner_->ClaimClusterTimestamp(id, wanted);
+  }
+  absl::StatusOr<std::vector<v1::ClusterTimestampClaim>> GetClusterTimestampClaims() override {
+    return inner_->GetClusterTimestampClaims();
+  }
+  absl::Status AddIssuedApplicationId(const v1::IssuedApplicationId& i) override {
+    return inner_->AddIssuedApplicationId(i);
+  }
+  absl::StatusOr<v1::IssuedApplicationId> GetIssuedApplicationId(absl::string_view id) override {
+    return inner_->GetIssuedApplicationId(id);
+  }
+  absl::Status DeleteIssuedApplicationId(absl::string_view id) override {
+    return inner_->DeleteIssuedApplicationId(id);
+  }
+  absl::StatusOr<int> DeleteIssuedApplicationIdsBefore(int64_t before_ms) override {
+    return inner_->DeleteIssuedApplicationIdsBefore(before_ms);
+  }
 
  protected:
   FederationStateStore* inner_;
