@@ -313,5 +313,31 @@ TEST_F(FederationRmServerTest, RoutersAndTheGpgStayInTheirLanes) {
   EXPECT_NE(StateOf(0, app_a_), v1::APP_KILLED);
 }
 
+TEST_F(FederationRmServerTest, TheGpgResubmitsAMovedAppAtItsNewHomeAsItsRecordHoldsIt) {
+  // sc1 was lost and the GPG moved A's home to sc2 (compare-and-set: generation 2).
+  absl::StatusOr<v1::ApplicationHomeSubCluster> home = store_->GetApplicationHomeSubCluster(app_a_);
+  ASSERT_TRUE(home.ok()) << home.status();
+  v1::ApplicationHomeSubCluster moved = *home;
+  moved.set_home_sub_cluster_id("sc2");
+  ASSERT_TRUE(store_->UpdateApplicationHomeSubCluster(moved).ok());
+  // Not as another user, not with another command, not at a sub-cluster that is not its home.
+  ExpectDenied(Submit(1, gpg_, "bob", home->submission_context()), "gpg/g1", "SubmitApplication",
+               "names user 'alice'");
+  v1::ApplicationSubmissionContext changed = home->submission_context();
+  changed.mutable_am_container_spec()->set_command(0, "id > /tmp/owned-by-gpg");
+  ExpectDenied(Submit(1, gpg_, "alice", changed), "gpg/g1", "SubmitApplication",
+               "not the one its home record holds");
+  ExpectDenied(Submit(0, gpg_, "alice", home->submission_context()), "gpg/g1",
+               "SubmitApplication", "names sub-cluster 'sc2', not this one ('sc1')");
+  EXPECT_FALSE(Exists(1, app_a_));
+  // As recorded, at its new home: submitted, as alice.
+  grpc::Status s = Submit(1, gpg_, "alice", home->submission_context());
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  v1::ApplicationReport report;
+  rms_[1]->RunOnLoop([&](ResourceManager& rm) { report = *rm.GetApplication(app_a_); });
+  EXPECT_EQ(report.user(), "alice");
+  EXPECT_FALSE(report.unmanaged_am());
+}
+
 }  // namespace
 }  // namespace weft::rm
