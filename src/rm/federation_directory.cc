@@ -44,8 +44,8 @@ class StoreFederationDirectory final : public FederationDirectory {
     if (!info.ok()) return info.status();
     absl::StatusOr<std::vector<std::string>> addresses = ParseRmAddresses(info->rm_address());
     if (!addresses.ok())
-      return absl::InvalidArgumentError(absl::StrCat("sub-cluster ", sub_cluster_id, ": ",
-                                                     addresses.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sub-cluster ", sub_cluster_id, ": ", addresses.status().message()));
     grpc::Status last = grpc::Status(grpc::StatusCode::UNAVAILABLE, "no RM address");
     for (const std::string& address : *addresses) {
       auto stub = v1::ClientService::NewStub(ChannelTo(address));
@@ -74,8 +74,7 @@ class StoreFederationDirectory final : public FederationDirectory {
         if (a.attempt() == r.current_attempt()) facts.am_node_id = a.am_node_id();
       return facts;
     }
-    return FromGrpc(last, absl::StrCat("sub-cluster ", sub_cluster_id, " at ",
-                                       info->rm_address()));
+    return FromGrpc(last, absl::StrCat("sub-cluster ", sub_cluster_id, " at ", info->rm_address()));
   }
 
  private:
@@ -99,9 +98,9 @@ class StoreFederationDirectory final : public FederationDirectory {
 
 }  // namespace
 
-std::unique_ptr<FederationDirectory> NewFederationDirectory(
-    federation::FederationStateStore* store, std::optional<security::TlsFiles> tls,
-    int64_t deadline_ms) {
+std::unique_ptr<FederationDirectory> NewFederationDirectory(federation::FederationStateStore* store,
+                                                            std::optional<security::TlsFiles> tls,
+                                                            int64_t deadline_ms) {
   return std::make_unique<StoreFederationDirectory>(store, std::move(tls), deadline_ms);
 }
 

@@ -36,17 +36,28 @@ absl::Status NotAllowed(const security::DaemonIdentity& peer, RmCall call, absl:
 
 absl::string_view RmCallName(RmCall call) {
   switch (call) {
-    case RmCall::kNewApplication: return "ClientService/NewApplication";
-    case RmCall::kSubmitApplication: return "ClientService/SubmitApplication";
-    case RmCall::kGetApplication: return "ClientService/GetApplication";
-    case RmCall::kGetApplicationAttempts: return "ClientService/GetApplicationAttempts";
-    case RmCall::kListApplications: return "ClientService/ListApplications";
-    case RmCall::kKillApplication: return "ClientService/KillApplication";
-    case RmCall::kListNodes: return "ClientService/ListNodes";
-    case RmCall::kGetClusterMetrics: return "ClientService/GetClusterMetrics";
-    case RmCall::kGetQueue: return "ClientService/GetQueue";
-    case RmCall::kAdminService: return "AdminService";
-    case RmCall::kAmService: return "AmService";
+    case RmCall::kNewApplication:
+      return "ClientService/NewApplication";
+    case RmCall::kSubmitApplication:
+      return "ClientService/SubmitApplication";
+    case RmCall::kGetApplication:
+      return "ClientService/GetApplication";
+    case RmCall::kGetApplicationAttempts:
+      return "ClientService/GetApplicationAttempts";
+    case RmCall::kListApplications:
+      return "ClientService/ListApplications";
+    case RmCall::kKillApplication:
+      return "ClientService/KillApplication";
+    case RmCall::kListNodes:
+      return "ClientService/ListNodes";
+    case RmCall::kGetClusterMetrics:
+      return "ClientService/GetClusterMetrics";
+    case RmCall::kGetQueue:
+      return "ClientService/GetQueue";
+    case RmCall::kAdminService:
+      return "AdminService";
+    case RmCall::kAmService:
+      return "AmService";
   }
   return "an unknown call";
 }
@@ -93,8 +104,7 @@ absl::StatusOr<FederationGrant> JudgeAppClaim(const AppClaim& claim,
   auto deny = [&](absl::string_view why) {
     return absl::PermissionDeniedError(
         absl::StrCat("federation daemon ", claim.peer.ToString(), " may not call ",
-                     RmCallName(claim.call), " for application ", app, " as '", user,
-                     "': ", why));
+                     RmCallName(claim.call), " for application ", app, " as '", user, "': ", why));
   };
   FederationGrant grant;
   grant.peer = claim.peer;
@@ -121,10 +131,9 @@ absl::StatusOr<FederationGrant> JudgeAppClaim(const AppClaim& claim,
   if (read.ok()) {
     record = *std::move(read);
   } else if (!absl::IsNotFound(read.status())) {
-    return absl::UnavailableError(absl::StrCat("checking federation daemon ",
-                                               claim.peer.ToString(), "'s claim on ", app,
-                                               ": reading its home record: ",
-                                               read.status().message()));
+    return absl::UnavailableError(
+        absl::StrCat("checking federation daemon ", claim.peer.ToString(), "'s claim on ", app,
+                     ": reading its home record: ", read.status().message()));
   }
   if (record.has_value() && record->user() != user)
     return deny(absl::StrCat("its home record names user '", record->user(), "'"));
@@ -132,9 +141,8 @@ absl::StatusOr<FederationGrant> JudgeAppClaim(const AppClaim& claim,
   if (!nm) {  // the GPG: a resubmission exactly as the home record holds it
     if (!record.has_value()) return deny("the federation store has no home record of it");
     if (record->home_sub_cluster_id() != claim.self_sub_cluster_id)
-      return deny(absl::StrCat("its home record names sub-cluster '",
-                               record->home_sub_cluster_id(), "', not this one ('",
-                               claim.self_sub_cluster_id, "')"));
+      return deny(absl::StrCat("its home record names sub-cluster '", record->home_sub_cluster_id(),
+                               "', not this one ('", claim.self_sub_cluster_id, "')"));
     if (record->generation() < 2)
       return deny(absl::StrCat("its home never moved (generation ", record->generation(),
                                "): the GPG submits only apps it moved from a lost sub-cluster"));
@@ -152,14 +160,16 @@ absl::StatusOr<FederationGrant> JudgeAppClaim(const AppClaim& claim,
     if (!sub->unmanaged_am())
       return deny("an NM submits only the unmanaged AMs of its AM's app (unmanaged_am)");
     const std::string& claimed = sub->federation_home_sub_cluster_id();
-    if (claimed.empty())
-      return deny("the submission names no federation_home_sub_cluster_id");
+    if (claimed.empty()) return deny("the submission names no federation_home_sub_cluster_id");
     if (claimed == claim.self_sub_cluster_id)
-      return deny("it names this sub-cluster as the app's home: unmanaged AMs run in the "
-                  "secondaries");
+      return deny(
+          "it names this sub-cluster as the app's home: unmanaged AMs run in the "
+          "secondaries");
     if (record.has_value() && record->home_sub_cluster_id() != claimed)
-      return deny(absl::StrCat("it names '", claimed, "' as the app's home but its home record "
-                               "names '", record->home_sub_cluster_id(), "'"));
+      return deny(absl::StrCat("it names '", claimed,
+                               "' as the app's home but its home record "
+                               "names '",
+                               record->home_sub_cluster_id(), "'"));
     home = claimed;
   } else if (record.has_value()) {
     home = record->home_sub_cluster_id();
@@ -172,8 +182,9 @@ absl::StatusOr<FederationGrant> JudgeAppClaim(const AppClaim& claim,
   grant.home_sub_cluster_id = home;
   if (home == claim.self_sub_cluster_id) {
     if (claim.call != RmCall::kGetApplication)
-      return deny("this sub-cluster is the app's home: an NM acts only for its unmanaged AMs in "
-                  "other sub-clusters (the AM itself uses AmService)");
+      return deny(
+          "this sub-cluster is the app's home: an NM acts only for its unmanaged AMs in "
+          "other sub-clusters (the AM itself uses AmService)");
     grant.scope = FederationGrant::Scope::kHomeRead;
     return grant;
   }
@@ -182,15 +193,14 @@ absl::StatusOr<FederationGrant> JudgeAppClaim(const AppClaim& claim,
     return deny(absl::StrCat("its home sub-cluster '", home, "' does not know it (",
                              facts.status().message(), ")"));
   if (!facts.ok())
-    return absl::UnavailableError(absl::StrCat("checking federation daemon ",
-                                               claim.peer.ToString(), "'s claim on ", app,
-                                               ": asking its home sub-cluster '", home, "': ",
-                                               facts.status().message()));
+    return absl::UnavailableError(
+        absl::StrCat("checking federation daemon ", claim.peer.ToString(), "'s claim on ", app,
+                     ": asking its home sub-cluster '", home, "': ", facts.status().message()));
   if (facts->unmanaged_am)
     return deny(absl::StrCat("sub-cluster '", home, "' runs it as an unmanaged AM: not its home"));
   if (facts->user != user)
-    return deny(absl::StrCat("its home sub-cluster '", home, "' says it is user '", facts->user,
-                             "''s"));
+    return deny(
+        absl::StrCat("its home sub-cluster '", home, "' says it is user '", facts->user, "''s"));
   if (facts->am_node_id != claim.peer.name)
     return deny(facts->am_node_id.empty()
                     ? absl::StrCat("its current attempt at '", home, "' has no AM node yet")
@@ -205,10 +215,9 @@ absl::StatusOr<FederationGrant> JudgeAppClaim(const AppClaim& claim,
 absl::Status CheckGrantOnLoop(const FederationGrant& grant, const ResourceManager& rm) {
   if (grant.scope == FederationGrant::Scope::kAsUser) return absl::OkStatus();
   auto deny = [&](absl::string_view why) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("federation daemon ", grant.peer.ToString(), " may not call ",
-                     RmCallName(grant.call), " for application ", grant.app_id, " as '",
-                     grant.user, "': ", why));
+    return absl::PermissionDeniedError(absl::StrCat(
+        "federation daemon ", grant.peer.ToString(), " may not call ", RmCallName(grant.call),
+        " for application ", grant.app_id, " as '", grant.user, "': ", why));
   };
   absl::StatusOr<v1::ApplicationReport> report = rm.GetApplication(grant.app_id);
   if (grant.scope == FederationGrant::Scope::kUam) {
@@ -237,9 +246,9 @@ absl::Status CheckGrantOnLoop(const FederationGrant& grant, const ResourceManage
   for (const v1::ApplicationAttemptReport& a : attempts->attempts())
     if (a.attempt() == report->current_attempt()) am_node = a.am_node_id();
   if (am_node != grant.peer.name)
-    return deny(am_node.empty() ? std::string("its current attempt has no AM node yet")
-                                : absl::StrCat("its current AM runs on node '", am_node,
-                                               "', not on this NM"));
+    return deny(am_node.empty()
+                    ? std::string("its current attempt has no AM node yet")
+                    : absl::StrCat("its current AM runs on node '", am_node, "', not on this NM"));
   return absl::OkStatus();
 }
 

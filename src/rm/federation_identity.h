@@ -63,10 +63,10 @@ absl::string_view RmCallName(RmCall call);
 
 // What a peer's certificate lets it do with a call (step 1, before any state is read).
 enum class PeerAccess {
-  kActsForUser,  // authenticate as the user it names (weft-user), then as for that user
-  kAppCheck,     // as the user it names, once JudgeAppClaim allows it for the call's app
+  kActsForUser,       // authenticate as the user it names (weft-user), then as for that user
+  kAppCheck,          // as the user it names, once JudgeAppClaim allows it for the call's app
   kFederationReader,  // an RM: read the app without acting for anyone (full report, no token)
-  kPlainClient,  // the certificate gives nothing: authenticate as any client (MUNGE, secret)
+  kPlainClient,       // the certificate gives nothing: authenticate as any client (MUNGE, secret)
 };
 // PermissionDenied "federation daemon nm/h:p may not call AdminService: ..." when the role
 // may not make the call at all. Callers only ask for routers, NMs, the GPG and RMs.
@@ -98,16 +98,16 @@ class FederationDirectory {
 // RM (its membership record's rm_address list, following HA as the GPG does) asked over
 // ClientService GetApplication and GetApplicationAttempts, presenting `tls` (this RM's own
 // certificate; nullopt = plaintext, for in-process tests). `deadline_ms` bounds each RPC.
-std::unique_ptr<FederationDirectory> NewFederationDirectory(
-    federation::FederationStateStore* store, std::optional<security::TlsFiles> tls,
-    int64_t deadline_ms = 3000);
+std::unique_ptr<FederationDirectory> NewFederationDirectory(federation::FederationStateStore* store,
+                                                            std::optional<security::TlsFiles> tls,
+                                                            int64_t deadline_ms = 3000);
 
 // One claim by an NM or the GPG, acting for `user`, about `app_id` (step 2).
 struct AppClaim {
   security::DaemonIdentity peer;
   RmCall call = RmCall::kGetApplication;
   std::string app_id;
-  Caller caller;  // as AuthenticateClient made it for the peer
+  Caller caller;              // as AuthenticateClient made it for the peer
   bool root_allowed = false;  // ClientAuthOptions::federation_root_apps
   // SubmitApplication only: what it submits.
   const v1::ApplicationSubmissionContext* submission = nullptr;

@@ -16,10 +16,10 @@
 namespace weft::rm {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::HasSubstr;
 using security::DaemonIdentity;
 using security::DaemonRole;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
 
 const DaemonIdentity kRouter{DaemonRole::kRouter, "r1"};
 const DaemonIdentity kGpg{DaemonRole::kGpg, "g1"};
@@ -133,7 +133,8 @@ TEST(CheckPeerCallTest, EachRoleGetsOnlyWhatItNeeds) {
   // An NM: its AMRMProxy's AmService calls (token), node lists, and claims about one app.
   EXPECT_EQ(*CheckPeerCall(kNm1, RmCall::kAmService), PeerAccess::kPlainClient);
   EXPECT_EQ(*CheckPeerCall(kNm1, RmCall::kListNodes), PeerAccess::kActsForUser);
-  for (RmCall call : {RmCall::kSubmitApplication, RmCall::kGetApplication, RmCall::kKillApplication})
+  for (RmCall call :
+       {RmCall::kSubmitApplication, RmCall::kGetApplication, RmCall::kKillApplication})
     EXPECT_EQ(*CheckPeerCall(kNm1, call), PeerAccess::kAppCheck) << RmCallName(call);
   for (RmCall call : {RmCall::kNewApplication, RmCall::kListApplications,
                       RmCall::kGetApplicationAttempts, RmCall::kGetQueue, RmCall::kAdminService}) {
@@ -160,7 +161,8 @@ class JudgeAppClaimTest : public ::testing::Test {
 
 TEST_F(JudgeAppClaimTest, TheNmOfAnAppsAmRunsItsUnmanagedAmInASecondary) {
   const v1::ApplicationSubmissionContext uam = Uam("A", "sc1");
-  for (RmCall call : {RmCall::kSubmitApplication, RmCall::kGetApplication, RmCall::kKillApplication}) {
+  for (RmCall call :
+       {RmCall::kSubmitApplication, RmCall::kGetApplication, RmCall::kKillApplication}) {
     absl::StatusOr<FederationGrant> g =
         JudgeAppClaim(Claim(kNm1, call, "A", "alice", "sc2", &uam), dir_);
     ASSERT_TRUE(g.ok()) << RmCallName(call) << ": " << g.status();
@@ -188,7 +190,8 @@ TEST_F(JudgeAppClaimTest, AnNmActsForNoAppWhoseAmRunsElsewhere) {
   // bob's B, homed in sc2 and its AM on sc2's node: sc1's NM may not run, read or kill its UAM
   // in sc3, even claiming the right home and user.
   const v1::ApplicationSubmissionContext uam = Uam("B", "sc2");
-  for (RmCall call : {RmCall::kSubmitApplication, RmCall::kGetApplication, RmCall::kKillApplication}) {
+  for (RmCall call :
+       {RmCall::kSubmitApplication, RmCall::kGetApplication, RmCall::kKillApplication}) {
     ExpectDenied(JudgeAppClaim(Claim(kNm1, call, "B", "bob", "sc3", &uam), dir_).status(),
                  "nm/n1.sc1:8041", RmCallName(call),
                  "its current AM runs on node 'n1.sc2:8041' of 'sc2', not on this NM");
@@ -201,10 +204,10 @@ TEST_F(JudgeAppClaimTest, AnNmActsForNoAppWhoseAmRunsElsewhere) {
                "names 'sc1' as the app's home but its home record names 'sc2'");
   // An app its claimed home does not know.
   const v1::ApplicationSubmissionContext ghost = Uam("C", "sc1");
-  ExpectDenied(JudgeAppClaim(Claim(kNm1, RmCall::kSubmitApplication, "C", "alice", "sc2", &ghost),
-                             dir_)
-                   .status(),
-               "nm/n1.sc1:8041", "SubmitApplication", "its home sub-cluster 'sc1' does not know it");
+  ExpectDenied(
+      JudgeAppClaim(Claim(kNm1, RmCall::kSubmitApplication, "C", "alice", "sc2", &ghost), dir_)
+          .status(),
+      "nm/n1.sc1:8041", "SubmitApplication", "its home sub-cluster 'sc1' does not know it");
   // An attempt with no AM node yet, an app that ended (no new UAM), an unmanaged "home".
   dir_.Runs("sc1", "A", "alice", "");
   const v1::ApplicationSubmissionContext a = Uam("A", "sc1");
@@ -216,9 +219,9 @@ TEST_F(JudgeAppClaimTest, AnNmActsForNoAppWhoseAmRunsElsewhere) {
                    .status(),
                "nm/n1.sc1:8041", "SubmitApplication", "it has ended");
   dir_.facts[{"sc1", "A"}] = HomeAppFacts{"alice", true, false, kNm1.name};
-  ExpectDenied(JudgeAppClaim(Claim(kNm1, RmCall::kGetApplication, "A", "alice", "sc2"), dir_)
-                   .status(),
-               "nm/n1.sc1:8041", "GetApplication", "runs it as an unmanaged AM");
+  ExpectDenied(
+      JudgeAppClaim(Claim(kNm1, RmCall::kGetApplication, "A", "alice", "sc2"), dir_).status(),
+      "nm/n1.sc1:8041", "GetApplication", "runs it as an unmanaged AM");
 }
 
 TEST_F(JudgeAppClaimTest, AnNmSubmitsOnlyUnmanagedAmsOfItsAppUnderItsId) {
@@ -248,22 +251,22 @@ TEST_F(JudgeAppClaimTest, OnItsOwnSubClustersRmAnNmOnlyReadsItsAmsApp) {
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ(read->scope, FederationGrant::Scope::kHomeRead);
   EXPECT_TRUE(dir_.asked.empty());
-  ExpectDenied(JudgeAppClaim(Claim(kNm1, RmCall::kKillApplication, "A", "alice", "sc1"), dir_)
-                   .status(),
-               "nm/n1.sc1:8041", "KillApplication", "this sub-cluster is the app's home");
+  ExpectDenied(
+      JudgeAppClaim(Claim(kNm1, RmCall::kKillApplication, "A", "alice", "sc1"), dir_).status(),
+      "nm/n1.sc1:8041", "KillApplication", "this sub-cluster is the app's home");
   const v1::ApplicationSubmissionContext self = Uam("A", "sc1");
   ExpectDenied(
       JudgeAppClaim(Claim(kNm1, RmCall::kSubmitApplication, "A", "alice", "sc1", &self), dir_)
           .status(),
       "nm/n1.sc1:8041", "SubmitApplication", "names this sub-cluster as the app's home");
   // Acting for another user on its own RM: the record's user decides first.
-  ExpectDenied(JudgeAppClaim(Claim(kNm1, RmCall::kKillApplication, "A", "bob", "sc1"), dir_)
-                   .status(),
-               "nm/n1.sc1:8041", "KillApplication", "names user 'alice'");
+  ExpectDenied(
+      JudgeAppClaim(Claim(kNm1, RmCall::kKillApplication, "A", "bob", "sc1"), dir_).status(),
+      "nm/n1.sc1:8041", "KillApplication", "names user 'alice'");
   // Without a record or a UAM here, a kill is refused; a read is the home read.
-  ExpectDenied(JudgeAppClaim(Claim(kNm1, RmCall::kKillApplication, "X", "bob", "sc1"), dir_)
-                   .status(),
-               "nm/n1.sc1:8041", "KillApplication", "this sub-cluster is the app's home");
+  ExpectDenied(
+      JudgeAppClaim(Claim(kNm1, RmCall::kKillApplication, "X", "bob", "sc1"), dir_).status(),
+      "nm/n1.sc1:8041", "KillApplication", "this sub-cluster is the app's home");
 }
 
 TEST_F(JudgeAppClaimTest, AUamWithoutAHomeRecordIsJudgedByTheHomeItNamed) {
@@ -376,23 +379,20 @@ TEST(CheckGrantOnLoopTest, TheRmsOwnStateHasTheLastWord) {
   };
   using Scope = FederationGrant::Scope;
   // The home read: the NM that runs the AM, for the app's owner.
-  EXPECT_TRUE(CheckGrantOnLoop(grant(Scope::kHomeRead, RmCall::kGetApplication, managed, "alice",
-                                     kNm1),
-                               h.rm())
+  EXPECT_TRUE(CheckGrantOnLoop(
+                  grant(Scope::kHomeRead, RmCall::kGetApplication, managed, "alice", kNm1), h.rm())
                   .ok());
-  ExpectDenied(CheckGrantOnLoop(grant(Scope::kHomeRead, RmCall::kGetApplication, managed, "alice",
-                                      kNm2),
-                                h.rm()),
-               "nm/n1.sc2:8041", "GetApplication",
-               "its current AM runs on node 'n1.sc1:8041', not on this NM");
-  ExpectDenied(CheckGrantOnLoop(grant(Scope::kHomeRead, RmCall::kGetApplication, managed, "bob",
-                                      kNm1),
-                                h.rm()),
+  ExpectDenied(
+      CheckGrantOnLoop(grant(Scope::kHomeRead, RmCall::kGetApplication, managed, "alice", kNm2),
+                       h.rm()),
+      "nm/n1.sc2:8041", "GetApplication",
+      "its current AM runs on node 'n1.sc1:8041', not on this NM");
+  ExpectDenied(CheckGrantOnLoop(
+                   grant(Scope::kHomeRead, RmCall::kGetApplication, managed, "bob", kNm1), h.rm()),
                "nm/n1.sc1:8041", "GetApplication", "it is user 'alice''s");
   // A UAM grant never reaches a managed app of the same id (an NM killing a managed app).
-  ExpectDenied(CheckGrantOnLoop(grant(Scope::kUam, RmCall::kKillApplication, managed, "alice",
-                                      kNm1),
-                                h.rm()),
+  ExpectDenied(CheckGrantOnLoop(
+                   grant(Scope::kUam, RmCall::kKillApplication, managed, "alice", kNm1), h.rm()),
                "nm/n1.sc1:8041", "KillApplication", "it is a managed app here");
   // The unmanaged AM of its user: yes; another user's: no; a new one: yes; unknown: NotFound.
   auto id = h.rm().NewApplication();
@@ -400,23 +400,23 @@ TEST(CheckGrantOnLoopTest, TheRmsOwnStateHasTheLastWord) {
   Caller alice;
   alice.user = alice.real_user = "alice";
   ASSERT_TRUE(h.rm().SubmitApplication(uam, alice).ok());
-  EXPECT_TRUE(CheckGrantOnLoop(grant(Scope::kUam, RmCall::kKillApplication, id->application_id(),
-                                     "alice", kNm1),
-                               h.rm())
-                  .ok());
-  ExpectDenied(CheckGrantOnLoop(grant(Scope::kUam, RmCall::kKillApplication,
-                                      id->application_id(), "bob", kNm1),
-                                h.rm()),
-               "nm/n1.sc1:8041", "KillApplication", "is user 'alice''s");
-  EXPECT_TRUE(CheckGrantOnLoop(grant(Scope::kUam, RmCall::kSubmitApplication, "application_1_9",
-                                     "alice", kNm1),
-                               h.rm())
-                  .ok());
-  EXPECT_EQ(CheckGrantOnLoop(grant(Scope::kUam, RmCall::kGetApplication, "application_1_9",
-                                   "alice", kNm1),
-                             h.rm())
-                .code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_TRUE(
+      CheckGrantOnLoop(
+          grant(Scope::kUam, RmCall::kKillApplication, id->application_id(), "alice", kNm1), h.rm())
+          .ok());
+  ExpectDenied(
+      CheckGrantOnLoop(
+          grant(Scope::kUam, RmCall::kKillApplication, id->application_id(), "bob", kNm1), h.rm()),
+      "nm/n1.sc1:8041", "KillApplication", "is user 'alice''s");
+  EXPECT_TRUE(
+      CheckGrantOnLoop(
+          grant(Scope::kUam, RmCall::kSubmitApplication, "application_1_9", "alice", kNm1), h.rm())
+          .ok());
+  EXPECT_EQ(
+      CheckGrantOnLoop(
+          grant(Scope::kUam, RmCall::kGetApplication, "application_1_9", "alice", kNm1), h.rm())
+          .code(),
+      absl::StatusCode::kNotFound);
 }
 
 }  // namespace

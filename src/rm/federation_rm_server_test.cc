@@ -27,8 +27,8 @@
 namespace weft::rm {
 namespace {
 
-using ::testing::HasSubstr;
 using security::DaemonRole;
+using ::testing::HasSubstr;
 
 constexpr char kNode1[] = "127.0.0.1:7001";  // sc1's node: A's AM runs there
 constexpr char kNode2[] = "127.0.0.1:7002";  // sc2's node: B's AM runs there
@@ -246,8 +246,8 @@ TEST_F(FederationRmServerTest, AnNmCertificateOnAnotherSubClustersRmIsNotEveryUs
                "this sub-cluster is the app's home");
   EXPECT_NE(StateOf(1, app_b_), v1::APP_KILLED);
   // ... or submits a UAM of alice's app as bob (a container as another user).
-  ExpectDenied(Submit(1, nm1_, "bob", Uam(app_a_, "sc1")), "nm/127.0.0.1:7001",
-               "SubmitApplication", "its home record names user 'alice'");
+  ExpectDenied(Submit(1, nm1_, "bob", Uam(app_a_, "sc1")), "nm/127.0.0.1:7001", "SubmitApplication",
+               "its home record names user 'alice'");
   // ... or a managed app of its own choosing, as anyone.
   v1::ApplicationSubmissionContext managed = Managed(app_a_);
   ExpectDenied(Submit(1, nm1_, "alice", managed), "nm/127.0.0.1:7001", "SubmitApplication",
@@ -257,10 +257,10 @@ TEST_F(FederationRmServerTest, AnNmCertificateOnAnotherSubClustersRmIsNotEveryUs
                "SubmitApplication", "its current AM runs on node '127.0.0.1:7001' of 'sc1'");
   // An app homed elsewhere than where the NM claims, and whose AM is not on it: bob's B in
   // sc1 through sc1's NM.
-  ExpectDenied(Submit(0, nm1_, "bob", Uam(app_b_, "sc2")), "nm/127.0.0.1:7001",
-               "SubmitApplication", "its current AM runs on node '127.0.0.1:7002' of 'sc2'");
-  ExpectDenied(Submit(0, nm1_, "bob", Uam(app_b_, "sc3")), "nm/127.0.0.1:7001",
-               "SubmitApplication", "its home record names 'sc2'");
+  ExpectDenied(Submit(0, nm1_, "bob", Uam(app_b_, "sc2")), "nm/127.0.0.1:7001", "SubmitApplication",
+               "its current AM runs on node '127.0.0.1:7002' of 'sc2'");
+  ExpectDenied(Submit(0, nm1_, "bob", Uam(app_b_, "sc3")), "nm/127.0.0.1:7001", "SubmitApplication",
+               "its home record names 'sc2'");
   // Reading bob's app at sc2 as bob: not its AM's NM.
   ExpectDenied(Get(1, nm1_, "bob", app_b_), "nm/127.0.0.1:7001", "GetApplication",
                "its current AM runs on node '127.0.0.1:7002', not on this NM");
@@ -278,8 +278,8 @@ TEST_F(FederationRmServerTest, OnItsOwnRmAnNmGetsNothingButItsAmsReport) {
   grpc::ClientContext c1;
   ActFor(&c1, "alice");
   v1::NewApplicationResponse id;
-  ExpectDenied(Client(0, nm1_)->NewApplication(&c1, {}, &id), "nm/127.0.0.1:7001",
-               "NewApplication", "acts only for the app whose AM it runs");
+  ExpectDenied(Client(0, nm1_)->NewApplication(&c1, {}, &id), "nm/127.0.0.1:7001", "NewApplication",
+               "acts only for the app whose AM it runs");
   grpc::ClientContext c2;
   ActFor(&c2, "alice");
   v1::ListApplicationsResponse list;
@@ -327,8 +327,8 @@ TEST_F(FederationRmServerTest, TheGpgResubmitsAMovedAppAtItsNewHomeAsItsRecordHo
   changed.mutable_am_container_spec()->set_command(0, "id > /tmp/owned-by-gpg");
   ExpectDenied(Submit(1, gpg_, "alice", changed), "gpg/g1", "SubmitApplication",
                "not the one its home record holds");
-  ExpectDenied(Submit(0, gpg_, "alice", home->submission_context()), "gpg/g1",
-               "SubmitApplication", "names sub-cluster 'sc2', not this one ('sc1')");
+  ExpectDenied(Submit(0, gpg_, "alice", home->submission_context()), "gpg/g1", "SubmitApplication",
+               "names sub-cluster 'sc2', not this one ('sc1')");
   EXPECT_FALSE(Exists(1, app_a_));
   // As recorded, at its new home: submitted, as alice.
   grpc::Status s = Submit(1, gpg_, "alice", home->submission_context());
