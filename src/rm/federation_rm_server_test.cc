@@ -223,6 +223,12 @@ TEST_F(FederationRmServerTest, TheNmOfAnAppsAmRunsItsUnmanagedAmInAnotherSubClus
   EXPECT_TRUE(uam.unmanaged_am());
   EXPECT_EQ(uam.user(), "alice");
   EXPECT_FALSE(uam.amrm_token().identifier().empty());
+  // The GPG reads it too, for alice, but never gets the token.
+  v1::ApplicationReport read_by_gpg;
+  s = Get(1, gpg_, "alice", app_a_, &read_by_gpg);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_TRUE(read_by_gpg.unmanaged_am());
+  EXPECT_TRUE(read_by_gpg.amrm_token().identifier().empty());
   // At A's home, the NM running its AM reads A (the AMRMProxy reads its name and its end).
   s = Get(0, nm1_, "alice", app_a_);
   EXPECT_TRUE(s.ok()) << s.error_message();

@@ -237,9 +237,18 @@ class RmServer::Services {
       return OnLoop(s, method, ctx, resp, std::move(as_reader));
     }
     if (a->access != PeerAccess::kAppCheck) {
+      // The GPG reads for users but never gets an unmanaged AM's token (only the AMRMProxy,
+      // through its claim, and routers, for the users they authenticated, do).
+      const bool strip_token =
+          a->peer.has_value() && a->peer->role == security::DaemonRole::kGpg;
       return OnLoop(s, method, ctx, resp,
-                    [fn = std::move(fn), c = std::move(a->caller)](ResourceManager& rm) mutable {
-                      return fn(rm, c);
+                    [fn = std::move(fn), c = std::move(a->caller),
+                     strip_token](ResourceManager& rm) mutable {
+                      auto r = fn(rm, c);
+                      if constexpr (std::is_same_v<Resp, v1::GetApplicationResponse>) {
+                        if (strip_token && r.ok()) r->mutable_report()->clear_amrm_token();
+                      }
+                      return r;
                     });
     }
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
