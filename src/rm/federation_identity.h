@@ -5,7 +5,8 @@
 // their mutual-TLS certificates. Each role gets only what it needs:
 //   router/<id>  acts for the user it names on ClientService (it authenticated the user by
 //                MUNGE, as an RM would); nothing on AmService or AdminService.
-//   gpg/<id>     reads (apps, attempts, nodes, queues, metrics) as the user it names; submits
+//   gpg/<id>     reads (apps, attempts, nodes, queues, metrics) as the user it names, never
+//                getting an unmanaged AM's token; submits
 //                only the resubmission of a moved app: the context, user and home the
 //                federation store's home record holds, to the home the record names now, and
 //                only once the home moved (generation >= 2). Nothing else.
