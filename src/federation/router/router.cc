@@ -99,7 +99,6 @@ absl::Status ValidateRouterOptions(const RouterOptions& o) {
   if (o.issued_id_ttl_ms <= 0)
     return absl::InvalidArgumentError(
         absl::StrCat("issued id TTL ", o.issued_id_ttl_ms, " ms must be > 0"));
-  if (o.max_issued_ids == 0) return absl::InvalidArgumentError("max issued ids must be > 0");
   return absl::OkStatus();
 }
 
@@ -368,18 +367,12 @@ absl::StatusOr<v1::NewApplicationResponse> Router::NewApplication(const std::str
         break;
       }
       const std::string& id = r->application_id();
-      absl::StatusOr<std::string> home = HomeOf(id, /*fresh=*/true);
-      if (!home.ok() && !absl::IsNotFound(home.status())) return home.status();
-      if (home.ok() || !RecordIssued(id, user)) {
-        last = absl::AlreadyExistsError(
-            absl::StrCat("sub-cluster '", sc.sub_cluster_id(), "' handed out application id ", id,
-                         ", which the federation has issued already",
-                         home.ok() ? absl::StrCat(" (homed in '", *home, "')") : std::string()));
-        log::Warn("router_application_id_taken",
-                  {{"app", id}, {"sub_cluster", sc.sub_cluster_id()}, {"error", last}});
-        continue;
-      }
-      return r;
+      absl::Status issued = RecordIssued(id, user, sc.sub_cluster_id());
+      if (issued.ok()) return r;
+      if (!absl::IsAlreadyExists(issued)) return issued;  // the store failed: nothing issued
+      last = issued;
+      log::Warn("router_application_id_taken",
+                {{"app", id}, {"sub_cluster", sc.sub_cluster_id()}, {"error", last}});
     }
     if (IsCallersFault(last.code())) break;
   }
@@ -415,8 +408,14 @@ absl::Status Router::PlaceAndSubmit(const v1::ApplicationSubmissionContext& cont
   if (!policy.ok())
     return absl::FailedPreconditionError(
         absl::StrCat("queue '", queue, "': ", policy.status().message()));
-  bool first = true;      // no mapping written yet
+  bool first = true;       // no mapping written yet
+  bool adopted = false;    // the mapping is a concurrent identical submission's
   int64_t generation = 0;  // of the mapping as this submission last wrote or read it
+  uint64_t nonce = 0;      // this submission's, in the mapping it writes
+  {
+    absl::MutexLock l(&mu_);
+    nonce = rng_();
+  }
   absl::Status last;
   for (int attempt = 0; attempt < options_.submit_retries; ++attempt) {
     absl::StatusOr<MembershipView> all = Members(attempt > 0);
@@ -461,6 +460,7 @@ absl::Status Router::PlaceAndSubmit(const v1::ApplicationSubmissionContext& cont
     // submission from a different one (no credentials: the RM drops AM tokens from a
     // submission anyway).
     *home.mutable_submission_context() = WithoutTokens(context);
+    home.set_submission_nonce(nonce);
     if (first) {
       absl::StatusOr<std::string> stored = store_->AddApplicationHomeSubCluster(home);
       if (!stored.ok())
@@ -482,12 +482,21 @@ absl::Status Router::PlaceAndSubmit(const v1::ApplicationSubmissionContext& cont
                                                      *stored,
                                                      "'); ask NewApplication for a new id"));
       }
-      if (*stored != *chosen)
+      if (winner->submission_nonce() != home.submission_nonce()) {
+        // The same submission, by the same user, through another router: it goes to that one's
+        // home, where the RM may have it already.
+        adopted = true;
         log::Info("router_home_race_lost",
                   {{"app", app_id}, {"chosen", *chosen}, {"stored", *stored}});
+      }
       chosen = *stored;
       generation = winner->generation();
       first = false;
+      // The home guards the id from now on: its issued record goes (a concurrent identical
+      // submission may have deleted it first).
+      if (absl::Status s = store_->DeleteIssuedApplicationId(app_id);
+          !s.ok() && !absl::IsNotFound(s))
+        log::Warn("router_issued_id_not_deleted", {{"app", app_id}, {"error", s}});
     } else {
       // Moved only from the generation this submission holds (compare-and-set): if another
       // writer (the GPG, another router retrying the same submission) moved it meanwhile, that
@@ -500,7 +509,8 @@ absl::Status Router::PlaceAndSubmit(const v1::ApplicationSubmissionContext& cont
     }
     CacheHome(app_id, *chosen);
     absl::StatusOr<v1::SubClusterInfo> sc = MemberNamed(*chosen);
-    absl::Status s = sc.ok() ? ForwardSubmission(*sc, context, user, /*retry=*/false) : sc.status();
+    absl::Status s =
+        sc.ok() ? ForwardSubmission(*sc, context, user, /*retry=*/adopted) : sc.status();
     CountSubmission(*chosen, s.code());
     if (s.ok()) {
       log::Info("app_submitted_via_router", {{"app", app_id},
@@ -512,6 +522,11 @@ absl::Status Router::PlaceAndSubmit(const v1::ApplicationSubmissionContext& cont
     }
     log::Warn("router_submit_failed",
               {{"app", app_id}, {"sub_cluster", *chosen}, {"attempt", attempt + 1}, {"error", s}});
+    // The router whose mapping this is places the app elsewhere if it must; a retry of this
+    // submission finds the home it chose.
+    if (adopted)
+      return absl::Status(s.code(), absl::StrCat("sub-cluster '", *chosen, "' did not take ",
+                                                 app_id, ": ", s.message()));
     if (!RmDidNotAnswer(s.code())) {
       // The RM refused this id or this submission: it is not offered to another sub-cluster,
       // and no mapping is left to an app that does not exist.
@@ -533,79 +548,105 @@ absl::Status Router::SubmitApplication(const v1::ApplicationSubmissionContext& c
   const std::string& app_id = context.application_id();
   if (app_id.empty())
     return absl::InvalidArgumentError("the submission has no application id (NewApplication)");
-  absl::StatusOr<v1::ApplicationHomeSubCluster> existing =
-      store_->GetApplicationHomeSubCluster(app_id);
-  if (existing.ok()) {
-    // A retried submission goes to its home again; a different one under the same id is an
-    // error, never a success.
-    v1::ApplicationHomeSubCluster mine;
-    mine.set_user(user);
-    *mine.mutable_submission_context() = WithoutTokens(context);
-    if (!SameSubmission(*existing, mine)) {
-      CountSubmission("", absl::StatusCode::kAlreadyExists);
-      return absl::AlreadyExistsError(absl::StrCat(
-          "application ", app_id, " was already submitted (home '", existing->home_sub_cluster_id(),
-          "') and this is a different submission; ask NewApplication for a new id"));
-    }
-    CacheHome(app_id, existing->home_sub_cluster_id());
-    absl::StatusOr<v1::SubClusterInfo> sc = MemberNamed(existing->home_sub_cluster_id());
-    if (!sc.ok()) return sc.status();
-    absl::Status s = ForwardSubmission(*sc, context, user, /*retry=*/true);
-    if (s.ok()) ForgetIssued(app_id);
-    return s;
+  absl::Status refused;
+  // Twice at most: an issued record is deleted when the app's home is written, so a concurrent
+  // identical submission may home the id between this one's two reads.
+  for (int round = 0; round < 2; ++round) {
+    absl::StatusOr<v1::ApplicationHomeSubCluster> existing =
+        store_->GetApplicationHomeSubCluster(app_id);
+    if (existing.ok()) return SubmitAgain(*existing, context, user);
+    if (!absl::IsNotFound(existing.status()))
+      return absl::Status(existing.status().code(),
+                          absl::StrCat("reading the home of ", app_id, " from ", store_->Describe(),
+                                       ": ", existing.status().message()));
+    refused = CheckIssued(app_id, user);
+    if (refused.ok()) return PlaceAndSubmit(context, user, {});
+    if (!absl::IsInvalidArgument(refused)) break;
   }
-  if (!absl::IsNotFound(existing.status()))
-    return absl::Status(existing.status().code(),
-                        absl::StrCat("reading the home of ", app_id, " from ", store_->Describe(),
-                                     ": ", existing.status().message()));
-  if (absl::Status s = CheckIssued(app_id, user); !s.ok()) {
-    log::Warn("router_submission_refused", {{"app", app_id}, {"user", user}, {"error", s}});
-    CountSubmission("", s.code());
-    return s;
-  }
-  absl::Status s = PlaceAndSubmit(context, user, {});
-  if (s.ok()) ForgetIssued(app_id);
-  return s;
+  log::Warn("router_submission_refused", {{"app", app_id}, {"user", user}, {"error", refused}});
+  CountSubmission("", refused.code());
+  return refused;
 }
 
-bool Router::RecordIssued(const std::string& app_id, const std::string& user) {
-  const int64_t now = NowMs();
-  absl::MutexLock l(&mu_);
-  // The oldest issues go first: expired ones, and beyond max_issued_ids.
-  while (!issued_order_.empty()) {
-    auto it = issued_.find(issued_order_.front());
-    const bool gone = it == issued_.end();
-    if (!gone && issued_order_.size() < options_.max_issued_ids &&
-        now - it->second.issued_ms <= options_.issued_id_ttl_ms)
-      break;
-    if (!gone) issued_.erase(it);
-    issued_order_.pop_front();
+absl::Status Router::SubmitAgain(const v1::ApplicationHomeSubCluster& existing,
+                                 const v1::ApplicationSubmissionContext& context,
+                                 const std::string& user) {
+  const std::string& app_id = context.application_id();
+  // A retried submission goes to its home again; a different one under the same id is an
+  // error, never a success.
+  v1::ApplicationHomeSubCluster mine;
+  mine.set_user(user);
+  *mine.mutable_submission_context() = WithoutTokens(context);
+  if (!SameSubmission(existing, mine)) {
+    CountSubmission("", absl::StatusCode::kAlreadyExists);
+    return absl::AlreadyExistsError(absl::StrCat(
+        "application ", app_id, " was already submitted (home '", existing.home_sub_cluster_id(),
+        "') and this is a different submission; ask NewApplication for a new id"));
   }
-  if (!issued_.emplace(app_id, IssuedId{user, now}).second) return false;
-  issued_order_.push_back(app_id);
-  return true;
+  CacheHome(app_id, existing.home_sub_cluster_id());
+  absl::StatusOr<v1::SubClusterInfo> sc = MemberNamed(existing.home_sub_cluster_id());
+  if (!sc.ok()) return sc.status();
+  return ForwardSubmission(*sc, context, user, /*retry=*/true);
+}
+
+absl::Status Router::RecordIssued(const std::string& app_id, const std::string& user,
+                                  const std::string& sub_cluster_id) {
+  v1::IssuedApplicationId issued;
+  issued.set_application_id(app_id);
+  issued.set_user(user);
+  issued.set_issued_ms(NowMs());
+  issued.set_router_id(options_.router_id);
+  issued.set_sub_cluster_id(sub_cluster_id);
+  absl::Status s = store_->AddIssuedApplicationId(issued);
+  if (absl::IsAlreadyExists(s))
+    return absl::AlreadyExistsError(
+        absl::StrCat("sub-cluster '", sub_cluster_id, "' handed out application id ", app_id,
+                     ", which the federation has issued already: ", s.message()));
+  if (!s.ok())
+    return absl::Status(s.code(),
+                        absl::StrCat("recording application id ", app_id, " as issued in ",
+                                     store_->Describe(), ": ", s.message()));
+  // Checked after the issue is recorded: a home is written before the issued record is
+  // deleted, so an id submitted before is seen here one way or the other.
+  absl::StatusOr<v1::ApplicationHomeSubCluster> home = store_->GetApplicationHomeSubCluster(app_id);
+  if (absl::IsNotFound(home.status())) return absl::OkStatus();
+  if (absl::Status d = store_->DeleteIssuedApplicationId(app_id); !d.ok())
+    log::Warn("router_issued_id_not_deleted", {{"app", app_id}, {"error", d}});
+  if (!home.ok())
+    return absl::Status(home.status().code(),
+                        absl::StrCat("reading the home of ", app_id, " from ", store_->Describe(),
+                                     ": ", home.status().message()));
+  return absl::AlreadyExistsError(
+      absl::StrCat("sub-cluster '", sub_cluster_id, "' handed out application id ", app_id,
+                   ", which the federation has issued already (homed in '",
+                   home->home_sub_cluster_id(), "'): its RM reuses a cluster timestamp"));
 }
 
 absl::Status Router::CheckIssued(const std::string& app_id, const std::string& user) {
-  const int64_t now = NowMs();
-  absl::MutexLock l(&mu_);
-  auto it = issued_.find(app_id);
-  if (it == issued_.end() || now - it->second.issued_ms > options_.issued_id_ttl_ms)
+  const std::string ask =
+      absl::StrCat(": ask a router for one with NewApplication and submit within ",
+                   options_.issued_id_ttl_ms / 1000,
+                   " s (application ids are issued by the federation, never chosen by the caller)");
+  absl::StatusOr<v1::IssuedApplicationId> issued = store_->GetIssuedApplicationId(app_id);
+  if (absl::IsNotFound(issued.status()))
     return absl::InvalidArgumentError(
-        absl::StrCat("application id '", app_id, "' was not issued by router '", options_.router_id,
-                     "': ask it for one with NewApplication and submit within ",
-                     options_.issued_id_ttl_ms / 1000,
-                     " s (application ids are issued by the federation, "
-                     "never chosen by the caller)"));
-  if (it->second.user != user)
+        absl::StrCat("application id '", app_id, "' was not issued by the federation", ask));
+  if (absl::IsInvalidArgument(issued.status()))
+    return absl::InvalidArgumentError(
+        absl::StrCat("application id '", app_id, "': ", issued.status().message()));
+  if (!issued.ok())
+    return absl::Status(
+        issued.status().code(),
+        absl::StrCat("reading whether application id '", app_id, "' was issued from ",
+                     store_->Describe(), ": ", issued.status().message()));
+  const int64_t age_ms = NowMs() - issued->issued_ms();
+  if (age_ms > options_.issued_id_ttl_ms)
+    return absl::InvalidArgumentError(absl::StrCat("application id '", app_id, "' was issued ",
+                                                   age_ms / 1000, " s ago, and has expired", ask));
+  if (issued->user() != user)
     return absl::PermissionDeniedError(
         absl::StrCat("application id '", app_id, "' was issued to another user, not '", user, "'"));
   return absl::OkStatus();
-}
-
-void Router::ForgetIssued(const std::string& app_id) {
-  absl::MutexLock l(&mu_);
-  issued_.erase(app_id);  // its entry in issued_order_ goes when it reaches the front
 }
 
 absl::StatusOr<v1::ApplicationReport> Router::GetApplication(const std::string& app_id,
@@ -684,8 +725,24 @@ absl::StatusOr<v1::KillApplicationResponse> Router::KillApplication(
     const v1::KillApplicationRequest& request, const std::string& user) {
   absl::StatusOr<v1::SubClusterInfo> sc = HomeMember(request.application_id(), user);
   if (!sc.ok()) return sc.status();
-  return ForwardCall(*sc, user, "KillApplication", &v1::ClientService::Stub::KillApplication,
-                     request);
+  absl::StatusOr<v1::KillApplicationResponse> killed =
+      ForwardCall(*sc, user, "KillApplication", &v1::ClientService::Stub::KillApplication, request);
+  if (!killed.ok()) return killed;
+  // The app's unmanaged AMs in its secondary sub-clusters carry its id: they go too. A
+  // sub-cluster without the app answers NotFound (FanOut logs that at debug level).
+  absl::StatusOr<std::vector<v1::SubClusterInfo>> live = LiveTargets();
+  if (!live.ok()) return killed;
+  std::vector<v1::SubClusterInfo> others;
+  for (v1::SubClusterInfo& other : *live)
+    if (other.sub_cluster_id() != sc->sub_cluster_id()) others.push_back(std::move(other));
+  auto answers =
+      FanOut(others, user, "KillApplication", &v1::ClientService::Stub::KillApplication, request);
+  for (size_t i = 0; i < answers.size(); ++i) {
+    if (answers[i].ok())
+      log::Info("router_killed_secondary",
+                {{"app", request.application_id()}, {"sub_cluster", others[i].sub_cluster_id()}});
+  }
+  return killed;
 }
 
 absl::StatusOr<v1::SubClusterInfo> Router::HomeMember(const std::string& app_id,

@@ -9,7 +9,6 @@
 #include <grpcpp/grpcpp.h>
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -37,6 +36,9 @@ namespace weft::federation {
 // kDefaultHeartbeatIntervalMs (5 s) never looks expired to a router (see ValidateRouterOptions).
 inline constexpr int64_t kDefaultRouterMembershipExpiryMs = 30000;
 inline constexpr int64_t kDefaultRouterCacheTtlMs = 5000;
+// How long an issued application id may be submitted under (YARN has no limit; an hour lets a
+// client that crashed between GetNewApplication and the submission retry).
+inline constexpr int64_t kDefaultIssuedIdTtlMs = 3600 * 1000;
 
 struct RouterOptions {
   std::string router_id = "router";  // names it in logs, metrics and as "router/<id>"
@@ -58,11 +60,10 @@ struct RouterOptions {
   // The router's mutual-TLS credentials for calls to the RMs (its router certificate); null =
   // plaintext (in-process tests only).
   std::shared_ptr<grpc::ChannelCredentials> outbound_credentials;
-  // Application ids this router handed out (NewApplication) and that were not submitted yet:
-  // only those may be submitted through it. At most max_issued_ids are kept (the oldest are
-  // forgotten first), each for issued_id_ttl_ms.
-  size_t max_issued_ids = 100000;
-  int64_t issued_id_ttl_ms = 3600 * 1000;
+  // How long an application id the federation issued (NewApplication, through any router) may
+  // be submitted under, ms. Issued ids are recorded in the store; the GPG deletes those older
+  // than this (DeleteIssuedApplicationIdsBefore), so every router and the GPG use one value.
+  int64_t issued_id_ttl_ms = kDefaultIssuedIdTtlMs;
   // ms since the Unix epoch; null = the wall clock.
   std::function<int64_t()> now_ms;
   uint64_t seed = 0;  // the policies' random source; 0 = from std::random_device
@@ -82,23 +83,25 @@ class Router {
                                                         FederationStateStore* store);
 
   // An application id from a usable sub-cluster chosen at random (another one when it does
-  // not answer), recorded as issued to `user`: SubmitApplication takes only ids issued by this
-  // router. An id that this router issued before or that has a home in the store already (two
-  // RMs with the same cluster timestamp) is not handed out: another one is asked for.
-  // Unavailable when no sub-cluster is usable or none answers.
+  // not answer), recorded in the store as issued to `user` (AddIssuedApplicationId): any router
+  // over the same store then takes a submission under it from `user`. An id the federation
+  // issued before, or that has a home already (an RM that reuses a cluster timestamp), is not
+  // handed out: another one is asked for. Unavailable when no sub-cluster is usable or none
+  // answers; the store's error when the issue cannot be recorded.
   absl::StatusOr<v1::NewApplicationResponse> NewApplication(const std::string& user);
-  // Submits an app whose id this router issued to `user` (NewApplication): InvalidArgument
-  // naming the id when it did not issue it (or the issue expired), PermissionDenied when it
-  // issued it to another user. The queue's policy (store: the queue's configuration, else "*",
+  // Submits an app whose id the federation issued to `user` (NewApplication through any router
+  // over the same store, within issued_id_ttl_ms): InvalidArgument naming the id when it was
+  // never issued (a caller-chosen id) or the issue expired, PermissionDenied when it was issued
+  // to another user. The queue's policy (store: the queue's configuration, else "*",
   // else DefaultPolicyConfiguration()) chooses the home among the usable sub-clusters; the
-  // mapping, with the submission, is written to the store (AddApplicationHomeSubCluster) and
-  // then the submission is forwarded. A forward that the RM did not answer (unavailable,
-  // timed out, internal error) is tried on another sub-cluster (the mapping updated) up to
-  // submit_retries times; an RM's refusal (any other error, AlreadyExists included) is returned
-  // with context and removes the mapping: a refused id is never offered to another sub-cluster.
-  // A retried submission - the same user and the same submission as the mapping keeps, through
-  // any router - goes to its home again and succeeds when the home has it (idempotent); a
-  // different submission under an id that has a home is AlreadyExists.
+  // mapping, with the submission, is written to the store (AddApplicationHomeSubCluster), the
+  // issued record deleted (the home now guards the id), and then the submission is forwarded. A
+  // forward that the RM did not answer (unavailable, timed out, internal error) is tried on another
+  // sub-cluster (the mapping updated) up to submit_retries times; an RM's refusal (any other error,
+  // AlreadyExists included) is returned with context and removes the mapping: a refused id is never
+  // offered to another sub-cluster. A retried submission - the same user and the same submission as
+  // the mapping keeps, through any router - goes to its home again and succeeds when the home has
+  // it (idempotent); a different submission under an id that has a home is AlreadyExists.
   absl::Status SubmitApplication(const v1::ApplicationSubmissionContext& context,
                                  const std::string& user);
   // The app's report from its home (store, cached cache_ttl_ms). An app without a mapping
@@ -111,6 +114,10 @@ class Router {
                                                        const std::string& user);
   absl::StatusOr<v1::GetApplicationAttemptsResponse> GetApplicationAttempts(
       const std::string& app_id, const std::string& user);
+  // Kills the app at its home, then, when the home answered OK, on every other live
+  // sub-cluster that has an app with its id (its unmanaged AMs in secondary sub-clusters, which
+  // carry the home app's id), best-effort: those answers are logged, not returned. The reply
+  // is the home's.
   absl::StatusOr<v1::KillApplicationResponse> KillApplication(
       const v1::KillApplicationRequest& request, const std::string& user);
   // Fan-outs to every live sub-cluster (not SC_UNREGISTERED, SC_DECOMMISSIONED or SC_LOST,
@@ -198,12 +205,19 @@ class Router {
   // has no mapping yet).
   absl::Status PlaceAndSubmit(const v1::ApplicationSubmissionContext& context,
                               const std::string& user, std::vector<std::string> exclude);
-  // Records `app_id` as issued to `user`; false when it was issued before.
-  bool RecordIssued(const std::string& app_id, const std::string& user);
-  // OK when this router issued `app_id` to `user` and the issue has not expired; the refusal
-  // naming the id otherwise.
+  // Records `app_id`, which `sub_cluster_id`'s RM handed out, in the store as issued to
+  // `user`. AlreadyExists when the federation issued it before or it has a home; the store's
+  // error otherwise.
+  absl::Status RecordIssued(const std::string& app_id, const std::string& user,
+                            const std::string& sub_cluster_id);
+  // OK when the store holds `app_id` as issued to `user` within issued_id_ttl_ms; the refusal
+  // naming the id otherwise (InvalidArgument, PermissionDenied, or the store's error).
   absl::Status CheckIssued(const std::string& app_id, const std::string& user);
-  void ForgetIssued(const std::string& app_id);
+  // A submission under an id that has a home: forwarded there again when it is the same
+  // submission by the same user (idempotent), AlreadyExists otherwise.
+  absl::Status SubmitAgain(const v1::ApplicationHomeSubCluster& existing,
+                           const v1::ApplicationSubmissionContext& context,
+                           const std::string& user);
 
   void CountSubmission(const std::string& sub_cluster, absl::StatusCode code);
   // Which sub-cluster each node and rack belongs to, for the locality policy: built from the
@@ -232,13 +246,6 @@ class Router {
   std::shared_ptr<const SubClusterResolver> resolver_ ABSL_GUARDED_BY(mu_);
   int64_t resolver_read_ms_ ABSL_GUARDED_BY(mu_) = -1;
   std::map<std::string, std::unique_ptr<RouterPolicy>, std::less<>> policies_ ABSL_GUARDED_BY(mu_);
-  // Ids handed out by NewApplication and not submitted yet, with the oldest first.
-  struct IssuedId {
-    std::string user;
-    int64_t issued_ms = 0;
-  };
-  std::map<std::string, IssuedId> issued_ ABSL_GUARDED_BY(mu_);
-  std::deque<std::string> issued_order_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace weft::federation

@@ -30,7 +30,6 @@ int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
 using FakeRm = testing_util::FakeSubClusterRm;
 
-
 class RouterTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -340,12 +339,108 @@ TEST_F(RouterTest, ACallerChosenApplicationIdIsRefused) {
   EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
   EXPECT_THAT(s.message(), HasSubstr(issued->application_id()));
   EXPECT_TRUE(router_->SubmitApplication(Context(issued->application_id()), "alice").ok());
-  // Another router did not issue it (and cannot be made to take it as a first submission).
+  // Its issued record went when its home was written: the home guards the id now.
+  EXPECT_TRUE(absl::IsNotFound(store_->GetIssuedApplicationId(issued->application_id()).status()));
+}
+
+TEST_F(RouterTest, AnIdIssuedThroughOneRouterIsSubmittedThroughAnother) {
   auto other = NewRouter();
-  auto id2 = router_->NewApplication("alice");
-  ASSERT_TRUE(id2.ok());
-  EXPECT_TRUE(
-      absl::IsInvalidArgument(other->SubmitApplication(Context(id2->application_id()), "alice")));
+  auto id = router_->NewApplication("alice");
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto issued = store_->GetIssuedApplicationId(id->application_id());
+  ASSERT_TRUE(issued.ok()) << issued.status();
+  EXPECT_EQ(issued->user(), "alice");
+  EXPECT_EQ(issued->router_id(), "r1");
+  EXPECT_THAT(id->application_id(),
+              HasSubstr(absl::StrCat("_", 1000 * (issued->sub_cluster_id().back() - '0'), "_")));
+  // Issued to alice, whichever router is asked.
+  absl::Status s = other->SubmitApplication(Context(id->application_id()), "mallory");
+  EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+  ASSERT_TRUE(other->SubmitApplication(Context(id->application_id()), "alice").ok());
+  EXPECT_NE(HomeInStore(id->application_id()), "");
+  // Retried through the first router: the same home, still one app.
+  EXPECT_TRUE(router_->SubmitApplication(Context(id->application_id()), "alice").ok());
+  size_t apps = 0;
+  for (auto& [sc, rm] : rms_) apps += rm->num_apps();
+  EXPECT_EQ(apps, 1u);
+}
+
+TEST_F(RouterTest, AnIssueExpiresAfterItsTtlAndTheGpgsCleanupRemovesIt) {
+  std::atomic<int64_t> now{NowMs()};
+  RouterOptions o;
+  o.router_id = "r-clock";
+  o.cache_ttl_ms = 0;
+  o.issued_id_ttl_ms = 60000;
+  o.now_ms = [&] { return now.load(); };
+  auto router = Router::Create(o, store_.get());
+  ASSERT_TRUE(router.ok()) << router.status();
+  auto id = (*router)->NewApplication("alice");
+  ASSERT_TRUE(id.ok()) << id.status();
+  now += 60001;
+  absl::Status s = (*router)->SubmitApplication(Context(id->application_id()), "alice");
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr(id->application_id()));
+  EXPECT_THAT(s.message(), HasSubstr("expired"));
+  EXPECT_EQ(HomeInStore(id->application_id()), "");
+  // What the GPG does each round: ids issued more than the TTL ago go.
+  auto deleted = store_->DeleteIssuedApplicationIdsBefore(now - o.issued_id_ttl_ms);
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(*deleted, 1);
+  s = (*router)->SubmitApplication(Context(id->application_id()), "alice");
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("not issued"));
+}
+
+TEST_F(RouterTest, AnIdAnotherRouterIssuedIsNotHandedOutAgain) {
+  // sc4's RM has sc1's cluster timestamp (as if it had not claimed one): it hands out the ids
+  // sc1 does.
+  rms_["sc4"] = std::make_unique<FakeRm>("sc4", 1000, store_.get());
+  Register("sc4", NowMs());
+  for (const char* id : {"sc2", "sc3", "sc4"}) Register(id, NowMs() - 60000);
+  auto first = router_->NewApplication("alice");  // from sc1, only usable one
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->application_id(), "application_1000_0001");
+  Register("sc1", NowMs() - 60000);
+  Register("sc4", NowMs());
+  auto other = NewRouter();
+  auto second = other->NewApplication("bob");  // from sc4, which hands out _0001 first
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->application_id(), "application_1000_0002");
+  EXPECT_EQ(store_->GetIssuedApplicationId("application_1000_0001")->user(), "alice");
+}
+
+TEST_F(RouterTest, AKillReachesTheHomeAndTheAppsUnmanagedAmsElsewhere) {
+  SetPolicy("default", {{"sc1", 1}});
+  const std::string app = Submit(*router_);
+  ASSERT_EQ(HomeInStore(app), "sc1");
+  // Its AMRMProxy's unmanaged AM in sc2 carries the app's id.
+  auto sc2 = v1::ClientService::NewStub(
+      grpc::CreateChannel(rms_["sc2"]->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  v1::SubmitApplicationRequest uam;
+  *uam.mutable_context() = Context(app);
+  uam.mutable_context()->set_unmanaged_am(true);
+  uam.mutable_context()->set_federation_home_sub_cluster_id("sc1");
+  v1::SubmitApplicationResponse resp;
+  ASSERT_TRUE(sc2->SubmitApplication(&ctx, uam, &resp).ok());
+  v1::KillApplicationRequest kill;
+  kill.set_application_id(app);
+  auto killed = router_->KillApplication(kill, "alice");
+  ASSERT_TRUE(killed.ok()) << killed.status();
+  EXPECT_TRUE(killed->kill_completed());
+  EXPECT_EQ(rms_["sc1"]->state_of(app), v1::APP_KILLED);
+  EXPECT_EQ(rms_["sc2"]->state_of(app), v1::APP_KILLED);
+  EXPECT_FALSE(rms_["sc3"]->has_app(app));
+  // The reply is the home's: a home that refuses is the answer, and nothing else is killed.
+  const std::string second = Submit(*router_);
+  {
+    absl::MutexLock l(&rms_["sc1"]->mu_);
+    rms_["sc1"]->kill_error = grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "not yours");
+  }
+  kill.set_application_id(second);
+  killed = router_->KillApplication(kill, "alice");
+  EXPECT_TRUE(absl::IsPermissionDenied(killed.status())) << killed.status();
+  EXPECT_EQ(rms_["sc1"]->state_of(second), v1::APP_ACCEPTED);
 }
 
 TEST_F(RouterTest, ARetriedSubmissionIsIdempotentAndADifferentOneIsAnError) {

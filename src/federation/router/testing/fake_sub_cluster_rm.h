@@ -80,6 +80,7 @@ class FakeSubClusterRm final : public v1::ClientService::Service {
   grpc::Status KillApplication(grpc::ServerContext*, const v1::KillApplicationRequest* req,
                                v1::KillApplicationResponse* resp) override {
     absl::MutexLock l(&mu_);
+    if (kill_error.has_value()) return *kill_error;
     auto it = apps_.find(req->application_id());
     if (it == apps_.end()) return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such app");
     it->second.set_state(v1::APP_KILLED);
@@ -121,16 +122,24 @@ class FakeSubClusterRm final : public v1::ClientService::Service {
     absl::MutexLock l(&mu_);
     return apps_.contains(id);
   }
+  // The app's state here; APPLICATION_STATE_UNSPECIFIED when it has none.
+  v1::ApplicationState state_of(const std::string& id) {
+    absl::MutexLock l(&mu_);
+    auto it = apps_.find(id);
+    return it == apps_.end() ? v1::ApplicationState{} : it->second.state();
+  }
 
   absl::Mutex mu_;
   std::optional<grpc::Status> submit_error ABSL_GUARDED_BY(mu_);
+  std::optional<grpc::Status> kill_error ABSL_GUARDED_BY(mu_);
   int submit_calls ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, std::string> mapped_before_submit ABSL_GUARDED_BY(mu_);
 
  private:
   static std::string UserOf(const grpc::ServerContext& ctx) {
     auto it = ctx.client_metadata().find("weft-user");
-    return it == ctx.client_metadata().end() ? "" : std::string(it->second.data(), it->second.size());
+    return it == ctx.client_metadata().end() ? ""
+                                             : std::string(it->second.data(), it->second.size());
   }
 
   std::string id_;
