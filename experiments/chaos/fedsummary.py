@@ -208,6 +208,9 @@ def summarize(args, fed, submitter, chaos, listed, rest_listed, homes, final_sta
                           for k in ("router", "rm", "gpg", "nm")),
         "no_unexpected_exits": not summary["unexpected_exits"],
         "no_duplicate_container_ids": not summary["containers"]["duplicate_ids"],
+        # The run exercised unmanaged AMs: some app of queue span ran containers in a secondary.
+        "some_apps_spanned": summary["containers"]["apps_spanning"] > 0 or not any(
+            i["queue"] == "span" for i in tracked.values()),
         "each_submission_one_app_id": not summary["submissions_run_under_other_ids"] and
                                       not untracked_ran,
     }
