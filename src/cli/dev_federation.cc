@@ -69,8 +69,14 @@ absl::StatusOr<std::unique_ptr<DevFederation>> DevFederation::Start(DevFederatio
     if (!rm_options.ok())
       return absl::Status(rm_options.status().code(),
                           absl::StrCat("sub-cluster ", id, ": ", rm_options.status().message()));
-    // Distinct cluster timestamps: application ids never collide across sub-clusters.
-    rm_options->rm.cluster_timestamp_ms = started_ms + i;
+    // Claimed in the store, as `weft rm` does: application ids never collide across
+    // sub-clusters (or with a federation.db's earlier runs), whatever the RMs' clocks say.
+    const int64_t wanted = o.cluster_timestamp_ms > 0 ? o.cluster_timestamp_ms : started_ms;
+    absl::StatusOr<int64_t> claimed = f->store_->ClaimClusterTimestamp(id, wanted);
+    if (!claimed.ok())
+      return absl::Status(claimed.status().code(),
+                          absl::StrCat("sub-cluster ", id, ": ", claimed.status().message()));
+    rm_options->rm.cluster_timestamp_ms = *claimed;
     auth = rm_options->auth;
     auto web_options = MakeRmWebOptions(r);
     if (!web_options.ok()) return web_options.status();

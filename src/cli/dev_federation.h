@@ -36,6 +36,9 @@ struct DevFederationOptions {
   int64_t heartbeat_ms = 1000;     // sub-cluster membership heartbeats
   int64_t membership_expiry_ms = 10000;
   int64_t gpg_interval_ms = 5000;
+  // What every RM wants as its cluster timestamp (ms; 0 = the federation's start time): each
+  // claims the first free one from it in the store, so they all differ.
+  int64_t cluster_timestamp_ms = 0;
 };
 
 class DevFederation {
