@@ -104,6 +104,8 @@ class FederationAmrmProxyTest : public ::testing::TestWithParam<bool> {
       ro.rm.pass_interval_ms = 20;
       ro.rm.heartbeat_interval_ms = 100;
       ro.rm.sub_cluster_id = sc.id;
+      // Container epochs from the store; with TLS, NMs' claims are checked against the homes.
+      ro.federation_store = store_.get();
       if (tls_) {
         ro.tls = Tls(security::DaemonRole::kResourceManager, "rm");
         ro.federation_proxies = true;

@@ -70,6 +70,15 @@ absl::StatusOr<std::unique_ptr<ResourceManager>> ResourceManager::Create(
       new ResourceManager(std::move(options), loop, store, launcher, secrets));
   auto epoch = store->BumpEpoch();
   if (!epoch.ok()) return epoch.status();
+  if (rm->options_.federation_epoch) {
+    epoch = rm->options_.federation_epoch(*epoch);
+    if (!epoch.ok())
+      return absl::Status(epoch.status().code(),
+                          absl::StrCat("claiming the container epoch in the federation store: ",
+                                       epoch.status().message()));
+    if (*epoch < 1 || *epoch >= (int64_t{1} << 23))
+      return absl::InternalError(absl::StrCat("container epoch ", *epoch, " out of range"));
+  }
   rm->ctx_.epoch = *epoch;
   rm->ctx_.started_ms = loop->NowMs();
   auto sched = scheduler::CreateScheduler(

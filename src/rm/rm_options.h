@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "adaptcont/config.h"
 #include "common/resource_types.h"
 #include "scheduler/registry.h"
@@ -36,6 +37,11 @@ struct RmOptions {
   // RM's homes waits for its next check before a new attempt starts, ms. 0 = learned from the
   // heartbeater's first check (twice its interval by default); nothing is held before it.
   int64_t federation_fence_ms = 0;
+  // Federation: the container epoch of this RM start, from its own next epoch (at least that,
+  // above every epoch of the federation: FederationStateStore::ClaimContainerEpoch), so that
+  // the containers of an app's home and of its unmanaged AMs in other sub-clusters (one
+  // application id) never share an id. Null: the RM's own epoch (one cluster).
+  std::function<absl::StatusOr<int64_t>(int64_t own_epoch)> federation_epoch;
   int64_t heartbeat_interval_ms = 1000;  // told to NMs
   int64_t nm_expiry_ms = 600000;         // a node silent this long is LOST (YARN: 10 min)
   int64_t am_expiry_ms = 600000;         // an AM silent this long fails its attempt

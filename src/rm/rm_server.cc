@@ -10,6 +10,7 @@
 #include "absl/synchronization/notification.h"
 #include "common/log.h"
 #include "common/reachable_host.h"
+#include "federation/store/federation_store.h"
 #include "security/munge.h"
 #include "security/user_identity.h"
 #include "store/memory_store.h"
@@ -669,6 +670,13 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
   }
   s->launcher_ = s->options_.launcher ? std::move(s->options_.launcher)
                                       : NewGrpcAmLauncher(s->options_.tls);
+  if (!s->options_.rm.sub_cluster_id.empty() && s->options_.federation_store != nullptr &&
+      !s->options_.rm.federation_epoch) {
+    s->options_.rm.federation_epoch = [store = s->options_.federation_store,
+                                       id = s->options_.rm.sub_cluster_id](int64_t own) {
+      return store->ClaimContainerEpoch(id, own);
+    };
+  }
   if (s->options_.federation_proxies) {
     s->directory_ = s->options_.federation_directory;
     if (s->directory_ == nullptr && s->options_.federation_store != nullptr)

@@ -48,6 +48,9 @@ absl::Status ValidatePolicyConfiguration(const v1::SubClusterPolicyConfiguration
 
 // How many values ClaimClusterTimestamp tries after the wanted one before it gives up.
 inline constexpr int kClusterTimestampClaimTries = 1000;
+// Container epochs are below this (an RM packs the epoch into 23 bits of a container id); a
+// cluster timestamp is at least this (ms since the Unix epoch: later than 1970-01-01 02:19).
+inline constexpr int64_t kMaxContainerEpoch = int64_t{1} << 23;
 
 class FederationStateStore {
  public:
@@ -130,8 +133,21 @@ class FederationStateStore {
   // ResourceExhausted, claiming nothing, when every value tried is taken.
   virtual absl::StatusOr<int64_t> ClaimClusterTimestamp(absl::string_view sub_cluster_id,
                                                         int64_t wanted_ms) = 0;
-  // Every claim ordered by cluster_timestamp_ms (operators' `weft federation`, tests).
+  // Every cluster timestamp claim ordered by cluster_timestamp_ms (operators' `weft
+  // federation`, tests); container epoch claims are not listed.
   virtual absl::StatusOr<std::vector<v1::ClusterTimestampClaim>> GetClusterTimestampClaims() = 0;
+
+  // --- Container epochs (one container id space for the federation) -------------------
+  // Claims the epoch of an RM of `sub_cluster_id` starting now: the e<N> of its container ids
+  // (container_e<N>_<app>_<attempt>_<seq>; YARN keeps sub-clusters' epochs apart with
+  // yarn.resourcemanager.epoch.range). The value is above every epoch claimed in the federation
+  // before and at least `at_least` (the RM's own next epoch), inserted if absent: no two calls
+  // get the same value and a sub-cluster's successive RMs get rising ones. An app's home and
+  // its unmanaged AMs in other sub-clusters share one application id, so their containers'
+  // ids differ only by the epoch. InvalidArgument for a bad id or at_least < 1;
+  // ResourceExhausted, claiming nothing, at kMaxContainerEpoch.
+  virtual absl::StatusOr<int64_t> ClaimContainerEpoch(absl::string_view sub_cluster_id,
+                                                      int64_t at_least) = 0;
 
   // --- Issued application ids (GetNewApplication through any router) ------------------
   // Records the id as issued (insert-if-absent): AlreadyExists, changing nothing, when it is

@@ -116,15 +116,61 @@ TYPED_TEST(FederationStoreIdTest, ConcurrentClaimsOfTheSameMillisecondAreAllDist
 
 TYPED_TEST(FederationStoreIdTest, BadClaimsAreRefusedAndClaimNothing) {
   FederationStateStore& store = *this->store_;
-  for (int64_t wanted : {int64_t{0}, int64_t{-5}}) {
+  for (int64_t wanted : {int64_t{0}, int64_t{-5}, kMaxContainerEpoch - 1}) {
     absl::StatusOr<int64_t> ts = store.ClaimClusterTimestamp("sc1", wanted);
     EXPECT_TRUE(absl::IsInvalidArgument(ts.status())) << ts.status();
-    EXPECT_THAT(ts.status().message(), HasSubstr("must be > 0"));
+    EXPECT_THAT(ts.status().message(), HasSubstr("must be >= 8388608"));
   }
   absl::StatusOr<int64_t> ts = store.ClaimClusterTimestamp("bad id", kWantedMs);
   EXPECT_TRUE(absl::IsInvalidArgument(ts.status())) << ts.status();
   EXPECT_THAT(ts.status().message(), HasSubstr("bad id"));
   EXPECT_THAT(Value(store.GetClusterTimestampClaims()), IsEmpty());
+}
+
+// An app's home and its UAMs in other sub-clusters share one application id: their
+// containers' ids differ only by the RMs' epochs, which the store hands out once each.
+TYPED_TEST(FederationStoreIdTest, ContainerEpochsRiseAndAreNeverHandedOutTwice) {
+  FederationStateStore& store = *this->store_;
+  EXPECT_EQ(Value(store.ClaimContainerEpoch("sc1", 1)), 1);
+  EXPECT_EQ(Value(store.ClaimContainerEpoch("sc2", 1)), 2);  // above every earlier claim
+  EXPECT_EQ(Value(store.ClaimContainerEpoch("sc1", 2)), 3);  // sc1 restarted: rises
+  EXPECT_EQ(Value(store.ClaimContainerEpoch("sc3", 40)), 40);  // at least its own next epoch
+  EXPECT_EQ(Value(store.ClaimContainerEpoch("sc2", 3)), 41);
+  // Timestamp claims are apart: neither listed with epochs nor in their way.
+  EXPECT_EQ(Value(store.ClaimClusterTimestamp("sc1", kWantedMs)), kWantedMs);
+  EXPECT_THAT(Value(store.GetClusterTimestampClaims()), SizeIs(1));
+  EXPECT_EQ(Value(store.ClaimContainerEpoch("sc1", 1)), 42);
+  for (int64_t bad : {int64_t{0}, int64_t{-1}}) {
+    absl::StatusOr<int64_t> e = store.ClaimContainerEpoch("sc1", bad);
+    EXPECT_TRUE(absl::IsInvalidArgument(e.status())) << e.status();
+  }
+  EXPECT_TRUE(absl::IsInvalidArgument(store.ClaimContainerEpoch("bad id", 1).status()));
+  absl::StatusOr<int64_t> full = store.ClaimContainerEpoch("sc1", kMaxContainerEpoch);
+  EXPECT_TRUE(absl::IsResourceExhausted(full.status())) << full.status();
+}
+
+TYPED_TEST(FederationStoreIdTest, ConcurrentEpochClaimsAreAllDistinct) {
+  constexpr int kThreads = 4;
+  constexpr int kClaimsEach = 3;
+  absl::Mutex mu;
+  std::vector<int64_t> claimed;
+  {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t, own = this->AnotherConnection()] {
+        FederationStateStore* store = own != nullptr ? own.get() : this->store_.get();
+        for (int i = 0; i < kClaimsEach; ++i) {
+          absl::StatusOr<int64_t> e = store->ClaimContainerEpoch(absl::StrCat("sc", t), 1);
+          absl::MutexLock l(&mu);
+          claimed.push_back(e.ok() ? *e : -1);
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  const std::set<int64_t> distinct(claimed.begin(), claimed.end());
+  EXPECT_EQ(distinct.size(), claimed.size());
+  EXPECT_FALSE(distinct.contains(-1));
 }
 
 TYPED_TEST(FederationStoreIdTest, AnIdIsIssuedOnceUntilItIsDeleted) {

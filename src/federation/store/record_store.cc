@@ -540,7 +540,9 @@ absl::StatusOr<int64_t> RecordFederationStore::ClaimClusterTimestamp(
   const std::string what = absl::StrCat("claiming a cluster timestamp for sub-cluster ",
                                         Quoted(sub_cluster_id), " from ", wanted_ms, " ms");
   if (absl::Status s = ValidateSubClusterId(sub_cluster_id); !s.ok()) return In(what, s);
-  if (wanted_ms <= 0) return Invalid(what, "the wanted timestamp must be > 0");
+  if (wanted_ms < kMaxContainerEpoch)
+    return Invalid(what, absl::StrCat("the wanted timestamp must be >= ", kMaxContainerEpoch,
+                                      " (ms since the Unix epoch)"));
   v1::ClusterTimestampClaim claim;
   claim.set_sub_cluster_id(std::string(sub_cluster_id));
   claim.set_wanted_ms(wanted_ms);
@@ -570,9 +572,42 @@ RecordFederationStore::GetClusterTimestampClaims() {
   if (!records.ok()) return In("listing cluster timestamp claims", records.status());
   auto claims = ParseSorted<v1::ClusterTimestampClaim>(
       *records, [](const v1::ClusterTimestampClaim& c) { return c.cluster_timestamp_ms(); },
-      [](const v1::ClusterTimestampClaim&) { return true; });
+      [](const v1::ClusterTimestampClaim& c) { return !c.container_epoch(); });
   if (!claims.ok()) return In("listing cluster timestamp claims", claims.status());
   return claims;
+}
+
+// --- Container epochs --------------------------------------------------------------------------
+
+absl::StatusOr<int64_t> RecordFederationStore::ClaimContainerEpoch(absl::string_view sub_cluster_id,
+                                                                   int64_t at_least) {
+  const std::string what = absl::StrCat("claiming a container epoch for sub-cluster ",
+                                        Quoted(sub_cluster_id), " from ", at_least);
+  if (absl::Status s = ValidateSubClusterId(sub_cluster_id); !s.ok()) return In(what, s);
+  if (at_least < 1) return Invalid(what, "the epoch must be >= 1");
+  // Above every epoch claimed so far (epoch claims share the timestamps' table, below them).
+  absl::StatusOr<std::vector<std::string>> records = ListRecords(Table::kClusterTimestamps, "");
+  if (!records.ok()) return In(what, records.status());
+  int64_t candidate = at_least;
+  for (const std::string& record : *records) {
+    absl::StatusOr<v1::ClusterTimestampClaim> c = Parse<v1::ClusterTimestampClaim>(record);
+    if (!c.ok()) return In(what, c.status());
+    if (c->container_epoch()) candidate = std::max(candidate, c->cluster_timestamp_ms() + 1);
+  }
+  v1::ClusterTimestampClaim claim;
+  claim.set_sub_cluster_id(std::string(sub_cluster_id));
+  claim.set_wanted_ms(at_least);
+  claim.set_container_epoch(true);
+  // Claimers racing past the listing take the next values; each insert is if-absent.
+  for (; candidate < kMaxContainerEpoch; ++candidate) {
+    claim.set_cluster_timestamp_ms(candidate);
+    absl::StatusOr<InsertResult> result = InsertRecord(
+        Table::kClusterTimestamps, {absl::StrCat(candidate), "", SerializeRecord(claim)});
+    if (!result.ok()) return In(what, result.status());
+    if (result->inserted) return candidate;
+  }
+  return In(what, absl::ResourceExhaustedError(absl::StrCat(
+                      "every container epoch below ", kMaxContainerEpoch, " is claimed")));
 }
 
 // --- Issued application ids ------------------------------------------------------------------

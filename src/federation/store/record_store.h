@@ -103,6 +103,8 @@ class RecordFederationStore : public FederationStateStore {
   absl::StatusOr<int64_t> ClaimClusterTimestamp(absl::string_view sub_cluster_id,
                                                 int64_t wanted_ms) final;
   absl::StatusOr<std::vector<v1::ClusterTimestampClaim>> GetClusterTimestampClaims() final;
+  absl::StatusOr<int64_t> ClaimContainerEpoch(absl::string_view sub_cluster_id,
+                                              int64_t at_least) final;
 
   absl::Status AddIssuedApplicationId(const v1::IssuedApplicationId& issued) final;
   absl::StatusOr<v1::IssuedApplicationId> GetIssuedApplicationId(

@@ -103,6 +103,9 @@ class ForwardingStore : public FederationStateStore {
   absl::StatusOr<std::vector<v1::ClusterTimestampClaim>> GetClusterTimestampClaims() override {
     return inner_->GetClusterTimestampClaims();
   }
+  absl::StatusOr<int64_t> ClaimContainerEpoch(absl::string_view id, int64_t at_least) override {
+    return inner_->ClaimContainerEpoch(id, at_least);
+  }
   absl::Status AddIssuedApplicationId(const v1::IssuedApplicationId& i) override {
     return inner_->AddIssuedApplicationId(i);
   }
