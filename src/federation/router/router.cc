@@ -438,7 +438,15 @@ absl::Status Router::PlaceAndSubmit(const v1::ApplicationSubmissionContext& cont
     {
       absl::MutexLock l(&mu_);
       ctx.rng = &rng_;
+      // What this router homed since the snapshots it reads (load-based counts it as load).
+      ctx.in_flight = &in_flight_.Outstanding(ctx.active);
       chosen = (*policy)->ChooseHome(context, ctx, exclude);
+      if (chosen.ok()) {
+        auto memory = context.am_resource().values().find("memory-mb");
+        in_flight_.Placed(*chosen,
+                          memory == context.am_resource().values().end() ? 0 : memory->second,
+                          NowMs());
+      }
     }
     if (!chosen.ok()) {
       // Nothing left to try (every usable one excluded), or the policy refuses the queue.

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/metrics.h"
+#include "federation/policies/in_flight_ledger.h"
 #include "federation/policies/policy.h"
 #include "federation/router/sub_cluster_client.h"
 #include "federation/store/federation_store.h"
@@ -231,6 +232,9 @@ class Router {
 
   absl::Mutex mu_;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
+  // Homes this router chose that the sub-clusters' heartbeats do not show yet; a heartbeat 1 s
+  // after a placement shows it (the store writes and the forward are done by then).
+  InFlightLedger in_flight_ ABSL_GUARDED_BY(mu_){1000};
   std::vector<v1::SubClusterInfo> members_ ABSL_GUARDED_BY(mu_);
   int64_t members_read_ms_ ABSL_GUARDED_BY(mu_) = -1;  // -1: never read
   struct CachedHome {

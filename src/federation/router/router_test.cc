@@ -683,5 +683,43 @@ TEST_F(RouterTest, WithDefaultFlagsTheRouterStaysAvailableAcross3MinutesOfIdleTi
   EXPECT_GT(calls, 15);
 }
 
+// A burst of submissions reads one membership snapshot (the sub-clusters heartbeat every 5 s):
+// load-based placement counts what this router homed since, so the burst spreads instead of
+// all going to the sub-cluster that looked least loaded (herding).
+TEST_F(RouterTest, LoadBasedPlacementCountsItsOwnInFlightHomes) {
+  const int64_t now = NowMs();
+  for (const auto& [id, available_mb] : std::vector<std::pair<std::string, int64_t>>{
+           {"sc1", 60000}, {"sc2", 55000}, {"sc3", 50000}}) {
+    v1::SubClusterInfo info;
+    info.set_sub_cluster_id(id);
+    info.set_rm_address(rms_[id]->address());
+    info.set_state(v1::SC_RUNNING);
+    info.set_last_start_ms(now);
+    info.set_last_heartbeat_ms(now);  // and no heartbeat after: every read sees this snapshot
+    (*info.mutable_capability()->mutable_values())["memory-mb"] = 100000;
+    (*info.mutable_available()->mutable_values())["memory-mb"] = available_mb;
+    (*info.mutable_used()->mutable_values())["memory-mb"] = 100000 - available_mb;
+    ASSERT_TRUE(store_->RegisterSubCluster(info).ok());
+  }
+  v1::SubClusterPolicyConfiguration c;
+  c.set_queue("default");
+  c.set_router_policy("load-based");
+  c.set_amrm_policy("home-only");
+  ASSERT_TRUE(store_->SetPolicyConfiguration(c).ok());
+  std::map<std::string, int> homes;
+  for (int i = 0; i < 9; ++i) {
+    auto id = router_->NewApplication("alice");
+    ASSERT_TRUE(id.ok()) << id.status();
+    v1::ApplicationSubmissionContext ctx = Context(id->application_id());
+    (*ctx.mutable_am_resource()->mutable_values())["memory-mb"] = 5000;
+    ASSERT_TRUE(router_->SubmitApplication(ctx, "alice").ok());
+    ++homes[HomeInStore(id->application_id())];
+  }
+  // Without the in-flight homes all 9 would go to sc1 (the snapshot never changes).
+  EXPECT_EQ(homes.size(), 3u);
+  for (const auto& [id, n] : homes) EXPECT_LE(n, 5) << id;
+  EXPECT_GE(homes["sc1"], homes["sc3"]);
+}
+
 }  // namespace
 }  // namespace weft::federation
