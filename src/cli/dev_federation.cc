@@ -77,6 +77,12 @@ absl::StatusOr<std::unique_ptr<DevFederation>> DevFederation::Start(DevFederatio
       return absl::Status(claimed.status().code(),
                           absl::StrCat("sub-cluster ", id, ": ", claimed.status().message()));
     rm_options->rm.cluster_timestamp_ms = *claimed;
+    // Where the RM checks what NMs (AMRMProxies) and the GPG claim about an app (its home).
+    rm_options->federation_store = f->store_.get();
+    // The RMs' counterpart of the NMs' `--allowed-system-users root`: their AMRMProxies may
+    // then act for root's apps (their unmanaged AMs in the other sub-clusters).
+    for (const std::string& u : o.nm.allowed_system_users)
+      if (u == "root") rm_options->auth.federation_root_apps = true;
     auth = rm_options->auth;
     auto web_options = MakeRmWebOptions(r);
     if (!web_options.ok()) return web_options.status();

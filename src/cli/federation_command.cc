@@ -106,6 +106,27 @@ int ListSubClusters(const FederationFlags& f) {
   return 0;
 }
 
+// The cluster timestamps RMs claimed at start (each the first part of one RM's application ids).
+int ListClusterTimestamps(const FederationFlags& f) {
+  auto store = Open(f);
+  if (!store.ok()) return PrintError(store.status().message());
+  auto claims = (*store)->GetClusterTimestampClaims();
+  if (!claims.ok()) return PrintError(claims.status().message());
+  if (f.json) {
+    for (v1::ClusterTimestampClaim c : *claims) {
+      c.clear_nonce();
+      std::cout << Json(c) << "\n";
+    }
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows = {{"CLUSTER-TIMESTAMP", "SUB-CLUSTER", "WANTED"}};
+  for (const v1::ClusterTimestampClaim& c : *claims)
+    rows.push_back({absl::StrCat(c.cluster_timestamp_ms()), c.sub_cluster_id(),
+                    absl::StrCat(c.wanted_ms())});
+  PrintTable(rows);
+  return 0;
+}
+
 int ListHomes(const FederationFlags& f) {
   auto store = Open(f);
   if (!store.ok()) return PrintError(store.status().message());
@@ -266,6 +287,14 @@ void AddFederationCommand(CLI::App& app, int* exit_code) {
   homes->add_flag("--json", f->json, "one JSON record per line");
   homes->add_option("--sub-cluster", f->home_filter, "only those homed there");
   homes->callback([f, exit_code] { *exit_code = ListHomes(*f); });
+
+  CLI::App* timestamps = cmd->add_subcommand(
+      "cluster-timestamps",
+      "List the cluster timestamps sub-cluster RMs claimed at start (one per RM run; the first "
+      "part of its application ids)");
+  store_flag(timestamps);
+  timestamps->add_flag("--json", f->json, "one JSON record per line");
+  timestamps->callback([f, exit_code] { *exit_code = ListClusterTimestamps(*f); });
 
   CLI::App* policy = cmd->add_subcommand("policy", "Show or set per-queue policies");
   policy->require_subcommand(1);

@@ -264,6 +264,8 @@ int RunRm(const RmFlags& flags, int64_t cluster_timestamp_ms) {
           absl::StrCat("claiming this RM's cluster timestamp in the federation store: ",
                        claimed.status().message()));
     options->rm.cluster_timestamp_ms = *claimed;
+    // Where the RM checks what NMs (AMRMProxies) and the GPG claim about an app (its home).
+    options->federation_store = federation_store.get();
     if (*claimed != wanted)
       log::Info("cluster_timestamp_moved", {{"sub_cluster", flags.sub_cluster_id},
                                             {"wanted_ms", wanted},
