@@ -425,5 +425,57 @@ TEST_F(FederationExactlyOnceTest,
   }
 }
 
+TEST_F(FederationExactlyOnceTest, AKillThroughARouterEndsTheAppAndItsUnmanagedAmsElsewhere) {
+  v1::NewApplicationResponse issued;
+  ASSERT_TRUE(clients_[0]->NewApplication(Ctx().get(), {}, &issued).ok());
+  const std::string app = issued.application_id();
+  v1::SubmitApplicationResponse resp;
+  grpc::Status st = clients_[0]->SubmitApplication(Ctx().get(), Unmanaged(app, "spanning"), &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  auto home = store_->GetApplicationHomeSubCluster(app);
+  ASSERT_TRUE(home.ok()) << home.status();
+  // Its AMRMProxy's unmanaged AM in another sub-cluster, under the home app's id.
+  const SubCluster* secondary = nullptr;
+  for (const SubCluster& sc : scs_)
+    if (sc.id != home->home_sub_cluster_id()) secondary = &sc;
+  ASSERT_NE(secondary, nullptr);
+  v1::GetApplicationRequest get;
+  get.set_application_id(app);
+  v1::GetApplicationResponse report;
+  ASSERT_TRUE(clients_[0]->GetApplication(Ctx().get(), get, &report).ok());
+  auto direct = v1::ClientService::NewStub(
+      grpc::CreateChannel(secondary->rm->address(), grpc::InsecureChannelCredentials()));
+  v1::SubmitApplicationRequest uam = Unmanaged(app, "spanning");
+  uam.mutable_context()->set_federation_home_sub_cluster_id(home->home_sub_cluster_id());
+  grpc::ClientContext as_owner;
+  as_owner.AddMetadata("weft-user", report.report().user());
+  st = direct->SubmitApplication(&as_owner, uam, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_TRUE(RmHas(*secondary, app));
+
+  v1::KillApplicationRequest kill;
+  kill.set_application_id(app);
+  v1::KillApplicationResponse killed;
+  st = clients_[1]->KillApplication(Ctx().get(), kill, &killed);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  for (const SubCluster& sc : scs_) {
+    v1::ApplicationState state = v1::APPLICATION_STATE_UNSPECIFIED;
+    // A kill is applied on the RM's loop; its report says KILLED once it is (bounded poll).
+    for (int tries = 0; tries < 200; ++tries) {
+      sc.rm->RunOnLoop([&](rm::ResourceManager& r) {
+        auto got = r.GetApplication(app);
+        state = got.ok() ? got->state() : v1::APPLICATION_STATE_UNSPECIFIED;
+      });
+      if (state == v1::APP_KILLED || state == v1::APPLICATION_STATE_UNSPECIFIED) break;
+      usleep(10 * 1000);
+    }
+    if (sc.id == home->home_sub_cluster_id() || &sc == secondary) {
+      EXPECT_EQ(state, v1::APP_KILLED) << sc.id;
+    } else {
+      EXPECT_EQ(state, v1::APPLICATION_STATE_UNSPECIFIED) << sc.id << " never had it";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace weft::federation
