@@ -9,7 +9,6 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
@@ -546,12 +545,8 @@ absl::StatusOr<int64_t> RecordFederationStore::ClaimClusterTimestamp(
   v1::ClusterTimestampClaim claim;
   claim.set_sub_cluster_id(std::string(sub_cluster_id));
   claim.set_wanted_ms(wanted_ms);
-  {
-    static absl::Mutex mu(absl::kConstInit);
-    static std::mt19937_64* rng = new std::mt19937_64(std::random_device()());
-    absl::MutexLock lock(&mu);
-    claim.set_nonce((*rng)());
-  }
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  claim.set_nonce(rng());
   for (int64_t i = 0; i < kClusterTimestampClaimTries; ++i) {
     const int64_t candidate = wanted_ms + i;
     claim.set_cluster_timestamp_ms(candidate);
