@@ -191,6 +191,97 @@ class BackendNames {
 
 using Backends = ::testing::Types<MemoryBackend, SqliteBackend, ZooKeeperBackend, PostgresBackend>;
 
+// --- Records ----------------------------------------------------------------------------------
+
+inline v1::Resource MakeResource(int64_t memory_mb, int64_t vcores) {
+  v1::Resource r;
+  (*r.mutable_values())["memory-mb"] = memory_mb;
+  (*r.mutable_values())["vcores"] = vcores;
+  return r;
+}
+
+inline v1::SubClusterInfo SubCluster(const std::string& id,
+                                     v1::SubClusterState state = v1::SC_RUNNING) {
+  v1::SubClusterInfo info;
+  info.set_sub_cluster_id(id);
+  info.set_rm_address(absl::StrCat(id, "-rm1:8032,", id, "-rm2:8032"));
+  info.set_rm_http_address(absl::StrCat(id, "-rm1:8088"));
+  info.set_state(state);
+  info.set_last_heartbeat_ms(1'700'000'000'000);
+  info.set_last_start_ms(1'699'999'000'000);
+  *info.mutable_capability() = MakeResource(8192, 8);
+  *info.mutable_used() = MakeResource(1024, 1);
+  *info.mutable_available() = MakeResource(7168, 7);
+  *info.mutable_pending() = MakeResource(0, 0);
+  info.set_active_nodes(4);
+  info.set_apps_running(2);
+  info.set_apps_pending(1);
+  info.set_federation_commitment(0.5);
+  return info;
+}
+
+// `generation`: as a store holds it after the add (1) and each update (+1), or as a caller read
+// it for an update.
+inline v1::ApplicationHomeSubCluster AppHome(const std::string& app, const std::string& home,
+                                             int64_t generation = 1) {
+  v1::ApplicationHomeSubCluster h;
+  h.set_application_id(app);
+  h.set_home_sub_cluster_id(home);
+  h.set_create_time_ms(1'700'000'000'123);
+  h.set_queue("root.default");
+  h.set_user("alice");
+  h.set_generation(generation);
+  return h;
+}
+
+inline v1::ReservationHomeSubCluster ReservationHome(const std::string& id, const std::string& home,
+                                                     int64_t generation = 1) {
+  v1::ReservationHomeSubCluster h;
+  h.set_reservation_id(id);
+  h.set_home_sub_cluster_id(home);
+  h.set_generation(generation);
+  return h;
+}
+
+inline v1::SubClusterPolicyConfiguration Policy(const std::string& queue, double sc1_weight = 1.0) {
+  v1::SubClusterPolicyConfiguration c;
+  c.set_queue(queue);
+  c.set_router_policy("weighted-random");
+  c.set_amrm_policy("locality-multicast");
+  (*c.mutable_router_weights())["sc1"] = sc1_weight;
+  (*c.mutable_router_weights())["sc2"] = 0;
+  (*c.mutable_amrm_weights())["sc1"] = 0.25;
+  c.set_headroom_alpha(0.5);
+  c.set_resubmit_on_sub_cluster_loss(true);
+  c.set_published_ms(1'700'000'000'000);
+  c.set_published_by("gpg/gpg-1");
+  return c;
+}
+
+// `config` as a store holds it at `generation`.
+inline v1::SubClusterPolicyConfiguration Stored(v1::SubClusterPolicyConfiguration config,
+                                                int64_t generation = 1) {
+  config.set_generation(generation);
+  return config;
+}
+
+inline v1::RouterMasterKey MasterKey(int32_t id) {
+  v1::RouterMasterKey k;
+  k.set_key_id(id);
+  k.set_key_bytes(std::string("\0k\xffy\0", 5));
+  k.set_expiry_ms(1'800'000'000'000);
+  return k;
+}
+
+inline v1::RouterStoredToken Token(int64_t sequence_number, int64_t renew_date_ms = 1) {
+  v1::RouterStoredToken t;
+  t.set_sequence_number(sequence_number);
+  t.set_identifier(std::string("id\0\x01", 4));
+  t.set_renew_date_ms(renew_date_ms);
+  t.set_password(std::string("\0pw", 3));
+  return t;
+}
+
 }  // namespace weft::federation::conformance
 
 #endif  // WEFT_FEDERATION_STORE_CONFORMANCE_BACKENDS_H_
