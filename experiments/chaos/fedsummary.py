@@ -132,6 +132,7 @@ def summarize(args, fed, submitter, chaos, listed, rest_listed, homes, final_sta
         "command": " ".join(sys.argv),
         "elapsed_s": round(time.time() - started, 1),
         "store": getattr(args, "store", "sqlite"),
+        "app_user": getattr(args, "app_user", None),
         "error": error,
         "apps": {"submitted": len(tracked), "submit_failures": len(failures),
                  "succeeded": sum(1 for a in tracked if _succeeded(final_states.get(a, {}))),
