@@ -77,6 +77,7 @@ absl::StatusOr<std::unique_ptr<DevFederation>> DevFederation::Start(DevFederatio
       return absl::Status(claimed.status().code(),
                           absl::StrCat("sub-cluster ", id, ": ", claimed.status().message()));
     rm_options->rm.cluster_timestamp_ms = *claimed;
+    rm_options->rm.federation_fence_ms = 2 * o.heartbeat_ms;  // its heartbeater's interval
     // Where the RM checks what NMs (AMRMProxies) and the GPG claim about an app (its home).
     rm_options->federation_store = f->store_.get();
     // The RMs' counterpart of the NMs' `--allowed-system-users root`: their AMRMProxies may

@@ -316,7 +316,11 @@ void AddFederationCommand(CLI::App& app, int* exit_code) {
                   "locality-multicast: 0 = split * asks by weights, 1 = by headroom")
       ->check(FiniteNumberValidator("", 0, 1));
   set->add_option("--resubmit-on-loss", f->resubmit,
-                  "resubmit apps of a LOST home sub-cluster elsewhere: true or false")
+                  "resubmit apps of a LOST home sub-cluster elsewhere: true or false. Relies "
+                  "on every NM running `weft nm --federation-fence-ms N` with N + the NM "
+                  "heartbeat interval < the GPG's --membership-expiry-ms - the RMs' "
+                  "--federation-heartbeat-ms, so a stopped RM's containers are dead before the "
+                  "app runs elsewhere")
       ->check(CLI::IsMember({"true", "false"}));
   set->callback([f, exit_code] { *exit_code = SetPolicy(*f); });
   CLI::App* del = policy->add_subcommand("delete", "Delete a queue's own policies");

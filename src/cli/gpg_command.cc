@@ -47,8 +47,8 @@ void PrintRound(const federation::GpgRound& round) {
                                 : EscapeForTerminal(absl::StrJoin(weights, " ")))
             << "; " << round.policies_published << " policies published, "
             << round.marked_lost.size() << " sub-clusters marked LOST, " << round.resubmitted.size()
-            << " apps resubmitted, " << round.mappings_removed << " ended apps' homes removed"
-            << std::endl;
+            << " apps resubmitted, " << round.mappings_removed << " ended apps' homes removed, "
+            << round.issued_ids_removed << " unused issued ids removed" << std::endl;
   for (const std::string& e : round.errors)
     std::cout << "weft gpg: error: " << EscapeForTerminal(e) << std::endl;
 }

@@ -79,6 +79,10 @@ absl::StatusOr<rm::RmServerOptions> MakeRmServerOptions(const RmFlags& flags) {
   if (!flags.sub_cluster_id.empty()) {
     options.rm.sub_cluster_id = flags.sub_cluster_id;
     options.federation_proxies = true;
+    options.auth.federation_root_apps = flags.federation_root_apps;
+    // A federated app's failed attempt waits for a home check once the last one is older than
+    // two heartbeats - from this RM's first moment (an HA RM just elected included).
+    options.rm.federation_fence_ms = 2 * flags.federation_heartbeat_ms;
   }
   // Before the scheduler configuration, which is parsed against the registry.
   if (absl::Status s = ApplyResourceLimits(flags.resource_limits, &options.rm.registry); !s.ok())
@@ -395,6 +399,10 @@ void AddRmCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--federation-commitment", f->federation_commitment,
                   "fraction of this RM's capacity committed to the federation, in (0, 1]")
       ->capture_default_str()
+      ->group("Federation");
+  cmd->add_flag("--federation-root-apps", f->federation_root_apps,
+                "let NMs' AMRMProxies and the GPG act as root for root's apps (the RM's "
+                "counterpart of the NMs' --allowed-system-users root)")
       ->group("Federation");
   // For tests (hidden): RMs "started in the same millisecond". A federation sub-cluster still
   // claims it, so colliding RMs end up with distinct timestamps.

@@ -59,6 +59,9 @@ struct RmFlags {
   std::string federation_store;
   int64_t federation_heartbeat_ms = 5000;
   double federation_commitment = 1.0;
+  // NMs' AMRMProxies and the GPG may act for root's apps (ClientAuthOptions::federation_root_apps;
+  // the RM's counterpart of the NMs' --allowed-system-users root).
+  bool federation_root_apps = false;
   // The utilisation history the web UI draws (rm/cluster_history.h): a sample every
   // history_sample_ms, kept for history_retention_s.
   int64_t history_sample_ms = 10'000;

@@ -99,6 +99,7 @@ int RunRouter(const RouterFlags& flags) {
   federation::RouterWebOptions web_options;
   web_options.bind_host = flags.bind_host;
   web_options.port = flags.http_port;
+  web_options.writes_enabled = flags.http_enable_writes;
   federation::RouterServer* s = server->get();
   auto http = federation::RouterWebServer::Start(
       &s->router(), [s](const rm::Presented& p) { return s->Authenticate(p); }, web_options);
@@ -148,6 +149,10 @@ void AddRouterCommand(CLI::App& app, int* exit_code) {
                   "port of the federation page, REST API (/ws/v1/cluster, "
                   "/ws/v1/federation/subclusters) and /metrics (0 = any free port)")
       ->capture_default_str();
+  cmd->add_flag("--http-enable-writes", f->http_enable_writes,
+                "take YARN's REST writes (POST /ws/v1/cluster/apps/new-application, POST "
+                "/ws/v1/cluster/apps, PUT /ws/v1/cluster/apps/{id}/state) from writers "
+                "authenticated as on ClientService (X-Weft-Munge-Credential, or the admin secret)");
   cmd->add_option("--tls-dir", f->tls_dir,
                   "directory with ca.pem and this router's router-<id>.pem/.key (`weft certs "
                   "issue --role router`); or give --tls-ca, --tls-cert, --tls-key");

@@ -20,6 +20,8 @@ struct RouterFlags {
   std::string federation_store;       // URI (federation/store/federation_store.h); required
   std::string bind_host = "127.0.0.1";
   int port = 8050;       // YARN's yarn.router.clientrm.address port; 0 = any free port
+  // REST writes (new-application, submit, kill) by MUNGE-authenticated writers; off = 403.
+  bool http_enable_writes = false;
   int http_port = 8089;  // YARN's yarn.router.webapp.address port; 0 = any free port
   // The router's TLS material: a directory laid out as `weft certs` makes it (ca.pem,
   // router-<id>.pem, router-<id>.key), or the three files.

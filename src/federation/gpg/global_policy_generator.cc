@@ -30,9 +30,7 @@ bool IsFinalState(v1::ApplicationState s) {
 bool RouterWeightsAreProportions(const std::string& policy) {
   return policy == "weighted-random" || policy == "locality";
 }
-bool AmrmWeightsAreProportions(const std::string& policy) {
-  return policy == "locality-multicast";
-}
+bool AmrmWeightsAreProportions(const std::string& policy) { return policy == "locality-multicast"; }
 
 // Gate weights: 0 where `proportional` says 0, otherwise the operator's own weight (1 when the
 // map was empty, i.e. every sub-cluster weighed 1).
@@ -95,7 +93,8 @@ bool Differs(const google::protobuf::Map<std::string, double>& current,
   return false;
 }
 
-void Assign(google::protobuf::Map<std::string, double>* to, const std::map<std::string, double>& w) {
+void Assign(google::protobuf::Map<std::string, double>* to,
+            const std::map<std::string, double>& w) {
   to->clear();
   for (const auto& [id, v] : w) (*to)[id] = v;
 }
@@ -119,8 +118,8 @@ std::map<std::string, double> HeadroomWeights(const std::vector<v1::SubClusterIn
   for (const v1::SubClusterInfo& sc : members) {
     if (!IsSubClusterUsable(sc, now_ms, expiry_ms) || drained.contains(sc.sub_cluster_id()))
       continue;
-    weights[sc.sub_cluster_id()] = total_mb > 0 ? static_cast<double>(AvailableMb(sc)) / total_mb
-                                                : 1.0 / usable;
+    weights[sc.sub_cluster_id()] =
+        total_mb > 0 ? static_cast<double>(AvailableMb(sc)) / total_mb : 1.0 / usable;
   }
   return weights;
 }
@@ -139,6 +138,15 @@ GpgRound GlobalPolicyGenerator::RunOnce(int64_t now_ms) {
   MarkLost(*members, now_ms, round);
   PublishWeights(*members, now_ms, round);
   SweepApplications(*members, now_ms, round);
+  // Ids issued and never submitted within the routers' TTL (a client that died in between).
+  absl::StatusOr<int> issued =
+      store_->DeleteIssuedApplicationIdsBefore(now_ms - options_.issued_id_ttl_ms);
+  if (issued.ok()) {
+    round.issued_ids_removed = *issued;
+  } else {
+    round.errors.push_back(
+        absl::StrCat("removing expired issued application ids: ", issued.status().message()));
+  }
   return round;
 }
 
@@ -170,8 +178,7 @@ void GlobalPolicyGenerator::MarkLost(std::vector<v1::SubClusterInfo>& members, i
 
 void GlobalPolicyGenerator::PublishWeights(const std::vector<v1::SubClusterInfo>& members,
                                            int64_t now_ms, GpgRound& round) {
-  round.weights =
-      HeadroomWeights(members, now_ms, options_.membership_expiry_ms, options_.drained);
+  round.weights = HeadroomWeights(members, now_ms, options_.membership_expiry_ms, options_.drained);
   if (members.empty()) return;
   absl::StatusOr<std::vector<v1::SubClusterPolicyConfiguration>> configs =
       store_->GetPoliciesConfigurations();
@@ -237,8 +244,8 @@ absl::Status GlobalPolicyGenerator::Submit(const v1::SubClusterInfo& target,
   absl::Status s = rms_->SubmitApplication(target, home.user(), home.submission_context());
   if (s.ok() || absl::IsAlreadyExists(s)) return absl::OkStatus();  // there already
   round.errors.push_back(absl::StrCat("submitting ", home.application_id(), " to its new home ",
-                                      target.sub_cluster_id(), " (retried next round): ",
-                                      s.message()));
+                                      target.sub_cluster_id(),
+                                      " (retried next round): ", s.message()));
   return s;
 }
 
@@ -322,8 +329,8 @@ void GlobalPolicyGenerator::SweepApplications(const std::vector<v1::SubClusterIn
                     {{"app", app}, {"from", from}, {"generation", home.generation()}});
           round.moves_lost.push_back(app);
         } else {
-          round.errors.push_back(absl::StrCat("moving the home of ", app, " from ", from,
-                                              " to ", *next, ": ", s.message()));
+          round.errors.push_back(absl::StrCat("moving the home of ", app, " from ", from, " to ",
+                                              *next, ": ", s.message()));
         }
         continue;
       }

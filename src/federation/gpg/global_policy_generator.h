@@ -55,6 +55,9 @@ struct GpgOptions {
   int64_t membership_expiry_ms = 30000;     // silent this long: LOST (IsSubClusterUsable)
   std::set<std::string> drained;            // sub-cluster ids under maintenance
   int64_t finished_app_retention_ms = 600000;  // an ended app's mapping is kept this long
+  // Application ids the routers issued and nobody submitted are forgotten this long after
+  // their issue: the routers' issued-id TTL (RouterOptions::issued_id_ttl_ms), ms.
+  int64_t issued_id_ttl_ms = 3600 * 1000;
   // The policies written for "*" when the store has no configuration at all.
   std::string default_router_policy = "weighted-random";
   std::string default_amrm_policy = "locality-multicast";
@@ -74,6 +77,7 @@ struct GpgRound {
   // compare-and-set: left to that writer (not submitted by this GPG).
   std::vector<std::string> moves_lost;
   int mappings_removed = 0;
+  int issued_ids_removed = 0;  // issued, never submitted, past issued_id_ttl_ms
   std::vector<std::string> errors;               // one line each; the round carries on
 };
 

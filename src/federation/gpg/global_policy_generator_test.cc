@@ -118,6 +118,29 @@ TEST_F(GpgTest, MarksSilentSubClustersLostAndPublishesHeadroomWeights) {
   EXPECT_EQ(Policy("*").published_ms(), kNow);
 }
 
+// A client that died between NewApplication and SubmitApplication leaves an issued id; the
+// GPG forgets it once the routers would refuse it anyway (their issued-id TTL).
+TEST_F(GpgTest, IssuedIdsNeverSubmittedAreRemovedAfterTheirTtl) {
+  Register(Member("sc1", 8000, kNow));
+  for (const auto& [id, issued_ms] : std::vector<std::pair<std::string, int64_t>>{
+           {"application_1700000000000_0001", kNow - 7200 * 1000},
+           {"application_1700000000000_0002", kNow - 60 * 1000}}) {
+    v1::IssuedApplicationId issued;
+    issued.set_application_id(id);
+    issued.set_user("alice");
+    issued.set_issued_ms(issued_ms);
+    issued.set_router_id("r1");
+    issued.set_sub_cluster_id("sc1");
+    ASSERT_TRUE(store_->AddIssuedApplicationId(issued).ok());
+  }
+  GlobalPolicyGenerator gpg({}, store_.get(), &rms_);
+  GpgRound round = gpg.RunOnce(kNow);
+  EXPECT_EQ(round.issued_ids_removed, 1);
+  EXPECT_TRUE(absl::IsNotFound(
+      store_->GetIssuedApplicationId("application_1700000000000_0001").status()));
+  EXPECT_TRUE(store_->GetIssuedApplicationId("application_1700000000000_0002").ok());
+}
+
 TEST_F(GpgTest, ADrainedSubClusterGetsWeightZeroUnderEveryPolicyKind) {
   Register(Member("sc1", 4000));
   Register(Member("sc2", 4000));
