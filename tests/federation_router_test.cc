@@ -88,7 +88,6 @@ class FakeNm final : public v1::ContainerService::Service {
   int port_ = 0;
 };
 
-
 // One sub-cluster: an RM, its NM, its membership heartbeat.
 struct SubCluster {
   std::string id;
@@ -414,6 +413,77 @@ TEST_F(FederationRouterTest, TheRestApiAggregatesEverySubCluster) {
   ASSERT_TRUE(res);
   EXPECT_THAT(res->body, HasSubstr("weft_router_submissions_total"));
   EXPECT_THAT(res->body, HasSubstr("weft_router_forwards_total"));
+}
+
+// YARN's REST writes through the router: an id the federation issues, a submission homed by
+// policy, a kill at the home; writers prove who they are (MUNGE), anonymous callers never write.
+TEST_F(FederationRouterTest, RestWritesGoThroughTheRouterAsTheAuthenticatedUser) {
+  RouterServer* r = router_.get();
+  RouterWebOptions wo;
+  wo.port = 0;
+  wo.writes_enabled = true;
+  auto web = RouterWebServer::Start(
+      &r->router(), [r](const rm::Presented& p) { return r->Authenticate(p); }, wo);
+  ASSERT_TRUE(web.ok()) << web.status();
+  web_ = *std::move(web);
+  httplib::Client http("127.0.0.1", web_->port());
+  auto munge = [&] {
+    auto cred = security::MungeEncode(munged_->socket(), rm::kMungePayload);
+    EXPECT_TRUE(cred.ok()) << cred.status();
+    return httplib::Headers{{"X-Weft-Munge-Credential", cred.ok() ? *cred : ""}};
+  };
+  // Anonymous: refused, nothing issued.
+  auto res = http.Post("/ws/v1/cluster/apps/new-application", "", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401) << res->body;
+  EXPECT_EQ(watched_->writes.load(), 0);
+
+  res = http.Post("/ws/v1/cluster/apps/new-application", munge(), "", "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const std::string id = nlohmann::json::parse(res->body)["application-id"];
+  const nlohmann::json submission = {
+      {"application-id", id},
+      {"application-name", "from-rest"},
+      {"queue", "default"},
+      {"am-container-spec", {{"commands", {{"command", "sleep 100"}}}}}};
+  // Anonymous submission of that id: refused, no home.
+  res = http.Post("/ws/v1/cluster/apps", submission.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401) << res->body;
+  EXPECT_EQ(HomeInStore(id), "");
+  res = http.Post("/ws/v1/cluster/apps", munge(), submission.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 202) << res->body;
+  const std::string home = HomeInStore(id);
+  ASSERT_NE(home, "");
+  EXPECT_TRUE(RmHas(home, id));
+  // A caller-chosen id is refused as on gRPC.
+  nlohmann::json chosen = submission;
+  chosen["application-id"] = "application_1700000000002_0042";
+  res = http.Post("/ws/v1/cluster/apps", munge(), chosen.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400) << res->body;
+  EXPECT_EQ(HomeInStore("application_1700000000002_0042"), "");
+  // Kill: anonymous refused; the owner's reaches the home.
+  res =
+      http.Put("/ws/v1/cluster/apps/" + id + "/state", R"({"state":"KILLED"})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401) << res->body;
+  res = http.Put("/ws/v1/cluster/apps/" + id + "/state", munge(), R"({"state":"KILLED"})",
+                 "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_TRUE(res->status == 200 || res->status == 202) << res->body;
+  v1::ApplicationState state = v1::APP_NEW;
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (state != v1::APP_KILLED && absl::Now() < deadline) {  // bounded poll
+    Sc(home).rm->RunOnLoop([&](rm::ResourceManager& rm) {
+      auto app = rm.GetApplication(id);
+      if (app.ok()) state = app->state();
+    });
+    if (state != v1::APP_KILLED) absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(state, v1::APP_KILLED) << v1::ApplicationState_Name(state);
 }
 
 TEST_F(FederationRouterTest, ACallerWithoutCredentialsIsRefused) {
