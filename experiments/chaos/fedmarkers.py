@@ -20,6 +20,7 @@ Pure: no processes, no clock (the caller passes what it needs).
 """
 import glob
 import os
+import re
 
 GRACE_MS = 1000  # an open interval ends this long after the last thing that proves it alive
 
@@ -153,13 +154,31 @@ def analyze(runs, slack_ms=2000):
             {r["container"] for r in runs
              if len({x["sc"] for x in runs if x["container"] == r["container"]}) > 1}),
         "ams_finished": sum(1 for a in ams if not a["open"] and a["how"] == "rc=0"),
+        # Containers that ran to their end (not stopped): each did its work once.
+        "containers_completed": sum(1 for t in tasks if not t["open"] and t["how"] == "exit"),
+        # Per AM run (in start order): the completed containers that started while it was the
+        # latest AM alive, so a copy that ran its whole ask is visible as such.
+        "completed_per_am_run": _completed_per_am_run(ams, tasks, slack_ms),
+        "am_run_sub_clusters": [a["sc"] for a in ams],
     }
+
+
+def _completed_per_am_run(ams, tasks, slack_ms):
+    counts = [0] * len(ams)
+    for t in tasks:
+        if t["open"] or t["how"] != "exit":
+            continue
+        alive = [i for i, a in enumerate(ams)
+                 if a["start"] - slack_ms <= t["start"] <= a["end"] + slack_ms]
+        if alive:
+            counts[max(alive, key=lambda i: ams[i]["start"])] += 1
+    return counts
 
 
 def marker_files(runs_dir):
     """The marker files of a run (not the heartbeat files): name -> path."""
     return {os.path.basename(p): p for p in glob.glob(os.path.join(runs_dir, "a*"))
-            if ".hb." not in os.path.basename(p)}
+            if re.fullmatch(r"a\d+", os.path.basename(p))}
 
 
 def live_ams(path, now_ms, fresh_ms=3000):

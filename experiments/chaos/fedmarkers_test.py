@@ -35,6 +35,9 @@ class MarkersTest(unittest.TestCase):
         self.assertEqual(a["am_runs"], 1)
         self.assertEqual(a["containers_in_secondaries"], 1)
         self.assertEqual(a["ams_finished"], 1)
+        self.assertEqual(a["containers_completed"], 2)
+        self.assertEqual(a["completed_per_am_run"], [2])
+        self.assertEqual(fedmarkers.marker_files(self.dir), {"a1": self.path})
         self.assertEqual(a["containers_without_live_am"], [])
 
     def test_two_copies_at_once_in_two_sub_clusters_overlap(self):
@@ -89,11 +92,11 @@ class MarkersTest(unittest.TestCase):
 class SummaryTest(unittest.TestCase):
     """fedsummary.summarize over a fake run: one tracked app and one failed submission."""
 
-    def run_summary(self, second_marker, listed_names):
+    def run_summary(self, second_marker, listed_names, extra=""):
         runs = tempfile.mkdtemp(prefix="fedsummary-test-")
         with open(os.path.join(runs, "a0"), "w") as fh:
             fh.write("app_1 sc1 am:c_a start 1000 sc1-0 att_1\n"
-                     "app_1 sc1 am:c_a end 3000 sc1-0 att_1 rc=0\n")
+                     "app_1 sc1 am:c_a end 3000 sc1-0 att_1 rc=0\n" + extra)
         if second_marker:
             with open(os.path.join(runs, "a1"), "w") as fh:
                 fh.write(second_marker)
@@ -103,7 +106,8 @@ class SummaryTest(unittest.TestCase):
             failures=[])
         fed = types.SimpleNamespace(runs=runs, flags_used={}, command_lines=lambda: {},
                                     logs_mentioning=lambda app: {})
-        args = types.SimpleNamespace(task_s=1, apps=1, lost_cycles=0, kills=0)
+        args = types.SimpleNamespace(task_s=1, apps=1, lost_cycles=0, kills=0, containers=1,
+                                     span_containers=3)
         done = {"applicationId": "app_1", "name": "chaosfed-0", "state": "APP_FINISHED",
                 "finalStatus": "FINAL_SUCCEEDED", "currentAttempt": 1}
         listed = [dict(done, name=n, applicationId=f"app_{k + 1}")
@@ -119,6 +123,14 @@ class SummaryTest(unittest.TestCase):
         s = self.run_summary("app_9 sc1 am:c_b start 1000 sc1-0 att_1\n", ["chaosfed-0"])
         self.assertFalse(s["checks"]["each_submission_one_app_id"])
         self.assertEqual(s["untracked_submissions_that_ran"], {"a1": ["app_9"]})
+
+    def test_an_app_whose_containers_completed_twice_did_its_work_twice(self):
+        s = self.run_summary(None, ["chaosfed-0"], extra=(
+            "app_1 sc1 c_1 start 1500 sc1-0 app_1\napp_1 sc1 c_1 end 2500 sc1-0 app_1\n"
+            "app_1 sc2 am:c_b start 4000 sc2-0 att_1\n"
+            "app_1 sc2 c_2 start 4500 sc2-0 app_1\napp_1 sc2 c_2 end 5500 sc2-0 app_1\n"))
+        self.assertFalse(s["checks"]["no_work_done_twice"])
+        self.assertEqual(s["work_done_twice"]["app_1"]["completed_per_am_run"], [1, 1])
 
     def test_an_unmanaged_am_listed_as_an_app_fails_the_listing(self):
         s = self.run_summary(None, ["chaosfed-0", "chaosfed-0"])

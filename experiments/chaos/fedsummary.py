@@ -20,6 +20,11 @@ def _succeeded(report):
             str(field(report, "finalStatus", "final_status", default="")).endswith("SUCCEEDED"))
 
 
+def _asked(args, info):
+    """Containers the app asked for (its queue's count)."""
+    return getattr(args, "span_containers" if info["queue"] == "span" else "containers", 0)
+
+
 def _count_ids(reports, *names):
     counts = {}
     for r in reports or []:
@@ -151,6 +156,23 @@ def summarize(args, fed, submitter, chaos, listed, rest_listed, homes, final_sta
         "submissions_run_under_other_ids": {
             a: x["marker_app_ids"] for a, x in analyses.items()
             if x["marker_app_ids"] not in ([], [a])},
+        # AM runs (copies) in two sub-clusters that each completed every container the app
+        # asked for: the federation ran the app to its end twice (e.g. an app that had
+        # SUCCEEDED was resubmitted after its sub-cluster was lost). A new attempt in the same
+        # sub-cluster re-running the work is YARN's at-least-once, not counted.
+        "work_done_twice": {
+            a: {"asked": _asked(args, tracked[a]), "completed_per_am_run":
+                x["completed_per_am_run"], "am_runs": details[a]["am_runs"]}
+            for a, x in analyses.items()
+            if len({sc for sc, c in zip(x["am_run_sub_clusters"], x["completed_per_am_run"])
+                    if c >= _asked(args, tracked[a])}) > 1},
+        # One AM run that completed more containers than asked: containers allocated beyond the
+        # ask (e.g. a split over sub-clusters allocated twice) and run by the AM. Reported only.
+        "containers_beyond_ask": {
+            a: {"asked": _asked(args, tracked[a]), "completed_per_am_run":
+                x["completed_per_am_run"], "queue": tracked[a]["queue"]}
+            for a, x in analyses.items()
+            if any(c > _asked(args, tracked[a]) for c in x["completed_per_am_run"])},
         "moved_apps": sorted(a for a, x in analyses.items() if len(x["am_sub_clusters"]) > 1),
         "containers": {
             "run": sum(x["containers"] for x in analyses.values()),
@@ -198,6 +220,7 @@ def summarize(args, fed, submitter, chaos, listed, rest_listed, homes, final_sta
         "no_submit_failures": not failures,
         "every_app_succeeded": bool(tracked) and summary["apps"]["succeeded"] == len(tracked),
         "never_two_sub_clusters_at_once": not overlapping,
+        "no_work_done_twice": not summary["work_done_twice"],
         "no_orphans": not orphans,
         # ... and at least one such AM was tested, unconfounded, when NMs were killed.
         "am_nm_killed_without_new_attempt": not new_attempt and (
