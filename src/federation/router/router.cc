@@ -783,7 +783,18 @@ absl::StatusOr<v1::ListApplicationsResponse> Router::ListApplications(
   auto parts = Answered(*live, FanOut(*live, user, "ListApplications",
                                       &v1::ClientService::Stub::ListApplications, request));
   if (!parts.ok()) return parts.status();
-  return MergeApplications(*parts, request.limit());
+  // An app reported by several sub-clusters (its home, and secondaries running its unmanaged
+  // AMs or an old copy killed after a move) is listed as its home in the store reports it.
+  std::map<std::string, int> reported;
+  for (const auto& [sc, part] : *parts)
+    for (const v1::ApplicationReport& app : part.applications()) ++reported[app.application_id()];
+  std::vector<std::pair<std::string, std::string>> homes;
+  for (const auto& [app_id, count] : reported) {
+    if (count < 2) continue;
+    absl::StatusOr<std::string> home = HomeOf(app_id, /*fresh=*/false);
+    if (home.ok()) homes.emplace_back(app_id, *home);
+  }
+  return MergeApplications(*parts, request.limit(), homes);
 }
 
 absl::StatusOr<v1::GetClusterMetricsResponse> Router::GetClusterMetrics(const std::string& user) {

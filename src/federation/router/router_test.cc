@@ -721,5 +721,28 @@ TEST_F(RouterTest, LoadBasedPlacementCountsItsOwnInFlightHomes) {
   EXPECT_GE(homes["sc1"], homes["sc3"]);
 }
 
+// An old copy killed after its app moved (or a UAM) lists the app in a second sub-cluster under
+// the same id: the router lists it once, as its home in the store reports it.
+TEST_F(RouterTest, AnAppInTwoSubClustersIsListedAsItsHomeReportsIt) {
+  SetPolicy("default", {{"sc3", 1}});  // the last sub-cluster: the copies come first
+  const std::string app = Submit(*router_);
+  const std::string home = HomeInStore(app);
+  ASSERT_EQ(home, "sc3");
+  for (const auto& [id, rm] : rms_) {
+    if (id == home) continue;
+    v1::ApplicationReport copy;
+    copy.set_application_id(app);
+    copy.set_user("alice");
+    copy.set_state(v1::APP_KILLED);
+    copy.set_sub_cluster_id(id);
+    rm->PutApp(copy);  // ordered before the home or after it: the home wins either way
+  }
+  auto list = router_->ListApplications({}, "alice");
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->applications_size(), 1);
+  EXPECT_EQ(list->applications(0).sub_cluster_id(), home);
+  EXPECT_EQ(list->applications(0).state(), v1::APP_ACCEPTED);
+}
+
 }  // namespace
 }  // namespace weft::federation

@@ -129,6 +129,12 @@ class FakeSubClusterRm final : public v1::ClientService::Service {
     return it == apps_.end() ? v1::ApplicationState{} : it->second.state();
   }
 
+  // Holds `report` as one of its apps (a copy of another sub-cluster's app, a UAM).
+  void PutApp(const v1::ApplicationReport& report) {
+    absl::MutexLock l(&mu_);
+    apps_[report.application_id()] = report;
+  }
+
   absl::Mutex mu_;
   std::optional<grpc::Status> submit_error ABSL_GUARDED_BY(mu_);
   std::optional<grpc::Status> kill_error ABSL_GUARDED_BY(mu_);
