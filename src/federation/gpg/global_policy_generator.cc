@@ -25,6 +25,11 @@ bool IsFinalState(v1::ApplicationState s) {
   return s == v1::APP_FINISHED || s == v1::APP_FAILED || s == v1::APP_KILLED;
 }
 
+// Whether an RM call failed because the RM did not answer (as opposed to answering "no").
+bool RmDidNotAnswer(const absl::Status& s) {
+  return absl::IsDeadlineExceeded(s) || absl::IsUnavailable(s);
+}
+
 // Whether the policy's weights are proportions (the GPG sets them from headroom) rather than
 // a ranking or a gate (the GPG only zeroes sub-clusters that must not be chosen).
 bool RouterWeightsAreProportions(const std::string& policy) {
@@ -234,8 +239,27 @@ v1::SubClusterPolicyConfiguration GlobalPolicyGenerator::PolicyFor(const std::st
 }
 
 bool GlobalPolicyGenerator::MustBeResubmitted(const v1::ApplicationHomeSubCluster& home) {
-  if (home.generation() <= 1 || !home.has_submission_context()) return false;
+  if (home.generation() <= 1 || home.finished_ms() > 0 || !home.has_submission_context())
+    return false;
   return PolicyFor(home.queue()).resubmit_on_sub_cluster_loss();
+}
+
+absl::StatusOr<v1::ApplicationReport> GlobalPolicyGenerator::AskRm(
+    const v1::SubClusterInfo& sc, const v1::ApplicationHomeSubCluster& home,
+    std::set<std::string>& unresponsive, GpgRound& round) {
+  if (unresponsive.contains(sc.sub_cluster_id())) {
+    return absl::UnavailableError(absl::StrCat("sub-cluster ", sc.sub_cluster_id(),
+                                               " did not answer earlier this round"));
+  }
+  absl::StatusOr<v1::ApplicationReport> report =
+      rms_->GetApplication(sc, home.user(), home.application_id());
+  if (!report.ok() && RmDidNotAnswer(report.status())) {
+    unresponsive.insert(sc.sub_cluster_id());
+    round.errors.push_back(absl::StrCat("asking ", sc.sub_cluster_id(), " about ",
+                                        home.application_id(), ": ", report.status().message(),
+                                        " (its RM is not asked again until the next round)"));
+  }
+  return report;
 }
 
 absl::Status GlobalPolicyGenerator::Submit(const v1::SubClusterInfo& target,
@@ -265,12 +289,28 @@ void GlobalPolicyGenerator::SweepApplications(const std::vector<v1::SubClusterIn
         !options_.drained.contains(sc.sub_cluster_id()))
       usable.push_back(sc);
   }
+  // Sub-clusters whose RM did not answer (deadline, unavailable) this round: not asked again
+  // until the next one, so that a silent sub-cluster that is not yet past the expiry costs one
+  // RM deadline per round rather than one per app homed there (and MarkLost is not delayed).
+  std::set<std::string> unresponsive;
   for (v1::ApplicationHomeSubCluster& home : *homes) {
     const std::string& app = home.application_id();
     auto it = by_id.find(home.home_sub_cluster_id());
     const bool lost = it == by_id.end() || it->second->state() == v1::SC_LOST ||
                       it->second->state() == v1::SC_UNREGISTERED ||
                       it->second->state() == v1::SC_DECOMMISSIONED;
+    if (home.finished_ms() > 0) {
+      // Seen ended at its home: never resubmitted (even when that home is lost since), not
+      // asked about again, and removed once the retention has passed.
+      if (now_ms - home.finished_ms() > options_.finished_app_retention_ms) {
+        if (absl::Status s = store_->DeleteApplicationHomeSubCluster(app); !s.ok()) {
+          round.errors.push_back(absl::StrCat("removing the home of ", app, ": ", s.message()));
+          continue;
+        }
+        ++round.mappings_removed;
+      }
+      continue;
+    }
     if (lost) {
       const v1::SubClusterPolicyConfiguration policy = PolicyFor(home.queue());
       if (!policy.resubmit_on_sub_cluster_loss() || !home.has_submission_context() ||
@@ -302,7 +342,10 @@ void GlobalPolicyGenerator::SweepApplications(const std::vector<v1::SubClusterIn
         for (const v1::SubClusterInfo& sc : usable)
           if (sc.sub_cluster_id() == *next) candidate = &sc;
         if (candidate == nullptr) break;  // a policy bug; the conformance suite rules it out
-        if (rms_->GetApplication(*candidate, home.user(), app).ok()) {
+        // One whose RM did not answer this round is not chosen either: it is retried next
+        // round rather than moved to an RM that may be going silent.
+        if (AskRm(*candidate, home, unresponsive, round).ok() ||
+            unresponsive.contains(*next)) {
           exclude.push_back(*next);
           continue;
         }
@@ -311,7 +354,8 @@ void GlobalPolicyGenerator::SweepApplications(const std::vector<v1::SubClusterIn
       if (target == nullptr) {
         round.errors.push_back(absl::StrCat(
             "resubmitting ", app, ": ",
-            chosen.ok() ? "no usable sub-cluster without the app's id" : chosen.message()));
+            chosen.ok() ? "no usable sub-cluster that answered and lacks the app's id"
+                        : chosen.message()));
         continue;
       }
       const std::string* next = &target->sub_cluster_id();
@@ -340,13 +384,30 @@ void GlobalPolicyGenerator::SweepApplications(const std::vector<v1::SubClusterIn
       round.resubmitted.push_back(absl::StrCat(app, " -> ", *next));
       continue;
     }
-    if (!IsSubClusterUsable(*it->second, now_ms, options_.membership_expiry_ms)) continue;
+    // A home silent past the expiry (MarkLost's next round) or that did not answer earlier
+    // this round is not asked.
+    if (!IsSubClusterUsable(*it->second, now_ms, options_.membership_expiry_ms) ||
+        unresponsive.contains(home.home_sub_cluster_id()))
+      continue;
     absl::StatusOr<v1::ApplicationReport> report =
-        rms_->GetApplication(*it->second, home.user(), app);
+        AskRm(*it->second, home, unresponsive, round);
     bool remove = false;
     if (report.ok()) {
-      remove = IsFinalState(report->state()) && report->finish_time_ms() > 0 &&
+      if (!IsFinalState(report->state())) continue;
+      remove = report->finish_time_ms() > 0 &&
                now_ms - report->finish_time_ms() > options_.finished_app_retention_ms;
+      if (!remove) {
+        // Ended here: the record says so (over the generation read), so that the app is not
+        // resubmitted if this sub-cluster is lost during the retention.
+        v1::ApplicationHomeSubCluster ended = home;
+        ended.set_finished_ms(now_ms);
+        if (absl::Status s = store_->UpdateApplicationHomeSubCluster(ended); !s.ok()) {
+          if (!absl::IsAborted(s))  // Aborted: another writer moved it; next round reads it
+            round.errors.push_back(
+                absl::StrCat("marking ", app, " ended in its home record: ", s.message()));
+        }
+        continue;
+      }
     } else if (report.status().code() == absl::StatusCode::kNotFound) {
       if (MustBeResubmitted(home)) {
         // Moved here from a lost home and not submitted yet (the submission failed after the
@@ -361,7 +422,7 @@ void GlobalPolicyGenerator::SweepApplications(const std::vector<v1::SubClusterIn
       // Never submitted (its router died between the mapping and the forward) or forgotten by
       // its RM: kept for the retention time, as an ended app.
       remove = now_ms - home.create_time_ms() > options_.finished_app_retention_ms;
-    } else {
+    } else if (!RmDidNotAnswer(report.status())) {  // AskRm reported those
       round.errors.push_back(absl::StrCat("asking ", home.home_sub_cluster_id(), " about ", app,
                                           ": ", report.status().message()));
     }

@@ -13,6 +13,8 @@
 //     lives elsewhere and kills its copy (sub_cluster_heartbeater.h); its NMs have killed their
 //     containers before the loss threshold (`weft nm --federation-fence-ms`), so the two
 //     copies never run at once;
+//   - marks the home records of apps it sees ended (finished_ms, by compare-and-set), so that
+//     an ended app is never resubmitted when its home is lost later;
 //   - removes the home mappings of apps that ended longer ago than a retention time.
 // The cluster does not depend on it: routers and AMRMProxies keep using the last policies it
 // published (docs/federation.md). Pure over its two injected dependencies and the time it is
@@ -106,12 +108,21 @@ class GlobalPolicyGenerator {
                       GpgRound& round);
   void SweepApplications(const std::vector<v1::SubClusterInfo>& members, int64_t now_ms,
                          GpgRound& round);
+  // Asks `sc`'s RM about `app` unless that RM failed with DEADLINE_EXCEEDED or UNAVAILABLE
+  // earlier this round (its id in `unresponsive`): then Unavailable without a call, so that a
+  // silent sub-cluster costs one RM deadline per round, not one per app homed there. A call
+  // that fails so adds `sc` to `unresponsive` and one line to the round's errors.
+  absl::StatusOr<v1::ApplicationReport> AskRm(const v1::SubClusterInfo& sc,
+                                              const v1::ApplicationHomeSubCluster& home,
+                                              std::set<std::string>& unresponsive,
+                                              GpgRound& round);
   // Submits `home`'s app, as its user, to `target` (its new home): OK when the RM took it or
   // had it already; otherwise the error, also added to the round's errors.
   absl::Status Submit(const v1::SubClusterInfo& target, const v1::ApplicationHomeSubCluster& home,
                       GpgRound& round);
   // Whether an app its home's RM does not know must be submitted there: its home was moved
-  // (generation > 1) and its queue's policy resubmits on loss, with a submission context.
+  // (generation > 1), it is not known to have ended (finished_ms 0) and its queue's policy
+  // resubmits on loss, with a submission context.
   bool MustBeResubmitted(const v1::ApplicationHomeSubCluster& home);
   // The queue's configuration, else "*", else DefaultPolicyConfiguration().
   v1::SubClusterPolicyConfiguration PolicyFor(const std::string& queue);

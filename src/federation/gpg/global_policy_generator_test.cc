@@ -37,6 +37,7 @@ class FakeRms : public SubClusterRms {
                                                        const std::string& user,
                                                        const std::string& app_id) override {
     asked.push_back(absl::StrCat(sc.sub_cluster_id(), "/", user, "/", app_id));
+    if (auto f = failing.find(sc.sub_cluster_id()); f != failing.end()) return f->second;
     if (auto at = reports_at.find(absl::StrCat(sc.sub_cluster_id(), "/", app_id));
         at != reports_at.end())
       return at->second;
@@ -53,6 +54,7 @@ class FakeRms : public SubClusterRms {
   }
   std::map<std::string, v1::ApplicationReport> reports;     // by app id, at any sub-cluster
   std::map<std::string, v1::ApplicationReport> reports_at;  // by "<sub-cluster>/<app id>"
+  std::map<std::string, absl::Status> failing;               // by sub-cluster id: every ask
   std::vector<std::string> asked;
   std::vector<std::string> submitted;
   absl::Status submit_status;
@@ -459,6 +461,80 @@ TEST_F(GpgTest, ASubClusterHoldingTheAppsIdIsNotChosenAsItsNewHome) {
     EXPECT_THAT(round.resubmitted, ElementsAre("application_1_0001 -> sc3")) << seed;
     EXPECT_THAT(rms_.submitted, ElementsAre("application_1_0001 -> sc3 as alice"));
   }
+}
+
+// Chaos finding (issue 27): an app that ended in a sub-cluster lost later (its record kept for
+// the retention) was resubmitted and ran again. The GPG marks the record when it sees the app
+// ended, and never resubmits a marked one.
+TEST_F(GpgTest, AnAppThatEndedInASubClusterLostLaterIsNotResubmitted) {
+  constexpr int64_t kLater = kNow + 31000;  // sc1 silent past the expiry by then
+  Register(Member("sc1", 4000, kNow));
+  Register(Member("sc2", 4000, kLater));
+  SetResubmittingPolicy(store_.get());
+  const std::string app = "application_1_0001";
+  ASSERT_TRUE(store_->AddApplicationHomeSubCluster(ResubmittableHome(app, "sc1")).ok());
+  v1::ApplicationReport done;
+  done.set_state(v1::APP_FINISHED);
+  done.set_finish_time_ms(kNow - 1000);
+  rms_.reports[app] = done;
+  GlobalPolicyGenerator gpg({}, store_.get(), &rms_);
+  GpgRound first = gpg.RunOnce(kNow);
+  EXPECT_TRUE(first.errors.empty()) << first.errors.front();
+  EXPECT_EQ(first.mappings_removed, 0);  // within the retention
+  auto marked = store_->GetApplicationHomeSubCluster(app);
+  ASSERT_TRUE(marked.ok()) << marked.status();
+  EXPECT_EQ(marked->finished_ms(), kNow);
+  EXPECT_EQ(marked->home_sub_cluster_id(), "sc1");
+  EXPECT_EQ(marked->generation(), 2);  // written by compare-and-set over generation 1
+  // sc1 goes silent; no RM knows the app any more (sc2 would take it).
+  rms_.reports.clear();
+  GpgRound lost = gpg.RunOnce(kLater);
+  EXPECT_THAT(lost.marked_lost, ElementsAre("sc1"));
+  EXPECT_TRUE(lost.resubmitted.empty());
+  EXPECT_TRUE(rms_.submitted.empty());
+  auto kept = store_->GetApplicationHomeSubCluster(app);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(kept->home_sub_cluster_id(), "sc1");
+  // Removed once the retention has passed since it was seen ended, its home lost or not.
+  GpgRound after = gpg.RunOnce(kNow + GpgOptions().finished_app_retention_ms + 1);
+  EXPECT_EQ(after.mappings_removed, 1);
+  EXPECT_TRUE(absl::IsNotFound(store_->GetApplicationHomeSubCluster(app).status()));
+  EXPECT_TRUE(rms_.submitted.empty());
+}
+
+// Chaos finding (issue 27): a sub-cluster whose RM stopped answering, not yet past the expiry,
+// was asked about each of its apps in turn (one RM deadline each), so the round, and the next
+// round's LOST mark, came later with every app homed there. It is asked once per round.
+TEST_F(GpgTest, ASubClusterWhoseRmTimesOutIsAskedOncePerRound) {
+  Register(Member("sc1", 4000));
+  Register(Member("sc2", 4000));
+  for (const char* app : {"application_1_0001", "application_1_0002",
+                                 "application_1_0003"}) {
+    v1::ApplicationHomeSubCluster home = ResubmittableHome(app, "sc1");
+    ASSERT_TRUE(store_->AddApplicationHomeSubCluster(home).ok());
+  }
+  v1::ApplicationHomeSubCluster other = ResubmittableHome("application_1_0004", "sc2");
+  ASSERT_TRUE(store_->AddApplicationHomeSubCluster(other).ok());
+  v1::ApplicationReport running;
+  running.set_state(v1::APP_RUNNING);
+  rms_.reports["application_1_0004"] = running;
+  rms_.failing["sc1"] = absl::DeadlineExceededError("sc1 did not answer in 5000 ms");
+  GlobalPolicyGenerator gpg({}, store_.get(), &rms_);
+  GpgRound round = gpg.RunOnce(kNow);
+  EXPECT_THAT(rms_.asked, ElementsAre("sc1/alice/application_1_0001",
+                                      "sc2/alice/application_1_0004"));
+  ASSERT_EQ(round.errors.size(), 1u);
+  EXPECT_THAT(round.errors[0], HasSubstr("not asked again until the next round"));
+  // The next round asks it again, once.
+  rms_.asked.clear();
+  gpg.RunOnce(kNow + 1000);
+  EXPECT_THAT(rms_.asked, ElementsAre("sc1/alice/application_1_0001",
+                                      "sc2/alice/application_1_0004"));
+  // Past the expiry it is not asked at all (and is marked LOST).
+  rms_.asked.clear();
+  GpgRound later = gpg.RunOnce(kNow + 31000);
+  EXPECT_THAT(later.marked_lost, ElementsAre("sc1", "sc2"));
+  EXPECT_TRUE(rms_.asked.empty());
 }
 
 TEST_F(GpgTest, AnEmptyFederationIsAQuietRound) {
