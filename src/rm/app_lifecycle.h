@@ -106,8 +106,12 @@ struct FederationHomesCheck {
 // stale - no check for longer than the fence, or none yet once the fence is known - must not
 // start a new attempt: its home may have moved while this RM was silent, and a second copy
 // would run. It is held until a check has seen it: then it is killed if homed elsewhere, else
-// its attempt starts. An app no check has seen yet counts as federated (a router writes the
-// home before it submits); one the last check found without a home record does not.
+// its attempt starts. The same holds for an AM launch (AppManager): an AM container allocated,
+// or an unmanaged AM's attempt started, while the lease is stale - a first attempt included,
+// e.g. a submission queued while a stopped RM was LOST - is not launched (no AMRM token) until
+// a check has seen the app. Only a federation sub-cluster's RM holds. An app no check has seen
+// yet counts as federated (a router writes the home before it submits); one the last check
+// found without a home record does not.
 class FederationLease {
  public:
   // `fence_ms`: the lease's length until a check says otherwise; 0 = unknown until the first

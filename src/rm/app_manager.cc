@@ -304,7 +304,19 @@ absl::Status AppManager::StartAttempt(RmApp& app) {
   const bool unmanaged = app.context.unmanaged_am();
   if (absl::Status s = AdmitAttempt(app, at, /*ask_for_am=*/!unmanaged); !s.ok()) return s;
   Transition(at, AttemptEvent::kScheduled);
-  if (unmanaged) LaunchUnmanaged(app, at);
+  if (unmanaged) {
+    if (MustHoldForLease(app)) {
+      // As for an AM container (AmContainerAllocated): no AMRM token is handed out until the
+      // federation heartbeater has checked the app.
+      federation_.Hold(app.record.app_id);
+      log::Warn("am_launch_held_federation_lease_stale",
+                {{"attempt", at.attempt_id},
+                 {"lease_renewed_ms", federation_.renewed_ms()},
+                 {"fence_ms", federation_.fence_ms()}});
+    } else {
+      LaunchUnmanaged(app, at);
+    }
+  }
   app.attempts.push_back(std::move(at));
   return absl::OkStatus();
 }
@@ -382,9 +394,52 @@ void AppManager::AmContainerAllocated(RmApp& app, const v1::Container& container
   auto& tokens = *start.mutable_launch_context()->mutable_tokens();
   tokens.clear();
   tokens["amrm"] = at.amrm_token.SerializeAsString();
-  LaunchAm(app.record.app_id, at.id, at.am_container_id, at.am_node,
-           std::make_shared<const v1::StartContainerRequest>(std::move(start)), /*tries=*/0,
-           ctx_->NowMs());
+  auto request = std::make_shared<const v1::StartContainerRequest>(std::move(start));
+  if (MustHoldForLease(app)) {
+    // Its home may have moved while this sub-cluster was silent (e.g. an ACCEPTED app of an
+    // RM that was stopped): the AM container is kept, but its AM starts only once the
+    // federation heartbeater has checked the app (FederationHomesChecked).
+    federation_.Hold(app.record.app_id);
+    held_launches_[app.record.app_id] = {at.id, at.am_container_id, at.am_node, request};
+    log::Warn("am_launch_held_federation_lease_stale",
+              {{"attempt", at.attempt_id},
+               {"lease_renewed_ms", federation_.renewed_ms()},
+               {"fence_ms", federation_.fence_ms()}});
+    return;
+  }
+  LaunchAm(app.record.app_id, at.id, at.am_container_id, at.am_node, std::move(request),
+           /*tries=*/0, ctx_->NowMs());
+}
+
+bool AppManager::MustHoldForLease(const RmApp& app) const {
+  // Apps of an RM that is not a federation sub-cluster are never held.
+  if (ctx_->options->sub_cluster_id.empty()) return false;
+  const bool uam = !app.context.federation_home_sub_cluster_id().empty();
+  return federation_.MustHold(app.record.app_id, uam, ctx_->NowMs());
+}
+
+void AppManager::ReleaseHeld(RmApp& app) {
+  auto launch = held_launches_.extract(app.record.app_id);
+  if (app.attempts.empty()) return;
+  RmAttempt& at = app.current();
+  if (IsFinal(at.state)) {
+    log::Info("attempt_released", {{"app", app.record.app_id}, {"why", "federation home checked"}});
+    StartNextAttempt(app);
+    return;
+  }
+  if (app.context.unmanaged_am() && at.state == v1::ATTEMPT_SCHEDULED) {
+    log::Info("am_launch_released", {{"attempt", at.attempt_id}, {"why", "federation home checked"}});
+    LaunchUnmanaged(app, at);
+    Persist(app).IgnoreError();  // logged, retried
+    return;
+  }
+  if (launch.empty() || launch.mapped().attempt != at.id ||
+      !AmLaunchPending(app, launch.mapped().container))
+    return;  // settled while it was held (its node was lost, ...)
+  log::Info("am_launch_released", {{"attempt", at.attempt_id}, {"why", "federation home checked"}});
+  at.last_heard_ms = ctx_->NowMs();  // a full am_expiry_ms from the launch
+  LaunchAm(app.record.app_id, at.id, launch.mapped().container, launch.mapped().node,
+           std::move(launch.mapped().start), /*tries=*/0, ctx_->NowMs());
 }
 
 bool AppManager::AmLaunchPending(const RmApp& app, const std::string& container) const {
@@ -528,8 +583,7 @@ void AppManager::AttemptFailed(RmApp& app, const std::string& diagnostics) {
                            app.record.max_attempts, "); last attempt: ", diagnostics));
     return;
   }
-  const bool uam = !app.context.federation_home_sub_cluster_id().empty();
-  if (federation_.MustHold(app.record.app_id, uam, ctx_->NowMs())) {
+  if (MustHoldForLease(app)) {
     // Its home may have moved while this sub-cluster was silent: no second copy starts until
     // the federation heartbeater has checked it (FederationHomesChecked).
     federation_.Hold(app.record.app_id);
@@ -572,11 +626,11 @@ void AppManager::FederationHomesChecked(const FederationHomesCheck& check) {
   }
   for (const std::string& id : seen) {
     RmApp* app = Find(id);
-    if (app == nullptr || IsFinal(app->state) || app->attempts.empty() ||
-        !IsFinal(app->current().state))
+    if (app == nullptr || IsFinal(app->state)) {
+      held_launches_.erase(id);
       continue;
-    log::Info("attempt_released", {{"app", id}, {"why", "federation home checked"}});
-    StartNextAttempt(*app);
+    }
+    ReleaseHeld(*app);
   }
 }
 
@@ -598,6 +652,7 @@ void AppManager::FinishApp(RmApp& app, AppEvent event, FinalStatus final_status,
   }
   app.ran_nodes.clear();
   federation_.Forget(app.record.app_id);
+  held_launches_.erase(app.record.app_id);
   app.final_status = final_status;
   app.record.diagnostics = diagnostics;
   app.record.finish_ms = ctx_->NowMs();
@@ -801,7 +856,8 @@ v1::ApplicationReport AppManager::Report(const RmApp& app) const {
 std::optional<v1::Token> AppManager::UnmanagedAmToken(const std::string& app_id) const {
   auto it = apps_.find(app_id);
   if (it == apps_.end() || !it->second.context.unmanaged_am() || it->second.attempts.empty() ||
-      IsFinal(it->second.state) || IsFinal(it->second.current().state))
+      IsFinal(it->second.state) || IsFinal(it->second.current().state) ||
+      it->second.current().state == v1::ATTEMPT_SCHEDULED)  // held: no token yet
     return std::nullopt;
   return it->second.current().amrm_token;
 }

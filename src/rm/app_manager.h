@@ -204,6 +204,13 @@ class AppManager {
   // After a failed attempt with attempts left: starts the next one, or fails the app when it
   // cannot start.
   void StartNextAttempt(RmApp& app);
+  // Whether an AM of `app` (a new attempt, an AM launch, an unmanaged AM's token) must wait
+  // for the next federation homes check: this RM is a sub-cluster, its lease is stale, and the
+  // app counts as federated (FederationLease::MustHold).
+  bool MustHoldForLease(const RmApp& app) const;
+  // A check saw held `app` homed here (or without a home): its next attempt starts, or its
+  // held AM is launched (an AM container's launch; an unmanaged AM's token).
+  void ReleaseHeld(RmApp& app);
   // Ends the app in `event`'s state and releases its containers.
   void FinishApp(RmApp& app, AppEvent event, FinalStatus final_status,
                  const std::string& diagnostics);
@@ -231,6 +238,15 @@ class AppManager {
   // entry is dropped when AmContainersMissing finds it settled).
   absl::flat_hash_set<std::string> awaiting_am_;
   FederationLease federation_;
+  // AM launches held while the lease was stale (AmContainerAllocated), by app id: released or
+  // dropped at the next check that sees the app, dropped when the app ends.
+  struct HeldLaunch {
+    int32_t attempt = 0;
+    std::string container;
+    std::string node;
+    std::shared_ptr<const v1::StartContainerRequest> start;
+  };
+  std::map<std::string, HeldLaunch> held_launches_;
   TimerId retry_timer_ = 0;
   // Expires with this object: callbacks from other threads (AM launches) that post back to the
   // loop hold a weak_ptr to it and do nothing once the RM is gone (an HA RM that stepped down

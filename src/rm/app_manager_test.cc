@@ -330,6 +330,14 @@ FederationHomesCheck Check(int64_t now_ms, std::set<std::string> here,
   return c;
 }
 
+// A federation sub-cluster RM; `fence_ms` > 0: its lease is stale until the first check.
+RmOptions SubClusterOptions(int64_t fence_ms = 0) {
+  RmOptions o = RmHarness::DefaultOptions();
+  o.sub_cluster_id = "scA";
+  o.federation_fence_ms = fence_ms;
+  return o;
+}
+
 std::string AmContainerOf(RmHarness& h, const std::string& app, int attempt = 0) {
   auto attempts = h.rm().GetApplicationAttempts(app);
   EXPECT_TRUE(attempts.ok());
@@ -339,7 +347,7 @@ std::string AmContainerOf(RmHarness& h, const std::string& app, int attempt = 0)
 }
 
 TEST(AppManagerTest, AFederatedAppsNewAttemptWaitsForAHomesCheckWhileTheLeaseIsStale) {
-  RmHarness h;
+  RmHarness h(SubClusterOptions());
   h.AddNode("h1:1");
   const std::string homed = h.Submit();
   const std::string direct = h.Submit();  // no home record: never held
@@ -369,7 +377,7 @@ TEST(AppManagerTest, AFederatedAppsNewAttemptWaitsForAHomesCheckWhileTheLeaseIsS
 }
 
 TEST(AppManagerTest, AHeldAppTheCheckFindsHomedElsewhereIsKilledWithoutANewAttempt) {
-  RmHarness h;
+  RmHarness h(SubClusterOptions());
   h.AddNode("h1:1");
   const std::string app = h.Submit();
   h.rm().FederationHomesChecked(Check(h.rm().NowMs(), {app}));
@@ -399,9 +407,8 @@ TEST(AppManagerTest, NothingIsHeldBeforeTheFirstCheckUnlessTheFenceIsConfigured)
   h.Heartbeat("h1:1", {{AmContainerOf(h, app), 1}});
   EXPECT_EQ(h.rm().GetApplicationAttempts(app)->attempts_size(), 2);  // no federation lease
 
-  RmOptions o = RmHarness::DefaultOptions();
-  o.federation_fence_ms = 1000;  // e.g. an HA RM that just became active
-  RmHarness fenced(o);
+  // e.g. an HA RM that just became active
+  RmHarness fenced(SubClusterOptions(/*fence_ms=*/1000));
   fenced.AddNode("h1:1");
   const std::string held = fenced.Submit();
   fenced.loop.Advance(200);
@@ -409,6 +416,97 @@ TEST(AppManagerTest, NothingIsHeldBeforeTheFirstCheckUnlessTheFenceIsConfigured)
   EXPECT_EQ(fenced.rm().GetApplicationAttempts(held)->attempts_size(), 1);
   fenced.rm().FederationHomesChecked(Check(fenced.rm().NowMs(), {held}));
   EXPECT_EQ(fenced.rm().GetApplicationAttempts(held)->attempts_size(), 2);
+}
+
+// ---- The first attempt's AM waits too (a resumed RM must not launch a moved app's AM).
+
+TEST(AppManagerTest, ASubmissionWhileTheLeaseIsStaleGetsNoAmUntilTheCheckReleasesIt) {
+  RmHarness h(SubClusterOptions(/*fence_ms=*/1000));  // no check yet: stale
+  h.AddNode("h1:1");
+  const std::string app = h.Submit();
+  ASSERT_FALSE(app.empty());
+  h.loop.Advance(200);
+  ASSERT_FALSE(AmContainerOf(h, app).empty());  // its container is allocated, not launched
+  EXPECT_TRUE(h.launcher.launches.empty());
+  EXPECT_TRUE(h.rm().federation_lease().held().contains(app));
+  EXPECT_EQ(h.rm().GetApplicationAttempts(app)->attempts(0).state(), "ALLOCATED");
+  // A check that does not see it keeps it held.
+  h.rm().FederationHomesChecked(Check(h.rm().NowMs(), {}));
+  h.loop.Advance(200);
+  EXPECT_TRUE(h.launcher.launches.empty());
+  // The check finds it homed here: its AM is launched, in the same attempt.
+  h.rm().FederationHomesChecked(Check(h.rm().NowMs(), {app}));
+  h.loop.Advance(200);
+  ASSERT_EQ(h.launcher.launches.size(), 1u);
+  EXPECT_EQ(h.launcher.launches[0].second.launch_context().environment().at("WEFT_APPLICATION_ID"),
+            app);
+  auto attempts = h.rm().GetApplicationAttempts(app);
+  ASSERT_EQ(attempts->attempts_size(), 1);
+  EXPECT_EQ(attempts->attempts(0).state(), "LAUNCHED");
+  EXPECT_TRUE(h.rm().federation_lease().held().empty());
+}
+
+TEST(AppManagerTest, AHeldFirstAttemptTheCheckFindsHomedElsewhereIsKilledWithoutAnAm) {
+  RmHarness h(SubClusterOptions(/*fence_ms=*/1000));
+  h.AddNode("h1:1");
+  const std::string app = h.Submit();
+  h.loop.Advance(200);
+  ASSERT_TRUE(h.rm().federation_lease().held().contains(app));
+  h.rm().FederationHomesChecked(
+      Check(h.rm().NowMs(), {}, {}, {{app, "application " + app + " is homed at scB now"}}));
+  h.loop.Advance(200);
+  EXPECT_EQ(h.rm().GetApplication(app)->state(), v1::APP_KILLED);
+  EXPECT_TRUE(h.launcher.launches.empty());
+  EXPECT_TRUE(h.rm().federation_lease().held().empty());
+}
+
+TEST(AppManagerTest, AnAcceptedAppWhoseAmIsAllocatedOnceTheLeaseIsStaleWaitsForTheCheck) {
+  RmHarness h(SubClusterOptions());
+  const std::string app = h.Submit();  // no node: accepted, its AM not allocated
+  h.rm().FederationHomesChecked(Check(h.rm().NowMs(), {app}));
+  h.loop.Advance(5000);  // stopped past the fence
+  h.AddNode("h1:1");
+  h.loop.Advance(200);
+  ASSERT_FALSE(AmContainerOf(h, app).empty());
+  EXPECT_TRUE(h.launcher.launches.empty());
+  h.rm().FederationHomesChecked(Check(h.rm().NowMs(), {app}));
+  h.loop.Advance(200);
+  EXPECT_EQ(h.launcher.launches.size(), 1u);
+}
+
+TEST(AppManagerTest, WithAFreshLeaseOrNoSubClusterTheAmLaunchesAtOnce) {
+  RmHarness h(SubClusterOptions(/*fence_ms=*/1000));
+  h.AddNode("h1:1");
+  h.rm().FederationHomesChecked(Check(h.rm().NowMs(), {}));  // fresh
+  const std::string app = h.Submit();
+  h.loop.Advance(200);
+  ASSERT_EQ(h.launcher.launches.size(), 1u);
+  EXPECT_TRUE(h.rm().federation_lease().held().empty());
+
+  RmOptions o = RmHarness::DefaultOptions();
+  o.federation_fence_ms = 1000;  // a fence, but not a federation sub-cluster: never held
+  RmHarness plain(o);
+  plain.AddNode("h1:1");
+  plain.Submit();
+  plain.loop.Advance(200);
+  EXPECT_EQ(plain.launcher.launches.size(), 1u);
+  EXPECT_TRUE(plain.rm().federation_lease().held().empty());
+}
+
+TEST(AppManagerTest, AnUnmanagedAmSubmittedWhileTheLeaseIsStaleGetsNoTokenUntilTheCheck) {
+  RmHarness h(SubClusterOptions(/*fence_ms=*/1000));
+  auto id = h.rm().NewApplication();
+  ASSERT_TRUE(id.ok());
+  v1::ApplicationSubmissionContext ctx;
+  ctx.set_application_id(id->application_id());
+  ctx.set_unmanaged_am(true);
+  ASSERT_TRUE(h.rm().SubmitApplication(ctx, "alice").ok());
+  const std::string app = id->application_id();
+  EXPECT_EQ(h.rm().GetApplicationAttempts(app)->attempts(0).state(), "SCHEDULED");
+  EXPECT_TRUE(h.rm().federation_lease().held().contains(app));
+  h.rm().FederationHomesChecked(Check(h.rm().NowMs(), {app}));
+  EXPECT_EQ(h.rm().GetApplicationAttempts(app)->attempts(0).state(), "LAUNCHED");
+  EXPECT_TRUE(h.rm().federation_lease().held().empty());
 }
 
 }  // namespace
