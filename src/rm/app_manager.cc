@@ -428,7 +428,8 @@ void AppManager::ReleaseHeld(RmApp& app) {
     return;
   }
   if (app.context.unmanaged_am() && at.state == v1::ATTEMPT_SCHEDULED) {
-    log::Info("am_launch_released", {{"attempt", at.attempt_id}, {"why", "federation home checked"}});
+    log::Info("am_launch_released",
+              {{"attempt", at.attempt_id}, {"why", "federation home checked"}});
     LaunchUnmanaged(app, at);
     Persist(app).IgnoreError();  // logged, retried
     return;
