@@ -92,11 +92,11 @@ class MarkersTest(unittest.TestCase):
 class SummaryTest(unittest.TestCase):
     """fedsummary.summarize over a fake run: one tracked app and one failed submission."""
 
-    def run_summary(self, second_marker, listed_names, extra=""):
+    def run_summary(self, second_marker, listed_names, extra="", first_end="rc=0"):
         runs = tempfile.mkdtemp(prefix="fedsummary-test-")
         with open(os.path.join(runs, "a0"), "w") as fh:
             fh.write("app_1 sc1 am:c_a start 1000 sc1-0 att_1\n"
-                     "app_1 sc1 am:c_a end 3000 sc1-0 att_1 rc=0\n" + extra)
+                     f"app_1 sc1 am:c_a end 3000 sc1-0 att_1 {first_end}\n" + extra)
         if second_marker:
             with open(os.path.join(runs, "a1"), "w") as fh:
                 fh.write(second_marker)
@@ -131,6 +131,17 @@ class SummaryTest(unittest.TestCase):
             "app_1 sc2 c_2 start 4500 sc2-0 app_1\napp_1 sc2 c_2 end 5500 sc2-0 app_1\n"))
         self.assertFalse(s["checks"]["no_work_done_twice"])
         self.assertEqual(s["work_done_twice"]["app_1"]["completed_per_am_run"], [1, 1])
+
+    def test_a_copy_killed_before_its_end_and_run_again_at_its_new_home_is_a_rerun(self):
+        # The NM fence killed sc1's AM (term) after its container had completed; the GPG
+        # resubmitted the app, which ran to its end in sc2: one app outcome, work rerun.
+        s = self.run_summary(None, ["chaosfed-0"], first_end="term", extra=(
+            "app_1 sc1 c_1 start 1500 sc1-0 app_1\napp_1 sc1 c_1 end 2500 sc1-0 app_1\n"
+            "app_1 sc2 am:c_b start 4000 sc2-0 att_1\n"
+            "app_1 sc2 c_2 start 4500 sc2-0 app_1\napp_1 sc2 c_2 end 5500 sc2-0 app_1\n"
+            "app_1 sc2 am:c_b end 6000 sc2-0 att_1 rc=0\n"))
+        self.assertTrue(s["checks"]["no_work_done_twice"], s["work_done_twice"])
+        self.assertEqual(s["reruns_after_a_kill"], ["app_1"])
 
     def test_an_unmanaged_am_listed_as_an_app_fails_the_listing(self):
         s = self.run_summary(None, ["chaosfed-0", "chaosfed-0"])

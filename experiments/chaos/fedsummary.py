@@ -20,6 +20,18 @@ def _succeeded(report):
             str(field(report, "finalStatus", "final_status", default="")).endswith("SUCCEEDED"))
 
 
+def _ran_to_its_end_twice(args, tracked, analysis, am_runs):
+    """Whether two AM runs in different sub-clusters each completed the whole ask and the
+    earlier of them ended by itself (rc=0), i.e. the app had finished before it ran again."""
+    asked = _asked(args, tracked)
+    full = [(run, sc) for run, sc, c in zip(am_runs, analysis["am_run_sub_clusters"],
+                                            analysis["completed_per_am_run"]) if c >= asked]
+    if len({sc for _, sc in full}) < 2:
+        return False
+    full.sort(key=lambda e: e[0][1] if len(e[0]) > 1 and e[0][1] is not None else 0)
+    return any(len(run) > 3 and run[3] == "rc=0" for run, _ in full[:-1])
+
+
 def _asked(args, info):
     """Containers the app asked for (its queue's count)."""
     return getattr(args, "span_containers" if info["queue"] == "span" else "containers", 0)
@@ -157,15 +169,21 @@ def summarize(args, fed, submitter, chaos, listed, rest_listed, homes, final_sta
             a: x["marker_app_ids"] for a, x in analyses.items()
             if x["marker_app_ids"] not in ([], [a])},
         # AM runs (copies) in two sub-clusters that each completed every container the app
-        # asked for: the federation ran the app to its end twice (e.g. an app that had
-        # SUCCEEDED was resubmitted after its sub-cluster was lost). A new attempt in the same
-        # sub-cluster re-running the work is YARN's at-least-once, not counted.
+        # asked for, the earlier one's AM ending by itself (rc=0): the federation ran the app
+        # to its end twice (e.g. an app that had SUCCEEDED was resubmitted after its
+        # sub-cluster was lost). A new attempt in the same sub-cluster re-running the work is
+        # YARN's at-least-once, not counted; nor is a copy whose AM was killed before it ended
+        # (the NM fence of a lost sub-cluster) and that ran again at its new home: the app had
+        # not ended, and resubmission reruns it (reported as reruns_after_a_kill).
         "work_done_twice": {
             a: {"asked": _asked(args, tracked[a]), "completed_per_am_run":
                 x["completed_per_am_run"], "am_runs": details[a]["am_runs"]}
-            for a, x in analyses.items()
-            if len({sc for sc, c in zip(x["am_run_sub_clusters"], x["completed_per_am_run"])
-                    if c >= _asked(args, tracked[a])}) > 1},
+            for a, x in analyses.items() if _ran_to_its_end_twice(args, tracked[a], x,
+                                                                  details[a]["am_runs"])},
+        "reruns_after_a_kill": sorted(
+            a for a, x in analyses.items()
+            if len(set(x["am_run_sub_clusters"])) > 1
+            and not _ran_to_its_end_twice(args, tracked[a], x, details[a]["am_runs"])),
         # One AM run that completed more containers than asked: containers allocated beyond the
         # ask (e.g. a split over sub-clusters allocated twice) and run by the AM. Reported only.
         "containers_beyond_ask": {
