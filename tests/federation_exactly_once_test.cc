@@ -29,6 +29,7 @@
 #include "federation/membership/sub_cluster_heartbeater.h"
 #include "federation/router/router_server.h"
 #include "federation/store/federation_store.h"
+#include "federation_test_support.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rm/rm_server.h"
@@ -48,49 +49,9 @@ using ::testing::HasSubstr;
 constexpr int64_t kWantedClusterTimestampMs = 1'700'000'000'000;
 constexpr int kConcurrency = 16;
 
-// See tests/federation_router_test.cc: keeps gRPC's callback completion queue alive until
-// main() returns (grpc/grpc#32584).
-class KeepGrpcCallbackQueue final : public ::testing::Environment {
- public:
-  void SetUp() override {
-    channel_ = grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials());
-    auto stub = v1::ClientService::NewStub(channel_);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(1));
-    v1::GetClusterMetricsRequest req;
-    v1::GetClusterMetricsResponse resp;
-    absl::Notification done;
-    stub->async()->GetClusterMetrics(&ctx, &req, &resp, [&](grpc::Status) { done.Notify(); });
-    done.WaitForNotification();
-  }
-
- private:
-  std::shared_ptr<grpc::Channel> channel_;
-};
+using testing_support::FakeNm;
 const ::testing::Environment* const kKeepGrpcCallbackQueue =
-    ::testing::AddGlobalTestEnvironment(new KeepGrpcCallbackQueue);
-
-// A NodeManager that starts every container it is asked to (nothing runs).
-class FakeNm final : public v1::ContainerService::Service {
- public:
-  FakeNm() {
-    grpc::ServerBuilder b;
-    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
-    b.RegisterService(this);
-    server_ = b.BuildAndStart();
-  }
-  ~FakeNm() override { server_->Shutdown(); }
-  std::string node_id() const { return absl::StrCat("127.0.0.1:", port_); }
-  grpc::Status StartContainers(grpc::ServerContext*, const v1::StartContainersRequest* req,
-                               v1::StartContainersResponse* resp) override {
-    for (int i = 0; i < req->requests_size(); ++i) resp->add_succeeded("ok");
-    return grpc::Status::OK;
-  }
-
- private:
-  std::unique_ptr<grpc::Server> server_;
-  int port_ = 0;
-};
+    ::testing::AddGlobalTestEnvironment(new testing_support::KeepGrpcCallbackQueue);
 
 struct SubCluster {
   std::string id;

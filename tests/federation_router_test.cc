@@ -22,6 +22,7 @@
 #include "federation/router/router_web_server.h"
 #include "federation/router/testing/forwarding_store.h"
 #include "federation/store/federation_store.h"
+#include "federation_test_support.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -41,52 +42,9 @@ using ::testing::HasSubstr;
 
 constexpr int64_t kHourMs = 3600 * 1000;  // heartbeat interval: the test drives heartbeats
 
-// gRPC 1.51 runs callback-API calls (the RM's services and its AM launcher) on a shared
-// completion queue whose threads stop when its last user goes. When that last user is an AM
-// launch's channel released inside its own callback - after every RmServer of a test is gone -
-// a thread of the queue tries to join itself and the process aborts (grpc/grpc#32584). A
-// channel that made one callback call and lives until main() returns keeps the queue alive.
-class KeepGrpcCallbackQueue final : public ::testing::Environment {
- public:
-  void SetUp() override {
-    channel_ = grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials());
-    auto stub = v1::ClientService::NewStub(channel_);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(1));
-    v1::GetClusterMetricsRequest req;
-    v1::GetClusterMetricsResponse resp;
-    absl::Notification done;
-    stub->async()->GetClusterMetrics(&ctx, &req, &resp, [&](grpc::Status) { done.Notify(); });
-    done.WaitForNotification();
-  }
-
- private:
-  std::shared_ptr<grpc::Channel> channel_;
-};
+using testing_support::FakeNm;
 const ::testing::Environment* const kKeepGrpcCallbackQueue =
-    ::testing::AddGlobalTestEnvironment(new KeepGrpcCallbackQueue);
-
-// A NodeManager that starts every container it is asked to (nothing runs).
-class FakeNm final : public v1::ContainerService::Service {
- public:
-  FakeNm() {
-    grpc::ServerBuilder b;
-    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
-    b.RegisterService(this);
-    server_ = b.BuildAndStart();
-  }
-  ~FakeNm() override { server_->Shutdown(); }
-  std::string node_id() const { return absl::StrCat("127.0.0.1:", port_); }
-  grpc::Status StartContainers(grpc::ServerContext*, const v1::StartContainersRequest* req,
-                               v1::StartContainersResponse* resp) override {
-    for (int i = 0; i < req->requests_size(); ++i) resp->add_succeeded("ok");
-    return grpc::Status::OK;
-  }
-
- private:
-  std::unique_ptr<grpc::Server> server_;
-  int port_ = 0;
-};
+    ::testing::AddGlobalTestEnvironment(new testing_support::KeepGrpcCallbackQueue);
 
 // One sub-cluster: an RM, its NM, its membership heartbeat.
 struct SubCluster {
