@@ -91,15 +91,7 @@ class FederationRouterTest : public ::testing::Test {
     ASSERT_TRUE(rm.ok()) << rm.status();
     sc.rm = *std::move(rm);
     sc.nm = std::make_unique<FakeNm>();
-    auto tracker = v1::TrackerService::NewStub(
-        grpc::CreateChannel(sc.rm->address(), grpc::InsecureChannelCredentials()));
-    grpc::ClientContext ctx;
-    v1::RegisterNodeManagerRequest reg;
-    reg.set_node_id(sc.nm->node_id());
-    (*reg.mutable_capability()->mutable_values())["memory-mb"] = 8192;
-    (*reg.mutable_capability()->mutable_values())["vcores"] = 8;
-    v1::RegisterNodeManagerResponse reg_resp;
-    ASSERT_TRUE(tracker->RegisterNodeManager(&ctx, reg, &reg_resp).ok());
+    ASSERT_TRUE(testing_support::RegisterFakeNm(sc.rm->address(), *sc.nm).ok());
     HeartbeaterOptions h;
     h.sub_cluster_id = id;
     h.rm_address = sc.rm->address();

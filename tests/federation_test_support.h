@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "weft/v1/client.grpc.pb.h"
 #include "weft/v1/container.grpc.pb.h"
+#include "weft/v1/tracker.grpc.pb.h"
 
 namespace weft::federation::testing_support {
 
@@ -61,6 +62,19 @@ class FakeNm final : public v1::ContainerService::Service {
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };
+
+// Registers `nm` with the RM at `rm_address` as a node of 8192 MB and 8 vcores.
+inline grpc::Status RegisterFakeNm(const std::string& rm_address, const FakeNm& nm) {
+  auto tracker = v1::TrackerService::NewStub(
+      grpc::CreateChannel(rm_address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  v1::RegisterNodeManagerRequest reg;
+  reg.set_node_id(nm.node_id());
+  (*reg.mutable_capability()->mutable_values())["memory-mb"] = 8192;
+  (*reg.mutable_capability()->mutable_values())["vcores"] = 8;
+  v1::RegisterNodeManagerResponse reg_resp;
+  return tracker->RegisterNodeManager(&ctx, reg, &reg_resp);
+}
 
 }  // namespace weft::federation::testing_support
 
