@@ -29,6 +29,25 @@ constexpr int64_t kAmLaunchMaxRetryMs = 4000;
 
 }  // namespace
 
+bool CountsTowardMaxAttempts(const RmAttempt& at) {
+  switch (at.am_exit_status) {
+    case v1::CONTAINER_EXIT_ABORTED:
+    case v1::CONTAINER_EXIT_PREEMPTED:
+    case v1::CONTAINER_EXIT_DISKS_FAILED:
+    case v1::CONTAINER_EXIT_KILLED_BY_RM:
+    case v1::CONTAINER_EXIT_LOST_NODE:
+      return false;
+    default:
+      return true;
+  }
+}
+
+int32_t CountedAttempts(const RmApp& app) {
+  int32_t n = 0;
+  for (const RmAttempt& at : app.attempts) n += CountsTowardMaxAttempts(at) ? 1 : 0;
+  return n;
+}
+
 AppManager::AppManager(RmContext* ctx)
     : ctx_(ctx), federation_(ctx->options->federation_fence_ms) {}
 
@@ -87,6 +106,7 @@ absl::Status AppManager::Write(RmApp& app) {
     at.am_container_id = a.am_container_id;
     at.node = a.am_node;
     at.diagnostics = a.diagnostics;
+    at.exit_status = a.am_exit_status;
     at.start_ms = a.start_ms;
     at.finish_ms = a.finish_ms;
     s = ctx_->store->PutApplicationAndAttempt(app.record, at);
@@ -521,6 +541,7 @@ void AppManager::AmContainerEnded(RmApp& app, const std::string& container, int3
     return;
   }
   at.am_memory_failure = exit_status == v1::CONTAINER_EXIT_KILLED_EXCEEDED_PMEM;
+  at.am_exit_status = exit_status;
   AttemptFailed(app, absl::StrCat("AM container ", container, " exited with status ", exit_status,
                                   diagnostics.empty() ? "" : ": ", diagnostics));
 }
@@ -578,12 +599,17 @@ void AppManager::AttemptFailed(RmApp& app, const std::string& diagnostics) {
   log::Warn("attempt_failed", {{"attempt", at.attempt_id}, {"why", diagnostics}});
   Persist(app).IgnoreError();  // logged, retried
   ReleaseContainers(app);
-  if (static_cast<int32_t>(app.attempts.size()) >= app.record.max_attempts) {
+  if (const int32_t failed = CountedAttempts(app); failed >= app.record.max_attempts) {
     FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
-              absl::StrCat("Application failed ", app.attempts.size(), " time(s) (max attempts ",
+              absl::StrCat("Application failed ", failed, " time(s) (max attempts ",
                            app.record.max_attempts, "); last attempt: ", diagnostics));
     return;
   }
+  if (!CountsTowardMaxAttempts(at))
+    log::Info("attempt_not_counted", {{"attempt", at.attempt_id},
+                                      {"am_exit_status", at.am_exit_status},
+                                      {"counted", CountedAttempts(app)},
+                                      {"max_attempts", app.record.max_attempts}});
   if (MustHoldForLease(app)) {
     // Its home may have moved while this sub-cluster was silent: no second copy starts until
     // the federation heartbeater has checked it (FederationHomesChecked).
@@ -686,9 +712,9 @@ RmApp& AppManager::Restore(RmApp app) {
 absl::Status AppManager::RecoverAttempt(RmApp& app) {
   if (app.attempts.empty() || IsFinal(app.current().state)) {
     // The old RM ended an attempt (or stored none) and died before it stored the next one.
-    if (static_cast<int32_t>(app.attempts.size()) >= app.record.max_attempts) {
+    if (CountedAttempts(app) >= app.record.max_attempts) {
       FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
-                absl::StrCat("Application failed ", app.attempts.size(), " time(s) (max attempts ",
+                absl::StrCat("Application failed ", CountedAttempts(app), " time(s) (max attempts ",
                              app.record.max_attempts, "); last attempt: ",
                              app.attempts.empty() ? "none" : app.current().diagnostics));
       return absl::OkStatus();
@@ -784,6 +810,7 @@ void AppManager::AmContainersMissing(const std::string& node_id,
     const std::string why = absl::StrCat("AM container ", at.am_container_id, " is not on node ",
                                          node_id, " after the ResourceManager restarted");
     if (at.state == v1::ATTEMPT_RUNNING) {
+      at.am_exit_status = v1::CONTAINER_EXIT_LOST_NODE;
       AttemptFailed(app, why);  // its AM ran: the node lost it
       continue;
     }

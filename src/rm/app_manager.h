@@ -56,6 +56,9 @@ struct RmAttempt {
   int64_t finish_ms = 0;  // when it ended (0 while it runs)
   // Its AM container was killed for exceeding its memory limit (AdaptCont's feedback).
   bool am_memory_failure = false;
+  // How its AM container ended (a process exit code or a v1::ContainerExitStatus; 0 while it
+  // runs or when it ended without one): stored, and what CountsTowardMaxAttempts reads.
+  int32_t am_exit_status = 0;
   Resource am_resource;  // the AM container it asked for
   // Work-preserving RM restart: restored from the store with its AM container allocated, it
   // carries on. Its AM must register again (AmService answers Allocate with AM_RESYNC until it
@@ -91,6 +94,14 @@ struct RmApp {
   RmAttempt& current() { return attempts.back(); }
   const RmAttempt& current() const { return attempts.back(); }
 };
+
+// YARN's rule (YARN-614): an attempt whose AM container ended for a cause outside the app -
+// aborted (e.g. stopped by its NM's federation fence), preempted, its disks failed, killed by
+// the RM, its node lost - does not count toward the app's max attempts; any other end does
+// (an attempt still running counts too).
+bool CountsTowardMaxAttempts(const RmAttempt& at);
+// How many of the app's attempts count toward its max attempts.
+int32_t CountedAttempts(const RmApp& app);
 
 // Thread-compatible: the RM loop only.
 //

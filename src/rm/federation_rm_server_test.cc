@@ -58,7 +58,9 @@ class FederationRmServerTest : public ::testing::Test {
       o.tls = rm_tls_;
       o.federation_proxies = true;
       o.federation_store = store_.get();
-      o.launcher = std::make_unique<FakeLauncher>();
+      auto launcher = std::make_unique<FakeLauncher>();
+      launchers_[i] = launcher.get();
+      o.launcher = std::move(launcher);
       auto rm = RmServer::Start(std::move(o));
       ASSERT_TRUE(rm.ok()) << rm.status();
       rms_[i] = *std::move(rm);
@@ -197,6 +199,39 @@ class FederationRmServerTest : public ::testing::Test {
     return state;
   }
 
+  // The AMRM token sub-cluster `sc`'s RM handed to the AM of `app` it launched last.
+  v1::Token AmToken(int sc, const std::string& app) {
+    v1::Token token;
+    rms_[sc]->RunOnLoop([&](ResourceManager&) {
+      for (const auto& [node, start] : launchers_[sc]->launches) {
+        auto env = start.launch_context().environment().find("WEFT_APPLICATION_ID");
+        if (env != start.launch_context().environment().end() && env->second == app) {
+          EXPECT_TRUE(token.ParseFromString(start.launch_context().tokens().at("amrm")));
+        }
+      }
+    });
+    return token;
+  }
+  // The AM of `app` (its token) registers at sub-cluster `sc`'s RM and unregisters SUCCEEDED.
+  grpc::Status RegisterAndFinish(int sc, const std::string& app) {
+    auto am = v1::AmService::NewStub(
+        grpc::CreateChannel(rms_[sc]->address(), security::TlsChannelCredentials(nm1_)));
+    const std::string token = AmToken(sc, app).SerializeAsString();
+    grpc::ClientContext c1;
+    c1.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    c1.AddMetadata("weft-amrm-token-bin", token);
+    v1::RegisterApplicationMasterResponse registered;
+    grpc::Status s = am->RegisterApplicationMaster(&c1, {}, &registered);
+    if (!s.ok()) return s;
+    grpc::ClientContext c2;
+    c2.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    c2.AddMetadata("weft-amrm-token-bin", token);
+    v1::FinishApplicationMasterRequest req;
+    req.set_final_status(v1::FINAL_SUCCEEDED);
+    v1::FinishApplicationMasterResponse resp;
+    return am->FinishApplicationMaster(&c2, req, &resp);
+  }
+
   static void ExpectDenied(const grpc::Status& s, const std::string& peer, const std::string& call,
                            const std::string& why) {
     EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
@@ -209,6 +244,7 @@ class FederationRmServerTest : public ::testing::Test {
   security::TlsFiles rm_tls_, nm1_, nm2_, router_, gpg_;
   std::unique_ptr<federation::FederationStateStore> store_;
   std::unique_ptr<RmServer> rms_[2];
+  FakeLauncher* launchers_[2] = {nullptr, nullptr};  // owned by rms_; read on their loops
   std::string app_a_, app_b_;
 };
 
@@ -343,6 +379,59 @@ TEST_F(FederationRmServerTest, TheGpgResubmitsAMovedAppAtItsNewHomeAsItsRecordHo
   rms_[1]->RunOnLoop([&](ResourceManager& rm) { report = *rm.GetApplication(app_a_); });
   EXPECT_EQ(report.user(), "alice");
   EXPECT_FALSE(report.unmanaged_am());
+}
+
+// A router's submission reaches an RM that is not (or no longer) the app's home - it waited in
+// a stopped RM's socket while the GPG moved the app: refused there, so the app never runs in
+// two sub-clusters.
+TEST_F(FederationRmServerTest, ARoutersSubmissionIsTakenOnlyAtTheAppsHome) {
+  auto router = Client(0, router_);
+  auto new_id = [&] {
+    grpc::ClientContext c;
+    ActFor(&c, "alice");
+    v1::NewApplicationResponse app;
+    EXPECT_TRUE(router->NewApplication(&c, {}, &app).ok());
+    return app.application_id();
+  };
+  const std::string moved = new_id();
+  v1::ApplicationHomeSubCluster home;
+  home.set_application_id(moved);
+  home.set_home_sub_cluster_id("sc2");
+  home.set_user("alice");
+  *home.mutable_submission_context() = Managed(moved);
+  ASSERT_TRUE(store_->AddApplicationHomeSubCluster(home).ok());
+  grpc::Status s = Submit(0, router_, "alice", Managed(moved));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("homed at sub-cluster 'sc2' now, not at 'sc1'"));
+  EXPECT_FALSE(Exists(0, moved));
+  // No home record at all: a router writes it before it forwards, so none is a stale call.
+  const std::string unrecorded = new_id();
+  s = Submit(0, router_, "alice", Managed(unrecorded));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("no home record"));
+  EXPECT_FALSE(Exists(0, unrecorded));
+}
+
+// An AM that unregisters at its app's home has the end written into the home record before it
+// hears back, so that the GPG never resubmits an app that ended (were its sub-cluster lost
+// right after); the AM of a copy whose app moved away meanwhile is refused.
+TEST_F(FederationRmServerTest, AnAmsEndIsRecordedAtItsHomeAndAFencedCopysIsRefused) {
+  // B moved to sc1 (sc2 was lost) while its AM in sc2 ran on: that copy may not end as done.
+  absl::StatusOr<v1::ApplicationHomeSubCluster> b = store_->GetApplicationHomeSubCluster(app_b_);
+  ASSERT_TRUE(b.ok()) << b.status();
+  b->set_home_sub_cluster_id("sc1");
+  ASSERT_TRUE(store_->UpdateApplicationHomeSubCluster(*b).ok());
+  grpc::Status s = RegisterAndFinish(1, app_b_);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("this copy is fenced"));
+  EXPECT_EQ(StateOf(1, app_b_), v1::APP_RUNNING);
+  EXPECT_EQ(store_->GetApplicationHomeSubCluster(app_b_)->finished_ms(), 0);
+  // A, at its home: the record says it ended, then the RM does.
+  ASSERT_EQ(store_->GetApplicationHomeSubCluster(app_a_)->finished_ms(), 0);
+  s = RegisterAndFinish(0, app_a_);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_GT(store_->GetApplicationHomeSubCluster(app_a_)->finished_ms(), 0);
+  EXPECT_EQ(StateOf(0, app_a_), v1::APP_FINISHED);
 }
 
 }  // namespace

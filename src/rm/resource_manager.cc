@@ -271,6 +271,14 @@ std::vector<FederationApp> ResourceManager::FederationApps() const {
   return apps_->FederationApps();
 }
 
+absl::StatusOr<FederationApp> ResourceManager::FederationAppOfAttempt(
+    const std::string& attempt_id) {
+  const RmApp* app = apps_->FindByAttempt(attempt_id);
+  if (app == nullptr || IsFinal(app->state))
+    return absl::NotFoundError(absl::StrCat("no unfinished application has attempt ", attempt_id));
+  return FederationApp{app->record.app_id, app->context.federation_home_sub_cluster_id()};
+}
+
 void ResourceManager::FederationHomesChecked(const FederationHomesCheck& check) {
   apps_->FederationHomesChecked(check);
 }

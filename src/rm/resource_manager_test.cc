@@ -295,7 +295,9 @@ TEST_F(ResourceManagerTest, ForgedOrForeignAmrmTokensAreRefused) {
   EXPECT_EQ(rm_->Allocate(token, {}).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
-TEST_F(ResourceManagerTest, LostNodeFailsTheAttemptAndTheAppAfterMaxAttempts) {
+// YARN-614: an attempt whose AM its node lost (or whose AM was aborted, preempted, killed by the
+// RM) does not count toward max attempts; one whose AM exits non-zero does.
+TEST_F(ResourceManagerTest, LostNodeFailsTheAttemptWithoutCountingItTowardMaxAttempts) {
   AddNode("h1:1");
   std::string app = Submit("default", 2);
   loop_.Advance(200);
@@ -313,16 +315,34 @@ TEST_F(ResourceManagerTest, LostNodeFailsTheAttemptAndTheAppAfterMaxAttempts) {
   ASSERT_EQ(launcher_.launches.size(), 2u);
   EXPECT_EQ(launcher_.launches[1].first, "h2:1");
   EXPECT_EQ(rm_->GetApplication(app)->current_attempt(), 2);
-  // Its AM exits non-zero: no attempts left, the app FAILS.
-  auto am =
-      security::DecodeContainerToken(launcher_.launches[1].second.container_token().identifier());
-  ASSERT_TRUE(am.ok());
-  Heartbeat("h2:1", {{am->container_id, 1}});
+  auto exit_am = [&](size_t launch, int status) {
+    auto am = security::DecodeContainerToken(
+        launcher_.launches[launch].second.container_token().identifier());
+    ASSERT_TRUE(am.ok());
+    Heartbeat("h2:1", {{am->container_id, status}});
+    loop_.Advance(200);
+  };
+  // Its AM is aborted (its NM's federation fence): not counted either; attempt 3 starts.
+  exit_am(1, v1::CONTAINER_EXIT_ABORTED);
+  ASSERT_EQ(launcher_.launches.size(), 3u);
+  EXPECT_EQ(rm_->GetApplication(app)->state(), v1::APP_ACCEPTED);
+  // Its AM exits non-zero: the first counted failure, so attempt 4 starts ...
+  exit_am(2, 1);
+  ASSERT_EQ(launcher_.launches.size(), 4u);
+  // ... and the second counted failure fails the app.
+  exit_am(3, 1);
   auto report = rm_->GetApplication(app);
   EXPECT_EQ(report->state(), v1::APP_FAILED);
-  EXPECT_THAT(report->diagnostics(), HasSubstr("max attempts 2"));
+  EXPECT_THAT(report->diagnostics(), HasSubstr("failed 2 time(s) (max attempts 2)"));
   EXPECT_THAT(report->diagnostics(), HasSubstr("exited with status 1"));
   EXPECT_EQ(store_->Load()->apps[0].state, "FAILED");
+  // The uncounted ends are stored with the attempts, so a restarted RM counts the same.
+  absl::StatusOr<store::RmState> state = store_->Load();
+  ASSERT_TRUE(state.ok()) << state.status();
+  std::vector<int32_t> stored;
+  for (const store::AttemptRecord& a : state->attempts) stored.push_back(a.exit_status);
+  EXPECT_THAT(stored, ::testing::ElementsAre(v1::CONTAINER_EXIT_LOST_NODE,
+                                             v1::CONTAINER_EXIT_ABORTED, 1, 1));
 }
 
 TEST_F(ResourceManagerTest, KillReleasesContainersAndIsIdempotent) {

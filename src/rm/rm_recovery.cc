@@ -47,6 +47,7 @@ absl::StatusOr<RmApp> ParseApp(const store::ApplicationRecord& rec,
     at.am_container_id = a.am_container_id;
     at.am_node = a.node;
     at.diagnostics = a.diagnostics;
+    at.am_exit_status = a.exit_status;
     at.start_ms = a.start_ms;
     at.finish_ms = a.finish_ms;
     app.attempts.push_back(std::move(at));

@@ -11,6 +11,8 @@
 #include "common/log.h"
 #include "common/reachable_host.h"
 #include "federation/store/federation_store.h"
+#include "rm/federation_fencing.h"
+#include "security/tokens.h"
 #include "security/munge.h"
 #include "security/user_identity.h"
 #include "store/memory_store.h"
@@ -237,6 +239,12 @@ class RmServer::Services {
     if (a->access == PeerAccess::kFederationReader) {
       return OnLoop(s, method, ctx, resp, std::move(as_reader));
     }
+    if (call == RmCall::kSubmitApplication && a->peer.has_value() &&
+        a->peer->role == security::DaemonRole::kRouter && s->directory_ != nullptr &&
+        !s->options_.rm.sub_cluster_id.empty()) {
+      return RoutedSubmission(s, method, ctx, resp, app_id, std::move(fn),
+                              std::move(a->caller));
+    }
     if (a->access != PeerAccess::kAppCheck) {
       // The GPG reads for users but never gets an unmanaged AM's token (only the AMRMProxy,
       // through its claim, and routers, for the users they authenticated, do).
@@ -280,9 +288,7 @@ class RmServer::Services {
       });
       return home;
     };
-    ThreadEventLoop& checker =
-        *s->claim_checkers_[s->next_checker_.fetch_add(1) % s->claim_checkers_.size()];
-    checker.Post([s, method, start, ctx, reactor, resp, claim = std::move(claim),
+    s->NextClaimChecker().Post([s, method, start, ctx, reactor, resp, claim = std::move(claim),
                   fn = std::move(fn), caller = std::move(a->caller)]() mutable {
       absl::StatusOr<FederationGrant> grant = JudgeAppClaim(claim, *s->directory_);
       if (!grant.ok()) {
@@ -302,6 +308,92 @@ class RmServer::Services {
                      reply(fn(rm, caller));
                    });
     });
+    return reactor;
+  }
+
+  // A router's SubmitApplication at a sub-cluster RM (federation_fencing.h): taken only while
+  // the app's home record names this sub-cluster, read on a claim checker thread; a call that
+  // took longer than the federation fence between that read and the loop (the RM was stopped
+  // in between, and the app may have moved since) is refused as Unavailable.
+  template <typename Resp, typename Fn>
+  static grpc::ServerUnaryReactor* RoutedSubmission(RmServer* s, const char* method,
+                                                    grpc::CallbackServerContext* ctx, Resp* resp,
+                                                    const std::string& app_id, Fn fn,
+                                                    Caller caller) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    const auto start = std::chrono::steady_clock::now();
+    s->NextClaimChecker().Post([s, method, start, ctx, reactor, resp, app_id, fn = std::move(fn),
+                                caller = std::move(caller)]() mutable {
+      const auto read = std::chrono::steady_clock::now();
+      if (absl::Status st =
+              CheckRoutedSubmissionHome(*s->directory_, app_id, s->options_.rm.sub_cluster_id);
+          !st.ok()) {
+        log::Warn("routed_submission_refused", {{"app", app_id}, {"why", st.message()}});
+        s->RecordRpc(method, start, st.code());
+        reactor->Finish(ToGrpc(st));
+        return;
+      }
+      FinishOnLoop(s, method, start, ctx, reactor, resp,
+                   [s, read, app_id, fn = std::move(fn), caller = std::move(caller)](
+                       ResourceManager& rm, auto reply) mutable {
+                     const int64_t fence_ms = s->options_.rm.federation_fence_ms;
+                     const int64_t waited_ms =
+                         std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now() - read)
+                             .count();
+                     if (fence_ms > 0 && waited_ms > fence_ms) {
+                       reply(absl::UnavailableError(absl::StrCat(
+                           "application ", app_id, ": ", waited_ms,
+                           " ms passed between the check of its home and the submission "
+                           "(longer than the federation fence, ",
+                           fence_ms, " ms): not taken; submit again")));
+                       return;
+                     }
+                     reply(fn(rm, caller));
+                   });
+    });
+    return reactor;
+  }
+
+  // FinishApplicationMaster at a sub-cluster RM with a federation store: the end of an app
+  // homed here goes into its home record first (RecordEndAtHome, on a claim checker thread),
+  // then the AM unregisters on the loop. An unmanaged AM of an app homed elsewhere, and an app
+  // with no home record, unregister as anywhere else.
+  static grpc::ServerUnaryReactor* FinishAmAtHome(RmServer* s, grpc::CallbackServerContext* ctx,
+                                                  const v1::FinishApplicationMasterRequest* req,
+                                                  v1::FinishApplicationMasterResponse* resp,
+                                                  v1::Token token) {
+    static constexpr char kMethod[] = "AmService/FinishApplicationMaster";
+    auto unregister = [req, token](ResourceManager& rm, auto reply) {
+      reply(rm.FinishApplicationMaster(token, *req));
+    };
+    absl::StatusOr<security::AmRmTokenData> data = security::DecodeAmRmToken(token.identifier());
+    if (!data.ok()) return OnLoopLater(s, kMethod, ctx, resp, unregister);  // refused there
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    const auto start = std::chrono::steady_clock::now();
+    FinishOnLoop(s, kMethod, start, ctx, reactor, resp,
+                 [s, start, ctx, reactor, resp, unregister, attempt = data->app_attempt_id](
+                     ResourceManager& rm, auto reply) {
+                   absl::StatusOr<FederationApp> app = rm.FederationAppOfAttempt(attempt);
+                   if (!app.ok() || !app->federation_home_sub_cluster_id.empty()) {
+                     unregister(rm, std::move(reply));
+                     return;
+                   }
+                   const int64_t now_ms = rm.NowMs();
+                   s->NextClaimChecker().Post([s, start, ctx, reactor, resp, unregister, now_ms,
+                                               app_id = app->app_id]() {
+                     if (absl::Status st =
+                             RecordEndAtHome(*s->options_.federation_store, app_id,
+                                             s->options_.rm.sub_cluster_id, now_ms);
+                         !st.ok()) {
+                       log::Warn("am_unregister_refused", {{"app", app_id}, {"why", st.message()}});
+                       s->RecordRpc(kMethod, start, st.code());
+                       reactor->Finish(ToGrpc(st));
+                       return;
+                     }
+                     FinishOnLoop(s, kMethod, start, ctx, reactor, resp, unregister);
+                   });
+                 });
     return reactor;
   }
 
@@ -473,6 +565,8 @@ class RmServer::Services {
       if (absl::Status st = CheckAmCaller(s_, "AmService/FinishApplicationMaster", ctx); !st.ok())
         return Refused(ctx, st);
       v1::Token t = TokenOf(ctx);
+      if (s_->options_.federation_store != nullptr && !s_->options_.rm.sub_cluster_id.empty())
+        return FinishAmAtHome(s_, ctx, req, resp, std::move(t));
       return OnLoop(s_, "AmService/FinishApplicationMaster", ctx, resp,
                     [t, req](ResourceManager& rm) { return rm.FinishApplicationMaster(t, *req); });
     }
@@ -681,12 +775,13 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
     s->directory_ = s->options_.federation_directory;
     if (s->directory_ == nullptr && s->options_.federation_store != nullptr)
       s->directory_ = NewFederationDirectory(s->options_.federation_store, s->options_.tls);
-    if (s->directory_ != nullptr) {
-      // Two: one slow home RM (up to the directory's deadline) does not hold every claim.
-      for (int i = 0; i < 2; ++i) {
-        s->claim_checkers_.push_back(std::make_unique<ThreadEventLoop>());
-        s->claim_checkers_.back()->Start();
-      }
+  }
+  if (s->directory_ != nullptr ||
+      (s->options_.federation_store != nullptr && !s->options_.rm.sub_cluster_id.empty())) {
+    // Two: one slow home RM (up to the directory's deadline) does not hold every claim.
+    for (int i = 0; i < 2; ++i) {
+      s->claim_checkers_.push_back(std::make_unique<ThreadEventLoop>());
+      s->claim_checkers_.back()->Start();
     }
   }
   s->loop_.Start();

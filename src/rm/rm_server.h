@@ -153,8 +153,13 @@ class RmServer {
   // Federation claims of NMs and the GPG are judged on these threads (they read the store and
   // ask other RMs, never on the RM loop nor on gRPC's threads); null without a directory.
   std::shared_ptr<FederationDirectory> directory_;
+  // Also where a sub-cluster RM reads and writes the federation store for its fencing
+  // (federation_fencing.h). Empty without a directory or a sub-cluster's federation store.
   std::vector<std::unique_ptr<ThreadEventLoop>> claim_checkers_;
   std::atomic<uint64_t> next_checker_{0};
+  ThreadEventLoop& NextClaimChecker() {
+    return *claim_checkers_[next_checker_.fetch_add(1) % claim_checkers_.size()];
+  }
   mutable absl::Mutex ha_mu_;
   bool active_ ABSL_GUARDED_BY(ha_mu_) = false;  // rm_ exists (set on the loop)
 };

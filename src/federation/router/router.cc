@@ -536,6 +536,15 @@ absl::Status Router::PlaceAndSubmit(const v1::ApplicationSubmissionContext& cont
       return absl::Status(s.code(), absl::StrCat("sub-cluster '", *chosen, "' did not take ",
                                                  app_id, ": ", s.message()));
     if (!RmDidNotAnswer(s.code())) {
+      // The home moved while this submission was on its way (the GPG moved it from a lost
+      // sub-cluster, whose RM refuses it now): it goes to where the app is homed now.
+      absl::StatusOr<v1::ApplicationHomeSubCluster> now =
+          store_->GetApplicationHomeSubCluster(app_id);
+      if (now.ok() && now->home_sub_cluster_id() != *chosen) {
+        log::Warn("router_home_moved_in_flight",
+                  {{"app", app_id}, {"from", *chosen}, {"to", now->home_sub_cluster_id()}});
+        return SubmitAgain(*now, context, user);
+      }
       // The RM refused this id or this submission: it is not offered to another sub-cluster,
       // and no mapping is left to an app that does not exist.
       (void)store_->DeleteApplicationHomeSubCluster(app_id);

@@ -490,6 +490,28 @@ TEST_F(RouterTest, AnIdTheRmRefusesIsNotOfferedToAnotherSubCluster) {
   }
 }
 
+// A submission that reaches its home's RM after the GPG moved the app (it waited in a stopped
+// RM's socket while its sub-cluster was LOST) is refused there; the router follows the home
+// and the app is submitted once, where it is homed, and its home record stays.
+TEST_F(RouterTest, ASubmissionWhoseHomeMovedOnItsWayFollowsTheHome) {
+  SetPolicy("default", {{"sc1", 1}});
+  for (auto& [id, rm] : rms_) rm->check_home = true;
+  rms_["sc1"]->on_submit = [this](const std::string& app) {
+    auto home = store_->GetApplicationHomeSubCluster(app);
+    ASSERT_TRUE(home.ok()) << home.status();
+    if (home->home_sub_cluster_id() != "sc1") return;
+    home->set_home_sub_cluster_id("sc2");  // what the GPG does, over the generation read
+    ASSERT_TRUE(store_->UpdateApplicationHomeSubCluster(*home).ok());
+  };
+  const std::string app = Submit(*router_);
+  EXPECT_EQ(HomeInStore(app), "sc2");
+  absl::MutexLock l1(&rms_["sc1"]->mu_);
+  absl::MutexLock l2(&rms_["sc2"]->mu_);
+  EXPECT_EQ(rms_["sc1"]->submit_calls, 1);
+  EXPECT_FALSE(rms_["sc1"]->mapped_before_submit.contains(app));  // refused there
+  EXPECT_EQ(rms_["sc2"]->mapped_before_submit.at(app), "sc2");    // taken at its home
+}
+
 TEST_F(RouterTest, AnIdTheFederationHasIssuedAlreadyIsNotHandedOutAgain) {
   // sc1's RM restarted with the same cluster timestamp: it hands out its first ids again.
   SetPolicy("default", {{"sc1", 1}});

@@ -6,6 +6,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -51,6 +52,7 @@ class FakeSubClusterRm final : public v1::ClientService::Service {
   grpc::Status SubmitApplication(grpc::ServerContext* ctx, const v1::SubmitApplicationRequest* req,
                                  v1::SubmitApplicationResponse*) override {
     const std::string& app = req->context().application_id();
+    if (on_submit) on_submit(app);
     // What the store says about the app when its submission reaches the RM.
     absl::StatusOr<v1::ApplicationHomeSubCluster> home =
         store_ != nullptr ? store_->GetApplicationHomeSubCluster(app)
@@ -58,6 +60,9 @@ class FakeSubClusterRm final : public v1::ClientService::Service {
     absl::MutexLock l(&mu_);
     ++submit_calls;
     if (submit_error.has_value()) return *submit_error;
+    if (check_home && (!home.ok() || home->home_sub_cluster_id() != id_))
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          absl::StrCat("application ", app, " is homed elsewhere now"));
     mapped_before_submit[app] = home.ok() ? home->home_sub_cluster_id() : "";
     v1::ApplicationReport r;
     r.set_application_id(app);
@@ -139,6 +144,11 @@ class FakeSubClusterRm final : public v1::ClientService::Service {
   std::optional<grpc::Status> submit_error ABSL_GUARDED_BY(mu_);
   std::optional<grpc::Status> kill_error ABSL_GUARDED_BY(mu_);
   int submit_calls ABSL_GUARDED_BY(mu_) = 0;
+  // As a sub-cluster RM (rm/federation_fencing.h): a submission is refused unless the store
+  // homes the app here. Set before submissions.
+  bool check_home = false;
+  // Called with each submitted app id as its submission arrives. Set before submissions.
+  std::function<void(const std::string&)> on_submit;
   std::map<std::string, std::string> mapped_before_submit ABSL_GUARDED_BY(mu_);
 
  private:

@@ -1,0 +1,72 @@
+// Copyright Weft authors.
+#include "rm/federation_fencing.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace weft::rm {
+namespace {
+
+// Compare-and-set tries of RecordEndAtHome: each conflict is another writer's change (the GPG
+// marking the end, a move), re-read and judged again.
+constexpr int kEndWriteTries = 4;
+
+}  // namespace
+
+absl::Status CheckRoutedSubmissionHome(FederationDirectory& directory, const std::string& app_id,
+                                       const std::string& self) {
+  absl::StatusOr<v1::ApplicationHomeSubCluster> home = directory.GetApplicationHome(app_id);
+  if (absl::IsNotFound(home.status()))
+    return absl::FailedPreconditionError(absl::StrCat(
+        "application ", app_id, " has no home record in the federation store: a router records "
+        "the home before it submits, so this submission is stale (the app was removed since)"));
+  if (!home.ok())
+    return absl::Status(home.status().code(),
+                        absl::StrCat("checking the home of application ", app_id,
+                                     " in the federation store: ", home.status().message()));
+  if (home->home_sub_cluster_id() != self)
+    return absl::FailedPreconditionError(absl::StrCat(
+        "application ", app_id, " is homed at sub-cluster '", home->home_sub_cluster_id(),
+        "' now, not at '", self,
+        "' (moved while this sub-cluster was lost): this submission is not taken here"));
+  return absl::OkStatus();
+}
+
+absl::Status RecordEndAtHome(federation::FederationStateStore& store, const std::string& app_id,
+                             const std::string& self, int64_t now_ms) {
+  absl::Status last;
+  for (int i = 0; i < kEndWriteTries; ++i) {
+    absl::StatusOr<v1::ApplicationHomeSubCluster> home =
+        store.GetApplicationHomeSubCluster(app_id);
+    if (absl::IsNotFound(home.status())) return absl::OkStatus();
+    if (!home.ok())
+      return absl::Status(home.status().code(),
+                          absl::StrCat("reading the home of application ", app_id,
+                                       " to record its end: ", home.status().message()));
+    if (home->home_sub_cluster_id() != self)
+      return absl::FailedPreconditionError(absl::StrCat(
+          "application ", app_id, " is homed at sub-cluster '", home->home_sub_cluster_id(),
+          "' now, not at '", self,
+          "' (moved while this sub-cluster was lost): this copy is fenced and its end is not "
+          "taken"));
+    if (home->finished_ms() > 0) return absl::OkStatus();
+    v1::ApplicationHomeSubCluster ended = *std::move(home);
+    ended.set_finished_ms(now_ms);
+    last = store.UpdateApplicationHomeSubCluster(ended);
+    if (last.ok()) return last;
+    if (!absl::IsAborted(last)) break;  // Aborted: another writer came in between
+  }
+  return absl::Status(absl::IsAborted(last) ? absl::StatusCode::kUnavailable : last.code(),
+                      absl::StrCat("recording the end of application ", app_id,
+                                   " in its home record: ", last.message()));
+}
+
+std::string ApplicationIdOfAttempt(absl::string_view attempt_id) {
+  if (!absl::ConsumePrefix(&attempt_id, "appattempt_")) return "";
+  const size_t last = attempt_id.rfind('_');
+  if (last == absl::string_view::npos || last == 0) return "";
+  return absl::StrCat("application_", attempt_id.substr(0, last));
+}
+
+}  // namespace weft::rm
