@@ -89,6 +89,26 @@ class MarkersTest(unittest.TestCase):
         self.assertEqual(fedmarkers.live_ams(self.path, 6000), [("sc1-0", "app_1", "c_a")])
 
 
+class NmKillTest(unittest.TestCase):
+    """fedsummary.new_attempt_after_nm_kill: did the AM an NM kill -9 hit finish the app?"""
+
+    KILLED = {"killed_s": 143.9, "am_container": "container_e3_17_0017_02_000072",
+              "attempts": 2, "final_status": "FINAL_SUCCEEDED", "am_run_starts_s": [106.8, 126.5]}
+
+    def test_runs_before_the_kill_do_not_count(self):
+        # Attempt 1 was fenced in a LOST cycle; attempt 2's AM survived the kill and finished.
+        self.assertFalse(fedsummary.new_attempt_after_nm_kill(self.KILLED))
+
+    def test_an_am_run_started_after_the_kill_is_a_new_attempt(self):
+        k = dict(self.KILLED, am_run_starts_s=[126.5, 150.2])
+        self.assertTrue(fedsummary.new_attempt_after_nm_kill(k))
+
+    def test_an_app_that_ended_with_another_attempt_or_not_succeeded(self):
+        self.assertTrue(fedsummary.new_attempt_after_nm_kill(dict(self.KILLED, attempts=3)))
+        self.assertTrue(fedsummary.new_attempt_after_nm_kill(
+            dict(self.KILLED, final_status="FINAL_FAILED")))
+
+
 class SummaryTest(unittest.TestCase):
     """fedsummary.summarize over a fake run: one tracked app and one failed submission."""
 

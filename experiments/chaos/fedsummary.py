@@ -32,6 +32,29 @@ def _ran_to_its_end_twice(args, tracked, analysis, am_runs):
     return any(len(run) > 3 and run[3] == "rc=0" for run, _ in full[:-1])
 
 
+def _attempt_of_container(container_id):
+    """The attempt number a container id names (container_e<epoch>_<ts>_<seq>_<attempt>_<n>),
+    or None."""
+    parts = (container_id or "").split("_")
+    try:
+        return int(parts[-2])
+    except (IndexError, ValueError):
+        return None
+
+
+def new_attempt_after_nm_kill(killed):
+    """Whether the AM an NM kill -9 hit did not carry the app to its end by itself: an AM run of
+    the app started after the kill, the app ended with another attempt than that AM's, or it
+    did not SUCCEED. AM runs before the kill (e.g. copies fenced in earlier LOST cycles) do not
+    count. `killed`: one entry of am_nm_killed's detail (killed_s; am_run_starts_s, the start
+    of each AM run of the app, s on the same scale; am_container; attempts; final_status)."""
+    if not str(killed.get("final_status") or "").endswith("SUCCEEDED"):
+        return True
+    if any(s is not None and s > killed["killed_s"] for s in killed.get("am_run_starts_s", [])):
+        return True
+    return _attempt_of_container(killed.get("am_container")) != int(killed.get("attempts") or 0)
+
+
 def _asked(args, info):
     """Containers the app asked for (its queue's count)."""
     return getattr(args, "span_containers" if info["queue"] == "span" else "containers", 0)
@@ -113,14 +136,15 @@ def summarize(args, fed, submitter, chaos, listed, rest_listed, homes, final_sta
                 "am_container": cid,
                 "am_end": (own["how"] or "open") if own else None,
                 "am_runs": x["am_runs"] if x else None,
+                "am_run_starts_s": [run[1] for run in details.get(app, {}).get("am_runs", [])
+                                    if len(run) > 1],
                 "attempts": details.get(app, {}).get("attempts"),
                 "state": details.get(app, {}).get("state"),
                 "final_status": details.get(app, {}).get("final_status")})
-    # Without a new attempt: that AM was the app's only AM run, and the app SUCCEEDED with one
-    # attempt (an AM that unregistered may still be ended with SIGTERM before it writes rc=0).
-    new_attempt = [k for k in nm_killed if not k["confounded"] and (
-                   k["am_runs"] != 1 or int(k["attempts"] or 0) != 1 or
-                   not str(k["final_status"] or "").endswith("SUCCEEDED"))]
+    # Without a new attempt: no AM run of the app after the kill, and the app SUCCEEDED with
+    # the attempt of that AM (an AM that unregistered may still be ended with SIGTERM before
+    # it writes rc=0).
+    new_attempt = [k for k in nm_killed if not k["confounded"] and new_attempt_after_nm_kill(k)]
     # Listing: each tracked app exactly once through the router (CLI and REST).
     cli_counts = _count_ids(listed, "applicationId", "application_id")
     rest_counts = _count_ids(rest_listed, "id", "applicationId")
