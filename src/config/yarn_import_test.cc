@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "scheduler/config.h"
 #include "scheduler/registry.h"
+#include "yaml-cpp/yaml.h"
 
 namespace weft::config {
 namespace {
@@ -361,6 +362,74 @@ TEST(YarnImportTest, BadInputNamesFileAndLine) {
   ExpectError(
       {std::nullopt, XmlFile{"cs.xml", "<configuration/>"}, XmlFile{"fs.xml", "<allocations/>"}},
       "not both");
+}
+
+// The YAML is written by an emitter: values that came from the XML with newlines, control
+// characters, quotes or backslashes read back exactly, and no comment (which quotes file names
+// and values) spills onto a line of its own.
+TEST(YarnImportTest, ValuesWithNewlinesAndControlCharactersRoundTrip) {
+  const std::string odd_dir = "/data/a\nb\001c\033[2Jd";
+  const std::string odd_bind = "h\"q\\\tz";
+  const std::string odd_user = "o'brien:#x\"\\";
+  auto r = ImportYarnConfig(
+      {Site(Prop("yarn.nodemanager.local-dirs", "/data/a\nb&#1;c&#27;[2Jd") +
+                Prop("yarn.resourcemanager.bind-host", "h\"q\\\tz") +
+                Prop("yarn.resourcemanager.address", "rm&#13;host:8032"),
+            "yarn\nsite\x02.xml"),
+       Site(Prop("yarn.scheduler.capacity.root.queues", "a") +
+                Prop("yarn.scheduler.capacity.user.o'brien:#x\"\\.max-parallel-apps", "3"),
+            "cs.xml"),
+       std::nullopt});
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const std::string* yaml : {&r->scheduler_yaml, &r->daemon_yaml}) {
+    for (char c : *yaml)
+      EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20 && c != '\n')
+          << "a raw control character in\n"
+          << *yaml;
+  }
+  YAML::Node daemon = YAML::Load(r->daemon_yaml);
+  ASSERT_TRUE(daemon.IsMap()) << r->daemon_yaml;
+  EXPECT_EQ(daemon.size(), 2u) << r->daemon_yaml;  // rm and nm: no comment spilled
+  EXPECT_EQ(daemon["nm"]["work-root"].as<std::string>(), odd_dir);
+  EXPECT_EQ(daemon["rm"]["bind"].as<std::string>(), odd_bind);
+  EXPECT_EQ(daemon["nm"]["rm"].as<std::string>(), "rm\rhost:8032");
+  EXPECT_EQ(daemon["rm"]["port"].as<int>(), 8032);
+  EXPECT_THAT(r->daemon_yaml, HasSubstr("# yarn\\nsite\\x02.xml:2 yarn.nodemanager.local-dirs"));
+  EXPECT_THAT(r->scheduler_yaml, HasSubstr("# from yarn\\nsite\\x02.xml and cs.xml."));
+  SchedulerConfig c = Parsed(*r);
+  ASSERT_EQ(c.users.count(odd_user), 1u) << r->scheduler_yaml;
+  EXPECT_EQ(c.users.at(odd_user).max_running_apps, 3);
+}
+
+// Names Weft cannot take are refused naming the file, the line and the name, before any YAML is
+// written: queue names are [A-Za-z0-9_-]+, user names have no whitespace or control character.
+TEST(YarnImportTest, NamesWithNewlinesOrControlCharactersAreRefused) {
+  ExpectError({std::nullopt, Site(Prop("yarn.scheduler.capacity.root.queues", "a\nb"), "cs.xml"),
+               std::nullopt},
+              "cs.xml:2: yarn.scheduler.capacity.root.queues=a\nb: queue name 'a\nb'");
+  ExpectError({std::nullopt,
+               Site(Prop("yarn.scheduler.capacity.root.queues", "a") +
+                        Prop("yarn.scheduler.capacity.user.al\nice.max-parallel-apps", "3"),
+                    "cs.xml"),
+               std::nullopt},
+              "cs.xml:3: yarn.scheduler.capacity.user.al\nice.max-parallel-apps=3: user name "
+              "'al\nice': Weft's are non-empty, without whitespace or control characters");
+  ExpectError({std::nullopt, std::nullopt,
+               XmlFile{"fs.xml",
+                       "<allocations>\n<user name=\"al&#1;ice\"><maxRunningApps>3"
+                       "</maxRunningApps></user>\n</allocations>"}},
+              "fs.xml:2: <user name=\"al&#01;ice\"><maxRunningApps>3</maxRunningApps></user>: "
+              "user name 'al\x01ice'");
+  ExpectError({std::nullopt, std::nullopt,
+               XmlFile{"fs.xml", "<allocations>\n<queue name=\"a&#10;b\"/>\n</allocations>"}},
+              "fs.xml:2: <queue name=\"a\nb\"/>: queue name 'a\nb'");
+  // Bytes that are not UTF-8 could not be written back unchanged.
+  ExpectError({std::nullopt,
+               Site(Prop("yarn.scheduler.capacity.root.queues", "a") +
+                        Prop("yarn.scheduler.capacity.user.b\xff.max-parallel-apps", "3"),
+                    "cs.xml"),
+               std::nullopt},
+              "cs.xml:3: malformed XML: byte 0xff is not well-formed UTF-8");
 }
 
 }  // namespace
