@@ -242,6 +242,7 @@ std::map<std::string, std::map<std::string, v1::ResourceRequest>> FederationInte
       it->second.set_num_containers(it->second.num_containers() + ask.num_containers());
   };
   auto all_home = [&](absl::string_view why, const absl::Status& error) {
+    split_policy_.clear();
     log::Warn("amrmproxy_split_home_only",
               {{"attempt", attempt_.attempt_id}, {"reason", why}, {"error", error}});
     shares.clear();
@@ -280,6 +281,7 @@ std::map<std::string, std::map<std::string, v1::ResourceRequest>> FederationInte
   absl::StatusOr<std::map<std::string, std::vector<v1::ResourceRequest>>> split =
       policy->SplitResourceRequests(asks, home_id_, headroom, ctx);
   if (!split.ok()) return all_home("the AMRM policy failed", split.status());
+  split_policy_ = policy_name;
   for (const auto& [sub_cluster, share] : *split) {
     auto known = view->known.find(sub_cluster);
     const bool usable = sub_cluster == home_id_ || sessions_.contains(sub_cluster) ||
@@ -459,8 +461,32 @@ void FederationInterceptor::Merge(Session& session, const v1::AllocateResponse& 
   }
 }
 
+void FederationInterceptor::RerouteAsks(const std::vector<v1::ResourceRequest>& asks) {
+  if (asks.empty() || split_policy_ == "broadcast") return;
+  for (const auto& [id, share] : Split(asks)) {
+    auto it = sessions_.find(id);
+    if (it == sessions_.end() || it->second.lost) continue;
+    Session& to = it->second;
+    for (const auto& [key, ask] : share) {
+      if (ask.num_containers() <= 0) continue;
+      v1::ResourceRequest want = ask;
+      if (auto told = to.sent.find(key); told != to.sent.end())
+        want.set_num_containers(told->second.num_containers() + ask.num_containers());
+      to.pending_asks[key] = want;
+      to.sent[key] = want;
+      log::Info("amrmproxy_ask_rerouted", {{"attempt", attempt_.attempt_id},
+                                           {"to", id},
+                                           {"resource_name", ask.resource_name()},
+                                           {"containers", ask.num_containers()}});
+    }
+  }
+}
+
 void FederationInterceptor::DropSecondary(Session& session, const std::string& why) {
   if (session.lost) return;
+  std::vector<v1::ResourceRequest> held;
+  for (const auto& [key, ask] : session.sent)
+    if (ask.num_containers() > 0) held.push_back(ask);
   session.lost = true;
   session.shut_down = true;
   session.pending_asks.clear();
@@ -483,6 +509,7 @@ void FederationInterceptor::DropSecondary(Session& session, const std::string& w
     it = container_sub_cluster_.erase(it);
     ++lost;
   }
+  RerouteAsks(held);
   carry_.add_diagnostics(absl::StrCat("sub-cluster ", session.sub_cluster_id, " dropped: ", why,
                                       "; ", lost, " container(s) there reported lost"));
   log::Warn("amrmproxy_sub_cluster_dropped", {{"attempt", attempt_.attempt_id},

@@ -130,9 +130,16 @@ class FederationInterceptor final : public RequestInterceptor {
   // is seen as a change and sent).
   void Merge(Session& session, const v1::AllocateResponse& reply, v1::AllocateResponse* merged);
   // Drops a secondary that failed for longer than the timeout or shut the UAM down: each of
-  // the AM's containers there reaches the AM (in carry_) as completed with LOST_NODE, and the
-  // sub-cluster gets no asks any more.
+  // the AM's containers there reaches the AM (in carry_) as completed with LOST_NODE, the
+  // sub-cluster gets no asks any more, and what it still held of the AM's asks is split again
+  // over the others (RerouteAsks).
   void DropSecondary(Session& session, const std::string& why);
+  // Adds `asks` (outstanding counts a dropped secondary held) to the shares of the sessions the
+  // policy splits them over now, sent with their next heartbeat: the AM states an ask's
+  // absolute count only when it changes, so a share left with a dropped sub-cluster would never
+  // be allocated. Not under a policy that copies every ask to every sub-cluster (broadcast):
+  // the others hold it already.
+  void RerouteAsks(const std::vector<v1::ResourceRequest>& asks);
   // For an attempt after the first: the app's UAMs in other usable sub-clusters (their RMs
   // report the app, unmanaged and not ended) become sessions to re-attach.
   void FindUamsOfEarlierAttempts();
@@ -151,6 +158,7 @@ class FederationInterceptor final : public RequestInterceptor {
   std::map<std::string, Session> sessions_;  // by sub-cluster id; the home's first created
   std::string home_id_;
   std::map<std::string, std::unique_ptr<federation::AmrmPolicy>> policies_;  // by name
+  std::string split_policy_;  // the policy of the last Split ("" when it sent all home)
 
   bool registered_ = false;
   bool finished_ = false;

@@ -284,6 +284,38 @@ TEST_F(FederationInterceptorTest, ASecondaryDownLongerThanTheTimeoutIsDroppedAnd
   EXPECT_THAT(reply->completed_containers(), IsEmpty());
 }
 
+// The AM states an ask's count once: what a dropped secondary still held of it is asked of the
+// others (here the home) with the next heartbeat, without the AM stating it again.
+TEST_F(FederationInterceptorTest, WhatADroppedSecondaryHeldIsAskedOfTheOthers) {
+  SetPolicy("locality-multicast");
+  env_.secondary_timeout_ms = 10000;
+  fi_ = std::make_unique<FederationInterceptor>(attempt_, env_);
+  ASSERT_TRUE(fi_->RegisterApplicationMaster({}).ok());
+  response_id_ = 0;
+  ASSERT_TRUE(Allocate({MakeAsk(4)}).ok());
+  auto held = [this](const char* rm) {
+    int32_t n = 0;
+    for (const v1::AllocateRequest& req : rpc_.rm(rm).allocates)
+      for (const v1::ResourceRequest& ask : req.asks())
+        if (ask.resource_name() == "*") n = ask.num_containers();
+    return n;
+  };
+  const int32_t at_home = held(kHomeRm);
+  const int32_t there = held(kOtherRm);
+  ASSERT_GT(there, 0);
+  ASSERT_EQ(at_home + there, 4);
+  // The secondary stops answering; the AM asks nothing new meanwhile.
+  rpc_.rm(kOtherRm).fail_allocates = 1000;
+  ASSERT_TRUE(Allocate({}).ok());
+  now_ += 10000;
+  auto reply = Allocate({});  // dropped here
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(held(kHomeRm), at_home);
+  reply = Allocate({});  // the home hears of the rest
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(held(kHomeRm), 4);
+}
+
 TEST_F(FederationInterceptorTest, WhatARmAllocatedIsTakenOffItsAsksSoTheSameCountIsSentAgain) {
   ASSERT_TRUE(Allocate({MakeAsk(2)}).ok());  // broadcast: 2 asked of each
   v1::AllocateResponse there;
