@@ -78,4 +78,140 @@ absl::Status RecoverRmState(const store::RmState& state, RmContext* ctx) {
   return absl::OkStatus();
 }
 
+// ---------------------------------------------------------------------------------------------
+// Recovery of the apps' attempts (AppManager's side of RecoverRmState)
+
+RmApp& AppManager::Restore(RmApp app) {
+  if (app.cluster_ts == ctx_->options->cluster_timestamp_ms)
+    next_app_seq_ = std::max(next_app_seq_, app.seq + 1);
+  std::string id = app.record.app_id;
+  // Tokens of old attempts must name a known attempt to be told they are old.
+  for (const RmAttempt& at : app.attempts) by_attempt_[at.attempt_id] = id;
+  auto [it, inserted] = apps_.insert_or_assign(id, std::move(app));
+  return it->second;
+}
+
+absl::Status AppManager::RecoverAttempt(RmApp& app) {
+  if (app.attempts.empty() || IsFinal(app.current().state)) {
+    // The old RM ended an attempt (or stored none) and died before it stored the next one.
+    if (CountedAttempts(app) >= app.record.max_attempts) {
+      FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
+                absl::StrCat("Application failed ", CountedAttempts(app), " time(s) (max attempts ",
+                             app.record.max_attempts, "); last attempt: ",
+                             app.attempts.empty() ? "none" : app.current().diagnostics));
+      return absl::OkStatus();
+    }
+    if (absl::Status s = StartAttempt(app); !s.ok()) {
+      FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
+                absl::StrCat("The ResourceManager restarted; a new attempt could not start: ",
+                             s.message()));
+      return absl::OkStatus();
+    }
+    Transition(app, AppEvent::kAccepted);
+    return Persist(app);
+  }
+  RmAttempt& at = app.current();
+  if (app.context.unmanaged_am()) return RecoverUnmanagedAttempt(app, at);
+  const bool has_am = !at.am_container_id.empty();
+  absl::Status admitted;
+  if (!has_am && app.context.am_sizing().enabled()) {
+    // Sized again, as for a new attempt: the decision is not stored.
+    RmAttempt self = std::move(app.attempts.back());
+    app.attempts.pop_back();
+    admitted = SizeAm(app);
+    app.attempts.push_back(std::move(self));
+  }
+  if (admitted.ok()) admitted = AdmitAttempt(app, app.current(), /*ask_for_am=*/!has_am);
+  if (!admitted.ok()) {
+    FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
+              absl::StrCat("The ResourceManager restarted and could not admit ",
+                           app.current().attempt_id, " again: ", admitted.message()));
+    return absl::OkStatus();
+  }
+  RmAttempt& live = app.current();
+  if (has_am) {
+    live.recovered = true;
+    live.registered = false;
+    awaiting_am_.insert(app.record.app_id);
+    // Its launch's reply died with the old RM; the AM runs unless its node says otherwise.
+    if (live.state == v1::ATTEMPT_ALLOCATED) Transition(live, AttemptEvent::kAmLaunched);
+    live.last_heard_ms = ctx_->NowMs();  // a full am_expiry_ms from the restart
+  } else if (live.state != v1::ATTEMPT_SCHEDULED) {
+    absl::StatusOr<AttemptState> next = NextAttemptState(live.state, AttemptEvent::kScheduled);
+    if (!next.ok()) {
+      // Stored past SCHEDULED without an AM container: it waits for one like a new attempt.
+      log::Warn("attempt_state_repaired", {{"attempt", live.attempt_id},
+                                           {"stored", AttemptStateName(live.state)},
+                                           {"now", "SCHEDULED"}});
+    }
+    live.state = next.ok() ? *next : v1::ATTEMPT_SCHEDULED;
+  }
+  log::Info("attempt_recovered", {{"attempt", live.attempt_id},
+                                  {"state", AttemptStateName(live.state)},
+                                  {"am_container", live.am_container_id}});
+  return absl::OkStatus();
+}
+
+absl::Status AppManager::RecoverUnmanagedAttempt(RmApp& app, RmAttempt& at) {
+  if (absl::Status s = AdmitAttempt(app, at, /*ask_for_am=*/false); !s.ok()) {
+    FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
+              absl::StrCat("The ResourceManager restarted and could not admit ", at.attempt_id,
+                           " again: ", s.message()));
+    return absl::OkStatus();
+  }
+  // Its AM keeps the token it has (the keys are recovered); the report carries a fresh one.
+  at.amrm_token = ctx_->keys->IssueAmRmToken(at.attempt_id, &at.amrm_key_id);
+  at.recovered = true;
+  at.registered = false;
+  if (at.state == v1::ATTEMPT_SCHEDULED) Transition(at, AttemptEvent::kAmAllocated);
+  if (at.state == v1::ATTEMPT_ALLOCATED) Transition(at, AttemptEvent::kAmLaunched);
+  at.last_heard_ms = ctx_->NowMs();  // a full am_expiry_ms from the restart
+  log::Info("attempt_recovered", {{"attempt", at.attempt_id},
+                                  {"state", AttemptStateName(at.state)},
+                                  {"unmanaged", "true"}});
+  return absl::OkStatus();
+}
+
+void AppManager::AmContainersMissing(const std::string& node_id,
+                                     const absl::flat_hash_set<std::string>& reported) {
+  std::vector<std::string> missing;  // collected first: failing an attempt changes the apps
+  for (auto it = awaiting_am_.begin(); it != awaiting_am_.end();) {
+    const RmApp* app = Find(*it);
+    if (app == nullptr || IsFinal(app->state) || app->attempts.empty() ||
+        !app->current().recovered || app->current().am_recovered || IsFinal(app->current().state)) {
+      awaiting_am_.erase(it++);  // settled
+      continue;
+    }
+    const RmAttempt& at = app->current();
+    if (at.am_node == node_id && !reported.contains(at.am_container_id)) missing.push_back(*it);
+    ++it;
+  }
+  for (const std::string& id : missing) {
+    RmApp& app = apps_.at(id);
+    RmAttempt& at = app.current();
+    const std::string why = absl::StrCat("AM container ", at.am_container_id, " is not on node ",
+                                         node_id, " after the ResourceManager restarted");
+    if (at.state == v1::ATTEMPT_RUNNING) {
+      at.am_exit_status = v1::CONTAINER_EXIT_LOST_NODE;
+      AttemptFailed(app, why);  // its AM ran: the node lost it
+      continue;
+    }
+    // It never started: the same attempt asks for an AM container again.
+    log::Warn("am_container_asked_again", {{"attempt", at.attempt_id}, {"why", why}});
+    (void)ctx_->scheduler->RemoveApp(at.sched_app);  // it holds nothing: its AM never ran
+    by_sched_app_.erase(at.sched_app);
+    at.am_container_id.clear();
+    at.am_node.clear();
+    at.recovered = false;
+    Transition(at, AttemptEvent::kScheduled);
+    if (absl::Status s = AdmitAttempt(app, at, /*ask_for_am=*/true); !s.ok()) {
+      FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
+                absl::StrCat(why, "; asking for it again failed: ", s.message()));
+      continue;
+    }
+    Persist(app).IgnoreError();  // logged, retried
+    ctx_->request_pass();
+  }
+}
+
 }  // namespace weft::rm

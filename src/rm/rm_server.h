@@ -120,6 +120,7 @@ class RmServer {
 
  private:
   RmServer() = default;
+  class Calls;  // rm_server_calls.h
   class Services;
   class PassMetrics;
   void RecordRpc(const char* method, std::chrono::steady_clock::time_point start,

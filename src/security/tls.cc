@@ -760,43 +760,4 @@ absl::StatusOr<DaemonIdentity> PeerIdentity(const grpc::ServerContextBase& conte
   return PeerIdentity(*auth);
 }
 
-absl::StatusOr<DevTlsLayout> EnsureDevTls(const std::string& dir,
-                                          const std::vector<std::string>& node_names) {
-  for (const std::string& node : node_names) {
-    if (absl::Status s = ValidateDaemonName(node); !s.ok())
-      return absl::InvalidArgumentError(absl::StrCat("node name: ", s.message()));
-  }
-  const std::string ca_cert = JoinPath(dir, kCaCertFile);
-  const std::string ca_key = JoinPath(dir, kCaKeyFile);
-  const bool has_cert = PathExists(ca_cert);
-  const bool has_key = PathExists(ca_key);
-  if (has_cert != has_key)
-    return absl::FailedPreconditionError(absl::StrCat(dir, " has ", has_cert ? ca_cert : ca_key,
-                                                      " but not ", has_cert ? ca_key : ca_cert,
-                                                      "; remove the other file to make a new CA"));
-  if (!has_cert) {
-    absl::StatusOr<CertKeyPaths> ca = CreateCa(dir, "weft dev cluster CA", kDefaultCaDays);
-    if (!ca.ok()) return ca.status();
-  }
-  auto ensure = [&dir](DaemonRole role, const std::string& name) -> absl::StatusOr<TlsPaths> {
-    TlsPaths paths = DaemonTlsPaths(dir, role, name);
-    if (LoadTlsFiles(paths).ok()) return paths;
-    absl::StatusOr<CertKeyPaths> issued =
-        IssueCertificate(dir, dir, role, name, {}, kDefaultCertDays, /*overwrite=*/true);
-    if (!issued.ok()) return issued.status();
-    return paths;
-  };
-  DevTlsLayout layout;
-  layout.ca_path = ca_cert;
-  absl::StatusOr<TlsPaths> rm = ensure(DaemonRole::kResourceManager, "rm");
-  if (!rm.ok()) return rm.status();
-  layout.rm = *std::move(rm);
-  for (const std::string& node : node_names) {
-    absl::StatusOr<TlsPaths> nm = ensure(DaemonRole::kNodeManager, node);
-    if (!nm.ok()) return nm.status();
-    layout.nodes[node] = *std::move(nm);
-  }
-  return layout;
-}
-
 }  // namespace weft::security
