@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Configures and builds Weft with CMake + Ninja.
-#   scripts/build.sh [--sanitize] [BUILD_DIR]
+#   scripts/build.sh [--sanitize | --main] [BUILD_DIR]
 # --sanitize builds the libraries and their unit tests with AddressSanitizer +
 # UndefinedBehaviorSanitizer (no benchmarks, no weft binary and its end-to-end tests) into
-# build-asan by default; otherwise everything into build/.
+# build-asan by default; --main only what scripts/run-main.sh runs (the weft binary and the
+# container monitor), not the tests; otherwise everything into build/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sanitize=OFF
 bench=ON
 cli=ON
 dir=build
-if [ "${1:-}" = "--sanitize" ]; then
+targets=()
+if [ "${1:-}" = "--main" ]; then
+  targets=(weft weft-container-monitor)
+  shift
+elif [ "${1:-}" = "--sanitize" ]; then
   sanitize=ON
   bench=OFF
   cli=OFF
@@ -24,4 +29,4 @@ flags=()
 if [ "$sanitize" = ON ]; then flags=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1"); fi
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${flags[@]}" \
   -DWEFT_WERROR=ON -DWEFT_SANITIZE=$sanitize -DWEFT_BUILD_BENCH=$bench -DWEFT_BUILD_CLI=$cli >/dev/null
-ninja -C "$dir"
+ninja -C "$dir" "${targets[@]}"

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh
+scripts/build.sh --main
 ./build/bin/weft sim --plot out/sim "$@"
 echo
 ./build/bin/weft demo drf
