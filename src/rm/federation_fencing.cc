@@ -12,6 +12,14 @@ namespace {
 // marking the end, a move), re-read and judged again.
 constexpr int kEndWriteTries = 4;
 
+// The refusal of a call about `app_id` at sub-cluster `self` while its record names `home`.
+absl::Status HomedElsewhere(const std::string& app_id, const std::string& home,
+                            const std::string& self, absl::string_view what) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("application ", app_id, " is homed at sub-cluster '", home, "' now, not at '",
+                   self, "' (moved while this sub-cluster was lost): ", what));
+}
+
 }  // namespace
 
 absl::Status CheckRoutedSubmissionHome(FederationDirectory& directory, const std::string& app_id,
@@ -26,10 +34,8 @@ absl::Status CheckRoutedSubmissionHome(FederationDirectory& directory, const std
                         absl::StrCat("checking the home of application ", app_id,
                                      " in the federation store: ", home.status().message()));
   if (home->home_sub_cluster_id() != self)
-    return absl::FailedPreconditionError(absl::StrCat(
-        "application ", app_id, " is homed at sub-cluster '", home->home_sub_cluster_id(),
-        "' now, not at '", self,
-        "' (moved while this sub-cluster was lost): this submission is not taken here"));
+    return HomedElsewhere(app_id, home->home_sub_cluster_id(), self,
+                          "this submission is not taken here");
   return absl::OkStatus();
 }
 
@@ -45,11 +51,8 @@ absl::Status RecordEndAtHome(federation::FederationStateStore& store, const std:
                           absl::StrCat("reading the home of application ", app_id,
                                        " to record its end: ", home.status().message()));
     if (home->home_sub_cluster_id() != self)
-      return absl::FailedPreconditionError(absl::StrCat(
-          "application ", app_id, " is homed at sub-cluster '", home->home_sub_cluster_id(),
-          "' now, not at '", self,
-          "' (moved while this sub-cluster was lost): this copy is fenced and its end is not "
-          "taken"));
+      return HomedElsewhere(app_id, home->home_sub_cluster_id(), self,
+                            "this copy is fenced and its end is not taken");
     if (home->finished_ms() > 0) return absl::OkStatus();
     v1::ApplicationHomeSubCluster ended = *std::move(home);
     ended.set_finished_ms(now_ms);
