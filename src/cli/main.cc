@@ -60,8 +60,14 @@ int main(int argc, char** argv) {
       });
   app.parse_complete_callback([&app, &log_level] {
     const std::vector<CLI::App*> sub = app.get_subcommands();
-    weft::log::Init(sub.empty() ? "weft" : sub.front()->get_name(),
-                    *weft::log::ParseLevel(log_level));
+    // A one-shot report (the demo, the simulator) prints its result on stdout: its in-process
+    // daemons log warnings and errors only, unless --log-level asks for more.
+    static const std::set<std::string> kReports = {"demo", "sim"};
+    std::string level = log_level;
+    if (app.get_option("--log-level")->count() == 0 && !sub.empty() &&
+        kReports.count(sub.front()->get_name()) > 0)
+      level = "warn";
+    weft::log::Init(sub.empty() ? "weft" : sub.front()->get_name(), *weft::log::ParseLevel(level));
     // Daemons keep keys, tokens and state: what they write is theirs alone unless a mode is
     // chosen explicitly (common/private_files.h; containers get their own umask).
     static const std::set<std::string> kDaemons = {"rm", "nm", "router", "gpg", "dev", "demo"};
