@@ -26,6 +26,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/log.h"
 #include "nlohmann/json.hpp"
 #include "web/http_parser.h"
 
@@ -284,13 +285,22 @@ void HttpServer::Impl::Wake() {
 }
 
 HttpResponse HttpServer::Impl::RunHandler(const HttpRequest& request) const {
+  HttpResponse response;
   try {
-    return handler_(request);
+    response = handler_(request);
   } catch (const std::exception& e) {
-    return JsonError(500, absl::StrCat("internal error: ", e.what()));
+    response = JsonError(500, absl::StrCat("internal error: ", e.what()));
   } catch (...) {
-    return JsonError(500, "internal error: unknown error");
+    response = JsonError(500, "internal error: unknown error");
   }
+  // A server-side failure is the operator's to see, not only the client's.
+  if (response.status >= 500)
+    log::Error("http_server_error",
+               {{"method", request.method},
+                {"path", request.path},
+                {"status", response.status},
+                {"body", absl::string_view(response.body).substr(0, 300)}});
+  return response;
 }
 
 void HttpServer::Impl::WorkerLoop() {

@@ -569,11 +569,16 @@ TEST_F(HttpServerTest, HeadThrowingHandlersAndConnectionClose) {
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->status, 200);
   EXPECT_NE(r->headers["content-length"], "0");  // the GET body's length, no body sent
+  ::testing::internal::CaptureStderr();
   ASSERT_TRUE(c->Send("GET /throw HTTP/1.1\r\nHost: t\r\n\r\n"));
   r = c->Read(absl::Seconds(5));  // the HEAD sent no body: this is the next response
+  const std::string logged = ::testing::internal::GetCapturedStderr();
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->status, 500);
   EXPECT_THAT(r->body, HasSubstr("internal error: boom"));
+  // Logged before it was sent: the operator sees every 500, not only the client.
+  EXPECT_THAT(logged, HasSubstr("http_server_error"));
+  EXPECT_THAT(logged, HasSubstr("path=/throw"));
   ASSERT_TRUE(c->Send("GET /last HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
   r = c->Read(absl::Seconds(5));
   ASSERT_TRUE(r.has_value());
