@@ -89,8 +89,11 @@ int ImportYarn(const ImportYarnFlags& f) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return PrintError(absl::StrCat(kImport, "cannot create ", f.out_dir, ": ", ec.message()));
-  std::string unconverted = absl::StrJoin(result->unconverted, "\n");
-  if (!unconverted.empty()) unconverted += "\n";
+  // One line an item, as printed below: an item quotes the XML, whose values may hold
+  // newlines and control characters.
+  std::string unconverted;
+  for (const std::string& item : result->unconverted)
+    absl::StrAppend(&unconverted, EscapeForTerminal(item), "\n");
   const std::vector<std::pair<std::filesystem::path, const std::string*>> outputs = {
       {dir / "scheduler.yaml", &result->scheduler_yaml},
       {dir / "weft.yaml", &result->daemon_yaml},
