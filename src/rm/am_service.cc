@@ -82,6 +82,12 @@ absl::StatusOr<RmApp*> AmService::Authenticate(const v1::Token& token) {
   return app;
 }
 
+absl::StatusOr<const RmApp*> AmService::AppOf(const v1::Token& token) {
+  absl::StatusOr<RmApp*> app = Authenticate(token);
+  if (!app.ok()) return app.status();
+  return *app;
+}
+
 absl::StatusOr<v1::RegisterApplicationMasterResponse> AmService::RegisterApplicationMaster(
     const v1::Token& token, const v1::RegisterApplicationMasterRequest&) {
   auto who = Authenticate(token);

@@ -63,6 +63,9 @@ class AmService {
   size_t parked_allocates() const { return parked_.size(); }
   absl::StatusOr<v1::FinishApplicationMasterResponse> FinishApplicationMaster(
       const v1::Token& token, const v1::FinishApplicationMasterRequest& req);
+  // The running app `token` authenticates for (as every call above checks it), without acting:
+  // what RmServer needs before it writes an AM's end into the federation store.
+  absl::StatusOr<const RmApp*> AppOf(const v1::Token& token);
 
   // Starts the liveness timer: an AM that launched but did not call in am_expiry_ms fails its
   // attempt.

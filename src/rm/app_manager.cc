@@ -599,12 +599,7 @@ void AppManager::AttemptFailed(RmApp& app, const std::string& diagnostics) {
   log::Warn("attempt_failed", {{"attempt", at.attempt_id}, {"why", diagnostics}});
   Persist(app).IgnoreError();  // logged, retried
   ReleaseContainers(app);
-  if (const int32_t failed = CountedAttempts(app); failed >= app.record.max_attempts) {
-    FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
-              absl::StrCat("Application failed ", failed, " time(s) (max attempts ",
-                           app.record.max_attempts, "); last attempt: ", diagnostics));
-    return;
-  }
+  if (FailIfAttemptsUsedUp(app, diagnostics)) return;
   if (!CountsTowardMaxAttempts(at))
     log::Info("attempt_not_counted", {{"attempt", at.attempt_id},
                                       {"am_exit_status", at.am_exit_status},
@@ -621,6 +616,15 @@ void AppManager::AttemptFailed(RmApp& app, const std::string& diagnostics) {
     return;
   }
   StartNextAttempt(app);
+}
+
+bool AppManager::FailIfAttemptsUsedUp(RmApp& app, absl::string_view last) {
+  const int32_t failed = CountedAttempts(app);
+  if (failed < app.record.max_attempts) return false;
+  FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
+            absl::StrCat("Application failed ", failed, " time(s) (max attempts ",
+                         app.record.max_attempts, "); last attempt: ", last));
+  return true;
 }
 
 void AppManager::StartNextAttempt(RmApp& app) {

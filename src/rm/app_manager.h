@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/status/statusor.h"
 #include "common/resource.h"
 #include "rm/app_lifecycle.h"
@@ -215,6 +216,9 @@ class AppManager {
   // After a failed attempt with attempts left: starts the next one, or fails the app when it
   // cannot start.
   void StartNextAttempt(RmApp& app);
+  // When the app's counted attempts (CountedAttempts) reached its max attempts: fails it,
+  // naming `last` (the last attempt's diagnostics), and returns true.
+  bool FailIfAttemptsUsedUp(RmApp& app, absl::string_view last);
   // Whether an AM of `app` (a new attempt, an AM launch, an unmanaged AM's token) must wait
   // for the next federation homes check: this RM is a sub-cluster, its lease is stale, and the
   // app counts as federated (FederationLease::MustHold).

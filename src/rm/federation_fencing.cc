@@ -1,9 +1,7 @@
 // Copyright Weft authors.
 #include "rm/federation_fencing.h"
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 
 namespace weft::rm {
 namespace {
@@ -63,13 +61,6 @@ absl::Status RecordEndAtHome(federation::FederationStateStore& store, const std:
   return absl::Status(absl::IsAborted(last) ? absl::StatusCode::kUnavailable : last.code(),
                       absl::StrCat("recording the end of application ", app_id,
                                    " in its home record: ", last.message()));
-}
-
-std::string ApplicationIdOfAttempt(absl::string_view attempt_id) {
-  if (!absl::ConsumePrefix(&attempt_id, "appattempt_")) return "";
-  const size_t last = attempt_id.rfind('_');
-  if (last == absl::string_view::npos || last == 0) return "";
-  return absl::StrCat("application_", attempt_id.substr(0, last));
 }
 
 }  // namespace weft::rm

@@ -36,10 +36,6 @@ absl::Status CheckRoutedSubmissionHome(FederationDirectory& directory, const std
 absl::Status RecordEndAtHome(federation::FederationStateStore& store, const std::string& app_id,
                              const std::string& self, int64_t now_ms);
 
-// The application an attempt id names ("appattempt_<ts>_<seq>_<n>" ->
-// "application_<ts>_<seq>"); "" when `attempt_id` is not one.
-std::string ApplicationIdOfAttempt(absl::string_view attempt_id);
-
 }  // namespace weft::rm
 
 #endif  // WEFT_RM_FEDERATION_FENCING_H_

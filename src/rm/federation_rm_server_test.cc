@@ -212,24 +212,31 @@ class FederationRmServerTest : public ::testing::Test {
     });
     return token;
   }
-  // The AM of `app` (its token) registers at sub-cluster `sc`'s RM and unregisters SUCCEEDED.
-  grpc::Status RegisterAndFinish(int sc, const std::string& app) {
-    auto am = v1::AmService::NewStub(
+  // An AM call at sub-cluster `sc`'s RM presenting `token` (as the AM library does).
+  std::unique_ptr<grpc::ClientContext> AmCall(const v1::Token& token) {
+    auto c = std::make_unique<grpc::ClientContext>();
+    c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    c->AddMetadata("weft-amrm-token-bin", token.SerializeAsString());
+    return c;
+  }
+  std::unique_ptr<v1::AmService::Stub> Am(int sc) {
+    return v1::AmService::NewStub(
         grpc::CreateChannel(rms_[sc]->address(), security::TlsChannelCredentials(nm1_)));
-    const std::string token = AmToken(sc, app).SerializeAsString();
-    grpc::ClientContext c1;
-    c1.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-    c1.AddMetadata("weft-amrm-token-bin", token);
-    v1::RegisterApplicationMasterResponse registered;
-    grpc::Status s = am->RegisterApplicationMaster(&c1, {}, &registered);
-    if (!s.ok()) return s;
-    grpc::ClientContext c2;
-    c2.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-    c2.AddMetadata("weft-amrm-token-bin", token);
+  }
+  // Unregisters SUCCEEDED at sub-cluster `sc`'s RM with `token`.
+  grpc::Status Finish(int sc, const v1::Token& token) {
     v1::FinishApplicationMasterRequest req;
     req.set_final_status(v1::FINAL_SUCCEEDED);
     v1::FinishApplicationMasterResponse resp;
-    return am->FinishApplicationMaster(&c2, req, &resp);
+    return Am(sc)->FinishApplicationMaster(AmCall(token).get(), req, &resp);
+  }
+  // The AM of `app` (its token) registers at sub-cluster `sc`'s RM and unregisters SUCCEEDED.
+  grpc::Status RegisterAndFinish(int sc, const std::string& app) {
+    const v1::Token token = AmToken(sc, app);
+    v1::RegisterApplicationMasterResponse registered;
+    grpc::Status s = Am(sc)->RegisterApplicationMaster(AmCall(token).get(), {}, &registered);
+    if (!s.ok()) return s;
+    return Finish(sc, token);
   }
 
   static void ExpectDenied(const grpc::Status& s, const std::string& peer, const std::string& call,
@@ -426,6 +433,13 @@ TEST_F(FederationRmServerTest, AnAmsEndIsRecordedAtItsHomeAndAFencedCopysIsRefus
   EXPECT_THAT(s.error_message(), HasSubstr("this copy is fenced"));
   EXPECT_EQ(StateOf(1, app_b_), v1::APP_RUNNING);
   EXPECT_EQ(store_->GetApplicationHomeSubCluster(app_b_)->finished_ms(), 0);
+  // A token naming A's attempt that does not verify ends nothing, in the store either.
+  v1::Token forged = AmToken(0, app_a_);
+  forged.set_password("forged");
+  s = Finish(0, forged);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  EXPECT_EQ(store_->GetApplicationHomeSubCluster(app_a_)->finished_ms(), 0);
+  EXPECT_NE(StateOf(0, app_a_), v1::APP_FINISHED);
   // A, at its home: the record says it ended, then the RM does.
   ASSERT_EQ(store_->GetApplicationHomeSubCluster(app_a_)->finished_ms(), 0);
   s = RegisterAndFinish(0, app_a_);

@@ -271,12 +271,10 @@ std::vector<FederationApp> ResourceManager::FederationApps() const {
   return apps_->FederationApps();
 }
 
-absl::StatusOr<FederationApp> ResourceManager::FederationAppOfAttempt(
-    const std::string& attempt_id) {
-  const RmApp* app = apps_->FindByAttempt(attempt_id);
-  if (app == nullptr || IsFinal(app->state))
-    return absl::NotFoundError(absl::StrCat("no unfinished application has attempt ", attempt_id));
-  return FederationApp{app->record.app_id, app->context.federation_home_sub_cluster_id()};
+absl::StatusOr<FederationApp> ResourceManager::FederationAppOfAmToken(const v1::Token& token) {
+  absl::StatusOr<const RmApp*> app = am_service_->AppOf(token);
+  if (!app.ok()) return app.status();
+  return FederationApp{(*app)->record.app_id, (*app)->context.federation_home_sub_cluster_id()};
 }
 
 void ResourceManager::FederationHomesChecked(const FederationHomesCheck& check) {

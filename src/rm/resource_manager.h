@@ -101,9 +101,10 @@ class ResourceManager {
   // diagnostics, the federation lease renewed, held attempts released).
   std::vector<FederationApp> FederationApps() const;
   void FederationHomesChecked(const FederationHomesCheck& check);
-  // The unfinished app whose attempt `attempt_id` is, as FederationApps lists it (RmServer asks
-  // before it records an unregistering AM's end in the federation store); NotFound otherwise.
-  absl::StatusOr<FederationApp> FederationAppOfAttempt(const std::string& attempt_id);
+  // The running app an AM's `token` authenticates for, as FederationApps lists it (RmServer asks
+  // before it records an unregistering AM's end in the federation store); AmService's error for
+  // a token that does not verify or names an attempt that no longer runs.
+  absl::StatusOr<FederationApp> FederationAppOfAmToken(const v1::Token& token);
   const FederationLease& federation_lease() const;
 
   // AdminService. RefreshQueues re-reads RmOptions::scheduler_config_path; an invalid file is

@@ -94,13 +94,8 @@ RmApp& AppManager::Restore(RmApp app) {
 absl::Status AppManager::RecoverAttempt(RmApp& app) {
   if (app.attempts.empty() || IsFinal(app.current().state)) {
     // The old RM ended an attempt (or stored none) and died before it stored the next one.
-    if (CountedAttempts(app) >= app.record.max_attempts) {
-      FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
-                absl::StrCat("Application failed ", CountedAttempts(app), " time(s) (max attempts ",
-                             app.record.max_attempts, "); last attempt: ",
-                             app.attempts.empty() ? "none" : app.current().diagnostics));
+    if (FailIfAttemptsUsedUp(app, app.attempts.empty() ? "none" : app.current().diagnostics))
       return absl::OkStatus();
-    }
     if (absl::Status s = StartAttempt(app); !s.ok()) {
       FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
                 absl::StrCat("The ResourceManager restarted; a new attempt could not start: ",

@@ -12,7 +12,6 @@
 #include "common/reachable_host.h"
 #include "federation/store/federation_store.h"
 #include "rm/rm_server_calls.h"
-#include "security/tokens.h"
 #include "security/munge.h"
 #include "security/user_identity.h"
 #include "store/memory_store.h"

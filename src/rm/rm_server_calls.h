@@ -20,7 +20,6 @@
 #include "rm/federation_fencing.h"
 #include "rm/federation_identity.h"
 #include "rm/rm_server.h"
-#include "security/tokens.h"
 #include "weft/v1/am.grpc.pb.h"
 
 namespace weft::rm {
@@ -324,14 +323,14 @@ class RmServer::Calls {
     auto unregister = [req, token](ResourceManager& rm, auto reply) {
       reply(rm.FinishApplicationMaster(token, *req));
     };
-    absl::StatusOr<security::AmRmTokenData> data = security::DecodeAmRmToken(token.identifier());
-    if (!data.ok()) return OnLoopLater(s, kMethod, ctx, resp, unregister);  // refused there
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     const auto start = std::chrono::steady_clock::now();
     FinishOnLoop(s, kMethod, start, ctx, reactor, resp,
-                 [s, start, ctx, reactor, resp, unregister, attempt = data->app_attempt_id](
-                     ResourceManager& rm, auto reply) {
-                   absl::StatusOr<FederationApp> app = rm.FederationAppOfAttempt(attempt);
+                 [s, start, ctx, reactor, resp, unregister, token](ResourceManager& rm,
+                                                                     auto reply) {
+                   // The token is verified before anything is written: a caller whose token
+                   // does not verify gets the unregistration's own refusal, the store untouched.
+                   absl::StatusOr<FederationApp> app = rm.FederationAppOfAmToken(token);
                    if (!app.ok() || !app->federation_home_sub_cluster_id.empty()) {
                      unregister(rm, std::move(reply));
                      return;
