@@ -10,6 +10,8 @@ PACKAGES=(
   libabsl-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   libsqlite3-dev libssl-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libcpp-httplib-dev
+  # /metrics: the Prometheus registry and text exposition
+  prometheus-cpp-dev
   # `weft config import-yarn`: reading YARN's XML configuration
   libpugixml-dev
   # user authentication (MUNGE, as Slurm): the library and the munged daemon
