@@ -6,23 +6,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstring>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/errors.h"
 
 namespace weft {
 namespace {
 
 std::string Octal(mode_t mode) { return absl::StrFormat("%04o", mode & 07777); }
-
-absl::Status ErrnoStatus(int err, absl::string_view what) {
-  const absl::StatusCode code = err == EACCES || err == EPERM ? absl::StatusCode::kPermissionDenied
-                                : err == ENOENT || err == ENOTDIR ? absl::StatusCode::kNotFound
-                                                                  : absl::StatusCode::kInternal;
-  return absl::Status(code, absl::StrCat(what, ": ", std::strerror(err)));
-}
 
 }  // namespace
 
@@ -33,7 +26,7 @@ absl::Status MakePrivateDirectories(const std::string& dir) {
     const std::string p = prefix.string();
     if (p.empty() || p == "/") continue;
     if (::mkdir(p.c_str(), 0700) != 0 && errno != EEXIST) {
-      return ErrnoStatus(errno, absl::StrCat("creating directory '", p, "'"));
+      return ErrnoError(errno, absl::StrCat("creating directory '", p, "'"));
     }
   }
   return absl::OkStatus();
@@ -52,15 +45,15 @@ absl::Status EnsurePrivateDirectory(const std::string& dir, absl::string_view wh
   if (dir.empty()) return absl::InvalidArgumentError(absl::StrCat(what, ": empty path"));
   struct stat st;
   if (::lstat(dir.c_str(), &st) != 0) {
-    if (errno != ENOENT) return ErrnoStatus(errno, absl::StrCat(what, " '", dir, "'"));
+    if (errno != ENOENT) return ErrnoError(errno, absl::StrCat(what, " '", dir, "'"));
     if (absl::Status s = MakePrivateDirectories(dir); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
     }
     if (::chmod(dir.c_str(), create_mode) != 0) {
-      return ErrnoStatus(errno, absl::StrCat(what, ": chmod '", dir, "'"));
+      return ErrnoError(errno, absl::StrCat(what, ": chmod '", dir, "'"));
     }
     if (::lstat(dir.c_str(), &st) != 0) {
-      return ErrnoStatus(errno, absl::StrCat(what, " '", dir, "'"));
+      return ErrnoError(errno, absl::StrCat(what, " '", dir, "'"));
     }
   }
   if (!S_ISDIR(st.st_mode)) {
@@ -108,11 +101,11 @@ absl::Status MakeFilePrivate(const std::string& file, absl::string_view what, bo
       }
       // The directory is ours and private: nobody can swap the file between lstat and chmod.
       if ((st.st_mode & 077) != 0 && ::chmod(file.c_str(), st.st_mode & 0700) != 0) {
-        return ErrnoStatus(errno, absl::StrCat("chmod 0600 ", what, " '", file, "'"));
+        return ErrnoError(errno, absl::StrCat("chmod 0600 ", what, " '", file, "'"));
       }
       return absl::OkStatus();
     }
-    if (errno != ENOENT) return ErrnoStatus(errno, absl::StrCat(what, " '", file, "'"));
+    if (errno != ENOENT) return ErrnoError(errno, absl::StrCat(what, " '", file, "'"));
     if (!create) return absl::OkStatus();
     const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {
@@ -120,7 +113,7 @@ absl::Status MakeFilePrivate(const std::string& file, absl::string_view what, bo
       return absl::OkStatus();
     }
     if (errno != EEXIST)
-      return ErrnoStatus(errno, absl::StrCat("creating ", what, " '", file, "'"));
+      return ErrnoError(errno, absl::StrCat("creating ", what, " '", file, "'"));
     // Made meanwhile: check it as an existing file.
   }
   return absl::InternalError(absl::StrCat(what, " '", file, "' keeps appearing and vanishing"));
@@ -149,12 +142,12 @@ absl::Status EnsurePrivateSqliteFile(const std::string& file, absl::string_view 
 
 absl::StatusOr<std::string> ReadPrivateSecretFile(const std::string& path, absl::string_view what) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return ErrnoStatus(errno, absl::StrCat(what, " '", path, "'"));
+  if (fd < 0) return ErrnoError(errno, absl::StrCat(what, " '", path, "'"));
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     const int err = errno;
     ::close(fd);
-    return ErrnoStatus(err, absl::StrCat(what, " '", path, "'"));
+    return ErrnoError(err, absl::StrCat(what, " '", path, "'"));
   }
   auto refuse = [&](absl::string_view why) {
     ::close(fd);
