@@ -1,7 +1,7 @@
-// Copyright Weft authors. What every SQLite-backed store in Weft shares: result codes and errno
-// as absl::Status codes, durable directory creation, prepared-statement ownership, parameter
-// binding and type-checked row reading. Internal to the stores (the RM state store and the
-// federation state store); not a general SQLite wrapper.
+// Copyright Weft authors. What every SQLite-backed store in Weft shares: result codes as
+// absl::Status codes, prepared-statement ownership, parameter binding and (type-checked) row
+// reading. Internal to the stores (the RM state store, the federation state store and the
+// NodeManager's state store); not a general SQLite wrapper.
 #ifndef WEFT_STORE_SQLITE_UTIL_H_
 #define WEFT_STORE_SQLITE_UTIL_H_
 
@@ -15,21 +15,20 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "common/errors.h"
+#include "common/files.h"
 
 namespace weft::store::sqlite {
 
 // The absl code for an SQLite result code (primary code; extended bits ignored): e.g. BUSY ->
 // Unavailable, CORRUPT -> DataLoss, CONSTRAINT -> FailedPrecondition.
 absl::StatusCode CodeForSqlite(int rc);
-// The absl code for an errno value, and an error "<what>: <strerror>" with it.
-absl::StatusCode CodeForErrno(int err);
-absl::Status ErrnoError(int err, absl::string_view what);
 
-// Flushes a directory's entries (files created in it) to stable storage.
-absl::Status SyncDirectory(const std::filesystem::path& dir);
-// Creates the missing directories above `file` (mode 0700: they hold a store) and makes their
-// entries durable.
-absl::Status CreateParentDirectories(const std::filesystem::path& file);
+// errno errors and durable directories are common/errors.h's and common/files.h's; the names
+// stay visible here for the stores that call them through this namespace.
+using ::weft::CreateParentDirectories;
+using ::weft::ErrnoError;
+using ::weft::SyncDirectory;
 
 struct StatementDeleter {
   void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
@@ -55,7 +54,7 @@ class ScopedReset {
 // A value bound to a statement parameter. Text and blob values point into the caller's
 // memory, which must stay valid until the statement is reset.
 struct Param {
-  enum class Kind { kInt, kText, kBlob };
+  enum class Kind { kInt, kText, kBlob, kNull };
   Kind kind;
   int64_t integer;
   absl::string_view bytes;
@@ -63,10 +62,18 @@ struct Param {
 inline Param Int(int64_t value) { return {Param::Kind::kInt, value, {}}; }
 inline Param Text(absl::string_view value) { return {Param::Kind::kText, 0, value}; }
 inline Param Blob(absl::string_view value) { return {Param::Kind::kBlob, 0, value}; }
+inline Param Null() { return {Param::Kind::kNull, 0, {}}; }
 
-// Binds `params` to parameters 1..n of `stmt` (empty values stay empty TEXT/BLOB, not NULL).
-// Returns an SQLite result code.
+// Binds `param` to parameter `index` (1-based) of `stmt`; an empty value stays an empty
+// TEXT/BLOB, not NULL. Returns an SQLite result code.
+int Bind(sqlite3_stmt* stmt, int index, const Param& param);
+// Binds `params` to parameters 1..n of `stmt`; the first failure's SQLite result code, or
+// SQLITE_OK.
 int BindAll(sqlite3_stmt* stmt, std::initializer_list<Param> params);
+
+// Column `col` of the current row as raw bytes, whatever its type ("" for NULL and for a
+// zero-length value).
+std::string ColumnBytes(sqlite3_stmt* stmt, int col);
 
 // Reads the columns of the current row of a query, checking each value's type. The first
 // mismatch is kept in problem().
@@ -78,6 +85,8 @@ class RowReader {
   std::string Bytes(int col, bool want_blob = false);
   int64_t Int64(int col);
   int32_t Int32(int col);  // an INTEGER that fits in 32 bits
+  // Whether the column is NULL (a nullable column: read it with Int64 etc. only when not).
+  bool IsNull(int col) const;
 
   // "" if every column read so far was well-typed; else "<table>.<column> <what is wrong>".
   const std::string& problem() const { return problem_; }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/files.h"
 #include "common/private_files.h"
 #include "store/sqlite_util.h"
 
@@ -16,6 +17,8 @@ namespace weft::federation {
 namespace {
 
 using store::sqlite::CodeForSqlite;
+using store::sqlite::ColumnBytes;
+using store::sqlite::Param;
 using store::sqlite::ScopedReset;
 
 constexpr int kBusyTimeoutMs = 10000;
@@ -66,16 +69,6 @@ CREATE TABLE issued_application_ids (
 };
 static_assert(std::size(kMigrations) == SqliteFederationStore::kSchemaVersion);
 
-// A pointer SQLite binds as an empty value, never NULL.
-const char* NonNull(const std::string& s) { return s.empty() ? "" : s.data(); }
-
-// Column `col` of the current row as bytes (a zero-length BLOB reads as a null pointer).
-std::string ColumnBytes(sqlite3_stmt* stmt, int col) {
-  const void* data = sqlite3_column_blob(stmt, col);
-  const int size = sqlite3_column_bytes(stmt, col);
-  return data == nullptr ? std::string() : std::string(static_cast<const char*>(data), size);
-}
-
 // ?1 the key, ?2 the home (tables with one), ?3 the record.
 std::string HomeColumn(const TableInfo& t, absl::string_view prefix) {
   return t.has_home ? absl::StrCat(prefix, "home_sub_cluster_id") : "";
@@ -110,7 +103,7 @@ absl::Status SqliteFederationStore::Exec(const std::string& sql, absl::string_vi
 absl::Status SqliteFederationStore::Init() {
   absl::MutexLock lock(&mu_);
   const std::string prefix = absl::StrCat("federation store '", Describe(), "': ");
-  if (absl::Status s = store::sqlite::CreateParentDirectories(path_); !s.ok()) {
+  if (absl::Status s = CreateParentDirectories(path_); !s.ok()) {
     return absl::Status(s.code(), prefix + std::string(s.message()));
   }
   std::error_code ec;
@@ -144,7 +137,7 @@ absl::Status SqliteFederationStore::Init() {
   }
   if (absl::Status s = Migrate(); !s.ok()) return s;
   if (!existed) {  // Make the new file's directory entry durable too.
-    if (absl::Status s = store::sqlite::SyncDirectory(std::filesystem::path(path_).parent_path());
+    if (absl::Status s = SyncDirectory(std::filesystem::path(path_).parent_path());
         !s.ok()) {
       return absl::Status(s.code(), prefix + std::string(s.message()));
     }
@@ -216,19 +209,13 @@ absl::StatusOr<int> SqliteFederationStore::Run(const std::string& sql, const Row
   int64_t integer_key = 0;
   const bool bind_integer =
       absl::SimpleAtoi(row.key, &integer_key) && absl::StrCat(integer_key) == row.key;
+  const Param params[] = {
+      bind_integer ? store::sqlite::Int(integer_key) : store::sqlite::Text(row.key),
+      store::sqlite::Text(row.home), store::sqlite::Blob(row.record)};
   const int count = sqlite3_bind_parameter_count(*stmt);
   int rc = SQLITE_OK;
-  if (count >= 1) {
-    rc = bind_integer ? sqlite3_bind_int64(*stmt, 1, integer_key)
-                      : sqlite3_bind_text64(*stmt, 1, NonNull(row.key), row.key.size(),
-                                            SQLITE_STATIC, SQLITE_UTF8);
-  }
-  if (count >= 2 && rc == SQLITE_OK) {
-    rc = sqlite3_bind_text64(*stmt, 2, NonNull(row.home), row.home.size(), SQLITE_STATIC,
-                             SQLITE_UTF8);
-  }
-  if (count >= 3 && rc == SQLITE_OK) {
-    rc = sqlite3_bind_blob64(*stmt, 3, NonNull(row.record), row.record.size(), SQLITE_STATIC);
+  for (int i = 0; i < count && i < 3 && rc == SQLITE_OK; ++i) {
+    rc = store::sqlite::Bind(*stmt, i + 1, params[i]);
   }
   if (rc != SQLITE_OK) return Error(what, rc);
   while ((rc = sqlite3_step(*stmt)) == SQLITE_ROW) on_row(*stmt);
