@@ -2,23 +2,14 @@
 #include "security/master_key.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/errors.h"
 
 namespace weft::security {
 namespace {
-
-// Broken invariants are programming errors: report and abort.
-void CheckOrDie(bool condition, const char* message) {
-  if (!condition) {
-    std::fprintf(stderr, "weft/security/master_key: check failed: %s\n", message);
-    std::abort();
-  }
-}
 
 int64_t SaturatingAdd(int64_t a, int64_t b) {
   int64_t sum;

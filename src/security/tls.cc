@@ -2,7 +2,6 @@
 #include "security/tls.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <grpc/grpc_security_constants.h>
 #include <openssl/asn1.h>
 #include <openssl/bio.h>
@@ -14,7 +13,6 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -28,6 +26,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/errors.h"
+#include "common/files.h"
 #include "common/private_files.h"
 
 namespace weft::security {
@@ -73,38 +73,13 @@ absl::Status OpenSslFailure(absl::string_view what) {
   return absl::InternalError(absl::StrCat(what, ": ", OpenSslError()));
 }
 
-absl::Status ErrnoStatus(int err, absl::string_view message) {
-  std::string text = absl::StrCat(message, ": ", std::strerror(err));
-  switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-      return absl::NotFoundError(text);
-    case EACCES:
-    case EPERM:
-      return absl::PermissionDeniedError(text);
-    default:
-      return absl::InternalError(text);
+// The PEM file at `path`; errors start with `what` ("CA file /x/ca.pem: cannot open: ...").
+absl::StatusOr<std::string> ReadPemFile(const std::string& path, absl::string_view what) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(), absl::StrCat(what, " ", text.status().message()));
   }
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path, absl::string_view what) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("cannot read ", what, " ", path));
-  std::string contents;
-  char buf[8192];
-  for (;;) {
-    const ssize_t n = read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      close(fd);
-      return ErrnoStatus(err, absl::StrCat("cannot read ", what, " ", path));
-    }
-    if (n == 0) break;
-    contents.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return contents;
+  return text;
 }
 
 bool PathExists(const std::string& path) {
@@ -118,43 +93,9 @@ absl::Status EnsureDirectory(const std::string& dir) {
   if (absl::Status s = MakePrivateDirectories(dir); !s.ok()) return s;
   struct stat st;
   if (stat(dir.c_str(), &st) != 0)
-    return ErrnoStatus(errno, absl::StrCat("cannot create directory ", dir));
+    return ErrnoError(errno, absl::StrCat("cannot create directory ", dir));
   if (!S_ISDIR(st.st_mode))
     return absl::FailedPreconditionError(absl::StrCat(dir, " exists and is not a directory"));
-  return absl::OkStatus();
-}
-
-// Writes `contents` to `path` with `mode` atomically: a temporary file in the same directory,
-// fsync, rename.
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents, mode_t mode) {
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("cannot write ", tmp));
-  auto fail = [&](absl::string_view what) {
-    const int err = errno;
-    close(fd);
-    unlink(tmp.c_str());
-    return ErrnoStatus(err, absl::StrCat("cannot ", what, " ", tmp));
-  };
-  if (fchmod(fd, mode) != 0) return fail("chmod");  // the umask may have narrowed it
-  size_t done = 0;
-  while (done < contents.size()) {
-    const ssize_t n = write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail("write");
-    done += static_cast<size_t>(n);
-  }
-  if (fsync(fd) != 0) return fail("fsync");
-  if (close(fd) != 0) {
-    const int err = errno;
-    unlink(tmp.c_str());
-    return ErrnoStatus(err, absl::StrCat("cannot write ", tmp));
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    unlink(tmp.c_str());
-    return ErrnoStatus(err, absl::StrCat("cannot rename ", tmp, " to ", path));
-  }
   return absl::OkStatus();
 }
 
@@ -277,11 +218,11 @@ absl::StatusOr<Loaded> Load(const std::string& ca_path, const std::string& cert_
                             const std::string& key_path, absl::Time now,
                             absl::string_view cert_what) {
   Loaded l;
-  absl::StatusOr<std::string> ca_pem = ReadFile(ca_path, "CA file");
+  absl::StatusOr<std::string> ca_pem = ReadPemFile(ca_path, "CA file");
   if (!ca_pem.ok()) return ca_pem.status();
-  absl::StatusOr<std::string> cert_pem = ReadFile(cert_path, absl::StrCat(cert_what, " file"));
+  absl::StatusOr<std::string> cert_pem = ReadPemFile(cert_path, absl::StrCat(cert_what, " file"));
   if (!cert_pem.ok()) return cert_pem.status();
-  absl::StatusOr<std::string> key_pem = ReadFile(key_path, "key file");
+  absl::StatusOr<std::string> key_pem = ReadPemFile(key_path, "key file");
   if (!key_pem.ok()) return key_pem.status();
 
   absl::StatusOr<std::vector<X509Ptr>> cas = ParseCaBundle(*ca_pem, ca_path);
@@ -647,7 +588,7 @@ absl::StatusOr<TlsFiles> LoadTlsFiles(const TlsPaths& paths, absl::Time now) {
 }
 
 absl::StatusOr<std::string> LoadCaPem(const std::string& ca_path, absl::Time now) {
-  absl::StatusOr<std::string> pem = ReadFile(ca_path, "CA file");
+  absl::StatusOr<std::string> pem = ReadPemFile(ca_path, "CA file");
   if (!pem.ok()) return pem.status();
   absl::StatusOr<std::vector<X509Ptr>> cas = ParseCaBundle(*pem, ca_path);
   if (!cas.ok()) return cas.status();

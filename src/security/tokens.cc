@@ -5,16 +5,12 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <utility>
 
 #include "absl/strings/escaping.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "weft/v1/tokens.pb.h"
 #include "absl/strings/str_cat.h"
+#include "common/errors.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "weft/v1/tokens.pb.h"
@@ -24,13 +20,6 @@ namespace {
 
 constexpr char kContainerKind = 'C';
 constexpr char kAmRmKind = 'A';
-
-void CheckOrDie(bool condition, const char* message) {
-  if (!condition) {
-    std::fprintf(stderr, "weft/security/tokens: check failed: %s\n", message);
-    std::abort();
-  }
-}
 
 // The two header bytes, then the message in protobuf's deterministic encoding.
 std::string Serialize(char kind, const google::protobuf::MessageLite& message) {

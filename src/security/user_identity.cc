@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/errors.h"
 
 namespace weft::security {
 namespace {
@@ -54,7 +54,7 @@ absl::StatusOr<UnixUser> LookUpUser(uid_t uid) {
   passwd* found = nullptr;
   int rc = getpwuid_r(uid, &pw, buf.data(), buf.size(), &found);
   if (rc != 0)
-    return absl::UnavailableError(absl::StrCat("looking up uid ", uid, ": ", std::strerror(rc)));
+    return ErrnoError(rc, absl::StrCat("looking up uid ", uid));
   if (found == nullptr) return absl::NotFoundError(absl::StrCat("no user has uid ", uid));
   return FromPasswd(pw);
 }
@@ -68,7 +68,7 @@ absl::StatusOr<UnixUser> LookUpUser(absl::string_view name) {
   passwd* found = nullptr;
   int rc = getpwnam_r(n.c_str(), &pw, buf.data(), buf.size(), &found);
   if (rc != 0)
-    return absl::UnavailableError(absl::StrCat("looking up user '", name, "': ", std::strerror(rc)));
+    return ErrnoError(rc, absl::StrCat("looking up user '", name, "'"));
   if (found == nullptr) return absl::NotFoundError(absl::StrCat("no such user '", name, "'"));
   return FromPasswd(pw);
 }

@@ -22,7 +22,8 @@ struct UnixUser {
 };
 
 // The user with this uid from the passwd database (files, LDAP... through NSS), with its
-// groups. NotFound when no user has it.
+// groups. NotFound when no user has it; when the lookup itself fails, the errno's error
+// (common/errors.h: e.g. Unavailable for EINTR or EAGAIN).
 absl::StatusOr<UnixUser> LookUpUser(uid_t uid);
 // The same by name. InvalidArgument for a name that is not a plausible user name; NotFound when
 // there is no such user.
