@@ -98,7 +98,7 @@ absl::StatusOr<v1::RegisterApplicationMasterResponse> AmService::RegisterApplica
   // A held Allocate of this attempt is from before this registration: it ends unanswered.
   DropParked(at.attempt_id, "the AM registered again; this Allocate is void");
   if (at.registered) {
-    at.last_heard_ms = ctx_->NowMs();
+    ctx_->apps->AmHeard(app);
   } else if (absl::Status s = ctx_->apps->AttemptRegistered(app); !s.ok()) {
     return s;  // registered; the write is retried (a retried call registers again)
   }
@@ -114,16 +114,9 @@ absl::StatusOr<v1::RegisterApplicationMasterResponse> AmService::RegisterApplica
     if (std::optional<v1::Container> c = ctx_->containers->Describe(id))
       *resp.add_containers_from_previous_attempts() = *std::move(c);
   }
-  at.new_recovered.clear();
-  at.new_containers.clear();  // listed above
-  // The AM may have missed the last reply: its completed statuses come again.
-  at.new_completed.insert(at.new_completed.begin(),
-                          std::make_move_iterator(at.sent_completed.begin()),
-                          std::make_move_iterator(at.sent_completed.end()));
-  at.sent_completed.clear();
-  // A new response_id sequence: the AM starts again from 0.
-  at.last_response_id = 0;
-  at.last_response.Clear();
+  // Containers listed above wait no more; the AM may have missed the last reply, so its
+  // completed statuses come again; a new response_id sequence starts from 0.
+  at.mailbox.Registered();
   if (again)
     log::Info("am_registered_again",
               {{"attempt", at.attempt_id},
@@ -159,17 +152,22 @@ void AmService::Allocate(const v1::Token& token, const v1::AllocateRequest& req,
     return reply(absl::FailedPreconditionError(
         absl::StrCat(at.attempt_id, ": Allocate before RegisterApplicationMaster")));
   }
-  at.last_heard_ms = ctx_->NowMs();
+  ctx_->apps->AmHeard(app);
   // A call held for this attempt: its AM gave up on it (a retry after its deadline, or a new
   // call). It ends before its reply took anything from the attempt, so nothing is lost.
   DropParked(at.attempt_id, "a newer Allocate call replaced this one");
   // YARN's response_id protocol: the AM sends the id of the last reply it received.
-  if (req.response_id() + 1 == at.last_response_id) return reply(at.last_response);  // a retry
-  if (req.response_id() != at.last_response_id) {
-    v1::AllocateResponse resync;
-    resync.set_am_command(v1::AM_RESYNC);
-    resync.set_response_id(at.last_response_id);
-    return reply(resync);
+  switch (at.mailbox.Classify(req.response_id())) {
+    case AmMailbox::Call::kRetry:
+      return reply(at.mailbox.last_response());
+    case AmMailbox::Call::kOutOfOrder: {
+      v1::AllocateResponse resync;
+      resync.set_am_command(v1::AM_RESYNC);
+      resync.set_response_id(at.mailbox.last_response_id());
+      return reply(resync);
+    }
+    case AmMailbox::Call::kNext:
+      break;
   }
   const ResourceTypeRegistry& registry = ctx_->registry();
   // Validate and convert everything before changing anything.
@@ -258,7 +256,7 @@ void AmService::Allocate(const v1::Token& token, const v1::AllocateRequest& req,
     p.timer = ctx_->loop->Schedule(wait_ms, [this, attempt_id] { AnswerParked(attempt_id); });
     return;
   }
-  reply(BuildReply(at, std::move(diagnostics)));
+  reply(BuildReply(app, std::move(diagnostics)));
 }
 
 void AmService::DropParked(const std::string& attempt_id, absl::string_view why) {
@@ -271,8 +269,7 @@ void AmService::DropParked(const std::string& attempt_id, absl::string_view why)
 }
 
 bool AmService::HasNews(const RmAttempt& at) const {
-  return !at.new_containers.empty() || !at.new_completed.empty() || !at.new_recovered.empty() ||
-         at.amrm_key_id != ctx_->keys->amrm().current().id;
+  return at.mailbox.HasNews() || at.amrm_key_id != ctx_->keys->amrm().current().id;
 }
 
 void AmService::NotifyNews(const std::string& app_id) {
@@ -303,39 +300,26 @@ void AmService::AnswerParked(const std::string& attempt_id) {
   // Checked again: the attempt may have ended, or its key rolled, while the call was held.
   absl::StatusOr<RmApp*> who = Authenticate(p.token);
   if (!who.ok()) return p.reply(who.status());
-  RmAttempt& at = (*who)->current();
-  at.last_heard_ms = ctx_->NowMs();  // its AM was waiting on the call all along
-  p.reply(BuildReply(at, {}));
+  ctx_->apps->AmHeard(**who);  // its AM was waiting on the call all along
+  p.reply(BuildReply(**who, {}));
 }
 
-v1::AllocateResponse AmService::BuildReply(RmAttempt& at, std::vector<std::string> diagnostics) {
+v1::AllocateResponse AmService::BuildReply(RmApp& app, std::vector<std::string> diagnostics) {
+  AmMailbox& mailbox = app.current().mailbox;
   v1::AllocateResponse resp;
   for (std::string& d : diagnostics) resp.add_diagnostics(std::move(d));
-  resp.set_response_id(++at.last_response_id);
-  for (auto& c : at.new_containers) *resp.add_allocated_containers() = std::move(c);
-  at.new_containers.clear();
   // A call with the last reply's id: the AM has that reply, and the completed statuses in it
   // (their NMs may forget them, YARN-1372).
-  ctx_->containers->Acknowledged(at.sent_completed);
-  at.sent_completed.clear();
-  for (RmCompletion& done : at.new_completed) {
-    *resp.add_completed_containers() = done.status;
-    at.sent_completed.push_back(std::move(done));
-  }
-  at.new_completed.clear();
-  for (auto& c : at.new_recovered) *resp.add_containers_from_previous_attempts() = std::move(c);
-  at.new_recovered.clear();
+  ctx_->containers->Acknowledged(mailbox.Fill(&resp));
   const scheduler::Scheduler& sched = *ctx_->scheduler;
   *resp.mutable_available_resources() =
       ctx_->ToProto((sched.cluster_total() - sched.cluster_allocated()).ClampedAtZero());
   resp.set_num_cluster_nodes(sched.num_nodes());
   // The AMRM master key rolled since this attempt's token was issued: hand the AM a token under
   // the current key (YARN's rolled AMRM token), before the old key expires.
-  if (at.amrm_key_id != ctx_->keys->amrm().current().id) {
-    at.amrm_token = ctx_->keys->IssueAmRmToken(at.attempt_id, &at.amrm_key_id);
-    *resp.mutable_amrm_token() = at.amrm_token;
-  }
-  at.last_response = resp;
+  if (std::optional<v1::Token> rolled = ctx_->apps->RollAmRmToken(app))
+    *resp.mutable_amrm_token() = *std::move(rolled);
+  mailbox.Remember(resp);
   return resp;
 }
 

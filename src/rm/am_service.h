@@ -77,7 +77,7 @@ class AmService {
   void CheckExpiry();
   // The reply of a call whose request was applied: what the attempt has for its AM now.
   // `diagnostics` go in the reply's diagnostics.
-  v1::AllocateResponse BuildReply(RmAttempt& at, std::vector<std::string> diagnostics);
+  v1::AllocateResponse BuildReply(RmApp& app, std::vector<std::string> diagnostics);
   // Whether a reply now would tell the AM something.
   bool HasNews(const RmAttempt& at) const;
   // Answers the held call of `attempt_id` (if any) with what its attempt has now.

@@ -14,21 +14,13 @@
 #include "adaptcont/am_sizing.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "rm/am_service.h"
 #include "rm/container_tracker.h"
 #include "rm/node_tracker.h"
 #include "rm/rm_keys.h"
 #include "rm/submission.h"
 
 namespace weft::rm {
-namespace {
-
-// Tries of an AM launch whose NM is unreachable: the first again after this, doubling up to
-// kAmLaunchMaxRetryMs, ms.
-constexpr int64_t kAmLaunchRetryMs = 250;
-constexpr int64_t kAmLaunchMaxRetryMs = 4000;
-
-}  // namespace
-
 bool CountsTowardMaxAttempts(const RmAttempt& at) {
   switch (at.am_exit_status) {
     case v1::CONTAINER_EXIT_ABORTED:
@@ -68,27 +60,47 @@ RmApp* AppManager::FindByAttempt(const std::string& attempt_id) {
   return it == by_attempt_.end() ? nullptr : Find(it->second);
 }
 
-void AppManager::Transition(RmApp& app, AppEvent event) {
+absl::Status AppManager::Transition(RmApp& app, AppEvent event) {
   absl::StatusOr<AppState> next = NextAppState(app.state, event);
-  if (!next.ok()) {
-    log::Error("app_transition_refused", {{"app", app.record.app_id}, {"error", next.status()}});
-    return;
-  }
+  if (!next.ok())
+    return absl::FailedPreconditionError(
+        absl::StrCat(app.record.app_id, ": ", next.status().message()));
   if (*next != app.state)
     log::Info("app_state", {{"app", app.record.app_id},
                             {"from", AppStateName(app.state)},
                             {"to", AppStateName(*next)}});
   app.state = *next;
+  return absl::OkStatus();
 }
 
-void AppManager::Transition(RmAttempt& at, AttemptEvent event) {
+absl::Status AppManager::Transition(RmAttempt& at, AttemptEvent event) {
   absl::StatusOr<AttemptState> next = NextAttemptState(at.state, event);
-  if (!next.ok()) {
-    log::Error("attempt_transition_refused",
-               {{"attempt", at.attempt_id}, {"error", next.status()}});
-    return;
-  }
+  if (!next.ok())
+    return absl::FailedPreconditionError(
+        absl::StrCat(at.attempt_id, ": ", next.status().message()));
   at.state = *next;
+  return absl::OkStatus();
+}
+
+bool AppManager::TransitionOrLog(RmApp& app, AppEvent event, absl::string_view during) {
+  absl::Status s = Transition(app, event);
+  if (!s.ok()) log::Error("app_transition_refused", {{"during", during}, {"error", s}});
+  return s.ok();
+}
+
+bool AppManager::TransitionOrLog(RmAttempt& at, AttemptEvent event, absl::string_view during) {
+  absl::Status s = Transition(at, event);
+  if (!s.ok()) log::Error("attempt_transition_refused", {{"during", during}, {"error", s}});
+  return s.ok();
+}
+
+void AppManager::Unadmit(const RmAttempt& at) {
+  if (absl::StatusOr<std::vector<scheduler::ContainerKill>> r =
+          ctx_->scheduler->RemoveApp(at.sched_app);
+      !r.ok())
+    log::Warn("unadmit_attempt", {{"attempt", at.attempt_id}, {"error", r.status()}});
+  by_sched_app_.erase(at.sched_app);
+  by_attempt_.erase(at.attempt_id);
 }
 
 absl::Status AppManager::Write(RmApp& app) {
@@ -259,13 +271,14 @@ absl::Status AppManager::SubmitApplication(const v1::ApplicationSubmissionContex
     apps_.erase(it);
     return s;
   }
-  Transition(stored, AppEvent::kAccepted);
-  const RmAttempt& first = stored.current();
+  if (absl::Status s = Transition(stored, AppEvent::kAccepted); !s.ok()) {
+    Unadmit(stored.current());
+    apps_.erase(it);
+    return s;
+  }
   if (absl::Status s = Write(stored); !s.ok()) {
     // Not stored: the submission did not happen (the client may retry with the same id).
-    (void)ctx_->scheduler->RemoveApp(first.sched_app);
-    by_sched_app_.erase(first.sched_app);
-    by_attempt_.erase(first.attempt_id);
+    Unadmit(stored.current());
     apps_.erase(it);
     log::Error("store_write_failed", {{"app", id}, {"during", "submission"}, {"error", s}});
     return absl::UnavailableError(absl::StrCat("application ", id, ": not stored: ", s.message()));
@@ -323,7 +336,10 @@ absl::Status AppManager::StartAttempt(RmApp& app) {
   }
   const bool unmanaged = app.context.unmanaged_am();
   if (absl::Status s = AdmitAttempt(app, at, /*ask_for_am=*/!unmanaged); !s.ok()) return s;
-  Transition(at, AttemptEvent::kScheduled);
+  if (absl::Status s = Transition(at, AttemptEvent::kScheduled); !s.ok()) {
+    Unadmit(at);
+    return s;
+  }
   if (unmanaged) {
     if (MustHoldForLease(app)) {
       // As for an AM container (AmContainerAllocated): no AMRM token is handed out until the
@@ -333,22 +349,13 @@ absl::Status AppManager::StartAttempt(RmApp& app) {
                 {{"attempt", at.attempt_id},
                  {"lease_renewed_ms", federation_.renewed_ms()},
                  {"fence_ms", federation_.fence_ms()}});
-    } else {
-      LaunchUnmanaged(app, at);
+    } else if (absl::Status s = LaunchUnmanaged(app, at); !s.ok()) {
+      Unadmit(at);
+      return s;
     }
   }
   app.attempts.push_back(std::move(at));
   return absl::OkStatus();
-}
-
-void AppManager::LaunchUnmanaged(RmApp& app, RmAttempt& at) {
-  // No AM container: the attempt is launched as soon as it is admitted, and its AM (the
-  // submitter) has am_expiry_ms to register with the token its report carries.
-  Transition(at, AttemptEvent::kAmAllocated);
-  Transition(at, AttemptEvent::kAmLaunched);
-  at.amrm_token = ctx_->keys->IssueAmRmToken(at.attempt_id, &at.amrm_key_id);
-  at.last_heard_ms = ctx_->NowMs();
-  if (app.record.start_ms == 0) app.record.start_ms = ctx_->NowMs();
 }
 
 absl::Status AppManager::AdmitAttempt(RmApp& app, RmAttempt& at, bool ask_for_am) {
@@ -392,147 +399,6 @@ absl::Status AppManager::KillApplication(const std::string& app_id,
 // ---------------------------------------------------------------------------------------------
 // Attempts and the end of an app
 
-void AppManager::AmContainerAllocated(RmApp& app, const v1::Container& container) {
-  RmAttempt& at = app.current();
-  at.am_container_id = container.container_id();
-  at.am_node = container.node_id();
-  Transition(at, AttemptEvent::kAmAllocated);
-  at.amrm_token = ctx_->keys->IssueAmRmToken(at.attempt_id, &at.amrm_key_id);
-  at.last_heard_ms = ctx_->NowMs();
-  if (app.record.start_ms == 0) app.record.start_ms = ctx_->NowMs();
-  // A failed write is logged and retried; the launch does not wait for it.
-  Persist(app).IgnoreError();
-  v1::StartContainerRequest start;
-  *start.mutable_container_token() = container.container_token();
-  *start.mutable_launch_context() = app.context.am_container_spec();
-  auto& env = *start.mutable_launch_context()->mutable_environment();
-  env["WEFT_APPLICATION_ID"] = app.record.app_id;
-  env["WEFT_APP_ATTEMPT_ID"] = at.attempt_id;
-  env["WEFT_RM_ADDRESS"] = ctx_->rm_address;
-  // The AMRM token goes to a file only the app's user can read (the NM writes it), not into
-  // an environment every process of the container inherits.
-  auto& tokens = *start.mutable_launch_context()->mutable_tokens();
-  tokens.clear();
-  tokens["amrm"] = at.amrm_token.SerializeAsString();
-  auto request = std::make_shared<const v1::StartContainerRequest>(std::move(start));
-  if (MustHoldForLease(app)) {
-    // Its home may have moved while this sub-cluster was silent (e.g. an ACCEPTED app of an
-    // RM that was stopped): the AM container is kept, but its AM starts only once the
-    // federation heartbeater has checked the app (FederationHomesChecked).
-    federation_.Hold(app.record.app_id);
-    held_launches_[app.record.app_id] = {at.id, at.am_container_id, at.am_node, request};
-    log::Warn("am_launch_held_federation_lease_stale",
-              {{"attempt", at.attempt_id},
-               {"lease_renewed_ms", federation_.renewed_ms()},
-               {"fence_ms", federation_.fence_ms()}});
-    return;
-  }
-  LaunchAm(app.record.app_id, at.id, at.am_container_id, at.am_node, std::move(request),
-           /*tries=*/0, ctx_->NowMs());
-}
-
-bool AppManager::MustHoldForLease(const RmApp& app) const {
-  // Apps of an RM that is not a federation sub-cluster are never held.
-  if (ctx_->options->sub_cluster_id.empty()) return false;
-  const bool uam = !app.context.federation_home_sub_cluster_id().empty();
-  return federation_.MustHold(app.record.app_id, uam, ctx_->NowMs());
-}
-
-void AppManager::ReleaseHeld(RmApp& app) {
-  auto launch = held_launches_.extract(app.record.app_id);
-  if (app.attempts.empty()) return;
-  RmAttempt& at = app.current();
-  if (IsFinal(at.state)) {
-    log::Info("attempt_released", {{"app", app.record.app_id}, {"why", "federation home checked"}});
-    StartNextAttempt(app);
-    return;
-  }
-  if (app.context.unmanaged_am() && at.state == v1::ATTEMPT_SCHEDULED) {
-    log::Info("am_launch_released",
-              {{"attempt", at.attempt_id}, {"why", "federation home checked"}});
-    LaunchUnmanaged(app, at);
-    Persist(app).IgnoreError();  // logged, retried
-    return;
-  }
-  if (launch.empty() || launch.mapped().attempt != at.id ||
-      !AmLaunchPending(app, launch.mapped().container))
-    return;  // settled while it was held (its node was lost, ...)
-  log::Info("am_launch_released", {{"attempt", at.attempt_id}, {"why", "federation home checked"}});
-  at.last_heard_ms = ctx_->NowMs();  // a full am_expiry_ms from the launch
-  LaunchAm(app.record.app_id, at.id, launch.mapped().container, launch.mapped().node,
-           std::move(launch.mapped().start), /*tries=*/0, ctx_->NowMs());
-}
-
-bool AppManager::AmLaunchPending(const RmApp& app, const std::string& container) const {
-  if (IsFinal(app.state) || app.attempts.empty()) return false;
-  const RmAttempt& at = app.current();
-  return at.state == v1::ATTEMPT_ALLOCATED && at.am_container_id == container;
-}
-
-bool AppManager::AmLaunchPending(const std::string& container) {
-  const RmApp* app = Find(AppOfContainer(container));
-  return app != nullptr && AmLaunchPending(*app, container);
-}
-
-void AppManager::LaunchAm(const std::string& app_id, int32_t attempt,
-                          const std::string& container, const std::string& node,
-                          std::shared_ptr<const v1::StartContainerRequest> start, int32_t tries,
-                          int64_t first_try_ms) {
-  EventLoop* loop = ctx_->loop;
-  std::weak_ptr<int> alive = alive_;
-  ctx_->launcher->Launch(node, *start, [this, loop, alive, app_id, attempt, container, node, start,
-                                        tries, first_try_ms](absl::Status s) {
-    loop->Post([this, alive, app_id, attempt, container, node, start, tries, first_try_ms, s] {
-      if (alive.expired()) return;  // the ResourceManager is gone (read on the loop)
-      RmApp* app = Find(app_id);
-      if (app == nullptr || app->current().id != attempt || IsFinal(app->state)) return;
-      absl::Status result = s;
-      // A try after one that went unanswered may meet the container started already: the NM
-      // took that try (its answer was lost), so the AM runs. A restarted NM says it has the
-      // container; the same NM refuses the token as used.
-      if (!result.ok() && tries > 0 &&
-          (result.code() == absl::StatusCode::kAlreadyExists ||
-           (result.code() == absl::StatusCode::kPermissionDenied &&
-            absl::StrContains(result.message(), "already used (replay)")))) {
-        result = absl::OkStatus();
-      }
-      if (!result.ok()) {
-        if (!AmLaunchPending(*app, container)) return;  // settled meanwhile (e.g. it registered)
-        // Its NM is unreachable or restarting, or answered that it cannot take the container
-        // yet (before its first registration): Unavailable either way. The container waits
-        // for it, as long as the RM holds it (its node is not lost) and for at most the NM
-        // expiry.
-        const bool unavailable = result.code() == absl::StatusCode::kUnavailable;
-        const int64_t waited_ms = ctx_->NowMs() - first_try_ms;
-        if (unavailable && ctx_->containers->Holds(container) &&
-            waited_ms < ctx_->options->nm_expiry_ms) {
-          const int64_t delay_ms =
-              std::min<int64_t>(kAmLaunchMaxRetryMs, kAmLaunchRetryMs << std::min(tries, 6));
-          log::Warn("am_launch_retry", {{"attempt", app->current().attempt_id},
-                                        {"container", container},
-                                        {"node", node},
-                                        {"error", result},
-                                        {"retry_ms", delay_ms}});
-          ctx_->loop->Schedule(delay_ms, [this, alive, app_id, attempt, container, node, start,
-                                          tries, first_try_ms] {
-            if (alive.expired()) return;
-            RmApp* again = Find(app_id);
-            if (again == nullptr || again->current().id != attempt ||
-                !AmLaunchPending(*again, container) || !ctx_->containers->Holds(container))
-              return;  // settled while it waited (its node was lost, the app was killed, ...)
-            LaunchAm(app_id, attempt, container, node, start, tries + 1, first_try_ms);
-          });
-          return;
-        }
-        AttemptFailed(*app, absl::StrCat("AM container launch failed: ", result.message()));
-        return;
-      }
-      if (app->current().state == v1::ATTEMPT_ALLOCATED)
-        Transition(app->current(), AttemptEvent::kAmLaunched);
-    });
-  });
-}
-
 void AppManager::AmContainerEnded(RmApp& app, const std::string& container, int32_t exit_status,
                                   const std::string& diagnostics) {
   RmAttempt& at = app.current();
@@ -548,17 +414,23 @@ void AppManager::AmContainerEnded(RmApp& app, const std::string& container, int3
 
 absl::Status AppManager::AttemptRegistered(RmApp& app) {
   RmAttempt& at = app.current();
+  // Checked before anything changes: the app takes the registration in every state its live
+  // attempt can register in, but an AM must hear of a refusal rather than run unregistered.
+  if (absl::StatusOr<AppState> next = NextAppState(app.state, AppEvent::kAttemptRegistered);
+      !next.ok())
+    return absl::FailedPreconditionError(
+        absl::StrCat(app.record.app_id, ": ", next.status().message()));
+  if (absl::Status s = Transition(at, AttemptEvent::kRegistered); !s.ok()) return s;
   at.registered = true;
-  Transition(at, AttemptEvent::kRegistered);
   at.last_heard_ms = ctx_->NowMs();
-  Transition(app, AppEvent::kAttemptRegistered);
+  if (absl::Status s = Transition(app, AppEvent::kAttemptRegistered); !s.ok()) return s;
   return Persist(app);
 }
 
 absl::Status AppManager::AttemptUnregistered(RmApp& app, FinalStatus final_status,
                                              const std::string& diagnostics) {
   RmAttempt& at = app.current();
-  Transition(at, AttemptEvent::kUnregistered);
+  if (absl::Status s = Transition(at, AttemptEvent::kUnregistered); !s.ok()) return s;
   at.final_status = final_status;
   at.diagnostics = diagnostics;
   // YARN finishes the app once the AM container exits; the AM has unregistered now.
@@ -584,16 +456,14 @@ void AppManager::ReleaseContainers(RmApp& app) {
 }
 
 void AppManager::DropCompletions(RmAttempt& at) {
-  ctx_->containers->Acknowledged(at.new_completed);
-  ctx_->containers->Acknowledged(at.sent_completed);
-  at.new_completed.clear();
-  at.sent_completed.clear();
+  ctx_->containers->Acknowledged(at.mailbox.TakeCompletions());
 }
 
 void AppManager::AttemptFailed(RmApp& app, const std::string& diagnostics) {
   RmAttempt& at = app.current();
+  // An attempt that has ended already fails no second time (nor starts a second successor).
+  if (!TransitionOrLog(at, AttemptEvent::kFailed, "attempt_failed")) return;
   DropCompletions(at);  // no AM will read them
-  Transition(at, AttemptEvent::kFailed);
   at.diagnostics = diagnostics;
   at.finish_ms = ctx_->NowMs();
   log::Warn("attempt_failed", {{"attempt", at.attempt_id}, {"why", diagnostics}});
@@ -633,7 +503,7 @@ void AppManager::StartNextAttempt(RmApp& app) {
               absl::StrCat("cannot start a new attempt: ", s.message()));
     return;
   }
-  Transition(app, AppEvent::kAccepted);
+  if (!TransitionOrLog(app, AppEvent::kAccepted, "next_attempt")) return;
   Persist(app).IgnoreError();  // logged, retried
   ctx_->request_pass();
 }
@@ -667,13 +537,18 @@ void AppManager::FederationHomesChecked(const FederationHomesCheck& check) {
 
 void AppManager::FinishApp(RmApp& app, AppEvent event, FinalStatus final_status,
                            const std::string& diagnostics) {
-  Transition(app, event);
+  // An app ends once: a second end (e.g. a kill racing its AM's unregistration) changes
+  // nothing.
+  if (!TransitionOrLog(app, event, "finish_app")) return;
   if (!app.attempts.empty() && !IsFinal(app.current().state)) {
     RmAttempt& at = app.current();
-    Transition(at, app.state == v1::APP_FINISHED ? AttemptEvent::kFinished
-                   : app.state == v1::APP_KILLED ? AttemptEvent::kKilled
-                                                 : AttemptEvent::kFailed);
-    at.finish_ms = ctx_->NowMs();
+    // Every non-final attempt state takes each of these events (app_lifecycle.cc).
+    if (TransitionOrLog(at,
+                        app.state == v1::APP_FINISHED ? AttemptEvent::kFinished
+                        : app.state == v1::APP_KILLED ? AttemptEvent::kKilled
+                                                      : AttemptEvent::kFailed,
+                        "finish_app"))
+      at.finish_ms = ctx_->NowMs();
   }
   if (!app.attempts.empty()) DropCompletions(app.current());  // no AM will read them
   ReleaseContainers(app);
@@ -691,6 +566,44 @@ void AppManager::FinishApp(RmApp& app, AppEvent event, FinalStatus final_status,
                              {"state", AppStateName(app.state)},
                              {"final_status", FinalStatusName(final_status)}});
   Persist(app).IgnoreError();  // logged, retried; callers with a client check unpersisted_
+}
+
+void AppManager::ContainerAllocated(RmApp& app, const std::string& node, v1::Container container,
+                                    bool is_am) {
+  app.ran_nodes.insert(node);
+  if (is_am) {
+    AmContainerAllocated(app, container);
+    return;
+  }
+  app.current().mailbox.AddAllocated(std::move(container));
+  if (ctx_->am_service != nullptr) ctx_->am_service->NotifyNews(app.record.app_id);
+}
+
+void AppManager::ContainerRecovered(RmApp& app, const std::string& node, v1::Container container,
+                                    bool is_am) {
+  app.ran_nodes.insert(node);
+  RmAttempt& at = app.current();
+  if (is_am) {
+    at.am_recovered = true;
+  } else if (at.registered) {
+    // Its AM registered again before this node did: it hears of it in its next Allocate.
+    at.mailbox.AddRecovered(std::move(container));
+    if (ctx_->am_service != nullptr) ctx_->am_service->NotifyNews(app.record.app_id);
+  }
+}
+
+void AppManager::ContainerCompleted(RmApp& app, RmCompletion done) {
+  app.current().mailbox.AddCompleted(std::move(done));
+  if (ctx_->am_service != nullptr) ctx_->am_service->NotifyNews(app.record.app_id);
+}
+
+void AppManager::AmHeard(RmApp& app) { app.current().last_heard_ms = ctx_->NowMs(); }
+
+std::optional<v1::Token> AppManager::RollAmRmToken(RmApp& app) {
+  RmAttempt& at = app.current();
+  if (at.amrm_key_id == ctx_->keys->amrm().current().id) return std::nullopt;
+  at.amrm_token = ctx_->keys->IssueAmRmToken(at.attempt_id, &at.amrm_key_id);
+  return at.amrm_token;
 }
 
 void AppManager::ChargeUsage(const std::string& app_id, const Resource& resource_ms) {

@@ -18,6 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/status/statusor.h"
 #include "common/resource.h"
+#include "rm/am_mailbox.h"
 #include "rm/app_lifecycle.h"
 #include "rm/rm_context.h"
 #include "scheduler/types.h"
@@ -27,13 +28,6 @@
 #include "weft/v1/common.pb.h"
 
 namespace weft::rm {
-
-// A completed container's status on its way to the AM, and the node that reported it (which
-// keeps it until the AM has it: YARN-1372); "" when no NM reported it (its node was lost).
-struct RmCompletion {
-  v1::ContainerStatus status;
-  std::string node;
-};
 
 struct RmAttempt {
   int32_t id = 1;
@@ -45,13 +39,8 @@ struct RmAttempt {
   bool registered = false;
   v1::Token amrm_token;
   int32_t amrm_key_id = 0;  // master key that signed amrm_token
-  int32_t last_response_id = 0;
-  v1::AllocateResponse last_response;
-  std::vector<v1::Container> new_containers;              // not yet handed to the AM
-  std::vector<RmCompletion> new_completed;                // not yet handed to the AM
-  // In the last Allocate reply: acknowledged (their NMs may forget them) when the AM calls
-  // again with that reply's id, handed out again if it registers again instead.
-  std::vector<RmCompletion> sent_completed;
+  // What waits for its AM, and the response ids of its Allocate calls.
+  AmMailbox mailbox;
   FinalStatus final_status = v1::FINAL_STATUS_UNDEFINED;  // what its AM unregistered with
   std::string diagnostics;
   int64_t finish_ms = 0;  // when it ended (0 while it runs)
@@ -66,9 +55,6 @@ struct RmAttempt {
   // does); `am_recovered` once its node reported the AM container running.
   bool recovered = false;
   bool am_recovered = false;
-  // Containers NMs reported running after its AM registered again, not yet handed to the AM
-  // (AllocateResponse.containers_from_previous_attempts).
-  std::vector<v1::Container> new_recovered;
 };
 
 struct RmApp {
@@ -182,6 +168,24 @@ class AppManager {
   // One of the app's containers ended, having held `resource_ms` (resource x ms).
   void ChargeUsage(const std::string& app_id, const Resource& resource_ms);
 
+  // From the container tracker. Container `container` of the app's current attempt was
+  // allocated on `node`: an AM container goes to AmContainerAllocated, any other waits for the
+  // AM's next Allocate.
+  void ContainerAllocated(RmApp& app, const std::string& node, v1::Container container,
+                          bool is_am);
+  // Its container on `node` was recovered after an RM restart (`container` describes it): the
+  // AM container marks the attempt's AM recovered; another is handed to an AM that registered
+  // again already (containers_from_previous_attempts).
+  void ContainerRecovered(RmApp& app, const std::string& node, v1::Container container,
+                          bool is_am);
+  // A container of its current attempt completed: its status waits for the AM.
+  void ContainerCompleted(RmApp& app, RmCompletion done);
+  // From the AM service. Its AM called (the attempt is alive: am_expiry_ms from now).
+  void AmHeard(RmApp& app);
+  // The AMRM master key rolled since the current attempt's token was issued: a token under the
+  // current key, now the attempt's (YARN's rolled AMRM token); nullopt when it has not rolled.
+  std::optional<v1::Token> RollAmRmToken(RmApp& app);
+
   RmApp* Find(const std::string& app_id);
   RmApp* FindBySchedulerId(scheduler::AppId id);
   // The app of any of its attempts, current or old, by attempt id (AmService's index: O(1));
@@ -200,7 +204,8 @@ class AppManager {
   // app's attempt is launched at once instead, LaunchUnmanaged).
   absl::Status StartAttempt(RmApp& app);
   // An unmanaged app's attempt: LAUNCHED with its AMRM token issued, waiting for its AM.
-  void LaunchUnmanaged(RmApp& app, RmAttempt& at);
+  // Errors: a refused transition (nothing issued).
+  absl::Status LaunchUnmanaged(RmApp& app, RmAttempt& at);
   // RecoverAttempt() of an unmanaged app's live attempt: admitted again, a fresh token in its
   // report, a full am_expiry_ms for its AM to register again.
   absl::Status RecoverUnmanagedAttempt(RmApp& app, RmAttempt& at);
@@ -232,8 +237,18 @@ class AppManager {
   void ReleaseContainers(RmApp& app);
   // The attempt's completed statuses no AM will read: their NMs may forget them.
   void DropCompletions(RmAttempt& at);
-  void Transition(RmApp& app, AppEvent event);
-  void Transition(RmAttempt& attempt, AttemptEvent event);
+  // Moves the app (the attempt) by `event` through app_lifecycle.h's table, logging a change of
+  // state. FailedPrecondition naming the app (attempt), its state and the event when the table
+  // refuses the event: nothing changes, and the caller must not act as if it had.
+  [[nodiscard]] absl::Status Transition(RmApp& app, AppEvent event);
+  [[nodiscard]] absl::Status Transition(RmAttempt& attempt, AttemptEvent event);
+  // Transition() for callers with no one to answer (events from NMs, timers): a refusal is
+  // logged as an error, with `during`, and false returned; the caller stops there.
+  bool TransitionOrLog(RmApp& app, AppEvent event, absl::string_view during);
+  bool TransitionOrLog(RmAttempt& attempt, AttemptEvent event, absl::string_view during);
+  // Takes a just-admitted attempt back out of the scheduler and the indexes (AdmitAttempt
+  // undone), e.g. when the submission that admitted it could not be stored.
+  void Unadmit(const RmAttempt& at);
   // Writes the app and its current attempt; the store's error as it is.
   absl::Status Write(RmApp& app);
   // Write, and on error: logs it, keeps the app for a retry, and returns Unavailable.

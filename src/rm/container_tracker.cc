@@ -97,13 +97,7 @@ void ContainerTracker::Allocated(const scheduler::Allocation& a) {
       Proto(c.name, node_id, *app, a.resource, a.priority, a.allocation_request_id);
   by_name_[c.name] = a.container;
   containers_[a.container] = std::move(c);
-  app->ran_nodes.insert(node_id);
-  if (a.is_am) {
-    ctx_->apps->AmContainerAllocated(*app, proto);
-  } else {
-    at.new_containers.push_back(std::move(proto));
-    if (ctx_->am_service != nullptr) ctx_->am_service->NotifyNews(app->record.app_id);
-  }
+  ctx_->apps->ContainerAllocated(*app, node_id, std::move(proto), a.is_am);
 }
 
 RmContainer ContainerTracker::Remove(ContainerId id, const Resource& resource,
@@ -257,14 +251,7 @@ absl::Status ContainerTracker::RecoverOnce(const std::string& node_id, const std
     return s;
   by_name_[name] = id;
   containers_[id] = RmContainer{name, app_id, at.id};
-  app->ran_nodes.insert(node_id);
-  if (is_am) {
-    at.am_recovered = true;
-  } else if (at.registered) {
-    // Its AM registered again before this node did: it hears of it in its next Allocate.
-    at.new_recovered.push_back(Proto(name, node_id, *app, resource, 0, 0));
-    if (ctx_->am_service != nullptr) ctx_->am_service->NotifyNews(app_id);
-  }
+  ctx_->apps->ContainerRecovered(*app, node_id, Proto(name, node_id, *app, resource, 0, 0), is_am);
   log::Info("container_recovered", {{"container", name},
                                     {"node", node_id},
                                     {"resource", ctx_->registry().Format(resource)},
@@ -291,8 +278,7 @@ void ContainerTracker::TellAttempt(const RmContainer& c, bool is_am, int32_t exi
   done.status.set_diagnostics(diagnostics);
   done.node = node_id;
   unacknowledged_.insert(c.name);
-  app->current().new_completed.push_back(std::move(done));
-  if (ctx_->am_service != nullptr) ctx_->am_service->NotifyNews(c.app_id);
+  ctx_->apps->ContainerCompleted(*app, std::move(done));
 }
 
 void ContainerTracker::Acknowledged(const std::vector<RmCompletion>& completions) {

@@ -66,6 +66,19 @@ void NodeTracker::LoseContainers(const std::string& node_id, int32_t exit_status
   }
 }
 
+bool NodeTracker::Transition(const std::string& id, RmNode& node, NodeEvent event) {
+  absl::StatusOr<v1::NodeState> next = NextNodeState(node.state, event);
+  if (!next.ok()) {
+    log::Error("node_transition_refused", {{"node", id}, {"error", next.status()}});
+    return false;
+  }
+  if (*next != node.state)
+    log::Info("node_state",
+              {{"node", id}, {"from", NodeStateName(node.state)}, {"to", NodeStateName(*next)}});
+  node.state = *next;
+  return true;
+}
+
 absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
     const v1::RegisterNodeManagerRequest& req) {
   const std::string& id = req.node_id();
@@ -133,7 +146,8 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
   node.registration.clear_running_containers();  // not kept: read once, below
   node.registration.clear_completed_containers();
   node.registration.clear_container_resources();
-  node.state = v1::NODE_RUNNING;
+  // Decommissioned nodes were answered above: every other state takes a registration.
+  Transition(id, node, NodeEvent::kRegistered);
   node.last_heartbeat_ms = ctx_->NowMs();
   node.response_id = 0;
   node.to_cleanup.clear();
@@ -212,8 +226,8 @@ absl::StatusOr<v1::NodeHeartbeatResponse> NodeTracker::NodeHeartbeat(
   node.last_heartbeat_ms = ctx_->NowMs();
   node.health_report = req.health().report();
   bool healthy = !req.has_health() || req.health().healthy();
-  if ((node.state == v1::NODE_UNHEALTHY) == healthy) {
-    node.state = healthy ? v1::NODE_RUNNING : v1::NODE_UNHEALTHY;
+  if ((node.state == v1::NODE_UNHEALTHY) == healthy &&
+      Transition(req.node_id(), node, healthy ? NodeEvent::kHealthy : NodeEvent::kUnhealthy)) {
     log::Info("node_health_changed", {{"node", req.node_id()}, {"healthy", healthy}});
     auto cap = ctx_->FromProto(node.registration.capability(), "capability");
     if (cap.ok()) {
@@ -271,7 +285,7 @@ absl::Status NodeTracker::RefreshNodes(const v1::RefreshNodesRequest& req) {
     decommissioned_.insert(name);
     for (auto& [id, node] : nodes_) {
       if (!Matches(id, name) || node.state == v1::NODE_DECOMMISSIONED) continue;
-      node.state = v1::NODE_DECOMMISSIONED;
+      if (!Transition(id, node, NodeEvent::kDecommissioned)) continue;
       log::Info("node_decommissioned", {{"node", id}});
       LoseContainers(id, v1::CONTAINER_EXIT_ABORTED,
                      absl::StrCat("node ", id, " was decommissioned"),
@@ -281,7 +295,9 @@ absl::Status NodeTracker::RefreshNodes(const v1::RefreshNodesRequest& req) {
   for (const std::string& name : req.recommission()) {
     decommissioned_.erase(name);
     for (auto& [id, node] : nodes_) {
-      if (Matches(id, name) && node.state == v1::NODE_DECOMMISSIONED) node.state = v1::NODE_LOST;
+      // It holds nothing and must register again.
+      if (Matches(id, name) && node.state == v1::NODE_DECOMMISSIONED)
+        Transition(id, node, NodeEvent::kRecommissioned);
     }
   }
   ctx_->request_pass();
@@ -292,9 +308,9 @@ void NodeTracker::CheckExpiry() {
   expiry_timer_ = 0;
   const int64_t now = ctx_->NowMs();
   for (auto& [id, node] : nodes_) {
-    if (node.state == v1::NODE_LOST || node.state == v1::NODE_DECOMMISSIONED) continue;
+    if (IsGone(node.state)) continue;
     if (now - node.last_heartbeat_ms < ctx_->options->nm_expiry_ms) continue;
-    node.state = v1::NODE_LOST;
+    if (!Transition(id, node, NodeEvent::kExpired)) continue;
     ++lost_nodes_;
     log::Warn("node_lost", {{"node", id}, {"silent_ms", now - node.last_heartbeat_ms}});
     LoseContainers(id, v1::CONTAINER_EXIT_LOST_NODE,

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/resource.h"
+#include "rm/node_lifecycle.h"
 #include "rm/rm_context.h"
 #include "weft/v1/admin.pb.h"
 #include "weft/v1/client.pb.h"
@@ -24,7 +25,8 @@ namespace weft::rm {
 // One NodeManager as the RM knows it.
 struct RmNode {
   v1::RegisterNodeManagerRequest registration;
-  v1::NodeState state = v1::NODE_RUNNING;
+  // Moved only by NodeTracker::Transition (node_lifecycle.h's table).
+  v1::NodeState state = v1::NODE_NEW;
   int64_t last_heartbeat_ms = 0;  // loop clock
   int32_t response_id = 0;
   std::vector<std::string> to_cleanup;  // container names the NM must stop, next heartbeat
@@ -86,6 +88,9 @@ class NodeTracker {
   int64_t lost_nodes() const { return lost_nodes_; }
 
  private:
+  // Moves node `id` by `event` through node_lifecycle.h's table, logging a change of state;
+  // a refused event is logged as an error and false returned (the caller stops there).
+  bool Transition(const std::string& id, RmNode& node, NodeEvent event);
   void CheckExpiry();
   // Removes `node_id` from the scheduler; its containers end with `exit_status`.
   void LoseContainers(const std::string& node_id, int32_t exit_status,

@@ -102,7 +102,7 @@ absl::Status AppManager::RecoverAttempt(RmApp& app) {
                              s.message()));
       return absl::OkStatus();
     }
-    Transition(app, AppEvent::kAccepted);
+    if (absl::Status s = Transition(app, AppEvent::kAccepted); !s.ok()) return s;
     return Persist(app);
   }
   RmAttempt& at = app.current();
@@ -129,7 +129,9 @@ absl::Status AppManager::RecoverAttempt(RmApp& app) {
     live.registered = false;
     awaiting_am_.insert(app.record.app_id);
     // Its launch's reply died with the old RM; the AM runs unless its node says otherwise.
-    if (live.state == v1::ATTEMPT_ALLOCATED) Transition(live, AttemptEvent::kAmLaunched);
+    if (live.state == v1::ATTEMPT_ALLOCATED &&
+        !TransitionOrLog(live, AttemptEvent::kAmLaunched, "recover_attempt"))
+      return absl::InternalError(absl::StrCat(live.attempt_id, ": could not be marked launched"));
     live.last_heard_ms = ctx_->NowMs();  // a full am_expiry_ms from the restart
   } else if (live.state != v1::ATTEMPT_SCHEDULED) {
     absl::StatusOr<AttemptState> next = NextAttemptState(live.state, AttemptEvent::kScheduled);
@@ -158,8 +160,10 @@ absl::Status AppManager::RecoverUnmanagedAttempt(RmApp& app, RmAttempt& at) {
   at.amrm_token = ctx_->keys->IssueAmRmToken(at.attempt_id, &at.amrm_key_id);
   at.recovered = true;
   at.registered = false;
-  if (at.state == v1::ATTEMPT_SCHEDULED) Transition(at, AttemptEvent::kAmAllocated);
-  if (at.state == v1::ATTEMPT_ALLOCATED) Transition(at, AttemptEvent::kAmLaunched);
+  if (at.state == v1::ATTEMPT_SCHEDULED)
+    if (absl::Status s = Transition(at, AttemptEvent::kAmAllocated); !s.ok()) return s;
+  if (at.state == v1::ATTEMPT_ALLOCATED)
+    if (absl::Status s = Transition(at, AttemptEvent::kAmLaunched); !s.ok()) return s;
   at.last_heard_ms = ctx_->NowMs();  // a full am_expiry_ms from the restart
   log::Info("attempt_recovered", {{"attempt", at.attempt_id},
                                   {"state", AttemptStateName(at.state)},
@@ -193,12 +197,11 @@ void AppManager::AmContainersMissing(const std::string& node_id,
     }
     // It never started: the same attempt asks for an AM container again.
     log::Warn("am_container_asked_again", {{"attempt", at.attempt_id}, {"why", why}});
-    (void)ctx_->scheduler->RemoveApp(at.sched_app);  // it holds nothing: its AM never ran
-    by_sched_app_.erase(at.sched_app);
+    if (!TransitionOrLog(at, AttemptEvent::kScheduled, "am_container_missing")) continue;
+    Unadmit(at);  // it holds nothing: its AM never ran
     at.am_container_id.clear();
     at.am_node.clear();
     at.recovered = false;
-    Transition(at, AttemptEvent::kScheduled);
     if (absl::Status s = AdmitAttempt(app, at, /*ask_for_am=*/true); !s.ok()) {
       FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
                 absl::StrCat(why, "; asking for it again failed: ", s.message()));
