@@ -1,5 +1,7 @@
 #include "web/rest_api.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -373,6 +375,24 @@ TEST(RmMetricsTest, RendersClusterFamilies) {
                               "kind=\"allocated\"}"));
   EXPECT_THAT(text, HasSubstr("weft_rm_nodes{state=\"RUNNING\"} 2"));
   EXPECT_THAT(text, HasSubstr("weft_rm_containers_allocated_total 2"));
+}
+
+// The cluster families parse and lint clean under `promtool check metrics` (when installed;
+// tests/web_test.sh checks a live RM's whole /metrics the same way).
+TEST(RmMetricsTest, ClusterFamiliesPassPromtool) {
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "promtool is not installed";
+  TestCluster c;
+  metrics::TextWriter out;
+  RenderClusterMetrics(*c.snapshots_.Get(), c.loop_.NowMs(), &out);
+  const std::string path = ::testing::TempDir() + "/rm_metrics_test.prom";
+  std::ofstream(path) << out.text();
+  FILE* p = popen(("promtool check metrics <" + path + " 2>&1").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string output;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) output.append(buf, n);
+  EXPECT_EQ(pclose(p), 0) << output << "\n" << out.text();
 }
 
 // Without anonymous_view, an app's details are for its owner, its queue's admins, cluster
