@@ -11,11 +11,13 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "store/legacy_store_test_util.h"
 #include "store/memory_store.h"
 #include "store/sqlite_store.h"
 #include "store/state_store.h"
 #include "store/store_test_util.h"
 #include "store/test_zookeeper.h"
+#include "store/zk_client.h"
 #include "store/zk_store.h"
 
 namespace weft::store {
@@ -42,11 +44,17 @@ struct SqliteStoreFactory {
 };
 
 // One ZooKeeper server for the whole program (started by the first test that needs it, killed
-// at exit), and a new root per store.
+// at exit).
+absl::StatusOr<std::unique_ptr<TestZooKeeper>>& SharedZooKeeper() {
+  static absl::StatusOr<std::unique_ptr<TestZooKeeper>> server = TestZooKeeper::Start();
+  return server;
+}
+
+// A new root per store.
 struct ZooKeeperStoreFactory {
   static constexpr const char* kName = "ZooKeeper";
   static absl::StatusOr<std::unique_ptr<StateStore>> Open(const std::string& /*dir*/) {
-    static absl::StatusOr<std::unique_ptr<TestZooKeeper>> server = TestZooKeeper::Start();
+    absl::StatusOr<std::unique_ptr<TestZooKeeper>>& server = SharedZooKeeper();
     static int stores = 0;
     if (!server.ok()) return server.status();
     ZkStoreOptions options;
@@ -431,6 +439,97 @@ TYPED_TEST(StateStoreTest, ManyRecordsComeBack) {
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(this->store_->BumpEpoch().ok());
   want.epoch = 4;
   EXPECT_EQ(this->MustLoad(), want);
+}
+
+// Stores written by the previous version of each durable back-end (issue 28): each factory
+// writes `state` in that version's format at `dir` and opens it with this binary.
+
+struct SqliteV1Factory {
+  static constexpr const char* kName = "SqliteSchemaV1";
+  static absl::Status WriteOld(const std::string& dir, const RmState& state) {
+    return legacy_test::WriteSqliteStoreV1(dir + "/state.db", state);
+  }
+  static absl::StatusOr<std::unique_ptr<StateStore>> Open(const std::string& dir) {
+    return OpenSqliteStore(dir + "/state.db");
+  }
+};
+
+// The pre-proto ZooKeeper format ("weft-rm-state 1"); opening it active migrates it to protos.
+struct ZooKeeperPreProtoFactory {
+  static constexpr const char* kName = "ZooKeeperPreProto";
+  static std::string Root(const std::string& dir) {
+    return "/conformance-old/" + dir.substr(dir.find_last_of('/') + 1);
+  }
+  static absl::Status WriteOld(const std::string& dir, const RmState& state) {
+    absl::StatusOr<std::unique_ptr<TestZooKeeper>>& server = SharedZooKeeper();
+    if (!server.ok()) return server.status();
+    absl::StatusOr<std::unique_ptr<zk::ZkClient>> client =
+        zk::ZkClient::Create((*server)->connect_string(), 10000);
+    if (!client.ok()) return client.status();
+    return legacy_test::WriteOldZkStore(**client, Root(dir), state);
+  }
+  static absl::StatusOr<std::unique_ptr<StateStore>> Open(const std::string& dir) {
+    absl::StatusOr<std::unique_ptr<TestZooKeeper>>& server = SharedZooKeeper();
+    if (!server.ok()) return server.status();
+    ZkStoreOptions options;
+    options.connect = (*server)->connect_string();
+    options.root = Root(dir);
+    options.identity = "conformance-test";
+    return OpenZooKeeperStore(options);
+  }
+};
+
+template <typename Factory>
+class PreviousFormatTest : public ::testing::Test {
+ protected:
+  // Opens the store at dir_ and loads it; fails the test on errors.
+  std::unique_ptr<StateStore> MustOpen() {
+    absl::StatusOr<std::unique_ptr<StateStore>> store = Factory::Open(dir_.path());
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? *std::move(store) : nullptr;
+  }
+
+  ScopedTempDir dir_;
+};
+
+using PreviousFormats = ::testing::Types<SqliteV1Factory, ZooKeeperPreProtoFactory>;
+TYPED_TEST_SUITE(PreviousFormatTest, PreviousFormats, ImplementationNames);
+
+TYPED_TEST(PreviousFormatTest, LoadsWhatThePreviousVersionWroteAndKeepsWorking) {
+  RmState old;
+  old.epoch = 41;
+  old.apps = {FullApplication(std::string("app\0/1", 6)), FullApplication("app_2")};
+  old.apps[1].state = "KILLED";
+  old.apps[1].final_status = "KILLED";
+  old.attempts = {FullAttempt(old.apps[0].app_id, 1), FullAttempt(old.apps[0].app_id, 2),
+                  FullAttempt("app_2", 1)};
+  old.keys = {FullMasterKey("amrm", INT32_MIN), FullMasterKey("container", 5)};
+  ASSERT_TRUE(TypeParam::WriteOld(this->dir_.path(), old).ok());
+
+  std::unique_ptr<StateStore> store = this->MustOpen();
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<RmState> loaded = store->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(*loaded, old);
+
+  absl::StatusOr<int64_t> epoch = store->BumpEpoch();
+  ASSERT_TRUE(epoch.ok()) << epoch.status();
+  EXPECT_EQ(*epoch, 42);
+  ASSERT_TRUE(store->RemoveApplication("app_2").ok());
+  ASSERT_TRUE(store->RemoveMasterKey("container", 5).ok());
+  ASSERT_TRUE(store->PutAttempt(FullAttempt(old.apps[0].app_id, 3)).ok());
+  ASSERT_TRUE(store->Close().ok());
+  store.reset();
+
+  store = this->MustOpen();
+  ASSERT_NE(store, nullptr);
+  loaded = store->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->epoch, 42);
+  EXPECT_THAT(loaded->apps, ElementsAre(old.apps[0]));
+  EXPECT_THAT(loaded->attempts,
+              ElementsAre(old.attempts[0], old.attempts[1], FullAttempt(old.apps[0].app_id, 3)));
+  EXPECT_THAT(loaded->keys, ElementsAre(old.keys[0]));
 }
 
 }  // namespace

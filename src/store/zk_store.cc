@@ -23,8 +23,10 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/log.h"
+#include "store/state_records.h"
 #include "store/zk_client.h"
-#include "store/zk_codec.h"
+#include "store/zk_legacy_format.h"
+#include "store/zk_names.h"
 
 namespace weft::store {
 namespace {
@@ -32,8 +34,11 @@ namespace {
 using zk::ZkClient;
 using Op = ZkClient::Op;
 
-// The data of <root>: tells a Weft store from other data, and its layout version.
-constexpr absl::string_view kRootMarker = "weft-rm-state 1";
+// The data of <root>: tells a Weft store from other data, and its format version. Format 2:
+// records are protos (store/state_records.h). Format 1 (before issue 28): records in the
+// pre-proto encoding (store/zk_legacy_format.h), read and migrated to format 2 on open.
+constexpr absl::string_view kRootMarker = "weft-rm-state 2";
+constexpr absl::string_view kLegacyRootMarker = "weft-rm-state 1";
 constexpr absl::string_view kChildren[] = {"apps", "keys", "epoch", "fence"};
 // How often one call re-plans after finding that the store changed between its reads and its
 // transaction (only a deposed writer's in-flight transaction, or a person editing nodes, can
@@ -162,7 +167,12 @@ class ZkStore final : public StateStore {
   }
 
   absl::Status EnsureLayout(absl::Time deadline);
-  absl::StatusOr<RmState> LoadOnce();
+  // Rewrites a format-1 store as format 2 (see kRootMarker); called by Init() after it took the
+  // fence.
+  absl::Status Migrate();
+  // One read of everything. With `rewrites`, also returns the operations that rewrite each
+  // record (and the epoch) still in the pre-proto format as a proto, at the version read.
+  absl::StatusOr<RmState> LoadOnce(std::vector<Op>* rewrites = nullptr);
   absl::Status Corrupt(absl::string_view path, absl::string_view problem) const {
     return absl::DataLossError(absl::StrCat(description_, ": ", path, ": ", problem));
   }
@@ -174,6 +184,9 @@ class ZkStore final : public StateStore {
   int32_t fence_version_ = -1;        // the fence's version this store set; -1: read-only
   bool opened_ = false;               // Init() succeeded
   bool fenced_ = false;
+  // The root holds kLegacyRootMarker: records may be in the pre-proto format. Cleared by a
+  // successful Migrate().
+  bool legacy_format_ = false;
   std::string fenced_by_;  // the fence's data when this store found itself fenced
 };
 
@@ -207,6 +220,9 @@ absl::Status ZkStore::Init() {
     return absl::OkStatus();
   });
   if (!status.ok()) return Prefixed(status, "taking over the fence");
+  if (legacy_format_) {
+    if (absl::Status s = Migrate(); !s.ok()) return s;
+  }
   weft::log::Info("state_store_opened", {{"store", description_},
                                          {"mode", "active"},
                                          {"identity", options_.identity},
@@ -222,6 +238,7 @@ absl::Status ZkStore::EnsureLayout(absl::Time deadline) {
     if (!nodes.ok()) return nodes.status();
     ZkClient::Node node = std::move((*nodes)[0]);
     std::vector<Op> layout;
+    legacy_format_ = node.exists && node.data == kLegacyRootMarker;
     if (!node.exists) {
       if (!options_.fence) {
         return absl::NotFoundError(absl::StrCat(
@@ -242,7 +259,7 @@ absl::Status ZkStore::EnsureLayout(absl::Time deadline) {
         }
       }
       layout.push_back(Op::Create(root, std::string(kRootMarker)));
-    } else if (node.data != kRootMarker) {
+    } else if (node.data != kRootMarker && !legacy_format_) {
       if (!node.data.empty() || node.num_children != 0 || !options_.fence) {
         return absl::FailedPreconditionError(absl::StrCat(
             description_, ": ", root, " exists but is not a Weft state store (its data is '",
@@ -255,7 +272,7 @@ absl::Status ZkStore::EnsureLayout(absl::Time deadline) {
     if (!layout.empty()) {
       layout.push_back(Op::Create(apps_, ""));
       layout.push_back(Op::Create(keys_, ""));
-      layout.push_back(Op::Create(epoch_, "0"));
+      layout.push_back(Op::Create(epoch_, EncodeEpoch(0)));
       layout.push_back(Op::Create(fence_, ""));
       absl::StatusOr<ZkClient::MultiResult> r = client_->Multi(layout, deadline);
       if (!r.ok()) return r.status();
@@ -401,6 +418,53 @@ absl::Status ZkStore::Mutate(absl::string_view what, Planner plan) {
   }
 }
 
+absl::Status ZkStore::Migrate() {
+  const std::string what = "migrating the store to the proto record format";
+  size_t legacy_nodes = 0;  // as found by the first round
+  bool first_round = true;
+  absl::Status status = Mutate(what, [&](bool, absl::Time deadline) -> absl::StatusOr<Plan> {
+    absl::StatusOr<std::vector<ZkClient::Node>> nodes = client_->Get({options_.root}, deadline);
+    if (!nodes.ok()) return nodes.status();
+    const ZkClient::Node& root = (*nodes)[0];
+    Plan plan;
+    if (root.exists && root.data == kRootMarker) return plan;  // Done (an answer was lost).
+    if (!root.exists || root.data != kLegacyRootMarker) {
+      return Corrupt(options_.root, "changed while the store was being migrated");
+    }
+    std::vector<Op> rewrites;
+    absl::StatusOr<RmState> state = LoadOnce(&rewrites);
+    if (!state.ok()) return state.status();
+    if (first_round) legacy_nodes = rewrites.size();
+    first_round = false;
+    // As many rewrites as fit in one transaction; the marker goes with the last of them, so a
+    // store is format 2 only once every record is a proto.
+    rewrites.push_back(Op::Set(options_.root, std::string(kRootMarker), root.version));
+    std::vector<Op> probe = {Op::Check(fence_, fence_version_)};
+    for (Op& op : rewrites) {
+      probe.push_back(op);
+      if (client_->RequestBytes(probe) > options_.max_request_bytes) {
+        if (plan.ops.empty()) {
+          return absl::FailedPreconditionError(
+              absl::StrCat(op.path, ": its record, rewritten, would be over the limit of ",
+                           options_.max_request_bytes, " bytes per request"));
+        }
+        plan.again = true;
+        break;
+      }
+      plan.ops.push_back(std::move(op));
+    }
+    return plan;
+  });
+  if (!status.ok()) return status;
+  legacy_format_ = false;
+  weft::log::Info("state_store_migrated",
+                  {{"store", description_},
+                   {"from", std::string(kLegacyRootMarker)},
+                   {"to", std::string(kRootMarker)},
+                   {"rewritten_nodes", static_cast<int64_t>(legacy_nodes)}});
+  return absl::OkStatus();
+}
+
 absl::StatusOr<RmState> ZkStore::Load() {
   if (client_ == nullptr) return Closed();
   absl::StatusOr<RmState> state;
@@ -414,7 +478,7 @@ absl::StatusOr<RmState> ZkStore::Load() {
   return state;
 }
 
-absl::StatusOr<RmState> ZkStore::LoadOnce() {
+absl::StatusOr<RmState> ZkStore::LoadOnce(std::vector<Op>* rewrites) {
   RmState state;
   // Round 1: what exists.
   absl::StatusOr<std::vector<std::optional<std::vector<std::string>>>> lists =
@@ -439,10 +503,16 @@ absl::StatusOr<RmState> ZkStore::LoadOnce() {
 
   const ZkClient::Node& epoch = nodes->back();
   if (!epoch.exists) return Corrupt(epoch_, "missing");
-  if (!absl::SimpleAtoi(epoch.data, &state.epoch) || state.epoch < 0) {
-    return Corrupt(
-        epoch_, absl::StrCat("'", absl::CHexEscape(epoch.data), "' is not a non-negative integer"));
-  }
+  bool legacy = false;
+  absl::StatusOr<int64_t> epoch_value =
+      zk::legacy::DecodeAnyEpoch(epoch.data, legacy_format_, legacy);
+  if (!epoch_value.ok()) return Corrupt(epoch_, epoch_value.status().message());
+  state.epoch = *epoch_value;
+  // Rewrites a node just decoded from the pre-proto format as `data`.
+  auto rewrite = [&](const std::string& path, std::string data, int32_t version) {
+    if (legacy && rewrites != nullptr) rewrites->push_back(Op::Set(path, std::move(data), version));
+  };
+  rewrite(epoch_, EncodeEpoch(state.epoch), epoch.version);
 
   std::vector<std::string> attempt_paths;
   std::vector<std::string> attempt_app_ids;  // the app_id each attempt path belongs to
@@ -450,7 +520,8 @@ absl::StatusOr<RmState> ZkStore::LoadOnce() {
     const ZkClient::Node& node = (*nodes)[i];
     if (!node.exists) continue;  // Removed since round 1.
     const std::string& path = app_paths[i];
-    absl::StatusOr<ApplicationRecord> app = zk::DecodeApplication(node.data);
+    absl::StatusOr<ApplicationRecord> app =
+        zk::legacy::DecodeAnyApplication(node.data, legacy_format_, legacy);
     if (!app.ok()) return Corrupt(path, app.status().message());
     if (AppPath(app->app_id) != path) {
       return Corrupt(path, absl::StrCat("holds application '", absl::CHexEscape(app->app_id),
@@ -459,6 +530,7 @@ absl::StatusOr<RmState> ZkStore::LoadOnce() {
     if (absl::Status v = ValidateApplicationRecord(*app); !v.ok()) {
       return Corrupt(path, absl::StrCat("stored record is invalid: ", v.message()));
     }
+    rewrite(path, EncodeApplication(*app), node.version);
     if ((*attempt_lists)[i].has_value()) {
       for (const std::string& name : *(*attempt_lists)[i]) {
         attempt_paths.push_back(absl::StrCat(path, "/", name));
@@ -471,7 +543,8 @@ absl::StatusOr<RmState> ZkStore::LoadOnce() {
     const ZkClient::Node& node = (*nodes)[app_paths.size() + i];
     if (!node.exists) continue;
     const std::string& path = key_paths[i];
-    absl::StatusOr<MasterKeyRecord> key = zk::DecodeMasterKey(node.data);
+    absl::StatusOr<MasterKeyRecord> key =
+        zk::legacy::DecodeAnyMasterKey(node.data, legacy_format_, legacy);
     if (!key.ok()) return Corrupt(path, key.status().message());
     if (KeyPath(key->purpose, key->key_id) != path) {
       return Corrupt(
@@ -481,6 +554,7 @@ absl::StatusOr<RmState> ZkStore::LoadOnce() {
     if (absl::Status v = ValidateMasterKeyRecord(*key); !v.ok()) {
       return Corrupt(path, absl::StrCat("stored record is invalid: ", v.message()));
     }
+    rewrite(path, EncodeMasterKey(*key), node.version);
     state.keys.push_back(*std::move(key));
   }
 
@@ -491,7 +565,8 @@ absl::StatusOr<RmState> ZkStore::LoadOnce() {
     const ZkClient::Node& node = (*attempts)[i];
     if (!node.exists) continue;
     const std::string& path = attempt_paths[i];
-    absl::StatusOr<AttemptRecord> attempt = zk::DecodeAttempt(node.data);
+    absl::StatusOr<AttemptRecord> attempt =
+        zk::legacy::DecodeAnyAttempt(node.data, legacy_format_, legacy);
     if (!attempt.ok()) return Corrupt(path, attempt.status().message());
     if (attempt->app_id != attempt_app_ids[i] ||
         AttemptPath(attempt->app_id, attempt->attempt_id) != path) {
@@ -502,6 +577,7 @@ absl::StatusOr<RmState> ZkStore::LoadOnce() {
     if (absl::Status v = ValidateAttemptRecord(*attempt); !v.ok()) {
       return Corrupt(path, absl::StrCat("stored record is invalid: ", v.message()));
     }
+    rewrite(path, EncodeAttempt(*attempt), node.version);
     state.attempts.push_back(*std::move(attempt));
   }
 
@@ -526,16 +602,16 @@ absl::StatusOr<int64_t> ZkStore::BumpEpoch() {
         absl::StatusOr<std::vector<ZkClient::Node>> nodes = client_->Get({epoch_}, deadline);
         if (!nodes.ok()) return nodes.status();
         const ZkClient::Node& node = (*nodes)[0];
-        int64_t epoch = 0;
         if (!node.exists) return Corrupt(epoch_, "missing");
-        if (!absl::SimpleAtoi(node.data, &epoch) || epoch < 0 || epoch == INT64_MAX) {
-          return Corrupt(epoch_, absl::StrCat("'", absl::CHexEscape(node.data),
-                                              "' is not an integer from 0 to 2^63-2"));
-        }
+        bool legacy = false;
+        absl::StatusOr<int64_t> epoch =
+            zk::legacy::DecodeAnyEpoch(node.data, legacy_format_, legacy);
+        if (!epoch.ok()) return Corrupt(epoch_, epoch.status().message());
+        if (*epoch == INT64_MAX) return Corrupt(epoch_, "the epoch is at its maximum, 2^63-1");
         Plan plan;
-        if (resuming && epoch == planned) return plan;  // The lost answer was a success.
-        planned = epoch + 1;
-        plan.ops.push_back(Op::Set(epoch_, absl::StrCat(planned), node.version));
+        if (resuming && *epoch == planned) return plan;  // The lost answer was a success.
+        planned = *epoch + 1;
+        plan.ops.push_back(Op::Set(epoch_, EncodeEpoch(planned), node.version));
         return plan;
       });
   if (!status.ok()) return status;
@@ -547,7 +623,7 @@ absl::Status ZkStore::PutApplication(const ApplicationRecord& app) {
   if (absl::Status s = ValidateApplicationRecord(app); !s.ok()) return s;
   const std::string what = absl::StrCat("storing application '", app.app_id, "'");
   const std::string path = AppPath(app.app_id);
-  const std::string data = zk::EncodeApplication(app);
+  const std::string data = EncodeApplication(app);
   if (absl::Status s = CheckSize(what, {Op::Create(path, data)}); !s.ok()) return s;
   return Mutate(what, [&](bool, absl::Time deadline) -> absl::StatusOr<Plan> {
     absl::StatusOr<std::vector<ZkClient::Node>> nodes = client_->Get({path}, deadline);
@@ -565,7 +641,7 @@ absl::Status ZkStore::PutAttempt(const AttemptRecord& attempt) {
                                         attempt.app_id, "'");
   const std::string app_path = AppPath(attempt.app_id);
   const std::string path = AttemptPath(attempt.app_id, attempt.attempt_id);
-  const std::string data = zk::EncodeAttempt(attempt);
+  const std::string data = EncodeAttempt(attempt);
   if (absl::Status s = CheckSize(what, {Op::Check(app_path, -1), Op::Create(path, data)});
       !s.ok()) {
     return s;
@@ -593,9 +669,9 @@ absl::Status ZkStore::PutApplicationAndAttempt(const ApplicationRecord& app,
   const std::string what =
       absl::StrCat("storing application '", app.app_id, "' and its attempt ", attempt.attempt_id);
   const std::string app_path = AppPath(app.app_id);
-  const std::string app_data = zk::EncodeApplication(app);
+  const std::string app_data = EncodeApplication(app);
   const std::string path = AttemptPath(attempt.app_id, attempt.attempt_id);
-  const std::string data = zk::EncodeAttempt(attempt);
+  const std::string data = EncodeAttempt(attempt);
   if (absl::Status s = CheckSize(what, {Op::Create(app_path, app_data), Op::Create(path, data)});
       !s.ok()) {
     return s;
@@ -649,7 +725,7 @@ absl::Status ZkStore::PutMasterKey(const MasterKeyRecord& key) {
   if (absl::Status s = ValidateMasterKeyRecord(key); !s.ok()) return s;
   const std::string what = absl::StrCat("storing master key ", key.purpose, "/", key.key_id);
   const std::string path = KeyPath(key.purpose, key.key_id);
-  const std::string data = zk::EncodeMasterKey(key);
+  const std::string data = EncodeMasterKey(key);
   if (absl::Status s = CheckSize(what, {Op::Create(path, data)}); !s.ok()) return s;
   return Mutate(what, [&](bool, absl::Time deadline) -> absl::StatusOr<Plan> {
     absl::StatusOr<std::vector<ZkClient::Node>> nodes = client_->Get({path}, deadline);

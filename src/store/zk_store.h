@@ -40,14 +40,22 @@ struct ZkStoreOptions {
 // specifics:
 //
 // Layout (docs/reliability.md, "The ZooKeeper state store"):
-//   <root>                       "weft-rm-state 1" (format marker)
+//   <root>                       "weft-rm-state 2" (format marker)
 //   <root>/fence                 the active writer's identity (see Fencing)
-//   <root>/epoch                 the epoch, decimal
-//   <root>/apps/<app>            an ApplicationRecord
-//   <root>/apps/<app>/<n>        its attempt n (decimal), an AttemptRecord
-//   <root>/keys/<purpose>.<id>   a MasterKeyRecord (id decimal, may be negative)
-// where <app> is the app_id escaped by zk::EscapeNodeName() (store/zk_codec.h) and records are
-// encoded as store/zk_codec.h describes. Each mutating call is one ZooKeeper multi-operation
+//   <root>/epoch                 the epoch, a StoredEpoch
+//   <root>/apps/<app>            an ApplicationRecord, a StoredApplication
+//   <root>/apps/<app>/<n>        its attempt n (decimal), a StoredAttempt
+//   <root>/keys/<purpose>.<id>   a MasterKeyRecord (id decimal, may be negative), a StoredMasterKey
+// where <app> is the app_id escaped by zk::EscapeNodeName() (store/zk_names.h) and each record
+// is its serialized proto (proto/weft/v1/state_store.proto, store/state_records.h).
+//
+// Stores of the pre-proto format (marker "weft-rm-state 1", records as store/zk_legacy_format.h
+// describes) still open: a read-only store reads them as they are; opening with `fence`
+// migrates them right after taking the fence, rewriting every old node as its proto in fenced
+// transactions, the marker last (an interrupted migration is finished by the next opener).
+// Opening fails with DataLoss, rewriting nothing, if an old record is damaged.
+//
+// Each mutating call is one ZooKeeper multi-operation
 // transaction (all or nothing), committed by a quorum and fsynced to the servers' transaction
 // logs before it returns OK.
 //

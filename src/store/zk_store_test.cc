@@ -22,10 +22,10 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "store/state_records.h"
 #include "store/store_test_util.h"
 #include "store/test_zookeeper.h"
 #include "store/zk_client.h"
-#include "store/zk_codec.h"
 
 namespace weft::store {
 namespace {
@@ -122,14 +122,12 @@ TEST_F(ZkStoreTest, CreatesTheDocumentedLayout) {
 
   std::unique_ptr<ZkClient> raw = MustConnect(server().connect_string());
   ASSERT_NE(raw, nullptr);
-  EXPECT_EQ(ReadNode(*raw, root_), "weft-rm-state 1");
+  EXPECT_EQ(ReadNode(*raw, root_), "weft-rm-state 2");
   EXPECT_EQ(ReadNode(*raw, root_ + "/fence"), "rm-a:8030");
-  EXPECT_EQ(ReadNode(*raw, root_ + "/epoch"), "2");
-  EXPECT_EQ(ReadNode(*raw, root_ + "/apps/app%2F1"),
-            zk::EncodeApplication(FullApplication("app/1")));
-  EXPECT_EQ(ReadNode(*raw, root_ + "/apps/app%2F1/2"), zk::EncodeAttempt(FullAttempt("app/1", 2)));
-  EXPECT_EQ(ReadNode(*raw, root_ + "/keys/amrm.-3"),
-            zk::EncodeMasterKey(FullMasterKey("amrm", -3)));
+  EXPECT_EQ(ReadNode(*raw, root_ + "/epoch"), EncodeEpoch(2));
+  EXPECT_EQ(ReadNode(*raw, root_ + "/apps/app%2F1"), EncodeApplication(FullApplication("app/1")));
+  EXPECT_EQ(ReadNode(*raw, root_ + "/apps/app%2F1/2"), EncodeAttempt(FullAttempt("app/1", 2)));
+  EXPECT_EQ(ReadNode(*raw, root_ + "/keys/amrm.-3"), EncodeMasterKey(FullMasterKey("amrm", -3)));
 }
 
 // Secrets at rest (issue 26): with a credential, the master keys and submissions in ZooKeeper
@@ -162,7 +160,7 @@ TEST_F(ZkStoreTest, WithACredentialNodesAreTheRmsAlone) {
   ASSERT_TRUE(rm.ok()) << rm.status();
   ASSERT_TRUE((*rm)->Connect(absl::Now() + absl::Seconds(30)).ok());
   EXPECT_EQ(ReadNode(**rm, root_ + "/keys/container.7"),
-            zk::EncodeMasterKey(FullMasterKey("container", 7)));
+            EncodeMasterKey(FullMasterKey("container", 7)));
   // The store reopens with the same credential (a restarted or newly active RM).
   store.reset();
   ASSERT_NE(MustOpen(options), nullptr);
@@ -433,8 +431,7 @@ TEST_F(ZkStoreTest, DamagedStoreIsDataLossNamingTheNode) {
   EXPECT_THAT(s.message(), HasSubstr(root_ + "/apps/app_2: application record: "));
 
   // A record stored under another application's name.
-  MustCommit(*raw,
-             {Op::Set(root_ + "/apps/app_2", zk::EncodeApplication(FullApplication("app_1")))});
+  MustCommit(*raw, {Op::Set(root_ + "/apps/app_2", EncodeApplication(FullApplication("app_1")))});
   s = store->Load().status();
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
   EXPECT_THAT(s.message(), HasSubstr("holds application 'app_1'"));
@@ -460,7 +457,7 @@ TEST_F(ZkStoreTest, WorksUnderAChroot) {
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->PutApplication(FullApplication("app_1")).ok());
   EXPECT_EQ(ReadNode(*raw, root_ + "/rm-state/apps/app_1"),
-            zk::EncodeApplication(FullApplication("app_1")));
+            EncodeApplication(FullApplication("app_1")));
 }
 
 TEST(ZkStoreUnreachableTest, OpenWithNoServerIsUnavailableWithinTheTimeout) {

@@ -1,57 +1,18 @@
-// Copyright Weft authors.
-#include "store/zk_codec.h"
+// Copyright Weft authors. Reading the pre-proto ZooKeeper record format only.
+#include "store/zk_legacy_format.h"
 
 #include <limits>
+#include <string>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "store/state_records.h"
 
-namespace weft::store::zk {
+namespace weft::store::zk::legacy {
 namespace {
-
-constexpr char kHexDigits[] = "0123456789ABCDEF";
-
-bool KeptInNodeName(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '-';
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;  // Lower-case digits are not produced, so not accepted: one spelling per name.
-}
-
-constexpr char kKindApplication = 'A';
-constexpr char kKindAttempt = 'T';
-constexpr char kKindMasterKey = 'K';
-
-class Writer {
- public:
-  explicit Writer(char kind) {
-    out_.push_back(static_cast<char>(kRecordFormatVersion));
-    out_.push_back(kind);
-  }
-
-  Writer& Bytes(absl::string_view value) {
-    const uint32_t size = static_cast<uint32_t>(value.size());
-    for (int shift = 24; shift >= 0; shift -= 8) out_.push_back(static_cast<char>(size >> shift));
-    out_.append(value.data(), value.size());
-    return *this;
-  }
-
-  Writer& Int(int64_t value) {
-    const uint64_t bits = static_cast<uint64_t>(value);
-    for (int shift = 56; shift >= 0; shift -= 8) out_.push_back(static_cast<char>(bits >> shift));
-    return *this;
-  }
-
-  std::string Finish() { return std::move(out_); }
-
- private:
-  std::string out_;
-};
 
 // Reads fields in order; the first problem is kept and later reads return empty values.
 class Reader {
@@ -115,7 +76,7 @@ class Reader {
       Fail(absl::StrCat(data_.size() - pos_, " trailing bytes after the last field"));
     }
     if (ok()) return absl::OkStatus();
-    return absl::DataLossError(absl::StrCat(what_, ": ", problem_));
+    return absl::DataLossError(absl::StrCat(what_, " (pre-proto format): ", problem_));
   }
 
  private:
@@ -132,91 +93,12 @@ class Reader {
 
 }  // namespace
 
-std::string EscapeNodeName(absl::string_view bytes) {
-  std::string name;
-  name.reserve(bytes.size());
-  for (char ch : bytes) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    if (KeptInNodeName(c)) {
-      name.push_back(ch);
-    } else {
-      name.push_back('%');
-      name.push_back(kHexDigits[c >> 4]);
-      name.push_back(kHexDigits[c & 0xf]);
-    }
-  }
-  return name;
-}
-
-absl::StatusOr<std::string> UnescapeNodeName(absl::string_view name) {
-  std::string bytes;
-  bytes.reserve(name.size());
-  for (size_t i = 0; i < name.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(name[i]);
-    if (KeptInNodeName(c)) {
-      bytes.push_back(name[i]);
-      continue;
-    }
-    if (c == '%' && i + 2 < name.size()) {
-      const int high = HexValue(name[i + 1]);
-      const int low = HexValue(name[i + 2]);
-      const unsigned char decoded = static_cast<unsigned char>(high * 16 + low);
-      if (high >= 0 && low >= 0 && !KeptInNodeName(decoded)) {
-        bytes.push_back(static_cast<char>(decoded));
-        i += 2;
-        continue;
-      }
-    }
-    return absl::InvalidArgumentError(
-        absl::StrCat("node name '", name, "' is not an escaped name (at offset ", i, ")"));
-  }
-  return bytes;
-}
-
-std::string EncodeApplication(const ApplicationRecord& app) {
-  return Writer(kKindApplication)
-      .Bytes(app.app_id)
-      .Bytes(app.name)
-      .Bytes(app.queue)
-      .Bytes(app.user)
-      .Int(app.priority)
-      .Bytes(app.state)
-      .Bytes(app.final_status)
-      .Bytes(app.diagnostics)
-      .Int(app.submit_ms)
-      .Int(app.start_ms)
-      .Int(app.finish_ms)
-      .Int(app.max_attempts)
-      .Bytes(app.submission)
-      .Finish();
-}
-
-std::string EncodeAttempt(const AttemptRecord& attempt) {
-  return Writer(kKindAttempt)
-      .Bytes(attempt.app_id)
-      .Int(attempt.attempt_id)
-      .Bytes(attempt.state)
-      .Bytes(attempt.am_container_id)
-      .Bytes(attempt.node)
-      .Int(attempt.exit_status)
-      .Bytes(attempt.diagnostics)
-      .Int(attempt.start_ms)
-      .Int(attempt.finish_ms)
-      .Finish();
-}
-
-std::string EncodeMasterKey(const MasterKeyRecord& key) {
-  return Writer(kKindMasterKey)
-      .Bytes(key.purpose)
-      .Int(key.key_id)
-      .Bytes(key.secret)
-      .Int(key.created_ms)
-      .Int(key.expires_ms)
-      .Finish();
+bool IsLegacyRecord(absl::string_view data) {
+  return !data.empty() && static_cast<uint8_t>(data[0]) == kRecordFormatVersion;
 }
 
 absl::StatusOr<ApplicationRecord> DecodeApplication(absl::string_view data) {
-  Reader r(data, kKindApplication, "application record");
+  Reader r(data, 'A', "application record");
   ApplicationRecord app;
   app.app_id = r.Bytes("app_id");
   app.name = r.Bytes("name");
@@ -236,7 +118,7 @@ absl::StatusOr<ApplicationRecord> DecodeApplication(absl::string_view data) {
 }
 
 absl::StatusOr<AttemptRecord> DecodeAttempt(absl::string_view data) {
-  Reader r(data, kKindAttempt, "attempt record");
+  Reader r(data, 'T', "attempt record");
   AttemptRecord attempt;
   attempt.app_id = r.Bytes("app_id");
   attempt.attempt_id = r.Int32("attempt_id");
@@ -252,7 +134,7 @@ absl::StatusOr<AttemptRecord> DecodeAttempt(absl::string_view data) {
 }
 
 absl::StatusOr<MasterKeyRecord> DecodeMasterKey(absl::string_view data) {
-  Reader r(data, kKindMasterKey, "master key record");
+  Reader r(data, 'K', "master key record");
   MasterKeyRecord key;
   key.purpose = r.Bytes("purpose");
   key.key_id = r.Int32("key_id");
@@ -263,4 +145,40 @@ absl::StatusOr<MasterKeyRecord> DecodeMasterKey(absl::string_view data) {
   return key;
 }
 
-}  // namespace weft::store::zk
+bool IsLegacyEpoch(absl::string_view data) {
+  return !data.empty() && data[0] >= '0' && data[0] <= '9';
+}
+
+absl::StatusOr<int64_t> DecodeEpoch(absl::string_view data) {
+  int64_t epoch = 0;
+  if (!absl::SimpleAtoi(data, &epoch) || epoch < 0) {
+    return absl::DataLossError(absl::StrCat("epoch (pre-proto format): '", absl::CHexEscape(data),
+                                            "' is not a non-negative integer"));
+  }
+  return epoch;
+}
+
+absl::StatusOr<ApplicationRecord> DecodeAnyApplication(absl::string_view data, bool allow_legacy,
+                                                       bool& legacy) {
+  legacy = allow_legacy && IsLegacyRecord(data);
+  return legacy ? DecodeApplication(data) : store::DecodeApplication(data);
+}
+
+absl::StatusOr<AttemptRecord> DecodeAnyAttempt(absl::string_view data, bool allow_legacy,
+                                               bool& legacy) {
+  legacy = allow_legacy && IsLegacyRecord(data);
+  return legacy ? DecodeAttempt(data) : store::DecodeAttempt(data);
+}
+
+absl::StatusOr<MasterKeyRecord> DecodeAnyMasterKey(absl::string_view data, bool allow_legacy,
+                                                   bool& legacy) {
+  legacy = allow_legacy && IsLegacyRecord(data);
+  return legacy ? DecodeMasterKey(data) : store::DecodeMasterKey(data);
+}
+
+absl::StatusOr<int64_t> DecodeAnyEpoch(absl::string_view data, bool allow_legacy, bool& legacy) {
+  legacy = allow_legacy && IsLegacyEpoch(data);
+  return legacy ? DecodeEpoch(data) : store::DecodeEpoch(data);
+}
+
+}  // namespace weft::store::zk::legacy
