@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "common/errors.h"
 
 extern char** environ;
 
@@ -49,12 +50,12 @@ class RealCommandRunner : public CommandRunner {
                                               " not found in ", kSearchPath));
     }
     int out_pipe[2], err_pipe[2];
-    if (pipe2(out_pipe, O_CLOEXEC) < 0) return absl::ErrnoToStatus(errno, "pipe2");
+    if (pipe2(out_pipe, O_CLOEXEC) < 0) return ErrnoError(errno, "pipe2");
     if (pipe2(err_pipe, O_CLOEXEC) < 0) {
       int err = errno;
       close(out_pipe[0]);
       close(out_pipe[1]);
-      return absl::ErrnoToStatus(err, "pipe2");
+      return ErrnoError(err, "pipe2");
     }
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
@@ -72,7 +73,7 @@ class RealCommandRunner : public CommandRunner {
     if (rc != 0) {
       close(out_pipe[0]);
       close(err_pipe[0]);
-      return absl::ErrnoToStatus(rc, absl::StrCat("running '", CommandLine(argv), "'"));
+      return ErrnoError(rc, absl::StrCat("running '", CommandLine(argv), "'"));
     }
     CommandResult result;
     pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
@@ -101,7 +102,7 @@ class RealCommandRunner : public CommandRunner {
     }
     int status = 0;
     while (waitpid(pid, &status, 0) < 0) {
-      if (errno != EINTR) return absl::ErrnoToStatus(errno, "waitpid");
+      if (errno != EINTR) return ErrnoError(errno, "waitpid");
     }
     result.exit_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
     return result;

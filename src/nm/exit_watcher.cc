@@ -8,27 +8,19 @@
 
 #include <cerrno>
 #include <cstdint>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/errors.h"
 
 namespace weft::nm {
-namespace {
-
-absl::Status Errno(absl::string_view what, int err) {
-  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(err)));
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<ExitWatcher>> ExitWatcher::Start(std::function<void()> on_exit) {
   const int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-  if (epoll_fd < 0) return Errno("exit watcher: epoll_create1", errno);
+  if (epoll_fd < 0) return ErrnoError(errno, "exit watcher: epoll_create1");
   const int stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stop_fd < 0) {
     const int err = errno;
     close(epoll_fd);
-    return Errno("exit watcher: eventfd", err);
+    return ErrnoError(err, "exit watcher: eventfd");
   }
   epoll_event ev{};
   ev.events = EPOLLIN;
@@ -37,7 +29,7 @@ absl::StatusOr<std::unique_ptr<ExitWatcher>> ExitWatcher::Start(std::function<vo
     const int err = errno;
     close(stop_fd);
     close(epoll_fd);
-    return Errno("exit watcher: epoll_ctl", err);
+    return ErrnoError(err, "exit watcher: epoll_ctl");
   }
   return std::unique_ptr<ExitWatcher>(new ExitWatcher(epoll_fd, stop_fd, std::move(on_exit)));
 }
@@ -63,7 +55,7 @@ absl::Status ExitWatcher::Watch(pid_t pid) {
     const int err = errno;
     if (err == ESRCH) return absl::NotFoundError(absl::StrCat("pid ", pid, " has ended"));
     if (err == ENOSYS) return absl::UnimplementedError("pidfd_open: not in this kernel");
-    return Errno(absl::StrCat("pidfd_open(", pid, ")"), err);
+    return ErrnoError(err, absl::StrCat("pidfd_open(", pid, ")"));
   }
   // Close-on-exec: pidfd_open sets it (Linux documents O_CLOEXEC on every pidfd).
   absl::MutexLock lock(&mu_);
@@ -73,7 +65,7 @@ absl::Status ExitWatcher::Watch(pid_t pid) {
   if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
     const int err = errno;
     close(fd);
-    return Errno("exit watcher: epoll_ctl", err);
+    return ErrnoError(err, "exit watcher: epoll_ctl");
   }
   pidfds_.insert(fd);
   return absl::OkStatus();

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -17,6 +17,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/errors.h"
+#include "common/files.h"
 #include "common/ids.h"
 #include "common/log.h"
 #include "security/user_identity.h"
@@ -51,31 +53,6 @@ bool ValidAppId(absl::string_view id) {
   return true;
 }
 
-absl::Status ErrnoError(absl::string_view what, const std::string& path) {
-  return absl::InternalError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
-}
-
-// Writes `contents` to `path` through a temporary file renamed into place, mode 0600.
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents) {
-  const std::string tmp = absl::StrCat(path, ".tmp");
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return ErrnoError("creating", tmp);
-  size_t done = 0;
-  while (done < contents.size()) {
-    ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      absl::Status s = ErrnoError("writing", tmp);
-      ::close(fd);
-      return s;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) return ErrnoError("syncing", tmp);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoError("renaming into", path);
-  return absl::OkStatus();
-}
-
 // Creates `dir` (mode 0750, owned as `uid`:`gid` when both are >= 0) if it is missing. A
 // symlink in its place is an error: nothing is written through one.
 absl::Status EnsureDir(const std::string& dir, uid_t uid, gid_t gid, bool chown_it) {
@@ -85,9 +62,11 @@ absl::Status EnsureDir(const std::string& dir, uid_t uid, gid_t gid, bool chown_
       return absl::FailedPreconditionError(absl::StrCat(dir, " exists and is not a directory"));
     return absl::OkStatus();
   }
-  if (::mkdir(dir.c_str(), kDirMode) != 0 && errno != EEXIST) return ErrnoError("creating", dir);
-  if (::chmod(dir.c_str(), kDirMode) != 0) return ErrnoError("chmod", dir);
-  if (chown_it && ::chown(dir.c_str(), uid, gid) != 0) return ErrnoError("chown", dir);
+  if (::mkdir(dir.c_str(), kDirMode) != 0 && errno != EEXIST)
+    return ErrnoError(errno, absl::StrCat("creating ", dir));
+  if (::chmod(dir.c_str(), kDirMode) != 0) return ErrnoError(errno, absl::StrCat("chmod ", dir));
+  if (chown_it && ::chown(dir.c_str(), uid, gid) != 0)
+    return ErrnoError(errno, absl::StrCat("chown ", dir));
   return absl::OkStatus();
 }
 
@@ -95,7 +74,7 @@ absl::Status EnsureDir(const std::string& dir, uid_t uid, gid_t gid, bool chown_
 absl::Status CopyLogFile(const std::string& from, const std::string& to, uid_t uid, gid_t gid,
                          bool chown_it) {
   int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (in < 0) return ErrnoError("opening", from);
+  if (in < 0) return ErrnoError(errno, absl::StrCat("opening ", from));
   struct stat st;
   if (::fstat(in, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(in);
@@ -103,7 +82,7 @@ absl::Status CopyLogFile(const std::string& from, const std::string& to, uid_t u
   }
   int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, kFileMode);
   if (out < 0) {
-    absl::Status s = ErrnoError("creating", to);
+    absl::Status s = ErrnoError(errno, absl::StrCat("creating ", to));
     ::close(in);
     return s;
   }
@@ -113,7 +92,7 @@ absl::Status CopyLogFile(const std::string& from, const std::string& to, uid_t u
     ssize_t n = ::read(in, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      status = ErrnoError("reading", from);
+      status = ErrnoError(errno, absl::StrCat("reading ", from));
       break;
     }
     if (n == 0) break;
@@ -121,7 +100,7 @@ absl::Status CopyLogFile(const std::string& from, const std::string& to, uid_t u
       ssize_t w = ::write(out, buf + done, static_cast<size_t>(n - done));
       if (w < 0 && errno == EINTR) continue;
       if (w < 0) {
-        status = ErrnoError("writing", to);
+        status = ErrnoError(errno, absl::StrCat("writing ", to));
         break;
       }
       done += w;
@@ -129,10 +108,12 @@ absl::Status CopyLogFile(const std::string& from, const std::string& to, uid_t u
     if (!status.ok()) break;
   }
   ::close(in);
-  if (status.ok() && ::fchmod(out, kFileMode) != 0) status = ErrnoError("chmod", to);
-  if (status.ok() && chown_it && ::fchown(out, uid, gid) != 0) status = ErrnoError("chown", to);
-  if (status.ok() && ::fsync(out) != 0) status = ErrnoError("syncing", to);
-  if (::close(out) != 0 && status.ok()) status = ErrnoError("closing", to);
+  if (status.ok() && ::fchmod(out, kFileMode) != 0)
+    status = ErrnoError(errno, absl::StrCat("chmod ", to));
+  if (status.ok() && chown_it && ::fchown(out, uid, gid) != 0)
+    status = ErrnoError(errno, absl::StrCat("chown ", to));
+  if (status.ok() && ::fsync(out) != 0) status = ErrnoError(errno, absl::StrCat("syncing ", to));
+  if (::close(out) != 0 && status.ok()) status = ErrnoError(errno, absl::StrCat("closing ", to));
   return status;
 }
 
@@ -160,11 +141,12 @@ absl::Status LogAggregator::RecordApp(absl::string_view app_id, const AppLogOwne
     return absl::InvalidArgumentError(
         absl::StrCat("application ", app_id, ": bad user or view ACL in its container token"));
   const std::string dir = absl::StrCat(work_root_, "/", kMetaDir);
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return ErrnoError("creating", dir);
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return ErrnoError(errno, absl::StrCat("creating ", dir));
   const std::string path = MetaPath(work_root_, app_id);
   struct stat st;
   if (::lstat(path.c_str(), &st) == 0) return absl::OkStatus();
-  return WriteFileAtomically(path, absl::StrCat(owner.user, "\n", owner.view_acl, "\n"));
+  return WriteFileAtomically(path, absl::StrCat(owner.user, "\n", owner.view_acl, "\n"), 0600);
 }
 
 absl::StatusOr<AppLogOwner> LogAggregator::ReadAppOwner(absl::string_view work_root,
@@ -205,7 +187,8 @@ absl::Status LogAggregator::AggregateApp(absl::string_view app_id_view) {
                                                    owner->user, "' or node '", node_id_,
                                                    "' cannot name a directory"));
   const std::string marker = absl::StrCat(MetaPath(work_root_, app_id), kPendingSuffix);
-  if (absl::Status s = WriteFileAtomically(marker, absl::StrCat(app_id, "\n")); !s.ok()) return s;
+  if (absl::Status s = WriteFileAtomically(marker, absl::StrCat(app_id, "\n"), 0600); !s.ok())
+    return s;
 
   // The layout's owner: the NM's user, with the app user's primary group (root NM only).
   const bool as_root = ::geteuid() == 0;
@@ -269,7 +252,8 @@ absl::Status LogAggregator::AggregateContainer(const std::string& container_id,
   if (ec)
     return absl::InternalError(absl::StrCat("aggregating container ", container_id, ": listing ",
                                             source.string(), ": ", ec.message()));
-  if (::rename(tmp.c_str(), target.c_str()) != 0) return ErrnoError("renaming into", target);
+  if (::rename(tmp.c_str(), target.c_str()) != 0)
+    return ErrnoError(errno, absl::StrCat("renaming into ", target));
   return absl::OkStatus();
 }
 

@@ -1,11 +1,15 @@
 // Copyright Weft authors.
 #include "nm/nm_state_store.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -13,9 +17,19 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/errors.h"
+#include "store/sqlite_util.h"
 
 namespace weft::nm {
 namespace {
+
+using store::sqlite::Blob;
+using store::sqlite::CodeForSqlite;
+using store::sqlite::Int;
+using store::sqlite::Param;
+using store::sqlite::RowReader;
+using store::sqlite::StatementPtr;
+using store::sqlite::Text;
 
 // Bumped when the tables change; a database from a newer NM is refused.
 // 2: the AMRMProxy's attempts (amrmproxy_attempts, amrmproxy_uams).
@@ -72,101 +86,111 @@ CREATE TABLE IF NOT EXISTS amrmproxy_uams (
   PRIMARY KEY (attempt_id, sub_cluster_id));
 )sql";
 
-absl::StatusCode CodeFor(int rc) {
-  switch (rc & 0xff) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-      return absl::StatusCode::kFailedPrecondition;
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-      return absl::StatusCode::kDataLoss;
-    case SQLITE_CANTOPEN:
-    case SQLITE_PERM:
-    case SQLITE_READONLY:
-      return absl::StatusCode::kPermissionDenied;
-    case SQLITE_FULL:
-      return absl::StatusCode::kResourceExhausted;
-    default:
-      return absl::StatusCode::kInternal;
-  }
-}
-
+// "<what> (<path>): <SQLite's message>", with store/sqlite_util.h's code for `rc`.
 absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what, absl::string_view path) {
-  std::string message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-  if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) {
-    absl::StrAppend(&message, " (in use by another NodeManager on this work root?)");
-  }
-  return absl::Status(CodeFor(rc), absl::StrCat(what, " (", path, "): ", message));
+  const char* message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  return absl::Status(CodeForSqlite(rc), absl::StrCat(what, " (", path, "): ", message));
 }
 
-// A prepared statement, finalized on destruction.
-class Statement {
- public:
-  Statement(sqlite3* db, absl::string_view sql) {
-    rc_ = sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr);
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
+absl::StatusOr<StatementPtr> Prepare(sqlite3* db, absl::string_view sql, absl::string_view what,
+                                     absl::string_view path) {
+  sqlite3_stmt* stmt = nullptr;
+  const int rc = sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
+  StatementPtr owned(stmt);
+  if (rc != SQLITE_OK) return SqliteError(db, rc, what, path);
+  return owned;
+}
 
-  int prepare_rc() const { return rc_; }
-  sqlite3_stmt* get() { return stmt_; }
+// Prepares `sql`, binds `params` (valid until it returns) and runs it to the end: for
+// statements without results.
+absl::Status Run(sqlite3* db, absl::string_view sql, std::initializer_list<Param> params,
+                 absl::string_view what, absl::string_view path) {
+  absl::StatusOr<StatementPtr> stmt = Prepare(db, sql, what, path);
+  if (!stmt.ok()) return stmt.status();
+  if (int rc = store::sqlite::BindAll(stmt->get(), params); rc != SQLITE_OK) {
+    return SqliteError(db, rc, what, path);
+  }
+  if (int rc = sqlite3_step(stmt->get()); rc != SQLITE_DONE) {
+    return SqliteError(db, rc, what, path);
+  }
+  return absl::OkStatus();
+}
 
-  // Binds parameter `i` (1-based).
-  void Bind(int i, int64_t value) { Keep(sqlite3_bind_int64(stmt_, i, value)); }
-  void Bind(int i, absl::string_view text) {
-    Keep(sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT));
-  }
-  void BindNull(int i) { Keep(sqlite3_bind_null(stmt_, i)); }
-  void BindBlob(int i, absl::string_view bytes) {
-    Keep(sqlite3_bind_blob(stmt_, i, bytes.data(), static_cast<int>(bytes.size()),
-                           SQLITE_TRANSIENT));
-  }
-  // The first failed bind, or SQLITE_OK.
-  int bind_rc() const { return bind_rc_; }
+// DataLoss naming the first ill-typed column `reader` met, or OK.
+absl::Status RowProblem(const RowReader& reader, absl::string_view path) {
+  if (reader.problem().empty()) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat("NodeManager state ", path, ": ", reader.problem()));
+}
 
-  std::string Text(int col) {
-    const unsigned char* text = sqlite3_column_text(stmt_, col);
-    return text == nullptr ? std::string()
-                           : std::string(reinterpret_cast<const char*>(text),
-                                         static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
+// Takes the lock that makes one NodeManager the user of the state at `path`: an flock on
+// `<path>.lock`, held by the returned descriptor. A separate file, because closing any
+// descriptor of the database file itself would drop SQLite's POSIX locks on it.
+absl::StatusOr<int> LockState(const std::string& path) {
+  const std::string lock_path = absl::StrCat(path, ".lock");
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    return ErrnoError(
+        errno, absl::StrCat("NodeManager state ", path, ": creating lock file '", lock_path, "'"));
   }
-  int64_t Int(int col) { return sqlite3_column_int64(stmt_, col); }
-  std::string Blob(int col) {
-    const void* bytes = sqlite3_column_blob(stmt_, col);
-    return bytes == nullptr ? std::string()
-                            : std::string(static_cast<const char*>(bytes),
-                                          static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "NodeManager state ", path,
+          " is in use by another NodeManager on this work root (lock file '", lock_path, "')"));
+    }
+    return ErrnoError(err, absl::StrCat("NodeManager state ", path, ": locking '", lock_path, "'"));
   }
-  bool IsNull(int col) { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  return fd;
+}
 
- private:
-  void Keep(int rc) {
-    if (bind_rc_ == SQLITE_OK) bind_rc_ = rc;
+// OK for a missing or empty file and for one that starts as SQLite's do; DataLoss otherwise.
+// Read before SQLite opens it (the lock is held: no connection of this process has it open).
+absl::Status CheckIsSqliteFile(const std::string& path) {
+  static constexpr char kMagic[] = "SQLite format 3";  // 16 bytes with its NUL
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::OkStatus();  // missing (created below) or unreadable (said below)
+  char header[sizeof(kMagic)] = {};
+  ssize_t n;
+  do {
+    n = ::read(fd, header, sizeof(header));
+  } while (n < 0 && errno == EINTR);
+  ::close(fd);
+  if (n == 0 || (n == static_cast<ssize_t>(sizeof(header)) &&
+                 std::memcmp(header, kMagic, sizeof(kMagic)) == 0)) {
+    return absl::OkStatus();
   }
-
-  sqlite3_stmt* stmt_ = nullptr;
-  int rc_ = SQLITE_OK;
-  int bind_rc_ = SQLITE_OK;
-};
+  return absl::DataLossError(
+      absl::StrCat("NodeManager state ", path, " is not an SQLite database"));
+}
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<NmStateStore>> NmStateStore::Open(const std::string& path) {
+  absl::StatusOr<int> lock_fd = LockState(path);
+  if (!lock_fd.ok()) return lock_fd.status();
+  if (absl::Status s = CheckIsSqliteFile(path); !s.ok()) {
+    ::close(*lock_fd);
+    return s;
+  }
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
   if (rc != SQLITE_OK) {
     absl::Status error = SqliteError(db, rc, "opening the NodeManager state", path);
     sqlite3_close(db);
+    ::close(*lock_fd);
     return error;
   }
-  std::unique_ptr<NmStateStore> store(new NmStateStore(db, path));
+  // From here the store owns the connection and the lock.
+  std::unique_ptr<NmStateStore> store(new NmStateStore(db, path, *lock_fd));
   absl::MutexLock lock(&store->mu_);
   // Containers' records are the NM's business only (SQLite gives the WAL file these modes).
   if (chmod(path.c_str(), 0600) < 0) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("chmod 0600 '", path, "'"));
+    return ErrnoError(errno, absl::StrCat("chmod 0600 '", path, "'"));
   }
-  // The exclusive lock is taken by the first transaction and kept until the store closes.
+  // SQLite's own exclusive lock is taken by the first transaction and kept until the store
+  // closes.
   if (absl::Status s = store->Exec(
           "PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
           "BEGIN EXCLUSIVE; COMMIT;",
@@ -174,11 +198,13 @@ absl::StatusOr<std::unique_ptr<NmStateStore>> NmStateStore::Open(const std::stri
       !s.ok()) {
     return s;
   }
-  Statement version(db, "PRAGMA user_version");
-  if (version.prepare_rc() != SQLITE_OK || sqlite3_step(version.get()) != SQLITE_ROW) {
-    return SqliteError(db, sqlite3_errcode(db), "reading the NodeManager state's version", path);
+  const char* reading_version = "reading the NodeManager state's version";
+  absl::StatusOr<StatementPtr> version = Prepare(db, "PRAGMA user_version", reading_version, path);
+  if (!version.ok()) return version.status();
+  if (rc = sqlite3_step(version->get()); rc != SQLITE_ROW) {
+    return SqliteError(db, rc, reading_version, path);
   }
-  const int64_t found = version.Int(0);
+  const int64_t found = sqlite3_column_int64(version->get(), 0);
   if (found > kSchemaVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat("NodeManager state ", path, " has schema version ", found,
@@ -193,7 +219,10 @@ absl::StatusOr<std::unique_ptr<NmStateStore>> NmStateStore::Open(const std::stri
   return store;
 }
 
-NmStateStore::~NmStateStore() { sqlite3_close(db_); }
+NmStateStore::~NmStateStore() {
+  sqlite3_close(db_);
+  ::close(lock_fd_);  // releases the flock, after SQLite let go of the database
+}
 
 absl::Status NmStateStore::Exec(absl::string_view sql, absl::string_view what) {
   char* error = nullptr;
@@ -202,154 +231,128 @@ absl::Status NmStateStore::Exec(absl::string_view sql, absl::string_view what) {
   std::string message = error != nullptr ? error : sqlite3_errstr(rc);
   sqlite3_free(error);
   (void)sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);  // no-op without a transaction
-  if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) {
-    absl::StrAppend(&message, " (in use by another NodeManager on this work root?)");
+  return absl::Status(CodeForSqlite(rc), absl::StrCat(what, " (", path_, "): ", message));
+}
+
+absl::Status NmStateStore::InTransaction(absl::string_view what,
+                                         absl::FunctionRef<absl::Status()> body) {
+  if (absl::Status s = Exec("BEGIN", what); !s.ok()) return s;
+  if (absl::Status s = body(); !s.ok()) {
+    (void)sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    return s;
   }
-  return absl::Status(CodeFor(rc), absl::StrCat(what, " (", path_, "): ", message));
+  return Exec("COMMIT", what);
 }
 
 absl::StatusOr<std::vector<NmContainerRecord>> NmStateStore::LoadContainers() {
   absl::MutexLock lock(&mu_);
-  Statement q(db_,
+  const char* what = "reading container records";
+  absl::StatusOr<StatementPtr> q =
+      Prepare(db_,
               "SELECT id, app_id, user, resource, network_mbps, state, monitor_pid, "
               "monitor_start_time, pid, start_time, cgroup_dirs, state_dir, work_dir, "
               "stop_exit_status, stop_reason, exit_status, diagnostics, acknowledged "
-              "FROM containers ORDER BY id");
-  if (q.prepare_rc() != SQLITE_OK) {
-    return SqliteError(db_, q.prepare_rc(), "reading container records", path_);
-  }
+              "FROM containers ORDER BY id",
+              what, path_);
+  if (!q.ok()) return q.status();
   std::vector<NmContainerRecord> records;
   int rc;
-  while ((rc = sqlite3_step(q.get())) == SQLITE_ROW) {
+  while ((rc = sqlite3_step(q->get())) == SQLITE_ROW) {
+    RowReader row(q->get(), "containers");
     NmContainerRecord r;
-    r.container_id = q.Text(0);
-    r.app_id = q.Text(1);
-    r.user = q.Text(2);
-    r.resource = q.Text(3);
-    r.network_mbps = q.Int(4);
-    const int64_t state = q.Int(5);
+    r.container_id = row.Bytes(0);
+    r.app_id = row.Bytes(1);
+    r.user = row.Bytes(2);
+    r.resource = row.Bytes(3);
+    r.network_mbps = row.Int64(4);
+    const int64_t state = row.Int64(5);
+    r.monitor_pid = row.Int64(6);
+    r.monitor_start_time = static_cast<uint64_t>(row.Int64(7));
+    r.pid = row.Int64(8);
+    r.start_time = static_cast<uint64_t>(row.Int64(9));
+    const std::string dirs = row.Bytes(10);
+    if (!dirs.empty()) r.cgroup_dirs = absl::StrSplit(dirs, '\n');
+    r.state_dir = row.Bytes(11);
+    r.work_dir = row.Bytes(12);
+    if (!row.IsNull(13)) r.stop_exit_status = row.Int32(13);
+    r.stop_reason = row.Bytes(14);
+    r.exit_status = row.Int32(15);
+    r.diagnostics = row.Bytes(16);
+    r.acknowledged = row.Int64(17) != 0;
+    if (absl::Status s = RowProblem(row, path_); !s.ok()) return s;
     if (state < 0 || state > static_cast<int64_t>(NmContainerRecord::State::kCompleted)) {
       return absl::DataLossError(absl::StrCat("container record ", r.container_id, " in ", path_,
                                               " has unknown state ", state));
     }
     r.state = static_cast<NmContainerRecord::State>(state);
-    r.monitor_pid = q.Int(6);
-    r.monitor_start_time = static_cast<uint64_t>(q.Int(7));
-    r.pid = q.Int(8);
-    r.start_time = static_cast<uint64_t>(q.Int(9));
-    const std::string dirs = q.Text(10);
-    if (!dirs.empty()) r.cgroup_dirs = absl::StrSplit(dirs, '\n');
-    r.state_dir = q.Text(11);
-    r.work_dir = q.Text(12);
-    if (!q.IsNull(13)) r.stop_exit_status = static_cast<int>(q.Int(13));
-    r.stop_reason = q.Text(14);
-    r.exit_status = static_cast<int>(q.Int(15));
-    r.diagnostics = q.Text(16);
-    r.acknowledged = q.Int(17) != 0;
     records.push_back(std::move(r));
   }
-  if (rc != SQLITE_DONE) return SqliteError(db_, rc, "reading container records", path_);
+  if (rc != SQLITE_DONE) return SqliteError(db_, rc, what, path_);
   return records;
 }
 
 absl::Status NmStateStore::PutContainer(const NmContainerRecord& r) {
   absl::MutexLock lock(&mu_);
-  const std::string what = absl::StrCat("recording container ", r.container_id);
-  Statement q(db_,
-              "INSERT OR REPLACE INTO containers (id, app_id, user, resource, network_mbps, "
-              "state, monitor_pid, monitor_start_time, pid, start_time, cgroup_dirs, state_dir, "
-              "work_dir, stop_exit_status, stop_reason, exit_status, diagnostics, acknowledged) "
-              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-              "?17, ?18)");
-  if (q.prepare_rc() != SQLITE_OK) return SqliteError(db_, q.prepare_rc(), what, path_);
   const std::string dirs = absl::StrJoin(r.cgroup_dirs, "\n");
-  q.Bind(1, r.container_id);
-  q.Bind(2, r.app_id);
-  q.Bind(3, r.user);
-  q.Bind(4, r.resource);
-  q.Bind(5, r.network_mbps);
-  q.Bind(6, static_cast<int64_t>(r.state));
-  q.Bind(7, r.monitor_pid);
-  q.Bind(8, static_cast<int64_t>(r.monitor_start_time));
-  q.Bind(9, r.pid);
-  q.Bind(10, static_cast<int64_t>(r.start_time));
-  q.Bind(11, absl::string_view(dirs));
-  q.Bind(12, r.state_dir);
-  q.Bind(13, r.work_dir);
-  if (r.stop_exit_status.has_value()) {
-    q.Bind(14, static_cast<int64_t>(*r.stop_exit_status));
-  } else {
-    q.BindNull(14);
-  }
-  q.Bind(15, r.stop_reason);
-  q.Bind(16, static_cast<int64_t>(r.exit_status));
-  q.Bind(17, r.diagnostics);
-  q.Bind(18, static_cast<int64_t>(r.acknowledged ? 1 : 0));
-  if (q.bind_rc() != SQLITE_OK) return SqliteError(db_, q.bind_rc(), what, path_);
-  int rc = sqlite3_step(q.get());
-  if (rc != SQLITE_DONE) return SqliteError(db_, rc, what, path_);
-  return absl::OkStatus();
+  return Run(
+      db_,
+      "INSERT OR REPLACE INTO containers (id, app_id, user, resource, network_mbps, "
+      "state, monitor_pid, monitor_start_time, pid, start_time, cgroup_dirs, state_dir, "
+      "work_dir, stop_exit_status, stop_reason, exit_status, diagnostics, acknowledged) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
+      "?17, ?18)",
+      {Text(r.container_id), Text(r.app_id), Text(r.user), Text(r.resource), Int(r.network_mbps),
+       Int(static_cast<int64_t>(r.state)), Int(r.monitor_pid),
+       Int(static_cast<int64_t>(r.monitor_start_time)), Int(r.pid),
+       Int(static_cast<int64_t>(r.start_time)), Text(dirs), Text(r.state_dir), Text(r.work_dir),
+       r.stop_exit_status.has_value() ? Int(*r.stop_exit_status) : store::sqlite::Null(),
+       Text(r.stop_reason), Int(r.exit_status), Text(r.diagnostics), Int(r.acknowledged ? 1 : 0)},
+      absl::StrCat("recording container ", r.container_id), path_);
 }
 
 absl::Status NmStateStore::RemoveContainer(absl::string_view container_id) {
   absl::MutexLock lock(&mu_);
-  const std::string what = absl::StrCat("removing the record of container ", container_id);
-  Statement q(db_, "DELETE FROM containers WHERE id = ?1");
-  if (q.prepare_rc() != SQLITE_OK) return SqliteError(db_, q.prepare_rc(), what, path_);
-  q.Bind(1, container_id);
-  int rc = sqlite3_step(q.get());
-  if (rc != SQLITE_DONE) return SqliteError(db_, rc, what, path_);
-  return absl::OkStatus();
+  return Run(db_, "DELETE FROM containers WHERE id = ?1", {Text(container_id)},
+             absl::StrCat("removing the record of container ", container_id), path_);
 }
 
 absl::StatusOr<std::map<std::string, int64_t>> NmStateStore::LoadFinishedApps() {
   absl::MutexLock lock(&mu_);
-  Statement q(db_, "SELECT app_id, finished_ms FROM finished_apps");
-  if (q.prepare_rc() != SQLITE_OK) {
-    return SqliteError(db_, q.prepare_rc(), "reading finished applications", path_);
-  }
+  const char* what = "reading finished applications";
+  absl::StatusOr<StatementPtr> q =
+      Prepare(db_, "SELECT app_id, finished_ms FROM finished_apps", what, path_);
+  if (!q.ok()) return q.status();
   std::map<std::string, int64_t> apps;
   int rc;
-  while ((rc = sqlite3_step(q.get())) == SQLITE_ROW) apps[q.Text(0)] = q.Int(1);
-  if (rc != SQLITE_DONE) return SqliteError(db_, rc, "reading finished applications", path_);
+  while ((rc = sqlite3_step(q->get())) == SQLITE_ROW) {
+    RowReader row(q->get(), "finished_apps");
+    std::string app = row.Bytes(0);
+    const int64_t finished_ms = row.Int64(1);
+    if (absl::Status s = RowProblem(row, path_); !s.ok()) return s;
+    apps[std::move(app)] = finished_ms;
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, rc, what, path_);
   return apps;
 }
 
 absl::Status NmStateStore::FinishApplication(absl::string_view app_id, int64_t now_ms) {
   absl::MutexLock lock(&mu_);
   const std::string what = absl::StrCat("recording application ", app_id, " as finished");
-  if (absl::Status s = Exec("BEGIN", what); !s.ok()) return s;
-  auto fail = [&](int rc) {
-    absl::Status error = SqliteError(db_, rc, what, path_);
-    (void)sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    return error;
-  };
-  {
-    Statement q(db_, "DELETE FROM containers WHERE app_id = ?1");
-    if (q.prepare_rc() != SQLITE_OK) return fail(q.prepare_rc());
-    q.Bind(1, app_id);
-    if (int rc = sqlite3_step(q.get()); rc != SQLITE_DONE) return fail(rc);
-  }
-  {
-    Statement q(db_, "INSERT OR REPLACE INTO finished_apps (app_id, finished_ms) VALUES (?1, ?2)");
-    if (q.prepare_rc() != SQLITE_OK) return fail(q.prepare_rc());
-    q.Bind(1, app_id);
-    q.Bind(2, now_ms);
-    if (int rc = sqlite3_step(q.get()); rc != SQLITE_DONE) return fail(rc);
-  }
-  return Exec("COMMIT", what);
+  return InTransaction(what, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+    if (absl::Status s =
+            Run(db_, "DELETE FROM containers WHERE app_id = ?1", {Text(app_id)}, what, path_);
+        !s.ok()) {
+      return s;
+    }
+    return Run(db_, "INSERT OR REPLACE INTO finished_apps (app_id, finished_ms) VALUES (?1, ?2)",
+               {Text(app_id), Int(now_ms)}, what, path_);
+  });
 }
 
 absl::Status NmStateStore::PruneFinishedApps(int64_t before_ms) {
   absl::MutexLock lock(&mu_);
-  Statement q(db_, "DELETE FROM finished_apps WHERE finished_ms < ?1");
-  if (q.prepare_rc() != SQLITE_OK) {
-    return SqliteError(db_, q.prepare_rc(), "pruning finished applications", path_);
-  }
-  q.Bind(1, before_ms);
-  int rc = sqlite3_step(q.get());
-  if (rc != SQLITE_DONE) return SqliteError(db_, rc, "pruning finished applications", path_);
-  return absl::OkStatus();
+  return Run(db_, "DELETE FROM finished_apps WHERE finished_ms < ?1", {Int(before_ms)},
+             "pruning finished applications", path_);
 }
 
 absl::StatusOr<std::optional<std::string>> NmStateStore::GetValue(absl::string_view key) {
@@ -364,24 +367,23 @@ absl::Status NmStateStore::SetValue(absl::string_view key, absl::string_view val
 
 absl::StatusOr<std::optional<std::string>> NmStateStore::GetValueLocked(absl::string_view key) {
   const std::string what = absl::StrCat("reading '", key, "'");
-  Statement q(db_, "SELECT value FROM kv WHERE key = ?1");
-  if (q.prepare_rc() != SQLITE_OK) return SqliteError(db_, q.prepare_rc(), what, path_);
-  q.Bind(1, key);
-  int rc = sqlite3_step(q.get());
+  absl::StatusOr<StatementPtr> q = Prepare(db_, "SELECT value FROM kv WHERE key = ?1", what, path_);
+  if (!q.ok()) return q.status();
+  if (int rc = store::sqlite::BindAll(q->get(), {Text(key)}); rc != SQLITE_OK) {
+    return SqliteError(db_, rc, what, path_);
+  }
+  const int rc = sqlite3_step(q->get());
   if (rc == SQLITE_DONE) return std::optional<std::string>();
   if (rc != SQLITE_ROW) return SqliteError(db_, rc, what, path_);
-  return std::optional<std::string>(q.Text(0));
+  RowReader row(q->get(), "kv");
+  std::string value = row.Bytes(0);
+  if (absl::Status s = RowProblem(row, path_); !s.ok()) return s;
+  return std::optional<std::string>(std::move(value));
 }
 
 absl::Status NmStateStore::SetValueLocked(absl::string_view key, absl::string_view value) {
-  const std::string what = absl::StrCat("recording '", key, "'");
-  Statement q(db_, "INSERT OR REPLACE INTO kv (key, value) VALUES (?1, ?2)");
-  if (q.prepare_rc() != SQLITE_OK) return SqliteError(db_, q.prepare_rc(), what, path_);
-  q.Bind(1, key);
-  q.Bind(2, value);
-  int rc = sqlite3_step(q.get());
-  if (rc != SQLITE_DONE) return SqliteError(db_, rc, what, path_);
-  return absl::OkStatus();
+  return Run(db_, "INSERT OR REPLACE INTO kv (key, value) VALUES (?1, ?2)",
+             {Text(key), Text(value)}, absl::StrCat("recording '", key, "'"), path_);
 }
 
 absl::Status NmStateStore::Clear() {
@@ -396,75 +398,53 @@ absl::Status NmStateStore::PutAttempt(const amrmproxy::AttemptState& state) {
   absl::MutexLock lock(&mu_);
   const amrmproxy::AttemptContext& a = state.attempt;
   const std::string what = absl::StrCat("recording AMRMProxy attempt ", a.attempt_id);
-  if (absl::Status s = Exec("BEGIN", what); !s.ok()) return s;
-  auto fail = [&](int rc) {
-    absl::Status error = SqliteError(db_, rc, what, path_);
-    (void)sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    return error;
-  };
-  {
-    Statement q(db_,
-                "INSERT OR REPLACE INTO amrmproxy_attempts (attempt_id, app_id, user, "
-                "am_container_id, home_rm, amrm_token, registered, registration, queue, app_name, "
-                "ended) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
-    if (q.prepare_rc() != SQLITE_OK) return fail(q.prepare_rc());
-    q.Bind(1, a.attempt_id);
-    q.Bind(2, a.application_id);
-    q.Bind(3, a.user);
-    q.Bind(4, a.am_container_id);
-    q.Bind(5, a.home_rm_address);
-    q.BindBlob(6, a.amrm_token.SerializeAsString());
-    q.Bind(7, static_cast<int64_t>(state.registered ? 1 : 0));
-    q.BindBlob(8, state.registration.SerializeAsString());
-    q.Bind(9, state.queue);
-    q.Bind(10, state.app_name);
-    q.Bind(11, static_cast<int64_t>(state.ended ? 1 : 0));
-    if (q.bind_rc() != SQLITE_OK) return fail(q.bind_rc());
-    if (int rc = sqlite3_step(q.get()); rc != SQLITE_DONE) return fail(rc);
-  }
-  {
-    Statement q(db_, "DELETE FROM amrmproxy_uams WHERE attempt_id = ?1");
-    if (q.prepare_rc() != SQLITE_OK) return fail(q.prepare_rc());
-    q.Bind(1, a.attempt_id);
-    if (int rc = sqlite3_step(q.get()); rc != SQLITE_DONE) return fail(rc);
-  }
-  for (const amrmproxy::UamState& u : state.uams) {
-    Statement q(db_,
-                "INSERT INTO amrmproxy_uams (attempt_id, sub_cluster_id, rm, application_id, "
-                "amrm_token, registered, finished) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-    if (q.prepare_rc() != SQLITE_OK) return fail(q.prepare_rc());
-    q.Bind(1, a.attempt_id);
-    q.Bind(2, u.sub_cluster_id);
-    q.Bind(3, u.rm);
-    q.Bind(4, u.application_id);
-    q.BindBlob(5, u.amrm_token.SerializeAsString());
-    q.Bind(6, static_cast<int64_t>(u.registered ? 1 : 0));
-    q.Bind(7, static_cast<int64_t>(u.finished ? 1 : 0));
-    if (q.bind_rc() != SQLITE_OK) return fail(q.bind_rc());
-    if (int rc = sqlite3_step(q.get()); rc != SQLITE_DONE) return fail(rc);
-  }
-  return Exec("COMMIT", what);
+  return InTransaction(what, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+    const std::string token = a.amrm_token.SerializeAsString();
+    const std::string registration = state.registration.SerializeAsString();
+    if (absl::Status s = Run(
+            db_,
+            "INSERT OR REPLACE INTO amrmproxy_attempts (attempt_id, app_id, user, "
+            "am_container_id, home_rm, amrm_token, registered, registration, queue, app_name, "
+            "ended) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            {Text(a.attempt_id), Text(a.application_id), Text(a.user), Text(a.am_container_id),
+             Text(a.home_rm_address), Blob(token), Int(state.registered ? 1 : 0),
+             Blob(registration), Text(state.queue), Text(state.app_name), Int(state.ended ? 1 : 0)},
+            what, path_);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = Run(db_, "DELETE FROM amrmproxy_uams WHERE attempt_id = ?1",
+                             {Text(a.attempt_id)}, what, path_);
+        !s.ok()) {
+      return s;
+    }
+    for (const amrmproxy::UamState& u : state.uams) {
+      const std::string uam_token = u.amrm_token.SerializeAsString();
+      if (absl::Status s =
+              Run(db_,
+                  "INSERT INTO amrmproxy_uams (attempt_id, sub_cluster_id, rm, application_id, "
+                  "amrm_token, registered, finished) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                  {Text(a.attempt_id), Text(u.sub_cluster_id), Text(u.rm), Text(u.application_id),
+                   Blob(uam_token), Int(u.registered ? 1 : 0), Int(u.finished ? 1 : 0)},
+                  what, path_);
+          !s.ok()) {
+        return s;
+      }
+    }
+    return absl::OkStatus();
+  });
 }
 
 absl::Status NmStateStore::RemoveAttempt(absl::string_view attempt_id) {
   absl::MutexLock lock(&mu_);
   const std::string what = absl::StrCat("removing AMRMProxy attempt ", attempt_id);
-  if (absl::Status s = Exec("BEGIN", what); !s.ok()) return s;
-  for (const char* sql : {"DELETE FROM amrmproxy_uams WHERE attempt_id = ?1",
-                          "DELETE FROM amrmproxy_attempts WHERE attempt_id = ?1"}) {
-    Statement q(db_, sql);
-    int rc = q.prepare_rc();
-    if (rc == SQLITE_OK) {
-      q.Bind(1, attempt_id);
-      rc = sqlite3_step(q.get());
+  return InTransaction(what, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+    for (const char* sql : {"DELETE FROM amrmproxy_uams WHERE attempt_id = ?1",
+                            "DELETE FROM amrmproxy_attempts WHERE attempt_id = ?1"}) {
+      if (absl::Status s = Run(db_, sql, {Text(attempt_id)}, what, path_); !s.ok()) return s;
     }
-    if (rc != SQLITE_DONE && rc != SQLITE_OK) {
-      absl::Status error = SqliteError(db_, rc, what, path_);
-      (void)sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-      return error;
-    }
-  }
-  return Exec("COMMIT", what);
+    return absl::OkStatus();
+  });
 }
 
 absl::StatusOr<std::vector<amrmproxy::AttemptState>> NmStateStore::LoadAttempts() {
@@ -473,54 +453,66 @@ absl::StatusOr<std::vector<amrmproxy::AttemptState>> NmStateStore::LoadAttempts(
   std::vector<amrmproxy::AttemptState> states;
   std::map<std::string, size_t> index;
   {
-    Statement q(db_,
+    absl::StatusOr<StatementPtr> q =
+        Prepare(db_,
                 "SELECT attempt_id, app_id, user, am_container_id, home_rm, amrm_token, "
                 "registered, registration, queue, app_name, ended FROM amrmproxy_attempts "
-                "ORDER BY attempt_id");
-    if (q.prepare_rc() != SQLITE_OK) return SqliteError(db_, q.prepare_rc(), what, path_);
+                "ORDER BY attempt_id",
+                what, path_);
+    if (!q.ok()) return q.status();
     int rc;
-    while ((rc = sqlite3_step(q.get())) == SQLITE_ROW) {
+    while ((rc = sqlite3_step(q->get())) == SQLITE_ROW) {
+      RowReader row(q->get(), "amrmproxy_attempts");
       amrmproxy::AttemptState state;
       amrmproxy::AttemptContext& a = state.attempt;
-      a.attempt_id = q.Text(0);
-      a.application_id = q.Text(1);
-      a.user = q.Text(2);
-      a.am_container_id = q.Text(3);
-      a.home_rm_address = q.Text(4);
-      if (!a.amrm_token.ParseFromString(q.Blob(5)) ||
-          !state.registration.ParseFromString(q.Blob(7))) {
-        return absl::DataLossError(absl::StrCat("AMRMProxy attempt ", a.attempt_id, " in ",
-                                                path_, ": its token or registration does not "
-                                                       "parse"));
+      a.attempt_id = row.Bytes(0);
+      a.application_id = row.Bytes(1);
+      a.user = row.Bytes(2);
+      a.am_container_id = row.Bytes(3);
+      a.home_rm_address = row.Bytes(4);
+      const std::string token = row.Bytes(5, /*want_blob=*/true);
+      state.registered = row.Int64(6) != 0;
+      const std::string registration = row.Bytes(7, /*want_blob=*/true);
+      state.queue = row.Bytes(8);
+      state.app_name = row.Bytes(9);
+      state.ended = row.Int64(10) != 0;
+      if (absl::Status s = RowProblem(row, path_); !s.ok()) return s;
+      if (!a.amrm_token.ParseFromString(token) ||
+          !state.registration.ParseFromString(registration)) {
+        return absl::DataLossError(absl::StrCat("AMRMProxy attempt ", a.attempt_id, " in ", path_,
+                                                ": its token or registration does not "
+                                                "parse"));
       }
-      state.registered = q.Int(6) != 0;
-      state.queue = q.Text(8);
-      state.app_name = q.Text(9);
-      state.ended = q.Int(10) != 0;
       index[a.attempt_id] = states.size();
       states.push_back(std::move(state));
     }
     if (rc != SQLITE_DONE) return SqliteError(db_, rc, what, path_);
   }
-  Statement q(db_,
+  absl::StatusOr<StatementPtr> q =
+      Prepare(db_,
               "SELECT attempt_id, sub_cluster_id, rm, application_id, amrm_token, registered, "
-              "finished FROM amrmproxy_uams ORDER BY attempt_id, sub_cluster_id");
-  if (q.prepare_rc() != SQLITE_OK) return SqliteError(db_, q.prepare_rc(), what, path_);
+              "finished FROM amrmproxy_uams ORDER BY attempt_id, sub_cluster_id",
+              what, path_);
+  if (!q.ok()) return q.status();
   int rc;
-  while ((rc = sqlite3_step(q.get())) == SQLITE_ROW) {
-    auto it = index.find(q.Text(0));
-    if (it == index.end()) continue;  // not written by PutAttempt: ignored
+  while ((rc = sqlite3_step(q->get())) == SQLITE_ROW) {
+    RowReader row(q->get(), "amrmproxy_uams");
+    const std::string attempt_id = row.Bytes(0);
     amrmproxy::UamState u;
-    u.sub_cluster_id = q.Text(1);
-    u.rm = q.Text(2);
-    u.application_id = q.Text(3);
-    if (!u.amrm_token.ParseFromString(q.Blob(4))) {
+    u.sub_cluster_id = row.Bytes(1);
+    u.rm = row.Bytes(2);
+    u.application_id = row.Bytes(3);
+    const std::string token = row.Bytes(4, /*want_blob=*/true);
+    u.registered = row.Int64(5) != 0;
+    u.finished = row.Int64(6) != 0;
+    if (absl::Status s = RowProblem(row, path_); !s.ok()) return s;
+    auto it = index.find(attempt_id);
+    if (it == index.end()) continue;  // not written by PutAttempt: ignored
+    if (!u.amrm_token.ParseFromString(token)) {
       return absl::DataLossError(absl::StrCat("AMRMProxy attempt ", it->first, " in ", path_,
                                               ": the token of its UAM in ", u.sub_cluster_id,
                                               " does not parse"));
     }
-    u.registered = q.Int(5) != 0;
-    u.finished = q.Int(6) != 0;
     states[it->second].uams.push_back(std::move(u));
   }
   if (rc != SQLITE_DONE) return SqliteError(db_, rc, what, path_);

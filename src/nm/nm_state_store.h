@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -63,11 +64,13 @@ struct NmContainerRecord {
 // a power loss, which ends the containers anyway.
 class NmStateStore final : public amrmproxy::AmrmProxyStateStore {
  public:
-  // Opens or creates the database at `path` (mode 0600) and takes an exclusive lock on it for
-  // as long as the store lives: a second NM on the same work root fails here.
-  // Errors: FailedPrecondition when another process holds it ("in use by another
-  // NodeManager?"), when its schema is newer than this code's, or when it is not a database;
-  // the SQLite error otherwise, naming the path.
+  // Opens or creates the database at `path` (mode 0600). Holds an exclusive lock on the file
+  // `<path>.lock` (flock) for as long as the store lives, so a second NM on the same work root
+  // fails here, and SQLite's exclusive locking mode on the database itself.
+  // Errors, naming the path: FailedPrecondition when another NodeManager holds the lock ("in
+  // use by another NodeManager") or when the schema is newer than this code's; DataLoss when
+  // the file is not an SQLite database (a NodeManager that does not recover replaces it);
+  // otherwise the errno's or SQLite's error (store/sqlite_util.h's CodeForSqlite).
   static absl::StatusOr<std::unique_ptr<NmStateStore>> Open(const std::string& path);
   ~NmStateStore() override;
 
@@ -109,9 +112,13 @@ class NmStateStore final : public amrmproxy::AmrmProxyStateStore {
   absl::Status Clear();
 
  private:
-  NmStateStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  NmStateStore(sqlite3* db, std::string path, int lock_fd)
+      : db_(db), path_(std::move(path)), lock_fd_(lock_fd) {}
   // Runs statements without results; the error names `what`.
   absl::Status Exec(absl::string_view sql, absl::string_view what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs `body` in one transaction (BEGIN ... COMMIT), rolled back when it fails.
+  absl::Status InTransaction(absl::string_view what, absl::FunctionRef<absl::Status()> body)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::optional<std::string>> GetValueLocked(absl::string_view key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -121,6 +128,7 @@ class NmStateStore final : public amrmproxy::AmrmProxyStateStore {
   absl::Mutex mu_;
   sqlite3* const db_ ABSL_PT_GUARDED_BY(mu_);
   const std::string path_;
+  const int lock_fd_;  // holds the flock on `<path>.lock`; closed after the database
 };
 
 }  // namespace weft::nm

@@ -1,6 +1,7 @@
 // Copyright Weft authors. Tests of the NodeManager's state store (SQLite in a temporary dir).
 #include "nm/nm_state_store.h"
 
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -228,6 +229,35 @@ TEST_F(NmStateStoreTest, AmrmProxyAttemptsAndTheTokenKeySurviveReopening) {
   ASSERT_TRUE((*store)->Clear().ok());
   EXPECT_THAT(*(*store)->LoadAttempts(), IsEmpty());
   EXPECT_FALSE((*store)->GetTokenKey()->has_value());
+}
+
+TEST_F(NmStateStoreTest, AFileThatIsNotADatabaseIsDataLossAndLeavesNoLock) {
+  std::ofstream(path_) << std::string(4096, 'x');
+  absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss) << store.status();
+  EXPECT_THAT(store.status().message(), HasSubstr("not an SQLite database"));
+  // What a NodeManager that does not recover does: it replaces the file.
+  std::filesystem::remove(path_);
+  EXPECT_TRUE(NmStateStore::Open(path_).ok());
+}
+
+TEST_F(NmStateStoreTest, AnIllTypedColumnIsDataLossNamingIt) {
+  {
+    absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->PutContainer(Record("container_1_0001_01_000001", "app_1")).ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, "UPDATE containers SET pid = 'x'", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::Status loaded = (*store)->LoadContainers().status();
+  EXPECT_EQ(loaded.code(), absl::StatusCode::kDataLoss) << loaded;
+  EXPECT_THAT(loaded.message(), HasSubstr("containers.pid is not an INTEGER"));
 }
 
 }  // namespace

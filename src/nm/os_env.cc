@@ -28,6 +28,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/errors.h"
 #include "nm/spawn_child.h"
 
 namespace weft::nm {
@@ -37,8 +38,9 @@ using namespace spawn_internal;  // NOLINT: the child-side steps shared with the
 
 constexpr char kDefaultPath[] = "/usr/local/bin:/usr/bin:/bin";
 
-absl::Status ErrnoError(int err, absl::string_view what, absl::string_view path) {
-  return absl::ErrnoToStatus(err, absl::StrCat(what, " '", path, "'"));
+// "<what> '<path>': <strerror>", with common/errors.h's code for `err`.
+absl::Status PathError(int err, absl::string_view what, absl::string_view path) {
+  return ErrnoError(err, absl::StrCat(what, " '", path, "'"));
 }
 
 // An owned file descriptor, closed on destruction.
@@ -70,12 +72,12 @@ class UniqueFd {
 absl::StatusOr<UniqueFd> OpenAbove2(const std::string& path, int flags, mode_t mode,
                                     absl::string_view what) {
   int fd = open(path.c_str(), flags | O_CLOEXEC, mode);
-  if (fd < 0) return ErrnoError(errno, what, path);
+  if (fd < 0) return PathError(errno, what, path);
   if (fd <= 2) {
     int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
     int err = errno;
     close(fd);
-    if (high < 0) return ErrnoError(err, what, path);
+    if (high < 0) return PathError(err, what, path);
     fd = high;
   }
   return UniqueFd(fd);
@@ -96,32 +98,32 @@ ProcessStatus DecodeWaitStatus(int status) {
 absl::Status StepError(const ChildReport& failure, const SpawnOptions& options) {
   switch (failure.step) {
     case kSetsid:
-      return absl::ErrnoToStatus(failure.error, "setsid");
+      return ErrnoError(failure.error, "setsid");
     case kChdir:
-      return absl::ErrnoToStatus(failure.error, absl::StrCat("chdir '", options.work_dir, "'"));
+      return ErrnoError(failure.error, absl::StrCat("chdir '", options.work_dir, "'"));
     case kStdin:
-      return absl::ErrnoToStatus(failure.error, "dup2 stdin");
+      return ErrnoError(failure.error, "dup2 stdin");
     case kStdout:
-      return absl::ErrnoToStatus(failure.error, "dup2 stdout");
+      return ErrnoError(failure.error, "dup2 stdout");
     case kStderr:
-      return absl::ErrnoToStatus(failure.error, "dup2 stderr");
+      return ErrnoError(failure.error, "dup2 stderr");
     case kSetgroups:
-      return absl::ErrnoToStatus(failure.error, "setgroups");
+      return ErrnoError(failure.error, "setgroups");
     case kSetgid:
-      return absl::ErrnoToStatus(failure.error, absl::StrCat("setresgid ", options.run_as->gid));
+      return ErrnoError(failure.error, absl::StrCat("setresgid ", options.run_as->gid));
     case kSetuid:
-      return absl::ErrnoToStatus(failure.error, absl::StrCat("setresuid ", options.run_as->uid));
+      return ErrnoError(failure.error, absl::StrCat("setresuid ", options.run_as->uid));
     case kNoNewPrivs:
-      return absl::ErrnoToStatus(failure.error, "prctl PR_SET_NO_NEW_PRIVS");
+      return ErrnoError(failure.error, "prctl PR_SET_NO_NEW_PRIVS");
     case kMonitorFds:
-      return absl::ErrnoToStatus(failure.error, "monitor: moving descriptors");
+      return ErrnoError(failure.error, "monitor: moving descriptors");
     case kMonitorFork:
-      return absl::ErrnoToStatus(failure.error, "monitor: fork");
+      return ErrnoError(failure.error, "monitor: fork");
     case kSeccomp:
-      return absl::ErrnoToStatus(failure.error,
-                                 "seccomp: installing the filter that refuses user namespaces");
+      return ErrnoError(failure.error,
+                        "seccomp: installing the filter that refuses user namespaces");
     default:
-      return absl::ErrnoToStatus(failure.error, absl::StrCat("exec '", options.argv[0], "'"));
+      return ErrnoError(failure.error, absl::StrCat("exec '", options.argv[0], "'"));
   }
 }
 
@@ -150,7 +152,7 @@ void ReadReports(int fd, std::optional<ChildReport>* failure, pid_t* started, bo
 // A pipe whose ends are close-on-exec and >= 3 (so that dup2 onto 0, 1, 2 never clobbers one).
 absl::Status PipeAbove2(UniqueFd* read_end, UniqueFd* write_end) {
   int fds[2];
-  if (pipe2(fds, O_CLOEXEC) < 0) return absl::ErrnoToStatus(errno, "pipe2");
+  if (pipe2(fds, O_CLOEXEC) < 0) return ErrnoError(errno, "pipe2");
   for (int i = 0; i < 2; ++i) {
     if (fds[i] > 2) continue;
     int high = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
@@ -159,7 +161,7 @@ absl::Status PipeAbove2(UniqueFd* read_end, UniqueFd* write_end) {
     fds[i] = high;
     if (high < 0) {
       if (fds[1 - i] >= 0) close(fds[1 - i]);
-      return absl::ErrnoToStatus(err, "pipe2: moving above 2");
+      return ErrnoError(err, "pipe2: moving above 2");
     }
   }
   read_end->Reset(fds[0]);
@@ -204,8 +206,7 @@ absl::StatusOr<std::string> ResolveProgram(const SpawnOptions& options) {
       return candidate;
     }
   }
-  return absl::ErrnoToStatus(ENOENT,
-                             absl::StrCat("exec '", name, "' (searched PATH=", path_var, ")"));
+  return ErrnoError(ENOENT, absl::StrCat("exec '", name, "' (searched PATH=", path_var, ")"));
 }
 
 class PosixOsEnv : public OsEnv {
@@ -218,7 +219,7 @@ class PosixOsEnv : public OsEnv {
     while (true) {
       ssize_t n = read(fd->get(), buffer, sizeof(buffer));
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return ErrnoError(errno, "read", path);
+      if (n < 0) return PathError(errno, "read", path);
       if (n == 0) break;
       contents.append(buffer, static_cast<size_t>(n));
     }
@@ -232,7 +233,7 @@ class PosixOsEnv : public OsEnv {
     do {
       n = write(fd->get(), contents.data(), contents.size());
     } while (n < 0 && errno == EINTR);
-    if (n < 0) return ErrnoError(errno, absl::StrCat("write '", contents, "' to"), path);
+    if (n < 0) return PathError(errno, absl::StrCat("write '", contents, "' to"), path);
     if (static_cast<size_t>(n) != contents.size()) {
       return absl::DataLossError(
           absl::StrCat("short write to '", path, "': ", n, " of ", contents.size(), " bytes"));
@@ -247,7 +248,7 @@ class PosixOsEnv : public OsEnv {
 
   absl::StatusOr<std::vector<std::string>> ListDir(const std::string& path) override {
     DIR* dir = opendir(path.c_str());
-    if (dir == nullptr) return ErrnoError(errno, "opendir", path);
+    if (dir == nullptr) return PathError(errno, "opendir", path);
     std::vector<std::string> names;
     errno = 0;
     while (struct dirent* entry = readdir(dir)) {
@@ -256,27 +257,27 @@ class PosixOsEnv : public OsEnv {
     }
     int err = errno;
     closedir(dir);
-    if (err != 0) return ErrnoError(err, "readdir", path);
+    if (err != 0) return PathError(err, "readdir", path);
     std::sort(names.begin(), names.end());
     return names;
   }
 
   absl::Status CreateDir(const std::string& path) override {
-    if (mkdir(path.c_str(), 0755) < 0) return ErrnoError(errno, "mkdir", path);
+    if (mkdir(path.c_str(), 0755) < 0) return PathError(errno, "mkdir", path);
     return absl::OkStatus();
   }
 
   absl::Status CreateDirs(const std::string& path) override {
     std::error_code ec;
     std::filesystem::create_directories(path, ec);
-    if (ec) return ErrnoError(ec.value(), "mkdir -p", path);
+    if (ec) return PathError(ec.value(), "mkdir -p", path);
     return absl::OkStatus();
   }
 
   absl::StatusOr<DiskUsage> MeasureDiskUsage(const std::string& path,
                                              int64_t max_entries) override {
     struct stat top;
-    if (lstat(path.c_str(), &top) < 0) return ErrnoError(errno, "stat", path);
+    if (lstat(path.c_str(), &top) < 0) return PathError(errno, "stat", path);
     DiskUsage usage;
     std::set<std::pair<dev_t, ino_t>> linked;  // inodes with several names
     auto count = [&](const struct stat& st) {
@@ -319,20 +320,20 @@ class PosixOsEnv : public OsEnv {
   }
 
   absl::Status RemoveDir(const std::string& path) override {
-    if (rmdir(path.c_str()) < 0) return ErrnoError(errno, "rmdir", path);
+    if (rmdir(path.c_str()) < 0) return PathError(errno, "rmdir", path);
     return absl::OkStatus();
   }
 
   absl::Status SetOwner(const std::string& path, uid_t uid, gid_t gid, mode_t mode) override {
-    if (lchown(path.c_str(), uid, gid) < 0) return ErrnoError(errno, "chown", path);
-    if (chmod(path.c_str(), mode) < 0) return ErrnoError(errno, "chmod", path);
+    if (lchown(path.c_str(), uid, gid) < 0) return PathError(errno, "chown", path);
+    if (chmod(path.c_str(), mode) < 0) return PathError(errno, "chmod", path);
     return absl::OkStatus();
   }
 
   absl::Status RemoveTree(const std::string& path) override {
     std::error_code ec;
     std::filesystem::remove_all(path, ec);
-    if (ec) return ErrnoError(ec.value(), "rm -rf", path);
+    if (ec) return PathError(ec.value(), "rm -rf", path);
     return absl::OkStatus();
   }
 
@@ -347,7 +348,7 @@ class PosixOsEnv : public OsEnv {
     args.go_fd = go_read.get();
     args.report_fd = report_write.get();
     pid_t pid = fork();
-    if (pid < 0) return absl::ErrnoToStatus(errno, "fork");
+    if (pid < 0) return ErrnoError(errno, "fork");
     if (pid == 0) RunChild(args);
 
     absl::StatusOr<Reports> r = ReleaseChild(pid, go_read, go_write, report_read, report_write,
@@ -412,7 +413,7 @@ class PosixOsEnv : public OsEnv {
       monitor = *spawned;
     } else {
       monitor = fork();
-      if (monitor < 0) return absl::ErrnoToStatus(errno, "fork");
+      if (monitor < 0) return ErrnoError(errno, "fork");
       if (monitor == 0) RunMonitor(args);
     }
 
@@ -525,7 +526,7 @@ class PosixOsEnv : public OsEnv {
       // The container's user owns its log files.
       for (const UniqueFd* fd : {&p.out, &p.err}) {
         if (fchown(fd->get(), options.run_as->uid, options.run_as->gid) < 0)
-          return ErrnoError(errno, "chown log of", options.stdout_path);
+          return PathError(errno, "chown log of", options.stdout_path);
       }
       p.groups = options.run_as->groups;
     }
@@ -548,7 +549,7 @@ class PosixOsEnv : public OsEnv {
     do {
       r = waitpid(pid, &status, WNOHANG);
     } while (r < 0 && errno == EINTR);
-    if (r < 0) return absl::ErrnoToStatus(errno, absl::StrCat("waitpid ", pid));
+    if (r < 0) return ErrnoError(errno, absl::StrCat("waitpid ", pid));
     if (r == 0) return std::optional<ProcessStatus>();
     return std::optional<ProcessStatus>(DecodeWaitStatus(status));
   }
@@ -559,7 +560,7 @@ class PosixOsEnv : public OsEnv {
     do {
       r = waitpid(pid, &status, 0);
     } while (r < 0 && errno == EINTR);
-    if (r < 0) return absl::ErrnoToStatus(errno, absl::StrCat("waitpid ", pid));
+    if (r < 0) return ErrnoError(errno, absl::StrCat("waitpid ", pid));
     return DecodeWaitStatus(status);
   }
 
@@ -569,7 +570,7 @@ class PosixOsEnv : public OsEnv {
       return absl::InvalidArgumentError(absl::StrCat("kill: refusing pid ", pid));
     }
     if (kill(pid, signal) < 0) {
-      return absl::ErrnoToStatus(errno, absl::StrCat("kill ", pid, " with signal ", signal));
+      return ErrnoError(errno, absl::StrCat("kill ", pid, " with signal ", signal));
     }
     return absl::OkStatus();
   }
@@ -616,7 +617,7 @@ absl::StatusOr<pid_t> PosixOsEnv::SpawnMonitorBinary(const std::string& binary,
 
   posix_spawn_file_actions_t actions;
   if (int err = posix_spawn_file_actions_init(&actions); err != 0)
-    return absl::ErrnoToStatus(err, "posix_spawn_file_actions_init");
+    return ErrnoError(err, "posix_spawn_file_actions_init");
   // Every source is >= 3 and may sit on a target (0-4): each goes up out of the way first, to
   // numbers above every source (so that none is overwritten before it moved), then down to its
   // place; everything else is closed.
@@ -634,7 +635,7 @@ absl::StatusOr<pid_t> PosixOsEnv::SpawnMonitorBinary(const std::string& binary,
                                   prepared.envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (err != 0)
-    return absl::ErrnoToStatus(err, absl::StrCat("spawn: starting the monitor '", binary, "'"));
+    return ErrnoError(err, absl::StrCat("spawn: starting the monitor '", binary, "'"));
   return pid;
 }
 

@@ -108,7 +108,8 @@ absl::StatusOr<ProcessInfo> ParseProcessStat(absl::string_view stat);
 //
 // Paths are absolute. Errors carry the path and the system's message, e.g.
 // "rmdir '/sys/fs/cgroup/memory/weft/c1': Device or resource busy", with the status code that
-// absl::ErrnoToStatus gives the errno (ENOENT -> NotFound, EEXIST -> AlreadyExists, ...).
+// common/errors.h's ErrnoCode gives the errno (ENOENT -> NotFound, EEXIST -> AlreadyExists,
+// EBUSY -> Unavailable, ...).
 class OsEnv {
  public:
   virtual ~OsEnv() = default;

@@ -363,7 +363,8 @@ char* FormatDecimal(int64_t value, char* end) {
 // code file): only a machine crash could lose it, and that ends the program it describes too -
 // the NM that starts after the crash finds no process and no file, and reports the container
 // lost. An fsync here cost every container launch (the pid file is written before the NM
-// hears "started") and every completion a disk flush.
+// hears "started") and every completion a disk flush. Not common/files.h's: this one runs in a
+// child after fork (and in the monitor binary), so it may not allocate, lock or use absl.
 bool WriteFileAtomically(const char* path, const char* tmp_path, const char* text) {
   int fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return false;

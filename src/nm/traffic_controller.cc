@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/errors.h"
 
 namespace weft::nm {
 namespace {
@@ -441,7 +442,7 @@ absl::StatusOr<bool> MountNetClsIfMissing(absl::string_view root, OsEnv* env) {
   const std::string target = absl::StrCat(root, "/net_cls");
   if (absl::Status s = env->CreateDirs(target); !s.ok()) return s;
   if (mount("net_cls", target.c_str(), "cgroup", 0, "net_cls") != 0) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("mounting the net_cls controller at ", target));
+    return ErrnoError(errno, absl::StrCat("mounting the net_cls controller at ", target));
   }
   return true;
 }
