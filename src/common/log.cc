@@ -131,4 +131,15 @@ void Write(Level level, absl::string_view event, std::initializer_list<Field> fi
   Current()->log(ToSpd(level), "{}", Format(event, fields));
 }
 
+bool WarnIfError(const absl::Status& s, absl::string_view event,
+                 std::initializer_list<Field> fields) {
+  if (s.ok()) return true;
+  if (Level::kWarn < g_level.load()) return false;
+  std::string line = Format(event, fields);
+  line.append(" error=");
+  AppendValue(&line, s.ToString());
+  Current()->log(ToSpd(Level::kWarn), "{}", line);
+  return false;
+}
+
 }  // namespace weft::log

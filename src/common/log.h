@@ -65,6 +65,11 @@ inline void Error(absl::string_view event, std::initializer_list<Field> fields =
   Write(Level::kError, event, fields);
 }
 
+// For an error nothing can act on (a clean-up on the way out, a best-effort removal): logged
+// at warn as `event` with the error and `fields`, never silently dropped. Returns `s.ok()`.
+bool WarnIfError(const absl::Status& s, absl::string_view event,
+                 std::initializer_list<Field> fields = {});
+
 }  // namespace weft::log
 
 #endif  // WEFT_COMMON_LOG_H_

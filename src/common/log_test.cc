@@ -44,5 +44,15 @@ TEST(LogTest, ThresholdFiltersBelowIt) {
   EXPECT_EQ(CurrentLevel(), Level::kInfo);
 }
 
+TEST(LogTest, WarnIfErrorLogsADroppedErrorWithItsFields) {
+  Init("test", Level::kInfo);
+  testing::internal::CaptureStderr();
+  EXPECT_TRUE(WarnIfError(absl::OkStatus(), "cleanup_failed", {{"k", 1}}));
+  EXPECT_FALSE(WarnIfError(absl::NotFoundError("gone"), "cleanup_failed", {{"k", 2}}));
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("k=1"), std::string::npos) << err;
+  EXPECT_NE(err.find("cleanup_failed k=2 error=\"NOT_FOUND: gone\""), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace weft::log

@@ -157,7 +157,8 @@ void ContainerTracker::Completed(const std::string& name, int32_t exit_status,
     absl::Status s = exit_status == 0 && !is_am
                          ? ctx_->scheduler->ContainerCompleted(id, ctx_->NowMs())
                          : ctx_->scheduler->ContainerCompleted(id);
-    (void)s;  // the container was checked live just above: this cannot fail
+    // The container was checked live just above: this cannot fail.
+    log::WarnIfError(s, "scheduler_container_completed", {{"container", name}});
   }
   RmContainer c = Remove(id, resource, allocated_ms);
   TellAttempt(c, is_am, exit_status, diagnostics, node_id);

@@ -206,7 +206,8 @@ void LeaderElector::Tick() {
   if (!zk_->connected()) {
     // Connect() waits at most one poll interval, so a lost ZooKeeper does not stall the
     // checks below; it also replaces an expired session.
-    (void)zk_->Connect(now + absl::Milliseconds(options_.poll_interval_ms));
+    log::WarnIfError(zk_->Connect(now + absl::Milliseconds(options_.poll_interval_ms)),
+                     "ha_zookeeper_connect_failed", {{"rm_id", options_.rm_id}});
   }
   // Without an answer from ZooKeeper for 2/3 of the session timeout, the server may be about
   // to expire the session and let another RM lead: stop serving first. (The client may not

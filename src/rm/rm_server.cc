@@ -188,7 +188,8 @@ class RmServer::Services : public RmServer::Calls {
     explicit Am(RmServer* s) : s_(s) {}
     static v1::Token TokenOf(grpc::CallbackServerContext* ctx) {
       v1::Token t;
-      (void)t.ParseFromString(Metadata(ctx, "weft-amrm-token-bin"));
+      // A garbled token is no token: the call is refused by its authentication.
+      if (!t.ParseFromString(Metadata(ctx, "weft-amrm-token-bin"))) t.Clear();
       return t;
     }
     grpc::ServerUnaryReactor* RegisterApplicationMaster(
@@ -524,7 +525,7 @@ void RmServer::Shutdown() {
   elector_.reset();
   if (rm_) WaitOnLoop([&] { rm_.reset(); });
   loop_.Stop();
-  if (store_) (void)store_->Close();
+  if (store_) log::WarnIfError(store_->Close(), "state_store_close_failed", {{"during", "stop"}});
 }
 
 }  // namespace weft::rm

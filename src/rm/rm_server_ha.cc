@@ -43,7 +43,8 @@ absl::Status RmServer::BecomeActive() {
       store_ = *std::move(opened);
       result = CreateRm();
       if (!result.ok()) {
-        (void)store_->Close();
+        log::WarnIfError(store_->Close(), "state_store_close_failed",
+                         {{"during", "becoming active"}});
         store_.reset();
       }
     }
@@ -58,7 +59,9 @@ absl::Status RmServer::BecomeActive() {
 void RmServer::BecomeStandby(const std::string& reason) {
   WaitOnLoop([&] {
     rm_.reset();
-    if (store_) (void)store_->Close();
+    if (store_)
+      log::WarnIfError(store_->Close(), "state_store_close_failed",
+                       {{"during", "becoming standby"}});
     store_.reset();
     absl::MutexLock l(&ha_mu_);
     active_ = false;

@@ -102,8 +102,7 @@ void Scheduler::PromoteWaiting(std::vector<AppState*> candidates) {
   }
 }
 
-absl::Status Scheduler::AddApp(const AppSpec& spec, int64_t now_ms) {
-  (void)now_ms;
+absl::Status Scheduler::AddApp(const AppSpec& spec, int64_t /*now_ms*/) {
   if (apps_.contains(spec.id))
     return absl::AlreadyExistsError(absl::StrCat("application ", spec.id, " already exists"));
   QueueNode* leaf = FindQueueMutable(spec.queue);

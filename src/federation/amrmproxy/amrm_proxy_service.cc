@@ -324,7 +324,9 @@ absl::Status AmrmProxyService::Recover(
       if (!chain.ok()) {
         log::Warn("amrmproxy_attempt_not_recovered",
                   {{"attempt", attempt.attempt_id}, {"error", chain.status()}});
-        (void)options_.state_store->RemoveAttempt(attempt.attempt_id);
+        log::WarnIfError(options_.state_store->RemoveAttempt(attempt.attempt_id),
+                         "amrmproxy_attempt_record_not_removed",
+                         {{"attempt", attempt.attempt_id}});
         continue;
       }
       auto entry = std::make_shared<Entry>();

@@ -240,7 +240,7 @@ absl::Status SubClusterHeartbeater::CheckAndFence(int64_t heartbeat_ms) {
 
 void SubClusterHeartbeater::Run() {
   while (true) {
-    (void)HeartbeatNow();  // errors are logged and retried at the next tick
+    HeartbeatNow().IgnoreError();  // logged by HeartbeatNow, retried at the next tick
     absl::MutexLock l(&mu_);
     mu_.AwaitWithTimeout(absl::Condition(&stopping_),
                          absl::Milliseconds(options_.heartbeat_interval_ms));

@@ -219,7 +219,8 @@ absl::Status Router::PlaceAndSubmit(const v1::ApplicationSubmissionContext& cont
       }
       // The RM refused this id or this submission: it is not offered to another sub-cluster,
       // and no mapping is left to an app that does not exist.
-      (void)store_->DeleteApplicationHomeSubCluster(app_id);
+      log::WarnIfError(store_->DeleteApplicationHomeSubCluster(app_id),
+                       "router_home_not_deleted", {{"app", app_id}});
       ForgetHome(app_id);
       return absl::Status(s.code(), absl::StrCat("sub-cluster '", *chosen, "' refused ", app_id,
                                                  ": ", s.message()));
