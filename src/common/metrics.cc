@@ -17,20 +17,13 @@
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
+#include "common/errors.h"
 #include "prometheus/metric_family.h"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
 
 namespace weft::metrics {
 namespace {
-
-void CheckOrDie(bool condition, absl::string_view message) {
-  if (!condition) {
-    std::fprintf(stderr, "weft/common/metrics: check failed: %.*s\n",
-                 static_cast<int>(message.size()), message.data());
-    std::abort();
-  }
-}
 
 bool ValidName(absl::string_view name, bool allow_colon) {
   if (name.empty()) return false;

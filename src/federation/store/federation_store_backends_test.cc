@@ -31,7 +31,7 @@
 #include "gtest/gtest.h"
 #include "store/test_zookeeper.h"
 #include "store/zk_client.h"
-#include "store/zk_codec.h"
+#include "store/zk_names.h"
 
 namespace weft::federation {
 namespace {

@@ -19,7 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "store/zk_client.h"
-#include "store/zk_codec.h"
+#include "store/zk_names.h"
 
 namespace weft::federation {
 namespace {

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "store/zk_codec.h"
+#include "store/zk_names.h"
 
 namespace weft::federation {
 namespace {
