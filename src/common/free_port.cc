@@ -9,12 +9,13 @@
 #include <cerrno>
 
 #include "absl/status/status.h"
+#include "common/errors.h"
 
 namespace weft {
 
 absl::StatusOr<int> FreeLoopbackPort() {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::ErrnoToStatus(errno, "socket");
+  if (fd < 0) return ErrnoError(errno, "creating a socket");
   sockaddr_in addr = {};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -25,7 +26,7 @@ absl::StatusOr<int> FreeLoopbackPort() {
     port = ntohs(addr.sin_port);
   const int error = errno;
   ::close(fd);
-  if (port < 0) return absl::ErrnoToStatus(error, "finding a free port on 127.0.0.1");
+  if (port < 0) return ErrnoError(error, "finding a free port on 127.0.0.1");
   return port;
 }
 
