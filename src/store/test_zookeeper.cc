@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/errors.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -111,7 +112,7 @@ absl::StatusOr<std::unique_ptr<TestZooKeeper>> TestZooKeeper::Start(Options opti
 
   std::string pattern = TempBase() + "/weft-zk.XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) {
-    return absl::InternalError(absl::StrCat("mkdtemp(", pattern, "): ", strerror(errno)));
+    return ErrnoError(errno, absl::StrCat("mkdtemp(", pattern, ")"));
   }
   std::unique_ptr<TestZooKeeper> zk(new TestZooKeeper(std::move(options), pattern));
   {
@@ -190,7 +191,7 @@ absl::Status TestZooKeeper::Launch() {
   const pid_t parent = ::getpid();
 
   pid_t pid = ::fork();
-  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", strerror(errno)));
+  if (pid < 0) return ErrnoError(errno, "fork");
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(126);  // The parent died before prctl.
@@ -261,7 +262,7 @@ absl::Status TestZooKeeper::Restart() {
 absl::Status TestZooKeeper::Pause() {
   if (pid_ <= 0) return absl::FailedPreconditionError("the ZooKeeper server is not running");
   if (::kill(pid_, SIGSTOP) != 0)
-    return absl::InternalError(absl::StrCat("SIGSTOP: ", strerror(errno)));
+    return ErrnoError(errno, "SIGSTOP");
   // Wait until it is actually stopped, so the test's next step meets a silent server.
   int wstatus = 0;
   if (::waitpid(pid_, &wstatus, WUNTRACED) != pid_ || !WIFSTOPPED(wstatus)) {
@@ -274,7 +275,7 @@ absl::Status TestZooKeeper::Pause() {
 absl::Status TestZooKeeper::Resume() {
   if (pid_ <= 0) return absl::FailedPreconditionError("the ZooKeeper server is not running");
   if (::kill(pid_, SIGCONT) != 0)
-    return absl::InternalError(absl::StrCat("SIGCONT: ", strerror(errno)));
+    return ErrnoError(errno, "SIGCONT");
   paused_ = false;
   return absl::OkStatus();
 }

@@ -25,6 +25,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/errors.h"
 #include "absl/time/clock.h"
 #include "common/free_port.h"
 
@@ -105,11 +106,11 @@ absl::StatusOr<std::unique_ptr<TestPostgres>> TestPostgres::Start(Options option
   const std::string base = GetEnv("TMPDIR").empty() ? "/tmp" : GetEnv("TMPDIR");
   std::string pattern = base + "/weft-pg.XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) {
-    return absl::InternalError(absl::StrCat("mkdtemp(", pattern, "): ", strerror(errno)));
+    return ErrnoError(errno, absl::StrCat("mkdtemp(", pattern, ")"));
   }
   std::unique_ptr<TestPostgres> pg(new TestPostgres(std::move(options), pattern, uid, gid));
   if (::chown(pattern.c_str(), uid, gid) != 0) {
-    return absl::InternalError(absl::StrCat("chown(", pattern, "): ", strerror(errno)));
+    return ErrnoError(errno, absl::StrCat("chown(", pattern, ")"));
   }
   if (absl::Status s = pg->InitCluster(); !s.ok()) return s;
   absl::Status status;
@@ -159,7 +160,7 @@ absl::StatusOr<pid_t> TestPostgres::Spawn(const std::vector<std::string>& args,
   const char* dir = dir_.c_str();
 
   const pid_t pid = ::fork();
-  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", strerror(errno)));
+  if (pid < 0) return ErrnoError(errno, "fork");
   if (pid == 0) {
     if (change_user && (::syscall(SYS_setgroups, 0, nullptr) != 0 ||
                         ::syscall(SYS_setresgid, gid, gid, gid) != 0 ||
@@ -187,7 +188,7 @@ absl::StatusOr<pid_t> TestPostgres::Spawn(const std::vector<std::string>& args,
 // Writes `text` to a new file `path` with mode 0600, owned by `uid`:`gid`.
 static absl::Status WritePrivate(const std::string& path, const std::string& text, uid_t uid, gid_t gid) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return absl::InternalError(absl::StrCat("creating ", path, ": ", strerror(errno)));
+  if (fd < 0) return ErrnoError(errno, absl::StrCat("creating ", path));
   const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   const bool owned = ::fchown(fd, uid, gid) == 0;
   ::close(fd);
