@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/errors.h"
 #include "am/am_client.h"
 #include "cli/cli_common.h"
 
@@ -57,7 +58,7 @@ int RunCommandAm(const CommandFlags& f) {
   if (auto r = (*rm)->Register(host); !r.ok())
     return PrintError(absl::StrCat("registering with the RM: ", r.status().message()));
   pid_t pid = fork();
-  if (pid < 0) return PrintError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid < 0) return PrintError(ErrnoMessage(errno, "fork"));
   if (pid == 0) {
     execl("/bin/bash", "bash", "-c", f.command.c_str(), static_cast<char*>(nullptr));
     _exit(127);
@@ -67,7 +68,7 @@ int RunCommandAm(const CommandFlags& f) {
   while (true) {
     pid_t done = waitpid(pid, &status, WNOHANG);
     if (done == pid) break;
-    if (done < 0 && errno != EINTR) return PrintError(absl::StrCat("waitpid: ", strerror(errno)));
+    if (done < 0 && errno != EINTR) return PrintError(ErrnoMessage(errno, "waitpid"));
     if (std::chrono::steady_clock::now() >= next_allocate) {
       // Keeps the attempt alive (AM expiry); a failure is logged, the command goes on.
       if (auto r = (*rm)->Allocate(0.5f); !r.ok())

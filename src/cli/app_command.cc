@@ -23,6 +23,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/errors.h"
 #include "cli/app_logs.h"
 #include "cli/cli_common.h"
 #include "cli/progress.h"
@@ -152,8 +153,7 @@ absl::StatusOr<std::string> SelfExecutable() {
   char buf[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   if (n <= 0)
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot read /proc/self/exe: ", std::strerror(errno)));
+    return ErrnoError(errno, "cannot read /proc/self/exe");
   return std::string(buf, static_cast<size_t>(n));
 }
 

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "common/files.h"
 #include "cli/cli_common.h"
 #include "common/terminal_text.h"
 #include "security/tls.h"
@@ -37,15 +38,6 @@ absl::Status CheckDays(absl::string_view command, int days) {
     return absl::InvalidArgumentError(
         absl::StrCat(command, ": --days ", days, " is out of range [1, ", security::kMaxDays, "]"));
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 struct InitCaFlags {

@@ -22,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/files.h"
 #include "common/terminal_text.h"
 #include "google/protobuf/util/json_util.h"
 #include "rm/client_auth.h"
@@ -281,11 +282,12 @@ absl::Status CheckClientEnvironment() {
 }
 
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read secret file '", path, "'"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string secret(absl::StripTrailingAsciiWhitespace(ss.str()));
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        absl::StrCat("secret file ", text.status().message()));
+  }
+  std::string secret(absl::StripTrailingAsciiWhitespace(*text));
   if (secret.empty())
     return absl::InvalidArgumentError(absl::StrCat("secret file '", path, "' is empty"));
   if (absl::Status s = CheckMetadataValue(absl::StrCat("secret file '", path, "'"), secret);

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/files.h"
 #include "cli/cli_common.h"
 #include "cli/daemon_config.h"
 #include "cli/dev_command.h"
@@ -43,29 +44,14 @@ int UsageError(const std::string& message) {
 }
 
 absl::StatusOr<config::XmlFile> ReadInput(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream s;
-  s << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat("error reading ", path));
-  return config::XmlFile{path, s.str()};
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  return config::XmlFile{path, *std::move(text)};
 }
 
-// Writes `text` to `path` through a temporary file renamed into place.
+// Writes `text` to `path` (mode 0644) through a temporary file renamed into place.
 absl::Status WriteOutput(const std::filesystem::path& path, const std::string& text) {
-  std::filesystem::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp.string()));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec)
-    return absl::InternalError(absl::StrCat("cannot write ", path.string(), ": ", ec.message()));
-  return absl::OkStatus();
+  return WriteFileAtomically(path.string(), text, 0644);
 }
 
 int ImportYarn(const ImportYarnFlags& f) {

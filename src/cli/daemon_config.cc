@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/files.h"
 #include "yaml-cpp/yaml.h"
 
 namespace weft::cli {
@@ -96,20 +97,6 @@ std::optional<std::string> Refusal(CLI::Option* op, const std::vector<std::strin
     return std::string(e.what());
   }
   return std::nullopt;
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec))
-      return absl::NotFoundError(absl::StrCat("config file ", path, ": no such file"));
-    return absl::PermissionDeniedError(absl::StrCat("config file ", path, ": cannot read it"));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat("config file ", path, ": read error"));
-  return text.str();
 }
 
 // `s` as a YAML scalar that reads back as `s`: plain for integers, double-quoted otherwise.
@@ -219,7 +206,10 @@ absl::StatusOr<EffectiveConfig> ApplyDaemonConfig(CLI::App* cmd, const std::stri
   if (path.empty()) return config;
 
   absl::StatusOr<std::string> text = ReadFile(path);
-  if (!text.ok()) return text.status();
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        absl::StrCat("config file ", text.status().message()));
+  }
   YAML::Node root;
   try {
     root = YAML::Load(*text);

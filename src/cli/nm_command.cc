@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/files.h"
 #include "cli/cli_common.h"
 #include "cli/daemon_config.h"
 #include "common/event_loop.h"
@@ -77,15 +78,13 @@ absl::StatusOr<std::optional<amrmproxy::AmrmProxyOptions>> MakeAmrmProxyOptions(
     }
   }
   if (!flags.federation_machine_list.empty()) {
-    std::ifstream in(flags.federation_machine_list, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (!in) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--federation-machine-list: cannot read '", flags.federation_machine_list, "'"));
+    absl::StatusOr<std::string> text = ReadFile(flags.federation_machine_list);
+    if (!text.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--federation-machine-list: ", text.status().message()));
     }
     absl::StatusOr<federation::SubClusterResolver> resolver =
-        federation::SubClusterResolver::FromMachineList(text.str());
+        federation::SubClusterResolver::FromMachineList(*text);
     if (!resolver.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("--federation-machine-list '",
                                                      flags.federation_machine_list, "': ",

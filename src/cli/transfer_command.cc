@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/errors.h"
 #include "cli/cli_common.h"
 #include "common/terminal_text.h"
 
@@ -39,10 +40,6 @@ constexpr size_t kMaxHello = 300;
 double NowS() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-std::string ErrnoText(absl::string_view what) {
-  return absl::StrCat(what, ": ", std::strerror(errno));
 }
 
 // "host:port" -> a resolved IPv4/IPv6 address.
@@ -102,16 +99,16 @@ int Send(const SendFlags& f) {
   auto address = Resolve(f.to, /*passive=*/false);
   if (!address.ok()) return PrintError(address.status().message());
   int fd = socket(address->first.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return PrintError(ErrnoText("socket"));
+  if (fd < 0) return PrintError(ErrnoMessage(errno, "socket"));
   if (connect(fd, reinterpret_cast<const sockaddr*>(&address->first), address->second) != 0) {
-    std::string error = ErrnoText(absl::StrCat("connecting to ", f.to));
+    std::string error = ErrnoMessage(errno, absl::StrCat("connecting to ", f.to));
     close(fd);
     return PrintError(error);
   }
   const std::string hello = absl::StrCat(kHello, label, "\n");
   if (write(fd, hello.data(), hello.size()) != static_cast<ssize_t>(hello.size())) {
     close(fd);
-    return PrintError(ErrnoText("sending the hello line"));
+    return PrintError(ErrnoMessage(errno, "sending the hello line"));
   }
   const int64_t total_bytes =
       f.megabytes > 0 ? static_cast<int64_t>(f.megabytes * 1'000'000) : INT64_MAX;
@@ -135,7 +132,7 @@ int Send(const SendFlags& f) {
     ssize_t w = send(fd, chunk.data(), n, MSG_NOSIGNAL);
     if (w < 0) {
       if (errno == EINTR) continue;
-      std::string error = ErrnoText("sending");
+      std::string error = ErrnoMessage(errno, "sending");
       close(fd);
       return PrintError(error);
     }
@@ -172,12 +169,12 @@ int Sink(const SinkFlags& f) {
   auto address = Resolve(f.listen, /*passive=*/true);
   if (!address.ok()) return PrintError(address.status().message());
   int listener = socket(address->first.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (listener < 0) return PrintError(ErrnoText("socket"));
+  if (listener < 0) return PrintError(ErrnoMessage(errno, "socket"));
   int one = 1;
   setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (bind(listener, reinterpret_cast<const sockaddr*>(&address->first), address->second) != 0 ||
       listen(listener, 512) != 0) {
-    std::string error = ErrnoText(absl::StrCat("listening on ", f.listen));
+    std::string error = ErrnoMessage(errno, absl::StrCat("listening on ", f.listen));
     close(listener);
     return PrintError(error);
   }
@@ -226,7 +223,7 @@ int Sink(const SinkFlags& f) {
     int ready = poll(fds.data(), fds.size(), std::max(1, timeout_ms));
     if (ready < 0) {
       if (errno == EINTR) continue;
-      return PrintError(ErrnoText("poll"));
+      return PrintError(ErrnoMessage(errno, "poll"));
     }
     if (fds[0].revents & POLLIN) {
       int fd = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);

@@ -16,6 +16,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/errors.h"
+#include "common/files.h"
 #include "common/json_nesting.h"
 
 namespace weft::sim::internal {
@@ -23,34 +25,23 @@ namespace {
 
 using Json = nlohmann::json;
 
-absl::Status OpenError(absl::string_view path, int err) {
-  std::string msg = absl::StrCat(path, ": cannot open: ", std::strerror(err));
-  if (err == ENOENT) return absl::NotFoundError(msg);
-  if (err == EACCES) return absl::PermissionDeniedError(msg);
-  return absl::FailedPreconditionError(msg);
-}
-
 // fopen(path, "rb") that refuses directories (which fopen opens on Linux). On success
 // *size_hint is the file's size when it is a regular file, else 0.
 absl::StatusOr<std::FILE*> OpenForRead(absl::string_view path, size_t* size_hint) {
   std::string p(path);
   errno = 0;
   std::FILE* f = std::fopen(p.c_str(), "rb");
-  if (f == nullptr) return OpenError(path, errno);
+  if (f == nullptr) return ErrnoError(errno, absl::StrCat(path, ": cannot open"));
   struct stat st;
   *size_hint = 0;
   if (fstat(fileno(f), &st) == 0) {
     if (S_ISDIR(st.st_mode)) {
       std::fclose(f);
-      return OpenError(path, EISDIR);
+      return ErrnoError(EISDIR, absl::StrCat(path, ": cannot open"));
     }
     if (S_ISREG(st.st_mode) && st.st_size > 0) *size_hint = static_cast<size_t>(st.st_size);
   }
   return f;
-}
-
-absl::Status ReadError(absl::string_view path, int err) {
-  return absl::DataLossError(absl::StrCat(path, ": read error: ", std::strerror(err)));
 }
 
 bool IsJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -184,21 +175,9 @@ std::string CleanJsonError(const std::string& what) {
 }  // namespace
 
 absl::StatusOr<std::string> ReadFileToString(absl::string_view path) {
-  size_t size_hint = 0;
-  absl::StatusOr<std::FILE*> opened = OpenForRead(path, &size_hint);
-  if (!opened.ok()) return opened.status();
-  std::FILE* raw = *opened;
-  struct Closer {
-    void operator()(std::FILE* file) const { std::fclose(file); }
-  };
-  std::unique_ptr<std::FILE, Closer> closer(raw);
-  std::string data;
-  data.reserve(size_hint);
-  std::vector<char> chunk(1 << 16);
-  size_t n = 0;
-  while ((n = std::fread(chunk.data(), 1, chunk.size(), raw)) > 0) data.append(chunk.data(), n);
-  if (std::ferror(raw)) return ReadError(path, errno);
-  absl::string_view content = data;
+  absl::StatusOr<std::string> data = ReadFile(std::string(path));
+  if (!data.ok()) return data.status();
+  absl::string_view content = *data;
   absl::ConsumePrefix(&content, kUtf8Bom);
   if (absl::StripAsciiWhitespace(content).empty())
     return absl::InvalidArgumentError(absl::StrCat(path, ": file is empty"));
@@ -343,7 +322,7 @@ bool JsonStreamReader::Fill() {
 }
 
 absl::Status JsonStreamReader::FinalStatus() const {
-  if (read_error_) return ReadError(path_, read_errno_);
+  if (read_error_) return ErrnoError(read_errno_, absl::StrCat(path_, ": cannot read"));
   if (!saw_content_) return absl::InvalidArgumentError(absl::StrCat(path_, ": file is empty"));
   return absl::OkStatus();
 }

@@ -10,6 +10,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/files.h"
 #include "web/rm_metrics.h"
 #include "web/ui_assets.h"
 
@@ -283,11 +284,9 @@ HttpResponse RmWebServer::Ui(const HttpRequest& req) const {
   HttpResponse r;
   r.content_type = ContentTypeOf(name);
   if (!options_.ui_dir.empty()) {
-    std::ifstream in(options_.ui_dir + "/" + name, std::ios::binary);
-    if (!in) return JsonError(404, absl::StrCat("no such file: ", name));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    r.body = ss.str();
+    absl::StatusOr<std::string> body = ReadFile(options_.ui_dir + "/" + name);
+    if (!body.ok()) return JsonError(404, absl::StrCat("no such file: ", name));
+    r.body = *std::move(body);
     return r;
   }
   const UiAsset* asset = FindUiAsset(name);
