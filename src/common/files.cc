@@ -58,8 +58,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return contents;
 }
 
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents,
-                                 mode_t mode) {
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents, mode_t mode) {
   static std::atomic<uint64_t> next_temp{0};
   const std::string context = absl::StrCat("writing '", path, "'");
   std::string tmp;
