@@ -1,12 +1,11 @@
 // Copyright Weft authors. Tests of the container executor: its bookkeeping against a fake
 // operating system, then real processes (and, as root, real cgroups).
 #include "nm/container_executor.h"
-#include "nm/spawn_child.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -32,10 +31,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/time.h"
+#include "common/test_poll.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nm/cgroups.h"
 #include "nm/os_env.h"
+#include "nm/spawn_child.h"
 
 namespace weft::nm {
 namespace {
@@ -470,15 +472,8 @@ std::string Slurp(const std::string& path) {
   return text.str();
 }
 
-// Polls `done` every 5 ms until it holds or `timeout_ms` passes.
-bool PollUntil(const std::function<bool()>& done, int64_t timeout_ms = 5000) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return done();
-}
+// How long PollUntil (common/test_poll.h) waits unless a test says otherwise.
+constexpr absl::Duration kPollTimeout = absl::Seconds(5);
 
 // True once `pid` has exited: gone, or a zombie waiting for its new parent to reap it.
 bool ProcessGone(pid_t pid) {
@@ -492,10 +487,13 @@ bool ProcessGone(pid_t pid) {
 // The pid a container script wrote to `file` (bounded wait).
 pid_t ReadPidFile(const std::string& file) {
   int pid = 0;
-  PollUntil([&] {
-    std::string text = Slurp(file);
-    return absl::EndsWith(text, "\n") && absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &pid);
-  });
+  PollUntil(
+      [&] {
+        std::string text = Slurp(file);
+        return absl::EndsWith(text, "\n") &&
+               absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &pid);
+      },
+      kPollTimeout);
   return pid;
 }
 
@@ -550,7 +548,7 @@ class ContainerExecutorTest : public ::testing::Test {
           }
           return result.has_value();
         },
-        timeout_ms);
+        absl::Milliseconds(timeout_ms));
     return result;
   }
 
@@ -688,7 +686,7 @@ TEST_F(ContainerExecutorTest, StopKillsAGroupThatIgnoresSigtermAfterTheGrace) {
   EXPECT_EQ(exit->exit_code, 128 + SIGKILL);
   EXPECT_EQ(exit->diagnostics,
             "Container stopped: killed by SIGKILL after the 300 ms grace period (exit code 137)");
-  EXPECT_TRUE(PollUntil([&] { return ProcessGone(child); }))
+  EXPECT_TRUE(PollUntil([&] { return ProcessGone(child); }, kPollTimeout))
       << "the container's child " << child << " survived";
 }
 
@@ -704,7 +702,7 @@ TEST_F(ContainerExecutorTest, SignalReachesTheWholeGroup) {
   EXPECT_EQ(exit->signal, SIGTERM);
   EXPECT_EQ(exit->exit_code, 143);
   EXPECT_EQ(exit->diagnostics, "Container killed by SIGTERM (exit code 143)");
-  EXPECT_TRUE(PollUntil([&] { return ProcessGone(child); }));
+  EXPECT_TRUE(PollUntil([&] { return ProcessGone(child); }, kPollTimeout));
   EXPECT_EQ(executor_->Signal("container_7", SIGTERM).code(), absl::StatusCode::kNotFound);
 }
 
@@ -716,7 +714,7 @@ TEST_F(ContainerExecutorTest, ReapKillsWhatTheMainProcessLeftBehind) {
   EXPECT_EQ(exit->exit_code, 0);
   pid_t child = ReadPidFile(spec.work_dir + "/child.pid");
   ASSERT_GT(child, 0);
-  EXPECT_TRUE(PollUntil([&] { return ProcessGone(child); }))
+  EXPECT_TRUE(PollUntil([&] { return ProcessGone(child); }, kPollTimeout))
       << "the background child " << child << " survived its container";
 }
 
@@ -730,10 +728,13 @@ TEST_F(ContainerExecutorTest, ProcessRunsInItsCgroupWithItsLimits) {
   ASSERT_TRUE(pid.ok()) << pid.status();
   std::string want = absl::StrCat("/", hierarchy_, "/container_9");
   std::string first;
-  EXPECT_TRUE(PollUntil([&] {
-    first = Slurp(spec.work_dir + "/cgroup.txt");
-    return absl::StrContains(first, want);
-  })) << "at its start the container was in:\n"
+  EXPECT_TRUE(PollUntil(
+      [&] {
+        first = Slurp(spec.work_dir + "/cgroup.txt");
+        return absl::StrContains(first, want);
+      },
+      kPollTimeout))
+      << "at its start the container was in:\n"
       << first;
   EXPECT_TRUE(absl::EndsWith(CgroupOf(*pid, "memory"), want)) << CgroupOf(*pid, "memory");
   if (cgroups_->HasController("cpu")) {
@@ -773,12 +774,14 @@ TEST_F(ContainerExecutorTest, UsageOfABusyContainerIsNonZero) {
   spec.limits.memory_bytes = 64 << 20;
   ASSERT_TRUE(executor_->Launch(spec).ok());
   CgroupUsage usage;
-  EXPECT_TRUE(PollUntil([&] {
-    absl::StatusOr<CgroupUsage> now = cgroups_->Usage("container_11");
-    if (now.ok()) usage = *now;
-    return now.ok() && usage.memory_bytes.value_or(0) > 0 && usage.cpu_ns.value_or(0) > 0;
-  })) << "memory "
-      << usage.memory_bytes.value_or(-1) << " cpu " << usage.cpu_ns.value_or(-1);
+  EXPECT_TRUE(PollUntil(
+      [&] {
+        absl::StatusOr<CgroupUsage> now = cgroups_->Usage("container_11");
+        if (now.ok()) usage = *now;
+        return now.ok() && usage.memory_bytes.value_or(0) > 0 && usage.cpu_ns.value_or(0) > 0;
+      },
+      kPollTimeout))
+      << "memory " << usage.memory_bytes.value_or(-1) << " cpu " << usage.cpu_ns.value_or(-1);
   EXPECT_TRUE(usage.rss_bytes.has_value());
   EXPECT_FALSE(cgroups_->OomKilled("container_11").value_or(true));
   executor_->Stop("container_11", 0);
@@ -1035,7 +1038,7 @@ TEST_F(AdoptionTest, AdoptedContainerCanBeStopped) {
   ASSERT_TRUE(exit.has_value());
   EXPECT_EQ(exit->exit_code, 128 + SIGKILL);
   EXPECT_EQ(exit->diagnostics, "Container stopped: killed by SIGKILL (exit code 137)");
-  EXPECT_TRUE(PollUntil([&] { return ProcessGone(adopt.pid); }));
+  EXPECT_TRUE(PollUntil([&] { return ProcessGone(adopt.pid); }, kPollTimeout));
 }
 
 TEST_F(AdoptionTest, AContainerWhoseMonitorVanishedIsLostAndKilled) {
@@ -1050,7 +1053,7 @@ TEST_F(AdoptionTest, AContainerWhoseMonitorVanishedIsLostAndKilled) {
   EXPECT_THAT(exit->diagnostics,
               HasSubstr(absl::StrCat("Container exit status unknown: its monitor (pid ",
                                      adopt.monitor_pid, ") ended without recording it")));
-  EXPECT_TRUE(PollUntil([&] { return ProcessGone(adopt.pid); }))
+  EXPECT_TRUE(PollUntil([&] { return ProcessGone(adopt.pid); }, kPollTimeout))
       << "the container outlived its lost monitor";
 }
 
@@ -1065,7 +1068,7 @@ TEST_F(AdoptionTest, AReusedMonitorPidIsNotMistakenForTheMonitor) {
   EXPECT_THAT(exit->diagnostics, HasSubstr("its pid now names another process"));
   if (cgroups_ == nullptr) {
     // Without cgroups only the (verified) process group is killed: here, the real one.
-    EXPECT_TRUE(PollUntil([&] { return ProcessGone(adopt.pid); }));
+    EXPECT_TRUE(PollUntil([&] { return ProcessGone(adopt.pid); }, kPollTimeout));
   }
   (void)kill(adopt.monitor_pid, SIGKILL);
   (void)kill(-adopt.pid, SIGKILL);
@@ -1191,7 +1194,7 @@ TEST_F(ContainerExecutorTest, ForkBombStopsAtItsPidsLimitAndTheNodeGoesOn) {
   const std::string group = cgroups_->Path("pids", "container_bomb");
   EXPECT_EQ(Slurp(group + "/pids.max"), absl::StrCat(kPidsMax, "\n"));
   ASSERT_TRUE(PollUntil([&] { return cgroups_->PidsLimitHits("container_bomb").value_or(0) > 0; },
-                        20000))
+                        absl::Seconds(20)))
       << "the bomb never reached its limit";
   int64_t current = 0;
   ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(Slurp(group + "/pids.current")),
@@ -1272,7 +1275,8 @@ TEST_F(ContainerExecutorTest, WithoutCgroupsStopLeavesNoProcessAndFreesItsPort) 
     pids.push_back(ReadPidFile(spec.work_dir + "/" + file));
     ASSERT_GT(pids.back(), 0) << file;
   }
-  ASSERT_TRUE(PollUntil([&] { return std::filesystem::exists(spec.work_dir + "/listening"); }))
+  ASSERT_TRUE(PollUntil([&] { return std::filesystem::exists(spec.work_dir + "/listening"); },
+                        kPollTimeout))
       << Slurp(spec.log_dir + "/stderr");
   EXPECT_FALSE(CanListenOn(port)) << "the container listens on " << port;
 
@@ -1284,7 +1288,7 @@ TEST_F(ContainerExecutorTest, WithoutCgroupsStopLeavesNoProcessAndFreesItsPort) 
         for (ContainerExit& e : executor.Reap()) exit = std::move(e);
         return exit.has_value();
       },
-      10000);
+      absl::Seconds(10));
   ASSERT_TRUE(exit.has_value()) << "not stopped";
   EXPECT_EQ(exit->diagnostics,
             "Container stopped: killed by SIGKILL after the 200 ms grace period (exit code 137)");
@@ -1307,7 +1311,7 @@ TEST_F(ContainerExecutorTest, WithoutCgroupsStopLeavesNoProcessAndFreesItsPort) 
         for (ContainerExit& e : executor.Reap()) exit = std::move(e);
         return exit.has_value();
       },
-      10000);
+      absl::Seconds(10));
   ASSERT_TRUE(exit.has_value());
   EXPECT_EQ(exit->exit_code, 0);
   for (const char* file : {"setsid.pid", "double.pid"}) {

@@ -29,7 +29,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/time.h"
 #include "common/event_loop.h"
+#include "common/test_poll.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nm/cgroups.h"
@@ -97,16 +99,9 @@ std::string Slurp(const std::string& path) {
   return text.str();
 }
 
-// Polls `done` every 5 ms until it holds or 10 s pass: for what no event announces (a process
-// that another process's exit ends, a file another process writes).
-bool PollUntil(const std::function<bool()>& done) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return done();
-}
+// How long PollUntil (common/test_poll.h) waits for what no event announces (a process that
+// another process's exit ends, a file another process writes).
+constexpr absl::Duration kPollTimeout = absl::Seconds(10);
 
 // True once `pid` has exited (gone, or a zombie).
 bool ProcessGone(pid_t pid) {
@@ -117,10 +112,13 @@ bool ProcessGone(pid_t pid) {
 // The pid a container script wrote to `file` (bounded wait).
 pid_t ReadPidFile(const std::string& file) {
   int pid = 0;
-  PollUntil([&] {
-    std::string text = Slurp(file);
-    return absl::EndsWith(text, "\n") && absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &pid);
-  });
+  PollUntil(
+      [&] {
+        std::string text = Slurp(file);
+        return absl::EndsWith(text, "\n") &&
+               absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &pid);
+      },
+      kPollTimeout);
   return pid;
 }
 
@@ -399,13 +397,13 @@ TEST_P(NmRecoveryTest, RestartedNmReattachesToARunningContainerAndCanStopIt) {
   ASSERT_TRUE(completed.has_value());
   EXPECT_EQ(completed->exit_status(), v1::CONTAINER_EXIT_KILLED_BY_AM);
   EXPECT_THAT(completed->diagnostics(), HasSubstr("StopContainers"));
-  EXPECT_TRUE(PollUntil([&] { return ProcessGone(pid); }));
+  EXPECT_TRUE(PollUntil([&] { return ProcessGone(pid); }, kPollTimeout));
   // Its application's cleanup removes it, its record included.
   rm_->With([](FakeRm& rm) {
     rm.apps_to_cleanup_.push_back("application_1_0001");
     return 0;
   });
-  EXPECT_TRUE(PollUntil([&] { return !std::filesystem::exists(WorkDir(id)); }));
+  EXPECT_TRUE(PollUntil([&] { return !std::filesystem::exists(WorkDir(id)); }, kPollTimeout));
 }
 
 TEST_P(NmRecoveryTest, AContainerThatEndedWhileTheNmWasDownIsReportedWithItsExitCode) {
@@ -418,7 +416,8 @@ TEST_P(NmRecoveryTest, AContainerThatEndedWhileTheNmWasDownIsReportedWithItsExit
   std::ofstream(WorkDir(id) + "/go").close();
   // Its monitor records the end in the NM's state directory.
   const std::string exit_file = (work_root_ / "nm-state" / id / "exit_code").string();
-  ASSERT_TRUE(PollUntil([&] { return Slurp(exit_file) == "exit 7\n"; })) << Slurp(exit_file);
+  ASSERT_TRUE(PollUntil([&] { return Slurp(exit_file) == "exit 7\n"; }, kPollTimeout))
+      << Slurp(exit_file);
 
   StartNm();
   ASSERT_THAT(registration_.completed_containers(), ::testing::SizeIs(1));
@@ -446,9 +445,9 @@ TEST_P(NmRecoveryTest, AContainerThatVanishedWithoutAnExitFileIsReportedLost) {
   const pid_t monitor = info->parent;
   ASSERT_GT(monitor, 1);
   ASSERT_EQ(kill(monitor, SIGKILL), 0);
-  ASSERT_TRUE(PollUntil([&] { return ProcessGone(monitor); }));
+  ASSERT_TRUE(PollUntil([&] { return ProcessGone(monitor); }, kPollTimeout));
   ASSERT_EQ(kill(pid, SIGKILL), 0);
-  ASSERT_TRUE(PollUntil([&] { return ProcessGone(pid); }));
+  ASSERT_TRUE(PollUntil([&] { return ProcessGone(pid); }, kPollTimeout));
 
   StartNm();
   std::optional<v1::ContainerStatus> registered = Registered(id);
@@ -478,7 +477,7 @@ TEST_P(NmRecoveryTest, TheRmsCleanupStopsAReattachedContainer) {
   std::optional<v1::ContainerStatus> completed = WaitCompleted(id);
   ASSERT_TRUE(completed.has_value());
   EXPECT_EQ(completed->exit_status(), v1::CONTAINER_EXIT_KILLED_BY_RM);
-  EXPECT_TRUE(PollUntil([&] { return ProcessGone(pid); }));
+  EXPECT_TRUE(PollUntil([&] { return ProcessGone(pid); }, kPollTimeout));
 }
 
 TEST_P(NmRecoveryTest, WithoutRecoveryWhatAnEarlierNmLeftIsKilled) {
@@ -491,7 +490,7 @@ TEST_P(NmRecoveryTest, WithoutRecoveryWhatAnEarlierNmLeftIsKilled) {
   StartNm(/*recover=*/false);
   EXPECT_THAT(registration_.running_containers(), IsEmpty());
   EXPECT_THAT(registration_.completed_containers(), IsEmpty());
-  EXPECT_TRUE(PollUntil([&] { return ProcessGone(pid); }));
+  EXPECT_TRUE(PollUntil([&] { return ProcessGone(pid); }, kPollTimeout));
   // The container's id is free of any record: it is unknown here.
   v1::StopContainersResponse stopped = StopContainer(id);
   ASSERT_EQ(stopped.failed_size(), 1);
@@ -513,7 +512,7 @@ TEST_P(NmRecoveryTest, ANewPortIsANewNodeThatKillsTheOldNodesContainers) {
   WaitForNewNode(before);
   EXPECT_THAT(rm_->With([](FakeRm& rm) { return rm.registrations_.back(); }).running_containers(),
               IsEmpty());
-  EXPECT_TRUE(PollUntil([&] { return ProcessGone(pid); }));
+  EXPECT_TRUE(PollUntil([&] { return ProcessGone(pid); }, kPollTimeout));
 }
 
 TEST_P(NmRecoveryTest, AStopTheKilledNmHadBegunIsCarriedOn) {
@@ -531,7 +530,7 @@ TEST_P(NmRecoveryTest, AStopTheKilledNmHadBegunIsCarriedOn) {
   ASSERT_TRUE(completed.has_value());
   EXPECT_EQ(completed->exit_status(), v1::CONTAINER_EXIT_KILLED_BY_AM);
   EXPECT_THAT(completed->diagnostics(), HasSubstr("StopContainers"));
-  EXPECT_TRUE(PollUntil([&] { return ProcessGone(pid); }));
+  EXPECT_TRUE(PollUntil([&] { return ProcessGone(pid); }, kPollTimeout));
 }
 
 TEST_P(NmRecoveryTest, ALaunchCutShortIsKilledAndReportedLost) {
@@ -592,8 +591,8 @@ TEST_P(NmRecoveryTest, ALaunchCutShortIsKilledAndReportedLost) {
   EXPECT_EQ(registered->state(), v1::CONTAINER_COMPLETE);
   EXPECT_EQ(registered->exit_status(), v1::CONTAINER_EXIT_LOST_NODE);
   EXPECT_THAT(registered->diagnostics(), HasSubstr("restarted while launching it"));
-  EXPECT_TRUE(PollUntil([&] { return ProcessGone(started->pid); }));
-  EXPECT_TRUE(PollUntil([&] { return ProcessGone(started->monitor_pid); }));
+  EXPECT_TRUE(PollUntil([&] { return ProcessGone(started->pid); }, kPollTimeout));
+  EXPECT_TRUE(PollUntil([&] { return ProcessGone(started->monitor_pid); }, kPollTimeout));
   (void)waitpid(started->monitor_pid, nullptr, 0);
 }
 
@@ -672,7 +671,8 @@ TEST_F(NmRecoveryCgroupsTest, AKilledNmsContainersStayInTheirCgroupsAndOrphansAr
   ASSERT_TRUE(completed.has_value());
   EXPECT_EQ(completed->exit_status(), v1::CONTAINER_EXIT_KILLED_BY_AM);
   for (pid_t p : {monitor, pid, escaped}) {
-    EXPECT_TRUE(PollUntil([&] { return ProcessGone(p); })) << "pid " << p << " survived";
+    EXPECT_TRUE(PollUntil([&] { return ProcessGone(p); }, kPollTimeout))
+        << "pid " << p << " survived";
   }
   EXPECT_THAT(cgroups_->ListContainers().value_or(std::vector<std::string>()), IsEmpty());
 }

@@ -26,6 +26,7 @@
 #include "absl/time/time.h"
 #include "common/event_loop.h"
 #include "common/rm_failover.h"
+#include "common/test_poll.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nm/cgroups.h"
@@ -678,11 +679,8 @@ TEST_F(NodeManagerTest, FinishedApplicationsLogsAreDeletedAfterTheRetention) {
     return 0;
   });
   // Bounded wait for the deletion (the NM's own timer): 10 s.
-  bool gone = false;
-  for (int i = 0; i < 200 && !gone; ++i) {
-    gone = !std::filesystem::exists(work_root_ / "logs" / c1);
-    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const bool gone = PollUntil([&] { return !std::filesystem::exists(work_root_ / "logs" / c1); },
+                              absl::Seconds(10), absl::Milliseconds(50));
   EXPECT_TRUE(gone);
   EXPECT_FALSE(std::filesystem::exists(work_root_ / app));
 }
@@ -712,11 +710,8 @@ TEST_F(NodeManagerTest, FinishedApplicationsLogsAreAggregatedBeforeTheyAreDelete
     return 0;
   });
   // Bounded wait for the node's own deletion: 10 s.
-  bool gone = false;
-  for (int i = 0; i < 200 && !gone; ++i) {
-    gone = !std::filesystem::exists(work_root_ / "logs" / c1);
-    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const bool gone = PollUntil([&] { return !std::filesystem::exists(work_root_ / "logs" / c1); },
+                              absl::Seconds(10), absl::Milliseconds(50));
   EXPECT_TRUE(gone);
   std::ifstream in(aggregated / "alice" / "logs" / app / nm_->node_id() / c1 / "stdout");
   std::string line;

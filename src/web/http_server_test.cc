@@ -26,6 +26,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "common/test_poll.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -196,22 +197,13 @@ class HttpServerTest : public ::testing::Test {
   // Waits (bounded: 5 s) until the server holds `n` connections: closes are seen by the
   // server's I/O thread, which a client cannot observe, so this polls the server's count.
   bool AwaitOpenConnections(int n) {
-    const Clock::time_point deadline = Clock::now() + std::chrono::seconds(5);
-    while (server_->open_connections() != n) {
-      if (Clock::now() > deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return true;
+    return PollUntil([&] { return server_->open_connections() == n; }, absl::Seconds(5),
+                     absl::Milliseconds(1));
   }
 
   // Waits (bounded: 5 s) until `n` /hold handlers run.
   bool AwaitHeld(int n) {
-    const Clock::time_point deadline = Clock::now() + std::chrono::seconds(5);
-    while (held_.load() < n) {
-      if (Clock::now() > deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return true;
+    return PollUntil([&] { return held_.load() >= n; }, absl::Seconds(5), absl::Milliseconds(1));
   }
 
   absl::Notification entered_, release_;
