@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "common/test_poll.h"
 #include "federation/store/conformance_backends.h"
 #include "federation/store/federation_store.h"
 #include "federation/store/postgres_federation_store.h"
@@ -281,13 +282,14 @@ TEST(PostgresFederationStoreTest, NobodyElseReadsTheStore) {
   // The postmaster applies the reload asynchronously: until then the role is refused for want
   // of a password (Unavailable). Bounded: 10 s.
   absl::Status trusted;
-  for (int i = 0; i < 200; ++i) {
-    trusted = OpenFederationStore(
-                  absl::StrCat("postgresql://trusted@127.0.0.1:", server->port(), "/postgres"))
-                  .status();
-    if (!absl::IsUnavailable(trusted)) break;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
+  PollUntil(
+      [&] {
+        trusted = OpenFederationStore(
+                      absl::StrCat("postgresql://trusted@127.0.0.1:", server->port(), "/postgres"))
+                      .status();
+        return !absl::IsUnavailable(trusted);
+      },
+      absl::Seconds(10), absl::Milliseconds(50));
   EXPECT_TRUE(absl::IsFailedPrecondition(trusted)) << trusted;
   EXPECT_THAT(trusted.message(), HasSubstr("without a password"));
   {
