@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nm/os_env.h"
@@ -29,12 +30,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+// The content of `path`, "" when it cannot be read.
+std::string Slurp(const std::string& path) { return ReadFile(path).value_or(""); }
 
 void Put(const std::string& path, absl::string_view text) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());

@@ -32,6 +32,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "common/files.h"
 #include "common/test_poll.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -465,12 +466,8 @@ TEST(MonitorFilesTest, LogsDroppedFileParses) {
 
 // ---- Real processes.
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+// The content of `path`, "" when it cannot be read.
+std::string Slurp(const std::string& path) { return ReadFile(path).value_or(""); }
 
 // How long PollUntil (common/test_poll.h) waits unless a test says otherwise.
 constexpr absl::Duration kPollTimeout = absl::Seconds(5);

@@ -31,6 +31,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "common/event_loop.h"
+#include "common/files.h"
 #include "common/test_poll.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -92,12 +93,8 @@ TEST(NmRecoveryChild, DISABLED_ServeUntilKilled) {
   while (true) pause();  // until SIGKILL: nothing of the NM is cleaned up
 }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+// The content of `path`, "" when it cannot be read.
+std::string Slurp(const std::string& path) { return ReadFile(path).value_or(""); }
 
 // How long PollUntil (common/test_poll.h) waits for what no event announces (a process that
 // another process's exit ends, a file another process writes).

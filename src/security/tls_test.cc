@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -47,12 +48,8 @@ class TempDir {
   std::string path_;
 };
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// The content of `path`, "" when it cannot be read.
+std::string Slurp(const std::string& path) { return ReadFile(path).value_or(""); }
 
 void Spit(const std::string& path, const std::string& contents) {
   std::ofstream(path, std::ios::trunc) << contents;
