@@ -26,6 +26,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/errors.h"
 #include "common/log.h"
 #include "nlohmann/json.hpp"
 #include "web/http_parser.h"
@@ -723,7 +724,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
     const int fd =
         socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
     if (fd < 0) {
-      why = strerror(errno);
+      why = ErrnoMessage(errno, "socket");
       continue;
     }
     // SO_REUSEADDR only: SO_REUSEPORT would let a second server bind a port that is in use
@@ -732,7 +733,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     if (a->ai_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof(no));
     if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
-      why = strerror(errno);
+      why = ErrnoMessage(errno, "bind");
       close(fd);
       continue;
     }
@@ -757,7 +758,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
   if (epoll_fd < 0 || wake_fd < 0 ||
       epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &listener) != 0 ||
       epoll_ctl(epoll_fd, EPOLL_CTL_ADD, wake_fd, &wake) != 0) {
-    why = strerror(errno);
+    why = ErrnoMessage(errno, "epoll");
     for (int fd : {listen_fd, epoll_fd, wake_fd})
       if (fd >= 0) close(fd);
     return absl::UnavailableError(
