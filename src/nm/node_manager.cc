@@ -24,6 +24,7 @@
 #include "common/reachable_host.h"
 #include "nm/node_manager_internal.h"
 #include "nm/spawn_child.h"
+#include "security/grpc_server.h"
 #include "security/tokens.h"
 
 
@@ -390,22 +391,13 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
     }
     nm->amrm_proxy_ = *std::move(proxy);
   }
-  grpc::ServerBuilder builder;
-  int selected_port = 0;
-  const std::string address = HostPort(opts.bind_host, opts.port);
-  builder.AddListeningPort(address,
-                           opts.tls.has_value()
-                               ? security::MutualTlsServerCredentials(
-                                     *opts.tls, security::ClientCertMode::kRequestAndVerifyIfPresent)
-                               : grpc::InsecureServerCredentials(),
-                           &selected_port);
-  builder.RegisterService(nm->service_.get());
-  if (nm->amrm_proxy_ != nullptr) builder.RegisterService(nm->amrm_proxy_->service());
-  nm->server_ = builder.BuildAndStart();
-  if (nm->server_ == nullptr || selected_port == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("starting NodeManager: cannot serve ContainerService on ", address));
-  }
+  // The AMRMProxy's AmService shares the port when enabled (a null service is skipped).
+  absl::StatusOr<security::StartedGrpcServer> started = security::StartGrpcServer(
+      "starting NodeManager: ContainerService", opts.bind_host, opts.port, opts.tls,
+      {nm->service_.get(), nm->amrm_proxy_ != nullptr ? nm->amrm_proxy_->service() : nullptr});
+  if (!started.ok()) return started.status();
+  nm->server_ = std::move(started->server);
+  const int selected_port = started->port;
   nm->port_ = selected_port;
   const std::string host = ReachableHost(opts.bind_host);
   nm->node_id_ = HostPort(host, selected_port);

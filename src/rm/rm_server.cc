@@ -12,6 +12,7 @@
 #include "common/reachable_host.h"
 #include "federation/store/federation_store.h"
 #include "rm/rm_server_calls.h"
+#include "security/grpc_server.h"
 #include "security/munge.h"
 #include "security/user_identity.h"
 #include "store/memory_store.h"
@@ -447,22 +448,12 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
     if (!created.ok()) return created;
   }
   s->services_ = std::make_unique<Services>(s.get());
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(
-      absl::StrCat(s->options_.bind_host, ":", s->options_.port),
-      s->options_.tls.has_value()
-          ? security::MutualTlsServerCredentials(
-                *s->options_.tls, security::ClientCertMode::kRequestAndVerifyIfPresent)
-          : grpc::InsecureServerCredentials(),
-      &s->port_);
-  builder.RegisterService(&s->services_->client);
-  builder.RegisterService(&s->services_->am);
-  builder.RegisterService(&s->services_->tracker);
-  builder.RegisterService(&s->services_->admin);
-  s->server_ = builder.BuildAndStart();
-  if (s->server_ == nullptr || s->port_ == 0)
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", s->options_.bind_host, ":", s->options_.port));
+  absl::StatusOr<security::StartedGrpcServer> started = security::StartGrpcServer(
+      "ResourceManager", s->options_.bind_host, s->options_.port, s->options_.tls,
+      {&s->services_->client, &s->services_->am, &s->services_->tracker, &s->services_->admin});
+  if (!started.ok()) return started.status();
+  s->server_ = std::move(started->server);
+  s->port_ = started->port;
   s->RunOnLoop([addr = s->AmFacingAddress()](ResourceManager& rm) { rm.set_rm_address(addr); });
   return s;
 }

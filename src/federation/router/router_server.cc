@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "security/grpc_server.h"
 #include "security/munge.h"
 #include "security/user_identity.h"
 #include "weft/v1/client.grpc.pb.h"
@@ -142,19 +143,11 @@ absl::StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(RouterServerOp
   if (!router.ok()) return router.status();
   s->router_ = *std::move(router);
   s->service_ = std::make_unique<Service>(s.get());
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(
-      absl::StrCat(s->options_.bind_host, ":", s->options_.port),
-      s->options_.tls.has_value()
-          ? security::MutualTlsServerCredentials(
-                *s->options_.tls, security::ClientCertMode::kRequestAndVerifyIfPresent)
-          : grpc::InsecureServerCredentials(),
-      &s->port_);
-  builder.RegisterService(s->service_.get());
-  s->server_ = builder.BuildAndStart();
-  if (s->server_ == nullptr || s->port_ == 0)
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", s->options_.bind_host, ":", s->options_.port));
+  absl::StatusOr<security::StartedGrpcServer> started = security::StartGrpcServer(
+      "router", s->options_.bind_host, s->options_.port, s->options_.tls, {s->service_.get()});
+  if (!started.ok()) return started.status();
+  s->server_ = std::move(started->server);
+  s->port_ = started->port;
   log::Info("router_started", {{"router", s->options_.router.router_id},
                                {"address", s->address()},
                                {"store", store->Describe()}});

@@ -1,0 +1,34 @@
+// Copyright Weft authors.
+#include "security/grpc_server.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace weft::security {
+
+absl::StatusOr<StartedGrpcServer> StartGrpcServer(absl::string_view what,
+                                                   absl::string_view bind_host, int port,
+                                                   const std::optional<TlsFiles>& tls,
+                                                   std::initializer_list<grpc::Service*> services) {
+  // An IPv6 literal needs brackets before its port.
+  const bool v6 = absl::StrContains(bind_host, ':') && !absl::StartsWith(bind_host, "[");
+  const std::string address =
+      v6 ? absl::StrCat("[", bind_host, "]:", port) : absl::StrCat(bind_host, ":", port);
+  StartedGrpcServer started;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(
+      address,
+      tls.has_value()
+          ? MutualTlsServerCredentials(*tls, ClientCertMode::kRequestAndVerifyIfPresent)
+          : grpc::InsecureServerCredentials(),
+      &started.port);
+  for (grpc::Service* service : services) {
+    if (service != nullptr) builder.RegisterService(service);
+  }
+  started.server = builder.BuildAndStart();
+  if (started.server == nullptr || started.port == 0)
+    return absl::UnavailableError(absl::StrCat(what, ": cannot listen on ", address));
+  return started;
+}
+
+}  // namespace weft::security
