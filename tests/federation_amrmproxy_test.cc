@@ -23,6 +23,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/test_poll.h"
 #include "federation/store/federation_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -151,10 +152,12 @@ class FederationAmrmProxyTest : public ::testing::TestWithParam<bool> {
     // Both nodes registered (bounded wait on each RM's own view).
     for (SubCluster& sc : sub_clusters_) {
       int nodes = 0;
-      for (int i = 0; i < 200 && nodes < 1; ++i) {
-        sc.rm->RunOnLoop([&](rm::ResourceManager& rm) { nodes = rm.scheduler().num_nodes(); });
-        if (nodes < 1) usleep(50 * 1000);
-      }
+      PollUntil(
+          [&] {
+            sc.rm->RunOnLoop([&](rm::ResourceManager& rm) { nodes = rm.scheduler().num_nodes(); });
+            return nodes >= 1;
+          },
+          absl::Seconds(10), absl::Milliseconds(50));
       ASSERT_EQ(nodes, 1) << sc.id;
     }
   }
@@ -198,15 +201,15 @@ class FederationAmrmProxyTest : public ::testing::TestWithParam<bool> {
   // Polls until the app is final (bounded: 90 s).
   v1::ApplicationReport WaitFinal(SubCluster& sc, const std::string& id) {
     v1::GetApplicationResponse resp;
-    for (int i = 0; i < 1800; ++i) {
-      grpc::ClientContext c;
-      v1::GetApplicationRequest req;
-      req.set_application_id(id);
-      if (sc.client->GetApplication(As(&c), req, &resp).ok() && IsFinal(resp.report().state())) {
-        break;
-      }
-      usleep(50 * 1000);
-    }
+    PollUntil(
+        [&] {
+          grpc::ClientContext c;
+          v1::GetApplicationRequest req;
+          req.set_application_id(id);
+          return sc.client->GetApplication(As(&c), req, &resp).ok() &&
+                 IsFinal(resp.report().state());
+        },
+        absl::Seconds(90), absl::Milliseconds(50));
     return resp.report();
   }
 
@@ -290,10 +293,12 @@ TEST(AmrmProxyWithoutFederationTest, AnAmRunsUnchangedThroughTheDefaultChain) {
   auto nm = nm::NodeManager::Start(no, &loop);
   ASSERT_TRUE(nm.ok()) << nm.status();
   int nodes = 0;
-  for (int i = 0; i < 200 && nodes < 1; ++i) {
-    (*rm)->RunOnLoop([&](rm::ResourceManager& r) { nodes = r.scheduler().num_nodes(); });
-    if (nodes < 1) usleep(50 * 1000);
-  }
+  PollUntil(
+      [&] {
+        (*rm)->RunOnLoop([&](rm::ResourceManager& r) { nodes = r.scheduler().num_nodes(); });
+        return nodes >= 1;
+      },
+      absl::Seconds(10), absl::Milliseconds(50));
   ASSERT_EQ(nodes, 1);
   auto client = v1::ClientService::NewStub(
       grpc::CreateChannel((*rm)->address(), grpc::InsecureChannelCredentials()));
@@ -312,17 +317,16 @@ TEST(AmrmProxyWithoutFederationTest, AnAmRunsUnchangedThroughTheDefaultChain) {
   v1::SubmitApplicationResponse submitted;
   ASSERT_TRUE(client->SubmitApplication(&c2, sub, &submitted).ok());
   v1::GetApplicationResponse resp;
-  for (int i = 0; i < 1200; ++i) {
-    grpc::ClientContext c;
-    v1::GetApplicationRequest req;
-    req.set_application_id(app.application_id());
-    if (client->GetApplication(&c, req, &resp).ok() &&
-        (resp.report().state() == v1::APP_FINISHED || resp.report().state() == v1::APP_FAILED ||
-         resp.report().state() == v1::APP_KILLED)) {
-      break;
-    }
-    usleep(50 * 1000);
-  }
+  PollUntil(
+      [&] {
+        grpc::ClientContext c;
+        v1::GetApplicationRequest req;
+        req.set_application_id(app.application_id());
+        return client->GetApplication(&c, req, &resp).ok() &&
+               (resp.report().state() == v1::APP_FINISHED ||
+                resp.report().state() == v1::APP_FAILED || resp.report().state() == v1::APP_KILLED);
+      },
+      absl::Seconds(60), absl::Milliseconds(50));
   EXPECT_EQ(resp.report().final_status(), v1::FINAL_SUCCEEDED) << resp.report().diagnostics();
   EXPECT_THAT(resp.report().diagnostics(), ::testing::HasSubstr("3 containers succeeded"));
   // It was told its NM's proxy, not the RM.

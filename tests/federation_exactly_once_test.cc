@@ -26,6 +26,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "am/am_client.h"
+#include "common/test_poll.h"
 #include "federation/membership/sub_cluster_heartbeater.h"
 #include "federation/router/router_server.h"
 #include "federation/store/federation_store.h"
@@ -204,12 +205,14 @@ class FederationExactlyOnceTest : public ::testing::Test {
     get.set_application_id(app);
     v1::ApplicationReport report;
     // The unmanaged AM's token comes with the owner's report once its attempt exists.
-    for (int tries = 0; tries < 400 && report.amrm_token().identifier().empty(); ++tries) {
-      v1::GetApplicationResponse resp;
-      if (clients_[1 - submit_via]->GetApplication(Ctx().get(), get, &resp).ok())
-        report = resp.report();
-      if (report.amrm_token().identifier().empty()) usleep(25 * 1000);
-    }
+    PollUntil(
+        [&] {
+          v1::GetApplicationResponse resp;
+          if (clients_[1 - submit_via]->GetApplication(Ctx().get(), get, &resp).ok())
+            report = resp.report();
+          return !report.amrm_token().identifier().empty();
+        },
+        absl::Seconds(10), absl::Milliseconds(25));
     if (report.amrm_token().identifier().empty()) {
       ADD_FAILURE() << app << ": no AMRM token for its owner";
       return app;
@@ -243,11 +246,14 @@ class FederationExactlyOnceTest : public ::testing::Test {
       ADD_FAILURE() << app << ": finishing: " << s;
       return app;
     }
-    for (int tries = 0; tries < 400 && report.state() != v1::APP_FINISHED; ++tries) {
-      v1::GetApplicationResponse resp;
-      if (clients_[issue_via]->GetApplication(Ctx().get(), get, &resp).ok()) report = resp.report();
-      if (report.state() != v1::APP_FINISHED) usleep(25 * 1000);
-    }
+    PollUntil(
+        [&] {
+          v1::GetApplicationResponse resp;
+          if (clients_[issue_via]->GetApplication(Ctx().get(), get, &resp).ok())
+            report = resp.report();
+          return report.state() == v1::APP_FINISHED;
+        },
+        absl::Seconds(10), absl::Milliseconds(25));
     EXPECT_EQ(report.state(), v1::APP_FINISHED) << app;
     EXPECT_EQ(report.final_status(), v1::FINAL_SUCCEEDED) << app;
     return app;
@@ -414,14 +420,15 @@ TEST_F(FederationExactlyOnceTest, AKillThroughARouterEndsTheAppAndItsUnmanagedAm
   for (const SubCluster& sc : scs_) {
     v1::ApplicationState state = v1::APPLICATION_STATE_UNSPECIFIED;
     // A kill is applied on the RM's loop; its report says KILLED once it is (bounded poll).
-    for (int tries = 0; tries < 200; ++tries) {
-      sc.rm->RunOnLoop([&](rm::ResourceManager& r) {
-        auto got = r.GetApplication(app);
-        state = got.ok() ? got->state() : v1::APPLICATION_STATE_UNSPECIFIED;
-      });
-      if (state == v1::APP_KILLED || state == v1::APPLICATION_STATE_UNSPECIFIED) break;
-      usleep(10 * 1000);
-    }
+    PollUntil(
+        [&] {
+          sc.rm->RunOnLoop([&](rm::ResourceManager& r) {
+            auto got = r.GetApplication(app);
+            state = got.ok() ? got->state() : v1::APPLICATION_STATE_UNSPECIFIED;
+          });
+          return state == v1::APP_KILLED || state == v1::APPLICATION_STATE_UNSPECIFIED;
+        },
+        absl::Seconds(2), absl::Milliseconds(10));
     if (sc.id == home->home_sub_cluster_id() || &sc == secondary) {
       EXPECT_EQ(state, v1::APP_KILLED) << sc.id;
     } else {

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "common/test_poll.h"
 #include "federation/membership/sub_cluster_heartbeater.h"
 #include "federation/router/router_server.h"
 #include "federation/router/router_web_server.h"
@@ -425,14 +426,15 @@ TEST_F(FederationRouterTest, RestWritesGoThroughTheRouterAsTheAuthenticatedUser)
   ASSERT_TRUE(res);
   EXPECT_TRUE(res->status == 200 || res->status == 202) << res->body;
   v1::ApplicationState state = v1::APP_NEW;
-  const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (state != v1::APP_KILLED && absl::Now() < deadline) {  // bounded poll
-    Sc(home).rm->RunOnLoop([&](rm::ResourceManager& rm) {
-      auto app = rm.GetApplication(id);
-      if (app.ok()) state = app->state();
-    });
-    if (state != v1::APP_KILLED) absl::SleepFor(absl::Milliseconds(50));
-  }
+  PollUntil(
+      [&] {
+        Sc(home).rm->RunOnLoop([&](rm::ResourceManager& rm) {
+          auto app = rm.GetApplication(id);
+          if (app.ok()) state = app->state();
+        });
+        return state == v1::APP_KILLED;
+      },
+      absl::Seconds(20), absl::Milliseconds(50));
   EXPECT_EQ(state, v1::APP_KILLED) << v1::ApplicationState_Name(state);
 }
 

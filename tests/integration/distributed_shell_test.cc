@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/test_poll.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nm/node_manager.h"
@@ -49,7 +50,7 @@ class DistributedShellTest : public ::testing::Test {
     client_ = v1::ClientService::NewStub(
         grpc::CreateChannel(rm_->address(), grpc::InsecureChannelCredentials()));
     // Both nodes registered (bounded wait on the RM's own view).
-    for (int i = 0; i < 200 && RunningNodes() < 2; ++i) usleep(50 * 1000);
+    PollUntil([&] { return RunningNodes() >= 2; }, absl::Seconds(10), absl::Milliseconds(50));
     ASSERT_EQ(RunningNodes(), 2);
   }
   void TearDown() override {
@@ -83,16 +84,16 @@ class DistributedShellTest : public ::testing::Test {
   // Polls until the app is in a final state (bounded: 60 s).
   v1::ApplicationReport WaitFinal(const std::string& id) {
     v1::GetApplicationResponse resp;
-    for (int i = 0; i < 1200; ++i) {
-      grpc::ClientContext c;
-      v1::GetApplicationRequest req;
-      req.set_application_id(id);
-      if (client_->GetApplication(&c, req, &resp).ok()) {
-        auto st = resp.report().state();
-        if (st == v1::APP_FINISHED || st == v1::APP_FAILED || st == v1::APP_KILLED) break;
-      }
-      usleep(50 * 1000);
-    }
+    PollUntil(
+        [&] {
+          grpc::ClientContext c;
+          v1::GetApplicationRequest req;
+          req.set_application_id(id);
+          if (!client_->GetApplication(&c, req, &resp).ok()) return false;
+          auto st = resp.report().state();
+          return st == v1::APP_FINISHED || st == v1::APP_FAILED || st == v1::APP_KILLED;
+        },
+        absl::Seconds(60), absl::Milliseconds(50));
     return resp.report();
   }
   std::string AmCommand(int n, int retries, const std::string& cmd) {

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "am/am_client.h"
+#include "common/test_poll.h"
 #include "gtest/gtest.h"
 #include "nm/node_manager.h"
 #include "rm/rm_server.h"
@@ -60,7 +61,7 @@ class EventDrivenTurnaroundTest : public ::testing::TestWithParam<bool> {
     client_ = v1::ClientService::NewStub(
         grpc::CreateChannel(rm_->address(), grpc::InsecureChannelCredentials()));
     // Registered (bounded wait on the RM's own view).
-    for (int i = 0; i < 200 && Nodes() < 1; ++i) usleep(50 * 1000);
+    PollUntil([&] { return Nodes() >= 1; }, absl::Seconds(10), absl::Milliseconds(50));
     ASSERT_EQ(Nodes(), 1);
   }
   void TearDown() override {
@@ -92,15 +93,17 @@ class EventDrivenTurnaroundTest : public ::testing::TestWithParam<bool> {
     grpc::Status s = client_->SubmitApplication(&c2, sub, &r);
     ASSERT_TRUE(s.ok()) << s.error_message();
     v1::ApplicationReport report;
-    for (int i = 0; i < 200 && report.amrm_token().identifier().empty(); ++i) {
-      grpc::ClientContext c3;
-      c3.AddMetadata("weft-user", "alice");
-      v1::GetApplicationRequest req;
-      req.set_application_id(app.application_id());
-      v1::GetApplicationResponse resp;
-      if (client_->GetApplication(&c3, req, &resp).ok()) report = resp.report();
-      if (report.amrm_token().identifier().empty()) usleep(50 * 1000);
-    }
+    PollUntil(
+        [&] {
+          grpc::ClientContext c3;
+          c3.AddMetadata("weft-user", "alice");
+          v1::GetApplicationRequest req;
+          req.set_application_id(app.application_id());
+          v1::GetApplicationResponse resp;
+          if (client_->GetApplication(&c3, req, &resp).ok()) report = resp.report();
+          return !report.amrm_token().identifier().empty();
+        },
+        absl::Seconds(10), absl::Milliseconds(50));
     ASSERT_FALSE(report.amrm_token().identifier().empty()) << "no AMRM token for the owner";
     am::AmEnvironment env;
     env.rm_address = rm_->address();

@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/test_poll.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rm/rm_server.h"
@@ -74,18 +75,16 @@ class RmHaTest : public ::testing::Test {
 
   // Waits (bounded) until RM `i` is active / knows `active_id` as the active.
   bool WaitActive(int i, absl::Duration limit = absl::Seconds(20)) {
-    for (absl::Time end = absl::Now() + limit; absl::Now() < end;
-         absl::SleepFor(absl::Milliseconds(20)))
-      if (rms_[i] && rms_[i]->ha_status().active) return true;
-    return false;
+    return PollUntil([&] { return rms_[i] && rms_[i]->ha_status().active; }, limit,
+                     absl::Milliseconds(20));
   }
   bool WaitKnowsActive(int i, const std::string& active_id) {
-    for (absl::Time end = absl::Now() + absl::Seconds(20); absl::Now() < end;
-         absl::SleepFor(absl::Milliseconds(20))) {
-      HaStatus h = rms_[i]->ha_status();
-      if (h.leader.has_value() && h.leader->rm_id == active_id) return true;
-    }
-    return false;
+    return PollUntil(
+        [&] {
+          HaStatus h = rms_[i]->ha_status();
+          return h.leader.has_value() && h.leader->rm_id == active_id;
+        },
+        absl::Seconds(20), absl::Milliseconds(20));
   }
 
   std::unique_ptr<v1::ClientService::Stub> Client(int i) {
@@ -294,10 +293,9 @@ TEST_F(RmHaTest, ARestartedRmClearsTheLeaderNodeOfItsEarlierRun) {
   // rm1 restarted: the node names it under a session that is not its own, so it is its dead
   // earlier run's; it goes at once and an RM is active long before that session could expire.
   StartRm(0);
-  bool any_active = false;
-  for (absl::Time end = absl::Now() + absl::Seconds(10); absl::Now() < end && !any_active;
-       absl::SleepFor(absl::Milliseconds(20)))
-    any_active = rms_[0]->ha_status().active || rms_[1]->ha_status().active;
+  const bool any_active =
+      PollUntil([&] { return rms_[0]->ha_status().active || rms_[1]->ha_status().active; },
+                absl::Seconds(10), absl::Milliseconds(20));
   EXPECT_TRUE(any_active);
 }
 
@@ -307,9 +305,8 @@ TEST_F(RmHaTest, AnActiveCutOffFromZooKeeperStepsDown) {
   // A hung ZooKeeper: the active cannot know whether its session lives on, so it stops
   // serving before the server could expire it and elect another.
   ASSERT_TRUE(zk_->Pause().ok());
-  for (absl::Time end = absl::Now() + absl::Seconds(10);
-       absl::Now() < end && rms_[0]->ha_status().active;)
-    absl::SleepFor(absl::Milliseconds(20));
+  PollUntil([&] { return !rms_[0]->ha_status().active; }, absl::Seconds(10),
+            absl::Milliseconds(20));
   EXPECT_FALSE(rms_[0]->ha_status().active);
   grpc::ClientContext ctx;
   v1::ListApplicationsResponse apps;

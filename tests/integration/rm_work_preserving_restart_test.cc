@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/test_poll.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nm/node_manager.h"
@@ -86,11 +87,7 @@ class WorkPreservingRestartTest : public ::testing::Test {
   }
   // Polls `done` every 50 ms for at most `ms`; whether it came true.
   static bool WaitFor(const std::function<bool()>& done, int64_t ms = 30000) {
-    for (int64_t waited = 0; waited < ms; waited += 50) {
-      if (done()) return true;
-      usleep(50 * 1000);
-    }
-    return done();
+    return PollUntil(done, absl::Milliseconds(ms), absl::Milliseconds(50));
   }
   int RunningNodes() {
     int n = 0;
