@@ -28,6 +28,7 @@
 #include "cli/cli_common.h"
 #include "cli/progress.h"
 #include "common/terminal_text.h"
+#include "store/state_names.h"
 
 namespace weft::cli {
 namespace {
@@ -57,15 +58,6 @@ void AddCommonFlags(CLI::App* cmd, CommonFlags* f, bool with_user_flag = true) {
                     "(default: yourself, as MUNGE authenticates you)")
         ->check(UserNameValidator());
   cmd->add_flag("--json", f->json, "print protobuf JSON instead of a human table");
-}
-
-std::string StateName(v1::ApplicationState state) {
-  return std::string(absl::StripPrefix(v1::ApplicationState_Name(state), "APP_"));
-}
-
-std::string FinalStatusName(v1::FinalApplicationStatus status) {
-  if (status == v1::FINAL_STATUS_UNDEFINED) return "UNDEFINED";
-  return std::string(absl::StripPrefix(v1::FinalApplicationStatus_Name(status), "FINAL_"));
 }
 
 bool IsFinal(v1::ApplicationState state) {
@@ -99,8 +91,8 @@ absl::StatusOr<std::vector<v1::ApplicationState>> ParseStates(const std::string&
 
 // The one line that ends a wait, on stdout (escaped: the diagnostics may hold anything).
 std::string FinalLine(const v1::ApplicationReport& r) {
-  std::string line = absl::StrCat(r.application_id(), " ", StateName(r.state()), " ",
-                                  FinalStatusName(r.final_status()));
+  std::string line = absl::StrCat(r.application_id(), " ", store::ReportedAppState(r.state()), " ",
+                                  store::ReportedFinalStatus(r.final_status()));
   if (!r.diagnostics().empty()) absl::StrAppend(&line, ": ", r.diagnostics());
   return EscapeForTerminal(line);
 }
@@ -122,7 +114,7 @@ int WaitForApp(RmClient& client, const std::string& app_id, double timeout_s, bo
     }
     double elapsed_s = absl::ToDoubleSeconds(absl::Now() - start);
     if (!json) {
-      std::cerr << progress.Update({EscapeForTerminal(app_id), StateName(report->state()),
+      std::cerr << progress.Update({EscapeForTerminal(app_id), store::ReportedAppState(report->state()),
                                     report->current_attempt(), report->completed_containers(),
                                     report->running_containers(), report->pending_containers(),
                                     static_cast<int64_t>(elapsed_s)},
@@ -141,7 +133,7 @@ int WaitForApp(RmClient& client, const std::string& app_id, double timeout_s, bo
     if (timeout_s > 0 && elapsed_s >= timeout_s) {
       std::cerr << progress.Finish();
       return PrintError(absl::StrCat("timed out after ", timeout_s, " s waiting for ", app_id,
-                                     " (still ", StateName(report->state()), ")"));
+                                     " (still ", store::ReportedAppState(report->state()), ")"));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
@@ -439,8 +431,8 @@ int List(const ListFlags& f) {
                                                  "FINAL-STATUS", "PROGRESS", "ATTEMPT",
                                                  "CONTAINERS", "SUBMITTED"}};
   for (const v1::ApplicationReport& r : resp.applications())
-    rows.push_back({r.application_id(), r.name(), r.user(), r.queue(), StateName(r.state()),
-                    FinalStatusName(r.final_status()),
+    rows.push_back({r.application_id(), r.name(), r.user(), r.queue(), store::ReportedAppState(r.state()),
+                    store::ReportedFinalStatus(r.final_status()),
                     absl::StrCat(static_cast<int>(r.progress() * 100 + 0.5), "%"),
                     absl::StrCat(r.current_attempt()), absl::StrCat(r.running_containers()),
                     FormatTimeMs(r.submit_time_ms())});
@@ -469,8 +461,8 @@ int Status(const IdFlags& f) {
       {"User:", r->user()},
       {"Queue:", r->queue()},
       {"Priority:", absl::StrCat(r->priority())},
-      {"State:", StateName(r->state())},
-      {"Final-Status:", FinalStatusName(r->final_status())},
+      {"State:", store::ReportedAppState(r->state())},
+      {"Final-Status:", store::ReportedFinalStatus(r->final_status())},
       {"Progress:", absl::StrCat(static_cast<int>(r->progress() * 100 + 0.5), "%")},
       {"Attempt:", absl::StrCat(r->current_attempt())},
       {"AM-Host:", r->am_host().empty() ? "-" : r->am_host()},

@@ -13,6 +13,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "cli/cli_common.h"
+#include "store/state_names.h"
 
 namespace weft::cli {
 namespace {
@@ -23,10 +24,6 @@ struct NodeFlags {
   std::string states;
   std::string node_id;
 };
-
-std::string StateName(v1::NodeState state) {
-  return std::string(absl::StripPrefix(v1::NodeState_Name(state), "NODE_"));
-}
 
 absl::StatusOr<std::vector<v1::NodeState>> ParseStates(const std::string& text) {
   std::vector<v1::NodeState> states;
@@ -73,7 +70,7 @@ int List(const NodeFlags& f) {
   std::vector<std::vector<std::string>> rows = {
       {"NODE-ID", "RACK", "STATE", "CONTAINERS", "USED", "CAPABILITY", "HEALTH"}};
   for (const v1::NodeReport& n : resp->nodes())
-    rows.push_back({n.node_id(), n.rack(), StateName(n.state()), absl::StrCat(n.num_containers()),
+    rows.push_back({n.node_id(), n.rack(), store::ReportedNodeState(n.state()), absl::StrCat(n.num_containers()),
                     FormatResource(n.used()), FormatResource(n.capability()), Health(n)});
   PrintTable(rows);
   return 0;
@@ -96,7 +93,7 @@ int Status(const NodeFlags& f) {
     PrintTable({
         {"Node-Id:", n.node_id()},
         {"Rack:", n.rack()},
-        {"State:", StateName(n.state())},
+        {"State:", store::ReportedNodeState(n.state())},
         {"HTTP-Address:", n.http_address().empty() ? "-" : n.http_address()},
         {"Containers:", absl::StrCat(n.num_containers())},
         {"Used:", FormatResource(n.used())},

@@ -136,5 +136,19 @@ TEST(FederationLeaseTest, HoldsFederatedAppsOnlyWhileStaleAndReleasesThoseACheck
   EXPECT_EQ(lease.renewed_ms(), 12'000);
 }
 
+TEST(StateNamesTest, StoredAndReportedSpellingsDifferOnlyForUnsetValues) {
+  EXPECT_EQ(store::AppStateName(v1::APP_RUNNING), "RUNNING");
+  EXPECT_EQ(store::ReportedAppState(v1::APP_RUNNING), "RUNNING");
+  EXPECT_EQ(store::AppStateName(v1::APPLICATION_STATE_UNSPECIFIED), "UNSPECIFIED");
+  EXPECT_EQ(store::ReportedAppState(v1::APPLICATION_STATE_UNSPECIFIED), "NEW");
+  EXPECT_FALSE(store::ParseAppState("UNSPECIFIED").ok());  // never stored
+  EXPECT_EQ(store::AttemptStateName(v1::ATTEMPT_STATE_UNSPECIFIED), "UNSPECIFIED");
+  EXPECT_EQ(store::NodeStateName(v1::NODE_DECOMMISSIONED), "DECOMMISSIONED");
+  EXPECT_EQ(store::ReportedNodeState(v1::NODE_STATE_UNSPECIFIED), "NEW");
+  EXPECT_EQ(store::FinalStatusName(v1::FINAL_STATUS_UNDEFINED), "");
+  EXPECT_EQ(store::ReportedFinalStatus(v1::FINAL_STATUS_UNDEFINED), "UNDEFINED");
+  EXPECT_EQ(store::ReportedFinalStatus(v1::FINAL_KILLED), "KILLED");
+}
+
 }  // namespace
 }  // namespace weft::rm

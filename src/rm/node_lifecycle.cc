@@ -2,7 +2,7 @@
 #include "rm/node_lifecycle.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/match.h"
+#include "store/state_names.h"
 
 namespace weft::rm {
 namespace {
@@ -52,17 +52,12 @@ const char* NodeEventName(NodeEvent e) {
   return "?";
 }
 
-const char* NodeStateName(v1::NodeState s) {
-  const std::string& full = v1::NodeState_Name(s);
-  return full.empty() ? "?" : full.c_str() + (absl::StartsWith(full, "NODE_") ? 5 : 0);
-}
-
 absl::StatusOr<v1::NodeState> NextNodeState(v1::NodeState from, NodeEvent event) {
   for (const NodeTransition& t : kNodeTable) {
     if (t.from == from && t.event == event) return t.to;
   }
   return absl::FailedPreconditionError(absl::StrCat(
-      "node in state ", NodeStateName(from), " cannot take event '", NodeEventName(event), "'"));
+      "node in state ", store::NodeStateName(from), " cannot take event '", NodeEventName(event), "'"));
 }
 
 bool IsGone(v1::NodeState s) { return s == v1::NODE_LOST || s == v1::NODE_DECOMMISSIONED; }

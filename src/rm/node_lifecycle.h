@@ -1,7 +1,7 @@
 // Copyright Weft authors. The lifecycle of a node in the RM: the events that move a
 // NodeManager's state and the one transition table (YARN's RMNodeImpl state machine, reduced
-// to what Weft's RM does). States are weft.v1.NodeState; a node the RM has never seen is
-// NODE_NEW until its first registration.
+// to what Weft's RM does). States are weft.v1.NodeState, named by store/state_names.h; a node
+// the RM has never seen is NODE_NEW until its first registration.
 #ifndef WEFT_RM_NODE_LIFECYCLE_H_
 #define WEFT_RM_NODE_LIFECYCLE_H_
 
@@ -21,8 +21,6 @@ enum class NodeEvent {
 };
 
 const char* NodeEventName(NodeEvent e);
-// The node state's name without the proto prefix ("RUNNING").
-const char* NodeStateName(v1::NodeState s);
 
 // The state `event` leads to from `from`; FailedPrecondition naming the state and the event
 // when the table has no such transition (e.g. a decommissioned node registering).

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "store/state_names.h"
+
 namespace weft::rm {
 namespace {
 
@@ -20,7 +22,7 @@ TEST(NodeLifecycleTest, ANodeRunsFromItsRegistrationUntilItIsLost) {
 TEST(NodeLifecycleTest, ADecommissionedNodeComesBackOnlyThroughRecommissioning) {
   for (v1::NodeState s : {v1::NODE_RUNNING, v1::NODE_UNHEALTHY, v1::NODE_LOST}) {
     EXPECT_EQ(*NextNodeState(s, NodeEvent::kDecommissioned), v1::NODE_DECOMMISSIONED)
-        << NodeStateName(s);
+        << store::NodeStateName(s);
   }
   absl::StatusOr<v1::NodeState> again =
       NextNodeState(v1::NODE_DECOMMISSIONED, NodeEvent::kRegistered);
@@ -42,7 +44,8 @@ TEST(NodeLifecycleTest, LateEventsAreRefused) {
 }
 
 TEST(NodeLifecycleTest, NamesDropTheProtoPrefix) {
-  EXPECT_STREQ(NodeStateName(v1::NODE_UNHEALTHY), "UNHEALTHY");
+  EXPECT_EQ(store::NodeStateName(v1::NODE_UNHEALTHY), "UNHEALTHY");
+  EXPECT_EQ(store::ReportedNodeState(v1::NODE_STATE_UNSPECIFIED), "NEW");
   EXPECT_TRUE(IsGone(v1::NODE_LOST));
   EXPECT_TRUE(IsGone(v1::NODE_DECOMMISSIONED));
   EXPECT_FALSE(IsGone(v1::NODE_UNHEALTHY));

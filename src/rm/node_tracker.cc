@@ -74,7 +74,7 @@ bool NodeTracker::Transition(const std::string& id, RmNode& node, NodeEvent even
   }
   if (*next != node.state)
     log::Info("node_state",
-              {{"node", id}, {"from", NodeStateName(node.state)}, {"to", NodeStateName(*next)}});
+              {{"node", id}, {"from", store::NodeStateName(node.state)}, {"to", store::NodeStateName(*next)}});
   node.state = *next;
   return true;
 }

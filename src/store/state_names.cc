@@ -27,11 +27,30 @@ std::vector<std::string> Names(const google::protobuf::EnumDescriptor* d, absl::
 }  // namespace
 
 std::string AppStateName(v1::ApplicationState s) {
+  if (s == v1::APPLICATION_STATE_UNSPECIFIED) return "UNSPECIFIED";
   return std::string(absl::StripPrefix(v1::ApplicationState_Name(s), "APP_"));
 }
 
 std::string AttemptStateName(v1::ApplicationAttemptState s) {
+  if (s == v1::ATTEMPT_STATE_UNSPECIFIED) return "UNSPECIFIED";
   return std::string(absl::StripPrefix(v1::ApplicationAttemptState_Name(s), "ATTEMPT_"));
+}
+
+std::string NodeStateName(v1::NodeState s) {
+  if (s == v1::NODE_STATE_UNSPECIFIED) return "UNSPECIFIED";
+  return std::string(absl::StripPrefix(v1::NodeState_Name(s), "NODE_"));
+}
+
+std::string ReportedAppState(v1::ApplicationState s) {
+  return s == v1::APPLICATION_STATE_UNSPECIFIED ? "NEW" : AppStateName(s);
+}
+
+std::string ReportedNodeState(v1::NodeState s) {
+  return s == v1::NODE_STATE_UNSPECIFIED ? "NEW" : NodeStateName(s);
+}
+
+std::string ReportedFinalStatus(v1::FinalApplicationStatus s) {
+  return s == v1::FINAL_STATUS_UNDEFINED ? "UNDEFINED" : FinalStatusName(s);
 }
 
 std::string FinalStatusName(v1::FinalApplicationStatus s) {

@@ -16,6 +16,7 @@
 #include "absl/strings/strip.h"
 #include "common/json_nesting.h"
 #include "rm/app_acls.h"
+#include "store/state_names.h"
 #include "web/container_logs.h"
 #include "web/http_server.h"
 #include "web/yarn_json.h"
@@ -486,7 +487,7 @@ HttpResponse RestApi::Get(const HttpRequest& req, const ClusterSnapshot& s,
     for (const v1::ApplicationReport& app : s.apps) {
       if (static_cast<int64_t>(list.size()) >= *limit) break;
       if (!states.empty() && !states.contains(app.state())) continue;
-      if (!final_status.empty() && FinalStatusName(app.final_status()) != final_status) continue;
+      if (!final_status.empty() && store::ReportedFinalStatus(app.final_status()) != final_status) continue;
       if (!queue.empty() && queue != app.queue() && queue != absl::StrCat("root.", app.queue()) &&
           app.queue() != absl::StrCat("root.", queue))
         continue;
@@ -521,7 +522,7 @@ HttpResponse RestApi::Get(const HttpRequest& req, const ClusterSnapshot& s,
       return JsonOk({{"appAttempts", {{"appAttempt", list}}}});
     }
     if (parts.size() == 3 && parts[2] == "state")
-      return JsonOk({{"state", AppStateName(app->state())}});
+      return JsonOk({{"state", store::ReportedAppState(app->state())}});
     if (parts.size() == 3 && parts[2] == "logs") {
       // Aggregated container logs: the RM's view rule decides (owner, cluster and queue
       // admins, view ACL), never anonymous_view; its verdict goes to ServeAggregatedLogs as
@@ -705,7 +706,7 @@ HttpResponse RestApi::Write(const HttpRequest& req, const std::vector<std::strin
     return JsonError(HttpStatusOf(report.status().code()), report.status().message());
   const bool final = report->state() == v1::APP_KILLED || report->state() == v1::APP_FINISHED ||
                      report->state() == v1::APP_FAILED;
-  HttpResponse r = JsonOk({{"state", AppStateName(report->state())}}, final ? 200 : 202);
+  HttpResponse r = JsonOk({{"state", store::ReportedAppState(report->state())}}, final ? 200 : 202);
   if (!final)
     r.headers.emplace_back("Location", absl::StrCat(BaseUrl(req), "/ws/v1/cluster/apps/", id));
   return r;

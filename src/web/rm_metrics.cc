@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 
+#include "store/state_names.h"
 #include "web/yarn_json.h"
 
 namespace weft::web {
@@ -79,7 +80,7 @@ void RenderClusterMetrics(const ClusterSnapshot& s, int64_t now_ms, TextWriter* 
   std::map<std::string, int64_t> by_state = {{"NEW", 0},     {"SUBMITTED", 0}, {"ACCEPTED", 0},
                                              {"RUNNING", 0}, {"FINISHED", 0},  {"FAILED", 0},
                                              {"KILLED", 0}};
-  for (const v1::ApplicationReport& app : s.apps) ++by_state[AppStateName(app.state())];
+  for (const v1::ApplicationReport& app : s.apps) ++by_state[store::ReportedAppState(app.state())];
   out->Family("weft_rm_applications", "Applications the RM knows, by state.", Type::kGauge);
   for (const auto& [state, n] : by_state)
     out->Sample("weft_rm_applications", {{"state", state}}, static_cast<double>(n));
@@ -116,7 +117,7 @@ void RenderClusterMetrics(const ClusterSnapshot& s, int64_t now_ms, TextWriter* 
   std::map<std::string, int64_t> nodes = {{"NEW", 0},       {"RUNNING", 0},
                                           {"UNHEALTHY", 0}, {"DECOMMISSIONED", 0},
                                           {"LOST", 0},      {"SHUTDOWN", 0}};
-  for (const v1::NodeReport& n : s.nodes) ++nodes[NodeStateName(n.state())];
+  for (const v1::NodeReport& n : s.nodes) ++nodes[store::ReportedNodeState(n.state())];
   out->Family("weft_rm_nodes", "NodeManagers the RM knows, by state.", Type::kGauge);
   for (const auto& [state, n] : nodes)
     out->Sample("weft_rm_nodes", {{"state", state}}, static_cast<double>(n));

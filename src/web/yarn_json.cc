@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "store/state_names.h"
 
 #ifndef WEFT_VERSION
 #define WEFT_VERSION "unknown"
@@ -129,33 +130,6 @@ int64_t ResourceValue(const v1::Resource& r, absl::string_view type) {
   return it == r.values().end() ? 0 : it->second;
 }
 
-std::string AppStateName(v1::ApplicationState state) {
-  const std::string& full = v1::ApplicationState_Name(state);
-  absl::string_view name = full;
-  if (!absl::ConsumePrefix(&name, "APP_")) return "NEW";  // APPLICATION_STATE_UNSPECIFIED
-  return std::string(name);
-}
-
-std::string FinalStatusName(v1::FinalApplicationStatus status) {
-  switch (status) {
-    case v1::FINAL_SUCCEEDED:
-      return "SUCCEEDED";
-    case v1::FINAL_FAILED:
-      return "FAILED";
-    case v1::FINAL_KILLED:
-      return "KILLED";
-    default:
-      return "UNDEFINED";
-  }
-}
-
-std::string NodeStateName(v1::NodeState state) {
-  const std::string& full = v1::NodeState_Name(state);
-  absl::string_view name = full;
-  if (!absl::ConsumePrefix(&name, "NODE_") || name == "STATE_UNSPECIFIED") return "NEW";
-  return std::string(name);
-}
-
 Json ClusterInfoJson(const ClusterSnapshot& s) {
   const std::string version = WeftVersion();
   return {{"clusterInfo",
@@ -252,8 +226,8 @@ Json AppJson(const ClusterSnapshot& s, const v1::ApplicationReport& app,
   j["user"] = app.user();
   j["name"] = app.name();
   j["queue"] = app.queue();
-  j["state"] = AppStateName(app.state());
-  j["finalStatus"] = FinalStatusName(app.final_status());
+  j["state"] = store::ReportedAppState(app.state());
+  j["finalStatus"] = store::ReportedFinalStatus(app.final_status());
   j["progress"] = Round3(app.progress() * 100);
   j["trackingUI"] = finished ? "History" : "ApplicationMaster";
   j["trackingUrl"] = absl::StrCat("http://", http_address, "/cluster/app/", app.application_id());
@@ -339,7 +313,7 @@ Json NodeJson(const ClusterSnapshot& s, const v1::NodeReport& n) {
   const bool healthy = n.state() != v1::NODE_UNHEALTHY;
   Json j;
   j["rack"] = n.rack().empty() ? "/default-rack" : n.rack();
-  j["state"] = NodeStateName(n.state());
+  j["state"] = store::ReportedNodeState(n.state());
   j["id"] = n.node_id();
   j["nodeHostName"] = std::string(host);
   j["nodeHTTPAddress"] = n.http_address();

@@ -35,11 +35,7 @@ Json NodeJson(const ClusterSnapshot& s, const v1::NodeReport& node);
 // Weft's GET /ws/v1/cluster/history: the samples taken after `since_ms` (docs/web.md).
 Json ClusterHistoryJson(const ClusterSnapshot& s, int64_t since_ms);
 
-// YARN's names of states: "RUNNING" for APP_RUNNING and NODE_RUNNING, "SUCCEEDED" for
-// FINAL_SUCCEEDED.
-std::string AppStateName(v1::ApplicationState state);
-std::string FinalStatusName(v1::FinalApplicationStatus status);
-std::string NodeStateName(v1::NodeState state);
+// YARN's names of states are store/state_names.h's Reported*() ("RUNNING" for APP_RUNNING).
 
 using ::weft::AppOfContainer;  // common/ids.h
 
