@@ -17,6 +17,7 @@
 #include "cli/nm_command.h"
 #include "cli/rm_command.h"
 #include "common/event_loop.h"
+#include "common/files.h"
 #include "common/private_files.h"
 
 namespace weft::cli {
@@ -28,13 +29,13 @@ std::string CopyCaForClients(const std::string& ca_path) {
   const char* home = std::getenv("HOME");
   if (home == nullptr || *home == '\0') return "HOME is not set: clients need WEFT_TLS_CA";
   const std::filesystem::path target = std::filesystem::path(home) / kDevCaRelativeToHome;
-  const std::filesystem::path partial = absl::StrCat(target.string(), ".", getpid());
   std::error_code ec;
   std::filesystem::create_directories(target.parent_path(), ec);
-  if (!ec) std::filesystem::copy_file(ca_path, partial,
-                                      std::filesystem::copy_options::overwrite_existing, ec);
-  if (!ec) std::filesystem::rename(partial, target, ec);
   if (ec) return absl::StrCat("not copied to ", target.string(), ": ", ec.message());
+  absl::StatusOr<std::string> pem = ReadFile(ca_path);
+  absl::Status written = pem.ok() ? WriteFileAtomically(target.string(), *pem, 0644) : pem.status();
+  if (!written.ok())
+    return absl::StrCat("not copied to ", target.string(), ": ", written.message());
   return absl::StrCat("copied to ", target.string(), " for this user's clients");
 }
 
