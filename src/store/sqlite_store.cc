@@ -28,14 +28,11 @@ namespace {
 using sqlite::BindAll;
 using sqlite::Blob;
 using sqlite::CodeForSqlite;
-using sqlite::CreateParentDirectories;
-using sqlite::ErrnoError;
 using sqlite::Int;
 using sqlite::Param;
 using sqlite::RowReader;
 using sqlite::ScopedReset;
 using sqlite::StatementPtr;
-using sqlite::SyncDirectory;
 using sqlite::Text;
 
 // Version of the schema below. Bump it, and teach Open() to migrate, when the schema changes.

@@ -24,12 +24,6 @@ namespace weft::store::sqlite {
 // Unavailable, CORRUPT -> DataLoss, CONSTRAINT -> FailedPrecondition.
 absl::StatusCode CodeForSqlite(int rc);
 
-// errno errors and durable directories are common/errors.h's and common/files.h's; the names
-// stay visible here for the stores that call them through this namespace.
-using ::weft::CreateParentDirectories;
-using ::weft::ErrnoError;
-using ::weft::SyncDirectory;
-
 struct StatementDeleter {
   void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
 };
