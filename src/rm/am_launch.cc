@@ -133,7 +133,7 @@ void AppManager::LaunchAm(const std::string& app_id, int32_t attempt,
                                         tries, first_try_ms](absl::Status s) {
     loop->Post([this, alive, app_id, attempt, container, node, start, tries, first_try_ms, s] {
       if (alive.expired()) return;  // the ResourceManager is gone (read on the loop)
-      RmApp* app = Find(app_id);
+      RmApp* app = FindMutable(app_id);
       if (app == nullptr || app->current().id != attempt || IsFinal(app->state)) return;
       absl::Status result = s;
       // A try after one that went unanswered may meet the container started already: the NM
@@ -165,7 +165,7 @@ void AppManager::LaunchAm(const std::string& app_id, int32_t attempt,
           ctx_->loop->Schedule(delay_ms, [this, alive, app_id, attempt, container, node, start,
                                           tries, first_try_ms] {
             if (alive.expired()) return;
-            RmApp* again = Find(app_id);
+            RmApp* again = FindMutable(app_id);
             if (again == nullptr || again->current().id != attempt ||
                 !AmLaunchPending(*again, container) || !ctx_->containers->Holds(container))
               return;  // settled while it waited (its node was lost, the app was killed, ...)

@@ -54,7 +54,7 @@ void AmService::CheckExpiry() {
       expired.push_back(id);
   }
   for (const std::string& id : expired) {
-    RmApp* app = ctx_->apps->Find(id);
+    const RmApp* app = ctx_->apps->Find(id);
     const RmAttempt& at = app->current();
     ctx_->apps->AttemptFailed(*app,
                               absl::StrCat("AM of ", at.attempt_id, " did not call Allocate for ",
@@ -64,7 +64,7 @@ void AmService::CheckExpiry() {
   ctx_->request_pass();
 }
 
-absl::StatusOr<RmApp*> AmService::Authenticate(const v1::Token& token) {
+absl::StatusOr<const RmApp*> AmService::Authenticate(const v1::Token& token) {
   auto data = security::DecodeAmRmToken(token.identifier());
   if (!data.ok())
     return absl::PermissionDeniedError(absl::StrCat("bad AMRM token: ", data.status().message()));
@@ -72,7 +72,7 @@ absl::StatusOr<RmApp*> AmService::Authenticate(const v1::Token& token) {
   auto verified =
       security::VerifyAmRmToken(t, ctx_->keys->amrm(), data->app_attempt_id, ctx_->NowMs());
   if (!verified.ok()) return verified.status();
-  RmApp* app = ctx_->apps->FindByAttempt(data->app_attempt_id);
+  const RmApp* app = ctx_->apps->FindByAttempt(data->app_attempt_id);
   if (app == nullptr || app->current().attempt_id != data->app_attempt_id)
     return absl::PermissionDeniedError(
         absl::StrCat("AMRM token for unknown or old attempt ", data->app_attempt_id));
@@ -83,17 +83,15 @@ absl::StatusOr<RmApp*> AmService::Authenticate(const v1::Token& token) {
 }
 
 absl::StatusOr<const RmApp*> AmService::AppOf(const v1::Token& token) {
-  absl::StatusOr<RmApp*> app = Authenticate(token);
-  if (!app.ok()) return app.status();
-  return *app;
+  return Authenticate(token);
 }
 
 absl::StatusOr<v1::RegisterApplicationMasterResponse> AmService::RegisterApplicationMaster(
     const v1::Token& token, const v1::RegisterApplicationMasterRequest&) {
   auto who = Authenticate(token);
   if (!who.ok()) return who.status();
-  RmApp& app = **who;
-  RmAttempt& at = app.current();
+  const RmApp& app = **who;
+  const RmAttempt& at = app.current();
   const bool again = at.registered || at.recovered;
   // A held Allocate of this attempt is from before this registration: it ends unanswered.
   DropParked(at.attempt_id, "the AM registered again; this Allocate is void");
@@ -116,7 +114,7 @@ absl::StatusOr<v1::RegisterApplicationMasterResponse> AmService::RegisterApplica
   }
   // Containers listed above wait no more; the AM may have missed the last reply, so its
   // completed statuses come again; a new response_id sequence starts from 0.
-  at.mailbox.Registered();
+  ctx_->apps->mailbox(app).Registered();
   if (again)
     log::Info("am_registered_again",
               {{"attempt", at.attempt_id},
@@ -137,8 +135,8 @@ void AmService::Allocate(const v1::Token& token, const v1::AllocateRequest& req,
                          AllocateReply reply) {
   auto who = Authenticate(token);
   if (!who.ok()) return reply(who.status());
-  RmApp& app = **who;
-  RmAttempt& at = app.current();
+  const RmApp& app = **who;
+  const RmAttempt& at = app.current();
   if (!at.registered) {
     if (at.recovered) {
       // The RM restarted under this attempt (YARN's ApplicationMasterNotRegistered resync):
@@ -274,7 +272,7 @@ bool AmService::HasNews(const RmAttempt& at) const {
 
 void AmService::NotifyNews(const std::string& app_id) {
   if (parked_.empty()) return;
-  RmApp* app = ctx_->apps->Find(app_id);
+  const RmApp* app = ctx_->apps->Find(app_id);
   if (app == nullptr || app->attempts.empty()) return;
   const std::string& attempt_id = app->current().attempt_id;
   if (!parked_.contains(attempt_id)) return;
@@ -298,14 +296,15 @@ void AmService::AnswerParked(const std::string& attempt_id) {
   parked_.erase(it);
   ctx_->loop->Cancel(p.timer);
   // Checked again: the attempt may have ended, or its key rolled, while the call was held.
-  absl::StatusOr<RmApp*> who = Authenticate(p.token);
+  absl::StatusOr<const RmApp*> who = Authenticate(p.token);
   if (!who.ok()) return p.reply(who.status());
   ctx_->apps->AmHeard(**who);  // its AM was waiting on the call all along
   p.reply(BuildReply(**who, {}));
 }
 
-v1::AllocateResponse AmService::BuildReply(RmApp& app, std::vector<std::string> diagnostics) {
-  AmMailbox& mailbox = app.current().mailbox;
+v1::AllocateResponse AmService::BuildReply(const RmApp& app,
+                                          std::vector<std::string> diagnostics) {
+  AmMailbox& mailbox = ctx_->apps->mailbox(app);
   v1::AllocateResponse resp;
   for (std::string& d : diagnostics) resp.add_diagnostics(std::move(d));
   // A call with the last reply's id: the AM has that reply, and the completed statuses in it

@@ -73,11 +73,11 @@ class AmService {
 
  private:
   // The app and attempt the token is for, found through the AppManager's attempt index.
-  absl::StatusOr<RmApp*> Authenticate(const v1::Token& token);
+  absl::StatusOr<const RmApp*> Authenticate(const v1::Token& token);
   void CheckExpiry();
   // The reply of a call whose request was applied: what the attempt has for its AM now.
   // `diagnostics` go in the reply's diagnostics.
-  v1::AllocateResponse BuildReply(RmApp& app, std::vector<std::string> diagnostics);
+  v1::AllocateResponse BuildReply(const RmApp& app, std::vector<std::string> diagnostics);
   // Whether a reply now would tell the AM something.
   bool HasNews(const RmAttempt& at) const;
   // Answers the held call of `attempt_id` (if any) with what its attempt has now.

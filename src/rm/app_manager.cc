@@ -45,17 +45,22 @@ AppManager::AppManager(RmContext* ctx)
 
 AppManager::~AppManager() { ctx_->loop->Cancel(retry_timer_); }
 
-RmApp* AppManager::Find(const std::string& app_id) {
+const RmApp* AppManager::Find(const std::string& app_id) const {
   auto it = apps_.find(app_id);
   return it == apps_.end() ? nullptr : &it->second;
 }
 
-RmApp* AppManager::FindBySchedulerId(scheduler::AppId id) {
+RmApp* AppManager::FindMutable(const std::string& app_id) {
+  auto it = apps_.find(app_id);
+  return it == apps_.end() ? nullptr : &it->second;
+}
+
+const RmApp* AppManager::FindBySchedulerId(scheduler::AppId id) const {
   auto it = by_sched_app_.find(id);
   return it == by_sched_app_.end() ? nullptr : Find(it->second);
 }
 
-RmApp* AppManager::FindByAttempt(const std::string& attempt_id) {
+const RmApp* AppManager::FindByAttempt(const std::string& attempt_id) const {
   auto it = by_attempt_.find(attempt_id);
   return it == by_attempt_.end() ? nullptr : Find(it->second);
 }
@@ -149,7 +154,7 @@ void AppManager::RetryPersist() {
   std::set<std::string> pending = std::move(unpersisted_);
   unpersisted_.clear();
   for (const std::string& id : pending) {
-    if (RmApp* app = Find(id)) {
+    if (RmApp* app = FindMutable(id)) {
       if (Persist(*app).ok()) log::Info("store_write_retried", {{"app", id}});
     }
   }
@@ -383,7 +388,7 @@ absl::Status AppManager::AdmitAttempt(RmApp& app, RmAttempt& at, bool ask_for_am
 
 absl::Status AppManager::KillApplication(const std::string& app_id,
                                          const std::string& diagnostics) {
-  RmApp* app = Find(app_id);
+  RmApp* app = FindMutable(app_id);
   if (app == nullptr)
     return absl::NotFoundError(absl::StrCat("application '", app_id, "' not found"));
   if (IsFinal(app->state)) return absl::OkStatus();  // idempotent, as YARN
@@ -399,8 +404,9 @@ absl::Status AppManager::KillApplication(const std::string& app_id,
 // ---------------------------------------------------------------------------------------------
 // Attempts and the end of an app
 
-void AppManager::AmContainerEnded(RmApp& app, const std::string& container, int32_t exit_status,
-                                  const std::string& diagnostics) {
+void AppManager::AmContainerEnded(const RmApp& handle, const std::string& container,
+                                  int32_t exit_status, const std::string& diagnostics) {
+  RmApp& app = Own(handle);
   RmAttempt& at = app.current();
   if (at.state == v1::ATTEMPT_FINISHING) {
     FinishApp(app, AppEventFor(at.final_status), at.final_status, at.diagnostics);
@@ -412,7 +418,8 @@ void AppManager::AmContainerEnded(RmApp& app, const std::string& container, int3
                                   diagnostics.empty() ? "" : ": ", diagnostics));
 }
 
-absl::Status AppManager::AttemptRegistered(RmApp& app) {
+absl::Status AppManager::AttemptRegistered(const RmApp& handle) {
+  RmApp& app = Own(handle);
   RmAttempt& at = app.current();
   // Checked before anything changes: the app takes the registration in every state its live
   // attempt can register in, but an AM must hear of a refusal rather than run unregistered.
@@ -427,8 +434,9 @@ absl::Status AppManager::AttemptRegistered(RmApp& app) {
   return Persist(app);
 }
 
-absl::Status AppManager::AttemptUnregistered(RmApp& app, FinalStatus final_status,
+absl::Status AppManager::AttemptUnregistered(const RmApp& handle, FinalStatus final_status,
                                              const std::string& diagnostics) {
+  RmApp& app = Own(handle);
   RmAttempt& at = app.current();
   if (absl::Status s = Transition(at, AttemptEvent::kUnregistered); !s.ok()) return s;
   at.final_status = final_status;
@@ -459,7 +467,8 @@ void AppManager::DropCompletions(RmAttempt& at) {
   ctx_->containers->Acknowledged(at.mailbox.TakeCompletions());
 }
 
-void AppManager::AttemptFailed(RmApp& app, const std::string& diagnostics) {
+void AppManager::AttemptFailed(const RmApp& handle, const std::string& diagnostics) {
+  RmApp& app = Own(handle);
   RmAttempt& at = app.current();
   // An attempt that has ended already fails no second time (nor starts a second successor).
   if (!TransitionOrLog(at, AttemptEvent::kFailed, "attempt_failed")) return;
@@ -520,13 +529,13 @@ std::vector<FederationApp> AppManager::FederationApps() const {
 void AppManager::FederationHomesChecked(const FederationHomesCheck& check) {
   const std::vector<std::string> seen = federation_.Checked(check);
   for (const auto& [id, diagnostics] : check.homed_elsewhere) {
-    RmApp* app = Find(id);
+    RmApp* app = FindMutable(id);
     if (app == nullptr || IsFinal(app->state)) continue;
     log::Warn("app_homed_elsewhere_killed", {{"app", id}, {"why", diagnostics}});
     KillApplication(id, diagnostics).IgnoreError();  // Unavailable: killed, write retried
   }
   for (const std::string& id : seen) {
-    RmApp* app = Find(id);
+    RmApp* app = FindMutable(id);
     if (app == nullptr || IsFinal(app->state)) {
       held_launches_.erase(id);
       continue;
@@ -568,8 +577,9 @@ void AppManager::FinishApp(RmApp& app, AppEvent event, FinalStatus final_status,
   Persist(app).IgnoreError();  // logged, retried; callers with a client check unpersisted_
 }
 
-void AppManager::ContainerAllocated(RmApp& app, const std::string& node, v1::Container container,
-                                    bool is_am) {
+void AppManager::ContainerAllocated(const RmApp& handle, const std::string& node,
+                                    v1::Container container, bool is_am) {
+  RmApp& app = Own(handle);
   app.ran_nodes.insert(node);
   if (is_am) {
     AmContainerAllocated(app, container);
@@ -579,8 +589,9 @@ void AppManager::ContainerAllocated(RmApp& app, const std::string& node, v1::Con
   if (ctx_->am_service != nullptr) ctx_->am_service->NotifyNews(app.record.app_id);
 }
 
-void AppManager::ContainerRecovered(RmApp& app, const std::string& node, v1::Container container,
-                                    bool is_am) {
+void AppManager::ContainerRecovered(const RmApp& handle, const std::string& node,
+                                    v1::Container container, bool is_am) {
+  RmApp& app = Own(handle);
   app.ran_nodes.insert(node);
   RmAttempt& at = app.current();
   if (is_am) {
@@ -592,22 +603,25 @@ void AppManager::ContainerRecovered(RmApp& app, const std::string& node, v1::Con
   }
 }
 
-void AppManager::ContainerCompleted(RmApp& app, RmCompletion done) {
+void AppManager::ContainerCompleted(const RmApp& handle, RmCompletion done) {
+  RmApp& app = Own(handle);
   app.current().mailbox.AddCompleted(std::move(done));
   if (ctx_->am_service != nullptr) ctx_->am_service->NotifyNews(app.record.app_id);
 }
 
-void AppManager::AmHeard(RmApp& app) { app.current().last_heard_ms = ctx_->NowMs(); }
+void AppManager::AmHeard(const RmApp& app) { Own(app).current().last_heard_ms = ctx_->NowMs(); }
 
-std::optional<v1::Token> AppManager::RollAmRmToken(RmApp& app) {
-  RmAttempt& at = app.current();
+AmMailbox& AppManager::mailbox(const RmApp& app) { return Own(app).current().mailbox; }
+
+std::optional<v1::Token> AppManager::RollAmRmToken(const RmApp& app) {
+  RmAttempt& at = Own(app).current();
   if (at.amrm_key_id == ctx_->keys->amrm().current().id) return std::nullopt;
   at.amrm_token = ctx_->keys->IssueAmRmToken(at.attempt_id, &at.amrm_key_id);
   return at.amrm_token;
 }
 
 void AppManager::ChargeUsage(const std::string& app_id, const Resource& resource_ms) {
-  if (RmApp* app = Find(app_id)) {
+  if (RmApp* app = FindMutable(app_id)) {
     app->usage_ms += resource_ms;
     ++app->completed_containers;  // called once for every container that ends
   }

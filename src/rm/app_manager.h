@@ -121,7 +121,7 @@ class AppManager {
 
   // Recovery (rm_recovery.h): puts back an app read from the store (its attempts indexed),
   // and gives ids of this cluster timestamp a sequence number after `seq`.
-  RmApp& Restore(RmApp app);
+  const RmApp& Restore(RmApp app);
   // The RM restarted under a restored unfinished app (work-preserving, YARN-556): its current
   // attempt carries on as it was and no attempt is used up. It is admitted to the scheduler
   // again (its queue, user and priority); its AM container is asked for again only if none was
@@ -129,7 +129,7 @@ class AppManager {
   // register again, with a full am_expiry_ms from now. An app whose last attempt had ended
   // gets a new one if attempts remain (the old RM died in between), else fails; an app the
   // scheduler no longer admits (its queue is gone) fails. Errors: the store's.
-  absl::Status RecoverAttempt(RmApp& app);
+  absl::Status RecoverAttempt(const RmApp& app);
   // Node `node_id` registered after a restart reporting `reported` (running and completed
   // container names). A recovered attempt whose AM container was allocated there, is not among
   // them and was not recovered is not there: if its AM never registered (the old RM died
@@ -144,20 +144,15 @@ class AppManager {
   // while that NM restarts, so an NM that does not report it has not lost it.
   bool AmLaunchPending(const std::string& container);
 
-  // Events from the other services.
-  // The attempt's AM container was allocated: the attempt is stored and the container launched
-  // on its node. A launch its NM cannot take now (Unavailable: the NM is down or restarting)
-  // is tried again, backing off, while the attempt still waits for that container and the RM
-  // still holds it, for at most nm_expiry_ms; any other failure fails the attempt.
-  void AmContainerAllocated(RmApp& app, const v1::Container& container);
-  void AmContainerEnded(RmApp& app, const std::string& container, int32_t exit_status,
+  // Events from the other services; `app` is a view from Find*().
+  void AmContainerEnded(const RmApp& app, const std::string& container, int32_t exit_status,
                         const std::string& diagnostics);
   // Its AM registered / unregistered. Errors: the store's (the change stays, retried).
-  absl::Status AttemptRegistered(RmApp& app);
-  absl::Status AttemptUnregistered(RmApp& app, FinalStatus final_status,
+  absl::Status AttemptRegistered(const RmApp& app);
+  absl::Status AttemptUnregistered(const RmApp& app, FinalStatus final_status,
                                    const std::string& diagnostics);
   // The current attempt failed: a new one starts if attempts remain, else the app fails.
-  void AttemptFailed(RmApp& app, const std::string& diagnostics);
+  void AttemptFailed(const RmApp& app, const std::string& diagnostics);
   // Federation homes (app_lifecycle.h, FederationLease): the unfinished apps, for the
   // sub-cluster heartbeater's check; and what a check found: apps homed elsewhere are killed
   // with its diagnostics (logged), the lease is renewed, and held apps the check saw start
@@ -171,29 +166,40 @@ class AppManager {
   // From the container tracker. Container `container` of the app's current attempt was
   // allocated on `node`: an AM container goes to AmContainerAllocated, any other waits for the
   // AM's next Allocate.
-  void ContainerAllocated(RmApp& app, const std::string& node, v1::Container container,
+  void ContainerAllocated(const RmApp& app, const std::string& node, v1::Container container,
                           bool is_am);
   // Its container on `node` was recovered after an RM restart (`container` describes it): the
   // AM container marks the attempt's AM recovered; another is handed to an AM that registered
   // again already (containers_from_previous_attempts).
-  void ContainerRecovered(RmApp& app, const std::string& node, v1::Container container,
+  void ContainerRecovered(const RmApp& app, const std::string& node, v1::Container container,
                           bool is_am);
   // A container of its current attempt completed: its status waits for the AM.
-  void ContainerCompleted(RmApp& app, RmCompletion done);
+  void ContainerCompleted(const RmApp& app, RmCompletion done);
   // From the AM service. Its AM called (the attempt is alive: am_expiry_ms from now).
-  void AmHeard(RmApp& app);
+  void AmHeard(const RmApp& app);
   // The AMRM master key rolled since the current attempt's token was issued: a token under the
   // current key, now the attempt's (YARN's rolled AMRM token); nullopt when it has not rolled.
-  std::optional<v1::Token> RollAmRmToken(RmApp& app);
+  std::optional<v1::Token> RollAmRmToken(const RmApp& app);
+  // What waits for the current attempt's AM (the AM service answers Allocate from it).
+  AmMailbox& mailbox(const RmApp& app);
 
-  RmApp* Find(const std::string& app_id);
-  RmApp* FindBySchedulerId(scheduler::AppId id);
-  // The app of any of its attempts, current or old, by attempt id (AmService's index: O(1));
-  // nullptr when unknown.
-  RmApp* FindByAttempt(const std::string& attempt_id);
+  // Read-only views for the other services: they change an app only through the methods
+  // above, which take such a view as the handle of the app. nullptr when unknown.
+  const RmApp* Find(const std::string& app_id) const;
+  const RmApp* FindBySchedulerId(scheduler::AppId id) const;
+  // The app of any of its attempts, current or old, by attempt id (AmService's index: O(1)).
+  const RmApp* FindByAttempt(const std::string& attempt_id) const;
   const std::map<std::string, RmApp>& apps() const { return apps_; }
 
  private:
+  // The app behind a view handed out by Find*() or Restore(): every RmApp is this object's.
+  RmApp& Own(const RmApp& app) { return const_cast<RmApp&>(app); }
+  RmApp* FindMutable(const std::string& app_id);
+  // See ContainerAllocated: the attempt is stored and the container launched on its node. A
+  // launch its NM cannot take now (Unavailable: the NM is down or restarting) is tried again,
+  // backing off, while the attempt still waits for that container and the RM still holds it,
+  // for at most nm_expiry_ms; any other failure fails the attempt.
+  void AmContainerAllocated(RmApp& app, const v1::Container& container);
   // One try (number `tries`, from 0) of launching `container` on `node` for attempt `attempt`
   // of `app_id`; see AmContainerAllocated. Its answer is handled on the loop.
   void LaunchAm(const std::string& app_id, int32_t attempt, const std::string& container,

@@ -88,9 +88,9 @@ std::optional<v1::Container> ContainerTracker::Describe(ContainerId id) const {
 }
 
 void ContainerTracker::Allocated(const scheduler::Allocation& a) {
-  RmApp* app = ctx_->apps->FindBySchedulerId(a.app);
+  const RmApp* app = ctx_->apps->FindBySchedulerId(a.app);
   if (app == nullptr) return;
-  RmAttempt& at = app->current();
+  const RmAttempt& at = app->current();
   const std::string& node_id = ctx_->scheduler->node(a.node)->name;
   RmContainer c{NameOf(app->cluster_ts, app->seq, at.id, a.container), app->record.app_id, at.id};
   v1::Container proto =
@@ -134,7 +134,7 @@ void ContainerTracker::Completed(const std::string& name, int32_t exit_status,
     p->running_handled = true;  // ended: never recovered
     const ContainerName n = *ParseContainerName(name);
     RmContainer c{name, AppOfContainer(name), n.attempt};
-    RmApp* app = ctx_->apps->Find(c.app_id);
+    const RmApp* app = ctx_->apps->Find(c.app_id);
     const bool is_am = app != nullptr && !app->attempts.empty() && app->current().id == c.attempt &&
                        app->current().am_container_id == name;
     log::Info("container_completed_during_restart",
@@ -218,11 +218,11 @@ absl::Status ContainerTracker::RecoverOnce(const std::string& node_id, const std
   if (previous_[name].running_handled)
     return absl::AlreadyExistsError("reported before: recovered or refused once already");
   const std::string app_id = AppOfContainer(name);
-  RmApp* app = ctx_->apps->Find(app_id);
+  const RmApp* app = ctx_->apps->Find(app_id);
   if (app == nullptr) return absl::NotFoundError(absl::StrCat("unknown application ", app_id));
   if (IsFinal(app->state) || app->attempts.empty())
     return absl::FailedPreconditionError(absl::StrCat("application ", app_id, " has ended"));
-  RmAttempt& at = app->current();
+  const RmAttempt& at = app->current();
   if (at.id != n->attempt || IsFinal(at.state))
     return absl::FailedPreconditionError(
         absl::StrCat("attempt ", n->attempt, " of ", app_id, " is not its live attempt"));
@@ -262,7 +262,7 @@ absl::Status ContainerTracker::RecoverOnce(const std::string& node_id, const std
 
 void ContainerTracker::TellAttempt(const RmContainer& c, bool is_am, int32_t exit_status,
                                    const std::string& diagnostics, const std::string& node_id) {
-  RmApp* app = ctx_->apps->Find(c.app_id);
+  const RmApp* app = ctx_->apps->Find(c.app_id);
   if (app == nullptr || app->attempts.empty() || app->current().id != c.attempt ||
       IsFinal(app->state) || is_am) {
     // No AM will read it: its NM may forget it now.

@@ -70,7 +70,7 @@ absl::Status RecoverRmState(const store::RmState& state, RmContext* ctx) {
       attempts.push_back(state.attempts[next_attempt++]);
     absl::StatusOr<RmApp> parsed = ParseApp(rec, attempts);
     if (!parsed.ok()) return parsed.status();
-    RmApp& app = ctx->apps->Restore(*std::move(parsed));
+    const RmApp& app = ctx->apps->Restore(*std::move(parsed));
     if (IsFinal(app.state)) continue;
     log::Info("app_recovered", {{"app", rec.app_id}, {"state", rec.state}});
     if (absl::Status s = ctx->apps->RecoverAttempt(app); !s.ok()) return s;
@@ -81,7 +81,7 @@ absl::Status RecoverRmState(const store::RmState& state, RmContext* ctx) {
 // ---------------------------------------------------------------------------------------------
 // Recovery of the apps' attempts (AppManager's side of RecoverRmState)
 
-RmApp& AppManager::Restore(RmApp app) {
+const RmApp& AppManager::Restore(RmApp app) {
   if (app.cluster_ts == ctx_->options->cluster_timestamp_ms)
     next_app_seq_ = std::max(next_app_seq_, app.seq + 1);
   std::string id = app.record.app_id;
@@ -91,7 +91,8 @@ RmApp& AppManager::Restore(RmApp app) {
   return it->second;
 }
 
-absl::Status AppManager::RecoverAttempt(RmApp& app) {
+absl::Status AppManager::RecoverAttempt(const RmApp& handle) {
+  RmApp& app = Own(handle);
   if (app.attempts.empty() || IsFinal(app.current().state)) {
     // The old RM ended an attempt (or stored none) and died before it stored the next one.
     if (FailIfAttemptsUsedUp(app, app.attempts.empty() ? "none" : app.current().diagnostics))
