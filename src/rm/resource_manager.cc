@@ -312,6 +312,12 @@ absl::StatusOr<v1::GetQueueResponse> ResourceManager::GetQueue(const v1::GetQueu
         out->set_weight(n.config.weight);
         out->set_capacity(n.config.capacity);
         out->set_maximum_capacity(n.config.maximum_capacity);
+        const scheduler::QueueCapacities caps = scheduler_->Capacities(n);
+        v1::QueueCapacities* reported = out->mutable_capacities();
+        reported->set_capacity(caps.capacity);
+        reported->set_maximum_capacity(caps.maximum_capacity);
+        reported->set_absolute_capacity(caps.absolute_capacity);
+        reported->set_absolute_maximum_capacity(caps.absolute_maximum_capacity);
         int32_t apps = 0;
         std::function<void(const scheduler::QueueNode&)> count =
             [&](const scheduler::QueueNode& x) {

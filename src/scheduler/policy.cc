@@ -31,4 +31,28 @@ std::optional<Resource> SchedulingPolicy::AmLimit(const QueueNode& leaf,
   return limit;
 }
 
+QueueCapacities SchedulingPolicy::Capacities(const QueueNode& queue, const QueueCapacities& parent,
+                                             const ClusterView& view) const {
+  double weights = 0;
+  for (const QueueNode* sibling : queue.parent->children)
+    weights += sibling->config.weight > 0 ? sibling->config.weight : 0;
+  // The limit's dominant share of the cluster, over the types the cluster has, as a fraction.
+  double max_share = 0;
+  for (int i = 0; i < kMaxResourceTypes; ++i) {
+    if (view.total[i] <= 0) continue;
+    const int64_t limit = std::min(queue.limit[i], view.total[i]);
+    max_share =
+        std::max(max_share, static_cast<double>(limit) / static_cast<double>(view.total[i]));
+  }
+  QueueCapacities c;
+  c.capacity = weights > 0 ? std::max(0.0, queue.config.weight) / weights * 100 : 0;
+  c.maximum_capacity =
+      parent.absolute_maximum_capacity > 0
+          ? std::min(100.0, max_share * 100 / parent.absolute_maximum_capacity * 100)
+          : 100;
+  c.absolute_capacity = parent.absolute_capacity * c.capacity / 100;
+  c.absolute_maximum_capacity = parent.absolute_maximum_capacity * c.maximum_capacity / 100;
+  return c;
+}
+
 }  // namespace weft::scheduler

@@ -74,6 +74,15 @@ class Scheduler;
 // Reads only the queue tree as Recompute left it and the apps' counts.
 Resource InstantaneousShare(const QueueNode& queue, const ClusterView& view);
 
+// A queue's capacities as YARN's CapacityScheduler reports them (the REST API's scheduler
+// info), in percent. Root's are all 100.
+struct QueueCapacities {
+  double capacity = 100;                   // guaranteed, of the parent
+  double maximum_capacity = 100;           // elastic maximum, of the parent
+  double absolute_capacity = 100;          // guaranteed, of the cluster
+  double absolute_maximum_capacity = 100;  // elastic maximum, of the cluster
+};
+
 // What a policy tells about one app at a moment (simulator samples, reports).
 struct AppPolicyReport {
   double utility = 0;            // the policy's utility of the app's running tasks now
@@ -126,6 +135,15 @@ class SchedulingPolicy {
   // The default is YARN's FairScheduler maxAMShare: `max_am_share` (the leaf's, else the
   // cluster default) x the leaf's InstantaneousShare, rounded down; none for -1.
   virtual std::optional<Resource> AmLimit(const QueueNode& leaf, const ClusterView& view) const;
+
+  // The capacities of `queue` (never root) for reports, given its parent's; see
+  // Scheduler::Capacities. Reads the queue tree as Recompute left it. The default, for policies
+  // that split by weight: the queue's capacity is its weight over the sum of its siblings'
+  // (positive) weights; its maximum capacity its `limit`, capped by the cluster, as a dominant
+  // share of the cluster over the parent's absolute maximum capacity (at most 100; 100 when the
+  // parent's is 0). Absolute figures are the parent's times the queue's.
+  virtual QueueCapacities Capacities(const QueueNode& queue, const QueueCapacities& parent,
+                                     const ClusterView& view) const;
 
   // Whether the core should run preemption for this policy (when the config enables it).
   virtual bool SupportsPreemption() const = 0;

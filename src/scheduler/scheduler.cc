@@ -116,6 +116,11 @@ const QueueNode* Scheduler::FindQueue(absl::string_view name) const {
   return FindQueueMutable(name);
 }
 
+QueueCapacities Scheduler::Capacities(const QueueNode& queue) const {
+  if (queue.parent == nullptr) return QueueCapacities();
+  return policy_->Capacities(queue, Capacities(*queue.parent), view_);  // recursion: depth
+}
+
 absl::Status Scheduler::Reconfigure(const SchedulerConfig& given) {
   SchedulerConfig config = given;
   if (config.policy.empty()) config.policy = config_.policy;

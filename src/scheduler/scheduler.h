@@ -141,6 +141,9 @@ class Scheduler {
   const std::vector<QueueNode*>& queues() const { return queue_list_; }
   // By leaf name, or by path for any queue; nullptr when unknown.
   const QueueNode* FindQueue(absl::string_view name) const;
+  // The queue's capacities for reports, as the policy computes them (SchedulingPolicy::
+  // Capacities) down the path from root, whose are all 100.
+  QueueCapacities Capacities(const QueueNode& queue) const;
   // Every queue's subtree counts, in pre-order (root first).
   std::vector<QueueSummary> QueueSummaries() const;
   // The user's runnable apps, across all queues (what the user's max-running-apps counts).

@@ -52,27 +52,22 @@ double DominantShare(const ClusterSnapshot& s, const v1::Resource& r) {
 
 double Round3(double v) { return static_cast<double>(static_cast<int64_t>(v * 1000 + 0.5)) / 1000; }
 
-struct QueueShares {
-  double capacity = 100;  // % of the parent
-  double absolute_capacity = 100;
-  double max_capacity = 100;  // % of the parent
-  double absolute_max_capacity = 100;
-};
-
-Json QueueJson(const ClusterSnapshot& s, const v1::QueueInfo& q, const QueueShares& shares,
-               bool is_root) {
+// A queue and its subtree. The capacities are the scheduler policy's (QueueInfo.capacities);
+// the used ones are measured against them.
+Json QueueJson(const ClusterSnapshot& s, const v1::QueueInfo& q, bool is_root) {
+  const v1::QueueCapacities& caps = q.capacities();
   const double abs_used = DominantShare(s, q.used()) * 100;
   Json j;
   j["queueName"] = q.name();
   j["queuePath"] = q.path();
   j["state"] = q.state();
-  j["capacity"] = Round3(shares.capacity);
-  j["maxCapacity"] = Round3(shares.max_capacity);
-  j["absoluteCapacity"] = Round3(shares.absolute_capacity);
-  j["absoluteMaxCapacity"] = Round3(shares.absolute_max_capacity);
+  j["capacity"] = Round3(caps.capacity());
+  j["maxCapacity"] = Round3(caps.maximum_capacity());
+  j["absoluteCapacity"] = Round3(caps.absolute_capacity());
+  j["absoluteMaxCapacity"] = Round3(caps.absolute_maximum_capacity());
   j["absoluteUsedCapacity"] = Round3(abs_used);
   j["usedCapacity"] =
-      Round3(shares.absolute_capacity > 0 ? abs_used / shares.absolute_capacity * 100 : 0);
+      Round3(caps.absolute_capacity() > 0 ? abs_used / caps.absolute_capacity() * 100 : 0);
   j["numApplications"] = q.num_applications();
   j["usedResources"] = absl::StrCat("<memory:", ResourceValue(q.used(), kMemory),
                                     ", vCores:", ResourceValue(q.used(), kVcores), ">");
@@ -93,28 +88,8 @@ Json QueueJson(const ClusterSnapshot& s, const v1::QueueInfo& q, const QueueShar
     j["type"] = "capacitySchedulerLeafQueueInfo";
     return j;
   }
-  // Children: the capacity policy's configured percentages (-1 = an equal split); other
-  // policies' weights as a share of the parent. Maximums: the configured percentage (capacity)
-  // or the queue's limit against the parent's.
-  double weights = 0;
-  for (const auto& child : q.children()) weights += child.weight() > 0 ? child.weight() : 0;
   Json list = Json::array();
-  for (const auto& child : q.children()) {
-    QueueShares cs;
-    if (s.policy == "capacity") {
-      cs.capacity = child.capacity() >= 0 ? child.capacity() : 100.0 / q.children_size();
-      cs.max_capacity = child.maximum_capacity();
-    } else {
-      cs.capacity = weights > 0 ? std::max(0.0, child.weight()) / weights * 100 : 0;
-      const double abs_max = DominantShare(s, child.limit()) * 100;
-      cs.max_capacity = shares.absolute_max_capacity > 0
-                            ? std::min(100.0, abs_max / shares.absolute_max_capacity * 100)
-                            : 100;
-    }
-    cs.absolute_capacity = shares.absolute_capacity * cs.capacity / 100;
-    cs.absolute_max_capacity = shares.absolute_max_capacity * cs.max_capacity / 100;
-    list.push_back(QueueJson(s, child, cs, false));
-  }
+  for (const auto& child : q.children()) list.push_back(QueueJson(s, child, false));
   j["queues"] = {{"queue", list}};
   return j;
 }
@@ -201,8 +176,7 @@ Json ClusterMetricsJson(const ClusterSnapshot& s) {
 }
 
 Json SchedulerJson(const ClusterSnapshot& s) {
-  QueueShares root;
-  Json info = QueueJson(s, s.root_queue, root, true);
+  Json info = QueueJson(s, s.root_queue, true);
   info["type"] = "capacityScheduler";
   info["weftPolicy"] = s.policy;
   return {{"scheduler", {{"schedulerInfo", info}}}};

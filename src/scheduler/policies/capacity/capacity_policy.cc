@@ -11,6 +11,12 @@ double ChildCapacity(const QueueConfig& parent, const QueueConfig& child) {
   return child.capacity >= 0 ? child.capacity : 100.0 / static_cast<double>(parent.children.size());
 }
 
+// A queue's guaranteed capacity, % of its parent: its `capacity`, or an equal split.
+double CapacityOf(const QueueNode& q) {
+  return q.config.capacity >= 0 ? q.config.capacity
+                                : 100.0 / static_cast<double>(q.parent->children.size());
+}
+
 absl::Status ValidateTree(const QueueConfig& q, const std::string& path) {
   if (q.children.empty()) return absl::OkStatus();
   int given = 0;
@@ -79,9 +85,7 @@ class CapacityPolicy final : public SchedulingPolicy {
         continue;
       }
       size_t p = static_cast<size_t>(q->parent->index);
-      QueueConfig parent_config = q->parent->config;
-      parent_config.children.resize(q->parent->children.size());
-      double cap = ChildCapacity(parent_config, q->config) / 100.0;
+      double cap = CapacityOf(*q) / 100.0;
       abs_cap[i] = abs_cap[p] * cap;
       abs_max[i] = abs_max[p] * q->config.maximum_capacity / 100.0;
       q->floor = Scale(view.total, abs_cap[i]);
@@ -113,6 +117,17 @@ class CapacityPolicy final : public SchedulingPolicy {
                                                  leaf.config.maximum_am_resource_percent / 100.0));
     }
     return limit;
+  }
+  // The configured percentages: `capacity` (an equal split of the parent when unset) and
+  // `maximum-capacity`.
+  QueueCapacities Capacities(const QueueNode& q, const QueueCapacities& parent,
+                             const ClusterView&) const override {
+    QueueCapacities c;
+    c.capacity = CapacityOf(q);
+    c.maximum_capacity = q.config.maximum_capacity;
+    c.absolute_capacity = parent.absolute_capacity * c.capacity / 100;
+    c.absolute_maximum_capacity = parent.absolute_maximum_capacity * c.maximum_capacity / 100;
+    return c;
   }
   bool SupportsPreemption() const override { return true; }
 };
