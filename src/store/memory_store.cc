@@ -5,15 +5,18 @@
 #include <string>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
+#include "store/state_backend.h"
 
 namespace weft::store {
 namespace {
 
-class MemoryStore final : public StateStore {
+// The primitives over three maps. A commit checks every precondition before it changes
+// anything, so a failed one leaves the maps as they were.
+class MemoryBackend final : public StateBackend {
  public:
-  absl::StatusOr<RmState> Load() override {
-    if (closed_) return Closed();
+  MemoryBackend() : StateBackend("state store (memory)") {}
+
+  absl::StatusOr<RmState> ReadAll() override {
     RmState state;
     state.epoch = epoch_;
     for (const auto& [id, app] : apps_) state.apps.push_back(app);
@@ -22,88 +25,61 @@ class MemoryStore final : public StateStore {
     return state;
   }
 
-  absl::StatusOr<int64_t> BumpEpoch() override {
-    if (closed_) return Closed();
-    return ++epoch_;
-  }
+  absl::StatusOr<int64_t> BumpEpoch() override { return ++epoch_; }
 
-  absl::Status PutApplication(const ApplicationRecord& app) override {
-    if (closed_) return Closed();
-    if (absl::Status s = ValidateApplicationRecord(app); !s.ok()) return s;
-    apps_[app.app_id] = app;
-    return absl::OkStatus();
-  }
-
-  absl::Status PutAttempt(const AttemptRecord& attempt) override {
-    if (closed_) return Closed();
-    if (absl::Status s = ValidateAttemptRecord(attempt); !s.ok()) return s;
-    if (!apps_.contains(attempt.app_id)) {
-      return absl::NotFoundError(absl::StrCat("attempt ", attempt.attempt_id, " of application '",
-                                              attempt.app_id, "': application is not stored"));
+  absl::StatusOr<bool> Commit(absl::string_view, const std::vector<StateOp>& ops) override {
+    for (const StateOp& op : ops) {
+      if (!Holds(op)) return false;
     }
-    attempts_[{attempt.app_id, attempt.attempt_id}] = attempt;
-    return absl::OkStatus();
+    for (const StateOp& op : ops) Apply(op);
+    return true;
   }
 
-  absl::Status PutApplicationAndAttempt(const ApplicationRecord& app,
-                                        const AttemptRecord& attempt) override {
-    if (closed_) return Closed();
-    if (absl::Status s = ValidateApplicationAndAttempt(app, attempt); !s.ok()) return s;
-    apps_[app.app_id] = app;
-    attempts_[{attempt.app_id, attempt.attempt_id}] = attempt;
-    return absl::OkStatus();
-  }
-
-  absl::Status RemoveApplication(absl::string_view app_id) override {
-    if (closed_) return Closed();
-    auto it = apps_.find(std::string(app_id));
-    if (it == apps_.end()) {
-      return absl::NotFoundError(absl::StrCat("application '", app_id, "' is not stored"));
-    }
-    apps_.erase(it);
-    auto first = attempts_.lower_bound({std::string(app_id), INT32_MIN});
-    auto last = first;
-    while (last != attempts_.end() && last->first.first == app_id) ++last;
-    attempts_.erase(first, last);
-    return absl::OkStatus();
-  }
-
-  absl::Status PutMasterKey(const MasterKeyRecord& key) override {
-    if (closed_) return Closed();
-    if (absl::Status s = ValidateMasterKeyRecord(key); !s.ok()) return s;
-    keys_[{key.purpose, key.key_id}] = key;
-    return absl::OkStatus();
-  }
-
-  absl::Status RemoveMasterKey(absl::string_view purpose, int32_t key_id) override {
-    if (closed_) return Closed();
-    if (absl::Status s = ValidateMasterKeyPurpose(purpose); !s.ok()) return s;
-    if (keys_.erase({std::string(purpose), key_id}) == 0) {
-      return absl::NotFoundError(
-          absl::StrCat("master key ", purpose, "/", key_id, " is not stored"));
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status Close() override {
-    closed_ = true;
-    return absl::OkStatus();
-  }
+  absl::Status Close() override { return absl::OkStatus(); }
 
  private:
-  static absl::Status Closed() {
-    return absl::FailedPreconditionError("state store (memory) is closed");
+  using AttemptKey = std::pair<std::string, int32_t>;
+
+  // Whether the precondition of `op` holds now.
+  bool Holds(const StateOp& op) const {
+    if (const auto* put = std::get_if<PutAttemptOp>(&op)) {
+      return !put->require_application || apps_.contains(put->attempt.app_id);
+    }
+    if (const auto* remove = std::get_if<RemoveApplicationOp>(&op)) {
+      return apps_.contains(remove->app_id);
+    }
+    if (const auto* remove = std::get_if<RemoveMasterKeyOp>(&op)) {
+      return keys_.contains({remove->purpose, remove->key_id});
+    }
+    return true;
   }
 
-  bool closed_ = false;
+  void Apply(const StateOp& op) {
+    if (const auto* put = std::get_if<PutApplicationOp>(&op)) {
+      apps_[put->app.app_id] = put->app;
+    } else if (const auto* put = std::get_if<PutAttemptOp>(&op)) {
+      attempts_[{put->attempt.app_id, put->attempt.attempt_id}] = put->attempt;
+    } else if (const auto* remove = std::get_if<RemoveApplicationOp>(&op)) {
+      apps_.erase(remove->app_id);
+      attempts_.erase(attempts_.lower_bound({remove->app_id, INT32_MIN}),
+                      attempts_.upper_bound({remove->app_id, INT32_MAX}));
+    } else if (const auto* put = std::get_if<PutMasterKeyOp>(&op)) {
+      keys_[{put->key.purpose, put->key.key_id}] = put->key;
+    } else if (const auto* remove = std::get_if<RemoveMasterKeyOp>(&op)) {
+      keys_.erase({remove->purpose, remove->key_id});
+    }
+  }
+
   int64_t epoch_ = 0;
   std::map<std::string, ApplicationRecord> apps_;
-  std::map<std::pair<std::string, int32_t>, AttemptRecord> attempts_;
-  std::map<std::pair<std::string, int32_t>, MasterKeyRecord> keys_;
+  std::map<AttemptKey, AttemptRecord> attempts_;
+  std::map<AttemptKey, MasterKeyRecord> keys_;
 };
 
 }  // namespace
 
-std::unique_ptr<StateStore> NewMemoryStore() { return std::make_unique<MemoryStore>(); }
+std::unique_ptr<StateStore> NewMemoryStore() {
+  return NewBackedStateStore(std::make_unique<MemoryBackend>());
+}
 
 }  // namespace weft::store

@@ -14,6 +14,7 @@
 #include <string>
 #include <system_error>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -21,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "common/private_files.h"
 #include "store/sqlite_util.h"
+#include "store/state_backend.h"
 
 namespace weft::store {
 namespace {
@@ -131,27 +133,24 @@ constexpr const char* kLoadMasterKeys = R"sql(
 SELECT purpose, key_id, secret, created_ms, expires_ms FROM master_keys ORDER BY purpose, key_id
 )sql";
 
-class SqliteStore final : public StateStore {
+// The primitives over one SQLite connection; each one transaction (BEGIN IMMEDIATE, so a
+// commit's precondition checks and writes see no other writer in between).
+class SqliteBackend final : public StateBackend {
  public:
   // Takes ownership of `lock_fd`, which holds the flock on "<path>.lock".
-  SqliteStore(std::string path, int lock_fd) : path_(std::move(path)), lock_fd_(lock_fd) {}
-  ~SqliteStore() override { Close().IgnoreError(); }
-  SqliteStore(const SqliteStore&) = delete;
-  SqliteStore& operator=(const SqliteStore&) = delete;
+  SqliteBackend(std::string path, int lock_fd)
+      : StateBackend(absl::StrCat("state store '", path, "'")),
+        path_(std::move(path)),
+        lock_fd_(lock_fd) {}
+  ~SqliteBackend() override { Close().IgnoreError(); }
 
   // Opens the database, configures the connection, creates or checks the schema and prepares
-  // the statements. On error the caller destroys the store.
+  // the statements. On error the caller destroys the back-end.
   absl::Status Init();
 
-  absl::StatusOr<RmState> Load() override;
+  absl::StatusOr<RmState> ReadAll() override;
   absl::StatusOr<int64_t> BumpEpoch() override;
-  absl::Status PutApplication(const ApplicationRecord& app) override;
-  absl::Status PutAttempt(const AttemptRecord& attempt) override;
-  absl::Status PutApplicationAndAttempt(const ApplicationRecord& app,
-                                        const AttemptRecord& attempt) override;
-  absl::Status RemoveApplication(absl::string_view app_id) override;
-  absl::Status PutMasterKey(const MasterKeyRecord& key) override;
-  absl::Status RemoveMasterKey(absl::string_view purpose, int32_t key_id) override;
+  absl::StatusOr<bool> Commit(absl::string_view what, const std::vector<StateOp>& ops) override;
   absl::Status Close() override;
 
  private:
@@ -172,10 +171,6 @@ class SqliteStore final : public StateStore {
     }
     return absl::Status(CodeForSqlite(rc),
                         absl::StrCat("state store '", path_, "': ", what, ": ", last_error_));
-  }
-
-  absl::Status Closed() const {
-    return absl::FailedPreconditionError(absl::StrCat("state store '", path_, "' is closed"));
   }
 
   // Runs SQL without parameters or results (pragmas, schema) via sqlite3_exec.
@@ -220,7 +215,6 @@ class SqliteStore final : public StateStore {
   // either fails, so a failed call changes nothing.
   template <typename Body>
   absl::Status InTransaction(absl::string_view what, Body&& body) {
-    if (db_ == nullptr) return Closed();
     int rc = Run(begin_.get(), {});
     if (rc != SQLITE_DONE) return Error(absl::StrCat(what, ": beginning transaction"), rc);
     absl::Status status = body();
@@ -240,8 +234,9 @@ class SqliteStore final : public StateStore {
   }
 
   absl::Status CheckOrCreateSchema();
-  absl::Status WriteApplication(const ApplicationRecord& app);
-  absl::Status WriteAttempt(const AttemptRecord& attempt);
+  // Applies one op inside the caller's transaction; sets `*missing` (and fails, so that the
+  // transaction rolls back) when its precondition does not hold.
+  absl::Status Apply(absl::string_view what, const StateOp& op, bool* missing);
 
   const std::string path_;
   int lock_fd_;
@@ -254,7 +249,7 @@ class SqliteStore final : public StateStore {
   StatementPtr load_applications_, load_attempts_, load_master_keys_;
 };
 
-absl::Status SqliteStore::Init() {
+absl::Status SqliteBackend::Init() {
   // The store holds the master keys and every submission: the file is 0600 in a directory
   // others cannot read, or the store does not open (common/private_files.h).
   if (absl::Status s = EnsurePrivateSqliteFile(path_, "state store"); !s.ok()) return s;
@@ -320,7 +315,7 @@ absl::Status SqliteStore::Init() {
   return absl::OkStatus();
 }
 
-absl::Status SqliteStore::CheckOrCreateSchema() {
+absl::Status SqliteBackend::CheckOrCreateSchema() {
   if (absl::Status s = Exec("BEGIN IMMEDIATE", "checking schema"); !s.ok()) return s;
   std::vector<std::string> tables;
   std::vector<int64_t> versions;
@@ -389,8 +384,7 @@ absl::Status SqliteStore::CheckOrCreateSchema() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<RmState> SqliteStore::Load() {
-  if (db_ == nullptr) return Closed();
+absl::StatusOr<RmState> SqliteBackend::ReadAll() {
   RmState state;
   const std::string prefix = absl::StrCat("state store '", path_, "': ");
   auto corrupt = [&](absl::string_view what) {
@@ -426,9 +420,6 @@ absl::StatusOr<RmState> SqliteStore::Load() {
       if (!r.problem().empty()) {
         return corrupt(absl::StrCat("application '", app.app_id, "': ", r.problem()));
       }
-      if (absl::Status v = ValidateApplicationRecord(app); !v.ok()) {
-        return corrupt(absl::StrCat("stored record is invalid: ", v.message()));
-      }
       state.apps.push_back(std::move(app));
       return absl::OkStatus();
     });
@@ -450,9 +441,6 @@ absl::StatusOr<RmState> SqliteStore::Load() {
         return corrupt(
             absl::StrCat("attempt of application '", attempt.app_id, "': ", r.problem()));
       }
-      if (absl::Status v = ValidateAttemptRecord(attempt); !v.ok()) {
-        return corrupt(absl::StrCat("stored record is invalid: ", v.message()));
-      }
       state.attempts.push_back(std::move(attempt));
       return absl::OkStatus();
     });
@@ -467,9 +455,6 @@ absl::StatusOr<RmState> SqliteStore::Load() {
       key.created_ms = r.Int64(3);
       key.expires_ms = r.Int64(4);
       if (!r.problem().empty()) return corrupt(absl::StrCat("master key: ", r.problem()));
-      if (absl::Status v = ValidateMasterKeyRecord(key); !v.ok()) {
-        return corrupt(absl::StrCat("stored record is invalid: ", v.message()));
-      }
       state.keys.push_back(std::move(key));
       return absl::OkStatus();
     });
@@ -482,7 +467,7 @@ absl::StatusOr<RmState> SqliteStore::Load() {
   return state;
 }
 
-absl::StatusOr<int64_t> SqliteStore::BumpEpoch() {
+absl::StatusOr<int64_t> SqliteBackend::BumpEpoch() {
   int64_t epoch = 0;
   absl::Status status = InTransaction("bumping epoch", [&]() -> absl::Status {
     int rc = Run(bump_epoch_.get(), {});
@@ -505,102 +490,58 @@ absl::StatusOr<int64_t> SqliteStore::BumpEpoch() {
   return epoch;
 }
 
-absl::Status SqliteStore::WriteApplication(const ApplicationRecord& app) {
-  int rc =
-      Run(put_application_.get(),
-          {Text(app.app_id), Text(app.name), Text(app.queue), Text(app.user), Int(app.priority),
-           Text(app.state), Text(app.final_status), Text(app.diagnostics), Int(app.submit_ms),
-           Int(app.start_ms), Int(app.finish_ms), Int(app.max_attempts), Blob(app.submission)});
-  if (rc != SQLITE_DONE) {
-    return Error(absl::StrCat("storing application '", app.app_id, "'"), rc);
+absl::Status SqliteBackend::Apply(absl::string_view what, const StateOp& op, bool* missing) {
+  int rc = SQLITE_DONE;
+  // For a precondition that does not hold: fails the transaction, which rolls it back.
+  auto precondition_failed = [&] {
+    *missing = true;
+    return absl::AbortedError(absl::StrCat(what, ": precondition does not hold"));
+  };
+  if (const auto* put = std::get_if<PutApplicationOp>(&op)) {
+    const ApplicationRecord& app = put->app;
+    rc = Run(put_application_.get(),
+             {Text(app.app_id), Text(app.name), Text(app.queue), Text(app.user), Int(app.priority),
+              Text(app.state), Text(app.final_status), Text(app.diagnostics), Int(app.submit_ms),
+              Int(app.start_ms), Int(app.finish_ms), Int(app.max_attempts), Blob(app.submission)});
+  } else if (const auto* put = std::get_if<PutAttemptOp>(&op)) {
+    // The application's existence is the attempt's foreign key, checked by this insert.
+    const AttemptRecord& attempt = put->attempt;
+    rc = Run(put_attempt_.get(),
+             {Text(attempt.app_id), Int(attempt.attempt_id), Text(attempt.state),
+              Text(attempt.am_container_id), Text(attempt.node), Int(attempt.exit_status),
+              Text(attempt.diagnostics), Int(attempt.start_ms), Int(attempt.finish_ms)});
+    if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) return precondition_failed();
+  } else if (const auto* remove = std::get_if<RemoveApplicationOp>(&op)) {
+    rc = Run(delete_attempts_.get(), {Text(remove->app_id)});
+    if (rc != SQLITE_DONE) return Error(absl::StrCat(what, ": removing its attempts"), rc);
+    rc = Run(delete_application_.get(), {Text(remove->app_id)});
+    if (rc == SQLITE_DONE && sqlite3_changes(db_) == 0) return precondition_failed();
+  } else if (const auto* put = std::get_if<PutMasterKeyOp>(&op)) {
+    const MasterKeyRecord& key = put->key;
+    rc = Run(put_master_key_.get(), {Text(key.purpose), Int(key.key_id), Blob(key.secret),
+                                     Int(key.created_ms), Int(key.expires_ms)});
+  } else if (const auto* remove = std::get_if<RemoveMasterKeyOp>(&op)) {
+    rc = Run(delete_master_key_.get(), {Text(remove->purpose), Int(remove->key_id)});
+    if (rc == SQLITE_DONE && sqlite3_changes(db_) == 0) return precondition_failed();
   }
-  return absl::OkStatus();
+  return rc == SQLITE_DONE ? absl::OkStatus() : Error(what, rc);
 }
 
-absl::Status SqliteStore::WriteAttempt(const AttemptRecord& attempt) {
-  int rc = Run(put_attempt_.get(),
-               {Text(attempt.app_id), Int(attempt.attempt_id), Text(attempt.state),
-                Text(attempt.am_container_id), Text(attempt.node), Int(attempt.exit_status),
-                Text(attempt.diagnostics), Int(attempt.start_ms), Int(attempt.finish_ms)});
-  if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {  // The only foreign key: the application.
-    return absl::NotFoundError(absl::StrCat("attempt ", attempt.attempt_id, " of application '",
-                                            attempt.app_id, "': application is not stored"));
-  }
-  if (rc != SQLITE_DONE) {
-    return Error(absl::StrCat("storing attempt ", attempt.attempt_id, " of application '",
-                              attempt.app_id, "'"),
-                 rc);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status SqliteStore::PutApplication(const ApplicationRecord& app) {
-  if (db_ == nullptr) return Closed();
-  if (absl::Status s = ValidateApplicationRecord(app); !s.ok()) return s;
-  return InTransaction("storing application", [&] { return WriteApplication(app); });
-}
-
-absl::Status SqliteStore::PutAttempt(const AttemptRecord& attempt) {
-  if (db_ == nullptr) return Closed();
-  if (absl::Status s = ValidateAttemptRecord(attempt); !s.ok()) return s;
-  return InTransaction("storing attempt", [&] { return WriteAttempt(attempt); });
-}
-
-absl::Status SqliteStore::PutApplicationAndAttempt(const ApplicationRecord& app,
-                                                   const AttemptRecord& attempt) {
-  if (db_ == nullptr) return Closed();
-  if (absl::Status s = ValidateApplicationAndAttempt(app, attempt); !s.ok()) return s;
-  return InTransaction("storing application and attempt", [&]() -> absl::Status {
-    if (absl::Status s = WriteApplication(app); !s.ok()) return s;
-    return WriteAttempt(attempt);
-  });
-}
-
-absl::Status SqliteStore::RemoveApplication(absl::string_view app_id) {
-  return InTransaction("removing application", [&]() -> absl::Status {
-    int rc = Run(delete_attempts_.get(), {Text(app_id)});
-    if (rc != SQLITE_DONE) {
-      return Error(absl::StrCat("removing attempts of application '", app_id, "'"), rc);
-    }
-    rc = Run(delete_application_.get(), {Text(app_id)});
-    if (rc != SQLITE_DONE) return Error(absl::StrCat("removing application '", app_id, "'"), rc);
-    if (sqlite3_changes(db_) == 0) {
-      return absl::NotFoundError(absl::StrCat("application '", app_id, "' is not stored"));
+absl::StatusOr<bool> SqliteBackend::Commit(absl::string_view what,
+                                           const std::vector<StateOp>& ops) {
+  bool missing = false;
+  absl::Status status = InTransaction(what, [&]() -> absl::Status {
+    for (const StateOp& op : ops) {
+      if (absl::Status s = Apply(what, op, &missing); !s.ok()) return s;
     }
     return absl::OkStatus();
   });
+  if (missing) return false;
+  if (!status.ok()) return status;
+  return true;
 }
 
-absl::Status SqliteStore::PutMasterKey(const MasterKeyRecord& key) {
-  if (db_ == nullptr) return Closed();
-  if (absl::Status s = ValidateMasterKeyRecord(key); !s.ok()) return s;
-  return InTransaction("storing master key", [&]() -> absl::Status {
-    int rc = Run(put_master_key_.get(), {Text(key.purpose), Int(key.key_id), Blob(key.secret),
-                                         Int(key.created_ms), Int(key.expires_ms)});
-    if (rc != SQLITE_DONE) {
-      return Error(absl::StrCat("storing master key ", key.purpose, "/", key.key_id), rc);
-    }
-    return absl::OkStatus();
-  });
-}
-
-absl::Status SqliteStore::RemoveMasterKey(absl::string_view purpose, int32_t key_id) {
-  if (db_ == nullptr) return Closed();
-  if (absl::Status s = ValidateMasterKeyPurpose(purpose); !s.ok()) return s;
-  return InTransaction("removing master key", [&]() -> absl::Status {
-    int rc = Run(delete_master_key_.get(), {Text(purpose), Int(key_id)});
-    if (rc != SQLITE_DONE) {
-      return Error(absl::StrCat("removing master key ", purpose, "/", key_id), rc);
-    }
-    if (sqlite3_changes(db_) == 0) {
-      return absl::NotFoundError(
-          absl::StrCat("master key ", purpose, "/", key_id, " is not stored"));
-    }
-    return absl::OkStatus();
-  });
-}
-
-absl::Status SqliteStore::Close() {
+absl::Status SqliteBackend::Close() {
   absl::Status status;
   if (db_ != nullptr) {
     for (StatementPtr* stmt :
@@ -652,9 +593,9 @@ absl::StatusOr<std::unique_ptr<StateStore>> OpenSqliteStore(absl::string_view pa
     return ErrnoError(err, absl::StrCat("state store '", file, "': locking '", lock_path, "'"));
   }
 
-  auto store = std::make_unique<SqliteStore>(file, lock_fd);
-  if (absl::Status s = store->Init(); !s.ok()) return s;  // ~SqliteStore releases everything.
-  return store;
+  auto backend = std::make_unique<SqliteBackend>(file, lock_fd);
+  if (absl::Status s = backend->Init(); !s.ok()) return s;  // ~SqliteBackend releases all.
+  return NewBackedStateStore(std::move(backend));
 }
 
 }  // namespace weft::store

@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -23,6 +23,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/log.h"
+#include "store/state_backend.h"
 #include "store/state_records.h"
 #include "store/zk_client.h"
 #include "store/zk_legacy_format.h"
@@ -89,35 +90,33 @@ absl::Status ValidateOptions(const ZkStoreOptions& options) {
   return absl::OkStatus();
 }
 
-class ZkStore final : public StateStore {
+// The primitives over a ZooKeeper session; see store/zk_store.h for the layout, fencing, sizes
+// and failures.
+class ZkBackend final : public StateBackend {
  public:
-  ZkStore(ZkStoreOptions options, std::unique_ptr<ZkClient> client)
-      : options_(std::move(options)),
+  ZkBackend(ZkStoreOptions options, std::unique_ptr<ZkClient> client)
+      : StateBackend(absl::StrCat("ZooKeeper state store '", options.connect, options.root, "'")),
+        options_(std::move(options)),
         apps_(options_.root + "/apps"),
         keys_(options_.root + "/keys"),
         epoch_(options_.root + "/epoch"),
         fence_(options_.root + "/fence"),
-        description_(absl::StrCat("ZooKeeper state store '", options_.connect, options_.root, "'")),
         client_(std::move(client)) {}
-  ~ZkStore() override { Close().IgnoreError(); }
-  ZkStore(const ZkStore&) = delete;
-  ZkStore& operator=(const ZkStore&) = delete;
+  ~ZkBackend() override { Close().IgnoreError(); }
 
   // Connects, checks or creates the layout and, with options_.fence, takes over the fence.
   absl::Status Init();
 
-  absl::StatusOr<RmState> Load() override;
+  absl::StatusOr<RmState> ReadAll() override;
   absl::StatusOr<int64_t> BumpEpoch() override;
-  absl::Status PutApplication(const ApplicationRecord& app) override;
-  absl::Status PutAttempt(const AttemptRecord& attempt) override;
-  absl::Status PutApplicationAndAttempt(const ApplicationRecord& app,
-                                        const AttemptRecord& attempt) override;
-  absl::Status RemoveApplication(absl::string_view app_id) override;
-  absl::Status PutMasterKey(const MasterKeyRecord& key) override;
-  absl::Status RemoveMasterKey(absl::string_view purpose, int32_t key_id) override;
+  absl::StatusOr<bool> Commit(absl::string_view what, const std::vector<StateOp>& ops) override;
   absl::Status Close() override;
 
  private:
+  // Removes an application and its attempts, in several transactions when they do not fit in
+  // one (the application last); false if it is not stored.
+  absl::StatusOr<bool> RemoveApplication(absl::string_view what, absl::string_view app_id);
+
   // What a mutating call does in one round: reads what it needs, then either returns its final
   // status (`ops` empty: nothing to write) or the operations of one transaction.
   struct Plan {
@@ -136,15 +135,12 @@ class ZkStore final : public StateStore {
   // Unavailable, or `deadline` passes; reconnects before each attempt.
   absl::Status Retrying(absl::Time deadline, absl::FunctionRef<absl::Status()> fn);
 
-  // FailedPrecondition if this store may not write now (closed, read-only or fenced).
+  // FailedPrecondition if this store may not write now (read-only or fenced).
   absl::Status CheckWritable(absl::string_view what) const;
   // InvalidArgument if a transaction of `ops` (plus the fence check) would be too large.
   absl::Status CheckSize(absl::string_view what, std::vector<Op> ops) const;
   absl::Status Prefixed(const absl::Status& s, absl::string_view what) const {
-    return absl::Status(s.code(), absl::StrCat(description_, ": ", what, ": ", s.message()));
-  }
-  absl::Status Closed() const {
-    return absl::FailedPreconditionError(absl::StrCat(description_, " is closed"));
+    return absl::Status(s.code(), absl::StrCat(Description(), ": ", what, ": ", s.message()));
   }
   absl::Status Fenced(absl::string_view what, bool unknown) const;
   // Marks this store fenced and finds out (best effort) whom the fence names now.
@@ -174,12 +170,11 @@ class ZkStore final : public StateStore {
   // record (and the epoch) still in the pre-proto format as a proto, at the version read.
   absl::StatusOr<RmState> LoadOnce(std::vector<Op>* rewrites = nullptr);
   absl::Status Corrupt(absl::string_view path, absl::string_view problem) const {
-    return absl::DataLossError(absl::StrCat(description_, ": ", path, ": ", problem));
+    return absl::DataLossError(absl::StrCat(Description(), ": ", path, ": ", problem));
   }
 
   const ZkStoreOptions options_;
   const std::string apps_, keys_, epoch_, fence_;
-  const std::string description_;
   std::unique_ptr<ZkClient> client_;  // null once closed
   int32_t fence_version_ = -1;        // the fence's version this store set; -1: read-only
   bool opened_ = false;               // Init() succeeded
@@ -190,7 +185,7 @@ class ZkStore final : public StateStore {
   std::string fenced_by_;  // the fence's data when this store found itself fenced
 };
 
-absl::Status ZkStore::Retrying(absl::Time deadline, absl::FunctionRef<absl::Status()> fn) {
+absl::Status ZkBackend::Retrying(absl::Time deadline, absl::FunctionRef<absl::Status()> fn) {
   for (;;) {
     if (absl::Status s = client_->Connect(deadline); !s.ok()) return s;
     absl::Status s = fn();
@@ -198,12 +193,12 @@ absl::Status ZkStore::Retrying(absl::Time deadline, absl::FunctionRef<absl::Stat
   }
 }
 
-absl::Status ZkStore::Init() {
+absl::Status ZkBackend::Init() {
   if (absl::Status s = Retrying(Deadline(), [&] { return EnsureLayout(Deadline()); }); !s.ok()) {
-    return absl::StartsWith(s.message(), description_) ? s : Prefixed(s, "opening");
+    return absl::StartsWith(s.message(), Description()) ? s : Prefixed(s, "opening");
   }
   if (!options_.fence) {
-    weft::log::Info("state_store_opened", {{"store", description_}, {"mode", "read-only"}});
+    weft::log::Info("state_store_opened", {{"store", Description()}, {"mode", "read-only"}});
     opened_ = true;
     return absl::OkStatus();
   }
@@ -223,7 +218,7 @@ absl::Status ZkStore::Init() {
   if (legacy_format_) {
     if (absl::Status s = Migrate(); !s.ok()) return s;
   }
-  weft::log::Info("state_store_opened", {{"store", description_},
+  weft::log::Info("state_store_opened", {{"store", Description()},
                                          {"mode", "active"},
                                          {"identity", options_.identity},
                                          {"fence_version", fence_version_}});
@@ -231,7 +226,7 @@ absl::Status ZkStore::Init() {
   return absl::OkStatus();
 }
 
-absl::Status ZkStore::EnsureLayout(absl::Time deadline) {
+absl::Status ZkBackend::EnsureLayout(absl::Time deadline) {
   const std::string& root = options_.root;
   for (int round = 0; round < kMaxConflicts; ++round) {
     absl::StatusOr<std::vector<ZkClient::Node>> nodes = client_->Get({root}, deadline);
@@ -242,7 +237,7 @@ absl::Status ZkStore::EnsureLayout(absl::Time deadline) {
     if (!node.exists) {
       if (!options_.fence) {
         return absl::NotFoundError(absl::StrCat(
-            description_, ": there is no state store at ", root,
+            Description(), ": there is no state store at ", root,
             " (a read-only store does not create one; open it with fence=true first)"));
       }
       // Ancestors first, one by one (another store may be creating them too).
@@ -255,14 +250,14 @@ absl::Status ZkStore::EnsureLayout(absl::Time deadline) {
         if (r->rc != ZOK && r->rc != ZNODEEXISTS) {
           return absl::Status(
               zk::CodeForZk(r->rc),
-              absl::StrCat(description_, ": creating ", ancestor, ": ", client_->Describe(r->rc)));
+              absl::StrCat(Description(), ": creating ", ancestor, ": ", client_->Describe(r->rc)));
         }
       }
       layout.push_back(Op::Create(root, std::string(kRootMarker)));
     } else if (node.data != kRootMarker && !legacy_format_) {
       if (!node.data.empty() || node.num_children != 0 || !options_.fence) {
         return absl::FailedPreconditionError(absl::StrCat(
-            description_, ": ", root, " exists but is not a Weft state store (its data is '",
+            Description(), ": ", root, " exists but is not a Weft state store (its data is '",
             absl::CHexEscape(node.data.substr(0, 64)), node.data.size() > 64 ? "..." : "",
             "' and it has ", node.num_children, " children; expected '", kRootMarker, "')"));
       }
@@ -281,10 +276,10 @@ absl::Status ZkStore::EnsureLayout(absl::Time deadline) {
           continue;  // Another store created or adopted the root meanwhile: check it again.
         }
         return absl::Status(zk::CodeForZk(r->rc),
-                            absl::StrCat(description_, ": creating the layout under ", root, ": ",
+                            absl::StrCat(Description(), ": creating the layout under ", root, ": ",
                                          client_->Describe(r->rc)));
       }
-      weft::log::Info("state_store_created", {{"store", description_}});
+      weft::log::Info("state_store_created", {{"store", Description()}});
     }
     absl::StatusOr<std::vector<std::optional<std::vector<std::string>>>> children =
         client_->GetChildren({root}, deadline);
@@ -299,26 +294,25 @@ absl::Status ZkStore::EnsureLayout(absl::Time deadline) {
     }
     if (!missing.empty()) {
       return absl::DataLossError(
-          absl::StrCat(description_, ": the store is damaged: ", absl::StrJoin(missing, ", "),
+          absl::StrCat(Description(), ": the store is damaged: ", absl::StrJoin(missing, ", "),
                        missing.size() == 1 ? " is" : " are", " missing"));
     }
     return absl::OkStatus();
   }
   return absl::AbortedError(
-      absl::StrCat(description_, ": ", root, " kept changing while being checked"));
+      absl::StrCat(Description(), ": ", root, " kept changing while being checked"));
 }
 
-absl::Status ZkStore::CheckWritable(absl::string_view what) const {
-  if (client_ == nullptr) return Closed();
+absl::Status ZkBackend::CheckWritable(absl::string_view what) const {
   if (fence_version_ < 0) {
     return absl::FailedPreconditionError(
-        absl::StrCat(description_, ": ", what, ": the store was opened read-only (fence=false)"));
+        absl::StrCat(Description(), ": ", what, ": the store was opened read-only (fence=false)"));
   }
   if (fenced_) return Fenced(what, /*unknown=*/false);
   return absl::OkStatus();
 }
 
-absl::Status ZkStore::CheckSize(absl::string_view what, std::vector<Op> ops) const {
+absl::Status ZkBackend::CheckSize(absl::string_view what, std::vector<Op> ops) const {
   ops.insert(ops.begin(), Op::Check(fence_, fence_version_));
   const size_t bytes = client_->RequestBytes(ops);
   if (bytes > options_.max_request_bytes) {
@@ -330,19 +324,19 @@ absl::Status ZkStore::CheckSize(absl::string_view what, std::vector<Op> ops) con
   return absl::OkStatus();
 }
 
-absl::Status ZkStore::Fenced(absl::string_view what, bool unknown) const {
+absl::Status ZkBackend::Fenced(absl::string_view what, bool unknown) const {
   const std::string holder = fenced_by_.empty() ? ""
                                                 : absl::StrCat(" (", fence_, " now names '",
                                                                absl::CHexEscape(fenced_by_), "')");
   return absl::FailedPreconditionError(absl::StrCat(
-      description_, ": ", what, ": fenced: another ResourceManager became active", holder,
+      Description(), ": ", what, ": fenced: another ResourceManager became active", holder,
       "; this store can no longer write (reopen it to take over again)",
       unknown ? "; an interrupted earlier attempt of this call may have been applied before the "
                 "takeover"
               : ""));
 }
 
-void ZkStore::BecomeFenced(absl::Time deadline) {
+void ZkBackend::BecomeFenced(absl::Time deadline) {
   fenced_ = true;
   absl::StatusOr<std::vector<ZkClient::Node>> nodes = client_->Get({fence_}, deadline);
   if (nodes.ok() && (*nodes)[0].exists) {
@@ -350,13 +344,13 @@ void ZkStore::BecomeFenced(absl::Time deadline) {
   } else if (nodes.ok()) {
     fenced_by_ = "(nothing: the fence node is gone)";
   }
-  weft::log::Warn("state_store_fenced", {{"store", description_},
+  weft::log::Warn("state_store_fenced", {{"store", Description()},
                                          {"identity", options_.identity},
                                          {"fence_version", fence_version_},
                                          {"now_active", fenced_by_}});
 }
 
-absl::Status ZkStore::Mutate(absl::string_view what, Planner plan) {
+absl::Status ZkBackend::Mutate(absl::string_view what, Planner plan) {
   if (absl::Status s = CheckWritable(what); !s.ok()) return s;
   const absl::Time deadline = Deadline();
   bool unknown = false;    // a transaction of this call got no answer: it may have been applied
@@ -365,7 +359,7 @@ absl::Status ZkStore::Mutate(absl::string_view what, Planner plan) {
   absl::Status last = absl::UnavailableError("the call's time ran out");
   auto unreachable = [&](const absl::Status& s) {
     return absl::UnavailableError(absl::StrCat(
-        description_, ": ", what, ": ", s.message(),
+        Description(), ": ", what, ": ", s.message(),
         unknown || committed
             ? "; the write may or may not have been applied (repeating the call is safe)"
             : "; the write was not applied"));
@@ -411,14 +405,14 @@ absl::Status ZkStore::Mutate(absl::string_view what, Planner plan) {
     }
     // The store changed between this round's reads and its transaction: plan again.
     if (++conflicts > kMaxConflicts) {
-      return absl::AbortedError(absl::StrCat(description_, ": ", what, ": ", ops[r->failed_op].path,
+      return absl::AbortedError(absl::StrCat(Description(), ": ", what, ": ", ops[r->failed_op].path,
                                              " keeps changing under this store (",
                                              client_->Describe(r->rc), ")"));
     }
   }
 }
 
-absl::Status ZkStore::Migrate() {
+absl::Status ZkBackend::Migrate() {
   const std::string what = "migrating the store to the proto record format";
   size_t legacy_nodes = 0;  // as found by the first round
   bool first_round = true;
@@ -434,6 +428,7 @@ absl::Status ZkStore::Migrate() {
     std::vector<Op> rewrites;
     absl::StatusOr<RmState> state = LoadOnce(&rewrites);
     if (!state.ok()) return state.status();
+    if (absl::Status s = ValidateStoredState(Description(), *state); !s.ok()) return s;
     if (first_round) legacy_nodes = rewrites.size();
     first_round = false;
     // As many rewrites as fit in one transaction; the marker goes with the last of them, so a
@@ -458,27 +453,26 @@ absl::Status ZkStore::Migrate() {
   if (!status.ok()) return status;
   legacy_format_ = false;
   weft::log::Info("state_store_migrated",
-                  {{"store", description_},
+                  {{"store", Description()},
                    {"from", std::string(kLegacyRootMarker)},
                    {"to", std::string(kRootMarker)},
                    {"rewritten_nodes", static_cast<int64_t>(legacy_nodes)}});
   return absl::OkStatus();
 }
 
-absl::StatusOr<RmState> ZkStore::Load() {
-  if (client_ == nullptr) return Closed();
+absl::StatusOr<RmState> ZkBackend::ReadAll() {
   absl::StatusOr<RmState> state;
   absl::Status status = Retrying(Deadline(), [&]() -> absl::Status {
     state = LoadOnce();
     return state.status();
   });
   if (!status.ok()) {
-    return absl::StartsWith(status.message(), description_) ? status : Prefixed(status, "loading");
+    return absl::StartsWith(status.message(), Description()) ? status : Prefixed(status, "loading");
   }
   return state;
 }
 
-absl::StatusOr<RmState> ZkStore::LoadOnce(std::vector<Op>* rewrites) {
+absl::StatusOr<RmState> ZkBackend::LoadOnce(std::vector<Op>* rewrites) {
   RmState state;
   // Round 1: what exists.
   absl::StatusOr<std::vector<std::optional<std::vector<std::string>>>> lists =
@@ -527,9 +521,6 @@ absl::StatusOr<RmState> ZkStore::LoadOnce(std::vector<Op>* rewrites) {
       return Corrupt(path, absl::StrCat("holds application '", absl::CHexEscape(app->app_id),
                                         "', which belongs at ", AppPath(app->app_id)));
     }
-    if (absl::Status v = ValidateApplicationRecord(*app); !v.ok()) {
-      return Corrupt(path, absl::StrCat("stored record is invalid: ", v.message()));
-    }
     rewrite(path, EncodeApplication(*app), node.version);
     if ((*attempt_lists)[i].has_value()) {
       for (const std::string& name : *(*attempt_lists)[i]) {
@@ -551,9 +542,6 @@ absl::StatusOr<RmState> ZkStore::LoadOnce(std::vector<Op>* rewrites) {
           path, absl::StrCat("holds master key ", absl::CHexEscape(key->purpose), "/", key->key_id,
                              ", which belongs at ", KeyPath(key->purpose, key->key_id)));
     }
-    if (absl::Status v = ValidateMasterKeyRecord(*key); !v.ok()) {
-      return Corrupt(path, absl::StrCat("stored record is invalid: ", v.message()));
-    }
     rewrite(path, EncodeMasterKey(*key), node.version);
     state.keys.push_back(*std::move(key));
   }
@@ -574,28 +562,14 @@ absl::StatusOr<RmState> ZkStore::LoadOnce(std::vector<Op>* rewrites) {
                                         absl::CHexEscape(attempt->app_id), "', which belongs at ",
                                         AttemptPath(attempt->app_id, attempt->attempt_id)));
     }
-    if (absl::Status v = ValidateAttemptRecord(*attempt); !v.ok()) {
-      return Corrupt(path, absl::StrCat("stored record is invalid: ", v.message()));
-    }
     rewrite(path, EncodeAttempt(*attempt), node.version);
     state.attempts.push_back(*std::move(attempt));
   }
 
-  std::sort(
-      state.apps.begin(), state.apps.end(),
-      [](const ApplicationRecord& a, const ApplicationRecord& b) { return a.app_id < b.app_id; });
-  std::sort(state.attempts.begin(), state.attempts.end(),
-            [](const AttemptRecord& a, const AttemptRecord& b) {
-              return std::tie(a.app_id, a.attempt_id) < std::tie(b.app_id, b.attempt_id);
-            });
-  std::sort(state.keys.begin(), state.keys.end(),
-            [](const MasterKeyRecord& a, const MasterKeyRecord& b) {
-              return std::tie(a.purpose, a.key_id) < std::tie(b.purpose, b.key_id);
-            });
   return state;
 }
 
-absl::StatusOr<int64_t> ZkStore::BumpEpoch() {
+absl::StatusOr<int64_t> ZkBackend::BumpEpoch() {
   int64_t planned = -1;  // the value this call's last transaction wrote
   absl::Status status =
       Mutate("bumping epoch", [&](bool resuming, absl::Time deadline) -> absl::StatusOr<Plan> {
@@ -618,149 +592,114 @@ absl::StatusOr<int64_t> ZkStore::BumpEpoch() {
   return planned;
 }
 
-absl::Status ZkStore::PutApplication(const ApplicationRecord& app) {
-  if (client_ == nullptr) return Closed();
-  if (absl::Status s = ValidateApplicationRecord(app); !s.ok()) return s;
-  const std::string what = absl::StrCat("storing application '", app.app_id, "'");
-  const std::string path = AppPath(app.app_id);
-  const std::string data = EncodeApplication(app);
-  if (absl::Status s = CheckSize(what, {Op::Create(path, data)}); !s.ok()) return s;
-  return Mutate(what, [&](bool, absl::Time deadline) -> absl::StatusOr<Plan> {
-    absl::StatusOr<std::vector<ZkClient::Node>> nodes = client_->Get({path}, deadline);
-    if (!nodes.ok()) return nodes.status();
-    Plan plan;
-    plan.ops.push_back((*nodes)[0].exists ? Op::Set(path, data) : Op::Create(path, data));
-    return plan;
-  });
-}
-
-absl::Status ZkStore::PutAttempt(const AttemptRecord& attempt) {
-  if (client_ == nullptr) return Closed();
-  if (absl::Status s = ValidateAttemptRecord(attempt); !s.ok()) return s;
-  const std::string what = absl::StrCat("storing attempt ", attempt.attempt_id, " of application '",
-                                        attempt.app_id, "'");
-  const std::string app_path = AppPath(attempt.app_id);
-  const std::string path = AttemptPath(attempt.app_id, attempt.attempt_id);
-  const std::string data = EncodeAttempt(attempt);
-  if (absl::Status s = CheckSize(what, {Op::Check(app_path, -1), Op::Create(path, data)});
-      !s.ok()) {
-    return s;
-  }
-  return Mutate(what, [&](bool, absl::Time deadline) -> absl::StatusOr<Plan> {
-    absl::StatusOr<std::vector<ZkClient::Node>> nodes = client_->Get({app_path, path}, deadline);
-    if (!nodes.ok()) return nodes.status();
-    Plan plan;
-    if (!(*nodes)[0].exists) {
-      plan.result =
-          absl::NotFoundError(absl::StrCat("attempt ", attempt.attempt_id, " of application '",
-                                           attempt.app_id, "': application is not stored"));
-      return plan;
+absl::StatusOr<bool> ZkBackend::Commit(absl::string_view what, const std::vector<StateOp>& ops) {
+  if (ops.size() == 1) {
+    if (const auto* remove = std::get_if<RemoveApplicationOp>(&ops[0])) {
+      return RemoveApplication(what, remove->app_id);
     }
-    plan.ops.push_back(Op::Check(app_path, -1));
-    plan.ops.push_back((*nodes)[1].exists ? Op::Set(path, data) : Op::Create(path, data));
-    return plan;
-  });
-}
-
-absl::Status ZkStore::PutApplicationAndAttempt(const ApplicationRecord& app,
-                                               const AttemptRecord& attempt) {
-  if (client_ == nullptr) return Closed();
-  if (absl::Status s = ValidateApplicationAndAttempt(app, attempt); !s.ok()) return s;
-  const std::string what =
-      absl::StrCat("storing application '", app.app_id, "' and its attempt ", attempt.attempt_id);
-  const std::string app_path = AppPath(app.app_id);
-  const std::string app_data = EncodeApplication(app);
-  const std::string path = AttemptPath(attempt.app_id, attempt.attempt_id);
-  const std::string data = EncodeAttempt(attempt);
-  if (absl::Status s = CheckSize(what, {Op::Create(app_path, app_data), Op::Create(path, data)});
-      !s.ok()) {
-    return s;
   }
-  return Mutate(what, [&](bool, absl::Time deadline) -> absl::StatusOr<Plan> {
-    absl::StatusOr<std::vector<ZkClient::Node>> nodes = client_->Get({app_path, path}, deadline);
-    if (!nodes.ok()) return nodes.status();
-    Plan plan;
-    plan.ops.push_back((*nodes)[0].exists ? Op::Set(app_path, app_data)
-                                          : Op::Create(app_path, app_data));
-    plan.ops.push_back((*nodes)[1].exists ? Op::Set(path, data) : Op::Create(path, data));
-    return plan;
-  });
-}
-
-absl::Status ZkStore::RemoveApplication(absl::string_view app_id) {
-  if (client_ == nullptr) return Closed();
-  auto not_stored = [&] {
-    return absl::NotFoundError(absl::StrCat("application '", app_id, "' is not stored"));
+  // One transaction: a check of each node that must exist (an attempt's application), then each
+  // put (a create or a set, as the node is found) and each key removal.
+  struct Write {
+    std::string path;
+    std::optional<std::string> data;  // nullopt: delete the node, which must exist
   };
-  const std::string what = absl::StrCat("removing application '", app_id, "'");
-  if (absl::Status s = CheckWritable(what); !s.ok()) return s;
-  if (app_id.empty()) return not_stored();
-  const std::string app_path = AppPath(app_id);
-  return Mutate(what, [&](bool resuming, absl::Time deadline) -> absl::StatusOr<Plan> {
-    absl::StatusOr<std::vector<std::optional<std::vector<std::string>>>> children =
-        client_->GetChildren({app_path}, deadline);
-    if (!children.ok()) return children.status();
-    Plan plan;
-    if (!(*children)[0].has_value()) {
-      // Gone: not stored, unless this call's own earlier transaction removed it.
-      if (!resuming) plan.result = not_stored();
-      return plan;
+  std::vector<std::string> required;
+  std::vector<Write> writes;
+  for (const StateOp& op : ops) {
+    if (const auto* put = std::get_if<PutApplicationOp>(&op)) {
+      writes.push_back({AppPath(put->app.app_id), EncodeApplication(put->app)});
+    } else if (const auto* put = std::get_if<PutAttemptOp>(&op)) {
+      if (put->require_application) required.push_back(AppPath(put->attempt.app_id));
+      writes.push_back({AttemptPath(put->attempt.app_id, put->attempt.attempt_id),
+                        EncodeAttempt(put->attempt)});
+    } else if (const auto* put = std::get_if<PutMasterKeyOp>(&op)) {
+      writes.push_back({KeyPath(put->key.purpose, put->key.key_id), EncodeMasterKey(put->key)});
+    } else if (const auto* remove = std::get_if<RemoveMasterKeyOp>(&op)) {
+      writes.push_back({KeyPath(remove->purpose, remove->key_id), std::nullopt});
+    } else {
+      return absl::InternalError(absl::StrCat(what, ": a removal of an application not alone"));
     }
-    std::vector<Op> probe = {Op::Check(fence_, fence_version_), Op::Delete(app_path)};
-    for (const std::string& name : *(*children)[0]) {
-      probe.push_back(Op::Delete(absl::StrCat(app_path, "/", name)));
-      if (client_->RequestBytes(probe) > options_.max_request_bytes) {
-        plan.again = true;  // Delete these attempts now, the rest (and the app) next round.
-        break;
-      }
-      plan.ops.push_back(probe.back());
-    }
-    if (!plan.again) plan.ops.push_back(Op::Delete(app_path));
-    return plan;
-  });
+  }
+  std::vector<Op> largest;  // the largest transaction the plan below can make
+  std::vector<std::string> reads = required;
+  for (const std::string& path : required) largest.push_back(Op::Check(path, -1));
+  for (const Write& write : writes) {
+    largest.push_back(write.data ? Op::Create(write.path, *write.data) : Op::Delete(write.path));
+    reads.push_back(write.path);
+  }
+  if (absl::Status s = CheckSize(what, largest); !s.ok()) return s;
+  bool missing = false;
+  absl::Status status =
+      Mutate(what, [&](bool resuming, absl::Time deadline) -> absl::StatusOr<Plan> {
+        missing = false;
+        absl::StatusOr<std::vector<ZkClient::Node>> nodes = client_->Get(reads, deadline);
+        if (!nodes.ok()) return nodes.status();
+        Plan plan;
+        for (size_t i = 0; i < required.size(); ++i) {
+          if (!(*nodes)[i].exists) {
+            missing = true;
+            return plan;
+          }
+          plan.ops.push_back(Op::Check(required[i], -1));
+        }
+        for (size_t i = 0; i < writes.size(); ++i) {
+          const Write& write = writes[i];
+          const bool exists = (*nodes)[required.size() + i].exists;
+          if (write.data) {
+            plan.ops.push_back(exists ? Op::Set(write.path, *write.data)
+                                      : Op::Create(write.path, *write.data));
+          } else if (exists) {
+            plan.ops.push_back(Op::Delete(write.path));
+          } else if (!resuming) {  // Gone, unless this call's own earlier transaction deleted it.
+            missing = true;
+            plan.ops.clear();
+            return plan;
+          }
+        }
+        return plan;
+      });
+  if (!status.ok()) return status;
+  return !missing;
 }
 
-absl::Status ZkStore::PutMasterKey(const MasterKeyRecord& key) {
-  if (client_ == nullptr) return Closed();
-  if (absl::Status s = ValidateMasterKeyRecord(key); !s.ok()) return s;
-  const std::string what = absl::StrCat("storing master key ", key.purpose, "/", key.key_id);
-  const std::string path = KeyPath(key.purpose, key.key_id);
-  const std::string data = EncodeMasterKey(key);
-  if (absl::Status s = CheckSize(what, {Op::Create(path, data)}); !s.ok()) return s;
-  return Mutate(what, [&](bool, absl::Time deadline) -> absl::StatusOr<Plan> {
-    absl::StatusOr<std::vector<ZkClient::Node>> nodes = client_->Get({path}, deadline);
-    if (!nodes.ok()) return nodes.status();
-    Plan plan;
-    plan.ops.push_back((*nodes)[0].exists ? Op::Set(path, data) : Op::Create(path, data));
-    return plan;
-  });
+absl::StatusOr<bool> ZkBackend::RemoveApplication(absl::string_view what,
+                                                  absl::string_view app_id) {
+  const std::string app_path = app_id.empty() ? "" : AppPath(app_id);
+  bool missing = false;
+  absl::Status status =
+      Mutate(what, [&](bool resuming, absl::Time deadline) -> absl::StatusOr<Plan> {
+        Plan plan;
+        missing = app_id.empty();  // Never stored (and not a node name).
+        if (missing) return plan;
+        absl::StatusOr<std::vector<std::optional<std::vector<std::string>>>> children =
+            client_->GetChildren({app_path}, deadline);
+        if (!children.ok()) return children.status();
+        if (!(*children)[0].has_value()) {
+          // Gone: not stored, unless this call's own earlier transaction removed it.
+          missing = !resuming;
+          return plan;
+        }
+        std::vector<Op> probe = {Op::Check(fence_, fence_version_), Op::Delete(app_path)};
+        for (const std::string& name : *(*children)[0]) {
+          probe.push_back(Op::Delete(absl::StrCat(app_path, "/", name)));
+          if (client_->RequestBytes(probe) > options_.max_request_bytes) {
+            plan.again = true;  // Delete these attempts now, the rest (and the app) next round.
+            break;
+          }
+          plan.ops.push_back(probe.back());
+        }
+        if (!plan.again) plan.ops.push_back(Op::Delete(app_path));
+        return plan;
+      });
+  if (!status.ok()) return status;
+  return !missing;
 }
 
-absl::Status ZkStore::RemoveMasterKey(absl::string_view purpose, int32_t key_id) {
-  if (client_ == nullptr) return Closed();
-  if (absl::Status s = ValidateMasterKeyPurpose(purpose); !s.ok()) return s;
-  const std::string what = absl::StrCat("removing master key ", purpose, "/", key_id);
-  const std::string path = KeyPath(purpose, key_id);
-  return Mutate(what, [&](bool resuming, absl::Time deadline) -> absl::StatusOr<Plan> {
-    absl::StatusOr<std::vector<ZkClient::Node>> nodes = client_->Get({path}, deadline);
-    if (!nodes.ok()) return nodes.status();
-    Plan plan;
-    if (!(*nodes)[0].exists) {
-      if (!resuming) {
-        plan.result = absl::NotFoundError(
-            absl::StrCat("master key ", purpose, "/", key_id, " is not stored"));
-      }
-      return plan;
-    }
-    plan.ops.push_back(Op::Delete(path));
-    return plan;
-  });
-}
-
-absl::Status ZkStore::Close() {
+absl::Status ZkBackend::Close() {
   if (client_ != nullptr) {
     client_.reset();  // Ends the session.
-    if (opened_) weft::log::Info("state_store_closed", {{"store", description_}});
+    if (opened_) weft::log::Info("state_store_closed", {{"store", Description()}});
   }
   return absl::OkStatus();
 }
@@ -777,9 +716,9 @@ absl::StatusOr<std::unique_ptr<StateStore>> OpenZooKeeperStore(ZkStoreOptions op
                         absl::StrCat("ZooKeeper state store '", options.connect, options.root,
                                      "': ", client.status().message()));
   }
-  auto store = std::make_unique<ZkStore>(std::move(options), *std::move(client));
-  if (absl::Status s = store->Init(); !s.ok()) return s;
-  return store;
+  auto backend = std::make_unique<ZkBackend>(std::move(options), *std::move(client));
+  if (absl::Status s = backend->Init(); !s.ok()) return s;
+  return NewBackedStateStore(std::move(backend));
 }
 
 }  // namespace weft::store
