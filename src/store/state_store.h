@@ -81,7 +81,7 @@ struct RmState {
 
 // Checks a record before it is stored. Returns OK or InvalidArgument naming the offending
 // field, e.g. "application 'app_7': state 'DONE' is not one of NEW, SUBMITTED, ...".
-// Every StateStore implementation calls these; other modules may call them to fail early.
+// The StateStore calls these (store/state_backend.h); other modules may call them to fail early.
 absl::Status ValidateApplicationRecord(const ApplicationRecord& app);
 absl::Status ValidateAttemptRecord(const AttemptRecord& attempt);
 absl::Status ValidateMasterKeyRecord(const MasterKeyRecord& key);
@@ -91,7 +91,9 @@ absl::Status ValidateApplicationAndAttempt(const ApplicationRecord& app,
                                            const AttemptRecord& attempt);
 
 // The RM's durable memory. Implementations: OpenSqliteStore() (store/sqlite_store.h), the
-// embedded default, and NewMemoryStore() (store/memory_store.h), for tests.
+// embedded default, OpenZooKeeperStore() (store/zk_store.h), for HA, and NewMemoryStore()
+// (store/memory_store.h), for tests; all are one class (store/state_backend.h) that applies the
+// contract below over each back-end's primitives.
 //
 // Contract of every implementation:
 //  - Durability: a mutating call (BumpEpoch, Put*, Remove*) that returns OK has been committed
