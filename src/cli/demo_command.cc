@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/cli_common.h"
 #include "cli/dev_cluster.h"
+#include "common/log.h"
 #include "weft/v1/client.grpc.pb.h"
 
 namespace weft::cli {
@@ -160,7 +161,8 @@ int RunDrfDemo(const DemoFlags& flags) {
     req.set_application_id(u.app_id);
     req.set_diagnostics("demo finished");
     v1::KillApplicationResponse resp;
-    (void)stub->KillApplication(&ctx, req, &resp);
+    if (grpc::Status s = stub->KillApplication(&ctx, req, &resp); !s.ok())
+      log::Warn("demo_app_not_killed", {{"app", u.app_id}, {"error", s.error_message()}});
   }
   cleanup();
   return expected ? 0 : 1;

@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/cli_common.h"
+#include "common/log.h"
 #include "common/terminal_text.h"
 #include "federation/store/federation_store.h"
 #include "google/protobuf/util/json_util.h"
@@ -52,7 +53,9 @@ std::string Json(const google::protobuf::Message& m) {
   google::protobuf::util::JsonPrintOptions o;
   o.add_whitespace = false;
   o.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
+  // Only a message with a field JSON cannot express fails; it prints as what was written.
+  if (auto s = google::protobuf::util::MessageToJsonString(m, &out, o); !s.ok())
+    log::Warn("json_print_failed", {{"message", m.GetTypeName()}, {"error", s.ToString()}});
   return out;
 }
 

@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/log.h"
 
 namespace weft::nm {
 namespace {
@@ -121,7 +122,7 @@ absl::Status DestroyDirs(const std::vector<std::string>& dirs, OsEnv* env, KillF
 void KillGroupTasks(OsEnv* env, const std::string& dir, const std::vector<pid_t>& pids) {
   std::string kill_file = dir + "/cgroup.kill";
   if (env->PathExists(kill_file) && env->WriteFile(kill_file, "1").ok()) return;
-  for (pid_t pid : pids) (void)env->Kill(pid, SIGKILL);  // NotFound: already gone
+  for (pid_t pid : pids) KillForCleanup(env, pid, SIGKILL);  // NotFound: already gone
 }
 
 // The common part of both versions: a parent group per usable controller.
@@ -164,12 +165,13 @@ class CgroupsHandlerBase : public CgroupsHandler {
       if (s.ok()) {
         created.push_back(dir);
       } else if (!absl::IsAlreadyExists(s)) {
-        for (const std::string& undo : created) (void)env_->RemoveDir(undo);
+        for (const std::string& undo : created)
+          log::WarnIfError(env_->RemoveDir(undo), "cgroup_undo_failed", {{"dir", undo}});
         return WithContext(s, context);
       }
     }
     if (absl::Status s = ApplyLimits(container_id, limits); !s.ok()) {
-      (void)Destroy(container_id);
+      log::WarnIfError(Destroy(container_id), "cgroup_undo_failed", {{"container", container_id}});
       return WithContext(s, context);
     }
     return absl::OkStatus();
@@ -288,9 +290,8 @@ class CgroupsHandlerBase : public CgroupsHandler {
 
   virtual absl::Status ApplyLimits(absl::string_view container_id, const CgroupLimits& limits) = 0;
   // Sends SIGKILL to the tasks `pids` listed in the group `dir`.
-  virtual void KillTasks(const std::string& dir, const std::vector<pid_t>& pids) {
-    (void)dir;
-    for (pid_t pid : pids) (void)env_->Kill(pid, SIGKILL);  // NotFound: already gone
+  virtual void KillTasks(const std::string& /*dir*/, const std::vector<pid_t>& pids) {
+    for (pid_t pid : pids) KillForCleanup(env_, pid, SIGKILL);  // NotFound: already gone
   }
 
   OsEnv* const env_;

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/log.h"
 #include "nm/spawn_child.h"
 
 namespace weft::nm {
@@ -121,12 +122,13 @@ ContainerExecutor::ContainerExecutor(CgroupsHandler* cgroups, OsEnv* env)
 ContainerExecutor::~ContainerExecutor() {
   for (auto& [id, container] : containers_) {
     if (!container.running) continue;
-    (void)env_->Kill(-container.pid, SIGKILL);
+    KillForCleanup(env_, -container.pid, SIGKILL);
     // A monitor ends once its process has; an adopted one is not ours to wait for (its
     // cgroups' destruction kills it).
     if (!container.adopted)
       (void)env_->Wait(container.monitor_pid > 0 ? container.monitor_pid : container.pid);
-    if (cgroups_ != nullptr) (void)cgroups_->Destroy(id);
+    if (cgroups_ != nullptr)
+      log::WarnIfError(cgroups_->Destroy(id), "container_cgroups_not_removed", {{"container", id}});
   }
 }
 
@@ -191,14 +193,18 @@ absl::StatusOr<pid_t> ContainerExecutor::Launch(const LaunchSpec& spec) {
           return spec.on_monitor_started ? spec.on_monitor_started(monitor) : absl::OkStatus();
         });
     if (!spawned.ok()) {
-      if (cgroups_ != nullptr) (void)cgroups_->Destroy(spec.container_id);
+      if (cgroups_ != nullptr)
+        log::WarnIfError(cgroups_->Destroy(spec.container_id), "container_cgroups_not_removed",
+                         {{"container", spec.container_id}});
       return WithContext(spawned.status(), context);
     }
     started = *spawned;
   } else {
     absl::StatusOr<pid_t> pid = env_->Spawn(options, join_cgroups);
     if (!pid.ok()) {
-      if (cgroups_ != nullptr) (void)cgroups_->Destroy(spec.container_id);
+      if (cgroups_ != nullptr)
+        log::WarnIfError(cgroups_->Destroy(spec.container_id), "container_cgroups_not_removed",
+                         {{"container", spec.container_id}});
       return WithContext(pid.status(), context);
     }
     started.pid = *pid;
@@ -367,9 +373,9 @@ std::vector<ContainerExit> ContainerExecutor::Reap() {
 void ContainerExecutor::SignalAll(const Container& container, int sig) {
   // The group first: the usual case, one call. An adopted container's group id may have been
   // reused only once its monitor is gone, and then it has no descendants either.
-  (void)env_->Kill(-container.pid, sig);
+  KillForCleanup(env_, -container.pid, sig);
   const pid_t root = container.monitor_pid > 0 ? container.monitor_pid : container.pid;
-  for (pid_t pid : Descendants(env_, root)) (void)env_->Kill(pid, sig);
+  for (pid_t pid : Descendants(env_, root)) KillForCleanup(env_, pid, sig);
 }
 
 void ContainerExecutor::CheckDisk(Container& container, int64_t now) {
@@ -480,7 +486,7 @@ ContainerExit ContainerExecutor::Finish(const std::string& id, Container& contai
     absl::StatusOr<ProcessInfo> leader = ReadProcessInfo(env_, container.pid);
     kill_group = leader.ok() && leader->start_time == container.start_time;
   }
-  if (kill_group) (void)env_->Kill(-container.pid, SIGKILL);
+  if (kill_group) KillForCleanup(env_, -container.pid, SIGKILL);
   std::vector<std::string> problems;
   // Limits it hit without being ended by them.
   std::vector<std::string> notes;

@@ -186,9 +186,15 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
   absl::StatusOr<pid_t> pid = executor_->Launch(spec);
   if (!pid.ok()) {
     if (amrm_proxy_ != nullptr) amrm_proxy_->RemoveAttemptOfContainer(id);
-    if (traffic_ != nullptr) (void)traffic_->RemoveContainer(id);
-    if (stored.monitor_pid != 0) (void)state_->RemoveContainer(id);
-    (void)env->RemoveTree(stored.state_dir);
+    // Undone as far as it goes; the launch's own error is what the caller hears.
+    if (traffic_ != nullptr)
+      log::WarnIfError(traffic_->RemoveContainer(id), "container_undo_failed",
+                       {{"container", id}, {"what", "traffic class"}});
+    if (stored.monitor_pid != 0)
+      log::WarnIfError(state_->RemoveContainer(id), "container_undo_failed",
+                       {{"container", id}, {"what", "state store record"}});
+    log::WarnIfError(env->RemoveTree(stored.state_dir), "container_undo_failed",
+                     {{"container", id}, {"what", "state directory"}});
     return pid.status();
   }
   stored.pid = *pid;
@@ -541,7 +547,9 @@ void NodeManager::MaybeFinishAppCleanup(std::string app_id) {
                 {{"node", node_id_}, {"container", it->first}, {"error", s}});
     }
     if (!it->second.stored.state_dir.empty()) {
-      (void)OsEnv::Default()->RemoveTree(it->second.stored.state_dir);
+      log::WarnIfError(OsEnv::Default()->RemoveTree(it->second.stored.state_dir),
+                       "container_cleanup_failed",
+                       {{"node", node_id_}, {"container", it->first}, {"what", "state directory"}});
     }
     ids.push_back(it->first);
     it = containers_.erase(it);

@@ -78,8 +78,8 @@ void NodeManager::KillRecorded(const NmContainerRecord& record) {
       }
     }
   }
-  if (monitor_alive) (void)env->Kill(static_cast<pid_t>(record.monitor_pid), SIGKILL);
-  if (pid_verified) (void)env->Kill(-static_cast<pid_t>(pid), SIGKILL);
+  if (monitor_alive) KillForCleanup(env, static_cast<pid_t>(record.monitor_pid), SIGKILL);
+  if (pid_verified) KillForCleanup(env, -static_cast<pid_t>(pid), SIGKILL);
   // The cgroups hold everything else, even what left the process group.
   if (!record.cgroup_dirs.empty()) {
     if (absl::Status s = DestroyCgroupDirs(record.cgroup_dirs, env); !s.ok()) {
@@ -87,8 +87,13 @@ void NodeManager::KillRecorded(const NmContainerRecord& record) {
                 {{"node", node_id_}, {"container", record.container_id}, {"error", s}});
     }
   }
-  if (!record.state_dir.empty()) (void)env->RemoveTree(record.state_dir);
-  if (traffic_ != nullptr) (void)traffic_->RemoveContainer(record.container_id);
+  if (!record.state_dir.empty())
+    log::WarnIfError(env->RemoveTree(record.state_dir), "recorded_container_cleanup_failed",
+                     {{"node", node_id_}, {"container", record.container_id}, {"what", "state directory"}});
+  if (traffic_ != nullptr)
+    log::WarnIfError(traffic_->RemoveContainer(record.container_id),
+                     "recorded_container_cleanup_failed",
+                     {{"node", node_id_}, {"container", record.container_id}, {"what", "traffic class"}});
 }
 
 void NodeManager::ResumeStop(const std::string& container_id, int exit_status,
@@ -131,7 +136,8 @@ absl::Status NodeManager::RecoverContainers() {
     for (const auto& [app_id, finished_ms] : *finished) {
       if (finished_ms >= now_ms - kFinishedAppRetentionMs) finished_apps_.insert(app_id);
     }
-    (void)state_->PruneFinishedApps(now_ms - kFinishedAppRetentionMs);
+    log::WarnIfError(state_->PruneFinishedApps(now_ms - kFinishedAppRetentionMs),
+                     "finished_apps_not_pruned", {{"node", node_id_}});
     for (NmContainerRecord& stored : *records) {
       const std::string id = stored.container_id;
       ContainerRecord record;
@@ -288,7 +294,7 @@ void NodeManager::KillOrphans() {
   if (strays.ok()) {
     for (pid_t pid : *strays) {
       log::Warn("orphan_process_killed", {{"node", node_id_}, {"pid", pid}});
-      (void)env->Kill(pid, SIGKILL);
+      KillForCleanup(env, pid, SIGKILL);
     }
   }
 }

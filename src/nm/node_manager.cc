@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/errors.h"
 #include "common/log.h"
 #include "common/reachable_host.h"
 #include "nm/node_manager_internal.h"
@@ -362,7 +364,10 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
       // Not recovering: an unreadable record is replaced (a locked one is another NM's).
       log::Warn("nm_state_replaced", {{"path", db}, {"error", store.status()}});
       for (const std::string& path : {db, db + "-wal", db + "-shm", db + "-journal"}) {
-        (void)std::remove(path.c_str());
+        // A missing file (no WAL, no journal) is what is wanted; anything else would make
+        // the Open below fail and say why.
+        if (std::remove(path.c_str()) != 0 && errno != ENOENT)
+          log::Warn("nm_state_file_not_removed", {{"path", path}, {"error", ErrnoMessage(errno, "remove")}});
       }
       store = NmStateStore::Open(db);
     }
@@ -493,7 +498,9 @@ NodeManager::~NodeManager() {
   amrm_proxy_.reset();
   executor_.reset();
   traffic_.reset();  // tears the tree down
-  if (cgroups_ != nullptr) (void)cgroups_->RemoveHierarchy();
+  if (cgroups_ != nullptr)
+    log::WarnIfError(cgroups_->RemoveHierarchy(), "cgroup_hierarchy_not_removed",
+                     {{"node", node_id_}});
 }
 
 void NodeManager::Shutdown() {

@@ -29,6 +29,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/errors.h"
+#include "common/log.h"
 #include "nm/spawn_child.h"
 
 namespace weft::nm {
@@ -732,6 +733,12 @@ absl::StatusOr<ProcessInfo> ReadProcessInfo(OsEnv* env, pid_t pid) {
 OsEnv* OsEnv::Default() {
   static OsEnv* const env = new PosixOsEnv();
   return env;
+}
+
+void KillForCleanup(OsEnv* env, pid_t pid, int signal) {
+  absl::Status s = env->Kill(pid, signal);
+  if (!s.ok() && !absl::IsNotFound(s))
+    log::Warn("kill_failed", {{"pid", static_cast<int64_t>(pid)}, {"signal", signal}, {"error", s}});
 }
 
 }  // namespace weft::nm

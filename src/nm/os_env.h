@@ -198,6 +198,10 @@ class OsEnv {
 // the file does not parse.
 absl::StatusOr<ProcessInfo> ReadProcessInfo(OsEnv* env, pid_t pid);
 
+// env->Kill(pid, signal) for a clean-up, where a process (group) that is gone already is the
+// goal: NotFound is fine, any other error is logged at warn.
+void KillForCleanup(OsEnv* env, pid_t pid, int signal);
+
 }  // namespace weft::nm
 
 #endif  // WEFT_NM_OS_ENV_H_

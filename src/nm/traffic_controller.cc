@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/errors.h"
+#include "common/log.h"
 
 namespace weft::nm {
 namespace {
@@ -71,7 +72,10 @@ std::string BurstLimitName(BurstLimit burst) {
 TrafficController::TrafficController(TrafficControlOptions options, CommandRunner* runner)
     : options_(std::move(options)), runner_(runner) {}
 
-TrafficController::~TrafficController() { (void)Teardown(); }
+TrafficController::~TrafficController() {
+  log::WarnIfError(Teardown(), "traffic_control_teardown_failed",
+                   {{"interface", options_.interface}});
+}
 
 absl::StatusOr<std::unique_ptr<TrafficController>> TrafficController::Create(
     TrafficControlOptions options, CommandRunner* runner, OsEnv* env) {
@@ -125,7 +129,8 @@ absl::StatusOr<std::unique_ptr<TrafficController>> TrafficController::Create(
   }
   auto controller = absl::WrapUnique(new TrafficController(std::move(options), runner));
   if (absl::Status s = controller->Setup(env); !s.ok()) {
-    (void)controller->Teardown();
+    log::WarnIfError(controller->Teardown(), "traffic_control_teardown_failed",
+                     {{"interface", controller->options_.interface}, {"during", "setup"}});
     return absl::Status(s.code(), absl::StrCat(kWhat, s.message()));
   }
   return controller;
@@ -133,6 +138,17 @@ absl::StatusOr<std::unique_ptr<TrafficController>> TrafficController::Create(
 
 absl::Status TrafficController::Run(const std::vector<std::string>& argv, std::string* out) {
   return RunChecked(runner_, argv, out);
+}
+
+void TrafficController::RunBestEffort(const std::vector<std::string>& argv) {
+  absl::StatusOr<CommandResult> r = runner_->Run(argv);
+  if (!r.ok()) {
+    log::Warn("traffic_control_command_not_run",
+              {{"command", absl::StrJoin(argv, " ")}, {"error", r.status()}});
+  } else if (r->exit_code != 0) {
+    log::Debug("traffic_control_nothing_to_remove",
+               {{"command", absl::StrJoin(argv, " ")}, {"exit_code", r->exit_code}});
+  }
 }
 
 std::vector<std::string> TrafficController::Tc(std::vector<std::string> args) const {
@@ -150,7 +166,7 @@ std::vector<std::string> TrafficController::Iptables(std::vector<std::string> ar
 absl::Status TrafficController::RemoveStale() {
   // The root qdisc: whatever is there is replaced (an earlier NM's tree goes with its classes
   // and filters). "No such file" / "handle of zero" mean there was none: fine.
-  (void)runner_->Run(Tc({"qdisc", "del", "dev", options_.interface, "root"}));
+  RunBestEffort(Tc({"qdisc", "del", "dev", options_.interface, "root"}));
   // An earlier NM's chain: unhook it from POSTROUTING, flush and delete it.
   absl::StatusOr<CommandResult> rules = runner_->Run(Iptables({"-S", "POSTROUTING"}));
   if (rules.ok() && rules->exit_code == 0) {
@@ -164,11 +180,11 @@ absl::Status TrafficController::RemoveStale() {
            absl::StrSplit(line.substr(strlen("-A POSTROUTING ")), ' ', absl::SkipEmpty())) {
         argv.emplace_back(word);
       }
-      (void)runner_->Run(argv);
+      RunBestEffort(argv);
     }
   }
-  (void)runner_->Run(Iptables({"-F", Chain()}));
-  (void)runner_->Run(Iptables({"-X", Chain()}));
+  RunBestEffort(Iptables({"-F", Chain()}));
+  RunBestEffort(Iptables({"-X", Chain()}));
   return absl::OkStatus();
 }
 
@@ -224,7 +240,7 @@ absl::Status TrafficController::ChooseClassifier() {
       continue;
     }
     // The chain, hooked to this interface's egress, and a probe rule of the kind needed.
-    (void)runner_->Run(Iptables({"-N", Chain()}));
+    RunBestEffort(Iptables({"-N", Chain()}));
     std::vector<std::string> probe =
         net_cls ? std::vector<std::string>{"-m", "cgroup", "--cgroup", "1", "-j", "CLASSIFY",
                                            "--set-class", "1:2"}
@@ -244,8 +260,8 @@ absl::Status TrafficController::ChooseClassifier() {
       return absl::OkStatus();
     }
     rejected_.push_back(absl::StrCat(name, ": ", s.message()));
-    (void)runner_->Run(Iptables({"-F", Chain()}));
-    (void)runner_->Run(Iptables({"-X", Chain()}));
+    RunBestEffort(Iptables({"-F", Chain()}));
+    RunBestEffort(Iptables({"-X", Chain()}));
   }
   return absl::FailedPreconditionError(
       absl::StrCat("no usable packet classifier (", absl::StrJoin(rejected_, "; "), ")"));
@@ -327,7 +343,7 @@ absl::StatusOr<uint32_t> TrafficController::AddContainer(absl::string_view conta
     add.insert(add.end(), {"-m", "comment", "--comment", std::string(container_id)});
     s = Run(add);
     if (!s.ok()) {
-      (void)runner_->Run(Tc({"class", "del", "dev", options_.interface, "classid", handle}));
+      RunBestEffort(Tc({"class", "del", "dev", options_.interface, "classid", handle}));
       return absl::Status(s.code(), absl::StrCat(error_prefix(), s.message()));
     }
   }

@@ -141,6 +141,10 @@ class TrafficController {
   absl::Status ChooseClassifier();
   std::vector<std::string> RuleSpec(uint32_t minor, absl::string_view cgroup2_path) const;
   absl::Status Run(const std::vector<std::string>& argv, std::string* out = nullptr);
+  // A clean-up command that may find nothing to remove (a qdisc, chain or class that is not
+  // there): a non-zero exit is expected and logged at debug; a command that could not be run
+  // at all is logged at warn.
+  void RunBestEffort(const std::vector<std::string>& argv);
   std::vector<std::string> Tc(std::vector<std::string> args) const;
   std::vector<std::string> Iptables(std::vector<std::string> args) const;
   std::string Chain() const { return "WEFT-" + options_.interface; }

@@ -46,8 +46,7 @@ void Sim::TaskWaiting(GroupRun& g, int32_t task, int delta) {
   }
 }
 
-void Sim::FlushAsks(JobRun& job, int64_t j) {
-  (void)j;
+void Sim::FlushAsks(JobRun& job, int64_t /*j*/) {
   if (!job.dirty || !job.added) return;
   RequestUpdate u;
   // An AdaptCont AM asks for no more tasks than it may run at once: the "*" rows (YARN's
