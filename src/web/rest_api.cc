@@ -14,17 +14,15 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "common/json_nesting.h"
 #include "rm/app_acls.h"
 #include "store/state_names.h"
 #include "web/container_logs.h"
 #include "web/http_server.h"
 #include "web/yarn_json.h"
+#include "web/yarn_json_decode.h"
 
 namespace weft::web {
 namespace {
-
-constexpr int kMaxJsonDepth = 32;
 
 HttpResponse JsonOk(const Json& j, int status = 200) {
   HttpResponse r;
@@ -40,17 +38,6 @@ HttpResponse MethodNotAllowed(const HttpRequest& req, absl::string_view allowed)
   return r;
 }
 
-bool IsDigits(absl::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-// application_<digits>_<digits>.
-bool ValidAppId(absl::string_view id) {
-  if (id.size() > 64 || !absl::ConsumePrefix(&id, "application_")) return false;
-  std::vector<absl::string_view> parts = absl::StrSplit(id, '_');
-  return parts.size() == 2 && IsDigits(parts[0]) && IsDigits(parts[1]);
-}
-
 // host:port and the like: letters, digits and . : _ - only.
 bool ValidNodeId(absl::string_view id) {
   return !id.empty() && id.size() <= 255 && std::all_of(id.begin(), id.end(), [](char c) {
@@ -62,14 +49,6 @@ bool ValidUser(absl::string_view user) {
   return !user.empty() && user.size() <= 64 && std::all_of(user.begin(), user.end(), [](char c) {
     return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-' || c == '@';
   });
-}
-
-// A printable, bounded copy of client text for error messages.
-std::string Quote(absl::string_view text) {
-  std::string out;
-  for (char c : text.substr(0, 64)) out += absl::ascii_isprint(c) ? c : '?';
-  if (text.size() > 64) out += "...";
-  return absl::StrCat("'", out, "'");
 }
 
 // Comma-separated values of repeated query parameters `name`, upper-cased, empty ones dropped.
@@ -91,165 +70,10 @@ absl::StatusOr<int64_t> IntParam(const HttpRequest& req, const std::string& name
   int64_t v = 0;
   const std::string text = req.Param(name);
   if (!absl::SimpleAtoi(text, &v) || v < min || v > max)
-    return absl::InvalidArgumentError(absl::StrCat("query parameter ", name, "=", Quote(text),
-                                                   ": expected an integer in [", min, ", ", max,
-                                                   "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("query parameter ", name, "=", QuoteClientText(text),
+                     ": expected an integer in [", min, ", ", max, "]"));
   return v;
-}
-
-absl::StatusOr<Json> ParseJsonObject(absl::string_view body) {
-  if (absl::StripAsciiWhitespace(body).empty())
-    return absl::InvalidArgumentError("the request body is empty; expected a JSON object");
-  if (JsonNestingDepth(body, kMaxJsonDepth) > kMaxJsonDepth)
-    return absl::InvalidArgumentError(
-        absl::StrCat("the JSON body nests deeper than ", kMaxJsonDepth, " levels"));
-  Json j = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return absl::InvalidArgumentError("the request body is not valid JSON");
-  if (!j.is_object())
-    return absl::InvalidArgumentError(
-        absl::StrCat("the request body is a JSON ", j.type_name(), "; expected an object"));
-  return j;
-}
-
-// Typed field access with errors naming the field's path.
-absl::Status TypeError(absl::string_view path, absl::string_view expected, const Json& got) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(path, ": expected ", expected, ", got a JSON ", got.type_name()));
-}
-
-absl::StatusOr<std::string> GetString(const Json& j, absl::string_view path) {
-  if (!j.is_string()) return TypeError(path, "a string", j);
-  return j.get<std::string>();
-}
-
-absl::StatusOr<int64_t> GetInt(const Json& j, absl::string_view path, int64_t min, int64_t max) {
-  if (!j.is_number_integer()) return TypeError(path, "an integer", j);
-  if (j.is_number_unsigned() &&
-      j.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": ", j.get<uint64_t>(), " is out of range [", min, ", ", max, "]"));
-  const int64_t v = j.get<int64_t>();
-  if (v < min || v > max)
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": ", v, " is out of range [", min, ", ", max, "]"));
-  return v;
-}
-
-absl::StatusOr<bool> GetBool(const Json& j, absl::string_view path) {
-  if (!j.is_boolean()) return TypeError(path, "true or false", j);
-  return j.get<bool>();
-}
-
-// An object or array field that Weft does not support: only absent or empty.
-absl::Status MustBeEmpty(const Json& j, absl::string_view path, absl::string_view why) {
-  if (!j.is_object() && !j.is_array() && !j.is_null()) return TypeError(path, "an object", j);
-  if (!j.empty()) return absl::InvalidArgumentError(absl::StrCat(path, " is not supported: ", why));
-  return absl::OkStatus();
-}
-
-absl::Status ParseEnvironment(const Json& env, v1::ContainerLaunchContext* launch) {
-  if (!env.is_object()) return TypeError("am-container-spec.environment", "an object", env);
-  auto& out = *launch->mutable_environment();
-  // YARN's form {"entry": [{"key": K, "value": V}, ...]} (or one entry object), or {K: V}.
-  if (env.contains("entry") && env.size() == 1 && !env["entry"].is_string()) {
-    const Json& entries = env["entry"];
-    std::vector<const Json*> list;
-    if (entries.is_array()) {
-      for (const Json& e : entries) list.push_back(&e);
-    } else {
-      list.push_back(&entries);
-    }
-    for (size_t i = 0; i < list.size(); ++i) {
-      const std::string path = absl::StrCat("am-container-spec.environment.entry[", i, "]");
-      const Json& e = *list[i];
-      if (!e.is_object()) return TypeError(path, "an object {key, value}", e);
-      for (const auto& [k, v] : e.items()) {
-        if (k != "key" && k != "value")
-          return absl::InvalidArgumentError(absl::StrCat(path, ": unknown field ", Quote(k)));
-      }
-      if (!e.contains("key")) return absl::InvalidArgumentError(absl::StrCat(path, ": no key"));
-      auto key = GetString(e["key"], path + ".key");
-      if (!key.ok()) return key.status();
-      auto value = e.contains("value") ? GetString(e["value"], path + ".value")
-                                       : absl::StatusOr<std::string>("");
-      if (!value.ok()) return value.status();
-      out[*key] = *value;
-    }
-    return absl::OkStatus();
-  }
-  for (const auto& [k, v] : env.items()) {
-    auto value = GetString(v, absl::StrCat("am-container-spec.environment.", k));
-    if (!value.ok()) return value.status();
-    out[k] = *value;
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ParseContainerSpec(const Json& spec, v1::ContainerLaunchContext* launch) {
-  if (!spec.is_object()) return TypeError("am-container-spec", "an object", spec);
-  for (const auto& [k, v] : spec.items()) {
-    const std::string path = absl::StrCat("am-container-spec.", k);
-    if (k == "commands") {
-      // YARN: {"command": "..."}; Weft also takes an argv array there, or a bare string.
-      const Json* command = &v;
-      if (v.is_object()) {
-        for (const auto& [ck, cv] : v.items()) {
-          if (ck != "command")
-            return absl::InvalidArgumentError(absl::StrCat(path, ": unknown field ", Quote(ck)));
-        }
-        if (!v.contains("command"))
-          return absl::InvalidArgumentError(absl::StrCat(path, ": no command"));
-        command = &v["command"];
-      }
-      if (command->is_string()) {
-        launch->add_command(command->get<std::string>());
-      } else if (command->is_array()) {
-        for (size_t i = 0; i < command->size(); ++i) {
-          auto arg = GetString((*command)[i], absl::StrCat(path, ".command[", i, "]"));
-          if (!arg.ok()) return arg.status();
-          launch->add_command(*arg);
-        }
-      } else {
-        return TypeError(path + ".command", "a string or an array of strings", *command);
-      }
-    } else if (k == "environment") {
-      if (absl::Status s = ParseEnvironment(v, launch); !s.ok()) return s;
-    } else if (k == "local-resources") {
-      if (absl::Status s = MustBeEmpty(v, path,
-                                       "Weft runs commands on the node's filesystem and "
-                                       "localizes nothing");
-          !s.ok())
-        return s;
-    } else if (k == "service-data" || k == "credentials" || k == "application-acls") {
-      if (absl::Status s = MustBeEmpty(v, path, "not implemented by Weft"); !s.ok()) return s;
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown field ", Quote(path)));
-    }
-  }
-  if (launch->command().empty())
-    return absl::InvalidArgumentError("am-container-spec.commands.command is required");
-  return absl::OkStatus();
-}
-
-absl::Status ParseResource(const Json& r, v1::Resource* out) {
-  if (!r.is_object()) return TypeError("resource", "an object", r);
-  for (const auto& [k, v] : r.items()) {
-    const std::string path = absl::StrCat("resource.", k);
-    std::string type = k;
-    if (k == "memory" || k == "memory-mb") {
-      type = "memory-mb";
-    } else if (k == "vCores" || k == "vcores") {
-      type = "vcores";
-    } else if (k.empty() || k.size() > 64 || !std::all_of(k.begin(), k.end(), [](char c) {
-                 return absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-';
-               })) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown field ", Quote(path)));
-    }
-    auto value = GetInt(v, path, 0, std::numeric_limits<int64_t>::max());
-    if (!value.ok()) return value.status();
-    (*out->mutable_values())[type] = *value;
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -281,77 +105,6 @@ int HttpStatusOf(absl::StatusCode code) {
   }
 }
 
-absl::StatusOr<v1::ApplicationSubmissionContext> ParseSubmission(absl::string_view body) {
-  auto parsed = ParseJsonObject(body);
-  if (!parsed.ok()) return parsed.status();
-  const Json& j = *parsed;
-  v1::ApplicationSubmissionContext ctx;
-  for (const auto& [k, v] : j.items()) {
-    absl::Status st;
-    if (k == "application-id") {
-      auto id = GetString(v, k);
-      if (!id.ok()) return id.status();
-      if (!ValidAppId(*id))
-        return absl::InvalidArgumentError(
-            absl::StrCat("application-id ", Quote(*id),
-                         " is not an application id (application_<cluster ts>_<seq>)"));
-      ctx.set_application_id(*id);
-    } else if (k == "application-name") {
-      auto name = GetString(v, k);
-      if (!name.ok()) return name.status();
-      ctx.set_name(*name);
-    } else if (k == "queue") {
-      auto queue = GetString(v, k);
-      if (!queue.ok()) return queue.status();
-      ctx.set_queue(*queue);
-    } else if (k == "application-type") {
-      auto type = GetString(v, k);
-      if (!type.ok()) return type.status();
-      ctx.set_application_type(*type);
-    } else if (k == "priority") {
-      auto p =
-          GetInt(v, k, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
-      if (!p.ok()) return p.status();
-      ctx.set_priority(static_cast<int32_t>(*p));
-    } else if (k == "max-app-attempts") {
-      auto n = GetInt(v, k, 0, 1000);
-      if (!n.ok()) return n.status();
-      ctx.set_max_app_attempts(static_cast<int32_t>(*n));
-    } else if (k == "resource") {
-      st = ParseResource(v, ctx.mutable_am_resource());
-    } else if (k == "am-container-spec") {
-      st = ParseContainerSpec(v, ctx.mutable_am_container_spec());
-    } else if (k == "unmanaged-AM" || k == "keep-containers-across-application-attempts") {
-      auto b = GetBool(v, k);
-      if (!b.ok()) return b.status();
-      if (*b)
-        return absl::InvalidArgumentError(
-            absl::StrCat(k, "=true is not supported by Weft (",
-                         k == "unmanaged-AM" ? "AMs run in containers"
-                                             : "work-preserving AM restart is not built",
-                         ")"));
-    } else if (k == "application-tags" || k == "log-aggregation-context" ||
-               k == "am-black-listing-requests") {
-      if (!v.is_object() && !v.is_array() && !v.is_null()) return TypeError(k, "an object", v);
-    } else if (k == "attempt-failures-validity-interval") {
-      auto n = GetInt(v, k, -1, std::numeric_limits<int64_t>::max());
-      if (!n.ok()) return n.status();
-    } else if (k == "reservation-id") {
-      auto id = GetString(v, k);
-      if (!id.ok()) return id.status();
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown field ", Quote(k)));
-    }
-    if (!st.ok()) return st;
-  }
-  if (ctx.application_id().empty())
-    return absl::InvalidArgumentError(
-        "application-id is required (POST /ws/v1/cluster/apps/new-application gives one)");
-  if (!ctx.has_am_container_spec())
-    return absl::InvalidArgumentError("am-container-spec is required");
-  return ctx;
-}
-
 RestApi::RestApi(RestApiOptions options, const SnapshotHolder* snapshots, RmWriter* writer)
     : options_(std::move(options)), snapshots_(snapshots), writer_(writer) {}
 
@@ -372,7 +125,7 @@ absl::StatusOr<std::vector<std::string>> RestPathParts(const HttpRequest& req,
   absl::string_view path = req.path;
   while (path.size() > 1 && absl::EndsWith(path, "/")) path.remove_suffix(1);
   if (!absl::ConsumePrefix(&path, "/ws/v1/cluster")) {
-    *refusal = JsonError(404, absl::StrCat("no such resource: ", Quote(req.path),
+    *refusal = JsonError(404, absl::StrCat("no such resource: ", QuoteClientText(req.path),
                                            " (the REST API is under /ws/v1/cluster)"));
     return absl::NotFoundError("path");
   }
@@ -380,7 +133,7 @@ absl::StatusOr<std::vector<std::string>> RestPathParts(const HttpRequest& req,
   std::vector<std::string> parts;
   if (under_cluster && !path.empty()) parts = absl::StrSplit(path, '/');
   if (!under_cluster || parts.size() > 4) {
-    *refusal = JsonError(404, absl::StrCat("no such resource: ", Quote(req.path)));
+    *refusal = JsonError(404, absl::StrCat("no such resource: ", QuoteClientText(req.path)));
     return absl::NotFoundError("path");
   }
   return parts;
@@ -458,7 +211,7 @@ HttpResponse RestApi::Get(const HttpRequest& req, const ClusterSnapshot& s,
       if (name == "NEW_SAVING") {
         st = v1::APP_NEW;
       } else if (!v1::ApplicationState_Parse(absl::StrCat("APP_", name), &st)) {
-        return JsonError(400, absl::StrCat("Invalid application-state ", Quote(name),
+        return JsonError(400, absl::StrCat("Invalid application-state ", QuoteClientText(name),
                                            " specified. It should be one of NEW, NEW_SAVING, "
                                            "SUBMITTED, ACCEPTED, RUNNING, FINISHED, FAILED, "
                                            "KILLED"));
@@ -468,7 +221,7 @@ HttpResponse RestApi::Get(const HttpRequest& req, const ClusterSnapshot& s,
     const std::string final_status = absl::AsciiStrToUpper(req.Param("finalStatus"));
     if (!final_status.empty() && final_status != "UNDEFINED" && final_status != "SUCCEEDED" &&
         final_status != "FAILED" && final_status != "KILLED")
-      return JsonError(400, absl::StrCat("Invalid final status ", Quote(final_status),
+      return JsonError(400, absl::StrCat("Invalid final status ", QuoteClientText(final_status),
                                          ": one of UNDEFINED, SUCCEEDED, FAILED, KILLED"));
     constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
     auto limit = IntParam(req, "limit", kMax, 1, kMax);
@@ -502,8 +255,8 @@ HttpResponse RestApi::Get(const HttpRequest& req, const ClusterSnapshot& s,
   }
   if (resource == "apps") {
     const std::string& id = parts[1];
-    if (!ValidAppId(id))
-      return JsonError(400, absl::StrCat("Invalid ApplicationId: ", Quote(id),
+    if (!IsApplicationId(id))
+      return JsonError(400, absl::StrCat("Invalid ApplicationId: ", QuoteClientText(id),
                                          " (expected application_<cluster ts>_<seq>)"));
     const v1::ApplicationReport* app = s.FindApp(id);
     if (app == nullptr) return JsonError(404, absl::StrCat("app with id: ", id, " not found"));
@@ -511,7 +264,7 @@ HttpResponse RestApi::Get(const HttpRequest& req, const ClusterSnapshot& s,
     if (parts.size() == 3 && parts[2] == "appattempts") {
       if (!MayView(s, *app, *reader))
         return JsonError(403, absl::StrCat(reader->user.empty() ? "an anonymous reader"
-                                                                : Quote(reader->user),
+                                                                : QuoteClientText(reader->user),
                                            " may not view the attempts of ", id,
                                            ": not its owner, an admin or in its view ACL"));
       Json list = Json::array();
@@ -538,7 +291,7 @@ HttpResponse RestApi::Get(const HttpRequest& req, const ClusterSnapshot& s,
       return ServeAggregatedLogs(options_.log_aggregation_dir, id, {app->user(), ""}, log_reader,
                                  req, 4 << 20);
     }
-    return JsonError(404, absl::StrCat("no such resource: ", Quote(req.path)));
+    return JsonError(404, absl::StrCat("no such resource: ", QuoteClientText(req.path)));
   }
   if (resource == "nodes" && parts.size() == 1) {
     std::set<v1::NodeState> states;
@@ -549,7 +302,7 @@ HttpResponse RestApi::Get(const HttpRequest& req, const ClusterSnapshot& s,
       if (name == "REBOOTED" || name == "DECOMMISSIONING") {
         st = v1::NODE_STATE_UNSPECIFIED;  // states Weft never has: they match nothing
       } else if (!v1::NodeState_Parse(absl::StrCat("NODE_", name), &st)) {
-        return JsonError(400, absl::StrCat("Invalid node state ", Quote(name),
+        return JsonError(400, absl::StrCat("Invalid node state ", QuoteClientText(name),
                                            ": one of NEW, RUNNING, UNHEALTHY, DECOMMISSIONED, "
                                            "LOST, REBOOTED, SHUTDOWN"));
       }
@@ -564,12 +317,13 @@ HttpResponse RestApi::Get(const HttpRequest& req, const ClusterSnapshot& s,
   }
   if (resource == "nodes" && parts.size() == 2) {
     const std::string& id = parts[1];
-    if (!ValidNodeId(id)) return JsonError(400, absl::StrCat("Invalid NodeId: ", Quote(id)));
+    if (!ValidNodeId(id))
+      return JsonError(400, absl::StrCat("Invalid NodeId: ", QuoteClientText(id)));
     const v1::NodeReport* n = s.FindNode(id);
     if (n == nullptr) return JsonError(404, absl::StrCat("nodeId, ", id, ", is not found"));
     return JsonOk({{"node", NodeJson(s, *n)}});
   }
-  return JsonError(404, absl::StrCat("no such resource: ", Quote(req.path)));
+  return JsonError(404, absl::StrCat("no such resource: ", QuoteClientText(req.path)));
 }
 
 absl::StatusOr<rm::Caller> RestApi::Authenticate(const HttpRequest& req,
@@ -585,7 +339,7 @@ absl::StatusOr<rm::Caller> RestApi::Authenticate(const HttpRequest& req,
   presented.declared_user = req.Header("x-weft-user");
   if (presented.declared_user.empty()) presented.declared_user = req.Param("user.name", "");
   if (!presented.declared_user.empty() && !ValidUser(presented.declared_user)) {
-    *refusal = JsonError(400, absl::StrCat("user ", Quote(presented.declared_user),
+    *refusal = JsonError(400, absl::StrCat("user ", QuoteClientText(presented.declared_user),
                                            " is not a user name (letters, digits, . _ - @)"));
     return absl::InvalidArgumentError("bad user");
   }
@@ -675,29 +429,12 @@ HttpResponse RestApi::Write(const HttpRequest& req, const std::vector<std::strin
   }
   // PUT apps/{id}/state
   const std::string& id = parts[1];
-  if (!ValidAppId(id))
-    return JsonError(400, absl::StrCat("Invalid ApplicationId: ", Quote(id),
+  if (!IsApplicationId(id))
+    return JsonError(400, absl::StrCat("Invalid ApplicationId: ", QuoteClientText(id),
                                        " (expected application_<cluster ts>_<seq>)"));
-  auto body = ParseJsonObject(req.body);
-  if (!body.ok()) return JsonError(400, body.status().message());
-  std::string diagnostics;
-  std::string target;
-  for (const auto& [k, v] : body->items()) {
-    if (k == "state") {
-      auto st = GetString(v, k);
-      if (!st.ok()) return JsonError(400, st.status().message());
-      target = *st;
-    } else if (k == "diagnostics") {
-      auto d = GetString(v, k);
-      if (!d.ok()) return JsonError(400, d.status().message());
-      diagnostics = d->substr(0, 4096);
-    } else {
-      return JsonError(400, absl::StrCat("unknown field ", Quote(k)));
-    }
-  }
-  if (target != "KILLED")
-    return JsonError(
-        400, absl::StrCat("Only 'KILLED' is allowed as a target state (got ", Quote(target), ")"));
+  auto change = ParseAppStateChange(req.body);
+  if (!change.ok()) return JsonError(400, change.status().message());
+  const std::string& diagnostics = change->diagnostics;
   auto report = writer_->KillApplication(
       id,
       diagnostics.empty() ? absl::StrCat("Application killed by ", user, " (REST)") : diagnostics,

@@ -15,6 +15,7 @@
 #include "web/http.h"
 #include "web/snapshot.h"
 #include "web/yarn_json.h"
+#include "web/yarn_json_decode.h"  // ParseSubmission, for callers of the REST API
 #include "weft/v1/client.pb.h"
 
 namespace weft::web {
@@ -112,17 +113,6 @@ class RestApi {
   const SnapshotHolder* snapshots_;
   RmWriter* writer_;
 };
-
-// YARN's submission JSON (POST /ws/v1/cluster/apps) as a submission context. Accepted fields:
-// application-id (required), application-name, queue, priority, max-app-attempts,
-// application-type, resource {memory, vCores, and any Weft resource type by name},
-// am-container-spec {commands {command: string or [argv]}, environment {entry: [{key, value}]}
-// or {KEY: VALUE}}; unmanaged-AM and keep-containers-across-application-attempts only false;
-// application-tags, log-aggregation-context, attempt-failures-validity-interval,
-// reservation-id and am-black-listing-requests are checked for type and ignored; local-resources,
-// credentials, service-data and application-acls only empty (Weft does not localize files).
-// Errors: InvalidArgument naming the field ("resource.memory: expected an integer >= 0").
-absl::StatusOr<v1::ApplicationSubmissionContext> ParseSubmission(absl::string_view body);
 
 // HTTP status for an RM error code (InvalidArgument 400, NotFound 404, ...).
 int HttpStatusOf(absl::StatusCode code);
