@@ -2,6 +2,12 @@
 // options, the loop, the store, the scheduling core, and each service, so that one service can
 // reach another without owning it. The ResourceManager owns everything named here.
 //
+// Ownership: each service owns its state and others only call its methods. AppManager owns the
+// apps, their attempts and what waits for each AM (AmMailbox); other services get read-only
+// views (AppManager::Find*) and change an app only through AppManager's event methods. The
+// container tracker owns the RM's container names, the node tracker its nodes (states moved
+// only through node_lifecycle.h's table), the AM service its held Allocate calls.
+//
 // Thread-compatible: every service runs on the RM loop's thread only.
 #ifndef WEFT_RM_RM_CONTEXT_H_
 #define WEFT_RM_RM_CONTEXT_H_
