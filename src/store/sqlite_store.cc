@@ -40,8 +40,8 @@ using sqlite::Text;
 // Version of the schema below. Bump it, and teach Open() to migrate, when the schema changes.
 constexpr int64_t kSchemaVersion = 1;
 
-// Table definitions. Text columns hold TEXT values and byte columns BLOB values; Load() rejects
-// anything else. Attempts go away with their application (the store also deletes them
+// Table definitions. Text columns hold TEXT values and byte columns BLOB values; ReadAll()
+// rejects anything else. Attempts go away with their application (the store also deletes them
 // explicitly, so this does not rest on foreign_keys alone).
 constexpr const char* kCreateTables = R"sql(
 CREATE TABLE schema_version (version INTEGER NOT NULL);

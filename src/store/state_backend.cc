@@ -14,8 +14,7 @@ namespace {
 // the back-end is asked, which precondition makes it NotFound, and how Load() sorts.
 class BackedStateStore final : public StateStore {
  public:
-  explicit BackedStateStore(std::unique_ptr<StateBackend> backend)
-      : backend_(std::move(backend)) {}
+  explicit BackedStateStore(std::unique_ptr<StateBackend> backend) : backend_(std::move(backend)) {}
   ~BackedStateStore() override { Close().IgnoreError(); }
   BackedStateStore(const BackedStateStore&) = delete;
   BackedStateStore& operator=(const BackedStateStore&) = delete;
@@ -54,8 +53,8 @@ class BackedStateStore final : public StateStore {
   absl::Status PutAttempt(const AttemptRecord& attempt) override {
     if (closed_) return Closed();
     if (absl::Status s = ValidateAttemptRecord(attempt); !s.ok()) return s;
-    const std::string what = absl::StrCat("attempt ", attempt.attempt_id, " of application '",
-                                          attempt.app_id, "'");
+    const std::string what =
+        absl::StrCat("attempt ", attempt.attempt_id, " of application '", attempt.app_id, "'");
     return Commit(absl::StrCat("storing ", what), {PutAttemptOp{attempt}},
                   absl::NotFoundError(absl::StrCat(what, ": application is not stored")));
   }
@@ -64,10 +63,10 @@ class BackedStateStore final : public StateStore {
                                         const AttemptRecord& attempt) override {
     if (closed_) return Closed();
     if (absl::Status s = ValidateApplicationAndAttempt(app, attempt); !s.ok()) return s;
-    return Commit(absl::StrCat("storing application '", app.app_id, "' and its attempt ",
-                               attempt.attempt_id),
-                  {PutApplicationOp{app}, PutAttemptOp{attempt, /*require_application=*/false}},
-                  absl::OkStatus());
+    return Commit(
+        absl::StrCat("storing application '", app.app_id, "' and its attempt ", attempt.attempt_id),
+        {PutApplicationOp{app}, PutAttemptOp{attempt, /*require_application=*/false}},
+        absl::OkStatus());
   }
 
   absl::Status RemoveApplication(absl::string_view app_id) override {
@@ -134,8 +133,8 @@ absl::Status ValidateStoredState(absl::string_view description, const RmState& s
     if (absl::Status s = ValidateMasterKeyRecord(key); !s.ok()) return Invalid(description, s);
   }
   if (state.epoch < 0) {
-    return absl::DataLossError(absl::StrCat(description, ": stored epoch ", state.epoch,
-                                            " is negative"));
+    return absl::DataLossError(
+        absl::StrCat(description, ": stored epoch ", state.epoch, " is negative"));
   }
   return absl::OkStatus();
 }

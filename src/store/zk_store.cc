@@ -405,9 +405,9 @@ absl::Status ZkBackend::Mutate(absl::string_view what, Planner plan) {
     }
     // The store changed between this round's reads and its transaction: plan again.
     if (++conflicts > kMaxConflicts) {
-      return absl::AbortedError(absl::StrCat(Description(), ": ", what, ": ", ops[r->failed_op].path,
-                                             " keeps changing under this store (",
-                                             client_->Describe(r->rc), ")"));
+      return absl::AbortedError(
+          absl::StrCat(Description(), ": ", what, ": ", ops[r->failed_op].path,
+                       " keeps changing under this store (", client_->Describe(r->rc), ")"));
     }
   }
 }
@@ -611,8 +611,8 @@ absl::StatusOr<bool> ZkBackend::Commit(absl::string_view what, const std::vector
       writes.push_back({AppPath(put->app.app_id), EncodeApplication(put->app)});
     } else if (const auto* put = std::get_if<PutAttemptOp>(&op)) {
       if (put->require_application) required.push_back(AppPath(put->attempt.app_id));
-      writes.push_back({AttemptPath(put->attempt.app_id, put->attempt.attempt_id),
-                        EncodeAttempt(put->attempt)});
+      writes.push_back(
+          {AttemptPath(put->attempt.app_id, put->attempt.attempt_id), EncodeAttempt(put->attempt)});
     } else if (const auto* put = std::get_if<PutMasterKeyOp>(&op)) {
       writes.push_back({KeyPath(put->key.purpose, put->key.key_id), EncodeMasterKey(put->key)});
     } else if (const auto* remove = std::get_if<RemoveMasterKeyOp>(&op)) {
