@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/errors.h"
 #include "absl/strings/str_split.h"
 #include "common/log.h"
 
@@ -233,7 +234,7 @@ absl::Status ZkClient::NewHandle() {
     const int err = errno;
     return absl::InvalidArgumentError(
         absl::StrCat("ZooKeeper client refused connect string '", connect_, "'",
-                     err != 0 ? absl::StrCat(": ", strerror(err)) : std::string(),
+                     err != 0 ? absl::StrCat(": ", ErrnoMessage(err, "zookeeper_init")) : std::string(),
                      " (expected host:port[,host:port...][/chroot])"));
   }
   if (!digest_auth_.empty()) {
