@@ -12,9 +12,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -220,13 +222,18 @@ TEST_F(RmWebServerTest, AuthenticatedWritesReachTheRm) {
 
 TEST_F(RmWebServerTest, ReadsDoNotWaitForABusyRmLoop) {
   Start(true, "s3cret");
-  // Block the RM loop: reads still answer at once, from the last snapshot.
-  absl::Notification release, blocked;
-  rm_->Post([&](rm::ResourceManager&) {
-    blocked.Notify();
-    release.WaitForNotification();
+  // Block the RM loop: reads still answer at once, from the last snapshot. The notifications
+  // are shared with the loop's task: it may still be leaving WaitForNotification when this
+  // test returns (a notification on the stack would be gone under it, and the loop would hang).
+  auto release = std::make_shared<absl::Notification>();
+  auto blocked = std::make_shared<absl::Notification>();
+  rm_->Post([release, blocked](rm::ResourceManager&) {
+    blocked->Notify();
+    release->WaitForNotification();
   });
-  blocked.WaitForNotification();
+  blocked->WaitForNotification();
+  // Released however the test ends (a failed ASSERT returns early): TearDown needs the loop.
+  absl::Cleanup unblock = [release] { release->Notify(); };
   const auto start = std::chrono::steady_clock::now();
   for (const char* path : {"/ws/v1/cluster/metrics", "/ws/v1/cluster/apps", "/ws/v1/cluster/nodes",
                            "/ws/v1/cluster/scheduler", "/metrics", "/cluster"}) {
@@ -235,7 +242,6 @@ TEST_F(RmWebServerTest, ReadsDoNotWaitForABusyRmLoop) {
     EXPECT_EQ(r->status, 200) << path;
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
-  release.Notify();
 }
 
 // Issue 26's hostile clients: 64 slowloris connections (from 127.0.0.2, another client
