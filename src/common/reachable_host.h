@@ -18,6 +18,10 @@ bool IsWildcardHost(absl::string_view host);
 // "localhost" if the host name cannot be read.
 std::string ReachableHost(absl::string_view bind_host);
 
+// "host:port", with an IPv6 literal in brackets ("[::1]:8030"); a host given in brackets
+// already is kept as it is.
+std::string HostPort(absl::string_view host, int port);
+
 }  // namespace weft
 
 #endif  // WEFT_COMMON_REACHABLE_HOST_H_

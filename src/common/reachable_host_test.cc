@@ -27,5 +27,12 @@ TEST(ReachableHostTest, AWildcardIsReachedByThisMachinesHostName) {
   EXPECT_FALSE(IsWildcardHost(""));
 }
 
+TEST(ReachableHostTest, HostPortBracketsIpv6Literals) {
+  EXPECT_EQ(HostPort("127.0.0.1", 8030), "127.0.0.1:8030");
+  EXPECT_EQ(HostPort("rm.example", 0), "rm.example:0");
+  EXPECT_EQ(HostPort("::1", 8030), "[::1]:8030");
+  EXPECT_EQ(HostPort("[::1]", 8030), "[::1]:8030");
+}
+
 }  // namespace
 }  // namespace weft

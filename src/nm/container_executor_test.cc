@@ -38,6 +38,7 @@
 #include "gtest/gtest.h"
 #include "nm/cgroups.h"
 #include "nm/os_env.h"
+#include "nm/pid_file_test_util.h"
 #include "nm/spawn_child.h"
 
 namespace weft::nm {
@@ -481,18 +482,6 @@ bool ProcessGone(pid_t pid) {
   return state == 'Z' || state == 'X';
 }
 
-// The pid a container script wrote to `file` (bounded wait).
-pid_t ReadPidFile(const std::string& file) {
-  int pid = 0;
-  PollUntil(
-      [&] {
-        std::string text = Slurp(file);
-        return absl::EndsWith(text, "\n") &&
-               absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &pid);
-      },
-      kPollTimeout);
-  return pid;
-}
 
 // Uses the machine's cgroups when running as root (in a hierarchy of its own), none otherwise;
 // tests that need them skip.
@@ -666,7 +655,7 @@ TEST_F(ContainerExecutorTest, StopKillsAGroupThatIgnoresSigtermAfterTheGrace) {
   LaunchSpec spec =
       Spec("container_6", {"/bin/sh", "-c", "trap '' TERM; sleep 100 & echo $! > child.pid; wait"});
   ASSERT_TRUE(executor_->Launch(spec).ok());
-  pid_t child = ReadPidFile(spec.work_dir + "/child.pid");
+  pid_t child = ReadPidFile(spec.work_dir + "/child.pid", kPollTimeout);
   ASSERT_GT(child, 0) << "the script did not start its child";
 
   constexpr int64_t kGraceMs = 300;
@@ -690,7 +679,7 @@ TEST_F(ContainerExecutorTest, StopKillsAGroupThatIgnoresSigtermAfterTheGrace) {
 TEST_F(ContainerExecutorTest, SignalReachesTheWholeGroup) {
   LaunchSpec spec = Spec("container_7", {"/bin/sh", "-c", "sleep 100 & echo $! > child.pid; wait"});
   ASSERT_TRUE(executor_->Launch(spec).ok());
-  pid_t child = ReadPidFile(spec.work_dir + "/child.pid");
+  pid_t child = ReadPidFile(spec.work_dir + "/child.pid", kPollTimeout);
   ASSERT_GT(child, 0);
   ASSERT_TRUE(executor_->Signal("container_7", SIGTERM).ok());
   std::optional<ContainerExit> exit = ReapUntilExit("container_7");
@@ -709,7 +698,7 @@ TEST_F(ContainerExecutorTest, ReapKillsWhatTheMainProcessLeftBehind) {
   std::optional<ContainerExit> exit = ReapUntilExit("container_8");
   ASSERT_TRUE(exit.has_value());
   EXPECT_EQ(exit->exit_code, 0);
-  pid_t child = ReadPidFile(spec.work_dir + "/child.pid");
+  pid_t child = ReadPidFile(spec.work_dir + "/child.pid", kPollTimeout);
   ASSERT_GT(child, 0);
   EXPECT_TRUE(PollUntil([&] { return ProcessGone(child); }, kPollTimeout))
       << "the background child " << child << " survived its container";
@@ -1269,7 +1258,7 @@ TEST_F(ContainerExecutorTest, WithoutCgroupsStopLeavesNoProcessAndFreesItsPort) 
   ASSERT_TRUE(executor.Launch(spec).ok());
   std::vector<pid_t> pids;
   for (const char* file : {"setsid.pid", "double.pid", "ignoring.pid", "listener.pid"}) {
-    pids.push_back(ReadPidFile(spec.work_dir + "/" + file));
+    pids.push_back(ReadPidFile(spec.work_dir + "/" + file, kPollTimeout));
     ASSERT_GT(pids.back(), 0) << file;
   }
   ASSERT_TRUE(PollUntil([&] { return std::filesystem::exists(spec.work_dir + "/listening"); },
@@ -1312,7 +1301,7 @@ TEST_F(ContainerExecutorTest, WithoutCgroupsStopLeavesNoProcessAndFreesItsPort) 
   ASSERT_TRUE(exit.has_value());
   EXPECT_EQ(exit->exit_code, 0);
   for (const char* file : {"setsid.pid", "double.pid"}) {
-    pid_t pid = ReadPidFile(done.work_dir + "/" + file);
+    pid_t pid = ReadPidFile(done.work_dir + "/" + file, kPollTimeout);
     ASSERT_GT(pid, 0) << file;
     EXPECT_FALSE(std::filesystem::exists(absl::StrCat("/proc/", pid))) << file << " survived";
   }

@@ -41,6 +41,7 @@
 #include "nm/node_manager.h"
 #include "nm/node_manager_internal.h"
 #include "nm/os_env.h"
+#include "nm/pid_file_test_util.h"
 #include "weft/v1/container.grpc.pb.h"
 
 extern char** environ;
@@ -106,18 +107,6 @@ bool ProcessGone(pid_t pid) {
   return !info.ok() || info->Ended();
 }
 
-// The pid a container script wrote to `file` (bounded wait).
-pid_t ReadPidFile(const std::string& file) {
-  int pid = 0;
-  PollUntil(
-      [&] {
-        std::string text = Slurp(file);
-        return absl::EndsWith(text, "\n") &&
-               absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &pid);
-      },
-      kPollTimeout);
-  return pid;
-}
 
 class NmRecoveryTestBase : public ::testing::Test {
  protected:
@@ -292,7 +281,7 @@ class NmRecoveryTestBase : public ::testing::Test {
 
   // The pid the container wrote to its work dir's file "pid"; killed in TearDown.
   pid_t ContainerPid(const std::string& id) {
-    pid_t pid = ReadPidFile(WorkDir(id) + "/pid");
+    pid_t pid = ReadPidFile(WorkDir(id) + "/pid", kPollTimeout);
     if (pid > 0) pids_to_kill_.push_back(pid);
     return pid;
   }
@@ -613,7 +602,7 @@ TEST_F(NmRecoveryCgroupsTest, AKilledNmsContainersStayInTheirCgroupsAndOrphansAr
   ASSERT_TRUE(StartContainer(id, "setsid sleep 30 & echo $! > bg; echo $$ > pid; exec sleep 30"));
   const pid_t pid = ContainerPid(id);
   ASSERT_GT(pid, 0);
-  const pid_t escaped = ReadPidFile(WorkDir(id) + "/bg");
+  const pid_t escaped = ReadPidFile(WorkDir(id) + "/bg", kPollTimeout);
   ASSERT_GT(escaped, 0);
   pids_to_kill_.push_back(escaped);
   KillChildNm();

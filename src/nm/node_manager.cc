@@ -145,13 +145,6 @@ absl::StatusOr<int64_t> DetectMemoryMb(OsEnv* env) {
   return absl::InternalError("no parsable MemTotal line in /proc/meminfo");
 }
 
-std::string HostPort(absl::string_view host, int port) {
-  if (absl::StrContains(host, ':') && !absl::StartsWith(host, "[")) {
-    return absl::StrCat("[", host, "]:", port);
-  }
-  return absl::StrCat(host, ":", port);
-}
-
 }  // namespace
 
 // ContainerService on the callback API: each handler posts its work to the loop, which

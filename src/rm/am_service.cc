@@ -82,10 +82,6 @@ absl::StatusOr<const RmApp*> AmService::Authenticate(const v1::Token& token) {
   return app;
 }
 
-absl::StatusOr<const RmApp*> AmService::AppOf(const v1::Token& token) {
-  return Authenticate(token);
-}
-
 absl::StatusOr<v1::RegisterApplicationMasterResponse> AmService::RegisterApplicationMaster(
     const v1::Token& token, const v1::RegisterApplicationMasterRequest&) {
   auto who = Authenticate(token);

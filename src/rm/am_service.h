@@ -63,17 +63,16 @@ class AmService {
   size_t parked_allocates() const { return parked_.size(); }
   absl::StatusOr<v1::FinishApplicationMasterResponse> FinishApplicationMaster(
       const v1::Token& token, const v1::FinishApplicationMasterRequest& req);
-  // The running app `token` authenticates for (as every call above checks it), without acting:
-  // what RmServer needs before it writes an AM's end into the federation store.
-  absl::StatusOr<const RmApp*> AppOf(const v1::Token& token);
+  // The running app `token` authenticates for, found through the AppManager's attempt index:
+  // what every call above checks first, and what RmServer checks, without acting, before it
+  // writes an AM's end into the federation store.
+  absl::StatusOr<const RmApp*> Authenticate(const v1::Token& token);
 
   // Starts the liveness timer: an AM that launched but did not call in am_expiry_ms fails its
   // attempt.
   void StartExpiry();
 
  private:
-  // The app and attempt the token is for, found through the AppManager's attempt index.
-  absl::StatusOr<const RmApp*> Authenticate(const v1::Token& token);
   void CheckExpiry();
   // The reply of a call whose request was applied: what the attempt has for its AM now.
   // `diagnostics` go in the reply's diagnostics.

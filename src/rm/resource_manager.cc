@@ -272,7 +272,7 @@ std::vector<FederationApp> ResourceManager::FederationApps() const {
 }
 
 absl::StatusOr<FederationApp> ResourceManager::FederationAppOfAmToken(const v1::Token& token) {
-  absl::StatusOr<const RmApp*> app = am_service_->AppOf(token);
+  absl::StatusOr<const RmApp*> app = am_service_->Authenticate(token);
   if (!app.ok()) return app.status();
   return FederationApp{(*app)->record.app_id, (*app)->context.federation_home_sub_cluster_id()};
 }

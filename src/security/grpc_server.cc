@@ -1,8 +1,8 @@
 // Copyright Weft authors.
 #include "security/grpc_server.h"
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/reachable_host.h"
 
 namespace weft::security {
 
@@ -10,10 +10,7 @@ absl::StatusOr<StartedGrpcServer> StartGrpcServer(absl::string_view what,
                                                    absl::string_view bind_host, int port,
                                                    const std::optional<TlsFiles>& tls,
                                                    std::initializer_list<grpc::Service*> services) {
-  // An IPv6 literal needs brackets before its port.
-  const bool v6 = absl::StrContains(bind_host, ':') && !absl::StartsWith(bind_host, "[");
-  const std::string address =
-      v6 ? absl::StrCat("[", bind_host, "]:", port) : absl::StrCat(bind_host, ":", port);
+  const std::string address = HostPort(bind_host, port);
   StartedGrpcServer started;
   grpc::ServerBuilder builder;
   builder.AddListeningPort(
