@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <sqlite3.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -122,27 +121,11 @@ absl::Status RowProblem(const RowReader& reader, absl::string_view path) {
   return absl::DataLossError(absl::StrCat("NodeManager state ", path, ": ", reader.problem()));
 }
 
-// Takes the lock that makes one NodeManager the user of the state at `path`: an flock on
-// `<path>.lock`, held by the returned descriptor. A separate file, because closing any
-// descriptor of the database file itself would drop SQLite's POSIX locks on it.
+// Takes the lock that makes one NodeManager the user of the state at `path`, held by the
+// returned descriptor.
 absl::StatusOr<int> LockState(const std::string& path) {
-  const std::string lock_path = absl::StrCat(path, ".lock");
-  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) {
-    return ErrnoError(
-        errno, absl::StrCat("NodeManager state ", path, ": creating lock file '", lock_path, "'"));
-  }
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    ::close(fd);
-    if (err == EWOULDBLOCK) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "NodeManager state ", path,
-          " is in use by another NodeManager on this work root (lock file '", lock_path, "')"));
-    }
-    return ErrnoError(err, absl::StrCat("NodeManager state ", path, ": locking '", lock_path, "'"));
-  }
-  return fd;
+  return store::sqlite::LockExclusively(path, absl::StrCat("NodeManager state ", path),
+                                        "another NodeManager on this work root");
 }
 
 // OK for a missing or empty file and for one that starts as SQLite's do; DataLoss otherwise.

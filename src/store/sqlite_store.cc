@@ -2,9 +2,7 @@
 #include "store/sqlite_store.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <sqlite3.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -577,23 +575,11 @@ absl::StatusOr<std::unique_ptr<StateStore>> OpenSqliteStore(absl::string_view pa
   if (parent.empty()) parent = ".";
   if (absl::Status s = EnsurePrivateDirectory(parent, "state store directory"); !s.ok()) return s;
 
-  const std::string lock_path = absl::StrCat(file, ".lock");
-  int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock_fd < 0) {
-    return ErrnoError(
-        errno, absl::StrCat("state store '", file, "': creating lock file '", lock_path, "'"));
-  }
-  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    ::close(lock_fd);
-    if (err == EWOULDBLOCK) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "state store '", file, "' is in use by another process (lock file '", lock_path, "')"));
-    }
-    return ErrnoError(err, absl::StrCat("state store '", file, "': locking '", lock_path, "'"));
-  }
+  absl::StatusOr<int> lock_fd =
+      sqlite::LockExclusively(file, absl::StrCat("state store '", file, "'"), "another process");
+  if (!lock_fd.ok()) return lock_fd.status();
 
-  auto backend = std::make_unique<SqliteBackend>(file, lock_fd);
+  auto backend = std::make_unique<SqliteBackend>(file, *lock_fd);
   if (absl::Status s = backend->Init(); !s.ok()) return s;  // ~SqliteBackend releases all.
   return NewBackedStateStore(std::move(backend));
 }

@@ -1,7 +1,14 @@
 // Copyright Weft authors.
 #include "store/sqlite_util.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 #include "absl/strings/str_cat.h"
+#include "common/errors.h"
 
 namespace weft::store::sqlite {
 
@@ -96,6 +103,24 @@ void RowReader::Bad(int col, absl::string_view why) {
   if (problem_.empty()) {
     problem_ = absl::StrCat(table_, ".", sqlite3_column_name(stmt_, col), " ", why);
   }
+}
+
+absl::StatusOr<int> LockExclusively(const std::string& db_path, absl::string_view what,
+                                    absl::string_view holder) {
+  const std::string lock_path = absl::StrCat(db_path, ".lock");
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0)
+    return ErrnoError(errno, absl::StrCat(what, ": creating lock file '", lock_path, "'"));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(what, " is in use by ", holder, " (lock file '", lock_path, "')"));
+    }
+    return ErrnoError(err, absl::StrCat(what, ": locking '", lock_path, "'"));
+  }
+  return fd;
 }
 
 }  // namespace weft::store::sqlite

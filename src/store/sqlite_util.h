@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/errors.h"
 #include "common/files.h"
@@ -92,6 +93,14 @@ class RowReader {
   absl::string_view table_;
   std::string problem_;
 };
+
+// Makes this process the one user of the SQLite file `db_path`: an exclusive flock on
+// `<db_path>.lock` (created 0600, never through a symbolic link), held while the returned
+// descriptor is open. A separate file, because closing any descriptor of the database itself
+// drops SQLite's POSIX locks on it. `what` names the file in errors ("state store '/x'");
+// FailedPrecondition "<what> is in use by <holder> (lock file '...')" when another holds it.
+absl::StatusOr<int> LockExclusively(const std::string& db_path, absl::string_view what,
+                                    absl::string_view holder);
 
 }  // namespace weft::store::sqlite
 
