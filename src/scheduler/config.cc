@@ -38,14 +38,11 @@ absl::StatusOr<Resource> ParseResourceValue(const YAML::Node& node,
   return r;
 }
 
-// A max-am-share value: a share in [0, 1], or -1 for no limit.
-absl::StatusOr<double> AmShare(const YAML::Node& node, absl::string_view origin,
-                               absl::string_view path) {
-  auto v = Scalar<double>(node, origin, path);
-  if (!v.ok()) return v.status();
-  if (!(*v == -1 || (*v >= 0 && *v <= 1)))
-    return Err(origin, path, absl::StrCat(*v, " must be a share in [0, 1], or -1 for no limit"));
-  return *v;
+// The text of the single value at `node`; "expected a single value" otherwise (as Scalar).
+absl::StatusOr<std::string> ScalarText(const YAML::Node& node, absl::string_view origin,
+                                       absl::string_view path) {
+  if (!node.IsScalar()) return Err(origin, path, "expected a single value");
+  return node.Scalar();
 }
 
 // A max-running-apps value: >= 0, or -1 for no limit when `allow_none`.
@@ -95,27 +92,76 @@ absl::Status ParseUsers(const YAML::Node& node, absl::string_view origin,
   return absl::OkStatus();
 }
 
+// The keys a queue may have: the core's and every policy's, and which policy owns which.
+struct QueueKeys {
+  std::set<std::string> allowed;
+  const std::vector<PolicyQueueKeys>* policies;
+  std::map<std::string, size_t> owner;  // a policy's key -> its index in `policies`
+};
+
+absl::StatusOr<QueueKeys> MakeQueueKeys(const std::vector<PolicyQueueKeys>& policies) {
+  QueueKeys keys;
+  keys.allowed = {"weight",  "min-resources", "max-resources",           "max-running-apps",
+                  "state",   "ordering",      "acl_submit_applications", "acl_administer_queue",
+                  "children"};
+  keys.policies = &policies;
+  for (size_t i = 0; i < policies.size(); ++i) {
+    for (const std::string& key : policies[i].keys) {
+      if (!keys.allowed.insert(key).second)
+        return absl::InternalError(absl::StrCat("queue key '", key, "' of policy '",
+                                                policies[i].policy,
+                                                "' is already a core or policy queue key"));
+      keys.owner[key] = i;
+    }
+  }
+  return keys;
+}
+
+absl::Status ParseQueueBody(const YAML::Node& node, const ResourceTypeRegistry& registry,
+                            const QueueKeys& keys, absl::string_view origin,
+                            const std::string& path, std::set<std::string>* names, QueueConfig* out,
+                            std::vector<std::map<std::string, std::string>>* given);
+
+// Parses the queue `name` at `path` into `out`: the core's keys, its children, then every
+// policy's parser on the policy's keys given there.
 absl::Status ParseQueue(const YAML::Node& node, const std::string& name,
-                        const ResourceTypeRegistry& registry, absl::string_view origin,
-                        const std::string& path, std::set<std::string>* names, QueueConfig* out) {
+                        const ResourceTypeRegistry& registry, const QueueKeys& keys,
+                        absl::string_view origin, const std::string& path,
+                        std::set<std::string>* names, QueueConfig* out) {
   if (!ValidQueueName(name))
     return Err(origin, path, absl::StrCat("queue name '", name, "' must be [A-Za-z0-9_-]+"));
   if (!names->insert(name).second)
     return Err(origin, path, absl::StrCat("queue name '", name, "' is used twice"));
   out->name = name;
   for (int i = 0; i < kMaxResourceTypes; ++i) out->max_resources[i] = kUnlimited;
-  if (node.IsNull()) return absl::OkStatus();
-  static const std::set<std::string> kKeys = {
-      "weight",       "min-resources",    "max-resources",           "max-running-apps",
-      "capacity",     "maximum-capacity", "user-limit-factor",       "maximum-am-resource-percent",
-      "state",        "ordering",         "acl_submit_applications", "acl_administer_queue",
-      "max-am-share", "children"};
-  if (absl::Status s = CheckKeys(node, kKeys, origin, path); !s.ok()) return s;
+  // Per policy (as keys.policies), its keys given on this queue -> their text.
+  std::vector<std::map<std::string, std::string>> given(keys.policies->size());
+  if (!node.IsNull()) {
+    if (absl::Status s = ParseQueueBody(node, registry, keys, origin, path, names, out, &given);
+        !s.ok())
+      return s;
+  }
+  const bool leaf = out->children.empty();
+  for (size_t i = 0; i < given.size(); ++i) {
+    if (absl::Status s = (*keys.policies)[i].parse(given[i], leaf, origin, path, out); !s.ok())
+      return s;
+  }
+  return absl::OkStatus();
+}
+
+// The keys of a queue that is not empty: the core's parsed into `out` (children recursively),
+// the policies' collected into `given` for their parsers.
+absl::Status ParseQueueBody(const YAML::Node& node, const ResourceTypeRegistry& registry,
+                            const QueueKeys& keys, absl::string_view origin,
+                            const std::string& path, std::set<std::string>* names, QueueConfig* out,
+                            std::vector<std::map<std::string, std::string>>* given) {
+  if (absl::Status s = CheckKeys(node, keys.allowed, origin, path); !s.ok()) return s;
   auto sub = [&](absl::string_view key) { return absl::StrCat(path, ".", key); };
   if (node["weight"]) {
-    auto v = Scalar<double>(node["weight"], origin, sub("weight"));
+    auto text = ScalarText(node["weight"], origin, sub("weight"));
+    if (!text.ok()) return text.status();
+    auto v = ConfigPositive(*text, origin, sub("weight"));
     if (!v.ok()) return v.status();
-    if (!(*v > 0)) return Err(origin, sub("weight"), absl::StrCat(*v, " must be > 0"));
     out->weight = *v;
   }
   if (node["min-resources"]) {
@@ -141,33 +187,14 @@ absl::Status ParseQueue(const YAML::Node& node, const std::string& name,
     if (*v < 0) return Err(origin, sub("max-running-apps"), absl::StrCat(*v, " must be >= 0"));
     out->max_running_apps = *v;
   }
-  auto percent = [&](absl::string_view key, double* field) -> absl::Status {
-    if (!node[std::string(key)]) return absl::OkStatus();
-    auto v = Scalar<double>(node[std::string(key)], origin, sub(key));
-    if (!v.ok()) return v.status();
-    if (!(*v >= 0 && *v <= 100))
-      return Err(origin, sub(key), absl::StrCat(*v, " must be a percentage in [0, 100]"));
-    *field = *v;
-    return absl::OkStatus();
-  };
-  if (auto s = percent("capacity", &out->capacity); !s.ok()) return s;
-  if (auto s = percent("maximum-capacity", &out->maximum_capacity); !s.ok()) return s;
-  if (auto s = percent("maximum-am-resource-percent", &out->maximum_am_resource_percent); !s.ok())
-    return s;
-  if (node["max-am-share"]) {
-    auto v = AmShare(node["max-am-share"], origin, sub("max-am-share"));
-    if (!v.ok()) return v.status();
-    out->max_am_share = *v;
-  }
-  if (out->capacity > out->maximum_capacity)
-    return Err(origin, path,
-               absl::StrCat("capacity ", out->capacity, " is above maximum-capacity ",
-                            out->maximum_capacity));
-  if (node["user-limit-factor"]) {
-    auto v = Scalar<double>(node["user-limit-factor"], origin, sub("user-limit-factor"));
-    if (!v.ok()) return v.status();
-    if (!(*v > 0)) return Err(origin, sub("user-limit-factor"), absl::StrCat(*v, " must be > 0"));
-    out->user_limit_factor = *v;
+  // The policies' keys: single values here, parsed by their policy once the children are.
+  for (const auto& kv : node) {
+    std::string key = kv.first.as<std::string>();
+    auto owner = keys.owner.find(key);
+    if (owner == keys.owner.end()) continue;
+    auto text = ScalarText(kv.second, origin, sub(key));
+    if (!text.ok()) return text.status();
+    (*given)[owner->second][key] = *std::move(text);
   }
   if (node["state"]) {
     auto v = Scalar<std::string>(node["state"], origin, sub("state"));
@@ -209,16 +236,12 @@ absl::Status ParseQueue(const YAML::Node& node, const std::string& name,
     for (const auto& kv : children) {
       std::string child_name = kv.first.as<std::string>();
       QueueConfig child;
-      if (auto s = ParseQueue(kv.second, child_name, registry, origin,
+      if (auto s = ParseQueue(kv.second, child_name, registry, keys, origin,
                               absl::StrCat(path, ".children.", child_name), names, &child);
           !s.ok())
         return s;
       out->children.push_back(std::move(child));
     }
-    if (out->max_am_share.has_value())
-      return Err(origin, sub("max-am-share"),
-                 "applies to leaf queues only (set it on the children, or set "
-                 "queue-max-am-share-default)");
   }
   return absl::OkStatus();
 }
@@ -241,6 +264,42 @@ bool FindQueuePath(const QueueConfig& q, absl::string_view prefix, absl::string_
 }
 
 }  // namespace
+
+absl::Status ConfigError(absl::string_view origin, absl::string_view path, absl::string_view what) {
+  return Err(origin, path, what);
+}
+
+absl::StatusOr<double> ConfigNumber(absl::string_view text, absl::string_view origin,
+                                    absl::string_view path) {
+  // The same conversion as Scalar<double> on the node the text came from.
+  return Scalar<double>(YAML::Node(std::string(text)), origin, path);
+}
+
+absl::StatusOr<double> ConfigPositive(absl::string_view text, absl::string_view origin,
+                                      absl::string_view path) {
+  auto v = ConfigNumber(text, origin, path);
+  if (!v.ok()) return v.status();
+  if (!(*v > 0)) return Err(origin, path, absl::StrCat(*v, " must be > 0"));
+  return *v;
+}
+
+absl::StatusOr<double> ConfigPercent(absl::string_view text, absl::string_view origin,
+                                     absl::string_view path) {
+  auto v = ConfigNumber(text, origin, path);
+  if (!v.ok()) return v.status();
+  if (!(*v >= 0 && *v <= 100))
+    return Err(origin, path, absl::StrCat(*v, " must be a percentage in [0, 100]"));
+  return *v;
+}
+
+absl::StatusOr<double> ConfigShareOrNoLimit(absl::string_view text, absl::string_view origin,
+                                            absl::string_view path) {
+  auto v = ConfigNumber(text, origin, path);
+  if (!v.ok()) return v.status();
+  if (!(*v == -1 || (*v >= 0 && *v <= 1)))
+    return Err(origin, path, absl::StrCat(*v, " must be a share in [0, 1], or -1 for no limit"));
+  return *v;
+}
 
 bool QueueAccessAllowed(const SchedulerConfig& config, absl::string_view queue, QueueAcl acl,
                         absl::string_view user, const std::vector<std::string>& groups) {
@@ -281,7 +340,9 @@ SchedulerConfig DefaultSchedulerConfig() {
 
 absl::StatusOr<SchedulerConfig> ParseSchedulerConfigWith(
     absl::string_view yaml, const ResourceTypeRegistry& registry, absl::string_view origin,
-    const std::vector<PolicySection>& sections) {
+    const std::vector<PolicySection>& sections, const std::vector<PolicyQueueKeys>& queue_keys) {
+  absl::StatusOr<QueueKeys> keys = MakeQueueKeys(queue_keys);
+  if (!keys.ok()) return keys.status();
   absl::StatusOr<YAML::Node> loaded = yaml::Load(yaml, origin);
   if (!loaded.ok()) return loaded.status();
   const YAML::Node& doc = *loaded;
@@ -361,7 +422,9 @@ absl::StatusOr<SchedulerConfig> ParseSchedulerConfigWith(
     }
   }
   if (doc["queue-max-am-share-default"]) {
-    auto v = AmShare(doc["queue-max-am-share-default"], origin, "queue-max-am-share-default");
+    auto text = ScalarText(doc["queue-max-am-share-default"], origin, "queue-max-am-share-default");
+    if (!text.ok()) return text.status();
+    auto v = ConfigShareOrNoLimit(*text, origin, "queue-max-am-share-default");
     if (!v.ok()) return v.status();
     config.queue_max_am_share_default = *v;
   }
@@ -379,7 +442,8 @@ absl::StatusOr<SchedulerConfig> ParseSchedulerConfigWith(
       return Err(origin, "queues", "expected a mapping with the single key 'root'");
     std::set<std::string> names;
     QueueConfig root;
-    if (auto s = ParseQueue(queues["root"], "root", registry, origin, "queues.root", &names, &root);
+    if (auto s = ParseQueue(queues["root"], "root", registry, *keys, origin, "queues.root", &names,
+                            &root);
         !s.ok())
       return s;
     if (root.children.empty())

@@ -24,19 +24,25 @@ enum class LeafOrdering : uint8_t { kFifo, kFair };
 // docs/scheduler.md, with which policies read it (a policy ignores the others). Percentages
 // are of the parent queue (0..100).
 struct QueueConfig {
-  std::string name;                         // [A-Za-z0-9_-]+; "root" at the top
-  double weight = 1.0;                      // share of the parent's share (> 0)
-  Resource min_resources;                   // guaranteed minimum (0 = none)
-  Resource max_resources;                   // hard cap; kUnlimited per type unless given
-  int64_t max_running_apps = -1;            // apps beyond it wait (runnable later); -1 = none
+  // Set by the core's parser (config.cc), as are state, ordering, the ACLs and children below.
+  std::string name;               // [A-Za-z0-9_-]+; "root" at the top
+  double weight = 1.0;            // share of the parent's share (> 0)
+  Resource min_resources;         // guaranteed minimum (0 = none)
+  Resource max_resources;         // hard cap; kUnlimited per type unless given
+  int64_t max_running_apps = -1;  // apps beyond it wait (runnable later); -1 = none
+  // Set by the capacity policy's parser (keys capacity, maximum-capacity, user-limit-factor,
+  // maximum-am-resource-percent: policies/capacity/capacity_queue_config.cc), whatever the
+  // configured policy; every policy may read them.
   double capacity = -1;                     // guaranteed % of parent; -1 = equal split
   double maximum_capacity = 100;            // elastic cap, % of parent
   double user_limit_factor = 1.0;           // a user may use this multiple of the guarantee
   double maximum_am_resource_percent = 10;  // % of the queue for AM containers
+  // Set by the fair policy's parser (key max-am-share: policies/fair/fair_queue_config.cc).
   // YARN's FairScheduler maxAMShare: the share of the leaf's instantaneous fair share its AM
   // containers may hold, in [0, 1]; -1 = no limit. Unset = the cluster's
   // queue_max_am_share_default. Leaves only (the parser refuses it on a parent queue).
   std::optional<double> max_am_share;
+  // Set by the core's parser.
   QueueState state = QueueState::kRunning;
   std::optional<LeafOrdering> ordering;  // leaf app ordering; policy default when unset
   // YARN's queue ACLs (acl_submit_applications, acl_administer_queue); unset = not given:
@@ -120,16 +126,56 @@ struct PolicySection {
   absl::Status (*validate)(absl::string_view yaml, absl::string_view origin);
 };
 
+// Queue keys a policy owns, and its parser for them. The core accepts them on every queue (of
+// any policy: a configuration parsed once may run under several, as in the simulator), checks
+// that each value given is a single value, and after the queue's children are parsed calls
+// `parse` once per queue with the owned keys given there.
+struct PolicyQueueKeys {
+  std::string policy;             // the owning policy's registry name
+  std::vector<std::string> keys;  // none of them a core queue key or another policy's
+  // Sets the QueueConfig fields of the keys in `given` (owned key -> its scalar text; only the
+  // keys given on this queue, possibly none) on `queue`, whose children are already parsed
+  // (`leaf`: it has none). OK, or InvalidArgument "<origin>: <path>[.<key>]: <what>", where
+  // `path` is the queue's key path, e.g. "queues.root.children.prod"; see ConfigError. Never
+  // null.
+  absl::Status (*parse)(const std::map<std::string, std::string>& given, bool leaf,
+                        absl::string_view origin, absl::string_view path, QueueConfig* queue);
+};
+
+// Helpers for the parsers of the core and of the policies, so that every configuration error is
+// worded in one place. `text` is a YAML scalar's text, `path` its key path.
+//
+// InvalidArgument "<origin>: <path>: <what>" ("<path>: <what>" when `origin` is empty).
+absl::Status ConfigError(absl::string_view origin, absl::string_view path, absl::string_view what);
+// `text` as a number, read as YAML reads one ("1e3", ".inf"); "'<text>' is not a valid value"
+// otherwise.
+absl::StatusOr<double> ConfigNumber(absl::string_view text, absl::string_view origin,
+                                    absl::string_view path);
+// A number > 0; "<v> must be > 0" otherwise.
+absl::StatusOr<double> ConfigPositive(absl::string_view text, absl::string_view origin,
+                                      absl::string_view path);
+// A percentage in [0, 100]; "<v> must be a percentage in [0, 100]" otherwise.
+absl::StatusOr<double> ConfigPercent(absl::string_view text, absl::string_view origin,
+                                     absl::string_view path);
+// A share in [0, 1], or -1 for no limit; "<v> must be a share in [0, 1], or -1 for no limit"
+// otherwise.
+absl::StatusOr<double> ConfigShareOrNoLimit(absl::string_view text, absl::string_view origin,
+                                            absl::string_view path);
+
 // Parses YAML text. Structural errors only (unknown keys, wrong types, malformed resources,
 // duplicate queue names, out-of-range numbers); policy-specific rules (e.g. capacities summing
 // to 100) are checked by the policy. Errors name the key path, e.g.
 // "queues.root.children.prod.weight: -1 must be > 0". `origin` prefixes messages (a file name).
 // Top-level keys beyond the core's (policy, locality, preemption, queues) must be one of
-// `sections`, whose checks run on their subtrees. Most callers want the registry's
-// ParseSchedulerConfig (scheduler/registry.h), which passes every policy's sections.
+// `sections`, whose checks run on their subtrees. A queue's keys are the core's (weight,
+// min-resources, max-resources, max-running-apps, state, ordering, acl_submit_applications,
+// acl_administer_queue, children) and those of every one of `queue_keys`, each parsed by its
+// policy whatever `policy:` names. InternalError when `queue_keys` names a key twice (or a core
+// key). Most callers want the registry's ParseSchedulerConfig (scheduler/registry.h), which
+// passes every policy's sections and queue keys.
 absl::StatusOr<SchedulerConfig> ParseSchedulerConfigWith(
     absl::string_view yaml, const ResourceTypeRegistry& registry, absl::string_view origin,
-    const std::vector<PolicySection>& sections);
+    const std::vector<PolicySection>& sections, const std::vector<PolicyQueueKeys>& queue_keys);
 
 }  // namespace weft::scheduler
 

@@ -11,7 +11,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "scheduler/policies/capacity/capacity_policy.h"
+#include "scheduler/policies/capacity/capacity_queue_config.h"
 #include "scheduler/policies/fair/fair_policy.h"
+#include "scheduler/policies/fair/fair_queue_config.h"
 #include "scheduler/policies/fifo/fifo_policy.h"
 #include "scheduler/policies/ras/ras_policy.h"
 
@@ -23,13 +25,15 @@ struct Entry {
   std::unique_ptr<SchedulingPolicy> (*create)();
   // The policy's own top-level configuration key and its check; null when it has none.
   absl::Status (*validate_section)(absl::string_view yaml, absl::string_view origin);
+  // The queue keys the policy owns and their parser; null when it owns none.
+  PolicyQueueKeys (*queue_keys)();
 };
 
 constexpr Entry kPolicies[] = {
-    {"fifo", &NewFifoPolicy, nullptr},
-    {"fair", &NewFairPolicy, nullptr},
-    {"capacity", &NewCapacityPolicy, nullptr},
-    {"ras", &NewRasPolicy, &ValidateRasSection},
+    {"fifo", &NewFifoPolicy, nullptr, nullptr},
+    {"fair", &NewFairPolicy, nullptr, &FairQueueKeys},
+    {"capacity", &NewCapacityPolicy, nullptr, &CapacityQueueKeys},
+    {"ras", &NewRasPolicy, &ValidateRasSection, nullptr},
 };
 
 // YARN's default scheduler is the fair one too.
@@ -87,10 +91,12 @@ absl::StatusOr<SchedulerConfig> ParseSchedulerConfig(absl::string_view yaml,
                                                      const ResourceTypeRegistry& registry,
                                                      absl::string_view origin) {
   std::vector<PolicySection> sections;
+  std::vector<PolicyQueueKeys> queue_keys;
   for (const Entry& e : kPolicies) {
     if (e.validate_section != nullptr) sections.push_back({e.name, e.validate_section});
+    if (e.queue_keys != nullptr) queue_keys.push_back(e.queue_keys());
   }
-  auto config = ParseSchedulerConfigWith(yaml, registry, origin, sections);
+  auto config = ParseSchedulerConfigWith(yaml, registry, origin, sections, queue_keys);
   if (config.ok() && config->policy.empty()) config->policy = kDefaultPolicy;
   return config;
 }
