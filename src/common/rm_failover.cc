@@ -83,7 +83,7 @@ std::string ActiveRmHint(const grpc::ClientContext& context) {
 
 void SetFastReconnectArgs(grpc::ChannelArguments* args) {
   args->SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kRmReconnectInitialBackoffMs);
-  args->SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kRmReconnectMinBackoffMs);
+  args->SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kRmMinConnectTimeoutMs);
   args->SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kRmReconnectMaxBackoffMs);
 }
 

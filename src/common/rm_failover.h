@@ -39,9 +39,13 @@ std::string ActiveRmHint(const grpc::ClientContext& context);
 // make a client that saw an RM down slow to notice that it is back; these retry a refused
 // connection within about a second.
 inline constexpr int kRmReconnectInitialBackoffMs = 100;
-inline constexpr int kRmReconnectMinBackoffMs = 100;
 inline constexpr int kRmReconnectMaxBackoffMs = 1000;
-// Sets the backoffs above on `args` (GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+// How long one connection attempt (TCP, then the TLS and HTTP/2 handshakes) may take, ms.
+// gRPC reads this from GRPC_ARG_MIN_RECONNECT_BACKOFF_MS (its "minimum connect timeout",
+// 20 s by default). It was 100 ms, which failed handshakes on a loaded host (CI's sanitizer
+// run) with gRPC's own UNAVAILABLE; 2 s still leaves an unreachable RM quickly.
+inline constexpr int kRmMinConnectTimeoutMs = 2000;
+// Sets the values above on `args` (GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
 // GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, GRPC_ARG_MAX_RECONNECT_BACKOFF_MS).
 void SetFastReconnectArgs(grpc::ChannelArguments* args);
 // A fresh ChannelArguments with SetFastReconnectArgs applied.
