@@ -2,7 +2,9 @@
 #ifndef WEFT_COMMON_EVENT_LOOP_H_
 #define WEFT_COMMON_EVENT_LOOP_H_
 
+#include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <thread>
 #include <utility>
@@ -45,6 +47,9 @@ class TaskQueue {
   // Removes and returns the next task runnable at `now_ms` (posted first, then due timers);
   // false when there is none.
   bool PopRunnable(int64_t now_ms, Task* out);
+  // Moves every posted task, in order, to the end of `out` (timers stay); false when none was
+  // posted. ThreadEventLoop runs them as one batch: one lock round trip for many tasks.
+  bool TakePosted(std::deque<Task>* out);
   // The earliest timer deadline; INT64_MAX when there is none.
   int64_t NextDeadline() const;
   bool empty() const { return tasks_.empty() && timers_.empty(); }
@@ -52,8 +57,7 @@ class TaskQueue {
  private:
   std::multimap<std::pair<int64_t, TimerId>, Task> timers_;
   std::map<TimerId, int64_t> deadlines_;
-  std::multimap<uint64_t, Task> tasks_;  // by sequence: FIFO
-  uint64_t seq_ = 0;
+  std::deque<Task> tasks_;  // FIFO
   TimerId next_id_ = 1;
 };
 
@@ -72,6 +76,10 @@ class ThreadEventLoop final : public EventLoop {
   bool Cancel(TimerId id) override;
   bool InLoop() const override;
 
+  // Nanoseconds the loop's thread has spent running tasks since Start (steady clock), for
+  // its busy fraction; readable from any thread.
+  int64_t BusyNanos() const { return busy_ns_.load(std::memory_order_relaxed); }
+
  private:
   void Run();
 
@@ -81,6 +89,7 @@ class ThreadEventLoop final : public EventLoop {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
   std::thread::id loop_thread_;
+  std::atomic<int64_t> busy_ns_{0};
 };
 
 // For tests: nothing runs until the test says so, and time moves only when it is advanced.

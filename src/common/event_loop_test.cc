@@ -1,6 +1,7 @@
 #include "common/event_loop.h"
 
 #include <atomic>
+#include <chrono>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
@@ -66,6 +67,49 @@ TEST(ThreadEventLoopTest, StopRunsWhatIsPostedThenJoins) {
   for (int i = 0; i < 100; ++i) loop.Post([&] { ++ran; });
   loop.Stop();
   EXPECT_EQ(ran.load(), 100);
+}
+
+// Posted tasks run as batches (ThreadEventLoop::Run): the order must still be the order
+// posted, from any thread, a task posted by a running task after those already waiting, and a
+// due timer after the posted tasks waiting with it.
+TEST(ThreadEventLoopTest, BatchesKeepThePostedOrder) {
+  ThreadEventLoop loop;
+  absl::Notification release;
+  std::vector<int> order;  // written on the loop only
+  loop.Start();
+  loop.Post([&] { release.WaitForNotification(); });  // holds the loop while the rest queue
+  loop.Schedule(0, [&] { order.push_back(-1); });    // due at once, but after posted tasks
+  for (int i = 0; i < 50; ++i) {
+    loop.Post([&, i] {
+      order.push_back(i);
+      if (i == 0) loop.Post([&] { order.push_back(1000); });  // after the 49 waiting
+    });
+  }
+  release.Notify();
+  absl::Notification done;
+  loop.Schedule(30, [&] { done.Notify(); });
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  loop.Stop();
+  ASSERT_EQ(order.size(), 52u);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(order[static_cast<size_t>(i)], i);
+  EXPECT_EQ(order[50], 1000);
+  EXPECT_EQ(order[51], -1);
+}
+
+TEST(ThreadEventLoopTest, BusyNanosCountsTimeSpentInTasks) {
+  ThreadEventLoop loop;
+  loop.Start();
+  EXPECT_EQ(loop.BusyNanos(), 0);
+  absl::Notification done;
+  loop.Post([&] {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    done.Notify();
+  });
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  loop.Stop();  // the batch's time is added once the batch has run
+  EXPECT_GE(loop.BusyNanos(), 20'000'000);
 }
 
 }  // namespace

@@ -76,6 +76,7 @@ bool NodeTracker::Transition(const std::string& id, RmNode& node, NodeEvent even
     log::Info("node_state",
               {{"node", id}, {"from", store::NodeStateName(node.state)}, {"to", store::NodeStateName(*next)}});
   node.state = *next;
+  largest_stale_ = true;
   return true;
 }
 
@@ -142,6 +143,7 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
   }
   RmNode& node = nodes_[id];
   node.registration = req;
+  largest_stale_ = true;  // a node may register again with another capability
   node.registration.set_rack(rack);
   node.registration.clear_running_containers();  // not kept: read once, below
   node.registration.clear_completed_containers();
@@ -371,13 +373,17 @@ void NodeTracker::CountNodes(v1::GetClusterMetricsResponse* m) const {
 }
 
 std::optional<Resource> NodeTracker::LargestNodeCapability() const {
+  if (ctx_->NowMs() - ctx_->started_ms < ctx_->options->max_allocation_wait_ms)
+    return std::nullopt;
+  if (!largest_stale_) return largest_;
   std::optional<Resource> largest;
-  if (ctx_->NowMs() - ctx_->started_ms < ctx_->options->max_allocation_wait_ms) return largest;
   for (const auto& [id, node] : nodes_) {
     if (node.state != v1::NODE_RUNNING && node.state != v1::NODE_UNHEALTHY) continue;
     auto cap = ctx_->FromProto(node.registration.capability(), "capability");
     if (cap.ok()) largest = Max(largest.value_or(Resource()), *cap);
   }
+  largest_ = largest;
+  largest_stale_ = false;
   return largest;
 }
 

@@ -82,7 +82,8 @@ class NodeTracker {
   void CountNodes(v1::GetClusterMetricsResponse* m) const;
   const RmNode* Find(const std::string& node_id) const;
   // The per-type maximum of the running and unhealthy nodes' capabilities; nullopt when there
-  // are none or the RM started less than max_allocation_wait_ms ago.
+  // are none or the RM started less than max_allocation_wait_ms ago. Computed again only
+  // after a node registered or changed state (every Allocate with asks reads it).
   std::optional<Resource> LargestNodeCapability() const;
   // Nodes that went LOST since this RM started (AdaptCont's input).
   int64_t lost_nodes() const { return lost_nodes_; }
@@ -101,6 +102,10 @@ class NodeTracker {
   std::set<std::string> decommissioned_;  // node ids or host names
   int64_t lost_nodes_ = 0;
   TimerId expiry_timer_ = 0;
+  // LargestNodeCapability's value, valid while !largest_stale_ (set by registrations and by
+  // every state change, which all go through Transition).
+  mutable std::optional<Resource> largest_;
+  mutable bool largest_stale_ = true;
 };
 
 }  // namespace weft::rm

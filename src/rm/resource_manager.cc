@@ -121,8 +121,6 @@ void ResourceManager::SchedulePass(bool prompt) {
 void ResourceManager::RunPass() {
   if (options_.pass_observer) options_.pass_observer->BeforePass();
   const scheduler::PassResult& r = scheduler_->Schedule(ctx_.NowMs());
-  if (options_.pass_observer)
-    options_.pass_observer->AfterPass(static_cast<int64_t>(r.allocations.size()));
   // Copied: handling them may call into the scheduler, which reuses its result buffer.
   std::vector<scheduler::Allocation> allocations = r.allocations;
   std::vector<scheduler::ContainerKill> kills = r.kills;
@@ -132,6 +130,9 @@ void ResourceManager::RunPass() {
       nodes_->AddCleanup(scheduler_->node(k.node)->name, c->name);
     containers_->Ended(k, v1::CONTAINER_EXIT_PREEMPTED, "Container preempted by the scheduler.");
   }
+  // The pass as the observer sees it includes handing its containers out.
+  if (options_.pass_observer)
+    options_.pass_observer->AfterPass(static_cast<int64_t>(allocations.size()));
   last_pass_ms_ = ctx_.NowMs();
   if (scheduler_->FindQueue("root")->pending.AnyPositive()) SchedulePass();
 }

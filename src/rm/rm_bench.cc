@@ -6,13 +6,17 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
 #include "rm/rm_server.h"
@@ -27,6 +31,19 @@ using Clock = std::chrono::steady_clock;
 
 double MsSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// This process's resident set, MiB (VmRSS in /proc/self/status); 0 when unreadable.
+double ResidentMiB() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) != 0) continue;
+    int64_t kb = 0;
+    if (absl::SimpleAtoi(absl::StripAsciiWhitespace(absl::StripSuffix(line.substr(6), "kB")), &kb))
+      return static_cast<double>(kb) / 1024.0;
+  }
+  return 0;
 }
 
 LatencyMs Summarize(std::vector<double> v) {
@@ -103,7 +120,13 @@ std::string RmBenchReport::ToJson() const {
                    {"containers_allocated", containers_allocated},
                    {"containers_allocated_per_s", containers_allocated_per_s},
                    {"submit_to_am_running", lat(submit_to_am_running)},
-                   {"rpc_errors", rpc_errors}};
+                   {"rpc_errors", rpc_errors},
+                   {"loop_busy_fraction", loop_busy_fraction},
+                   {"loop_us_per_heartbeat", loop_us_per_heartbeat},
+                   {"loop_us_per_allocate", loop_us_per_allocate},
+                   {"loop_us_per_allocation", loop_us_per_allocation},
+                   {"rm_rss_mb", rm_rss_mb},
+                   {"rss_kb_per_nm", rss_kb_per_nm}};
   return j.dump(2);
 }
 
@@ -114,10 +137,15 @@ std::string RmBenchReport::ToText() const {
       "  allocate:   latency p50 %.2f ms, p99 %.2f ms (%d calls)\n"
       "  containers: %d allocated to AMs, %.0f/s\n"
       "  submit -> AM registered: p50 %.1f ms, p99 %.1f ms (%d apps)\n"
-      "  RPC errors: %d\n",
+      "  RPC errors: %d\n"
+      "  RM loop: %.0f%% busy; %.1f us per heartbeat, %.1f us per Allocate, %.1f us per "
+      "container allocated\n"
+      "  memory: %.0f MiB resident, %.2f KiB per NM\n",
       nodes, apps, duration_s, heartbeats_per_s, heartbeat.p50, heartbeat.p99, heartbeat.max,
       allocate.p50, allocate.p99, allocate.count, containers_allocated, containers_allocated_per_s,
-      submit_to_am_running.p50, submit_to_am_running.p99, submit_to_am_running.count, rpc_errors);
+      submit_to_am_running.p50, submit_to_am_running.p99, submit_to_am_running.count, rpc_errors,
+      100 * loop_busy_fraction, loop_us_per_heartbeat, loop_us_per_allocate,
+      loop_us_per_allocation, rm_rss_mb, rss_kb_per_nm);
 }
 
 absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
@@ -125,6 +153,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
       o.heartbeat_interval_ms < 1)
     return absl::InvalidArgumentError(
         "bench rm: nodes, threads, duration and interval must be >= 1");
+  const double rss_before_mb = ResidentMiB();
   auto* launcher = new BenchLauncher();
   RmServerOptions so;
   so.auth.mode = UserAuthentication::kDeclared;  // the bench's clients are this process
@@ -182,6 +211,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   }
 
   // Drive: each thread owns a slice of nodes and AMs.
+  const LoopStats loop_before = (*server)->LoopStatistics();
   const auto t0 = Clock::now();
   const auto deadline = t0 + std::chrono::milliseconds(o.duration_ms);
   std::mutex merge_mu;
@@ -292,6 +322,8 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   for (int32_t t = 0; t < o.client_threads; ++t) threads.emplace_back(worker, t);
   for (auto& t : threads) t.join();
   const double secs = MsSince(t0) / 1000.0;
+  const LoopStats loop_after = (*server)->LoopStatistics();
+  const double rss_mb = ResidentMiB();
   (*server)->Shutdown();
 
   RmBenchReport r;
@@ -305,6 +337,13 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   r.containers_allocated_per_s = static_cast<double>(allocated.load()) / secs;
   r.submit_to_am_running = Summarize(std::move(am_lat));
   r.rpc_errors = errors.load();
+  r.loop_busy_fraction =
+      static_cast<double>(loop_after.busy_nanos - loop_before.busy_nanos) / (secs * 1e9);
+  r.loop_us_per_heartbeat = loop_after.MicrosPerEvent(loop_before, "TrackerService/NodeHeartbeat");
+  r.loop_us_per_allocate = loop_after.MicrosPerEvent(loop_before, "AmService/Allocate");
+  r.loop_us_per_allocation = loop_after.PassMicrosPerAllocation(loop_before);
+  r.rm_rss_mb = rss_mb;
+  r.rss_kb_per_nm = (rss_mb - rss_before_mb) * 1024 / o.nodes;
   return r;
 }
 

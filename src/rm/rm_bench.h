@@ -38,6 +38,18 @@ struct RmBenchReport {
   int64_t containers_allocated = 0;
   LatencyMs submit_to_am_running;  // SubmitApplication -> RegisterApplicationMaster ok
   int64_t rpc_errors = 0;
+  // Where the RM loop's time went over the measured interval (rm/loop_work.h): the share of
+  // wall time its thread was busy, and its time per heartbeat, per Allocate call and per
+  // container allocated (passes' time shared over the containers they allocated), µs.
+  double loop_busy_fraction = 0;
+  double loop_us_per_heartbeat = 0;
+  double loop_us_per_allocate = 0;
+  double loop_us_per_allocation = 0;
+  // The process's resident memory at the end, MiB, and its growth from before the RM started
+  // per simulated NM, KiB. The simulated NMs and AMs run in this process: their client state
+  // (about 0.1 KiB a node) is included.
+  double rm_rss_mb = 0;
+  double rss_kb_per_nm = 0;
   std::string ToJson() const;
   std::string ToText() const;
 };

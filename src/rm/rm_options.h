@@ -16,7 +16,8 @@
 namespace weft::rm {
 
 // Told about every scheduling pass, on the RM loop. The observer measures the pass itself (the
-// RM reads no clock but its loop's): BeforePass, the pass, then AfterPass with the number of
+// RM reads no clock but its loop's): BeforePass, the pass and the RM's handling of what it
+// decided (containers recorded, preempted ones ended), then AfterPass with the number of
 // containers it allocated.
 class PassObserver {
  public:

@@ -31,21 +31,24 @@ using rm_server_internal::ToGrpc;
 // monotonic clock; the RM itself reads only its loop's clock) and their count.
 class RmServer::PassMetrics final : public PassObserver {
  public:
-  explicit PassMetrics(metrics::Registry* registry)
-      : duration_(
+  PassMetrics(metrics::Registry* registry, LoopWork* loop_work)
+      : loop_work_(loop_work),
+        duration_(
             registry->GetHistogram("weft_rm_scheduler_pass_duration_seconds",
                                    "Wall-clock time of one scheduling pass of the RM, seconds.",
                                    metrics::LatencyBuckets())),
         passes_(registry->GetCounter("weft_rm_scheduler_passes_total",
                                      "Scheduling passes the RM ran.")) {}
   void BeforePass() override { start_ = std::chrono::steady_clock::now(); }
-  void AfterPass(int64_t) override {
+  void AfterPass(int64_t allocations) override {
     duration_->Observe(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
     passes_->Increment();
+    loop_work_->Record(kPassWork, start_, allocations);
   }
 
  private:
+  LoopWork* loop_work_;
   metrics::Histogram* duration_;
   metrics::Counter* passes_;
   std::chrono::steady_clock::time_point start_;
@@ -415,7 +418,7 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
   }
   s->secrets_ = std::make_unique<security::OpenSslSecretSource>();
   if (!s->options_.rm.pass_observer) {
-    s->pass_metrics_ = std::make_unique<PassMetrics>(&s->metrics_);
+    s->pass_metrics_ = std::make_unique<PassMetrics>(&s->metrics_, &s->loop_work_);
     s->options_.rm.pass_observer = s->pass_metrics_.get();
   }
   s->launcher_ = s->options_.launcher ? std::move(s->options_.launcher)
@@ -487,6 +490,12 @@ void RmServer::WaitOnLoop(const std::function<void()>& fn) {
     done.Notify();
   });
   done.WaitForNotification();
+}
+
+LoopStats RmServer::LoopStatistics() {
+  LoopStats stats;
+  WaitOnLoop([&] { stats = loop_work_.Snapshot(loop_.BusyNanos()); });
+  return stats;
 }
 
 void RmServer::RunOnLoop(std::function<void(ResourceManager&)> fn) {

@@ -16,6 +16,7 @@
 #include "rm/client_auth.h"
 #include "rm/federation_identity.h"
 #include "rm/ha_elector.h"
+#include "rm/loop_work.h"
 #include "rm/resource_manager.h"
 #include "security/secret_source.h"
 #include "security/tls.h"
@@ -102,6 +103,8 @@ class RmServer {
   // The RM's live metrics: scheduler pass durations and RPC latencies (filled by the server;
   // the web layer adds the cluster's figures). Thread-safe.
   metrics::Registry& metrics() { return metrics_; }
+  // Where the loop's time went so far (rm/loop_work.h); waits for the loop.
+  LoopStats LoopStatistics();
   // The RM loop's clock (ms since the Unix epoch). Thread-safe.
   int64_t NowMs() const { return loop_.NowMs(); }
   // When non-empty, the admin secret.
@@ -142,6 +145,7 @@ class RmServer {
   RmServerOptions options_;
   metrics::Registry metrics_;                  // before loop_: the loop's tasks record into it
   std::unique_ptr<PassMetrics> pass_metrics_;  // the RM's pass observer unless one was given
+  LoopWork loop_work_{&metrics_};              // on the loop thread only
   ThreadEventLoop loop_;
   std::unique_ptr<store::StateStore> store_;
   std::unique_ptr<security::SecretSource> secrets_;

@@ -71,6 +71,7 @@ class RmServer::Calls {
                            grpc::CallbackServerContext* ctx, grpc::ServerUnaryReactor* reactor,
                            Resp* resp, Fn fn) {
     s->loop_.Post([s, method, start, ctx, reactor, resp, fn = std::move(fn)]() mutable {
+      const std::chrono::steady_clock::time_point on_loop = std::chrono::steady_clock::now();
       if (!s->rm_) {
         grpc::Status st = s->StandbyStatus(ctx);
         s->RecordRpc(method, start, static_cast<absl::StatusCode>(st.error_code()));
@@ -82,6 +83,9 @@ class RmServer::Calls {
         s->RecordRpc(method, start, r.status().code());
         reactor->Finish(rm_server_internal::ToGrpc(r.status()));
       });
+      // The call's own loop time (a reply given later, e.g. a parked Allocate answered by a
+      // pass, counts in the work that gives it).
+      s->loop_work_.Record(method, on_loop);
     });
   }
 

@@ -1,0 +1,60 @@
+#include "rm/loop_work.h"
+
+namespace weft::rm {
+
+double LoopStats::MicrosPerEvent(const LoopStats& earlier, const std::string& kind) const {
+  auto now = work.find(kind);
+  if (now == work.end()) return 0;
+  LoopWorkTotals before;
+  if (auto it = earlier.work.find(kind); it != earlier.work.end()) before = it->second;
+  const int64_t n = now->second.count - before.count;
+  if (n <= 0) return 0;
+  return static_cast<double>(now->second.nanos - before.nanos) / 1000.0 / static_cast<double>(n);
+}
+
+double LoopStats::PassMicrosPerAllocation(const LoopStats& earlier) const {
+  const int64_t n = pass_allocations - earlier.pass_allocations;
+  auto now = work.find(kPassWork);
+  if (n <= 0 || now == work.end()) return 0;
+  int64_t before = 0;
+  if (auto it = earlier.work.find(kPassWork); it != earlier.work.end()) before = it->second.nanos;
+  return static_cast<double>(now->second.nanos - before) / 1000.0 / static_cast<double>(n);
+}
+
+void LoopWork::Record(const char* kind, std::chrono::steady_clock::time_point started,
+                      int64_t allocations) {
+  const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::steady_clock::now() - started)
+                         .count();
+  Slot& slot = slots_[kind];
+  if (slot.seconds == nullptr) {
+    slot.seconds = registry_->GetCounter(
+        "weft_rm_loop_seconds_total",
+        "Time the RM loop spent on each kind of work (an RPC method's on-loop part, or "
+        "scheduling passes), seconds.",
+        {{"work", kind}});
+    slot.events = registry_->GetCounter("weft_rm_loop_work_total",
+                                        "Events of each kind of work the RM loop ran.",
+                                        {{"work", kind}});
+  }
+  ++slot.totals.count;
+  slot.totals.nanos += ns;
+  slot.seconds->Increment(static_cast<double>(ns) / 1e9);
+  slot.events->Increment();
+  pass_allocations_ += allocations;
+}
+
+LoopStats LoopWork::Snapshot(int64_t busy_nanos) const {
+  LoopStats s;
+  s.busy_nanos = busy_nanos;
+  // The same name may come from two literals (two addresses): their totals add up.
+  for (const auto& [kind, slot] : slots_) {
+    LoopWorkTotals& t = s.work[kind];
+    t.count += slot.totals.count;
+    t.nanos += slot.totals.nanos;
+  }
+  s.pass_allocations = pass_allocations_;
+  return s;
+}
+
+}  // namespace weft::rm
