@@ -38,7 +38,7 @@ absl::StatusOr<std::optional<AppPolicyReport>> PolicyReportAs(absl::string_view 
                                                               int64_t now_ms);
 
 // ParseSchedulerConfigWith (scheduler/config.h) with every registered policy's configuration
-// section; a configuration that names no policy gets the default policy.
+// section and queue keys; a configuration that names no policy gets the default policy.
 absl::StatusOr<SchedulerConfig> ParseSchedulerConfig(absl::string_view yaml,
                                                      const ResourceTypeRegistry& registry,
                                                      absl::string_view origin = "config");
