@@ -20,6 +20,7 @@
 #include "federation/membership/sub_cluster_heartbeater.h"
 #include "federation/store/federation_store.h"
 #include "rm/cluster_history.h"
+#include "rm/heartbeat_interval.h"
 #include "scheduler/config.h"
 #include "security/munge.h"
 
@@ -95,6 +96,16 @@ absl::StatusOr<rm::RmServerOptions> MakeRmServerOptions(const RmFlags& flags) {
     return absl::InvalidArgumentError("--nm-expiry-ms and --am-expiry-ms must be > 0");
   options.rm.nm_expiry_ms = flags.nm_expiry_ms;
   options.rm.am_expiry_ms = flags.am_expiry_ms;
+  options.rm.heartbeat_interval_ms = flags.nm_heartbeat_ms;
+  options.rm.heartbeat_scaling = {flags.nm_heartbeat_scaling, flags.nm_heartbeat_min_ms,
+                                  flags.nm_heartbeat_max_ms, flags.nm_heartbeat_speedup,
+                                  flags.nm_heartbeat_slowdown};
+  if (absl::Status s = rm::ValidateHeartbeatScaling(options.rm.heartbeat_scaling,
+                                                    options.rm.heartbeat_interval_ms);
+      !s.ok())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--nm-heartbeat-ms/--nm-heartbeat-{min,max}-ms/--nm-heartbeat-{speedup,slowdown}: ",
+        s.message()));
   if (absl::Status s = rm::ValidateHistoryOptions(
           {flags.history_sample_ms, flags.history_retention_s});
       !s.ok())
@@ -376,6 +387,32 @@ void AddRmCommand(CLI::App& app, int* exit_code) {
       ->group("High availability");
   cmd->add_option("--nm-expiry-ms", f->nm_expiry_ms, "a NodeManager silent this long is LOST")
       ->capture_default_str();
+  cmd->add_option("--nm-heartbeat-ms", f->nm_heartbeat_ms,
+                  "the interval NodeManagers heartbeat at, told to them by the RM")
+      ->capture_default_str()
+      ->group("NodeManager heartbeats");
+  cmd->add_flag("--nm-heartbeat-scaling", f->nm_heartbeat_scaling,
+                "scale each NM's interval by its CPU utilization against the cluster's average "
+                "(YARN-10475), within --nm-heartbeat-min-ms..--nm-heartbeat-max-ms")
+      ->group("NodeManager heartbeats");
+  cmd->add_option("--nm-heartbeat-min-ms", f->nm_heartbeat_min_ms,
+                  "with scaling: the shortest interval")
+      ->capture_default_str()
+      ->group("NodeManager heartbeats");
+  cmd->add_option("--nm-heartbeat-max-ms", f->nm_heartbeat_max_ms,
+                  "with scaling: the longest interval")
+      ->capture_default_str()
+      ->group("NodeManager heartbeats");
+  cmd->add_option("--nm-heartbeat-speedup", f->nm_heartbeat_speedup,
+                  "with scaling: at 1.0 a node 20 points below the cluster's CPU utilization "
+                  "heartbeats 20% more often")
+      ->capture_default_str()
+      ->group("NodeManager heartbeats");
+  cmd->add_option("--nm-heartbeat-slowdown", f->nm_heartbeat_slowdown,
+                  "with scaling: at 1.0 a node 20 points above the cluster's CPU utilization "
+                  "heartbeats 20% less often")
+      ->capture_default_str()
+      ->group("NodeManager heartbeats");
   AddUserAuthFlags(cmd, f.get());
   cmd->add_option("--secret-file", f->secret_file,
                   "require clients (ClientService, AdminService) to present this file's secret");

@@ -23,6 +23,14 @@ struct RmFlags {
   std::string state_store = "./weft-data/rm-state.db";  // "" = in memory
   int64_t nm_expiry_ms = 600000;
   int64_t am_expiry_ms = 600000;
+  // The interval NMs heartbeat at, and its scaling by CPU utilization (YARN-10475;
+  // rm/heartbeat_interval.h): off, with YARN's defaults.
+  int64_t nm_heartbeat_ms = 1000;
+  bool nm_heartbeat_scaling = false;
+  int64_t nm_heartbeat_min_ms = 1000;
+  int64_t nm_heartbeat_max_ms = 1000;
+  double nm_heartbeat_speedup = 1.0;
+  double nm_heartbeat_slowdown = 1.0;
   // A file whose contents (trailing whitespace dropped) clients must present; "" = none.
   std::string secret_file;
   // Per-container allocation limits, "NAME:MIN:MAX[:INCREMENT]" each, e.g. the seed's

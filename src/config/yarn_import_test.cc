@@ -434,3 +434,41 @@ TEST(YarnImportTest, NamesWithNewlinesOrControlCharactersAreRefused) {
 
 }  // namespace
 }  // namespace weft::config
+
+namespace weft::config {
+namespace {
+
+// YARN-10475's keys become the RM's --nm-heartbeat-* settings; a bad factor names its line.
+TEST(YarnImportTest, NodeManagerHeartbeatScaling) {
+  const std::string hb = "yarn.resourcemanager.nodemanagers.heartbeat-interval-";
+  auto r = ImportYarnConfig({Site(Prop(hb + "ms", "2000") + Prop(hb + "scaling-enable", "true") +
+                                  Prop(hb + "min-ms", "500") + Prop(hb + "max-ms", "8000") +
+                                  Prop(hb + "speedup-factor", "1.5") +
+                                  Prop(hb + "slowdown-factor", "0.5")),
+                             std::nullopt, std::nullopt});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->unconverted.empty()) << r->unconverted.front();
+  YAML::Node rm = YAML::Load(r->daemon_yaml)["rm"];
+  ASSERT_TRUE(rm.IsMap()) << r->daemon_yaml;
+  EXPECT_EQ(rm["nm-heartbeat-ms"].as<int64_t>(), 2000);
+  EXPECT_EQ(rm["nm-heartbeat-min-ms"].as<int64_t>(), 500);
+  EXPECT_EQ(rm["nm-heartbeat-max-ms"].as<int64_t>(), 8000);
+  EXPECT_TRUE(rm["nm-heartbeat-scaling"].as<bool>());
+  EXPECT_DOUBLE_EQ(rm["nm-heartbeat-speedup"].as<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(rm["nm-heartbeat-slowdown"].as<double>(), 0.5);
+
+  auto off = ImportYarnConfig(
+      {Site(Prop(hb + "scaling-enable", "false")), std::nullopt, std::nullopt});
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_TRUE(off->unconverted.empty());
+  EXPECT_THAT(off->daemon_yaml, ::testing::Not(HasSubstr("nm-heartbeat-scaling")));
+
+  auto bad = ImportYarnConfig(
+      {Site(Prop(hb + "speedup-factor", "fast")), std::nullopt, std::nullopt});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("yarn-site.xml:2"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("expected a number >= 0"));
+}
+
+}  // namespace
+}  // namespace weft::config

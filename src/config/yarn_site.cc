@@ -1,6 +1,7 @@
 // yarn-site.xml: the daemons' settings (ports, addresses, node resources, container limits,
 // admins) and the scheduler's settings kept there (policy, preemption, FairScheduler locality).
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -246,6 +247,34 @@ absl::Status Importer::ConvertYarnSite(int file, std::vector<Property>& props) {
       int64_t v = 0;
       if (auto s = integer(*p, 1, &v); !s.ok()) return s;
       AddDaemon("rm", flag, {absl::StrCat(v)}, false, source(*p));
+      p->handled = true;
+    }
+  }
+  // NM heartbeat intervals and their scaling by CPU utilization (YARN-10475).
+  const std::string hb = "yarn.resourcemanager.nodemanagers.heartbeat-interval-";
+  for (auto [key, flag] : {std::pair{"ms", "nm-heartbeat-ms"},
+                           std::pair{"min-ms", "nm-heartbeat-min-ms"},
+                           std::pair{"max-ms", "nm-heartbeat-max-ms"}}) {
+    if (Property* p = find(hb + key)) {
+      int64_t v = 0;
+      if (auto s = integer(*p, 1, &v); !s.ok()) return s;
+      AddDaemon("rm", flag, {absl::StrCat(v)}, false, source(*p));
+      p->handled = true;
+    }
+  }
+  if (Property* p = find(hb + "scaling-enable")) {
+    bool v = false;
+    if (auto s = boolean(*p, &v); !s.ok()) return s;
+    if (v) AddDaemon("rm", "nm-heartbeat-scaling", {"true"}, false, source(*p));
+    p->handled = true;
+  }
+  for (auto [key, flag] : {std::pair{"speedup-factor", "nm-heartbeat-speedup"},
+                           std::pair{"slowdown-factor", "nm-heartbeat-slowdown"}}) {
+    if (Property* p = find(hb + key)) {
+      double v = 0;
+      if (!absl::SimpleAtod(p->value, &v) || !std::isfinite(v) || v < 0)
+        return PropertyError(file, *p, "expected a number >= 0");
+      AddDaemon("rm", flag, {p->value}, false, source(*p));
       p->handled = true;
     }
   }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/ids.h"
@@ -75,9 +76,29 @@ bool NodeTracker::Transition(const std::string& id, RmNode& node, NodeEvent even
   if (*next != node.state)
     log::Info("node_state",
               {{"node", id}, {"from", store::NodeStateName(node.state)}, {"to", store::NodeStateName(*next)}});
+  --nodes_in_state_[node.state];
+  ++nodes_in_state_[*next];
   node.state = *next;
   largest_stale_ = true;
+  if (node.state != v1::NODE_RUNNING) SetCpuUtilization(node, std::nullopt);
   return true;
+}
+
+void NodeTracker::SetCpuUtilization(RmNode& node, std::optional<double> utilization) {
+  if (node.cpu_utilization.has_value()) {
+    cpu_utilization_sum_ -= *node.cpu_utilization;
+    --cpu_utilization_nodes_;
+  }
+  node.cpu_utilization = utilization;
+  if (utilization.has_value()) {
+    cpu_utilization_sum_ += *utilization;
+    ++cpu_utilization_nodes_;
+  }
+}
+
+std::optional<double> NodeTracker::ClusterCpuUtilization() const {
+  if (cpu_utilization_nodes_ <= 0) return std::nullopt;
+  return std::clamp(cpu_utilization_sum_ / static_cast<double>(cpu_utilization_nodes_), 0.0, 1.0);
 }
 
 absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
@@ -141,9 +162,13 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
     for (const v1::ContainerStatus* st : completed)
       ctx_->containers->Completed(st->container_id(), st->exit_status(), st->diagnostics(), id);
   }
-  RmNode& node = nodes_[id];
+  auto [slot, added] = nodes_.try_emplace(id);
+  if (added) ++nodes_in_state_[slot->second.state];
+  RmNode& node = slot->second;
   node.registration = req;
   largest_stale_ = true;  // a node may register again with another capability
+  node.usage_at_ms = 0;    // and its CPU utilization starts over
+  SetCpuUtilization(node, std::nullopt);
   node.registration.set_rack(rack);
   node.registration.clear_running_containers();  // not kept: read once, below
   node.registration.clear_completed_containers();
@@ -237,6 +262,34 @@ absl::StatusOr<v1::NodeHeartbeatResponse> NodeTracker::NodeHeartbeat(
         log::Error("node_update_failed", {{"node", req.node_id()}, {"error", s}});
     }
   }
+  const int64_t now_ms = ctx_->NowMs();
+  if (ctx_->options->heartbeat_scaling.enabled) {
+    // CPU time the node's containers used since the last heartbeat: each container reported
+    // both times counts its growth, a new one all of its time (it started since). Containers
+    // that ended took their time with them, so the node's total alone would go backwards.
+    absl::flat_hash_map<absl::string_view, int64_t> before;
+    for (const v1::ContainerStatus& st : node.running)
+      before[st.container_id()] = st.usage().cpu_time_ms();
+    int64_t used_ms = 0;
+    for (const v1::ContainerStatus& st : req.container_statuses()) {
+      if (st.state() != v1::CONTAINER_RUNNING) continue;
+      auto it = before.find(st.container_id());
+      used_ms += std::max<int64_t>(
+          0, st.usage().cpu_time_ms() - (it == before.end() ? 0 : it->second));
+    }
+    const auto& values = node.registration.capability().values();
+    auto vcores = values.find("vcores");
+    if (node.usage_at_ms == 0 || vcores == values.end() || vcores->second <= 0) {
+      node.usage_at_ms = now_ms;  // the first report: utilization from the next one
+    } else if (now_ms > node.usage_at_ms) {  // two reports in one ms keep the last value
+      const double utilization = std::clamp(
+          static_cast<double>(used_ms) / (static_cast<double>(now_ms - node.usage_at_ms) *
+                                          static_cast<double>(vcores->second)),
+          0.0, 1.0);
+      node.usage_at_ms = now_ms;
+      if (node.state == v1::NODE_RUNNING) SetCpuUtilization(node, utilization);
+    }
+  }
   node.running.clear();
   node.usage = req.node_usage();
   bool freed = false;  // completed containers reported: a pass soon may place waiting demand
@@ -261,14 +314,21 @@ absl::StatusOr<v1::NodeHeartbeatResponse> NodeTracker::NodeHeartbeat(
   }
   resp.set_response_id(++node.response_id);
   resp.set_action(v1::NODE_ACTION_NORMAL);
+  resp.set_next_heartbeat_interval_ms(ScaledHeartbeatIntervalMs(
+      ctx_->options->heartbeat_interval_ms, ctx_->options->heartbeat_scaling,
+      node.cpu_utilization, ClusterCpuUtilization()));
   for (const std::string& c : node.to_cleanup) resp.add_containers_to_cleanup(c);
   node.to_cleanup.clear();
   for (const std::string& a : node.apps_to_cleanup) resp.add_applications_to_cleanup(a);
   node.apps_to_cleanup.clear();
   for (const std::string& c : node.to_remove) resp.add_containers_to_be_removed_from_nm(c);
   node.to_remove.clear();
-  *resp.mutable_container_key() = RmKeys::ToProto(ctx_->keys->container().current());
-  *resp.mutable_next_container_key() = RmKeys::ToProto(ctx_->keys->container().next());
+  // The keys only to an NM that does not have them yet (YARN does the same): current and next
+  // change together at a roll, so an NM that knows the current key knows its next too.
+  if (req.last_known_container_key_id() != ctx_->keys->container().current().id) {
+    *resp.mutable_container_key() = RmKeys::ToProto(ctx_->keys->container().current());
+    *resp.mutable_next_container_key() = RmKeys::ToProto(ctx_->keys->container().next());
+  }
   // YARN's node-update event: resources this node freed are offered again at once rather than
   // at the pass timer's next tick (RmOptions::min_pass_gap_ms bounds how often).
   if (freed) {
@@ -352,24 +412,14 @@ v1::ListNodesResponse NodeTracker::ListNodes(const v1::ListNodesRequest& req) co
 }
 
 void NodeTracker::CountNodes(v1::GetClusterMetricsResponse* m) const {
-  for (const auto& [id, node] : nodes_) {
-    switch (node.state) {
-      case v1::NODE_RUNNING:
-        m->set_active_nodes(m->active_nodes() + 1);
-        break;
-      case v1::NODE_LOST:
-        m->set_lost_nodes(m->lost_nodes() + 1);
-        break;
-      case v1::NODE_UNHEALTHY:
-        m->set_unhealthy_nodes(m->unhealthy_nodes() + 1);
-        break;
-      case v1::NODE_DECOMMISSIONED:
-        m->set_decommissioned_nodes(m->decommissioned_nodes() + 1);
-        break;
-      default:
-        break;
-    }
-  }
+  auto count = [&](v1::NodeState state) {
+    auto it = nodes_in_state_.find(state);
+    return it == nodes_in_state_.end() ? int64_t{0} : it->second;
+  };
+  m->set_active_nodes(m->active_nodes() + count(v1::NODE_RUNNING));
+  m->set_lost_nodes(m->lost_nodes() + count(v1::NODE_LOST));
+  m->set_unhealthy_nodes(m->unhealthy_nodes() + count(v1::NODE_UNHEALTHY));
+  m->set_decommissioned_nodes(m->decommissioned_nodes() + count(v1::NODE_DECOMMISSIONED));
 }
 
 std::optional<Resource> NodeTracker::LargestNodeCapability() const {

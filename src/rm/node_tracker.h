@@ -36,6 +36,10 @@ struct RmNode {
   // From the last heartbeat: running containers' statuses (with usage) and the node's total.
   std::vector<v1::ContainerStatus> running;
   v1::ResourceUsage usage;
+  // CPU utilization in [0, 1] from the CPU time the last two heartbeats reported (nullopt
+  // before two), and the heartbeat that reported usage last (loop clock, ms).
+  std::optional<double> cpu_utilization;
+  int64_t usage_at_ms = 0;
 };
 
 // Thread-compatible: the RM loop only. Node ids are "host:port" of the NM's ContainerService.
@@ -78,7 +82,7 @@ class NodeTracker {
   void AddRemoval(const std::string& node_id, const std::string& name);
 
   v1::ListNodesResponse ListNodes(const v1::ListNodesRequest& req) const;
-  // Adds the node counts (active, lost, unhealthy, decommissioned) to `m`.
+  // Adds the node counts (active, lost, unhealthy, decommissioned) to `m`; O(1).
   void CountNodes(v1::GetClusterMetricsResponse* m) const;
   const RmNode* Find(const std::string& node_id) const;
   // The per-type maximum of the running and unhealthy nodes' capabilities; nullopt when there
@@ -87,11 +91,17 @@ class NodeTracker {
   std::optional<Resource> LargestNodeCapability() const;
   // Nodes that went LOST since this RM started (AdaptCont's input).
   int64_t lost_nodes() const { return lost_nodes_; }
+  // The mean CPU utilization of the running nodes that reported one, in [0, 1]; nullopt when
+  // none has. Kept as a running sum: O(1).
+  std::optional<double> ClusterCpuUtilization() const;
 
  private:
   // Moves node `id` by `event` through node_lifecycle.h's table, logging a change of state;
   // a refused event is logged as an error and false returned (the caller stops there).
   bool Transition(const std::string& id, RmNode& node, NodeEvent event);
+  // Replaces `node`'s contribution to the cluster's CPU utilization (nullopt: none, as for a
+  // node that is not running).
+  void SetCpuUtilization(RmNode& node, std::optional<double> utilization);
   void CheckExpiry();
   // Removes `node_id` from the scheduler; its containers end with `exit_status`.
   void LoseContainers(const std::string& node_id, int32_t exit_status,
@@ -106,6 +116,11 @@ class NodeTracker {
   // every state change, which all go through Transition).
   mutable std::optional<Resource> largest_;
   mutable bool largest_stale_ = true;
+  // How many nodes are in each state (CountNodes without a scan; kept by Transition).
+  std::map<v1::NodeState, int64_t> nodes_in_state_;
+  // Sum and count of the running nodes' cpu_utilization (ClusterCpuUtilization).
+  double cpu_utilization_sum_ = 0;
+  int64_t cpu_utilization_nodes_ = 0;
 };
 
 }  // namespace weft::rm

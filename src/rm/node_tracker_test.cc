@@ -143,3 +143,100 @@ TEST(NodeTrackerTest, DecommissioningByHostNameAndAnEmptyName) {
 
 }  // namespace
 }  // namespace weft::rm
+
+namespace weft::rm {
+namespace {
+
+// A heartbeat reporting one running container with `cpu_ms` of CPU time so far.
+v1::NodeHeartbeatRequest BusyHeartbeat(const std::string& node, const std::string& container,
+                                       int64_t cpu_ms) {
+  v1::NodeHeartbeatRequest req;
+  req.set_node_id(node);
+  v1::ContainerStatus* st = req.add_container_statuses();
+  st->set_container_id(container);
+  st->set_state(v1::CONTAINER_RUNNING);
+  st->mutable_usage()->set_cpu_time_ms(cpu_ms);
+  return req;
+}
+
+// YARN-10475: a node busier than the cluster's average is told to heartbeat less often, an
+// idle one more often, within the bounds; with scaling off every node gets the interval.
+TEST(NodeTrackerTest, HeartbeatIntervalsFollowCpuUtilizationAgainstTheCluster) {
+  RmOptions options = RmHarness::DefaultOptions();
+  options.heartbeat_scaling.enabled = true;
+  options.heartbeat_scaling.min_ms = 200;
+  options.heartbeat_scaling.max_ms = 5000;
+  RmHarness h(options);
+  h.AddNode("busy:1", 8192, 4);
+  h.AddNode("idle:1", 8192, 4);
+  // First heartbeats: no utilization known yet.
+  auto busy = h.rm().NodeHeartbeat(BusyHeartbeat("busy:1", "c1", 0));
+  ASSERT_TRUE(busy.ok()) << busy.status();
+  EXPECT_EQ(busy->next_heartbeat_interval_ms(), 1000);
+  ASSERT_TRUE(h.rm().NodeHeartbeat(BusyHeartbeat("idle:1", "c2", 0)).ok());
+  h.loop.Advance(1000);
+  // In 1 s, busy's container used 4 s of CPU on 4 vcores (100%), idle's none (0%): the
+  // cluster's average is 50%.
+  busy = h.rm().NodeHeartbeat(BusyHeartbeat("busy:1", "c1", 4000));
+  auto idle = h.rm().NodeHeartbeat(BusyHeartbeat("idle:1", "c2", 0));
+  ASSERT_TRUE(busy.ok() && idle.ok());
+  EXPECT_EQ(idle->next_heartbeat_interval_ms(), 500);    // 1000 x (1 - 0.5)
+  // Busy was answered before idle's report counted (the average was its own); a second
+  // heartbeat in the same ms keeps its utilization and now sees the 50% average.
+  busy = h.rm().NodeHeartbeat(BusyHeartbeat("busy:1", "c1", 4000));
+  ASSERT_TRUE(busy.ok());
+  EXPECT_EQ(busy->next_heartbeat_interval_ms(), 1500);
+  h.loop.Advance(1000);
+  busy = h.rm().NodeHeartbeat(BusyHeartbeat("busy:1", "c1", 8000));
+  ASSERT_TRUE(busy.ok());
+  EXPECT_EQ(busy->next_heartbeat_interval_ms(), 1500);  // 1000 x (1 + 0.5)
+  // A container that ended takes its CPU time with it: no negative utilization.
+  h.loop.Advance(1000);
+  idle = h.rm().NodeHeartbeat(BusyHeartbeat("idle:1", "c3", 0));
+  ASSERT_TRUE(idle.ok());
+  EXPECT_GE(idle->next_heartbeat_interval_ms(), 200);
+
+  RmHarness plain;
+  plain.AddNode("h:1");
+  plain.loop.Advance(1000);
+  auto r = plain.rm().NodeHeartbeat(BusyHeartbeat("h:1", "c", 4000));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->next_heartbeat_interval_ms(), RmOptions().heartbeat_interval_ms);
+}
+
+// As YARN: the container keys go only to an NM that does not know the current one.
+TEST(NodeTrackerTest, HeartbeatsCarryTheKeysOnlyToAnNmWithoutThem) {
+  RmHarness h;
+  h.AddNode("h1:1");
+  v1::NodeHeartbeatRequest req;
+  req.set_node_id("h1:1");
+  req.set_last_known_container_key_id(h.rm().container_keys().current().id);
+  auto knows = h.rm().NodeHeartbeat(req);
+  ASSERT_TRUE(knows.ok());
+  EXPECT_FALSE(knows->has_container_key());
+  EXPECT_FALSE(knows->has_next_container_key());
+  req.set_last_known_container_key_id(h.rm().container_keys().current().id - 1);
+  auto stale = h.rm().NodeHeartbeat(req);
+  ASSERT_TRUE(stale.ok());
+  EXPECT_EQ(stale->container_key().key_id(), h.rm().container_keys().current().id);
+  EXPECT_EQ(stale->next_container_key().key_id(), h.rm().container_keys().next().id);
+  EXPECT_FALSE(stale->container_key().secret().empty());
+}
+
+TEST(NodeTrackerTest, HeartbeatScalingBoundsAreValidated) {
+  RmOptions options = RmHarness::DefaultOptions();
+  options.heartbeat_scaling.enabled = true;
+  options.heartbeat_scaling.min_ms = 2000;  // above the 1 s interval
+  options.heartbeat_scaling.max_ms = 5000;
+  ManualEventLoop loop;
+  auto store = store::NewMemoryStore();
+  FakeLauncher launcher;
+  security::FakeSecretSource secrets;
+  auto rm = ResourceManager::Create(options, &loop, store.get(), &launcher, &secrets);
+  ASSERT_FALSE(rm.ok());
+  EXPECT_EQ(rm.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(rm.status().message(), HasSubstr("scaling bounds 2000..5000"));
+}
+
+}  // namespace
+}  // namespace weft::rm

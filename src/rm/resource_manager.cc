@@ -66,6 +66,10 @@ absl::StatusOr<std::unique_ptr<ResourceManager>> ResourceManager::Create(
           {options.history_sample_ms, options.history_retention_s});
       !s.ok())
     return s;
+  if (absl::Status s =
+          ValidateHeartbeatScaling(options.heartbeat_scaling, options.heartbeat_interval_ms);
+      !s.ok())
+    return s;
   std::unique_ptr<ResourceManager> rm(
       new ResourceManager(std::move(options), loop, store, launcher, secrets));
   auto epoch = store->BumpEpoch();

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "adaptcont/config.h"
 #include "common/resource_types.h"
+#include "rm/heartbeat_interval.h"
 #include "scheduler/registry.h"
 #include "weft/v1/container.pb.h"
 
@@ -44,6 +45,9 @@ struct RmOptions {
   // application id) never share an id. Null: the RM's own epoch (one cluster).
   std::function<absl::StatusOr<int64_t>(int64_t own_epoch)> federation_epoch;
   int64_t heartbeat_interval_ms = 1000;  // told to NMs
+  // Each NM's interval scaled by its CPU utilization against the cluster's (YARN-10475); the
+  // RM tells every NM its next interval in each heartbeat reply.
+  HeartbeatScaling heartbeat_scaling;
   int64_t nm_expiry_ms = 600000;         // a node silent this long is LOST (YARN: 10 min)
   int64_t am_expiry_ms = 600000;         // an AM silent this long fails its attempt
   int64_t pass_interval_ms = 100;        // between scheduling passes while demand is pending

@@ -58,16 +58,28 @@ void RmServer::RecordRpc(const char* method, std::chrono::steady_clock::time_poi
                          absl::StatusCode code) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  metrics_
-      .GetHistogram("weft_rm_rpc_duration_seconds",
-                    "RM gRPC calls: time from arrival to reply (queueing on the RM loop "
-                    "included), seconds, by method.",
-                    metrics::LatencyBuckets(), {{"method", method}})
-      ->Observe(seconds);
-  metrics_
-      .GetCounter("weft_rm_rpc_requests_total", "RM gRPC calls by method and status code.",
-                  {{"method", method}, {"code", absl::StatusCodeToString(code)}})
-      ->Increment();
+  // The series are looked up once per (method, code), not on every call: a registry lookup
+  // validates names and builds label keys, microseconds the RM loop would pay per heartbeat.
+  metrics::Histogram* duration;
+  metrics::Counter* requests;
+  {
+    absl::MutexLock l(&rpc_series_mu_);
+    metrics::Histogram*& h = rpc_durations_[method];
+    if (h == nullptr)
+      h = metrics_.GetHistogram("weft_rm_rpc_duration_seconds",
+                                "RM gRPC calls: time from arrival to reply (queueing on the RM "
+                                "loop included), seconds, by method.",
+                                metrics::LatencyBuckets(), {{"method", method}});
+    metrics::Counter*& c = rpc_requests_[{method, code}];
+    if (c == nullptr)
+      c = metrics_.GetCounter("weft_rm_rpc_requests_total",
+                              "RM gRPC calls by method and status code.",
+                              {{"method", method}, {"code", absl::StatusCodeToString(code)}});
+    duration = h;
+    requests = c;
+  }
+  duration->Observe(seconds);
+  requests->Increment();
 }
 
 // The four services; each handler posts to the RM loop and finishes the reactor there.

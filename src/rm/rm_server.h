@@ -7,8 +7,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/event_loop.h"
@@ -146,6 +148,12 @@ class RmServer {
   metrics::Registry metrics_;                  // before loop_: the loop's tasks record into it
   std::unique_ptr<PassMetrics> pass_metrics_;  // the RM's pass observer unless one was given
   LoopWork loop_work_{&metrics_};              // on the loop thread only
+  // RecordRpc's series by method (a string literal, keyed by address) and status code.
+  absl::Mutex rpc_series_mu_;
+  absl::flat_hash_map<const char*, metrics::Histogram*> rpc_durations_
+      ABSL_GUARDED_BY(rpc_series_mu_);
+  absl::flat_hash_map<std::pair<const char*, absl::StatusCode>, metrics::Counter*> rpc_requests_
+      ABSL_GUARDED_BY(rpc_series_mu_);
   ThreadEventLoop loop_;
   std::unique_ptr<store::StateStore> store_;
   std::unique_ptr<security::SecretSource> secrets_;

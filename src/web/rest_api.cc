@@ -309,7 +309,7 @@ HttpResponse RestApi::Get(const HttpRequest& req, const ClusterSnapshot& s,
       states.insert(st);
     }
     Json list = Json::array();
-    for (const v1::NodeReport& n : s.nodes) {
+    for (const v1::NodeReport& n : s.nodes()) {
       if (!states.empty() && !states.contains(n.state())) continue;
       list.push_back(NodeJson(s, n));
     }

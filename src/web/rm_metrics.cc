@@ -117,14 +117,14 @@ void RenderClusterMetrics(const ClusterSnapshot& s, int64_t now_ms, TextWriter* 
   std::map<std::string, int64_t> nodes = {{"NEW", 0},       {"RUNNING", 0},
                                           {"UNHEALTHY", 0}, {"DECOMMISSIONED", 0},
                                           {"LOST", 0},      {"SHUTDOWN", 0}};
-  for (const v1::NodeReport& n : s.nodes) ++nodes[store::ReportedNodeState(n.state())];
+  for (const v1::NodeReport& n : s.nodes()) ++nodes[store::ReportedNodeState(n.state())];
   out->Family("weft_rm_nodes", "NodeManagers the RM knows, by state.", Type::kGauge);
   for (const auto& [state, n] : nodes)
     out->Sample("weft_rm_nodes", {{"state", state}}, static_cast<double>(n));
   out->Family("weft_rm_node_resource",
               "Per-node resources by type, in the type's unit: capacity and allocated.",
               Type::kGauge);
-  for (const v1::NodeReport& n : s.nodes) {
+  for (const v1::NodeReport& n : s.nodes()) {
     for (const auto& [name, unit] : s.resource_types) {
       out->Sample("weft_rm_node_resource",
                   {{"node", n.node_id()}, {"resource", name}, {"kind", "capacity"}},
@@ -138,7 +138,7 @@ void RenderClusterMetrics(const ClusterSnapshot& s, int64_t now_ms, TextWriter* 
               "Bytes a running container sent, as its node last reported (bandwidth-isolated "
               "nodes only).",
               Type::kCounter);
-  for (const v1::NodeReport& n : s.nodes) {
+  for (const v1::NodeReport& n : s.nodes()) {
     for (const v1::ContainerStatus& c : n.containers()) {
       if (c.usage().network_tx_bytes() == 0 && c.usage().network_tx_rate_mbps() == 0) continue;
       out->Sample("weft_rm_container_network_transmit_bytes_total",

@@ -1,6 +1,8 @@
 #include "web/rm_web_server.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -45,14 +47,31 @@ struct RmWebServer::Shared {
   std::string ha_description = "ResourceManager HA is not enabled.";
   std::string store_name = "weft-sqlite-or-memory";
 
-  // On the RM loop.
-  void Rebuild(rm::ResourceManager& rm) {
+  // Loop time of the last full rebuild, µs (the refresher spaces rebuilds by it).
+  std::atomic<int64_t> last_full_build_us{0};
+
+  // On the RM loop. kFresh rebuilds everything and records its loop time; kReuse (after a
+  // write) shares the previous snapshot's node reports, whose cost grows with the cluster.
+  void Rebuild(rm::ResourceManager& rm, SnapshotNodes nodes = SnapshotNodes::kFresh) {
+    const auto started = std::chrono::steady_clock::now();
     std::shared_ptr<const ClusterSnapshot> previous = snapshots.Get();
-    std::shared_ptr<ClusterSnapshot> next = BuildSnapshot(rm, rm.NowMs(), previous.get());
+    std::shared_ptr<ClusterSnapshot> next = BuildSnapshot(rm, rm.NowMs(), previous.get(), nodes);
     next->ha_description = ha_description;
     next->store_name = store_name;
     snapshots.Set(std::move(next));
+    if (nodes == SnapshotNodes::kFresh)
+      last_full_build_us.store(std::chrono::duration_cast<std::chrono::microseconds>(
+                                   std::chrono::steady_clock::now() - started)
+                                   .count());
   }
+
+  // How long the refresher waits before the next periodic rebuild, ms: refresh_ms, or longer
+  // when rebuilds are expensive (a large cluster), so that they take at most
+  // 1/kMaxLoopShareInverse of the RM loop.
+  int64_t NextRefreshMs(int64_t refresh_ms) const {
+    return std::max<int64_t>(refresh_ms, last_full_build_us.load() * kMaxLoopShareInverse / 1000);
+  }
+  static constexpr int64_t kMaxLoopShareInverse = 20;  // at most 5% of the loop
 };
 
 class RmWebServer::Writer final : public RmWriter {
@@ -96,7 +115,7 @@ class RmWebServer::Writer final : public RmWriter {
     auto call = std::make_shared<Call>();
     rm_->Post([call, shared = shared_, fn = std::move(fn)](rm::ResourceManager& rm) {
       absl::StatusOr<T> r = fn(rm);
-      if (r.ok()) shared->Rebuild(rm);
+      if (r.ok()) shared->Rebuild(rm, SnapshotNodes::kReuse);  // writes change apps, not nodes
       absl::MutexLock l(&call->mu);
       call->result = std::move(r);
       call->done = true;
@@ -152,8 +171,9 @@ absl::StatusOr<std::unique_ptr<RmWebServer>> RmWebServer::Start(rm::RmServer* rm
     for (;;) {
       {
         absl::MutexLock l(&self->mu_);
-        if (self->mu_.AwaitWithTimeout(absl::Condition(&self->stopping_),
-                                       absl::Milliseconds(self->options_.refresh_ms)))
+        if (self->mu_.AwaitWithTimeout(
+                absl::Condition(&self->stopping_),
+                absl::Milliseconds(self->shared_->NextRefreshMs(self->options_.refresh_ms))))
           return;
       }
       if (self->shared_->build_queued.exchange(true)) continue;  // the last one has not run

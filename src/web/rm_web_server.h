@@ -41,8 +41,10 @@ struct RmWebOptions {
 //   *    /ws/v1/cluster/...      the REST API (RestApi)
 //   GET  /metrics                Prometheus text format: the RmServer's registry (RPC latencies,
 //                                pass durations) and the snapshot's figures (rm_metrics.h)
-// Reads never touch RM state: a snapshot is rebuilt on the RM loop every refresh_ms and after
-// every write, and HTTP threads read the latest one. Writes run on the RM loop (bounded wait).
+// Reads never touch RM state: a snapshot is rebuilt on the RM loop every refresh_ms (or, on a
+// cluster large enough that a rebuild takes over 1/20 of that, every 20 rebuild times: at most
+// 5% of the loop) and after every write (reusing the last node reports: a write changes apps),
+// and HTTP threads read the latest one. Writes run on the RM loop (bounded wait).
 class RmWebServer {
  public:
   // `rm` is not owned and must outlive the RmWebServer (stop this first). Errors: the HTTP

@@ -13,15 +13,22 @@ const v1::ApplicationReport* ClusterSnapshot::FindApp(const std::string& id) con
   return it != apps.end() && it->application_id() == id ? &*it : nullptr;
 }
 
+const std::vector<v1::NodeReport>& ClusterSnapshot::nodes() const {
+  static const std::vector<v1::NodeReport>* const kNone = new std::vector<v1::NodeReport>();
+  return node_reports ? *node_reports : *kNone;
+}
+
 const v1::NodeReport* ClusterSnapshot::FindNode(const std::string& id) const {
+  const std::vector<v1::NodeReport>& all = nodes();
   auto it = std::lower_bound(
-      nodes.begin(), nodes.end(), id,
+      all.begin(), all.end(), id,
       [](const v1::NodeReport& n, const std::string& key) { return n.node_id() < key; });
-  return it != nodes.end() && it->node_id() == id ? &*it : nullptr;
+  return it != all.end() && it->node_id() == id ? &*it : nullptr;
 }
 
 std::shared_ptr<ClusterSnapshot> BuildSnapshot(rm::ResourceManager& rm, int64_t now_ms,
-                                               const ClusterSnapshot* previous) {
+                                               const ClusterSnapshot* previous,
+                                               SnapshotNodes node_mode) {
   auto s = std::make_shared<ClusterSnapshot>();
   const scheduler::Scheduler& sched = rm.scheduler();
   s->taken_ms = now_ms;
@@ -59,11 +66,21 @@ std::shared_ptr<ClusterSnapshot> BuildSnapshot(rm::ResourceManager& rm, int64_t 
     s->attempts[app.application_id()].assign(attempts->attempts().begin(),
                                              attempts->attempts().end());
   }
-  v1::ListNodesResponse nodes = rm.ListNodes({});
-  s->nodes.assign(nodes.nodes().begin(), nodes.nodes().end());
-  std::sort(s->nodes.begin(), s->nodes.end(), [](const v1::NodeReport& a, const v1::NodeReport& b) {
-    return a.node_id() < b.node_id();
-  });
+  if (node_mode == SnapshotNodes::kReuse && previous != nullptr && previous->node_reports) {
+    s->node_reports = previous->node_reports;
+    s->nodes_taken_ms = previous->nodes_taken_ms;
+  } else {
+    v1::ListNodesResponse listed = rm.ListNodes({});
+    auto nodes = std::make_shared<std::vector<v1::NodeReport>>();
+    nodes->reserve(static_cast<size_t>(listed.nodes_size()));
+    for (v1::NodeReport& n : *listed.mutable_nodes()) nodes->push_back(std::move(n));
+    std::sort(nodes->begin(), nodes->end(),
+              [](const v1::NodeReport& a, const v1::NodeReport& b) {
+                return a.node_id() < b.node_id();
+              });
+    s->node_reports = std::move(nodes);
+    s->nodes_taken_ms = now_ms;
+  }
   s->scheduler_passes = sched.stats().passes;
   s->containers_allocated = sched.stats().allocations;
   s->containers_preempted = sched.stats().preempted;

@@ -46,7 +46,10 @@ struct ClusterSnapshot {
   scheduler::SchedulerConfig queue_config;
   // Attempts of every app in `apps`, by application id, oldest first.
   std::map<std::string, std::vector<v1::ApplicationAttemptReport>> attempts;
-  std::vector<v1::NodeReport> nodes;  // by node id
+  // By node id; shared with the snapshots that reused it (see BuildSnapshot), never null in a
+  // built snapshot. Read through nodes().
+  std::shared_ptr<const std::vector<v1::NodeReport>> node_reports;
+  int64_t nodes_taken_ms = 0;  // when node_reports was built (loop clock)
   // Counters since the RM started.
   int64_t scheduler_passes = 0;
   int64_t containers_allocated = 0;
@@ -62,14 +65,22 @@ struct ClusterSnapshot {
   // The RM's utilisation history: shared, not copied (it is thread-safe and read in place).
   std::shared_ptr<const rm::ClusterHistory> history;
 
+  const std::vector<v1::NodeReport>& nodes() const;
   const v1::ApplicationReport* FindApp(const std::string& id) const;
   const v1::NodeReport* FindNode(const std::string& id) const;
 };
 
+// What a rebuild does with the node reports: build them again (their cost grows with the
+// cluster: every node and its running containers), or share the previous snapshot's (after a
+// REST write, which changes apps, not nodes).
+enum class SnapshotNodes { kFresh, kReuse };
+
 // Builds a snapshot from the RM's state at loop time `now_ms`. Must run on the RM loop.
-// `previous` (may be null) is the last published snapshot, for rates.
+// `previous` (may be null) is the last published snapshot, for rates and for kReuse (without
+// it the nodes are built fresh).
 std::shared_ptr<ClusterSnapshot> BuildSnapshot(rm::ResourceManager& rm, int64_t now_ms,
-                                               const ClusterSnapshot* previous);
+                                               const ClusterSnapshot* previous,
+                                               SnapshotNodes nodes = SnapshotNodes::kFresh);
 
 // The latest snapshot, swapped in whole. Thread-safe; readers keep the snapshot they got alive
 // for as long as they hold it.

@@ -127,7 +127,7 @@ Json ClusterInfoJson(const ClusterSnapshot& s) {
 Json ClusterMetricsJson(const ClusterSnapshot& s) {
   const v1::GetClusterMetricsResponse& m = s.metrics;
   const v1::Resource available = Minus(m.total(), m.allocated());
-  const int total_nodes = static_cast<int>(s.nodes.size());
+  const int total_nodes = static_cast<int>(s.nodes().size());
   Json resources = Json::object();
   for (const auto& [name, unit] : s.resource_types) {
     resources[name] = {{"unit", unit},
@@ -137,7 +137,7 @@ Json ClusterMetricsJson(const ClusterSnapshot& s) {
                        {"pending", ResourceValue(m.pending(), name)}};
   }
   int shutdown = 0;
-  for (const auto& n : s.nodes) shutdown += n.state() == v1::NODE_SHUTDOWN ? 1 : 0;
+  for (const auto& n : s.nodes()) shutdown += n.state() == v1::NODE_SHUTDOWN ? 1 : 0;
   return {{"clusterMetrics",
            {{"appsSubmitted", m.apps_submitted()},
             {"appsCompleted", m.apps_completed()},

@@ -192,10 +192,11 @@ HttpResponse RouterWebServer::Rest(const HttpRequest& req) const {
   if (parts.size() == 1 && (resource == "metrics" || resource == "nodes")) {
     absl::StatusOr<v1::ListNodesResponse> nodes = router_->ListNodes({}, user);
     if (!nodes.ok()) return Error(nodes.status());
-    s.nodes.assign(nodes->nodes().begin(), nodes->nodes().end());
+    s.node_reports = std::make_shared<const std::vector<v1::NodeReport>>(
+        nodes->nodes().begin(), nodes->nodes().end());
     if (resource == "nodes") {
       Json list = Json::array();
-      for (const v1::NodeReport& n : s.nodes) {
+      for (const v1::NodeReport& n : s.nodes()) {
         Json j = web::NodeJson(s, n);
         j["subClusterId"] = n.sub_cluster_id();
         list.push_back(std::move(j));
