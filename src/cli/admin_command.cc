@@ -19,6 +19,7 @@
 #include "common/rm_failover.h"
 #include "common/terminal_text.h"
 #include "nlohmann/json.hpp"
+#include "rm/nm_sim.h"
 #include "rm/rm_bench.h"
 #include "weft/v1/admin.grpc.pb.h"
 
@@ -323,6 +324,35 @@ struct BenchFlags {
   double seconds = 30;
 };
 
+struct NmSimFlags {
+  rm::NmSimOptions o;
+  bool json = false;
+  double seconds = 30;
+  int64_t memory_mb = 65536;
+  int64_t vcores = 32;
+  // Set by `weft bench rm --nm-processes`: the control channel is stdin, and stdout carries
+  // "registered N" and then the report on one line (rm/nm_sim.h).
+  bool parent_control = false;
+};
+
+int RunNmSimCommand(const NmSimFlags& f) {
+  rm::NmSimOptions o = f.o;
+  o.duration_ms = static_cast<int64_t>(f.seconds * 1000);
+  o.node_capability = Resource::Of(f.memory_mb, f.vcores);
+  if (f.parent_control) {
+    o.control_fd = 0;
+    o.on_registered = [&o] { std::cout << "registered " << o.nodes << std::endl; };
+  }
+  auto r = rm::RunNmSim(o);
+  if (!r.ok()) return PrintError(r.status().message());
+  if (f.parent_control) {
+    std::cout << r->ToJson(/*samples=*/true) << std::endl;
+  } else {
+    std::cout << (f.json ? r->ToJson(/*samples=*/false) + "\n" : r->ToText());
+  }
+  return 0;
+}
+
 }  // namespace
 
 void AddQueueCommand(CLI::App& app, int* exit_code) {
@@ -407,11 +437,24 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--seconds", f->seconds, "measured duration")
       ->capture_default_str()
       ->check(FiniteNumberValidator("seconds", 0, kMaxFlagSeconds));
-  cmd->add_option("--threads", f->o.client_threads, "client threads")->capture_default_str();
+  cmd->add_option("--threads", f->o.client_threads,
+                  "client threads (and heartbeating threads in each NM process)")
+      ->capture_default_str();
+  cmd->add_option("--nm-processes", f->o.nm_processes,
+                  "run the simulated NMs in this many `weft bench nm-sim` child processes, the "
+                  "nodes split between them, over mutual TLS with a throwaway CA (0 = threads of "
+                  "this process, plaintext), so that this process's CPU and memory are the RM's "
+                  "and the AMs'")
+      ->capture_default_str();
   cmd->add_flag("--json", f->json, "print JSON");
   cmd->callback([f, exit_code] {
     rm::RmBenchOptions o = f->o;
     o.duration_ms = static_cast<int64_t>(f->seconds * 1000);
+    if (o.nm_processes < 0 || o.nm_processes > o.nodes) {
+      *exit_code = PrintError(absl::StrCat("--nm-processes ", o.nm_processes,
+                                           " must be between 0 and --nodes (", o.nodes, ")"));
+      return;
+    }
     auto r = rm::RunRmBench(o);
     if (!r.ok()) {
       *exit_code = PrintError(r.status().message());
@@ -420,6 +463,36 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
     std::cout << (f->json ? r->ToJson() + "\n" : r->ToText());
     *exit_code = 0;
   });
+
+  auto n = std::make_shared<NmSimFlags>();
+  CLI::App* sim = group->add_subcommand(
+      "nm-sim",
+      "Simulated NodeManagers in this process registering with and heartbeating the RM at "
+      "--rm (what `weft bench rm --nm-processes` runs). Standalone, nothing tells them which "
+      "containers run on them, so they complete none: heartbeat load only");
+  sim->add_option("--rm", n->o.rm_address, "the RM's HOST:PORT")->required();
+  sim->add_option("--nodes", n->o.nodes, "simulated NMs")->capture_default_str();
+  sim->add_option("--first-index", n->o.first_index,
+                  "node ids are sim-node-NNNNN:8041 numbered from this (racks of 40)")
+      ->capture_default_str();
+  sim->add_option("--heartbeat-ms", n->o.heartbeat_interval_ms, "NM heartbeat interval")
+      ->capture_default_str();
+  sim->add_option("--seconds", n->seconds, "measured duration, from when all have registered")
+      ->capture_default_str()
+      ->check(FiniteNumberValidator("seconds", 0, kMaxFlagSeconds));
+  sim->add_option("--threads", n->o.threads, "heartbeating threads")->capture_default_str();
+  sim->add_option("--node-memory-mb", n->memory_mb, "each node's memory")->capture_default_str();
+  sim->add_option("--node-vcores", n->vcores, "each node's vcores")->capture_default_str();
+  sim->add_option("--tls-dir", n->o.tls_dir,
+                  "directory with the cluster CA (ca.pem) and each node's nm-<node id>.pem/.key "
+                  "(`weft certs issue --role nm --name sim-node-NNNNN:8041`); every node "
+                  "connects with its own certificate. Without it, plaintext (only an RM without "
+                  "TLS accepts that)");
+  sim->add_flag("--json", n->json, "print JSON");
+  sim->add_flag("--parent-control", n->parent_control,
+                "for `weft bench rm`: read start and container lines on stdin")
+      ->group("");
+  sim->callback([n, exit_code] { *exit_code = RunNmSimCommand(*n); });
 }
 
 }  // namespace weft::cli

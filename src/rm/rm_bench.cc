@@ -1,14 +1,26 @@
 #include "rm/rm_bench.h"
 
+#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/ascii.h"
@@ -19,7 +31,9 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
+#include "rm/nm_sim.h"
 #include "rm/rm_server.h"
+#include "security/tls.h"
 #include "weft/v1/am.grpc.pb.h"
 #include "weft/v1/client.grpc.pb.h"
 #include "weft/v1/tracker.grpc.pb.h"
@@ -46,7 +60,17 @@ double ResidentMiB() {
   return 0;
 }
 
-LatencyMs Summarize(std::vector<double> v) {
+// CPU time (user + system) this process has used, s.
+double ProcessCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+
+}  // namespace
+
+LatencyMs SummarizeLatencies(std::vector<double> v) {
   LatencyMs l;
   l.count = static_cast<int64_t>(v.size());
   if (v.empty()) return l;
@@ -60,6 +84,8 @@ LatencyMs Summarize(std::vector<double> v) {
   l.max = v.back();
   return l;
 }
+
+namespace {
 
 // Simulated nodes: containers run on them for a while, then their heartbeats report them done.
 struct SimNode {
@@ -104,6 +130,235 @@ struct SimAm {
   Clock::time_point next_allocate;
 };
 
+// A directory of mkdtemp's, removed with everything in it when this goes.
+class TempDir {
+ public:
+  static absl::StatusOr<std::unique_ptr<TempDir>> Create(const std::string& prefix) {
+    const char* tmp = getenv("TMPDIR");
+    std::string path =
+        absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/", prefix, "XXXXXX");
+    if (mkdtemp(path.data()) == nullptr)
+      return absl::InternalError(absl::StrCat("mkdtemp ", path, ": ", strerror(errno)));
+    return std::unique_ptr<TempDir>(new TempDir(path));
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit TempDir(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
+// The throwaway cluster TLS of a run with NM processes, in `dir`: a CA, the RM's certificate
+// and one per node (issued on every core at once; thousands take seconds).
+absl::StatusOr<security::TlsFiles> MakeBenchTls(const std::string& dir, int32_t nodes) {
+  absl::StatusOr<security::DevTlsLayout> layout = security::EnsureDevTls(dir, {});
+  if (!layout.ok()) return layout.status();
+  std::atomic<int32_t> next{0};
+  std::mutex mu;
+  absl::Status error;
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t) {
+    threads.emplace_back([&] {
+      for (int32_t i = next++; i < nodes; i = next++) {
+        auto issued = security::IssueCertificate(dir, dir, security::DaemonRole::kNodeManager,
+                                                 SimNodeId(i), {});
+        if (!issued.ok()) {
+          std::lock_guard<std::mutex> l(mu);
+          error.Update(issued.status());
+          return;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (!error.ok()) return error;
+  return security::LoadTlsFiles(layout->rm);
+}
+
+// The `bench nm-sim` children of a run: each reads control lines on its stdin (a socket, so
+// that writing to a dead child fails instead of raising SIGPIPE) and writes "registered N" and
+// then its one-line JSON report on its stdout (a pipe); its stderr is ours. The destructor
+// kills (SIGKILL) and reaps every child not yet reaped, so no return path leaves one behind.
+class NmSimChildren {
+ public:
+  NmSimChildren() = default;
+  NmSimChildren(const NmSimChildren&) = delete;
+  NmSimChildren& operator=(const NmSimChildren&) = delete;
+  ~NmSimChildren() {
+    for (Child& c : children_) {
+      if (c.control_fd >= 0) close(c.control_fd);
+      if (c.out_fd >= 0) close(c.out_fd);
+      if (c.pid > 0) {
+        kill(c.pid, SIGKILL);
+        while (waitpid(c.pid, nullptr, 0) < 0 && errno == EINTR) {
+        }
+      }
+    }
+  }
+
+  // Starts `binary` with `args` (argv[1..]) as child number size().
+  absl::Status Spawn(const std::string& binary, const std::vector<std::string>& args) {
+    int control[2], out[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, control) != 0)
+      return absl::InternalError(absl::StrCat("socketpair: ", strerror(errno)));
+    if (pipe2(out, O_CLOEXEC) != 0) {
+      const int err = errno;
+      close(control[0]);
+      close(control[1]);
+      return absl::InternalError(absl::StrCat("pipe: ", strerror(err)));
+    }
+    std::vector<std::string> argv_strings = {binary};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& a : argv_strings) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid == 0) {
+      // Only async-signal-safe calls until execv: this process has threads.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);
+      if (dup2(control[1], 0) < 0 || dup2(out[1], 1) < 0) _exit(127);
+      execv(binary.c_str(), argv.data());
+      _exit(127);
+    }
+    const int err = errno;
+    close(control[1]);
+    close(out[1]);
+    if (pid < 0) {
+      close(control[0]);
+      close(out[0]);
+      return absl::InternalError(absl::StrCat("fork: ", strerror(err)));
+    }
+    children_.push_back(Child{pid, control[0], out[0], ""});
+    send_mu_.push_back(std::make_unique<std::mutex>());
+    return absl::OkStatus();
+  }
+
+  size_t size() const { return children_.size(); }
+
+  // The next line child `k` writes, without its '\n'. DeadlineExceeded at `deadline`; when it
+  // closes its stdout, an error saying how it exited.
+  absl::StatusOr<std::string> ReadLine(size_t k, Clock::time_point deadline) {
+    Child& c = children_[k];
+    char chunk[65536];
+    while (true) {
+      if (size_t eol = c.buffer.find('\n'); eol != std::string::npos) {
+        std::string line = c.buffer.substr(0, eol);
+        c.buffer.erase(0, eol + 1);
+        return line;
+      }
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0)
+        return absl::DeadlineExceededError(
+            absl::StrCat("nm-sim process ", k, " (pid ", c.pid, ") did not answer in time"));
+      pollfd p{c.out_fd, POLLIN, 0};
+      const int ready = poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+      if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
+      const ssize_t n = ready < 0 ? -1 : read(c.out_fd, chunk, sizeof(chunk));
+      if (n < 0 && errno == EINTR) continue;
+      if (n > 0) {
+        c.buffer.append(chunk, static_cast<size_t>(n));
+        continue;
+      }
+      const pid_t pid = c.pid;
+      const std::string how = Reap(k);
+      return absl::UnavailableError(absl::StrCat("nm-sim process ", k, " (pid ", pid,
+                                                 ") ended early: ", how,
+                                                 " (its error, if any, is above)"));
+    }
+  }
+
+  // Writes `text` to child `k`'s control channel; false when it is gone. Thread-safe.
+  bool Send(size_t k, const std::string& text) {
+    std::lock_guard<std::mutex> l(*send_mu_[k]);
+    const int fd = children_[k].control_fd;
+    for (size_t done = 0; done < text.size();) {
+      const ssize_t n = send(fd, text.data() + done, text.size() - done, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  // Waits up to `timeout` for every child to exit (they do once they have reported), then
+  // kills those left. Error: the first that did not exit 0.
+  absl::Status WaitAll(std::chrono::milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    absl::Status st;
+    for (size_t k = 0; k < children_.size(); ++k) {
+      Child& c = children_[k];
+      while (c.pid > 0 && Clock::now() < deadline) {
+        int status = 0;
+        pid_t r = waitpid(c.pid, &status, WNOHANG);
+        if (r == c.pid) {
+          c.pid = 0;
+          if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+            st.Update(
+                absl::InternalError(absl::StrCat("nm-sim process ", k, " ", Describe(status))));
+        } else if (r < 0 && errno != EINTR) {
+          c.pid = 0;
+        } else {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+      }
+      if (c.pid > 0) {
+        st.Update(absl::DeadlineExceededError(
+            absl::StrCat("nm-sim process ", k, " did not exit after its report; killed")));
+        Reap(k);
+      }
+    }
+    return st;
+  }
+
+ private:
+  struct Child {
+    pid_t pid;  // 0 once reaped
+    int control_fd;
+    int out_fd;
+    std::string buffer;  // read from out_fd, not yet returned
+  };
+
+  static std::string Describe(int status) {
+    if (WIFEXITED(status)) {
+      return WEXITSTATUS(status) == 127 ? "exited 127 (could not be run?)"
+                                        : absl::StrCat("exited ", WEXITSTATUS(status));
+    }
+    if (WIFSIGNALED(status)) return absl::StrCat("was killed by signal ", WTERMSIG(status));
+    return "ended";
+  }
+
+  // Kills child `k` if it still runs, reaps it and says how it ended.
+  std::string Reap(size_t k) {
+    Child& c = children_[k];
+    if (c.pid <= 0) return "already reaped";
+    int status = 0;
+    pid_t r = 0;
+    // Give a child that is exiting on its own a moment, so that its exit status is reported.
+    for (int i = 0; i < 50; ++i) {
+      r = waitpid(c.pid, &status, WNOHANG);
+      if (r != 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (r == 0) {
+      kill(c.pid, SIGKILL);
+      while ((r = waitpid(c.pid, &status, 0)) < 0 && errno == EINTR) {
+      }
+    }
+    c.pid = 0;
+    return r < 0 ? "could not be reaped" : Describe(status);
+  }
+
+  std::vector<Child> children_;
+  std::vector<std::unique_ptr<std::mutex>> send_mu_;
+};
+
 }  // namespace
 
 std::string RmBenchReport::ToJson() const {
@@ -113,6 +368,8 @@ std::string RmBenchReport::ToJson() const {
   };
   nlohmann::json j{{"nodes", nodes},
                    {"apps", apps},
+                   {"nm_processes", nm_processes},
+                   {"tls", tls},
                    {"duration_s", duration_s},
                    {"heartbeats_per_s", heartbeats_per_s},
                    {"heartbeat_latency", lat(heartbeat)},
@@ -126,13 +383,18 @@ std::string RmBenchReport::ToJson() const {
                    {"loop_us_per_allocate", loop_us_per_allocate},
                    {"loop_us_per_allocation", loop_us_per_allocation},
                    {"rm_rss_mb", rm_rss_mb},
-                   {"rss_kb_per_nm", rss_kb_per_nm}};
+                   {"rss_kb_per_nm", rss_kb_per_nm},
+                   {"process_cpu_per_s", process_cpu_per_s},
+                   {"containers_completed", containers_completed}};
   return j.dump(2);
 }
 
 std::string RmBenchReport::ToText() const {
+  const std::string where =
+      nm_processes > 0 ? absl::StrCat("NMs in ", nm_processes, " processes over mutual TLS")
+                       : "NMs in this process over plaintext";
   return absl::StrFormat(
-      "weft bench rm: %d simulated NMs, %d AMs, %.1f s measured\n"
+      "weft bench rm: %d simulated NMs, %d AMs, %.1f s measured (%s)\n"
       "  heartbeats: %.0f/s, latency p50 %.2f ms, p99 %.2f ms, max %.2f ms\n"
       "  allocate:   latency p50 %.2f ms, p99 %.2f ms (%d calls)\n"
       "  containers: %d allocated to AMs, %.0f/s\n"
@@ -140,12 +402,13 @@ std::string RmBenchReport::ToText() const {
       "  RPC errors: %d\n"
       "  RM loop: %.0f%% busy; %.1f us per heartbeat, %.1f us per Allocate, %.1f us per "
       "container allocated\n"
-      "  memory: %.0f MiB resident, %.2f KiB per NM\n",
-      nodes, apps, duration_s, heartbeats_per_s, heartbeat.p50, heartbeat.p99, heartbeat.max,
+      "  memory: %.0f MiB resident, %.2f KiB per NM\n"
+      "  process CPU: %.2f s per s (the RM and the AMs%s)\n",
+      nodes, apps, duration_s, where, heartbeats_per_s, heartbeat.p50, heartbeat.p99, heartbeat.max,
       allocate.p50, allocate.p99, allocate.count, containers_allocated, containers_allocated_per_s,
       submit_to_am_running.p50, submit_to_am_running.p99, submit_to_am_running.count, rpc_errors,
-      100 * loop_busy_fraction, loop_us_per_heartbeat, loop_us_per_allocate,
-      loop_us_per_allocation, rm_rss_mb, rss_kb_per_nm);
+      100 * loop_busy_fraction, loop_us_per_heartbeat, loop_us_per_allocate, loop_us_per_allocation,
+      rm_rss_mb, rss_kb_per_nm, process_cpu_per_s, nm_processes > 0 ? "" : ", and the NMs");
 }
 
 absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
@@ -153,7 +416,27 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
       o.heartbeat_interval_ms < 1)
     return absl::InvalidArgumentError(
         "bench rm: nodes, threads, duration and interval must be >= 1");
+  if (o.nm_processes < 0 || o.nm_processes > o.nodes)
+    return absl::InvalidArgumentError(absl::StrCat("bench rm: --nm-processes ", o.nm_processes,
+                                                   " must be between 0 and ", "--nodes (", o.nodes,
+                                                   "): each process simulates at least one node"));
+  const bool processes = o.nm_processes > 0;
   const double rss_before_mb = ResidentMiB();
+  // Destroyed in reverse: the children first (killed and reaped), then the RM, then the
+  // certificates' directory.
+  std::unique_ptr<TempDir> tls_dir;
+  std::optional<security::TlsFiles> tls;
+  if (processes) {
+    auto dir = TempDir::Create("weft-bench-rm-");
+    if (!dir.ok()) return dir.status();
+    tls_dir = *std::move(dir);
+    auto files = MakeBenchTls(tls_dir->path(), o.nodes);
+    if (!files.ok())
+      return absl::Status(files.status().code(),
+                          absl::StrCat("bench rm: making its TLS certificates in ", tls_dir->path(),
+                                       ": ", files.status().message()));
+    tls = *std::move(files);
+  }
   auto* launcher = new BenchLauncher();
   RmServerOptions so;
   so.auth.mode = UserAuthentication::kDeclared;  // the bench's clients are this process
@@ -161,22 +444,28 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   so.rm.pass_interval_ms = 50;
   so.rm.nm_expiry_ms = std::max<int64_t>(60000, 30 * o.heartbeat_interval_ms);
   so.launcher.reset(launcher);
+  so.tls = tls;
   auto server = RmServer::Start(std::move(so));
   if (!server.ok()) return server.status();
-  auto channel = grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials());
+  auto channel =
+      grpc::CreateChannel((*server)->address(), tls ? security::TlsChannelCredentials(tls->ca_pem)
+                                                    : grpc::InsecureChannelCredentials());
   auto tracker = v1::TrackerService::NewStub(channel);
   auto client = v1::ClientService::NewStub(channel);
   auto am_stub = v1::AmService::NewStub(channel);
+  NmSimChildren children;
 
-  // Register every node (not measured).
-  std::vector<SimNode> nodes(static_cast<size_t>(o.nodes));
+  // Register every node (not measured): here, or in the children, nodes [first[k], first[k+1])
+  // in child k.
+  std::vector<SimNode> nodes(processes ? 0 : static_cast<size_t>(o.nodes));
+  std::vector<int32_t> first;
   const auto start = Clock::now();
-  for (int32_t i = 0; i < o.nodes; ++i) {
+  for (int32_t i = 0; i < static_cast<int32_t>(nodes.size()); ++i) {
     SimNode& n = nodes[static_cast<size_t>(i)];
-    n.id = absl::StrFormat("sim-node-%05d:%d", i, 8041);
+    n.id = SimNodeId(i);
     v1::RegisterNodeManagerRequest req;
     req.set_node_id(n.id);
-    req.set_rack(absl::StrFormat("/rack%03d", i / 40));
+    req.set_rack(SimNodeRack(i));
     (*req.mutable_capability()->mutable_values())["memory-mb"] = o.node_capability[kMemoryMb];
     (*req.mutable_capability()->mutable_values())["vcores"] = o.node_capability[kVcores];
     v1::RegisterNodeManagerResponse resp;
@@ -187,16 +476,67 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
     // Spread the first heartbeats over one interval, as real NMs would be.
     n.next_heartbeat = start + std::chrono::milliseconds(i * o.heartbeat_interval_ms / o.nodes);
   }
+  if (processes) {
+    // The binary by its own name (for ps), not "/proc/self/exe".
+    std::error_code ec;
+    std::string binary = std::filesystem::canonical(o.nm_sim_binary, ec).string();
+    if (ec) binary = o.nm_sim_binary;
+    for (int32_t k = 0; k <= o.nm_processes; ++k)
+      first.push_back(static_cast<int32_t>(static_cast<int64_t>(k) * o.nodes / o.nm_processes));
+    for (int32_t k = 0; k < o.nm_processes; ++k) {
+      const std::vector<std::string> args = {
+          "bench",
+          "nm-sim",
+          "--rm",
+          (*server)->address(),
+          "--nodes",
+          absl::StrCat(first[k + 1] - first[k]),
+          "--first-index",
+          absl::StrCat(first[k]),
+          "--heartbeat-ms",
+          absl::StrCat(o.heartbeat_interval_ms),
+          "--seconds",
+          absl::StrCat(static_cast<double>(o.duration_ms) / 1000.0),
+          "--threads",
+          absl::StrCat(o.client_threads),
+          "--node-memory-mb",
+          absl::StrCat(o.node_capability[kMemoryMb]),
+          "--node-vcores",
+          absl::StrCat(o.node_capability[kVcores]),
+          "--tls-dir",
+          tls_dir->path(),
+          "--parent-control"};
+      if (absl::Status s = children.Spawn(binary, args); !s.ok())
+        return absl::Status(
+            s.code(), absl::StrCat("bench rm: starting ", binary, " bench nm-sim: ", s.message()));
+    }
+    // Registration includes every node's TLS handshake.
+    const auto registered_by = Clock::now() + std::chrono::minutes(5);
+    for (size_t k = 0; k < children.size(); ++k) {
+      auto line = children.ReadLine(k, registered_by);
+      if (!line.ok()) return line.status();
+      if (line->rfind("registered ", 0) != 0)
+        return absl::InternalError(
+            absl::StrCat("nm-sim process ", k, " said '", *line, "', not 'registered N'"));
+    }
+  }
+  // Where a container's node is simulated: its index here, or its child.
   std::map<std::string, size_t> node_index;
-  for (size_t i = 0; i < nodes.size(); ++i) node_index[nodes[i].id] = i;
+  for (int32_t i = 0; i < o.nodes; ++i) {
+    const size_t where = processes
+                             ? static_cast<size_t>(std::upper_bound(first.begin(), first.end(), i) -
+                                                   first.begin() - 1)
+                             : static_cast<size_t>(i);
+    node_index[SimNodeId(i)] = where;
+  }
 
   // Submit the apps.
   std::vector<SimAm> ams(static_cast<size_t>(o.apps));
   for (SimAm& am : ams) {
     grpc::ClientContext c1, c2;
     v1::NewApplicationResponse app;
-    if (!client->NewApplication(&c1, {}, &app).ok())
-      return absl::UnavailableError("NewApplication");
+    if (grpc::Status s = client->NewApplication(&c1, {}, &app); !s.ok())
+      return absl::UnavailableError(absl::StrCat("NewApplication: ", s.error_message()));
     v1::SubmitApplicationRequest sub;
     sub.mutable_context()->set_application_id(app.application_id());
     sub.mutable_context()->mutable_am_container_spec()->add_command("simulated");
@@ -212,15 +552,19 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
 
   // Drive: each thread owns a slice of nodes and AMs.
   const LoopStats loop_before = (*server)->LoopStatistics();
+  const double cpu_before = ProcessCpuSeconds();
   const auto t0 = Clock::now();
+  for (size_t k = 0; k < children.size(); ++k) children.Send(k, "start\n");
   const auto deadline = t0 + std::chrono::milliseconds(o.duration_ms);
   std::mutex merge_mu;
   std::vector<double> hb_lat, alloc_lat, am_lat;
   std::atomic<int64_t> heartbeats{0}, allocated{0}, errors{0};
-  // Containers handed out to an AM are queued to their simulated node (by index) to finish.
-  std::vector<std::mutex> node_mu(nodes.size() > 0 ? 64 : 1);
+  // Containers handed out to an AM are queued to their simulated node (by index) to finish, or
+  // sent to the child simulating it.
+  std::vector<std::mutex> node_mu(64);
   auto worker = [&](int32_t tid) {
     std::vector<double> my_hb, my_alloc, my_am;
+    std::vector<std::string> to_child(children.size());
     while (Clock::now() < deadline) {
       auto now = Clock::now();
       auto next_wake = now + std::chrono::milliseconds(20);
@@ -307,8 +651,18 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
         for (const v1::Container& c : resp.allocated_containers()) {
           auto it = node_index.find(c.node_id());
           if (it == node_index.end()) continue;
+          if (processes) {
+            absl::StrAppend(&to_child[it->second], "run ", c.node_id(), " ", c.container_id(), " ",
+                            o.container_run_ms, "\n");
+            continue;
+          }
           std::lock_guard<std::mutex> l(node_mu[it->second % node_mu.size()]);
           nodes[it->second].running.emplace_back(finish, c.container_id());
+        }
+        for (size_t k = 0; k < to_child.size(); ++k) {
+          if (to_child[k].empty()) continue;
+          children.Send(k, to_child[k]);  // a child gone is reported with its report
+          to_child[k].clear();
         }
       }
       std::this_thread::sleep_until(std::min(next_wake, deadline));
@@ -321,21 +675,45 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   std::vector<std::thread> threads;
   for (int32_t t = 0; t < o.client_threads; ++t) threads.emplace_back(worker, t);
   for (auto& t : threads) t.join();
+
+  // The children's reports: their heartbeats, over the same interval (from "start").
+  double child_heartbeats_per_s = 0;
+  int64_t completed = 0;
+  const auto reports_by = deadline + std::chrono::minutes(2);
+  for (size_t k = 0; k < children.size(); ++k) {
+    auto line = children.ReadLine(k, reports_by);
+    if (!line.ok()) return line.status();
+    auto report = NmSimReport::FromJson(*line);
+    if (!report.ok())
+      return absl::InternalError(
+          absl::StrCat("nm-sim process ", k, ": ", report.status().message()));
+    child_heartbeats_per_s += report->heartbeats_per_s;
+    errors += report->rpc_errors;
+    completed += report->containers_completed;
+    hb_lat.insert(hb_lat.end(), report->heartbeat_samples_ms.begin(),
+                  report->heartbeat_samples_ms.end());
+  }
   const double secs = MsSince(t0) / 1000.0;
+  const double cpu_s = ProcessCpuSeconds() - cpu_before;
   const LoopStats loop_after = (*server)->LoopStatistics();
   const double rss_mb = ResidentMiB();
+  if (absl::Status s = children.WaitAll(std::chrono::seconds(10)); !s.ok()) return s;
   (*server)->Shutdown();
 
   RmBenchReport r;
   r.nodes = o.nodes;
   r.apps = o.apps;
+  r.nm_processes = o.nm_processes;
+  r.tls = tls.has_value();
   r.duration_s = secs;
-  r.heartbeats_per_s = static_cast<double>(heartbeats.load()) / secs;
-  r.heartbeat = Summarize(std::move(hb_lat));
-  r.allocate = Summarize(std::move(alloc_lat));
+  r.heartbeats_per_s =
+      processes ? child_heartbeats_per_s : static_cast<double>(heartbeats.load()) / secs;
+  r.heartbeat = SummarizeLatencies(std::move(hb_lat));
+  r.allocate = SummarizeLatencies(std::move(alloc_lat));
   r.containers_allocated = allocated.load();
   r.containers_allocated_per_s = static_cast<double>(allocated.load()) / secs;
-  r.submit_to_am_running = Summarize(std::move(am_lat));
+  r.containers_completed = completed;
+  r.submit_to_am_running = SummarizeLatencies(std::move(am_lat));
   r.rpc_errors = errors.load();
   r.loop_busy_fraction =
       static_cast<double>(loop_after.busy_nanos - loop_before.busy_nanos) / (secs * 1e9);
@@ -344,6 +722,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   r.loop_us_per_allocation = loop_after.PassMicrosPerAllocation(loop_before);
   r.rm_rss_mb = rss_mb;
   r.rss_kb_per_nm = (rss_mb - rss_before_mb) * 1024 / o.nodes;
+  r.process_cpu_per_s = cpu_s / secs;
   return r;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/resource.h"
@@ -19,6 +20,16 @@ struct RmBenchOptions {
   int64_t allocate_interval_ms = 200;  // between an AM's Allocate calls
   int64_t duration_ms = 30000;         // measured time, after all nodes registered
   int32_t client_threads = 4;          // threads driving the simulated NMs and AMs
+  // 0: the simulated NMs are threads of this process, over plaintext gRPC. K > 0: they run in K
+  // child processes, `<nm_sim_binary> bench nm-sim` (rm/nm_sim.h), the nodes split between
+  // them, and the RM serves mutual TLS as in production (a throwaway CA and certificates for
+  // the RM and every node in a temporary directory, removed at the end); the AMs stay in this
+  // process, talk TLS too, and tell each child which containers run on its nodes. Then the
+  // loop accounting and memory below are the RM's (and the AMs'), not the NMs'. The children
+  // are killed and reaped whatever way this returns, and die with the thread that called
+  // RunRmBench (PR_SET_PDEATHSIG): call it from a thread that outlives the run.
+  int32_t nm_processes = 0;
+  std::string nm_sim_binary = "/proc/self/exe";  // a `weft` binary
   Resource node_capability = Resource::Of(65536, 32);
   Resource container = Resource::Of(1024, 1);
 };
@@ -28,8 +39,13 @@ struct LatencyMs {
   int64_t count = 0;
 };
 
+// Percentiles of latencies, ms (p50 and p99 the nearest-rank values below).
+LatencyMs SummarizeLatencies(std::vector<double> ms);
+
 struct RmBenchReport {
   int32_t nodes = 0, apps = 0;
+  int32_t nm_processes = 0;  // RmBenchOptions::nm_processes
+  bool tls = false;          // the RM served mutual TLS (with nm_processes > 0)
   double duration_s = 0;
   double heartbeats_per_s = 0;
   LatencyMs heartbeat;
@@ -46,16 +62,23 @@ struct RmBenchReport {
   double loop_us_per_allocate = 0;
   double loop_us_per_allocation = 0;
   // The process's resident memory at the end, MiB, and its growth from before the RM started
-  // per simulated NM, KiB. The simulated NMs and AMs run in this process: their client state
-  // (about 0.1 KiB a node) is included.
+  // per simulated NM, KiB. The simulated AMs run in this process, and so do the NMs without
+  // nm_processes: their client state (about 0.1 KiB a node in-process) is then included.
   double rm_rss_mb = 0;
   double rss_kb_per_nm = 0;
+  // CPU time this process used over the measured interval (getrusage, user + system) per
+  // second of it: the RM and the simulated AMs, plus the NMs without nm_processes.
+  double process_cpu_per_s = 0;
+  // Containers the simulated NMs reported complete (counted by the NM-sim children; only with
+  // nm_processes).
+  int64_t containers_completed = 0;
   std::string ToJson() const;
   std::string ToText() const;
 };
 
 // Starts an RmServer on 127.0.0.1:0 in this process and drives it. Fails on setup errors
-// (invalid options, a node that cannot register).
+// (invalid options, a node that cannot register, an NM-sim child that fails or reports
+// nothing).
 absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& options);
 
 }  // namespace weft::rm

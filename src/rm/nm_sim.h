@@ -1,0 +1,84 @@
+// Copyright Weft authors. `weft bench nm-sim`: simulated NodeManagers in a process of their
+// own, heartbeating a ResourceManager over gRPC (mutual TLS, each node with its own
+// certificate and connection, as real NMs). `weft bench rm --nm-processes K` runs K of them so
+// that the RM's process holds only the RM and the simulated AMs.
+//
+// Containers. Weft's NMs never hear of containers in heartbeats (AMs start them through
+// ContainerService), so a simulated NM learns of the containers placed on it from whoever runs
+// the AMs. Under `weft bench rm` that is the parent, over the child's stdin (the control
+// channel below): "run <node id> <container id> <ms>" and the node reports the container
+// COMPLETE in its first heartbeat at least <ms> after the line arrived. Run standalone
+// (`--rm HOST:PORT` from another host) there is no such channel: its nodes complete nothing,
+// and the run is heartbeat load only.
+//
+// Control channel (control_fd, one line per message, '\n'-terminated, parent -> child):
+//   start                                  begin the measured interval now
+//   run <node id> <container id> <ms>      a container placed on one of this process's nodes
+// End of file on it means the parent is gone: the run stops and fails.
+#ifndef WEFT_RM_NM_SIM_H_
+#define WEFT_RM_NM_SIM_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/resource.h"
+#include "rm/rm_bench.h"
+
+namespace weft::rm {
+
+// The id of simulated node `index`, "sim-node-%05d:8041" (also `weft bench rm`'s in-process
+// nodes), and its rack, "/rack%03d" of index / 40.
+std::string SimNodeId(int32_t index);
+std::string SimNodeRack(int32_t index);
+
+struct NmSimOptions {
+  std::string rm_address;   // host:port of the RM's port (TrackerService)
+  int32_t nodes = 1000;     // simulated NMs in this process
+  int32_t first_index = 0;  // they are SimNodeId(first_index) .. SimNodeId(first_index+nodes-1)
+  int64_t heartbeat_interval_ms = 1000;
+  int64_t duration_ms = 30000;  // measured interval, from "start" (or from registration)
+  int32_t threads = 4;          // threads sending the heartbeats (synchronous calls)
+  Resource node_capability = Resource::Of(65536, 32);
+  // A TLS directory (security/tls.h layout): ca.pem, and nm-<node id>.pem/.key for every node
+  // (`weft certs issue --role nm --name <node id>`). Each node connects with its own
+  // certificate, as the RM requires of TrackerService callers. Empty: plaintext, which only an
+  // RM without TLS (in-process tests) accepts.
+  std::string tls_dir;
+  // The control channel's read end (see above), or -1 when standalone: the measured interval
+  // then starts once every node has registered.
+  int control_fd = -1;
+  // Called once every node has registered, before the measured interval (and before "start").
+  std::function<void()> on_registered;
+};
+
+struct NmSimReport {
+  int32_t nodes = 0;
+  int32_t first_index = 0;
+  double duration_s = 0;   // the measured interval
+  int64_t heartbeats = 0;  // sent within it
+  double heartbeats_per_s = 0;
+  LatencyMs heartbeat;
+  int64_t rpc_errors = 0;            // failed heartbeats within it
+  int64_t containers_completed = 0;  // reported COMPLETE within it
+  // Every measured heartbeat's latency, ms (only kept with `samples`), so that the parent can
+  // compute percentiles over all its children.
+  std::vector<double> heartbeat_samples_ms;
+
+  // JSON; with `samples`, on one line with "heartbeat_samples_ms" (for the parent).
+  std::string ToJson(bool samples) const;
+  static absl::StatusOr<NmSimReport> FromJson(const std::string& json);
+  std::string ToText() const;
+};
+
+// Registers the nodes (in parallel over `threads`), then heartbeats every one of them every
+// interval until the measured interval ends. Errors: invalid options, unreadable TLS files
+// (naming the file), a node that cannot register (naming it), and end of file on the control
+// channel. Heartbeat failures are counted, not returned.
+absl::StatusOr<NmSimReport> RunNmSim(const NmSimOptions& options);
+
+}  // namespace weft::rm
+
+#endif  // WEFT_RM_NM_SIM_H_
