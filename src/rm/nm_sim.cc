@@ -42,6 +42,7 @@ struct Node {
   std::string id;
   std::unique_ptr<v1::TrackerService::Stub> stub;
   int32_t response_id = 0;
+  int32_t key_id = 0;  // the container key it knows, told to the RM as a real NM does
   Clock::time_point next_heartbeat;
   // Containers placed on this node (finish time, container id); filled by the control reader.
   std::mutex mu;
@@ -223,6 +224,7 @@ absl::StatusOr<NmSimReport> RunNmSim(const NmSimOptions& o) {
                                                     o.rm_address, ": ", s.error_message()));
             return;
           }
+          nodes[i].key_id = resp.container_key().key_id();
         }
       });
     }
@@ -270,6 +272,7 @@ absl::StatusOr<NmSimReport> RunNmSim(const NmSimOptions& o) {
         v1::NodeHeartbeatRequest req;
         req.set_node_id(n.id);
         req.set_response_id(n.response_id);
+        req.set_last_known_container_key_id(n.key_id);
         req.mutable_health()->set_healthy(true);
         {
           std::lock_guard<std::mutex> l(n.mu);
@@ -290,6 +293,7 @@ absl::StatusOr<NmSimReport> RunNmSim(const NmSimOptions& o) {
         grpc::Status s = n.stub->NodeHeartbeat(&ctx, req, &resp);
         const double ms = MsSince(c0);
         if (s.ok()) n.response_id = resp.response_id();
+        if (s.ok() && resp.has_container_key()) n.key_id = resp.container_key().key_id();
         n.next_heartbeat += std::chrono::milliseconds(o.heartbeat_interval_ms);
         if (!start.started() || c0 < start.get() || c0 >= start.get() + duration) continue;
         mine.push_back(ms);

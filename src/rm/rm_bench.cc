@@ -91,6 +91,7 @@ namespace {
 struct SimNode {
   std::string id;
   int32_t response_id = 0;
+  int32_t key_id = 0;  // the container key it knows, told to the RM as a real NM does
   Clock::time_point next_heartbeat;
   std::vector<std::pair<Clock::time_point, std::string>> running;  // finish time, container
 };
@@ -473,6 +474,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
     grpc::Status s = tracker->RegisterNodeManager(&ctx, req, &resp);
     if (!s.ok())
       return absl::UnavailableError(absl::StrCat("registering ", n.id, ": ", s.error_message()));
+    n.key_id = resp.container_key().key_id();
     // Spread the first heartbeats over one interval, as real NMs would be.
     n.next_heartbeat = start + std::chrono::milliseconds(i * o.heartbeat_interval_ms / o.nodes);
   }
@@ -578,6 +580,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
         v1::NodeHeartbeatRequest req;
         req.set_node_id(n.id);
         req.set_response_id(n.response_id);
+        req.set_last_known_container_key_id(n.key_id);
         req.mutable_health()->set_healthy(true);
         {
           std::lock_guard<std::mutex> l(node_mu[i % node_mu.size()]);
@@ -601,6 +604,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
         if (!s.ok()) ++errors;
         ++heartbeats;
         n.response_id = resp.response_id();
+        if (resp.has_container_key()) n.key_id = resp.container_key().key_id();
         n.next_heartbeat += std::chrono::milliseconds(o.heartbeat_interval_ms);
       }
       for (size_t i = static_cast<size_t>(tid); i < ams.size();
