@@ -446,6 +446,10 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
                   "this process, plaintext), so that this process's CPU and memory are the RM's "
                   "and the AMs'")
       ->capture_default_str();
+  cmd->add_option("--call-finishers", f->o.call_finishers,
+                  "threads that finish the calls the RM loop answered (-1 = a quarter of the "
+                  "cores, 0 = the loop itself)")
+      ->capture_default_str();
   cmd->add_flag("--json", f->json, "print JSON");
   cmd->callback([f, exit_code] {
     rm::RmBenchOptions o = f->o;

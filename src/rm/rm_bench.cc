@@ -443,6 +443,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   so.auth.mode = UserAuthentication::kDeclared;  // the bench's clients are this process
   so.rm.heartbeat_interval_ms = o.heartbeat_interval_ms;
   so.rm.pass_interval_ms = 50;
+  so.call_finishers = o.call_finishers;
   so.rm.nm_expiry_ms = std::max<int64_t>(60000, 30 * o.heartbeat_interval_ms);
   so.launcher.reset(launcher);
   so.tls = tls;
@@ -460,7 +461,6 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   // in child k.
   std::vector<SimNode> nodes(processes ? 0 : static_cast<size_t>(o.nodes));
   std::vector<int32_t> first;
-  const auto start = Clock::now();
   for (int32_t i = 0; i < static_cast<int32_t>(nodes.size()); ++i) {
     SimNode& n = nodes[static_cast<size_t>(i)];
     n.id = SimNodeId(i);
@@ -475,8 +475,15 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
     if (!s.ok())
       return absl::UnavailableError(absl::StrCat("registering ", n.id, ": ", s.error_message()));
     n.key_id = resp.container_key().key_id();
-    // Spread the first heartbeats over one interval, as real NMs would be.
-    n.next_heartbeat = start + std::chrono::milliseconds(i * o.heartbeat_interval_ms / o.nodes);
+  }
+  // Spread the first heartbeats over one interval from now, as real NMs would be (counted from
+  // before the registrations, a large cluster's would all be overdue at once: a backlog the
+  // client threads would drain before serving the AMs).
+  const auto registered = Clock::now();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    nodes[i].next_heartbeat =
+        registered + std::chrono::milliseconds(static_cast<int64_t>(i) * o.heartbeat_interval_ms /
+                                               o.nodes);
   }
   if (processes) {
     // The binary by its own name (for ps), not "/proc/self/exe".

@@ -29,6 +29,7 @@ struct RmBenchOptions {
   // are killed and reaped whatever way this returns, and die with the thread that called
   // RunRmBench (PR_SET_PDEATHSIG): call it from a thread that outlives the run.
   int32_t nm_processes = 0;
+  int call_finishers = -1;  // RmServerOptions::call_finishers of the RM under test
   std::string nm_sim_binary = "/proc/self/exe";  // a `weft` binary
   Resource node_capability = Resource::Of(65536, 32);
   Resource container = Resource::Of(1024, 1);

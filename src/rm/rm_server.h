@@ -34,6 +34,9 @@ namespace weft::rm {
 
 struct RmServerOptions {
   RmOptions rm;
+  // Threads that finish the calls the RM loop answered (the reply's encoding and socket write);
+  // -1 = a quarter of the cores (1..4), 0 = the loop finishes them itself.
+  int call_finishers = -1;
   std::string bind_host = "127.0.0.1";  // any other address is an explicit choice
   int port = 0;                         // ClientService, AmService, TrackerService, AdminService
   std::string state_store_path;         // SQLite file; "" = in memory (state lost on exit)
@@ -168,6 +171,16 @@ class RmServer {
   std::shared_ptr<FederationDirectory> directory_;
   // Also where a sub-cluster RM reads and writes the federation store for its fencing
   // (federation_fencing.h). Empty without a directory or a sub-cluster's federation store.
+  // Threads that finish calls the loop answered (RecordRpc, then the reactor's Finish: the
+  // reply's encoding and socket write), so that the loop does not; round robin.
+  std::vector<std::unique_ptr<ThreadEventLoop>> finishers_;
+  std::atomic<uint64_t> next_finisher_{0};
+  // The next finisher; null when there are none (call_finishers = 0: the loop finishes).
+  ThreadEventLoop* NextFinisher() {
+    if (finishers_.empty()) return nullptr;
+    return finishers_[next_finisher_.fetch_add(1, std::memory_order_relaxed) % finishers_.size()]
+        .get();
+  }
   std::vector<std::unique_ptr<ThreadEventLoop>> claim_checkers_;
   std::atomic<uint64_t> next_checker_{0};
   ThreadEventLoop& NextClaimChecker() {
