@@ -110,8 +110,8 @@ void ThreadEventLoop::Run() {
   std::deque<Task> batch;
   mu_.Lock();
   while (true) {
-    // Everything posted so far runs as one batch, in order, before the next due timer (the
-    // order PopRunnable gives): one lock round trip for a burst of RPCs, not one each.
+    // Everything posted so far runs as one batch, in order: one lock round trip for a burst of
+    // RPCs, not one each.
     if (queue_.TakePosted(&batch)) {
       mu_.Unlock();
       const Steady::time_point started = Steady::now();
@@ -122,19 +122,33 @@ void ThreadEventLoop::Run() {
       }  // each task's captures are destroyed outside the lock too
       account(started);
       mu_.Lock();
-      continue;
+      // Then a due timer, before the tasks posted meanwhile (which wait for the next batch): a
+      // steady stream of posted tasks (RPCs under load) cannot starve timers such as the
+      // scheduling pass. Set aside here, the posted tasks keep their order.
+      queue_.TakePosted(&batch);
     }
     Task task;
     const int64_t now = NowMs();
-    if (queue_.PopRunnable(now, &task)) {
+    bool ran_timer = false;
+    // One due timer between batches: timers and posted tasks take turns, so neither a flood of
+    // RPCs nor a timer that keeps re-arming itself at 0 ms starves the other.
+    if (queue_.PopRunnable(now, &task)) {  // nothing posted is queued here: a timer
       mu_.Unlock();
       const Steady::time_point started = Steady::now();
       std::move(task)();
       task = nullptr;  // destroy captures outside the lock too
       account(started);
       mu_.Lock();
+      ran_timer = true;
+    }
+    if (!batch.empty()) {
+      // Put the set-aside tasks back in front of any posted since, and run them next.
+      queue_.TakePosted(&batch);
+      for (Task& t : batch) queue_.Post(std::move(t));
+      batch.clear();
       continue;
     }
+    if (ran_timer) continue;
     if (stopping_) break;
     const int64_t next = queue_.NextDeadline();
     const int64_t wait_ms = next == INT64_MAX ? 1000 : std::max<int64_t>(0, next - now);
