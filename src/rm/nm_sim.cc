@@ -38,15 +38,10 @@ double MsSince(Clock::time_point t0) {
 constexpr int64_t kRegisterTimeoutMs = 60000;
 constexpr int64_t kHeartbeatTimeoutMs = 30000;
 
-struct Node {
-  std::string id;
+struct Node : SimNmProtocol {
   std::unique_ptr<v1::TrackerService::Stub> stub;
-  int32_t response_id = 0;
-  int32_t key_id = 0;  // the container key it knows, told to the RM as a real NM does
   Clock::time_point next_heartbeat;
-  // Containers placed on this node (finish time, container id); filled by the control reader.
-  std::mutex mu;
-  std::vector<std::pair<Clock::time_point, std::string>> running;
+  std::mutex mu;  // guards `running`, which the control reader fills
 };
 
 // The measured interval's start, ns on Clock since its epoch; 0 until "start".
@@ -105,6 +100,43 @@ void ReadControl(int fd, std::map<std::string, Node*> by_id, StartTime* start,
 
 std::string SimNodeId(int32_t index) { return absl::StrFormat("sim-node-%05d:%d", index, 8041); }
 std::string SimNodeRack(int32_t index) { return absl::StrFormat("/rack%03d", index / 40); }
+
+v1::RegisterNodeManagerRequest SimNmProtocol::Register(int32_t index, const Resource& capability) {
+  id = SimNodeId(index);
+  v1::RegisterNodeManagerRequest req;
+  req.set_node_id(id);
+  req.set_rack(SimNodeRack(index));
+  auto& values = *req.mutable_capability()->mutable_values();
+  values["memory-mb"] = capability[kMemoryMb];
+  values["vcores"] = capability[kVcores];
+  return req;
+}
+
+void SimNmProtocol::Registered(const v1::RegisterNodeManagerResponse& reply) {
+  key_id = reply.container_key().key_id();
+}
+
+v1::NodeHeartbeatRequest SimNmProtocol::Heartbeat(std::chrono::steady_clock::time_point now) {
+  v1::NodeHeartbeatRequest req;
+  req.set_node_id(id);
+  req.set_response_id(response_id);
+  req.set_last_known_container_key_id(key_id);
+  req.mutable_health()->set_healthy(true);
+  auto done = std::stable_partition(running.begin(), running.end(),
+                                    [now](const auto& c) { return c.first > now; });
+  for (auto it = done; it != running.end(); ++it) {
+    v1::ContainerStatus* st = req.add_container_statuses();
+    st->set_container_id(it->second);
+    st->set_state(v1::CONTAINER_COMPLETE);
+  }
+  running.erase(done, running.end());
+  return req;
+}
+
+void SimNmProtocol::Heard(const v1::NodeHeartbeatResponse& reply) {
+  response_id = reply.response_id();
+  if (reply.has_container_key()) key_id = reply.container_key().key_id();
+}
 
 std::string NmSimReport::ToJson(bool samples) const {
   nlohmann::json j{{"nodes", nodes},
@@ -206,12 +238,8 @@ absl::StatusOr<NmSimReport> RunNmSim(const NmSimOptions& o) {
             std::lock_guard<std::mutex> l(error_mu);
             if (!register_error.ok()) return;
           }
-          v1::RegisterNodeManagerRequest req;
-          req.set_node_id(nodes[i].id);
-          req.set_rack(SimNodeRack(o.first_index + static_cast<int32_t>(i)));
-          auto& cap = *req.mutable_capability()->mutable_values();
-          cap["memory-mb"] = o.node_capability[kMemoryMb];
-          cap["vcores"] = o.node_capability[kVcores];
+          v1::RegisterNodeManagerRequest req =
+              nodes[i].Register(o.first_index + static_cast<int32_t>(i), o.node_capability);
           v1::RegisterNodeManagerResponse resp;
           grpc::ClientContext ctx;
           ctx.set_deadline(std::chrono::system_clock::now() +
@@ -224,7 +252,7 @@ absl::StatusOr<NmSimReport> RunNmSim(const NmSimOptions& o) {
                                                     o.rm_address, ": ", s.error_message()));
             return;
           }
-          nodes[i].key_id = resp.container_key().key_id();
+          nodes[i].Registered(resp);
         }
       });
     }
@@ -270,20 +298,9 @@ absl::StatusOr<NmSimReport> RunNmSim(const NmSimOptions& o) {
           continue;
         }
         v1::NodeHeartbeatRequest req;
-        req.set_node_id(n.id);
-        req.set_response_id(n.response_id);
-        req.set_last_known_container_key_id(n.key_id);
-        req.mutable_health()->set_healthy(true);
         {
           std::lock_guard<std::mutex> l(n.mu);
-          auto done = std::partition(n.running.begin(), n.running.end(),
-                                     [now](const auto& c) { return c.first > now; });
-          for (auto it = done; it != n.running.end(); ++it) {
-            v1::ContainerStatus* st = req.add_container_statuses();
-            st->set_container_id(it->second);
-            st->set_state(v1::CONTAINER_COMPLETE);
-          }
-          n.running.erase(done, n.running.end());
+          req = n.Heartbeat(now);
         }
         v1::NodeHeartbeatResponse resp;
         grpc::ClientContext ctx;
@@ -292,8 +309,7 @@ absl::StatusOr<NmSimReport> RunNmSim(const NmSimOptions& o) {
         const auto c0 = Clock::now();
         grpc::Status s = n.stub->NodeHeartbeat(&ctx, req, &resp);
         const double ms = MsSince(c0);
-        if (s.ok()) n.response_id = resp.response_id();
-        if (s.ok() && resp.has_container_key()) n.key_id = resp.container_key().key_id();
+        if (s.ok()) n.Heard(resp);
         n.next_heartbeat += std::chrono::milliseconds(o.heartbeat_interval_ms);
         if (!start.started() || c0 < start.get() || c0 >= start.get() + duration) continue;
         mine.push_back(ms);

@@ -18,14 +18,17 @@
 #ifndef WEFT_RM_NM_SIM_H_
 #define WEFT_RM_NM_SIM_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/resource.h"
 #include "rm/rm_bench.h"
+#include "weft/v1/tracker.pb.h"
 
 namespace weft::rm {
 
@@ -33,6 +36,27 @@ namespace weft::rm {
 // nodes), and its rack, "/rack%03d" of index / 40.
 std::string SimNodeId(int32_t index);
 std::string SimNodeRack(int32_t index);
+
+// One simulated NM's side of the tracker protocol, as a real NM speaks it; shared by
+// `weft bench rm`'s in-process nodes and nm-sim's. Thread-compatible: callers guard `running`
+// (the parent or the control reader adds to it while a heartbeat takes from it).
+struct SimNmProtocol {
+  std::string id;
+  int32_t response_id = 0;
+  int32_t key_id = 0;  // the container key it knows, told to the RM as a real NM does
+  // Containers placed on it: (finish time on the steady clock, container id).
+  std::vector<std::pair<std::chrono::steady_clock::time_point, std::string>> running;
+
+  // Makes this simulated node `index` (SimNodeId) and returns its registration, offering
+  // `capability`'s memory and vcores.
+  v1::RegisterNodeManagerRequest Register(int32_t index, const Resource& capability);
+  void Registered(const v1::RegisterNodeManagerResponse& reply);
+  // The heartbeat to send at `now`: healthy, and every container of `running` due by then as
+  // COMPLETE (taken out of `running`, in the order they were added).
+  v1::NodeHeartbeatRequest Heartbeat(std::chrono::steady_clock::time_point now);
+  // Keeps what a heartbeat reply tells the NM: the response id, and the keys when sent.
+  void Heard(const v1::NodeHeartbeatResponse& reply);
+};
 
 struct NmSimOptions {
   std::string rm_address;   // host:port of the RM's port (TrackerService)

@@ -88,12 +88,8 @@ LatencyMs SummarizeLatencies(std::vector<double> v) {
 namespace {
 
 // Simulated nodes: containers run on them for a while, then their heartbeats report them done.
-struct SimNode {
-  std::string id;
-  int32_t response_id = 0;
-  int32_t key_id = 0;  // the container key it knows, told to the RM as a real NM does
+struct SimNode : SimNmProtocol {
   Clock::time_point next_heartbeat;
-  std::vector<std::pair<Clock::time_point, std::string>> running;  // finish time, container
 };
 
 // AM launches: recorded for the simulated AMs to pick up (no ContainerService involved).
@@ -463,18 +459,13 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   std::vector<int32_t> first;
   for (int32_t i = 0; i < static_cast<int32_t>(nodes.size()); ++i) {
     SimNode& n = nodes[static_cast<size_t>(i)];
-    n.id = SimNodeId(i);
-    v1::RegisterNodeManagerRequest req;
-    req.set_node_id(n.id);
-    req.set_rack(SimNodeRack(i));
-    (*req.mutable_capability()->mutable_values())["memory-mb"] = o.node_capability[kMemoryMb];
-    (*req.mutable_capability()->mutable_values())["vcores"] = o.node_capability[kVcores];
+    v1::RegisterNodeManagerRequest req = n.Register(i, o.node_capability);
     v1::RegisterNodeManagerResponse resp;
     grpc::ClientContext ctx;
     grpc::Status s = tracker->RegisterNodeManager(&ctx, req, &resp);
     if (!s.ok())
       return absl::UnavailableError(absl::StrCat("registering ", n.id, ": ", s.error_message()));
-    n.key_id = resp.container_key().key_id();
+    n.Registered(resp);
   }
   // Spread the first heartbeats over one interval from now, as real NMs would be (counted from
   // before the registrations, a large cluster's would all be overdue at once: a backlog the
@@ -585,23 +576,9 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
           continue;
         }
         v1::NodeHeartbeatRequest req;
-        req.set_node_id(n.id);
-        req.set_response_id(n.response_id);
-        req.set_last_known_container_key_id(n.key_id);
-        req.mutable_health()->set_healthy(true);
         {
           std::lock_guard<std::mutex> l(node_mu[i % node_mu.size()]);
-          auto& running = n.running;
-          for (auto it = running.begin(); it != running.end();) {
-            if (it->first <= now) {
-              v1::ContainerStatus* st = req.add_container_statuses();
-              st->set_container_id(it->second);
-              st->set_state(v1::CONTAINER_COMPLETE);
-              it = running.erase(it);
-            } else {
-              ++it;
-            }
-          }
+          req = n.Heartbeat(now);
         }
         v1::NodeHeartbeatResponse resp;
         grpc::ClientContext ctx;
@@ -610,8 +587,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
         my_hb.push_back(MsSince(c0));
         if (!s.ok()) ++errors;
         ++heartbeats;
-        n.response_id = resp.response_id();
-        if (resp.has_container_key()) n.key_id = resp.container_key().key_id();
+        n.Heard(resp);  // an empty reply after an error, as before
         n.next_heartbeat += std::chrono::milliseconds(o.heartbeat_interval_ms);
       }
       for (size_t i = static_cast<size_t>(tid); i < ams.size();
