@@ -65,15 +65,13 @@ function(weft_define_pch)
   endif()
   set(stub ${PROJECT_BINARY_DIR}/weft_pch_stub.cc)
   file(WRITE ${stub} "// The translation unit that builds Weft's precompiled headers.\n")
+  set(libraries absl::status absl::statusor absl::strings absl::str_format
+    absl::synchronization absl::time absl::flat_hash_map protobuf::libprotobuf gRPC::grpc++)
   add_library(weft_pch OBJECT ${stub})
-  target_link_libraries(weft_pch PRIVATE absl::status absl::statusor absl::strings
-    absl::str_format absl::synchronization absl::time absl::flat_hash_map
-    protobuf::libprotobuf gRPC::grpc++)
+  target_link_libraries(weft_pch PRIVATE ${libraries})
   target_precompile_headers(weft_pch PRIVATE ${WEFT_PCH_HEADERS})
   add_library(weft_pch_test OBJECT ${stub})
-  target_link_libraries(weft_pch_test PRIVATE absl::status absl::statusor absl::strings
-    absl::str_format absl::synchronization absl::time absl::flat_hash_map
-    protobuf::libprotobuf gRPC::grpc++ GTest::gtest GTest::gmock)
+  target_link_libraries(weft_pch_test PRIVATE ${libraries} GTest::gtest GTest::gmock)
   target_precompile_headers(weft_pch_test PRIVATE ${WEFT_PCH_HEADERS}
     <gmock/gmock.h> <gtest/gtest.h>)
 endfunction()

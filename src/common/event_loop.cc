@@ -107,12 +107,13 @@ void ThreadEventLoop::Run() {
         std::chrono::duration_cast<std::chrono::nanoseconds>(Steady::now() - started).count(),
         std::memory_order_relaxed);
   };
-  std::deque<Task> batch;
+  std::deque<Task> batch;  // posted tasks taken out of the queue, in the order posted
   mu_.Lock();
   while (true) {
-    // Everything posted so far runs as one batch, in order: one lock round trip for a burst of
-    // RPCs, not one each.
-    if (queue_.TakePosted(&batch)) {
+    // Everything posted so far (after any tasks set aside below) runs as one batch, in order:
+    // one lock round trip for a burst of RPCs, not one each.
+    queue_.TakePosted(&batch);
+    if (!batch.empty()) {
       mu_.Unlock();
       const Steady::time_point started = Steady::now();
       while (!batch.empty()) {
@@ -122,16 +123,14 @@ void ThreadEventLoop::Run() {
       }  // each task's captures are destroyed outside the lock too
       account(started);
       mu_.Lock();
-      // Then a due timer, before the tasks posted meanwhile (which wait for the next batch): a
-      // steady stream of posted tasks (RPCs under load) cannot starve timers such as the
-      // scheduling pass. Set aside here, the posted tasks keep their order.
-      queue_.TakePosted(&batch);
     }
+    // Then one due timer, before the tasks posted meanwhile, which are set aside (in order)
+    // for the next batch: timers and posted tasks take turns, so neither a steady stream of
+    // RPCs nor a timer that keeps re-arming itself at 0 ms starves the other.
+    queue_.TakePosted(&batch);
     Task task;
     const int64_t now = NowMs();
     bool ran_timer = false;
-    // One due timer between batches: timers and posted tasks take turns, so neither a flood of
-    // RPCs nor a timer that keeps re-arming itself at 0 ms starves the other.
     if (queue_.PopRunnable(now, &task)) {  // nothing posted is queued here: a timer
       mu_.Unlock();
       const Steady::time_point started = Steady::now();
@@ -141,14 +140,7 @@ void ThreadEventLoop::Run() {
       mu_.Lock();
       ran_timer = true;
     }
-    if (!batch.empty()) {
-      // Put the set-aside tasks back in front of any posted since, and run them next.
-      queue_.TakePosted(&batch);
-      for (Task& t : batch) queue_.Post(std::move(t));
-      batch.clear();
-      continue;
-    }
-    if (ran_timer) continue;
+    if (ran_timer || !batch.empty()) continue;
     if (stopping_) break;
     const int64_t next = queue_.NextDeadline();
     const int64_t wait_ms = next == INT64_MAX ? 1000 : std::max<int64_t>(0, next - now);
