@@ -385,5 +385,32 @@ TEST(RmServerAuthTest, CallersAreAuthenticatedByMungeOrTheAdminSecret) {
   EXPECT_THAT(text, HasSubstr("weft_rm_scheduler_passes_total"));
 }
 
+// The finisher threads' count: refused outside -1 (auto) .. 64, naming the bound; 0 (the loop
+// finishes its calls itself) serves calls as the default does.
+TEST(RmServerFinishersTest, CountIsCheckedAndZeroStillServes) {
+  for (int bad : {-2, 65}) {
+    RmServerOptions o;
+    o.auth.mode = UserAuthentication::kDeclared;
+    o.call_finishers = bad;
+    auto s = RmServer::Start(std::move(o));
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.status().message(), HasSubstr("must be -1 (auto), 0 (the loop) .. 64"));
+  }
+  RmServerOptions o;
+  o.auth.mode = UserAuthentication::kDeclared;
+  o.call_finishers = 0;
+  auto s = RmServer::Start(std::move(o));
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto client = v1::ClientService::NewStub(
+      grpc::CreateChannel((*s)->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("weft-user", "alice");
+  v1::NewApplicationResponse app;
+  grpc::Status st = client->NewApplication(&ctx, {}, &app);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_FALSE(app.application_id().empty());
+}
+
 }  // namespace
 }  // namespace weft::rm
