@@ -437,8 +437,10 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--seconds", f->seconds, "measured duration")
       ->capture_default_str()
       ->check(FiniteNumberValidator("seconds", 0, kMaxFlagSeconds));
-  cmd->add_option("--threads", f->o.client_threads,
-                  "client threads (and heartbeating threads in each NM process)")
+  cmd->add_option(
+         "--threads", f->o.client_threads,
+         "threads driving the simulated AMs (and registering the nodes in each NM process; "
+         "the nodes heartbeat on their own schedule, asynchronously)")
       ->capture_default_str();
   cmd->add_option("--nm-processes", f->o.nm_processes,
                   "run the simulated NMs in this many `weft bench nm-sim` child processes, the "
@@ -484,7 +486,10 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   sim->add_option("--seconds", n->seconds, "measured duration, from when all have registered")
       ->capture_default_str()
       ->check(FiniteNumberValidator("seconds", 0, kMaxFlagSeconds));
-  sim->add_option("--threads", n->o.threads, "heartbeating threads")->capture_default_str();
+  sim->add_option("--threads", n->o.threads,
+                  "threads registering the nodes (heartbeats are asynchronous, each node on its "
+                  "own schedule)")
+      ->capture_default_str();
   sim->add_option("--node-memory-mb", n->memory_mb, "each node's memory")->capture_default_str();
   sim->add_option("--node-vcores", n->vcores, "each node's vcores")->capture_default_str();
   sim->add_option("--tls-dir", n->o.tls_dir,

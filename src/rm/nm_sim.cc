@@ -29,27 +29,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double MsSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-// Deadline of one RegisterNodeManager (it includes the connection's TLS handshake) and of one
-// heartbeat, ms.
+// Deadline of one RegisterNodeManager (it includes the connection's TLS handshake), ms.
 constexpr int64_t kRegisterTimeoutMs = 60000;
-constexpr int64_t kHeartbeatTimeoutMs = 30000;
-
-struct Node : SimNmProtocol {
-  std::unique_ptr<v1::TrackerService::Stub> stub;
-  Clock::time_point next_heartbeat;
-  std::mutex mu;  // guards `running`, which the control reader fills
-};
 
 // The measured interval's start, ns on Clock since its epoch; 0 until "start".
 class StartTime {
  public:
-  void Set(Clock::time_point t) {
+  // True when this set it (the first call).
+  bool Set(Clock::time_point t) {
     int64_t zero = 0;
-    ns_.compare_exchange_strong(zero, t.time_since_epoch().count());
+    return ns_.compare_exchange_strong(zero, t.time_since_epoch().count());
   }
   bool started() const { return ns_.load() != 0; }
   Clock::time_point get() const { return Clock::time_point(Clock::duration(ns_.load())); }
@@ -61,7 +50,8 @@ class StartTime {
 // Reads the control channel until `stop` (polling it every 100 ms): "start" sets `start`,
 // "run" queues a container on its node, end of file or a read error sets `parent_gone`.
 // Malformed lines are ignored (the parent is this binary).
-void ReadControl(int fd, std::map<std::string, Node*> by_id, StartTime* start,
+void ReadControl(int fd, std::map<std::string, SimNmNode*> by_id, StartTime* start,
+                 const std::function<void(Clock::time_point)>& started,
                  std::atomic<bool>* parent_gone, const std::atomic<bool>* stop) {
   std::string buffer;
   char chunk[4096];
@@ -83,7 +73,8 @@ void ReadControl(int fd, std::map<std::string, Node*> by_id, StartTime* start,
       buffer.erase(0, eol + 1);
       std::vector<std::string> w = absl::StrSplit(line, ' ', absl::SkipEmpty());
       if (w.size() == 1 && w[0] == "start") {
-        start->Set(Clock::now());
+        const auto now = Clock::now();
+        if (start->Set(now)) started(now);
         continue;
       }
       int64_t ms = 0;
@@ -136,6 +127,108 @@ v1::NodeHeartbeatRequest SimNmProtocol::Heartbeat(std::chrono::steady_clock::tim
 void SimNmProtocol::Heard(const v1::NodeHeartbeatResponse& reply) {
   response_id = reply.response_id();
   if (reply.has_container_key()) key_id = reply.container_key().key_id();
+}
+
+// One heartbeat in flight: what gRPC's callback API needs alive until it calls back.
+struct SimNmHeartbeats::Call {
+  size_t index;
+  Clock::time_point due;  // when it was to be sent
+  grpc::ClientContext ctx;
+  v1::NodeHeartbeatRequest req;
+  v1::NodeHeartbeatResponse resp;
+};
+
+SimNmHeartbeats::SimNmHeartbeats(std::vector<SimNmNode>* nodes, std::chrono::milliseconds interval)
+    : nodes_(*nodes), interval_(interval) {
+  const auto now = Clock::now();
+  const auto n = static_cast<int64_t>(nodes_.size());
+  for (int64_t i = 0; i < n; ++i) due_.emplace(now + interval_ * i / n, static_cast<size_t>(i));
+  sender_ = std::thread([this] { Run(); });
+}
+
+SimNmHeartbeats::~SimNmHeartbeats() { Stop(); }
+
+void SimNmHeartbeats::Measure(Clock::time_point from, Clock::duration length) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (measuring_) return;
+  measuring_ = true;
+  from_ = from;
+  to_ = from + length;
+}
+
+SimNmTally SimNmHeartbeats::Stop() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (sender_.joinable()) sender_.join();
+  std::unique_lock<std::mutex> l(mu_);
+  idle_.wait(l, [this] { return in_flight_ == 0; });  // each call ends by its deadline
+  return std::exchange(tally_, {});
+}
+
+// The sender: sends every node whose time has come, then sleeps until the next one's time (or
+// until a reply makes a node due earlier).
+void SimNmHeartbeats::Run() {
+  std::unique_lock<std::mutex> l(mu_);
+  while (!stopping_) {
+    const auto now = Clock::now();
+    std::vector<Due> ready;
+    while (!due_.empty() && due_.top().first <= now) {
+      ready.push_back(due_.top());
+      due_.pop();
+    }
+    if (!ready.empty()) {
+      in_flight_ += static_cast<int64_t>(ready.size());
+      l.unlock();
+      for (const Due& d : ready) Send(d.second, d.first);
+      l.lock();
+      continue;
+    }
+    sleeping_until_ = due_.empty() ? now + interval_ : due_.top().first;
+    wake_.wait_until(l, sleeping_until_);
+    sleeping_until_ = Clock::time_point::max();
+  }
+}
+
+void SimNmHeartbeats::Send(size_t index, Clock::time_point due) {
+  SimNmNode& n = nodes_[index];
+  auto* call = new Call{index, due, {}, {}, {}};
+  const auto sent = Clock::now();
+  {
+    std::lock_guard<std::mutex> l(n.mu);
+    call->req = n.Heartbeat(sent);
+  }
+  call->ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+  n.stub->async()->NodeHeartbeat(&call->ctx, &call->req, &call->resp,
+                                 [this, call, sent](grpc::Status s) { Done(call, s.ok(), sent); });
+}
+
+// On a gRPC thread, when a heartbeat's reply (or error) arrives: the node hears it, the call is
+// measured when sent within the interval, and the node is due again one interval after its last
+// time, or now when that has passed.
+void SimNmHeartbeats::Done(Call* call, bool ok, Clock::time_point sent) {
+  std::unique_ptr<Call> owned(call);
+  const auto now = Clock::now();
+  if (ok) nodes_[call->index].Heard(call->resp);
+  const auto next = std::max(call->due + interval_, now);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (measuring_ && sent >= from_ && sent < to_) {
+      ++tally_.heartbeats;
+      if (ok) {
+        tally_.completed += call->req.container_statuses_size();
+      } else {
+        ++tally_.errors;
+      }
+      tally_.latencies_ms.push_back(std::chrono::duration<double, std::milli>(now - sent).count());
+    }
+    due_.emplace(next, call->index);
+    // Notified under the lock: once in_flight_ is 0, Stop may return and this object go.
+    if (next < sleeping_until_) wake_.notify_one();
+    if (--in_flight_ == 0) idle_.notify_all();
+  }
 }
 
 std::string NmSimReport::ToJson(bool samples) const {
@@ -203,12 +296,13 @@ absl::StatusOr<NmSimReport> RunNmSim(const NmSimOptions& o) {
     return absl::InvalidArgumentError("nm-sim: node indexes go up to 99999");
 
   // Channels: one per node under TLS (each presents its own certificate), else one shared.
-  std::vector<Node> nodes(static_cast<size_t>(o.nodes));
+  std::vector<SimNmNode> nodes(static_cast<size_t>(o.nodes));
+  std::vector<std::unique_ptr<v1::TrackerService::Stub>> stubs;
   std::shared_ptr<grpc::Channel> shared;
   if (o.tls_dir.empty())
     shared = grpc::CreateChannel(o.rm_address, grpc::InsecureChannelCredentials());
   for (int32_t i = 0; i < o.nodes; ++i) {
-    Node& n = nodes[static_cast<size_t>(i)];
+    SimNmNode& n = nodes[static_cast<size_t>(i)];
     n.id = SimNodeId(o.first_index + i);
     std::shared_ptr<grpc::Channel> channel = shared;
     if (!shared) {
@@ -222,7 +316,8 @@ absl::StatusOr<NmSimReport> RunNmSim(const NmSimOptions& o) {
       channel =
           grpc::CreateCustomChannel(o.rm_address, security::TlsChannelCredentials(*files), args);
     }
-    n.stub = v1::TrackerService::NewStub(channel);
+    stubs.push_back(v1::TrackerService::NewStub(channel));
+    n.stub = stubs.back().get();
   }
 
   // Register, `threads` at a time (each registration opens its node's connection).
@@ -263,71 +358,26 @@ absl::StatusOr<NmSimReport> RunNmSim(const NmSimOptions& o) {
 
   // Heartbeat from now on (spread over one interval, as real NMs would be); measure from
   // "start", or from now when standalone.
+  const auto duration = std::chrono::milliseconds(o.duration_ms);
+  SimNmHeartbeats heartbeats(&nodes, std::chrono::milliseconds(o.heartbeat_interval_ms));
   StartTime start;
   std::atomic<bool> parent_gone{false}, stop_reader{false};
   std::thread reader;
-  const auto registered = Clock::now();
-  for (size_t i = 0; i < nodes.size(); ++i)
-    nodes[i].next_heartbeat =
-        registered +
-        std::chrono::milliseconds(static_cast<int64_t>(i) * o.heartbeat_interval_ms / o.nodes);
+  auto started = [&](Clock::time_point t) { heartbeats.Measure(t, duration); };
   if (o.control_fd >= 0) {
-    std::map<std::string, Node*> by_id;
-    for (Node& n : nodes) by_id[n.id] = &n;
-    reader = std::thread(ReadControl, o.control_fd, std::move(by_id), &start, &parent_gone,
+    std::map<std::string, SimNmNode*> by_id;
+    for (SimNmNode& n : nodes) by_id[n.id] = &n;
+    reader = std::thread(ReadControl, o.control_fd, std::move(by_id), &start, started, &parent_gone,
                          &stop_reader);
   } else {
-    start.Set(registered);
+    const auto now = Clock::now();
+    start.Set(now);
+    started(now);
   }
-  const auto duration = std::chrono::milliseconds(o.duration_ms);
-  std::mutex merge_mu;
-  std::vector<double> samples;
-  std::atomic<int64_t> heartbeats{0}, errors{0}, completed{0};
-  auto worker = [&](int32_t tid) {
-    std::vector<double> mine;
-    while (!parent_gone.load()) {
-      const auto now = Clock::now();
-      const auto deadline = start.started() ? start.get() + duration : Clock::time_point::max();
-      if (now >= deadline) break;
-      auto next_wake = now + std::chrono::milliseconds(20);
-      for (size_t i = static_cast<size_t>(tid); i < nodes.size();
-           i += static_cast<size_t>(o.threads)) {
-        Node& n = nodes[i];
-        if (n.next_heartbeat > now) {
-          next_wake = std::min(next_wake, n.next_heartbeat);
-          continue;
-        }
-        v1::NodeHeartbeatRequest req;
-        {
-          std::lock_guard<std::mutex> l(n.mu);
-          req = n.Heartbeat(now);
-        }
-        v1::NodeHeartbeatResponse resp;
-        grpc::ClientContext ctx;
-        ctx.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::milliseconds(kHeartbeatTimeoutMs));
-        const auto c0 = Clock::now();
-        grpc::Status s = n.stub->NodeHeartbeat(&ctx, req, &resp);
-        const double ms = MsSince(c0);
-        if (s.ok()) n.Heard(resp);
-        n.next_heartbeat += std::chrono::milliseconds(o.heartbeat_interval_ms);
-        if (!start.started() || c0 < start.get() || c0 >= start.get() + duration) continue;
-        mine.push_back(ms);
-        ++heartbeats;
-        if (s.ok()) {
-          completed += req.container_statuses_size();
-        } else {
-          ++errors;
-        }
-      }
-      std::this_thread::sleep_until(std::min(next_wake, deadline));
-    }
-    std::lock_guard<std::mutex> l(merge_mu);
-    samples.insert(samples.end(), mine.begin(), mine.end());
-  };
-  std::vector<std::thread> threads;
-  for (int32_t t = 0; t < o.threads; ++t) threads.emplace_back(worker, t);
-  for (auto& t : threads) t.join();
+  // Until the measured interval ends (or the parent goes).
+  while (!parent_gone.load() && !(start.started() && Clock::now() >= start.get() + duration))
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  SimNmTally tally = heartbeats.Stop();
   stop_reader.store(true);
   if (reader.joinable()) reader.join();
   if (parent_gone.load())
@@ -337,12 +387,12 @@ absl::StatusOr<NmSimReport> RunNmSim(const NmSimOptions& o) {
   r.nodes = o.nodes;
   r.first_index = o.first_index;
   r.duration_s = std::chrono::duration<double>(duration).count();
-  r.heartbeats = heartbeats.load();
+  r.heartbeats = tally.heartbeats;
   r.heartbeats_per_s = static_cast<double>(r.heartbeats) / r.duration_s;
-  r.rpc_errors = errors.load();
-  r.containers_completed = completed.load();
-  r.heartbeat = SummarizeLatencies(samples);
-  r.heartbeat_samples_ms = std::move(samples);
+  r.rpc_errors = tally.errors;
+  r.containers_completed = tally.completed;
+  r.heartbeat = SummarizeLatencies(tally.latencies_ms);
+  r.heartbeat_samples_ms = std::move(tally.latencies_ms);
   return r;
 }
 

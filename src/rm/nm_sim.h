@@ -19,16 +19,20 @@
 #define WEFT_RM_NM_SIM_H_
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <mutex>
+#include <queue>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/resource.h"
 #include "rm/rm_bench.h"
-#include "weft/v1/tracker.pb.h"
+#include "weft/v1/tracker.grpc.pb.h"
 
 namespace weft::rm {
 
@@ -58,13 +62,80 @@ struct SimNmProtocol {
   void Heard(const v1::NodeHeartbeatResponse& reply);
 };
 
+// A simulated NM as SimNmHeartbeats drives it: the protocol state, the stub it calls (its own
+// connection under TLS, or one shared by all) and the lock of `running`, which whoever places
+// containers on the node adds to while a heartbeat takes from it.
+struct SimNmNode : SimNmProtocol {
+  v1::TrackerService::Stub* stub = nullptr;  // not owned; outlives the SimNmHeartbeats
+  std::mutex mu;                             // guards `running`
+};
+
+// What SimNmHeartbeats measured: the heartbeats sent within the measured interval, those that
+// failed, the containers they reported COMPLETE (of those that succeeded), and each one's
+// latency, ms.
+struct SimNmTally {
+  int64_t heartbeats = 0;
+  int64_t errors = 0;
+  int64_t completed = 0;
+  std::vector<double> latencies_ms;
+};
+
+// Heartbeats simulated NMs as real NMs do, each on its own schedule: one heartbeat every
+// interval, never two of a node's in flight at once (a reply later than the next one's time
+// sends that one at once, on reply). Calls go through gRPC's callback API, so thousands can be
+// in flight from one thread: the load is set by the nodes' schedule, not by how many threads
+// the simulator has (a synchronous caller with T threads sends at most T / latency per second,
+// which a saturated RM's latency then lowers: the simulator, not the RM, would be measured).
+// Thread-safe: Measure and Stop from any thread.
+class SimNmHeartbeats {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Starts heartbeating every node of `nodes` (registered, each with its stub), the first
+  // heartbeats spread over one interval from now. `nodes` outlives this.
+  SimNmHeartbeats(std::vector<SimNmNode>* nodes, std::chrono::milliseconds interval);
+  ~SimNmHeartbeats();  // Stop()s
+  SimNmHeartbeats(const SimNmHeartbeats&) = delete;
+  SimNmHeartbeats& operator=(const SimNmHeartbeats&) = delete;
+
+  // The heartbeats sent within [from, from + length) are the ones measured (none until this is
+  // called). Once; later calls are ignored.
+  void Measure(Clock::time_point from, Clock::duration length);
+  // Sends no more heartbeats, waits for those in flight (each ends by its deadline) and returns
+  // what was measured. Idempotent: later calls return an empty tally.
+  SimNmTally Stop();
+
+  // The deadline of one heartbeat call.
+  static constexpr std::chrono::milliseconds kCallTimeout{30000};
+
+ private:
+  struct Call;
+  using Due = std::pair<Clock::time_point, size_t>;  // a node's next heartbeat time, its index
+  void Run();
+  void Send(size_t index, Clock::time_point due);
+  void Done(Call* call, bool ok, Clock::time_point sent);
+
+  std::vector<SimNmNode>& nodes_;
+  const std::chrono::milliseconds interval_;
+  std::mutex mu_;
+  std::condition_variable wake_;  // the sender: a node due earlier than it sleeps to; stopping
+  std::condition_variable idle_;  // Stop: the last call in flight ended
+  std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_;  // nodes not in flight
+  Clock::time_point sleeping_until_ = Clock::time_point::max();
+  int64_t in_flight_ = 0;
+  bool stopping_ = false;
+  bool measuring_ = false;
+  Clock::time_point from_, to_;
+  SimNmTally tally_;
+  std::thread sender_;
+};
+
 struct NmSimOptions {
   std::string rm_address;   // host:port of the RM's port (TrackerService)
   int32_t nodes = 1000;     // simulated NMs in this process
   int32_t first_index = 0;  // they are SimNodeId(first_index) .. SimNodeId(first_index+nodes-1)
   int64_t heartbeat_interval_ms = 1000;
   int64_t duration_ms = 30000;  // measured interval, from "start" (or from registration)
-  int32_t threads = 4;          // threads sending the heartbeats (synchronous calls)
+  int32_t threads = 4;          // threads registering the nodes (heartbeats: SimNmHeartbeats)
   Resource node_capability = Resource::Of(65536, 32);
   // A TLS directory (security/tls.h layout): ca.pem, and nm-<node id>.pem/.key for every node
   // (`weft certs issue --role nm --name <node id>`). Each node connects with its own
@@ -98,9 +169,9 @@ struct NmSimReport {
 };
 
 // Registers the nodes (in parallel over `threads`), then heartbeats every one of them every
-// interval until the measured interval ends. Errors: invalid options, unreadable TLS files
-// (naming the file), a node that cannot register (naming it), and end of file on the control
-// channel. Heartbeat failures are counted, not returned.
+// interval (SimNmHeartbeats) until the measured interval ends. Errors: invalid options, unreadable
+// TLS files (naming the file), a node that cannot register (naming it), and end of file on the
+// control channel. Heartbeat failures are counted, not returned.
 absl::StatusOr<NmSimReport> RunNmSim(const NmSimOptions& options);
 
 }  // namespace weft::rm

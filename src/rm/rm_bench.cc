@@ -87,10 +87,8 @@ LatencyMs SummarizeLatencies(std::vector<double> v) {
 
 namespace {
 
-// Simulated nodes: containers run on them for a while, then their heartbeats report them done.
-struct SimNode : SimNmProtocol {
-  Clock::time_point next_heartbeat;
-};
+// Connections the simulated nodes of this process share (see RunRmBench).
+constexpr int kNodeConnections = 16;
 
 // AM launches: recorded for the simulated AMs to pick up (no ContainerService involved).
 class BenchLauncher final : public AmLauncher {
@@ -455,10 +453,22 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
 
   // Register every node (not measured): here, or in the children, nodes [first[k], first[k+1])
   // in child k.
-  std::vector<SimNode> nodes(processes ? 0 : static_cast<size_t>(o.nodes));
+  // Simulated nodes: containers run on them for a while, then their heartbeats report them done.
+  // In this process they share kNodeConnections connections (one would carry every heartbeat
+  // through one HTTP/2 transport, whose reads and writes gRPC serializes: about 8,000 calls a
+  // second here, the simulator's limit, not the RM's).
+  std::vector<SimNmNode> nodes(processes ? 0 : static_cast<size_t>(o.nodes));
+  std::vector<std::unique_ptr<v1::TrackerService::Stub>> node_stubs;
+  for (int k = 0; !processes && k < kNodeConnections; ++k) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own
+    node_stubs.push_back(v1::TrackerService::NewStub(
+        grpc::CreateCustomChannel((*server)->address(), grpc::InsecureChannelCredentials(), args)));
+  }
   std::vector<int32_t> first;
   for (int32_t i = 0; i < static_cast<int32_t>(nodes.size()); ++i) {
-    SimNode& n = nodes[static_cast<size_t>(i)];
+    SimNmNode& n = nodes[static_cast<size_t>(i)];
+    n.stub = node_stubs[static_cast<size_t>(i) % node_stubs.size()].get();
     v1::RegisterNodeManagerRequest req = n.Register(i, o.node_capability);
     v1::RegisterNodeManagerResponse resp;
     grpc::ClientContext ctx;
@@ -467,15 +477,11 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
       return absl::UnavailableError(absl::StrCat("registering ", n.id, ": ", s.error_message()));
     n.Registered(resp);
   }
-  // Spread the first heartbeats over one interval from now, as real NMs would be (counted from
-  // before the registrations, a large cluster's would all be overdue at once: a backlog the
-  // client threads would drain before serving the AMs).
-  const auto registered = Clock::now();
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    nodes[i].next_heartbeat =
-        registered + std::chrono::milliseconds(static_cast<int64_t>(i) * o.heartbeat_interval_ms /
-                                               o.nodes);
-  }
+  // Heartbeat them from now, the first heartbeats spread over one interval, as real NMs would be
+  // (counted from before the registrations, a large cluster's would all be overdue at once).
+  std::optional<SimNmHeartbeats> heartbeat_driver;
+  if (!nodes.empty())
+    heartbeat_driver.emplace(&nodes, std::chrono::milliseconds(o.heartbeat_interval_ms));
   if (processes) {
     // The binary by its own name (for ps), not "/proc/self/exe".
     std::error_code ec;
@@ -550,46 +556,26 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
     am.next_allocate = Clock::now();
   }
 
-  // Drive: each thread owns a slice of nodes and AMs.
+  // Drive: the nodes heartbeat on their own schedule (SimNmHeartbeats, here or in the
+  // children); each client thread drives a slice of the AMs.
   const LoopStats loop_before = (*server)->LoopStatistics();
   const double cpu_before = ProcessCpuSeconds();
   const auto t0 = Clock::now();
+  const auto duration = std::chrono::milliseconds(o.duration_ms);
+  if (heartbeat_driver) heartbeat_driver->Measure(t0, duration);
   for (size_t k = 0; k < children.size(); ++k) children.Send(k, "start\n");
-  const auto deadline = t0 + std::chrono::milliseconds(o.duration_ms);
+  const auto deadline = t0 + duration;
   std::mutex merge_mu;
   std::vector<double> hb_lat, alloc_lat, am_lat;
-  std::atomic<int64_t> heartbeats{0}, allocated{0}, errors{0};
+  std::atomic<int64_t> allocated{0}, errors{0};
   // Containers handed out to an AM are queued to their simulated node (by index) to finish, or
   // sent to the child simulating it.
-  std::vector<std::mutex> node_mu(64);
   auto worker = [&](int32_t tid) {
-    std::vector<double> my_hb, my_alloc, my_am;
+    std::vector<double> my_alloc, my_am;
     std::vector<std::string> to_child(children.size());
     while (Clock::now() < deadline) {
       auto now = Clock::now();
       auto next_wake = now + std::chrono::milliseconds(20);
-      for (size_t i = static_cast<size_t>(tid); i < nodes.size();
-           i += static_cast<size_t>(o.client_threads)) {
-        SimNode& n = nodes[i];
-        if (n.next_heartbeat > now) {
-          next_wake = std::min(next_wake, n.next_heartbeat);
-          continue;
-        }
-        v1::NodeHeartbeatRequest req;
-        {
-          std::lock_guard<std::mutex> l(node_mu[i % node_mu.size()]);
-          req = n.Heartbeat(now);
-        }
-        v1::NodeHeartbeatResponse resp;
-        grpc::ClientContext ctx;
-        auto c0 = Clock::now();
-        grpc::Status s = tracker->NodeHeartbeat(&ctx, req, &resp);
-        my_hb.push_back(MsSince(c0));
-        if (!s.ok()) ++errors;
-        ++heartbeats;
-        n.Heard(resp);  // an empty reply after an error, as before
-        n.next_heartbeat += std::chrono::milliseconds(o.heartbeat_interval_ms);
-      }
       for (size_t i = static_cast<size_t>(tid); i < ams.size();
            i += static_cast<size_t>(o.client_threads)) {
         SimAm& am = ams[i];
@@ -643,7 +629,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
                             o.container_run_ms, "\n");
             continue;
           }
-          std::lock_guard<std::mutex> l(node_mu[it->second % node_mu.size()]);
+          std::lock_guard<std::mutex> l(nodes[it->second].mu);
           nodes[it->second].running.emplace_back(finish, c.container_id());
         }
         for (size_t k = 0; k < to_child.size(); ++k) {
@@ -655,13 +641,22 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
       std::this_thread::sleep_until(std::min(next_wake, deadline));
     }
     std::lock_guard<std::mutex> l(merge_mu);
-    hb_lat.insert(hb_lat.end(), my_hb.begin(), my_hb.end());
     alloc_lat.insert(alloc_lat.end(), my_alloc.begin(), my_alloc.end());
     am_lat.insert(am_lat.end(), my_am.begin(), my_am.end());
   };
   std::vector<std::thread> threads;
   for (int32_t t = 0; t < o.client_threads; ++t) threads.emplace_back(worker, t);
   for (auto& t : threads) t.join();
+  // The measured interval ends here (its figures are read before waiting for calls in flight
+  // and for the children's reports).
+  const double secs = MsSince(t0) / 1000.0;
+  const double cpu_s = ProcessCpuSeconds() - cpu_before;
+  const LoopStats loop_after = (*server)->LoopStatistics();
+  const double rss_mb = ResidentMiB();
+  SimNmTally tally;
+  if (heartbeat_driver) tally = heartbeat_driver->Stop();
+  hb_lat = std::move(tally.latencies_ms);
+  errors += tally.errors;
 
   // The children's reports: their heartbeats, over the same interval (from "start").
   double child_heartbeats_per_s = 0;
@@ -680,10 +675,6 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
     hb_lat.insert(hb_lat.end(), report->heartbeat_samples_ms.begin(),
                   report->heartbeat_samples_ms.end());
   }
-  const double secs = MsSince(t0) / 1000.0;
-  const double cpu_s = ProcessCpuSeconds() - cpu_before;
-  const LoopStats loop_after = (*server)->LoopStatistics();
-  const double rss_mb = ResidentMiB();
   if (absl::Status s = children.WaitAll(std::chrono::seconds(10)); !s.ok()) return s;
   (*server)->Shutdown();
 
@@ -693,8 +684,9 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   r.nm_processes = o.nm_processes;
   r.tls = tls.has_value();
   r.duration_s = secs;
-  r.heartbeats_per_s =
-      processes ? child_heartbeats_per_s : static_cast<double>(heartbeats.load()) / secs;
+  r.heartbeats_per_s = processes ? child_heartbeats_per_s
+                                 : static_cast<double>(tally.heartbeats) /
+                                       std::chrono::duration<double>(duration).count();
   r.heartbeat = SummarizeLatencies(std::move(hb_lat));
   r.allocate = SummarizeLatencies(std::move(alloc_lat));
   r.containers_allocated = allocated.load();

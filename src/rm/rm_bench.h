@@ -19,7 +19,7 @@ struct RmBenchOptions {
   int64_t container_run_ms = 2000;     // a container "runs" this long on its simulated node
   int64_t allocate_interval_ms = 200;  // between an AM's Allocate calls
   int64_t duration_ms = 30000;         // measured time, after all nodes registered
-  int32_t client_threads = 4;          // threads driving the simulated NMs and AMs
+  int32_t client_threads = 4;  // threads driving the simulated AMs (the NMs: SimNmHeartbeats)
   // 0: the simulated NMs are threads of this process, over plaintext gRPC. K > 0: they run in K
   // child processes, `<nm_sim_binary> bench nm-sim` (rm/nm_sim.h), the nodes split between
   // them, and the RM serves mutual TLS as in production (a throwaway CA and certificates for

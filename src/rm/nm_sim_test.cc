@@ -1,0 +1,197 @@
+// SimNmHeartbeats against a TrackerService that answers late: the simulated nodes keep their
+// own schedule whatever the RM's latency (the load is the nodes', not the simulator's threads'),
+// a node never has two heartbeats in flight, hears each reply before its next heartbeat, and
+// Stop waits for the calls in flight.
+#include "rm/nm_sim.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "weft/v1/tracker.grpc.pb.h"
+
+namespace weft::rm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Answers every heartbeat `delay` after it arrived (from a thread of its own, so no gRPC thread
+// is held), with response id = the request's + 1. Counts per node what is in flight and the
+// most ever in flight at once, and the response ids that went out of order.
+class SlowTracker final : public v1::TrackerService::CallbackService {
+ public:
+  explicit SlowTracker(std::chrono::milliseconds delay) : delay_(delay) {
+    answerer_ = std::thread([this] { Answer(); });
+  }
+  ~SlowTracker() override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    answerer_.join();
+  }
+
+  grpc::ServerUnaryReactor* NodeHeartbeat(grpc::CallbackServerContext* ctx,
+                                          const v1::NodeHeartbeatRequest* req,
+                                          v1::NodeHeartbeatResponse* resp) override {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    std::lock_guard<std::mutex> l(mu_);
+    const std::string& node = req->node_id();
+    max_in_flight_ = std::max(max_in_flight_, ++in_flight_[node]);
+    auto last = last_response_id_.find(node);
+    if (last != last_response_id_.end() && req->response_id() != last->second) ++out_of_order_;
+    last_response_id_[node] = req->response_id() + 1;
+    resp->set_response_id(req->response_id() + 1);
+    ++received_;
+    pending_.push_back({Clock::now() + delay_, reactor, node});
+    cv_.notify_all();
+    return reactor;
+  }
+
+  int max_in_flight() {
+    std::lock_guard<std::mutex> l(mu_);
+    return max_in_flight_;
+  }
+  int64_t out_of_order() {
+    std::lock_guard<std::mutex> l(mu_);
+    return out_of_order_;
+  }
+  int64_t received() {
+    std::lock_guard<std::mutex> l(mu_);
+    return received_;
+  }
+  size_t unanswered() {
+    std::lock_guard<std::mutex> l(mu_);
+    return pending_.size();
+  }
+
+ private:
+  struct Pending {
+    Clock::time_point due;
+    grpc::ServerUnaryReactor* reactor;
+    std::string node;
+  };
+  void Answer() {
+    std::unique_lock<std::mutex> l(mu_);
+    while (!stop_) {
+      if (pending_.empty()) {
+        cv_.wait(l);
+        continue;
+      }
+      if (pending_.front().due > Clock::now()) {
+        cv_.wait_until(l, pending_.front().due);
+        continue;
+      }
+      Pending p = std::move(pending_.front());
+      pending_.pop_front();
+      --in_flight_[p.node];
+      p.reactor->Finish(grpc::Status::OK);
+    }
+    for (Pending& p : pending_) p.reactor->Finish(grpc::Status::CANCELLED);
+    pending_.clear();
+  }
+
+  const std::chrono::milliseconds delay_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending> pending_;  // in arrival order, so in due order
+  std::map<std::string, int> in_flight_;
+  std::map<std::string, int32_t> last_response_id_;
+  int max_in_flight_ = 0;
+  int64_t out_of_order_ = 0;
+  int64_t received_ = 0;
+  bool stop_ = false;
+  std::thread answerer_;
+};
+
+class SimNmHeartbeatsTest : public ::testing::Test {
+ protected:
+  void StartServer(std::chrono::milliseconds delay, int32_t nodes) {
+    tracker_ = std::make_unique<SlowTracker>(delay);
+    grpc::ServerBuilder b;
+    int port = 0;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    b.RegisterService(tracker_.get());
+    server_ = b.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    stub_ = v1::TrackerService::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                                            grpc::InsecureChannelCredentials()));
+    nodes_ = std::vector<SimNmNode>(static_cast<size_t>(nodes));
+    for (int32_t i = 0; i < nodes; ++i) {
+      nodes_[static_cast<size_t>(i)].Register(i, Resource::Of(1024, 1));
+      nodes_[static_cast<size_t>(i)].stub = stub_.get();
+    }
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown(std::chrono::system_clock::now());
+  }
+
+  std::unique_ptr<SlowTracker> tracker_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::TrackerService::Stub> stub_;
+  std::vector<SimNmNode> nodes_;
+};
+
+// 200 nodes every 100 ms against an RM answering in 50 ms: 2,000 heartbeats a second offered,
+// about 100 in flight at once. A synchronous sender with T threads would send at most T / 50 ms
+// (80 a second with 4); the driver sends them on the nodes' schedule.
+TEST_F(SimNmHeartbeatsTest, TheNodesScheduleSetsTheLoadNotTheRmsLatency) {
+  StartServer(std::chrono::milliseconds(50), 200);
+  SimNmHeartbeats hb(&nodes_, std::chrono::milliseconds(100));
+  hb.Measure(Clock::now(), std::chrono::seconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  SimNmTally t = hb.Stop();
+  // Nominal 2,000 in the measured second; half of it is far above what threads could send.
+  EXPECT_GT(t.heartbeats, 1000);
+  EXPECT_LE(t.heartbeats, 2000 + 200);  // one per node per interval at most (+ one each)
+  EXPECT_EQ(t.errors, 0);
+  EXPECT_EQ(static_cast<int64_t>(t.latencies_ms.size()), t.heartbeats);
+  for (double ms : t.latencies_ms) EXPECT_GE(ms, 45.0);  // answered after the RM's delay
+  EXPECT_EQ(tracker_->max_in_flight(), 1);
+  EXPECT_EQ(tracker_->out_of_order(), 0);  // each reply heard before the next heartbeat
+}
+
+// An RM slower than the interval: each node sends its next heartbeat on the reply (never two
+// at once), so a node sends one per reply time, not one per interval.
+TEST_F(SimNmHeartbeatsTest, ALateReplyDelaysTheNodesNextHeartbeatNeverOverlapsIt) {
+  StartServer(std::chrono::milliseconds(250), 20);
+  SimNmHeartbeats hb(&nodes_, std::chrono::milliseconds(50));
+  hb.Measure(Clock::now(), std::chrono::seconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  SimNmTally t = hb.Stop();
+  EXPECT_EQ(tracker_->max_in_flight(), 1);
+  EXPECT_EQ(tracker_->out_of_order(), 0);
+  // At most one per node per 250 ms reply (4 in the second, +1 started before its end), far
+  // below the 20 per node an interval of 50 ms would send.
+  EXPECT_LE(t.heartbeats, 20 * 5);
+  EXPECT_GE(t.heartbeats, 20);
+}
+
+// Stop returns only once every call in flight has been answered (their state is then no longer
+// touched), and sends nothing after.
+TEST_F(SimNmHeartbeatsTest, StopWaitsForTheCallsInFlight) {
+  StartServer(std::chrono::milliseconds(300), 50);
+  SimNmHeartbeats hb(&nodes_, std::chrono::milliseconds(100));
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  EXPECT_GT(tracker_->unanswered(), 0u);
+  SimNmTally t = hb.Stop();
+  EXPECT_EQ(t.heartbeats, 0);  // nothing was measured
+  EXPECT_EQ(tracker_->unanswered(), 0u);
+  const int64_t received = tracker_->received();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(tracker_->received(), received);
+  EXPECT_EQ(hb.Stop().heartbeats, 0);  // idempotent
+}
+
+}  // namespace
+}  // namespace weft::rm
