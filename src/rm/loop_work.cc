@@ -1,5 +1,9 @@
 #include "rm/loop_work.h"
 
+#include <time.h>
+
+#include <algorithm>
+
 namespace weft::rm {
 
 double LoopStats::MicrosPerEvent(const LoopStats& earlier, const std::string& kind) const {
@@ -21,21 +25,24 @@ double LoopStats::PassMicrosPerAllocation(const LoopStats& earlier) const {
   return static_cast<double>(now->second.nanos - before) / 1000.0 / static_cast<double>(n);
 }
 
-void LoopWork::Record(const char* kind, std::chrono::steady_clock::time_point started,
-                      int64_t allocations) {
-  const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                         std::chrono::steady_clock::now() - started)
-                         .count();
+int64_t ThreadCpuNanos() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+void LoopWork::Record(const char* kind, int64_t started_cpu_ns, int64_t allocations) {
+  const int64_t ns = std::max<int64_t>(0, ThreadCpuNanos() - started_cpu_ns);
   Slot& slot = slots_[kind];
   if (slot.seconds == nullptr) {
     slot.seconds = registry_->GetCounter(
         "weft_rm_loop_seconds_total",
-        "Time the RM loop spent on each kind of work (an RPC method's on-loop part, or "
-        "scheduling passes), seconds.",
+        "CPU time the RM loop thread spent on each kind of work (an RPC method's on-loop "
+        "part, or scheduling passes), seconds.",
         {{"work", kind}});
-    slot.events = registry_->GetCounter("weft_rm_loop_work_total",
-                                        "Events of each kind of work the RM loop ran.",
-                                        {{"work", kind}});
+    slot.events =
+        registry_->GetCounter("weft_rm_loop_work_total",
+                              "Events of each kind of work the RM loop ran.", {{"work", kind}});
   }
   ++slot.totals.count;
   slot.totals.nanos += ns;

@@ -20,9 +20,13 @@ struct LoopWorkTotals {
   int64_t nanos = 0;
 };
 
-// A copy of the RM loop's accounting at one moment; subtract two for an interval.
+// A copy of the RM loop's accounting at one moment; subtract two for an interval. The work's
+// time is the loop thread's CPU time: what the work cost, not counting the moments the thread
+// was descheduled while other threads had its core (on a busy host, wall time per event grows
+// with everything else running; CPU time does not). busy_nanos is wall time: how much of the
+// loop's time work took, whether or not it had a core.
 struct LoopStats {
-  int64_t busy_nanos = 0;  // the loop thread running tasks, whatever they were
+  int64_t busy_nanos = 0;  // the loop thread running tasks, whatever they were (wall time)
   // By kind: an RPC method's name ("NodeHeartbeat", "Allocate", ...) for the part of a call
   // that ran on the loop (its reply included); kPassWork for scheduling passes.
   std::map<std::string, LoopWorkTotals> work;
@@ -35,16 +39,19 @@ struct LoopStats {
 
 inline constexpr char kPassWork[] = "pass";
 
+// The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID), ns.
+int64_t ThreadCpuNanos();
+
 // The accounting itself. Record runs on the loop thread only; Snapshot copies what was
 // recorded (call it on the loop too). Each kind also feeds the counters
 // weft_rm_loop_seconds_total{work} and weft_rm_loop_work_total{work}.
 class LoopWork {
  public:
   explicit LoopWork(metrics::Registry* registry) : registry_(registry) {}
-  // One event of `kind` (a string literal: kinds are keyed by address) that began at
-  // `started`; `allocations` only for passes.
-  void Record(const char* kind, std::chrono::steady_clock::time_point started,
-              int64_t allocations = 0);
+  // One event of `kind` (a string literal: kinds are keyed by address) that began when the
+  // loop thread's CPU time was `started_cpu_ns` (ThreadCpuNanos); `allocations` only for
+  // passes.
+  void Record(const char* kind, int64_t started_cpu_ns, int64_t allocations = 0);
   LoopStats Snapshot(int64_t busy_nanos) const;
 
  private:

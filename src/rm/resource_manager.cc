@@ -126,10 +126,11 @@ void ResourceManager::RunPass() {
   if (options_.pass_observer) options_.pass_observer->BeforePass();
   const scheduler::PassResult& r = scheduler_->Schedule(ctx_.NowMs());
   // Copied: handling them may call into the scheduler, which reuses its result buffer.
-  std::vector<scheduler::Allocation> allocations = r.allocations;
-  std::vector<scheduler::ContainerKill> kills = r.kills;
+  pass_allocations_.assign(r.allocations.begin(), r.allocations.end());
+  pass_kills_.assign(r.kills.begin(), r.kills.end());
+  const std::vector<scheduler::Allocation>& allocations = pass_allocations_;
   for (const scheduler::Allocation& a : allocations) containers_->Allocated(a);
-  for (const scheduler::ContainerKill& k : kills) {
+  for (const scheduler::ContainerKill& k : pass_kills_) {
     if (const RmContainer* c = containers_->Find(k.container))
       nodes_->AddCleanup(scheduler_->node(k.node)->name, c->name);
     containers_->Ended(k, v1::CONTAINER_EXIT_PREEMPTED, "Container preempted by the scheduler.");

@@ -184,6 +184,11 @@ class ResourceManager {
   TimerId pass_timer_ = 0;
   int64_t pass_due_ms_ = 0;   // when pass_timer_ fires, loop clock
   int64_t last_pass_ms_ = 0;  // when the last pass ended, loop clock
+  // A pass's decisions, copied out of the scheduler's reused result into buffers reused from
+  // pass to pass (a fresh vector each pass was a large allocation each time, and glibc then
+  // consolidates its free lists: a cost that grew with the heap, not with the pass's work).
+  std::vector<scheduler::Allocation> pass_allocations_;
+  std::vector<scheduler::ContainerKill> pass_kills_;
   bool shutting_down_ = false;
 };
 

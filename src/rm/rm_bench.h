@@ -56,12 +56,16 @@ struct RmBenchReport {
   LatencyMs submit_to_am_running;  // SubmitApplication -> RegisterApplicationMaster ok
   int64_t rpc_errors = 0;
   // Where the RM loop's time went over the measured interval (rm/loop_work.h): the share of
-  // wall time its thread was busy, and its time per heartbeat, per Allocate call and per
+  // wall time its thread was busy, and its CPU time per heartbeat, per Allocate call and per
   // container allocated (passes' time shared over the containers they allocated), µs.
   double loop_busy_fraction = 0;
   double loop_us_per_heartbeat = 0;
   double loop_us_per_allocate = 0;
   double loop_us_per_allocation = 0;
+  // Scheduling passes per second and the loop time of one, µs: a pass's fixed part (what it
+  // costs with nothing to allocate) is loop_us_per_pass less its allocations' share.
+  double passes_per_s = 0;
+  double loop_us_per_pass = 0;
   // The process's resident memory at the end, MiB, and its growth from before the RM started
   // per simulated NM, KiB. The simulated AMs run in this process, and so do the NMs without
   // nm_processes: their client state (about 0.1 KiB a node in-process) is then included.

@@ -40,12 +40,15 @@ class RmServer::PassMetrics final : public PassObserver {
                                    metrics::LatencyBuckets())),
         passes_(registry->GetCounter("weft_rm_scheduler_passes_total",
                                      "Scheduling passes the RM ran.")) {}
-  void BeforePass() override { start_ = std::chrono::steady_clock::now(); }
+  void BeforePass() override {
+    start_ = std::chrono::steady_clock::now();
+    start_cpu_ns_ = ThreadCpuNanos();
+  }
   void AfterPass(int64_t allocations) override {
     duration_->Observe(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
     passes_->Increment();
-    loop_work_->Record(kPassWork, start_, allocations);
+    loop_work_->Record(kPassWork, start_cpu_ns_, allocations);
   }
 
  private:
@@ -53,6 +56,7 @@ class RmServer::PassMetrics final : public PassObserver {
   metrics::Histogram* duration_;
   metrics::Counter* passes_;
   std::chrono::steady_clock::time_point start_;
+  int64_t start_cpu_ns_ = 0;  // the loop thread's CPU time (rm/loop_work.h)
 };
 
 void RmServer::RecordRpc(const char* method, std::chrono::steady_clock::time_point start,
@@ -173,7 +177,8 @@ class RmServer::Services : public RmServer::Calls {
     grpc::ServerUnaryReactor* GetClusterMetrics(grpc::CallbackServerContext* ctx,
                                                 const v1::GetClusterMetricsRequest*,
                                                 v1::GetClusterMetricsResponse* resp) override {
-      return Authorized(s_, "ClientService/GetClusterMetrics", RmCall::kGetClusterMetrics, ctx, resp,
+      return Authorized(s_, "ClientService/GetClusterMetrics", RmCall::kGetClusterMetrics, ctx,
+                        resp,
                         [](ResourceManager& rm) -> absl::StatusOr<v1::GetClusterMetricsResponse> {
                           return rm.GetClusterMetrics();
                         });
@@ -226,10 +231,9 @@ class RmServer::Services : public RmServer::Calls {
       if (absl::Status st = CheckAmCaller(s_, "AmService/Allocate", ctx); !st.ok())
         return Refused(ctx, st);
       v1::Token t = TokenOf(ctx);
-      return OnLoopLater(s_, "AmService/Allocate", ctx, resp,
-                         [t, req](ResourceManager& rm, auto reply) {
-                           rm.Allocate(t, *req, std::move(reply));
-                         });
+      return OnLoopLater(
+          s_, "AmService/Allocate", ctx, resp,
+          [t, req](ResourceManager& rm, auto reply) { rm.Allocate(t, *req, std::move(reply)); });
     }
     grpc::ServerUnaryReactor* FinishApplicationMaster(
         grpc::CallbackServerContext* ctx, const v1::FinishApplicationMasterRequest* req,
@@ -256,7 +260,8 @@ class RmServer::Services : public RmServer::Calls {
                                                   const v1::RegisterNodeManagerRequest* req,
                                                   v1::RegisterNodeManagerResponse* resp) override {
       const char* method = "TrackerService/RegisterNodeManager";
-      if (absl::Status st = CheckNode(ctx, req->node_id()); !st.ok()) return Refuse(method, ctx, st);
+      if (absl::Status st = CheckNode(ctx, req->node_id()); !st.ok())
+        return Refuse(method, ctx, st);
       return OnLoop(s_, method, ctx, resp,
                     [req](ResourceManager& rm) { return rm.RegisterNode(*req); });
     }
@@ -264,7 +269,8 @@ class RmServer::Services : public RmServer::Calls {
                                             const v1::NodeHeartbeatRequest* req,
                                             v1::NodeHeartbeatResponse* resp) override {
       const char* method = "TrackerService/NodeHeartbeat";
-      if (absl::Status st = CheckNode(ctx, req->node_id()); !st.ok()) return Refuse(method, ctx, st);
+      if (absl::Status st = CheckNode(ctx, req->node_id()); !st.ok())
+        return Refuse(method, ctx, st);
       return OnLoop(s_, method, ctx, resp,
                     [req](ResourceManager& rm) { return rm.NodeHeartbeat(*req); });
     }
@@ -283,7 +289,8 @@ class RmServer::Services : public RmServer::Calls {
                                                       " may not speak for node '", node_id, "'"));
       }
       if (!st.ok())
-        log::Warn("node_refused", {{"node", node_id}, {"peer", ctx->peer()}, {"reason", st.message()}});
+        log::Warn("node_refused",
+                  {{"node", node_id}, {"peer", ctx->peer()}, {"reason", st.message()}});
       return st;
     }
     grpc::ServerUnaryReactor* Refuse(const char* method, grpc::CallbackServerContext* ctx,
@@ -295,7 +302,6 @@ class RmServer::Services : public RmServer::Calls {
     }
 
    public:
-
    private:
     RmServer* s_;
   };
@@ -306,22 +312,24 @@ class RmServer::Services : public RmServer::Calls {
     grpc::ServerUnaryReactor* RefreshQueues(grpc::CallbackServerContext* ctx,
                                             const v1::RefreshQueuesRequest*,
                                             v1::RefreshQueuesResponse* resp) override {
-      return Authorized(s_, "AdminService/RefreshQueues", RmCall::kAdminService, ctx, resp,
-                        [](ResourceManager& rm) -> absl::StatusOr<v1::RefreshQueuesResponse> {
-                          if (absl::Status st = rm.RefreshQueues(); !st.ok()) return st;
-                          return v1::RefreshQueuesResponse();
-                        },
-                        /*admin_only=*/true);
+      return Authorized(
+          s_, "AdminService/RefreshQueues", RmCall::kAdminService, ctx, resp,
+          [](ResourceManager& rm) -> absl::StatusOr<v1::RefreshQueuesResponse> {
+            if (absl::Status st = rm.RefreshQueues(); !st.ok()) return st;
+            return v1::RefreshQueuesResponse();
+          },
+          /*admin_only=*/true);
     }
     grpc::ServerUnaryReactor* RefreshNodes(grpc::CallbackServerContext* ctx,
                                            const v1::RefreshNodesRequest* req,
                                            v1::RefreshNodesResponse* resp) override {
-      return Authorized(s_, "AdminService/RefreshNodes", RmCall::kAdminService, ctx, resp,
-                        [req](ResourceManager& rm) -> absl::StatusOr<v1::RefreshNodesResponse> {
-                          if (absl::Status st = rm.RefreshNodes(*req); !st.ok()) return st;
-                          return v1::RefreshNodesResponse();
-                        },
-                        /*admin_only=*/true);
+      return Authorized(
+          s_, "AdminService/RefreshNodes", RmCall::kAdminService, ctx, resp,
+          [req](ResourceManager& rm) -> absl::StatusOr<v1::RefreshNodesResponse> {
+            if (absl::Status st = rm.RefreshNodes(*req); !st.ok()) return st;
+            return v1::RefreshNodesResponse();
+          },
+          /*admin_only=*/true);
     }
     // Answered by a standby too: it is how operators and tools find the active.
     grpc::ServerUnaryReactor* GetServiceState(grpc::CallbackServerContext* ctx,
@@ -409,8 +417,8 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
     absl::StatusOr<std::string> probe =
         security::MungeEncode(s->options_.auth.munge_socket, "weft-rm-start");
     if (!probe.ok())
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the RM authenticates users with MUNGE: ", probe.status().message()));
+      return absl::FailedPreconditionError(
+          absl::StrCat("the RM authenticates users with MUNGE: ", probe.status().message()));
   }
   if (s->options_.federation_proxies && !s->options_.tls.has_value())
     return absl::InvalidArgumentError(
@@ -434,8 +442,8 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
     s->pass_metrics_ = std::make_unique<PassMetrics>(&s->metrics_, &s->loop_work_);
     s->options_.rm.pass_observer = s->pass_metrics_.get();
   }
-  s->launcher_ = s->options_.launcher ? std::move(s->options_.launcher)
-                                      : NewGrpcAmLauncher(s->options_.tls);
+  s->launcher_ =
+      s->options_.launcher ? std::move(s->options_.launcher) : NewGrpcAmLauncher(s->options_.tls);
   if (!s->options_.rm.sub_cluster_id.empty() && s->options_.federation_store != nullptr &&
       !s->options_.rm.federation_epoch) {
     s->options_.rm.federation_epoch = [store = s->options_.federation_store,
@@ -457,8 +465,8 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
     }
   }
   if (s->options_.call_finishers < -1 || s->options_.call_finishers > 64)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "call finishers ", s->options_.call_finishers, " must be -1 (auto), 0 (the loop) .. 64"));
+    return absl::InvalidArgumentError(absl::StrCat("call finishers ", s->options_.call_finishers,
+                                                   " must be -1 (auto), 0 (the loop) .. 64"));
   // By default a quarter of the cores (1..4) finish calls; each is far cheaper than the
   // loop's work.
   const int finishers =
@@ -497,8 +505,8 @@ std::string RmServer::AmFacingAddress() const {
 }
 
 absl::Status RmServer::CreateRm() {
-  auto rm = ResourceManager::Create(options_.rm, &loop_, store_.get(), launcher_.get(),
-                                    secrets_.get());
+  auto rm =
+      ResourceManager::Create(options_.rm, &loop_, store_.get(), launcher_.get(), secrets_.get());
   if (!rm.ok()) return rm.status();
   rm_ = std::move(*rm);
   if (port_ != 0) rm_->set_rm_address(AmFacingAddress());
@@ -540,7 +548,8 @@ void RmServer::Post(std::function<void(ResourceManager&)> fn) {
 
 void RmServer::Shutdown() {
   // Held long polls end first: the server's shutdown waits for every call.
-  if (rm_) WaitOnLoop([&] {
+  if (rm_)
+    WaitOnLoop([&] {
       if (rm_) rm_->StopHoldingCalls();
     });
   if (server_) {

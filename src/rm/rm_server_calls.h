@@ -47,10 +47,9 @@ class RmServer::Calls {
   template <typename Resp, typename Fn>
   static grpc::ServerUnaryReactor* OnLoop(RmServer* s, const char* method,
                                           grpc::CallbackServerContext* ctx, Resp* resp, Fn fn) {
-    return OnLoopLater(s, method, ctx, resp,
-                       [fn = std::move(fn)](ResourceManager& rm, auto reply) mutable {
-                         reply(fn(rm));
-                       });
+    return OnLoopLater(
+        s, method, ctx, resp,
+        [fn = std::move(fn)](ResourceManager& rm, auto reply) mutable { reply(fn(rm)); });
   }
 
   // The same for a call `fn` may answer later: it gets the RM and a `reply` to call once, on
@@ -71,7 +70,7 @@ class RmServer::Calls {
                            grpc::CallbackServerContext* ctx, grpc::ServerUnaryReactor* reactor,
                            Resp* resp, Fn fn) {
     s->loop_.Post([s, method, start, ctx, reactor, resp, fn = std::move(fn)]() mutable {
-      const std::chrono::steady_clock::time_point on_loop = std::chrono::steady_clock::now();
+      const int64_t on_loop = ThreadCpuNanos();
       if (!s->rm_) {
         grpc::Status st = s->StandbyStatus(ctx);
         s->RecordRpc(method, start, static_cast<absl::StatusCode>(st.error_code()));
@@ -111,14 +110,13 @@ class RmServer::Calls {
 
   static void LogPeerRefused(const security::DaemonIdentity& peer, RmCall call,
                              const absl::Status& st) {
-    log::Warn("federation_peer_refused", {{"peer", peer.ToString()},
-                                          {"call", RmCallName(call)},
-                                          {"reason", st.message()}});
+    log::Warn("federation_peer_refused",
+              {{"peer", peer.ToString()}, {"call", RmCallName(call)}, {"reason", st.message()}});
   }
 
   // The federation daemon a call's certificate names, when this RM is a sub-cluster with TLS.
   static std::optional<security::DaemonIdentity> FederationPeer(RmServer* s,
-                                                               grpc::CallbackServerContext* ctx) {
+                                                                grpc::CallbackServerContext* ctx) {
     if (!s->options_.federation_proxies || !s->options_.tls.has_value()) return std::nullopt;
     absl::StatusOr<security::DaemonIdentity> peer = security::PeerIdentity(*ctx);
     if (!peer.ok()) return std::nullopt;
@@ -153,8 +151,8 @@ class RmServer::Calls {
     if (a.peer.has_value()) p.federation_peer = a.peer->ToString();
     caller = AuthenticateClient(s->options_.auth, p);
     if (caller.ok() && admin_only && !caller->admin)
-      caller = absl::PermissionDeniedError(absl::StrCat(
-          "user '", caller->user, "' is not a cluster admin (weft rm --admins)"));
+      caller = absl::PermissionDeniedError(
+          absl::StrCat("user '", caller->user, "' is not a cluster admin (weft rm --admins)"));
     if (!caller.ok()) {
       s->RecordRpc(method, std::chrono::steady_clock::now(), caller.status().code());
       return caller.status();
@@ -213,31 +211,29 @@ class RmServer::Calls {
     if (call == RmCall::kSubmitApplication && a->peer.has_value() &&
         a->peer->role == security::DaemonRole::kRouter && s->directory_ != nullptr &&
         !s->options_.rm.sub_cluster_id.empty()) {
-      return RoutedSubmission(s, method, ctx, resp, app_id, std::move(fn),
-                              std::move(a->caller));
+      return RoutedSubmission(s, method, ctx, resp, app_id, std::move(fn), std::move(a->caller));
     }
     if (a->access != PeerAccess::kAppCheck) {
       // The GPG reads for users but never gets an unmanaged AM's token (only the AMRMProxy,
       // through its claim, and routers, for the users they authenticated, do).
-      const bool strip_token =
-          a->peer.has_value() && a->peer->role == security::DaemonRole::kGpg;
-      return OnLoop(s, method, ctx, resp,
-                    [fn = std::move(fn), c = std::move(a->caller),
-                     strip_token](ResourceManager& rm) mutable {
-                      auto r = fn(rm, c);
-                      if constexpr (std::is_same_v<Resp, v1::GetApplicationResponse>) {
-                        if (strip_token && r.ok()) r->mutable_report()->clear_amrm_token();
-                      }
-                      return r;
-                    });
+      const bool strip_token = a->peer.has_value() && a->peer->role == security::DaemonRole::kGpg;
+      return OnLoop(
+          s, method, ctx, resp,
+          [fn = std::move(fn), c = std::move(a->caller), strip_token](ResourceManager& rm) mutable {
+            auto r = fn(rm, c);
+            if constexpr (std::is_same_v<Resp, v1::GetApplicationResponse>) {
+              if (strip_token && r.ok()) r->mutable_report()->clear_amrm_token();
+            }
+            return r;
+          });
     }
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     const auto start = std::chrono::steady_clock::now();
     if (s->directory_ == nullptr) {
-      absl::Status st = absl::PermissionDeniedError(absl::StrCat(
-          "federation daemon ", a->peer->ToString(), " may not call ", RmCallName(call),
-          " for application ", app_id,
-          ": this RM has no federation store to check its claim against"));
+      absl::Status st = absl::PermissionDeniedError(
+          absl::StrCat("federation daemon ", a->peer->ToString(), " may not call ",
+                       RmCallName(call), " for application ", app_id,
+                       ": this RM has no federation store to check its claim against"));
       LogPeerRefused(*a->peer, call, st);
       s->RecordRpc(method, start, st.code());
       reactor->Finish(rm_server_internal::ToGrpc(st));
@@ -260,7 +256,7 @@ class RmServer::Calls {
       return home;
     };
     s->NextClaimChecker().Post([s, method, start, ctx, reactor, resp, claim = std::move(claim),
-                  fn = std::move(fn), caller = std::move(a->caller)]() mutable {
+                                fn = std::move(fn), caller = std::move(a->caller)]() mutable {
       absl::StatusOr<FederationGrant> grant = JudgeAppClaim(claim, *s->directory_);
       if (!grant.ok()) {
         LogPeerRefused(claim.peer, claim.call, grant.status());
@@ -340,31 +336,30 @@ class RmServer::Calls {
     };
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     const auto start = std::chrono::steady_clock::now();
-    FinishOnLoop(s, kMethod, start, ctx, reactor, resp,
-                 [s, start, ctx, reactor, resp, unregister, token](ResourceManager& rm,
-                                                                     auto reply) {
-                   // The token is verified before anything is written: a caller whose token
-                   // does not verify gets the unregistration's own refusal, the store untouched.
-                   absl::StatusOr<FederationApp> app = rm.FederationAppOfAmToken(token);
-                   if (!app.ok() || !app->federation_home_sub_cluster_id.empty()) {
-                     unregister(rm, std::move(reply));
-                     return;
-                   }
-                   const int64_t now_ms = rm.NowMs();
-                   s->NextClaimChecker().Post([s, start, ctx, reactor, resp, unregister, now_ms,
-                                               app_id = app->app_id]() {
-                     if (absl::Status st =
-                             RecordEndAtHome(*s->options_.federation_store, app_id,
-                                             s->options_.rm.sub_cluster_id, now_ms);
-                         !st.ok()) {
-                       log::Warn("am_unregister_refused", {{"app", app_id}, {"why", st.message()}});
-                       s->RecordRpc(kMethod, start, st.code());
-                       reactor->Finish(rm_server_internal::ToGrpc(st));
-                       return;
-                     }
-                     FinishOnLoop(s, kMethod, start, ctx, reactor, resp, unregister);
-                   });
-                 });
+    FinishOnLoop(
+        s, kMethod, start, ctx, reactor, resp,
+        [s, start, ctx, reactor, resp, unregister, token](ResourceManager& rm, auto reply) {
+          // The token is verified before anything is written: a caller whose token
+          // does not verify gets the unregistration's own refusal, the store untouched.
+          absl::StatusOr<FederationApp> app = rm.FederationAppOfAmToken(token);
+          if (!app.ok() || !app->federation_home_sub_cluster_id.empty()) {
+            unregister(rm, std::move(reply));
+            return;
+          }
+          const int64_t now_ms = rm.NowMs();
+          s->NextClaimChecker().Post(
+              [s, start, ctx, reactor, resp, unregister, now_ms, app_id = app->app_id]() {
+                if (absl::Status st = RecordEndAtHome(*s->options_.federation_store, app_id,
+                                                      s->options_.rm.sub_cluster_id, now_ms);
+                    !st.ok()) {
+                  log::Warn("am_unregister_refused", {{"app", app_id}, {"why", st.message()}});
+                  s->RecordRpc(kMethod, start, st.code());
+                  reactor->Finish(rm_server_internal::ToGrpc(st));
+                  return;
+                }
+                FinishOnLoop(s, kMethod, start, ctx, reactor, resp, unregister);
+              });
+        });
     return reactor;
   }
 
@@ -389,7 +384,6 @@ class RmServer::Calls {
       return absl::PermissionDeniedError("only reads are open to another sub-cluster's RM");
     };
   }
-
 };
 
 }  // namespace weft::rm
