@@ -11,6 +11,7 @@ function(weft_test name)
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
   weft_use_pch(${name} TEST)
+  weft_use_unity(${name})
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src)
   add_test(NAME ${name} COMMAND ${name})
   if(NOT ARG_TIMEOUT)
@@ -38,6 +39,27 @@ function(weft_library name)
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
   weft_use_pch(${name})
+  weft_use_unity(${name})
+endfunction()
+
+# Unity builds (WEFT_UNITY, off by default, on in scripts/build.sh): a target's .cc files are
+# compiled WEFT_UNITY_BATCH_SIZE at a time, each batch as one translation unit that #includes
+# them, so the headers they share (Weft's own, the generated protobuf/gRPC ones, CLI11,
+# yaml-cpp: those not in the precompiled headers) are parsed and instantiated once per batch
+# instead of once per file. Targets of one file are left alone. Files of a batch share one
+# scope: two helpers of the same name in anonymous namespaces clash, so such names are kept
+# distinct (or the file is excluded with the SKIP_UNITY_BUILD_INCLUSION source property). A
+# build with the option off checks that each file still includes what it uses.
+function(weft_use_unity target)
+  if(NOT WEFT_UNITY)
+    return()
+  endif()
+  get_target_property(sources ${target} SOURCES)
+  list(LENGTH sources count)
+  if(count GREATER 1)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON
+      UNITY_BUILD_BATCH_SIZE ${WEFT_UNITY_BATCH_SIZE})
+  endif()
 endfunction()
 
 # Precompiled headers (WEFT_PCH, on by default): the standard library, Abseil, gRPC and

@@ -6,6 +6,8 @@ set -euo pipefail
 PACKAGES=(
   # toolchain
   build-essential g++ cmake ninja-build pkg-config git ca-certificates
+  # the linker CMake picks when present (WEFT_LLD): links in a fraction of GNU ld's time
+  lld
   # libraries
   libabsl-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   libsqlite3-dev libssl-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc

@@ -38,7 +38,7 @@ struct ImportYarnFlags {
   bool force = false;
 };
 
-int UsageError(const std::string& message) {
+int ConfigUsageError(const std::string& message) {
   PrintError(message);
   return 2;
 }
@@ -55,9 +55,9 @@ absl::Status WriteOutput(const std::filesystem::path& path, const std::string& t
 }
 
 int ImportYarn(const ImportYarnFlags& f) {
-  if (f.out_dir.empty()) return UsageError(absl::StrCat(kImport, "--out-dir is required"));
+  if (f.out_dir.empty()) return ConfigUsageError(absl::StrCat(kImport, "--out-dir is required"));
   if (f.yarn_site.empty() && f.capacity_scheduler.empty() && f.fair_scheduler.empty())
-    return UsageError(absl::StrCat(
+    return ConfigUsageError(absl::StrCat(
         kImport, "give --yarn-site and one of --capacity-scheduler or --fair-scheduler"));
   config::YarnImportInput input;
   for (auto [path, field] : {std::pair{&f.yarn_site, &input.yarn_site},

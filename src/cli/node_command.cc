@@ -25,7 +25,7 @@ struct NodeFlags {
   std::string node_id;
 };
 
-absl::StatusOr<std::vector<v1::NodeState>> ParseStates(const std::string& text) {
+absl::StatusOr<std::vector<v1::NodeState>> ParseNodeStates(const std::string& text) {
   std::vector<v1::NodeState> states;
   for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
     std::string name = absl::AsciiStrToUpper(absl::StripAsciiWhitespace(item));
@@ -42,7 +42,7 @@ absl::StatusOr<std::vector<v1::NodeState>> ParseStates(const std::string& text) 
 
 absl::StatusOr<v1::ListNodesResponse> ListNodes(const NodeFlags& f) {
   v1::ListNodesRequest req;
-  auto states = ParseStates(f.states);
+  auto states = ParseNodeStates(f.states);
   if (!states.ok()) return states.status();
   for (v1::NodeState s : *states) req.add_states(s);
   RmClient client(f.rm_address, DefaultUser());

@@ -15,7 +15,7 @@ namespace {
 
 constexpr size_t kMaxNameLength = 32;
 
-bool ValidName(absl::string_view name) {
+bool ValidAclName(absl::string_view name) {
   if (name.empty() || name.size() > kMaxNameLength) return false;
   if (name.back() == '$') name.remove_suffix(1);  // Unix machine accounts ("host$")
   if (name.empty()) return false;
@@ -37,7 +37,7 @@ absl::Status ParseNames(absl::string_view list, absl::string_view what,
     if (name == "*")
       return absl::InvalidArgumentError(absl::StrCat(
           "'*' must stand alone for everyone, not in the ", what, " list '", list, "'"));
-    if (!ValidName(name)) {
+    if (!ValidAclName(name)) {
       std::string hint;
       if (absl::StrContains(name, ' '))
         hint = " (one space separates users from groups; names have no spaces)";

@@ -25,7 +25,7 @@
 namespace weft::metrics {
 namespace {
 
-bool ValidName(absl::string_view name, bool allow_colon) {
+bool ValidMetricName(absl::string_view name, bool allow_colon) {
   if (name.empty()) return false;
   for (size_t i = 0; i < name.size(); ++i) {
     const char c = name[i];
@@ -39,10 +39,10 @@ bool ValidName(absl::string_view name, bool allow_colon) {
 // Our rules and prometheus-cpp's (which also reserves names starting with "__"): checked here
 // so that a bad name aborts with its name instead of an exception from prometheus-cpp.
 void CheckMetricName(absl::string_view name) {
-  CheckOrDie(ValidName(name, true) && prometheus::CheckMetricName(std::string(name)), name);
+  CheckOrDie(ValidMetricName(name, true) && prometheus::CheckMetricName(std::string(name)), name);
 }
 void CheckLabelName(absl::string_view name) {
-  CheckOrDie(ValidName(name, false) && prometheus::CheckLabelName(std::string(name)), name);
+  CheckOrDie(ValidMetricName(name, false) && prometheus::CheckLabelName(std::string(name)), name);
 }
 
 // HELP text escapes backslash and newline; label values also escape the double quote.

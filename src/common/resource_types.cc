@@ -10,7 +10,7 @@
 namespace weft {
 namespace {
 
-bool ValidName(absl::string_view name) {
+bool ValidResourceTypeName(absl::string_view name) {
   if (name.empty() || name.size() > 64) return false;
   for (char c : name) {
     if (!(absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-' || c == '.' || c == '/'))
@@ -43,7 +43,7 @@ ResourceTypeRegistry::ResourceTypeRegistry() {
 }
 
 absl::StatusOr<int> ResourceTypeRegistry::AddType(ResourceTypeInfo info) {
-  if (!ValidName(info.name))
+  if (!ValidResourceTypeName(info.name))
     return absl::InvalidArgumentError(absl::StrCat("resource type name '", info.name,
                                                    "' must be 1-64 characters of [a-z0-9-./]"));
   if (Find(info.name) >= 0)

@@ -20,7 +20,7 @@
 namespace weft::nm {
 namespace {
 
-absl::Status WithContext(const absl::Status& status, absl::string_view context) {
+absl::Status InContext(const absl::Status& status, absl::string_view context) {
   if (status.ok()) return status;
   return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
 }
@@ -134,16 +134,16 @@ ContainerExecutor::~ContainerExecutor() {
 
 absl::StatusOr<pid_t> ContainerExecutor::Launch(const LaunchSpec& spec) {
   const std::string context = absl::StrCat("launching ", spec.container_id);
-  if (absl::Status s = ValidateSpec(spec); !s.ok()) return WithContext(s, context);
+  if (absl::Status s = ValidateSpec(spec); !s.ok()) return InContext(s, context);
   if (auto it = containers_.find(spec.container_id); it != containers_.end()) {
     return absl::AlreadyExistsError(
         absl::StrCat(context, ": the container already exists (",
                      it->second.running ? "running" : "exited, not cleaned up", ")"));
   }
-  if (absl::Status s = env_->CreateDirs(spec.work_dir); !s.ok()) return WithContext(s, context);
-  if (absl::Status s = env_->CreateDirs(spec.log_dir); !s.ok()) return WithContext(s, context);
+  if (absl::Status s = env_->CreateDirs(spec.work_dir); !s.ok()) return InContext(s, context);
+  if (absl::Status s = env_->CreateDirs(spec.log_dir); !s.ok()) return InContext(s, context);
   std::map<std::string, std::string> token_env;
-  if (absl::Status s = PrepareDirs(spec, &token_env); !s.ok()) return WithContext(s, context);
+  if (absl::Status s = PrepareDirs(spec, &token_env); !s.ok()) return InContext(s, context);
   std::map<std::string, std::string> env = spec.env;
   env.emplace("PATH", kDefaultContainerPath);
   if (!spec.user.empty()) env["USER"] = spec.user;
@@ -161,14 +161,14 @@ absl::StatusOr<pid_t> ContainerExecutor::Launch(const LaunchSpec& spec) {
           absl::StrCat(context, ": state_dir '", spec.state_dir, "' is not an absolute path"));
     }
     // Only this executor's user may write it: a container must not forge its exit status.
-    if (absl::Status s = env_->RemoveTree(spec.state_dir); !s.ok()) return WithContext(s, context);
-    if (absl::Status s = env_->CreateDirs(spec.state_dir); !s.ok()) return WithContext(s, context);
+    if (absl::Status s = env_->RemoveTree(spec.state_dir); !s.ok()) return InContext(s, context);
+    if (absl::Status s = env_->CreateDirs(spec.state_dir); !s.ok()) return InContext(s, context);
     if (absl::Status s = env_->SetOwner(spec.state_dir, geteuid(), getegid(), 0700); !s.ok())
-      return WithContext(s, context);
+      return InContext(s, context);
   }
   if (cgroups_ != nullptr) {
     if (absl::Status s = cgroups_->Create(spec.container_id, spec.limits); !s.ok()) {
-      return WithContext(s, context);
+      return InContext(s, context);
     }
   }
 
@@ -196,7 +196,7 @@ absl::StatusOr<pid_t> ContainerExecutor::Launch(const LaunchSpec& spec) {
       if (cgroups_ != nullptr)
         log::WarnIfError(cgroups_->Destroy(spec.container_id), "container_cgroups_not_removed",
                          {{"container", spec.container_id}});
-      return WithContext(spawned.status(), context);
+      return InContext(spawned.status(), context);
     }
     started = *spawned;
   } else {
@@ -205,7 +205,7 @@ absl::StatusOr<pid_t> ContainerExecutor::Launch(const LaunchSpec& spec) {
       if (cgroups_ != nullptr)
         log::WarnIfError(cgroups_->Destroy(spec.container_id), "container_cgroups_not_removed",
                          {{"container", spec.container_id}});
-      return WithContext(pid.status(), context);
+      return InContext(pid.status(), context);
     }
     started.pid = *pid;
   }
@@ -229,7 +229,7 @@ absl::StatusOr<pid_t> ContainerExecutor::Launch(const LaunchSpec& spec) {
 absl::Status ContainerExecutor::Adopt(const AdoptSpec& spec) {
   const std::string context = absl::StrCat("adopting ", spec.container_id);
   if (absl::Status s = ValidateContainerId(spec.container_id); !s.ok()) {
-    return WithContext(s, context);
+    return InContext(s, context);
   }
   if (spec.pid <= 0 || spec.monitor_pid <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(context, ": bad pids (process ", spec.pid,
@@ -305,7 +305,7 @@ absl::Status ContainerExecutor::Signal(absl::string_view container_id, int sig) 
     return absl::NotFoundError(
         absl::StrCat("signalling ", container_id, ": no such running container"));
   }
-  return WithContext(env_->Kill(-it->second.pid, sig),
+  return InContext(env_->Kill(-it->second.pid, sig),
                      absl::StrCat("signalling ", container_id, " with ", SignalName(sig)));
 }
 
@@ -425,7 +425,7 @@ std::optional<absl::StatusOr<ProcessStatus>> ContainerExecutor::ReadExitFile(
     return text.status();
   }
   absl::StatusOr<ProcessStatus> status = ParseExitFile(*text);
-  if (!status.ok()) return WithContext(status.status(), path);
+  if (!status.ok()) return InContext(status.status(), path);
   return status;
 }
 
@@ -582,7 +582,7 @@ absl::Status ContainerExecutor::Cleanup(absl::string_view container_id) {
         absl::StrCat("cleaning up ", container_id, ": the container is still running"));
   }
   if (absl::Status s = env_->RemoveTree(it->second.work_dir); !s.ok()) {
-    return WithContext(s, absl::StrCat("cleaning up ", container_id));
+    return InContext(s, absl::StrCat("cleaning up ", container_id));
   }
   containers_.erase(it);
   return absl::OkStatus();

@@ -9,8 +9,8 @@
 namespace weft::security {
 namespace {
 
-constexpr int64_t kRollMs = 1000;
-constexpr int64_t kLifetimeMs = 10000;
+constexpr int64_t kVerifierRollMs = 1000;
+constexpr int64_t kVerifierLifetimeMs = 10000;
 constexpr char kNode[] = "node7.example.com:8041";
 
 class ContainerTokenVerifierTest : public ::testing::Test {
@@ -42,7 +42,7 @@ class ContainerTokenVerifierTest : public ::testing::Test {
   }
 
   FakeSecretSource secrets_;
-  MasterKeyManager rm_keys_{"container", kRollMs, kLifetimeMs, &secrets_};
+  MasterKeyManager rm_keys_{"container", kVerifierRollMs, kVerifierLifetimeMs, &secrets_};
   ContainerTokenVerifier nm_;
 };
 
@@ -108,7 +108,7 @@ TEST_F(ContainerTokenVerifierTest, RefusesForgeriesWithDistinctMessages) {
 
 TEST_F(ContainerTokenVerifierTest, RefusesUnknownMasterKey) {
   FakeSecretSource other_secrets(3);
-  MasterKeyManager other("container", kRollMs, kLifetimeMs, &other_secrets);
+  MasterKeyManager other("container", kVerifierRollMs, kVerifierLifetimeMs, &other_secrets);
   ASSERT_TRUE(other.Start(0).ok());
   for (int64_t t = 1000; t <= 3000; t += 1000) ASSERT_TRUE(*other.Roll(t));
   ContainerTokenData d;
@@ -208,7 +208,7 @@ TEST_F(ContainerTokenVerifierTest, NextKeyIsKnownBeforeItSigns) {
 TEST_F(ContainerTokenVerifierTest, UpdateKeysReplacesAKeyWithTheSameId) {
   // After an RM crash that lost key 2 before persisting it, the RM remakes id 2 differently.
   FakeSecretSource other_secrets(5);
-  MasterKeyManager remade("container", kRollMs, kLifetimeMs, &other_secrets);
+  MasterKeyManager remade("container", kVerifierRollMs, kVerifierLifetimeMs, &other_secrets);
   ASSERT_TRUE(remade.Start(0).ok());
   ASSERT_EQ(remade.next().id, rm_keys_.next().id);
   nm_.UpdateKeys(remade.current(), remade.next());

@@ -10,8 +10,8 @@
 namespace weft::security {
 namespace {
 
-constexpr int64_t kRollMs = 1000;
-constexpr int64_t kLifetimeMs = 10000;
+constexpr int64_t kTokenRollMs = 1000;
+constexpr int64_t kTokenLifetimeMs = 10000;
 
 ContainerTokenData SampleContainer() {
   ContainerTokenData d;
@@ -189,7 +189,7 @@ TEST(TokenCodecTest, HostileBytesNeverCrashAndDecodedValuesAreCanonical) {
 
 TEST(TokenIssueTest, PasswordIsHmacOfIdentifierAndRecordsTheKeyId) {
   FakeSecretSource secrets;
-  MasterKeyManager keys("container", kRollMs, kLifetimeMs, &secrets);
+  MasterKeyManager keys("container", kTokenRollMs, kTokenLifetimeMs, &secrets);
   ASSERT_TRUE(keys.Start(0).ok());
   ContainerTokenData d = SampleContainer();
   d.master_key_id = 999;  // ignored: the signing key's id is recorded
@@ -215,7 +215,7 @@ class AmRmTokenTest : public ::testing::Test {
 
   const std::string attempt_ = "appattempt_1700000000000_0001_000001";
   FakeSecretSource secrets_;
-  MasterKeyManager keys_{"amrm", kRollMs, kLifetimeMs, &secrets_};
+  MasterKeyManager keys_{"amrm", kTokenRollMs, kTokenLifetimeMs, &secrets_};
 };
 
 TEST_F(AmRmTokenTest, IssueThenVerifyRoundTrips) {
@@ -277,7 +277,7 @@ TEST_F(AmRmTokenTest, RefusesAnotherAttempt) {
 
 TEST_F(AmRmTokenTest, RefusesUnknownKeyAndMalformedIdentifier) {
   FakeSecretSource other_secrets(42);
-  MasterKeyManager other("amrm", kRollMs, kLifetimeMs, &other_secrets);
+  MasterKeyManager other("amrm", kTokenRollMs, kTokenLifetimeMs, &other_secrets);
   ASSERT_TRUE(other.Start(0).ok());
   ASSERT_TRUE(*other.Roll(1000));
   ASSERT_TRUE(*other.Roll(2000));
@@ -292,7 +292,7 @@ TEST_F(AmRmTokenTest, RefusesUnknownKeyAndMalformedIdentifier) {
 }
 
 TEST_F(AmRmTokenTest, TokenUnderPreviousKeyVerifiesUntilThatKeyExpires) {
-  // Key 1 is current from 0 to 1000 and expires at kLifetimeMs = 10000.
+  // Key 1 is current from 0 to 1000 and expires at kTokenLifetimeMs = 10000.
   const Token t = IssueAmRmToken(SampleAmRm(/*expiry_ms=*/1'000'000), keys_.current());
   for (int64_t now = 1000; now <= 9000; now += 1000) {
     ASSERT_TRUE(*keys_.Roll(now));
@@ -311,7 +311,7 @@ TEST_F(AmRmTokenTest, TokenUnderPreviousKeyVerifiesUntilThatKeyExpires) {
 TEST_F(AmRmTokenTest, TokensSurviveAnRmRestart) {
   const Token t = IssueAmRmToken(SampleAmRm(5000), keys_.current());
   FakeSecretSource other_secrets(7);
-  MasterKeyManager restarted("amrm", kRollMs, kLifetimeMs, &other_secrets);
+  MasterKeyManager restarted("amrm", kTokenRollMs, kTokenLifetimeMs, &other_secrets);
   ASSERT_TRUE(restarted.Restore(keys_.Keys(), 500).ok());
   EXPECT_TRUE(VerifyAmRmToken(t, restarted, attempt_, 500).ok());
 }

@@ -13,3 +13,6 @@ weft_test(workload_test
           workload_fuzz_test.cc workload_registry_test.cc
   DEPS weft_sim_workload nlohmann_json::nlohmann_json)
 target_compile_definitions(workload_test PRIVATE WEFT_TEST_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+# Each loader's test file has its own Trace(), Fixture() and WriteTemp() helpers: compiled file
+# by file even in a unity build (WEFT_UNITY).
+set_target_properties(workload_test PROPERTIES UNITY_BUILD OFF)

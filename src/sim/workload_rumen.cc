@@ -22,8 +22,8 @@ using internal::RecordError;
 using Json = nlohmann::json;
 
 // YARN MapReduce's container priorities (RMContainerAllocator): maps 20, reduces 10.
-constexpr int32_t kMapPriority = 20;
-constexpr int32_t kReducePriority = 10;
+constexpr int32_t kRumenMapPriority = 20;
+constexpr int32_t kRumenReducePriority = 10;
 
 // MapReduce's JobPriority names as YARN application priorities (TypeConverter): higher first.
 bool PriorityFromName(absl::string_view name, int32_t* out) {
@@ -186,10 +186,12 @@ bool ReadJob(const JsonRecord& rec, const DefaultTaskResources& defaults,
   }
   *no_success += maps.no_success + reduces.no_success;
   bool has_map = !maps.durations_ms.empty();
-  if (has_map) job->groups.push_back(MakeGroup("map", kMapPriority, map_resource, std::move(maps)));
+  if (has_map) {
+    job->groups.push_back(MakeGroup("map", kRumenMapPriority, map_resource, std::move(maps)));
+  }
   if (!reduces.durations_ms.empty()) {
     job->groups.push_back(
-        MakeGroup("reduce", kReducePriority, reduce_resource, std::move(reduces)));
+        MakeGroup("reduce", kRumenReducePriority, reduce_resource, std::move(reduces)));
     if (has_map) job->groups.back().depends_on.push_back(0);
   }
   return true;

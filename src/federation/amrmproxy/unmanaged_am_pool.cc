@@ -11,7 +11,7 @@
 namespace weft::amrmproxy {
 namespace {
 
-bool IsFinal(v1::ApplicationState state) {
+bool IsFinalState(v1::ApplicationState state) {
   return state == v1::APP_FINISHED || state == v1::APP_FAILED || state == v1::APP_KILLED;
 }
 
@@ -98,7 +98,7 @@ absl::StatusOr<v1::RegisterApplicationMasterResponse> UnmanagedAmPool::Launch(
     absl::StatusOr<v1::ApplicationReport> report =
         rpc_->GetApplication(uam.rm, attempt_.user, uam.application_id);
     if (!report.ok()) return failed(report.status(), "GetApplication");
-    if (IsFinal(report->state())) {
+    if (IsFinalState(report->state())) {
       uam.finished = true;
       return failed(absl::FailedPreconditionError(absl::StrCat("application ", uam.application_id,
                                                                " ended: ", report->diagnostics())),
