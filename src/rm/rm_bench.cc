@@ -441,7 +441,10 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   so.rm.heartbeat_interval_ms = o.heartbeat_interval_ms;
   so.rm.pass_interval_ms = 50;
   so.call_finishers = o.call_finishers;
-  so.rm.nm_expiry_ms = std::max<int64_t>(60000, 30 * o.heartbeat_interval_ms);
+  // Long enough for the registration phase: an NM-sim child's nodes heartbeat only once all of
+  // them have registered, which over TLS at 10,000 nodes can take minutes on a small host; a
+  // node the RM marked LOST meanwhile would measure its recovery, not the RM.
+  so.rm.nm_expiry_ms = std::max<int64_t>(600000, 30 * o.heartbeat_interval_ms);
   so.launcher.reset(launcher);
   so.tls = tls;
   auto server = RmServer::Start(std::move(so));

@@ -386,6 +386,29 @@ TEST_F(TlsIssueTest, PeerIdentityTrustsOnlyAuthenticatedDaemonCertificates) {
   EXPECT_THAT(std::string(not_a_daemon.message()), HasSubstr("CN=test CA"));
 }
 
+// Identities are remembered per certificate (PeerIdentity caches them): two daemons' calls,
+// alternating, each get their own, and a remembered certificate presented without
+// authentication is still refused.
+TEST_F(TlsIssueTest, PeerIdentityKeepsEachCertificatesOwnIdentity) {
+  absl::StatusOr<CertKeyPaths> a =
+      IssueCertificate(ca_dir(), out_dir(), DaemonRole::kNodeManager, "node-a", {}, 90);
+  ASSERT_TRUE(a.ok()) << a.status();
+  const std::string a_pem = Slurp(a->cert_path);
+  absl::StatusOr<CertKeyPaths> b =
+      IssueCertificate(ca_dir(), out_dir(), DaemonRole::kNodeManager, "node-b", {}, 90);
+  ASSERT_TRUE(b.ok()) << b.status();
+  const std::string b_pem = Slurp(b->cert_path);
+  for (int round = 0; round < 3; ++round) {
+    absl::StatusOr<DaemonIdentity> ia = PeerIdentity(FakeAuthContext(true, a_pem));
+    absl::StatusOr<DaemonIdentity> ib = PeerIdentity(FakeAuthContext(true, b_pem));
+    ASSERT_TRUE(ia.ok() && ib.ok()) << ia.status() << " " << ib.status();
+    EXPECT_EQ(ia->ToString(), "nm/node-a");
+    EXPECT_EQ(ib->ToString(), "nm/node-b");
+  }
+  EXPECT_EQ(PeerIdentity(FakeAuthContext(false, a_pem)).status().code(),
+            absl::StatusCode::kUnauthenticated);
+}
+
 // A service answering any method with the caller's PeerIdentity() as text, or its error as
 // the call's status.
 class WhoAmIService : public grpc::CallbackGenericService {
