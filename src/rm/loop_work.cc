@@ -6,23 +6,26 @@
 
 namespace weft::rm {
 
+LoopWorkTotals LoopStats::Since(const LoopStats& earlier, const std::string& kind) const {
+  LoopWorkTotals d;
+  if (auto now = work.find(kind); now != work.end()) d = now->second;
+  if (auto before = earlier.work.find(kind); before != earlier.work.end()) {
+    d.count -= before->second.count;
+    d.nanos -= before->second.nanos;
+  }
+  return d;
+}
+
 double LoopStats::MicrosPerEvent(const LoopStats& earlier, const std::string& kind) const {
-  auto now = work.find(kind);
-  if (now == work.end()) return 0;
-  LoopWorkTotals before;
-  if (auto it = earlier.work.find(kind); it != earlier.work.end()) before = it->second;
-  const int64_t n = now->second.count - before.count;
-  if (n <= 0) return 0;
-  return static_cast<double>(now->second.nanos - before.nanos) / 1000.0 / static_cast<double>(n);
+  const LoopWorkTotals d = Since(earlier, kind);
+  if (d.count <= 0) return 0;
+  return static_cast<double>(d.nanos) / 1000.0 / static_cast<double>(d.count);
 }
 
 double LoopStats::PassMicrosPerAllocation(const LoopStats& earlier) const {
   const int64_t n = pass_allocations - earlier.pass_allocations;
-  auto now = work.find(kPassWork);
-  if (n <= 0 || now == work.end()) return 0;
-  int64_t before = 0;
-  if (auto it = earlier.work.find(kPassWork); it != earlier.work.end()) before = it->second.nanos;
-  return static_cast<double>(now->second.nanos - before) / 1000.0 / static_cast<double>(n);
+  if (n <= 0 || !work.contains(kPassWork)) return 0;
+  return static_cast<double>(Since(earlier, kPassWork).nanos) / 1000.0 / static_cast<double>(n);
 }
 
 int64_t ThreadCpuNanos() {

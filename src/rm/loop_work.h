@@ -33,6 +33,8 @@ struct LoopStats {
   int64_t pass_allocations = 0;  // containers the passes counted under kPassWork allocated
   // The loop time of `kind` per event in µs over [earlier, this]; 0 when none ran.
   double MicrosPerEvent(const LoopStats& earlier, const std::string& kind) const;
+  // The events of `kind` and their time over [earlier, this].
+  LoopWorkTotals Since(const LoopStats& earlier, const std::string& kind) const;
   // Pass loop time shared over the containers those passes allocated, µs; 0 when none.
   double PassMicrosPerAllocation(const LoopStats& earlier) const;
 };

@@ -706,12 +706,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   r.loop_us_per_allocate = loop_after.MicrosPerEvent(loop_before, "AmService/Allocate");
   r.loop_us_per_allocation = loop_after.PassMicrosPerAllocation(loop_before);
   r.loop_us_per_pass = loop_after.MicrosPerEvent(loop_before, kPassWork);
-  if (auto a = loop_after.work.find(kPassWork); a != loop_after.work.end()) {
-    auto b = loop_before.work.find(kPassWork);
-    r.passes_per_s =
-        static_cast<double>(a->second.count - (b == loop_before.work.end() ? 0 : b->second.count)) /
-        secs;
-  }
+  r.passes_per_s = static_cast<double>(loop_after.Since(loop_before, kPassWork).count) / secs;
   r.rm_rss_mb = rss_mb;
   r.rss_kb_per_nm = (rss_mb - rss_before_mb) * 1024 / o.nodes;
   r.process_cpu_per_s = cpu_s / secs;
