@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -29,7 +30,9 @@ using Clock = std::chrono::steady_clock;
 // most ever in flight at once, and the response ids that went out of order.
 class SlowTracker final : public v1::TrackerService::CallbackService {
  public:
-  explicit SlowTracker(std::chrono::milliseconds delay) : delay_(delay) {
+  // `status`: what every heartbeat is answered with.
+  explicit SlowTracker(std::chrono::milliseconds delay, grpc::Status status = grpc::Status::OK)
+      : delay_(delay), status_(std::move(status)) {
     answerer_ = std::thread([this] { Answer(); });
   }
   ~SlowTracker() override {
@@ -95,13 +98,14 @@ class SlowTracker final : public v1::TrackerService::CallbackService {
       Pending p = std::move(pending_.front());
       pending_.pop_front();
       --in_flight_[p.node];
-      p.reactor->Finish(grpc::Status::OK);
+      p.reactor->Finish(status_);
     }
     for (Pending& p : pending_) p.reactor->Finish(grpc::Status::CANCELLED);
     pending_.clear();
   }
 
   const std::chrono::milliseconds delay_;
+  const grpc::Status status_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Pending> pending_;  // in arrival order, so in due order
@@ -116,8 +120,9 @@ class SlowTracker final : public v1::TrackerService::CallbackService {
 
 class SimNmHeartbeatsTest : public ::testing::Test {
  protected:
-  void StartServer(std::chrono::milliseconds delay, int32_t nodes) {
-    tracker_ = std::make_unique<SlowTracker>(delay);
+  void StartServer(std::chrono::milliseconds delay, int32_t nodes,
+                   grpc::Status status = grpc::Status::OK) {
+    tracker_ = std::make_unique<SlowTracker>(delay, std::move(status));
     grpc::ServerBuilder b;
     int port = 0;
     b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -175,6 +180,22 @@ TEST_F(SimNmHeartbeatsTest, ALateReplyDelaysTheNodesNextHeartbeatNeverOverlapsIt
   // below the 20 per node an interval of 50 ms would send.
   EXPECT_LE(t.heartbeats, 20 * 5);
   EXPECT_GE(t.heartbeats, 20);
+}
+
+// An RM that refuses every heartbeat: each is counted as an error (its completions as not
+// reported), and the nodes keep their schedule, one call at a time.
+TEST_F(SimNmHeartbeatsTest, RefusedHeartbeatsAreCountedAsErrors) {
+  StartServer(std::chrono::milliseconds(10), 20,
+              grpc::Status(grpc::StatusCode::UNAVAILABLE, "the RM is down"));
+  nodes_[0].running.emplace_back(Clock::now(), "container_1");  // due at the first heartbeat
+  SimNmHeartbeats hb(&nodes_, std::chrono::milliseconds(100));
+  hb.Measure(Clock::now() - std::chrono::seconds(1), std::chrono::seconds(2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  SimNmTally t = hb.Stop();
+  EXPECT_GE(t.heartbeats, 20);
+  EXPECT_EQ(t.errors, t.heartbeats);
+  EXPECT_EQ(t.completed, 0);
+  EXPECT_EQ(tracker_->max_in_flight(), 1);
 }
 
 // Stop returns only once every call in flight has been answered (their state is then no longer
