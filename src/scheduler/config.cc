@@ -103,7 +103,7 @@ absl::StatusOr<QueueKeys> MakeQueueKeys(const std::vector<PolicyQueueKeys>& poli
   QueueKeys keys;
   keys.allowed = {"weight",  "min-resources", "max-resources",           "max-running-apps",
                   "state",   "ordering",      "acl_submit_applications", "acl_administer_queue",
-                  "children"};
+                  "accessible-node-labels", "node-label-maximum-capacity", "children"};
   keys.policies = &policies;
   for (size_t i = 0; i < policies.size(); ++i) {
     for (const std::string& key : policies[i].keys) {
@@ -228,6 +228,37 @@ absl::Status ParseQueueBody(const YAML::Node& node, const ResourceTypeRegistry& 
     auto acl = AccessControlList::Parse(*v);
     if (!acl.ok()) return Err(origin, sub(key), acl.status().message());
     *field = *std::move(acl);
+  }
+  if (const YAML::Node& labels = node["accessible-node-labels"]) {
+    // A list, or one comma-separated string as YARN writes it ("gpu,ssd", "*").
+    std::vector<std::string> names;
+    if (labels.IsSequence()) {
+      for (const YAML::Node& l : labels) {
+        auto v = Scalar<std::string>(l, origin, sub("accessible-node-labels"));
+        if (!v.ok()) return v.status();
+        names.push_back(*v);
+      }
+    } else {
+      auto v = Scalar<std::string>(labels, origin, sub("accessible-node-labels"));
+      if (!v.ok()) return v.status();
+      for (absl::string_view part : absl::StrSplit(*v, ',', absl::SkipWhitespace()))
+        names.emplace_back(absl::StripAsciiWhitespace(part));
+    }
+    out->accessible_node_labels = std::move(names);
+  }
+  if (const YAML::Node& caps = node["node-label-maximum-capacity"]) {
+    if (!caps.IsMap())
+      return Err(origin, sub("node-label-maximum-capacity"),
+                 "expected a mapping of node label to a percentage");
+    for (const auto& kv : caps) {
+      const std::string label = kv.first.as<std::string>();
+      const std::string key = absl::StrCat(sub("node-label-maximum-capacity"), ".", label);
+      auto text = ScalarText(kv.second, origin, key);
+      if (!text.ok()) return text.status();
+      auto v = ConfigPercent(*text, origin, key);
+      if (!v.ok()) return v.status();
+      out->node_label_maximum_capacity[label] = *v;
+    }
   }
   if (node["children"]) {
     const YAML::Node& children = node["children"];
@@ -355,7 +386,9 @@ absl::StatusOr<SchedulerConfig> ParseSchedulerConfigWith(
                                "queues",
                                "queue-max-am-share-default",
                                "user-max-apps-default",
-                               "users"};
+                               "users",
+                               "node-labels",
+                               "gang-mode"};
   for (const PolicySection& section : sections) top.insert(section.key);
   if (auto s = CheckKeys(doc, top, origin, "(top)"); !s.ok()) return s;
   for (const PolicySection& section : sections) {
@@ -436,6 +469,35 @@ absl::StatusOr<SchedulerConfig> ParseSchedulerConfigWith(
   }
   if (const YAML::Node& users = doc["users"]) {
     if (absl::Status s = ParseUsers(users, origin, &config.users); !s.ok()) return s;
+  }
+  if (const YAML::Node& labels = doc["node-labels"]) {
+    // node-labels: {gpu: {exclusive: true}, ssd: {exclusive: false}}; a label with no body
+    // is exclusive (YARN's default).
+    if (!labels.IsMap())
+      return Err(origin, "node-labels", "expected a mapping of node label to its settings");
+    for (const auto& kv : labels) {
+      const std::string name = kv.first.as<std::string>();
+      const std::string path = absl::StrCat("node-labels.", name);
+      if (!ValidAllocationTag(name))
+        return Err(origin, path, "a node label is 1-255 characters of [A-Za-z0-9_.-]");
+      NodeLabelConfig label;
+      if (!kv.second.IsNull()) {
+        if (absl::Status s = CheckKeys(kv.second, {"exclusive"}, origin, path); !s.ok()) return s;
+        if (kv.second["exclusive"]) {
+          auto v = Scalar<bool>(kv.second["exclusive"], origin, absl::StrCat(path, ".exclusive"));
+          if (!v.ok()) return v.status();
+          label.exclusive = *v;
+        }
+      }
+      config.node_labels[name] = label;
+    }
+  }
+  if (doc["gang-mode"]) {
+    auto v = Scalar<std::string>(doc["gang-mode"], origin, "gang-mode");
+    if (!v.ok()) return v.status();
+    if (*v != "reserve" && *v != "hold-and-wait")
+      return Err(origin, "gang-mode", absl::StrCat("'", *v, "' is not reserve or hold-and-wait"));
+    config.gang_mode = *v;
   }
   if (const YAML::Node& queues = doc["queues"]) {
     if (!queues.IsMap() || queues.size() != 1 || !queues["root"])

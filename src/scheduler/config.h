@@ -50,7 +50,20 @@ struct QueueConfig {
   // QueueAccessAllowed.
   std::optional<AccessControlList> acl_submit_applications;
   std::optional<AccessControlList> acl_administer_queue;
+  // Node labels (YARN's accessible-node-labels): the labels the queue's apps may ask for;
+  // unset = its parent's (root: every label); "*" = every label. The default partition is
+  // always accessible.
+  std::optional<std::vector<std::string>> accessible_node_labels;
+  // The most the queue's subtree may hold on each label's nodes, % of the label's capacity
+  // (YARN's accessible-node-labels.<label>.maximum-capacity); unset = 100.
+  std::map<std::string, double> node_label_maximum_capacity;
   std::vector<QueueConfig> children;
+};
+
+// One node label (YARN's cluster node label): exclusive labels' nodes run only asks for the
+// label; non-exclusive ones also run default-partition asks while they have room.
+struct NodeLabelConfig {
+  bool exclusive = true;
 };
 
 struct LocalityConfig {
@@ -92,6 +105,13 @@ struct SchedulerConfig {
   // -1 = no limit.
   int64_t user_max_apps_default = -1;
   std::map<std::string, UserConfig> users;  // by user name
+  // The cluster's node labels (key node-labels), by name ([A-Za-z0-9_.-]+).
+  std::map<std::string, NodeLabelConfig> node_labels;
+  // Gangs (seed 001's explicit gang scheduling): "reserve" (the default: all-or-nothing in a
+  // pass, the oldest waiting gang reserves nodes) or "hold-and-wait" (the naive baseline for
+  // experiments: a gang's containers are placed as they fit and held until all are; competing
+  // gangs can deadlock).
+  std::string gang_mode = "reserve";
   QueueConfig root;  // name "root"; a single leaf "default" when not configured
   // Settings a policy owns beyond the queue tree: each top-level key a policy declared (see
   // PolicySection) -> its subtree as YAML text. The core keeps them and never reads them; the

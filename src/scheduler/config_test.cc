@@ -290,5 +290,46 @@ TEST(SchedulerConfigAclTest, BadAclsAreRefusedNamingTheQueue) {
               HasSubstr("unknown key 'acl_submit'"));
 }
 
+TEST(SchedulerConfigTest, NodeLabelsGangModeAndQueueLabelKeys) {
+  ResourceTypeRegistry reg;
+  auto c = ParseSchedulerConfig(R"(
+node-labels: {gpu: {exclusive: true}, ssd: {exclusive: false}, fpga: }
+gang-mode: hold-and-wait
+queues:
+  root:
+    children:
+      ml: {accessible-node-labels: "gpu, ssd", node-label-maximum-capacity: {gpu: 40}}
+      etl: {accessible-node-labels: [ssd]}
+)",
+                                reg, "q.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->node_labels.at("gpu").exclusive);
+  EXPECT_FALSE(c->node_labels.at("ssd").exclusive);
+  EXPECT_TRUE(c->node_labels.at("fpga").exclusive);  // YARN's default
+  EXPECT_EQ(c->gang_mode, "hold-and-wait");
+  const QueueConfig& ml = c->root.children[0];
+  EXPECT_EQ(*ml.accessible_node_labels, (std::vector<std::string>{"gpu", "ssd"}));
+  EXPECT_EQ(ml.node_label_maximum_capacity.at("gpu"), 40);
+  EXPECT_EQ(*c->root.children[1].accessible_node_labels, std::vector<std::string>{"ssd"});
+  EXPECT_FALSE(c->root.accessible_node_labels.has_value());
+
+  auto parse = [&](const std::string& yaml) { return ParseSchedulerConfig(yaml, reg, "q.yaml").status(); };
+  EXPECT_THAT(parse("node-labels: {'bad label': {}}").message(),
+              HasSubstr("node-labels.bad label: a node label is 1-255 characters"));
+  EXPECT_THAT(parse("node-labels: {gpu: {shared: true}}").message(), HasSubstr("unknown key 'shared'"));
+  EXPECT_THAT(parse("gang-mode: greedy").message(),
+              HasSubstr("gang-mode: 'greedy' is not reserve or hold-and-wait"));
+  EXPECT_THAT(parse("queues: {root: {children: {a: {node-label-maximum-capacity: {gpu: 140}}}}}")
+                  .message(),
+              HasSubstr("node-label-maximum-capacity.gpu: 140 must be a percentage"));
+  // Labels a queue names must exist: checked when the scheduler is built.
+  auto unknown = ParseSchedulerConfig(
+      "queues: {root: {children: {a: {accessible-node-labels: [tpu]}}}}", reg, "q.yaml");
+  ASSERT_TRUE(unknown.ok());
+  auto s = CreateScheduler(*unknown, SchedulerOptions{reg});
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("accessible node label 'tpu' is not a cluster node label"));
+}
+
 }  // namespace
 }  // namespace weft::scheduler

@@ -1,6 +1,8 @@
 // The conformance suite: properties every scheduling policy must keep, checked over random
 // event sequences. A new policy is added to kPolicyNames below.
+#include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -379,6 +381,225 @@ TYPED_TEST(ConformanceTest, UsageAccountingAddsUp) {
       EXPECT_EQ(sum, q->usage) << q->path;
     }
   });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Seed 001's extensions under every policy: constraints, gangs, labels, resizing.
+
+constexpr const char* kLabelledQueues = R"(
+locality: {node-locality-delay: 0, rack-locality-delay: 0}
+node-labels: {gpu: {exclusive: true}}
+queues:
+  root:
+    children:
+      a: {capacity: 50, user-limit-factor: 100, maximum-am-resource-percent: 100,
+          max-am-share: -1, accessible-node-labels: [gpu]}
+      b: {capacity: 50, user-limit-factor: 100, maximum-am-resource-percent: 100,
+          max-am-share: -1, accessible-node-labels: ""}
+)";
+
+ResourceRequest WithConstraint(int32_t n, std::string tag, PlacementConstraint c,
+                               int32_t priority = 1) {
+  ResourceRequest a = Ask(n, Resource::Of(1024, 1), "*", priority);
+  a.allocation_tags = {std::move(tag)};
+  a.has_constraint = true;
+  a.constraint = std::move(c);
+  return a;
+}
+
+ResourceRequest GangOf(int32_t n, int32_t priority = 1) {
+  ResourceRequest a = Ask(n, Resource::Of(1024, 1), "*", priority);
+  a.gang = true;
+  return a;
+}
+
+TYPED_TEST(ConformanceTest, EachConstraintFormHolds) {
+  auto s = MakeScheduler(kOpenQueues, TypeParam::kName);
+  for (int i = 0; i < 4; ++i) {
+    NodeSpec n{"n" + std::to_string(i), "/r" + std::to_string(i / 2), Resource::Of(8192, 8)};
+    n.attributes = {{"os", i == 3 ? "windows" : "linux"}};
+    ASSERT_TRUE(s->AddNode(n).ok());
+  }
+  for (AppId id = 1; id <= 5; ++id) ASSERT_TRUE(s->AddApp(App(id, id % 2 ? "a" : "b"), 0).ok());
+  // 1: anti-affinity on itself; 2: a target; 3: affinity to 2 (all apps); 4: cardinality
+  // <= 2 per rack; 5: node attribute.
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({WithConstraint(
+                                       6, "aa", PlacementConstraint::NotIn(ConstraintScope::kNode, "aa"))}))
+                  .ok());
+  ResourceRequest target = Ask(1, Resource::Of(1024, 1));
+  target.allocation_tags = {"db"};
+  ASSERT_TRUE(s->UpdateRequests(2, Asks({target})).ok());
+  ASSERT_TRUE(s->UpdateRequests(3, Asks({WithConstraint(
+                                       3, "web", PlacementConstraint::In(ConstraintScope::kNode, "db",
+                                                                        TagNamespace::kAll))}))
+                  .ok());
+  ASSERT_TRUE(s->UpdateRequests(4, Asks({WithConstraint(
+                                       8, "cd", PlacementConstraint::Cardinality(
+                                                    ConstraintScope::kRack, "cd", 0, 2))}))
+                  .ok());
+  ASSERT_TRUE(s->UpdateRequests(5, Asks({WithConstraint(
+                                       3, "win", PlacementConstraint::AttributeIs("os", "windows"))}))
+                  .ok());
+  std::map<AppId, std::vector<NodeId>> got;
+  for (int64_t now = 0; now < 8; ++now) {
+    for (const Allocation& a : s->Schedule(now).allocations) got[a.app].push_back(a.node);
+  }
+  ASSERT_EQ(got[1].size(), 4u);  // one per node, 2 wait
+  EXPECT_EQ(std::set<NodeId>(got[1].begin(), got[1].end()).size(), 4u);
+  ASSERT_EQ(got[2].size(), 1u);
+  ASSERT_EQ(got[3].size(), 3u);
+  for (NodeId n : got[3]) EXPECT_EQ(n, got[2][0]);
+  ASSERT_EQ(got[4].size(), 6u);  // 3 per rack, 2 racks
+  std::map<int32_t, int> per_rack;
+  for (NodeId n : got[4]) ++per_rack[s->node(n)->rack];
+  for (const auto& [rack, k] : per_rack) EXPECT_EQ(k, 3);
+  ASSERT_EQ(got[5].size(), 3u);
+  for (NodeId n : got[5]) EXPECT_EQ(s->node(n)->name, "n3");
+  CheckAccounting(*s);
+}
+
+TYPED_TEST(ConformanceTest, GangsStartWholeAndCompetingGangsBothFinish) {
+  auto s = MakeScheduler(kOpenQueues, TypeParam::kName);
+  for (int i = 0; i < 2; ++i)
+    ASSERT_TRUE(s->AddNode({"n" + std::to_string(i), "/r0", Resource::Of(4096, 4)}).ok());
+  ASSERT_TRUE(s->AddApp(App(1, "a"), 0).ok());
+  ASSERT_TRUE(s->AddApp(App(2, "b"), 0).ok());
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({GangOf(8)})).ok());
+  ASSERT_TRUE(s->UpdateRequests(2, Asks({GangOf(8)})).ok());
+  std::map<AppId, int> held;
+  std::set<AppId> done;
+  for (int64_t now = 0; now < 30 && done.size() < 2; ++now) {
+    std::map<AppId, int> this_pass;
+    for (const Allocation& a : s->Schedule(now).allocations) {
+      ++this_pass[a.app];
+      ++held[a.app];
+      EXPECT_NE(a.gang, 0u);
+    }
+    for (const auto& [app, k] : this_pass) EXPECT_EQ(k, 8) << "app " << app << " pass " << now;
+    for (AppId app : {AppId{1}, AppId{2}}) {
+      if (held[app] == 8 && !done.contains(app)) {
+        for (ContainerId c : s->AppContainers(app)) ASSERT_TRUE(s->ContainerCompleted(c).ok());
+        done.insert(app);
+      }
+    }
+    CheckAccounting(*s);
+  }
+  EXPECT_EQ(done.size(), 2u);
+}
+
+TYPED_TEST(ConformanceTest, LabelledAsksRunOnlyOnTheirLabelAndOthersNeverThere) {
+  auto s = MakeScheduler(kLabelledQueues, TypeParam::kName);
+  for (int i = 0; i < 4; ++i) {
+    NodeSpec n{"n" + std::to_string(i), "/r0", Resource::Of(4096, 4)};
+    if (i >= 2) n.node_label = "gpu";
+    ASSERT_TRUE(s->AddNode(n).ok());
+  }
+  ASSERT_TRUE(s->AddApp(App(1, "a"), 0).ok());
+  ASSERT_TRUE(s->AddApp(App(2, "b"), 0).ok());
+  ResourceRequest gpu = Ask(20, Resource::Of(1024, 1));
+  gpu.node_label = "gpu";
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({gpu})).ok());
+  ASSERT_TRUE(s->UpdateRequests(2, Asks({Ask(20, Resource::Of(1024, 1))})).ok());
+  ResourceRequest denied = gpu;
+  EXPECT_EQ(s->UpdateRequests(2, Asks({denied})).code(), absl::StatusCode::kPermissionDenied);
+  int on_gpu = 0, off_gpu = 0;
+  for (int64_t now = 0; now < 5; ++now) {
+    for (const Allocation& a : s->Schedule(now).allocations) {
+      const bool labelled = s->node(a.node)->label != 0;
+      EXPECT_EQ(labelled, a.app == 1) << "app " << a.app << " on " << s->node(a.node)->name;
+      (labelled ? on_gpu : off_gpu)++;
+    }
+  }
+  EXPECT_EQ(on_gpu, 8);
+  EXPECT_EQ(off_gpu, 8);
+  CheckAccounting(*s);
+}
+
+// Random asks with constraints, gangs and resizes mixed in: hard constraints are never broken,
+// gangs never start partly, the books balance.
+TYPED_TEST(ConformanceTest, RandomConstrainedGangAndResizeAsksKeepTheirPromises) {
+  auto s = MakeScheduler(kOpenQueues, TypeParam::kName);
+  std::mt19937_64 rng(17);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  for (int i = 0; i < 12; ++i)
+    ASSERT_TRUE(s->AddNode({"n" + std::to_string(i), "/r" + std::to_string(i % 3),
+                            Resource::Of(8192, 2 + pick(6))})
+                    .ok());
+  std::vector<AppId> apps;
+  std::map<uint64_t, int> gang_sizes;
+  std::map<AppId, int> gang_size_of;
+  std::set<uint64_t> gangs_seen;
+  std::vector<ContainerId> live;
+  for (int64_t now = 0; now < 80; ++now) {
+    if (apps.size() < 8 && pick(3) == 0) {
+      const AppId id = static_cast<AppId>(now + 1);
+      ASSERT_TRUE(s->AddApp(App(id, pick(2) ? "a" : "b"), now).ok());
+      apps.push_back(id);
+      gang_size_of[id] = 2 + pick(5);
+    }
+    for (AppId id : apps) {
+      if (pick(3) != 0) continue;
+      RequestUpdate u;
+      switch (pick(3)) {
+        case 0:
+          u.asks.push_back(WithConstraint(1 + pick(4), "aa",
+                                          PlacementConstraint::NotIn(ConstraintScope::kNode, "aa"), 1));
+          break;
+        case 1:
+          u.asks.push_back(WithConstraint(
+              1 + pick(6), "cd", PlacementConstraint::Cardinality(ConstraintScope::kNode, "cd", 0, 1),
+              2));
+          break;
+        default:
+          if (s->app(id)->pending_containers == 0) u.asks.push_back(GangOf(gang_size_of[id], 3));
+      }
+      std::vector<ContainerId> mine = s->AppContainers(id);
+      if (!mine.empty() && pick(4) == 0) {
+        const ContainerState* c = s->container(mine[static_cast<size_t>(pick(static_cast<int>(mine.size())))]);
+        u.updates.push_back({c->id, pick(2) ? c->resource + Resource::Of(1024, 0)
+                                            : Resource::Of(512, 1)});
+      }
+      EXPECT_TRUE(s->UpdateRequests(id, u).ok());
+    }
+    const PassResult& r = s->Schedule(now);
+    std::map<uint64_t, int> gang_this_pass;
+    for (const Allocation& a : r.allocations) {
+      live.push_back(a.container);
+      if (a.gang == 0) continue;
+      EXPECT_FALSE(gangs_seen.contains(a.gang)) << "gang " << a.gang << " placed in two passes";
+      ++gang_this_pass[a.gang];
+      gang_sizes[a.gang] = gang_size_of[a.app];
+    }
+    for (const auto& [g, k] : gang_this_pass) {
+      EXPECT_EQ(k, gang_sizes[g]) << "gang " << g;
+      gangs_seen.insert(g);
+    }
+    // Hard constraints: at most one "aa" and two "cd" of an app on a node.
+    for (AppId id : apps) {
+      std::map<std::pair<NodeId, std::string>, int> per;
+      for (ContainerId c : s->AppContainers(id)) {
+        for (const std::string& t : s->ContainerTags(c)) ++per[{s->container(c)->node, t}];
+      }
+      for (const auto& [key, k] : per) {
+        EXPECT_LE(k, key.second == "aa" ? 1 : 2) << "app " << id << " tag " << key.second;
+      }
+    }
+    CheckAccounting(*s);
+    for (int k = 0; k < 4 && !live.empty(); ++k) {
+      const size_t i = static_cast<size_t>(pick(static_cast<int>(live.size())));
+      if (s->container(live[i]) != nullptr) {
+        EXPECT_TRUE(s->ContainerCompleted(live[i]).ok());
+      }
+      live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    if (!apps.empty() && pick(10) == 0) {
+      const size_t i = static_cast<size_t>(pick(static_cast<int>(apps.size())));
+      EXPECT_TRUE(s->RemoveApp(apps[i]).ok());
+      apps.erase(apps.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+  EXPECT_GT(gangs_seen.size(), 3u);
+  EXPECT_GT(s->stats().increases + s->stats().decreases, 3);
 }
 
 }  // namespace

@@ -44,6 +44,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(
   if (absl::Status s = policy->Validate(config.root); !s.ok()) return s;
   if (absl::Status s = policy->Configure(config); !s.ok()) return s;
   std::unique_ptr<Scheduler> s(new Scheduler(config, std::move(options), std::move(policy)));
+  if (absl::Status st = s->InstallLabels(config); !st.ok()) return st;
   auto tree = s->BuildTree(config);
   if (!tree.ok()) return tree.status();
   s->InstallTree(std::move(*tree));
@@ -141,6 +142,7 @@ absl::Status Scheduler::Reconfigure(const SchedulerConfig& given) {
           absl::StrCat("queue '", q->path, "' holds ", q->apps.size(),
                        " application(s) and would no longer be a leaf queue"));
   }
+  if (absl::Status s = InstallLabels(config); !s.ok()) return s;
   if (absl::Status s = policy_->Configure(config); !s.ok()) return s;
   // Move every app to its leaf in the new tree and rebuild the aggregates from the apps.
   std::vector<QueueNode*> old_list = queue_list_;
@@ -164,6 +166,10 @@ absl::Status Scheduler::Reconfigure(const SchedulerConfig& given) {
       }
       app->user_usage = &leaf->user_usage[app->user];
       *app->user_usage += app->usage;
+      for (int32_t i = app->first_container; i >= 0; i = slab_[i].app_next) {
+        if (slab_[i].label == 0) continue;
+        for (QueueNode* q = leaf; q; q = q->parent) q->label_usage[slab_[i].label] += slab_[i].resource;
+      }
     }
     for (AppState* app : old->waiting_apps) leaf->waiting_apps.push_back(app);
   }
@@ -183,6 +189,7 @@ void Scheduler::ClusterChanged() {
     view_.inverse_total[i] = view_.total[i] > 0 ? 1.0 / static_cast<double>(view_.total[i]) : 0;
   }
   policy_->Recompute(queue_list_, view_);
+  ResolveQueueLabels();
   keys_dirty_ = true;
   // Every container holds >= 1 vcore (Normalize), so live containers <= the cluster's vcores.
   // Size (and touch) the container slab and the pass result for that bound now, while nodes
@@ -323,11 +330,16 @@ Resource Scheduler::NodeFree(const NodeState& n) const {
   return n.capacity - n.allocated;
 }
 
+// A node reserved for a gang shows no room to anyone (the gang looks at its reservation
+// directly); an exclusive label's node none to the default partition.
 void Scheduler::UpdateNodeIndex(NodeId id) {
   const NodeState& n = nodes_[id];
   Rack& rack = racks_[n.rack];
-  rack.nodes.Set(n.rack_slot, NodeFree(n));
+  const Resource free = n.reserved_for != 0 ? FitIndex::Blocked() : NodeFree(n);
+  const bool exclusive = n.label != 0 && labels_[n.label].exclusive;
+  rack.nodes.Set(n.rack_slot, exclusive ? FitIndex::Blocked() : free);
   rack_index_.Set(n.rack, rack.nodes.Max());
+  if (n.label != 0) labels_[n.label].nodes.Set(n.label_slot, free);
 }
 
 absl::StatusOr<NodeId> Scheduler::AddNode(const NodeSpec& spec) {
@@ -347,6 +359,28 @@ absl::StatusOr<NodeId> Scheduler::AddNode(const NodeSpec& spec) {
       return absl::InvalidArgumentError(
           absl::StrCat("node '", spec.name, "': capacity names unregistered type id ", i));
   }
+  int32_t label = 0;
+  if (!spec.node_label.empty()) {
+    auto l = label_by_name_.find(spec.node_label);
+    if (l == label_by_name_.end())
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node '", spec.name, "': node label '", spec.node_label,
+          "' is not a cluster node label (the scheduler configuration's node-labels)"));
+    label = l->second;
+  }
+  NodeAttributes attributes = spec.attributes;
+  std::sort(attributes.begin(), attributes.end());
+  for (size_t i = 0; i < attributes.size(); ++i) {
+    if (absl::Status s = ValidateConstraint(
+            PlacementConstraint::AttributeIs(attributes[i].first, attributes[i].second));
+        !s.ok())
+      return absl::InvalidArgumentError(absl::StrCat("node '", spec.name, "': attribute ",
+                                                     attributes[i].first, "=",
+                                                     attributes[i].second, ": ", s.message()));
+    if (i > 0 && attributes[i - 1].first == attributes[i].first)
+      return absl::InvalidArgumentError(absl::StrCat("node '", spec.name, "': attribute '",
+                                                     attributes[i].first, "' is given twice"));
+  }
   auto [rit, new_rack] = rack_by_name_.try_emplace(spec.rack, static_cast<int32_t>(racks_.size()));
   if (new_rack) {
     racks_.push_back(Rack{spec.rack, {}, {}});
@@ -357,9 +391,18 @@ absl::StatusOr<NodeId> Scheduler::AddNode(const NodeSpec& spec) {
   n.name = spec.name;
   n.rack = rit->second;
   n.capacity = spec.capacity;
+  n.label = label;
+  n.attributes = std::move(attributes);
   Rack& rack = racks_[n.rack];
   n.rack_slot = rack.nodes.AddSlot();
   rack.slot_node.push_back(id);
+  if (label != 0) {
+    Label& l = labels_[label];
+    n.label_slot = l.nodes.AddSlot();
+    l.slot_node.push_back(id);
+    l.total += spec.capacity;
+    ++l.live_nodes;
+  }
   nodes_.push_back(std::move(n));
   node_by_name_[spec.name] = id;
   ++live_nodes_;
@@ -390,6 +433,14 @@ absl::StatusOr<std::vector<ContainerKill>> Scheduler::RemoveNode(absl::string_vi
     ReleaseContainer(c);
   }
   if (n.schedulable) view_.total -= n.capacity;
+  if (n.label != 0) {
+    if (n.schedulable) labels_[n.label].total -= n.capacity;
+    --labels_[n.label].live_nodes;
+  }
+  if (n.reserved_for != 0) {
+    std::erase(reservation_.nodes, id);
+    n.reserved_for = 0;
+  }
   n.schedulable = false;
   n.removed = true;
   UpdateNodeIndex(id);
@@ -410,9 +461,11 @@ absl::Status Scheduler::UpdateNode(absl::string_view name, const Resource& capac
         absl::StrCat("node '", name, "': capacity ", registry().Format(capacity), " is negative"));
   NodeState& n = nodes_[it->second];
   if (n.schedulable) view_.total -= n.capacity;
+  if (n.schedulable && n.label != 0) labels_[n.label].total -= n.capacity;
   n.capacity = capacity;
   n.schedulable = healthy;
   if (n.schedulable) view_.total += n.capacity;
+  if (n.schedulable && n.label != 0) labels_[n.label].total += n.capacity;
   UpdateNodeIndex(it->second);
   ClusterChanged();
   return absl::OkStatus();

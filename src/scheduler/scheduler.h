@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -68,6 +69,12 @@ struct SchedulerStats {
   int64_t contracts = 0;
   int64_t preempted = 0;  // containers killed after their grace period
   int64_t recovered = 0;  // running containers handed back with RecoverContainer
+  int64_t soft_violations = 0;  // containers placed against their soft constraint
+  int64_t gangs_placed = 0;     // gangs started (all of their containers in one pass)
+  int64_t gangs_rejected = 0;   // gangs given up after their timeout
+  int64_t gang_reservations = 0;  // reservations made for a waiting gang
+  int64_t increases = 0;        // container increases granted
+  int64_t decreases = 0;        // container decreases applied
 };
 
 // The scheduling core. It holds the cluster's nodes, the apps with their request tables and
@@ -98,6 +105,9 @@ class Scheduler {
   absl::StatusOr<std::vector<ContainerKill>> RemoveNode(absl::string_view name);
   // New capacity and health. An unhealthy node keeps its containers but gets no new ones.
   absl::Status UpdateNode(absl::string_view name, const Resource& capacity, bool healthy);
+  // Replaces the node's attributes (YARN's node attributes, set by the NM or an admin).
+  // Containers already placed stay where they are.
+  absl::Status SetNodeAttributes(absl::string_view name, const NodeAttributes& attributes);
 
   // Apps. Fails on a duplicate id, an unknown queue or a parent queue, a STOPPED queue, or an
   // invalid AM resource.
@@ -140,6 +150,25 @@ class Scheduler {
   // Schedule() does it when preemption is on; reports call it when they need the figures.
   void RefreshEntitlements();
 
+  // Whether a container of `app` with `group`'s placement could go on `node` now (capacity,
+  // label, reservation, blacklist and constraint; not queue limits). For reports and tests.
+  bool PlacementAllows(AppId app, const GroupPlacement& group, const Resource& r,
+                       NodeId node) const;
+  // A container's allocation tags ({} for none or an unknown id).
+  std::vector<std::string> ContainerTags(ContainerId id) const;
+  // The node labels, by index (0 is the default partition, named ""), with whether each is
+  // exclusive, and what its schedulable nodes hold.
+  struct LabelSummary {
+    std::string name;
+    bool exclusive = true;
+    int32_t nodes = 0;
+    Resource total;
+  };
+  std::vector<LabelSummary> Labels() const;
+  // The app whose waiting gang holds nodes reserved now (0 when none), and those nodes.
+  AppId reservation_app() const { return reservation_.app; }
+  const std::vector<NodeId>& reserved_nodes() const { return reservation_.nodes; }
+
   // Read access.
   const ResourceTypeRegistry& registry() const { return options_.registry; }
   const SchedulingPolicy& policy() const { return *policy_; }
@@ -177,6 +206,29 @@ class Scheduler {
     FitIndex nodes;
     std::vector<NodeId> slot_node;
   };
+  struct Label {
+    std::string name;
+    bool exclusive = true;
+    FitIndex nodes;  // its nodes' free resource (label 0, the default partition: unused)
+    std::vector<NodeId> slot_node;
+    Resource total;  // capacity of its schedulable nodes
+    int32_t live_nodes = 0;
+  };
+  // Allocation tag counts in one scope (a node or a rack): all apps, and per app.
+  struct TagCounts {
+    int32_t total = 0;
+    absl::flat_hash_map<AppId, int32_t> by_app;
+  };
+  struct TagIndex {
+    absl::flat_hash_map<NodeId, TagCounts> nodes;
+    absl::flat_hash_map<int32_t, TagCounts> racks;
+  };
+  // The one reservation of nodes for the oldest waiting gang.
+  struct Reservation {
+    AppId app = 0;
+    uint64_t gang_seq = 0;
+    std::vector<NodeId> nodes;
+  };
 
   Scheduler(const SchedulerConfig& config, SchedulerOptions options,
             std::unique_ptr<SchedulingPolicy> policy);
@@ -213,11 +265,44 @@ class Scheduler {
   void Commit(AppState* app, size_t group, NodeId node, Locality locality, int32_t host_row,
               int32_t rack_row, int64_t now_ms, PassResult* out);
   void ResolveRows(RequestGroup* g) const;
+
+  // Labels, tags, constraints, gangs and resizing (scheduler_placement.cc, scheduler_gang.cc).
+  absl::Status InstallLabels(const SchedulerConfig& config);
+  void ResolveQueueLabels();
+  absl::StatusOr<std::shared_ptr<const GroupPlacement>> MakePlacement(const AppState& app,
+                                                                     const ResourceRequest& ask,
+                                                                     size_t index);
+  int32_t InternTags(const std::vector<std::string>& tags);
+  void CountTags(const ContainerState& c, int sign);
+  int32_t CountTag(const std::string& tag, const PlacementConstraint& c, AppId app,
+                   NodeId node) const;
+  bool Satisfies(const PlacementConstraint& c, AppId app, NodeId node) const;
+  bool LabelAllows(int32_t label, const NodeState& n) const;
+  bool LabelLimitAllows(const AppState& app, int32_t label, const Resource& r) const;
+  bool NodeOk(const AppState& app, const GroupPlacement& p, const Resource& r, NodeId id,
+              bool with_constraint) const;
+  template <typename Pred>
+  NodeId WalkIndex(const FitIndex& index, const std::vector<NodeId>& slot_node, const Resource& r,
+                   int* budget, Pred ok) const;
+  NodeId FindPlaced(const AppState& app, const GroupPlacement& p, const Resource& r,
+                    bool with_constraint) const;
+  bool PlacePlaced(AppState* app, size_t group, int64_t now_ms, PassResult* out);
+  bool PlaceGang(AppState* app, size_t group, int64_t now_ms, PassResult* out);
+  void ReserveForGang(AppState* app, const RequestGroup& g);
+  void ReleaseReservation();
+  void ExpireGangs(int64_t now_ms, PassResult* out);
+  void DropGang(RequestGroup& g);
+  absl::Status ValidateUpdates(const AppState& app, const std::vector<ContainerUpdate>& updates,
+                               std::vector<Resource>* targets) const;
+  void ApplyUpdates(AppState* app, const std::vector<ContainerUpdate>& updates,
+                    const std::vector<Resource>& targets);
+  void GrantIncreases(PassResult* out);
   // Links a new live container into the slab, its node's and its app's lists, and charges it
   // (node, app, user, queues). The caller checked that it fits and its id is free.
   void AddContainer(AppState* app, ContainerId id, NodeId node, const Resource& r, int32_t priority,
-                    bool is_am, int64_t now_ms);
-  void ChargeUsage(AppState* app, const Resource& r, bool is_am, int sign);
+                    bool is_am, int64_t now_ms, int32_t tag_set = -1, uint64_t gang = 0,
+                    int32_t label = 0);
+  void ChargeUsage(AppState* app, const Resource& r, bool is_am, int sign, int32_t label = 0);
   void ReleaseContainer(ContainerId id);
   ContainerState& slot(ContainerId id) { return slab_[containers_.at(id)]; }
   const ContainerState& slot(ContainerId id) const { return slab_[containers_.at(id)]; }
@@ -278,6 +363,18 @@ class Scheduler {
   std::vector<AppState*> blocked_;
   PassResult result_;  // what Schedule() returns
   SchedulerStats stats_;
+
+  std::vector<Label> labels_;  // [0]: the default partition
+  absl::flat_hash_map<std::string, int32_t> label_by_name_;
+  std::vector<std::vector<std::string>> tag_sets_;
+  absl::flat_hash_map<std::string, int32_t> tag_set_ids_;  // tags joined by ',' -> id
+  absl::flat_hash_map<std::string, TagIndex> tag_index_;
+  Reservation reservation_;
+  uint64_t next_gang_seq_ = 1;
+  uint64_t next_gang_id_ = 1;
+  std::map<uint64_t, AppId> waiting_gangs_;  // gang_seq -> app, of gangs that wait
+  std::vector<AppId> apps_with_increases_;
+  std::vector<ContainerResized> pending_resized_;  // decreases to report in the next pass
 };
 
 }  // namespace weft::scheduler

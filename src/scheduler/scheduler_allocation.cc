@@ -54,6 +54,8 @@ bool Scheduler::LocalityAllows(const RequestGroup& g, NodeId id) const {
 
 bool Scheduler::Usable(const AppState& app, NodeId id, const Resource& r) const {
   const NodeState& n = nodes_[id];
+  if (n.reserved_for != 0 && n.reserved_for != app.id) return false;
+  if (n.label != 0 && labels_[n.label].exclusive) return false;  // a plain ask: default only
   return n.schedulable && r.FitsIn(n.capacity - n.allocated) && !app.blacklist.contains(id);
 }
 
@@ -92,7 +94,12 @@ void Scheduler::Commit(AppState* app, size_t gi, NodeId node, Locality locality,
   const Resource r = g.capability;
   ContainerId id = next_container_id_++;
   const NodeState& n = nodes_[node];
-  AddContainer(app, id, node, r, g.priority, g.is_am, now_ms);
+  const GroupPlacement* p = g.placement.get();
+  const uint64_t gang = p != nullptr && p->gang && config_.gang_mode != "hold-and-wait"
+                            ? next_gang_id_
+                            : 0;
+  AddContainer(app, id, node, r, g.priority, g.is_am, now_ms, p ? p->tag_set : -1, gang,
+               p ? p->label : 0);
   // YARN's bookkeeping: node-local takes from the host, its rack and "*"; rack-local from the
   // rack and "*"; off-switch from "*" only.
   auto take = [](int32_t& count, int32_t& live) {
@@ -114,6 +121,10 @@ void Scheduler::Commit(AppState* app, size_t gi, NodeId node, Locality locality,
   --app->pending_containers;
   out->allocations.push_back(
       {id, app->id, node, r, g.priority, g.allocation_request_id, g.is_am, locality});
+  if (p != nullptr) {
+    out->allocations.back().tags = p->tags;
+    out->allocations.back().gang = gang;
+  }
   ++stats_.allocations;
   switch (locality) {
     case Locality::kNodeLocal:
@@ -132,7 +143,8 @@ void Scheduler::Commit(AppState* app, size_t gi, NodeId node, Locality locality,
 }
 
 void Scheduler::AddContainer(AppState* app, ContainerId id, NodeId node, const Resource& r,
-                             int32_t priority, bool is_am, int64_t now_ms) {
+                             int32_t priority, bool is_am, int64_t now_ms, int32_t tag_set,
+                             uint64_t gang, int32_t label) {
   NodeState& n = nodes_[node];
   n.allocated += r;
   UpdateNodeIndex(node);
@@ -146,6 +158,9 @@ void Scheduler::AddContainer(AppState* app, ContainerId id, NodeId node, const R
   }
   ContainerState& c = slab_[i];
   c = ContainerState{id, app->id, node, r, priority, is_am, now_ms, -1};
+  c.tag_set = tag_set;
+  c.gang = gang;
+  c.label = label;
   c.node_next = n.first_container;
   if (c.node_next >= 0) slab_[c.node_next].node_prev = i;
   n.first_container = i;
@@ -155,7 +170,8 @@ void Scheduler::AddContainer(AppState* app, ContainerId id, NodeId node, const R
   ++n.num_containers;
   ++app->num_containers;
   containers_.emplace(id, i);
-  ChargeUsage(app, r, is_am, +1);
+  ChargeUsage(app, r, is_am, +1, label);
+  if (tag_set >= 0) CountTags(c, +1);
 }
 
 bool Scheduler::PlaceGroup(AppState* app, size_t gi, int64_t now_ms, PassResult* out) {
@@ -166,6 +182,7 @@ bool Scheduler::PlaceGroup(AppState* app, size_t gi, int64_t now_ms, PassResult*
   bool has_hosts = g.live_hosts > 0;
   bool has_racks = g.live_racks > 0;
 
+  if (g.placement != nullptr) return PlacePlaced(app, gi, now_ms, out);
   if (g.resolved_generation != topology_generation_) ResolveRows(&g);
   if (has_hosts) {
     const uint32_t n = static_cast<uint32_t>(g.hosts.size());
@@ -267,6 +284,10 @@ class Scheduler::Placement final : public PlacementContext {
     const RequestGroup& g = app.groups[gi];
     if (g.any.count <= 0) return false;
     if (!g.is_am && app.groups[0].is_am) return false;  // nothing else runs before the AM
+    if (g.placement != nullptr) {
+      return s_->NodeOk(app, *g.placement, g.capability, node, !g.placement->soft) &&
+             s_->WithinLimits(app, g.capability, g.is_am);
+    }
     return s_->Usable(app, node, g.capability) && s_->LocalityAllows(g, node) &&
            s_->WithinLimits(app, g.capability, g.is_am);
   }
@@ -276,6 +297,8 @@ class Scheduler::Placement final : public PlacementContext {
     AppState* app = it->second.get();
     if (!CanPlace(*app, gi, node)) return false;
     RequestGroup& g = app->groups[gi];
+    // A gang is placed whole by the core, wherever it fits (or not at all).
+    if (g.placement != nullptr && g.placement->gang) return s_->PlaceGroup(app, gi, now_, out_);
     const NodeState& n = s_->nodes_[node];
     int32_t host_row = -1, rack_row = -1;
     Locality locality = Locality::kOffSwitch;
@@ -314,10 +337,18 @@ const PassResult& Scheduler::Schedule(int64_t now_ms) {
   out.allocations.clear();
   out.contracts.clear();
   out.kills.clear();
+  out.resized.clear();
+  out.rejected.clear();
   ++stats_.passes;
   ++pass_id_;
   if (keys_dirty_) RekeyAll();
   KillExpired(now_ms, &out);
+  if (!pending_resized_.empty()) {
+    out.resized.swap(pending_resized_);
+    pending_resized_.clear();
+  }
+  if (!apps_with_increases_.empty()) GrantIncreases(&out);
+  if (!waiting_gangs_.empty()) ExpireGangs(now_ms, &out);
   if (config_.preemption.enabled && policy_->SupportsPreemption()) {
     RefreshEntitlements();
     IssueContracts(now_ms, &out);

@@ -22,6 +22,13 @@ bool GroupBefore(const RequestGroup& a, const RequestGroup& b) {
   return false;
 }
 
+bool SamePlacement(const GroupPlacement* a, const GroupPlacement* b) {
+  if (a == nullptr || b == nullptr) return a == b;
+  return a->tags == b->tags && a->has_constraint == b->has_constraint && a->soft == b->soft &&
+         a->constraint == b->constraint && a->label == b->label && a->gang == b->gang &&
+         a->gang_timeout_ms == b->gang_timeout_ms;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -197,6 +204,8 @@ absl::StatusOr<std::vector<ContainerKill>> Scheduler::RemoveApp(AppId id) {
     ReleaseContainer(c);
   }
   // Drop its pending demand, then the app itself.
+  for (RequestGroup& g : app->groups) DropGang(g);
+  app->increases.clear();
   for (QueueNode* q = app->queue; q; q = q->parent) q->pending -= app->pending;
   app->pending = Resource();
   app->pending_containers = 0;
@@ -262,6 +271,7 @@ absl::Status Scheduler::UpdateRequests(AppId id, const RequestUpdate& update) {
   // Validate everything first; nothing changes unless all of it is acceptable.
   std::vector<Resource> normalized;
   normalized.reserve(update.asks.size());
+  std::vector<std::shared_ptr<const GroupPlacement>> placements(update.asks.size());
   for (size_t i = 0; i < update.asks.size(); ++i) {
     const ResourceRequest& ask = update.asks[i];
     auto where = [&] {
@@ -280,7 +290,44 @@ absl::Status Scheduler::UpdateRequests(AppId id, const RequestUpdate& update) {
     if (!n.ok())
       return absl::InvalidArgumentError(absl::StrCat(where(), ": ", n.status().message()));
     normalized.push_back(*n);
+    auto placement = MakePlacement(*app, ask, i);
+    if (!placement.ok()) return placement.status();
+    placements[i] = *std::move(placement);
   }
+  // A group with placement takes only a "*" row, and a group has locality rows or placement.
+  for (size_t i = 0; i < update.asks.size(); ++i) {
+    const ResourceRequest& ask = update.asks[i];
+    const bool local = ask.resource_name != kAnyResourceName;
+    for (size_t k = 0; k < update.asks.size(); ++k) {
+      const ResourceRequest& other = update.asks[k];
+      if (k == i || placements[k] == nullptr || !local) continue;
+      if (other.priority == ask.priority &&
+          other.allocation_request_id == ask.allocation_request_id &&
+          normalized[k] == normalized[i])
+        return absl::InvalidArgumentError(absl::StrCat(
+            "application ", id, ": ask #", i, " ('", ask.resource_name,
+            "'): a request with allocation tags, a constraint, a node label or a gang (ask #", k,
+            ") takes no host or rack rows"));
+    }
+    RequestGroup probe;
+    probe.priority = ask.priority;
+    probe.allocation_request_id = ask.allocation_request_id;
+    probe.capability = normalized[i];
+    auto pos = std::lower_bound(app->groups.begin(), app->groups.end(), probe, GroupBefore);
+    if (pos == app->groups.end() || GroupBefore(probe, *pos)) continue;
+    if (local && pos->placement != nullptr)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "application ", id, ": ask #", i, " ('", ask.resource_name,
+          "'): its group has allocation tags, a constraint, a node label or a gang, and takes "
+          "no host or rack rows"));
+    if (!local && placements[i] != nullptr && (pos->live_hosts > 0 || pos->live_racks > 0))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "application ", id, ": ask #", i,
+          ": allocation tags, a constraint, a node label or a gang on a group that has host or "
+          "rack rows"));
+  }
+  std::vector<Resource> targets;
+  if (absl::Status s = ValidateUpdates(*app, update.updates, &targets); !s.ok()) return s;
   for (ContainerId c : update.releases) {
     const ContainerState* cs = container(c);
     if (cs == nullptr || cs->app != id)
@@ -328,6 +375,9 @@ absl::Status Scheduler::UpdateRequests(AppId id, const RequestUpdate& update) {
     RequestGroup& g = *pos;
     if (ask.resource_name == kAnyResourceName) {
       g.any = {ask.num_containers, ask.relax_locality};
+      if (!SamePlacement(g.placement.get(), placements[i].get()))
+        DropGang(g);  // a changed gang waits afresh
+      g.placement = std::move(placements[i]);
     } else {
       bool rack = internal::IsRackName(ask.resource_name);
       auto& rows = rack ? g.racks : g.hosts;
@@ -345,12 +395,15 @@ absl::Status Scheduler::UpdateRequests(AppId id, const RequestUpdate& update) {
     }
   }
   // Drop groups with nothing outstanding at any level.
-  app->groups.erase(std::remove_if(app->groups.begin(), app->groups.end(),
-                                   [](const RequestGroup& g) {
-                                     return !g.is_am && g.any.count == 0 && g.live_hosts == 0 &&
-                                            g.live_racks == 0;
-                                   }),
+  auto empty = [](const RequestGroup& g) {
+    return !g.is_am && g.any.count == 0 && g.live_hosts == 0 && g.live_racks == 0;
+  };
+  for (RequestGroup& g : app->groups) {
+    if (empty(g)) DropGang(g);
+  }
+  app->groups.erase(std::remove_if(app->groups.begin(), app->groups.end(), empty),
                     app->groups.end());
+  ApplyUpdates(app, update.updates, targets);
   RecomputePending(app);
   RefreshApp(app);
   return absl::OkStatus();
@@ -401,7 +454,13 @@ absl::Status Scheduler::RecoverContainer(const RecoveredContainer& rc) {
   if (rc.is_am && app->am_usage.AnyPositive())
     return absl::FailedPreconditionError(
         absl::StrCat(where(), ": application ", rc.app, " already holds an AM container"));
-  AddContainer(app, rc.container, rc.node, rc.resource, rc.priority, rc.is_am, rc.allocated_ms);
+  for (const std::string& t : rc.tags) {
+    if (!ValidAllocationTag(t))
+      return absl::InvalidArgumentError(absl::StrCat(where(), ": allocation tag '", t, "' is invalid"));
+  }
+  const int32_t label = n->label != 0 && labels_[n->label].exclusive ? n->label : 0;
+  AddContainer(app, rc.container, rc.node, rc.resource, rc.priority, rc.is_am, rc.allocated_ms,
+               rc.tags.empty() ? -1 : InternTags(rc.tags), 0, label);
   // The AM runs: its ask, if still pending, is satisfied.
   if (rc.is_am && !app->groups.empty() && app->groups.front().is_am) {
     app->groups.erase(app->groups.begin());
@@ -412,7 +471,8 @@ absl::Status Scheduler::RecoverContainer(const RecoveredContainer& rc) {
   return absl::OkStatus();
 }
 
-void Scheduler::ChargeUsage(AppState* app, const Resource& r, bool is_am, int sign) {
+void Scheduler::ChargeUsage(AppState* app, const Resource& r, bool is_am, int sign,
+                            int32_t label) {
   Resource d = r * sign;
   app->usage += d;
   if (is_am) app->am_usage += d;
@@ -420,6 +480,7 @@ void Scheduler::ChargeUsage(AppState* app, const Resource& r, bool is_am, int si
   for (QueueNode* q = app->queue; q; q = q->parent) {
     q->usage += d;
     if (is_am) q->am_usage += d;
+    if (label != 0) q->label_usage[label] += d;
   }
 }
 
@@ -440,7 +501,11 @@ void Scheduler::ReleaseContainer(ContainerId id) {
   free_slots_.push_back(i);
   n.allocated -= c.resource;
   UpdateNodeIndex(c.node);
-  ChargeUsage(app, c.resource, c.is_am, -1);
+  ChargeUsage(app, c.resource, c.is_am, -1, c.label);
+  if (c.tag_set >= 0) CountTags(c, -1);
+  if (!app->increases.empty()) {
+    std::erase_if(app->increases, [&](const auto& inc) { return inc.first == c.id; });
+  }
   RefreshApp(app);
 }
 

@@ -119,6 +119,7 @@ void Scheduler::IssueContracts(int64_t now_ms, PassResult* out) {
   struct Candidate {
     ContainerId id;
     bool is_am;
+    bool in_gang;
   };
   std::vector<Candidate> candidates;
   for (QueueNode* q : queue_list_) {
@@ -126,13 +127,16 @@ void Scheduler::IssueContracts(int64_t now_ms, PassResult* out) {
     if (view_.Share(q->usage - marked[q]) <= view_.Share(q->entitlement)) continue;
     for (AppState* app : q->apps) {
       for (int32_t i = app->first_container; i >= 0; i = slab_[i].app_next) {
-        if (slab_[i].preempt_deadline_ms < 0) candidates.push_back({slab_[i].id, slab_[i].is_am});
+        if (slab_[i].preempt_deadline_ms < 0)
+          candidates.push_back({slab_[i].id, slab_[i].is_am, slab_[i].gang != 0});
       }
     }
   }
-  // Newest first (ids grow with time), AM containers last.
+  // Newest first (ids grow with time); members of gangs after every other task container (a
+  // gang that loses one member usually loses its whole job's progress); AM containers last.
   std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
     if (a.is_am != b.is_am) return !a.is_am;
+    if (a.in_gang != b.in_gang) return !a.in_gang;
     return a.id > b.id;
   });
   absl::flat_hash_map<AppId, PreemptionContract> contracts;

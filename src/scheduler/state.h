@@ -15,6 +15,7 @@
 #include "common/resource.h"
 #include "scheduler/config.h"
 #include "scheduler/fit_index.h"
+#include "scheduler/placement_constraint.h"
 #include "scheduler/types.h"
 
 namespace weft::scheduler {
@@ -38,6 +39,21 @@ struct Schedulable {
 };
 
 struct QueueNode;
+
+// What a request group asks beyond YARN's ResourceRequest (ResourceRequest's allocation_tags,
+// constraint, node_label and gang fields), resolved. Shared, immutable; a group without any of
+// it has none (and takes the core's plain, indexed placement path).
+struct GroupPlacement {
+  std::vector<std::string> tags;
+  int32_t tag_set = -1;  // the scheduler's interned id of `tags`; -1 when empty
+  bool has_constraint = false;
+  bool soft = false;
+  PlacementConstraint constraint;
+  std::string node_label;
+  int32_t label = 0;  // index of node_label in the scheduler's label table (0: default)
+  bool gang = false;
+  int64_t gang_timeout_ms = 0;
+};
 
 // One request group: YARN's scheduler key (priority, allocation_request_id, capability) with
 // its host, rack and "*" rows. `any.count` is the number of containers still wanted.
@@ -69,6 +85,9 @@ struct RequestGroup {
   uint64_t last_alloc_pass = 0;  // a pass that placed one of its containers
   int32_t live_hosts = 0;        // host rows with count > 0
   int32_t live_racks = 0;        // rack rows with count > 0
+  std::shared_ptr<const GroupPlacement> placement;  // null for a plain group
+  int64_t waiting_since_ms = -1;  // a gang: the first pass that tried it; -1 before
+  uint64_t gang_seq = 0;          // a gang: its place in the global gang order, 0 before
 };
 
 // An app's task containers of one container priority (a phase of the job) that ran to
@@ -99,6 +118,8 @@ struct AppState : Schedulable {
   int32_t first_container = -1;  // head of its containers' list (a slot; see ContainerState)
   int64_t num_containers = 0;
   Resource* user_usage = nullptr;  // its entry in queue->user_usage (stable address)
+  // Container increases asked for and not yet granted: container -> the whole new resource.
+  std::vector<std::pair<ContainerId, Resource>> increases;
 };
 
 struct QueueNode : Schedulable {
@@ -128,6 +149,12 @@ struct QueueNode : Schedulable {
   Resource entitlement;
   int64_t starved_since_ms = -1;
   absl::node_hash_map<std::string, Resource> user_usage;  // leaf: per user; stable addresses
+  // Node labels: which the queue's apps may ask for (resolved from the config, inherited;
+  // the default partition always), their usage on each label's nodes and the most they may
+  // hold there (label index -> resource; absent = no use / no limit).
+  std::vector<bool> label_access;  // by label index
+  absl::flat_hash_map<int32_t, Resource> label_usage;
+  absl::flat_hash_map<int32_t, Resource> label_limit;
 };
 
 struct NodeState {
@@ -140,6 +167,10 @@ struct NodeState {
   bool removed = false;
   int32_t first_container = -1;  // head of its containers' list (a slot)
   int32_t num_containers = 0;
+  int32_t label = 0;          // its node label's index (0: the default partition)
+  int32_t label_slot = -1;    // slot in its label's FitIndex (labelled nodes only)
+  NodeAttributes attributes;  // sorted by key
+  AppId reserved_for = 0;     // the app whose gang holds a reservation on it; 0 none
 };
 
 struct ContainerState {
@@ -151,6 +182,9 @@ struct ContainerState {
   bool is_am = false;
   int64_t allocated_ms = 0;
   int64_t preempt_deadline_ms = -1;  // >= 0 once named in a strict contract
+  int32_t tag_set = -1;              // its allocation tags (interned); -1 none
+  uint64_t gang = 0;                 // the gang it started in; 0 none
+  int32_t label = 0;                 // the node label its usage is charged to (its ask's)
   // Intrusive lists through the scheduler's container slab: O(1) link and unlink.
   int32_t app_prev = -1, app_next = -1;
   int32_t node_prev = -1, node_next = -1;

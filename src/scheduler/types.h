@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/job_profile.h"
 #include "common/resource.h"
+#include "scheduler/placement_constraint.h"
 
 namespace weft::scheduler {
 
@@ -22,11 +24,19 @@ using NodeId = int32_t;
 inline constexpr const char* kAnyResourceName = "*";
 inline constexpr int64_t kUnlimited = int64_t{1} << 60;
 
+// A node attribute (YARN's node attributes): key=value, e.g. "os=linux". Keys and values are
+// what placement constraints name (see placement_constraint.h for the character rules).
+using NodeAttributes = std::vector<std::pair<std::string, std::string>>;
+
 // A node as it registers. `rack` must start with '/', like YARN's "/default-rack".
 struct NodeSpec {
   std::string name;
   std::string rack = "/default-rack";
   Resource capacity;
+  // Its node label (YARN's partition): "" for the default partition, else one of
+  // SchedulerConfig::node_labels. Only asks for the label get an exclusive label's nodes.
+  std::string node_label;
+  NodeAttributes attributes;  // keys unique
 };
 
 // An application as it is added to the scheduler.
@@ -54,6 +64,39 @@ struct ResourceRequest {
   // keeps its hosts' asks off the rest of the rack; false on "*" keeps them off other racks.
   bool relax_locality = true;
   int64_t allocation_request_id = 0;
+
+  // Seed 001's extensions (YARN's SchedulingRequest and node label expression). They belong to
+  // the request group (the key above) and may be set only on its "*" row, with no host or rack
+  // rows in the group; a later "*" row of the group replaces them.
+  //
+  // Tags every container of the group carries (YARN's allocation tags), for the constraints
+  // of this and other apps to count.
+  std::vector<std::string> allocation_tags;
+  // Where each container may go. Hard: the ask waits until a node satisfies it. Soft
+  // (`constraint_soft`): a satisfying node is preferred, but a container is placed elsewhere
+  // rather than wait while resources are idle (SchedulerStats::soft_violations counts those).
+  bool has_constraint = false;
+  bool constraint_soft = false;
+  PlacementConstraint constraint;
+  // The node label (partition) its containers must run in; "" = the default partition (whose
+  // asks may also use idle nodes of non-exclusive labels). The app's queue must be allowed the
+  // label (QueueConfig::accessible_node_labels).
+  std::string node_label;
+  // A gang: the group's outstanding containers (`num_containers` of the "*" row) are placed
+  // all in one pass or none is. While it cannot be placed, the oldest waiting gang reserves
+  // nodes (others stop getting them) until they drain enough; `gang_timeout_ms` > 0 gives up
+  // after that long waiting (PassResult::rejected), 0 waits for ever.
+  bool gang = false;
+  int64_t gang_timeout_ms = 0;
+};
+
+// A change of a running container's resources (YARN's UpdateContainerRequest): `target` is
+// the whole new resource. Every type must move the same way: all >= the current value (an
+// increase, granted in a pass when the container's node has room and limits allow) or all <=
+// (a decrease, applied at once and never refused).
+struct ContainerUpdate {
+  ContainerId container = 0;
+  Resource target;
 };
 
 // What an ApplicationMaster's Allocate call carries to the scheduler.
@@ -62,6 +105,7 @@ struct RequestUpdate {
   std::vector<ContainerId> releases;
   std::vector<std::string> blacklist_additions;  // node names
   std::vector<std::string> blacklist_removals;
+  std::vector<ContainerUpdate> updates;
 };
 
 enum class Locality : uint8_t { kNodeLocal, kRackLocal, kOffSwitch };
@@ -76,6 +120,9 @@ struct Allocation {
   int64_t allocation_request_id = 0;
   bool is_am = false;
   Locality locality = Locality::kOffSwitch;
+  // The request group's allocation tags (shared by its containers; empty when none).
+  std::vector<std::string> tags;
+  uint64_t gang = 0;  // the gang it started with (an id unique in the scheduler), 0 if none
 };
 
 // A container that already runs, handed back to a scheduler that does not know it: after an RM
@@ -91,6 +138,7 @@ struct RecoveredContainer {
   int32_t priority = 0;
   bool is_am = false;        // its app's AM container
   int64_t allocated_ms = 0;  // when it counts from, on the caller's clock (its recovery)
+  std::vector<std::string> tags;  // its allocation tags, as allocated
 };
 
 // Seed 001's preemption message: the strict part names containers that will be killed at
@@ -117,11 +165,34 @@ struct ContainerKill {
   int64_t allocated_ms = 0;  // when it was allocated, on the caller's clock
 };
 
+// A running container whose resources changed (an increase granted in a pass, or a decrease
+// applied by UpdateRequests and reported by the next pass).
+struct ContainerResized {
+  ContainerId container = 0;
+  AppId app = 0;
+  NodeId node = 0;
+  Resource resource;  // the new whole resource
+  bool increase = false;
+};
+
+// An ask the scheduler gave up on (YARN's RejectedSchedulingRequest): a gang not placed within
+// its timeout. Its group is gone; the app may ask again.
+struct RejectedRequest {
+  AppId app = 0;
+  int32_t priority = 0;
+  int64_t allocation_request_id = 0;
+  Resource capability;
+  int32_t num_containers = 0;
+  std::string reason;
+};
+
 // Everything one scheduling pass decided, in decision order.
 struct PassResult {
   std::vector<Allocation> allocations;
   std::vector<PreemptionContract> contracts;
   std::vector<ContainerKill> kills;
+  std::vector<ContainerResized> resized;
+  std::vector<RejectedRequest> rejected;
 };
 
 }  // namespace weft::scheduler
