@@ -879,7 +879,9 @@ TEST_F(NodeManagerTest, TheAmrmProxyTakesOverTheAmsTokenAndRmAddress) {
   EXPECT_EQ(register_with(nullptr).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(register_with(&real_proto).error_code(), grpc::StatusCode::PERMISSION_DENIED);
 
-  // The AM container ends: its token is refused from then on.
+  // The AM container ends: its token is refused from then on. (Once it has written its
+  // address: RUNNING does not mean that its shell has run the echo yet.)
+  ASSERT_TRUE(PollUntil([&] { return !ReadLog(id, "stdout").empty(); }, kWait));
   ASSERT_THAT(Stop({id}).succeeded(), ElementsAre(id));
   ASSERT_TRUE(WaitCompleted(id).has_value());
   EXPECT_EQ(ReadLog(id, "stdout"), absl::StrCat(nm_->node_id(), "\n"));
