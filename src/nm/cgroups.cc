@@ -177,6 +177,28 @@ class CgroupsHandlerBase : public CgroupsHandler {
     return absl::OkStatus();
   }
 
+  absl::Status UpdateLimits(absl::string_view container_id, const CgroupLimits& limits) override {
+    const std::string context = absl::StrCat("updating cgroup limits of container ", container_id);
+    if (absl::Status s = CheckExists(container_id); !s.ok()) return WithContext(s, context);
+    if (limits.memory_bytes < 0 || limits.cpu_weight < 0 || limits.cpu_quota_us < 0 ||
+        limits.cpu_period_us < 0 || limits.pids_max < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          context, ": negative limit (memory_bytes=", limits.memory_bytes,
+          " cpu_weight=", limits.cpu_weight, " cpu_quota_us=", limits.cpu_quota_us,
+          " cpu_period_us=", limits.cpu_period_us, " pids_max=", limits.pids_max, ")"));
+    }
+    // Memory first: the one limit the kernel may refuse, before anything else has changed.
+    if (HasController("memory") && limits.memory_bytes > 0) {
+      if (absl::Status s = UpdateMemory(container_id, limits.memory_bytes); !s.ok()) {
+        return absl::Status(s.code(), absl::StrCat(context, ": ", s.message()));
+      }
+    }
+    CgroupLimits rest = limits;
+    rest.memory_bytes = 0;
+    rest.net_cls_classid = 0;
+    return WithContext(ApplyLimits(container_id, rest), context);
+  }
+
   absl::Status AddProcess(absl::string_view container_id, pid_t pid) override {
     if (absl::Status s = ValidateContainerId(container_id); !s.ok()) return s;
     for (const std::string& dir : GroupDirs(container_id)) {
@@ -289,6 +311,9 @@ class CgroupsHandlerBase : public CgroupsHandler {
   }
 
   virtual absl::Status ApplyLimits(absl::string_view container_id, const CgroupLimits& limits) = 0;
+  // Sets the memory limit of a container whose group exists to `bytes` (> 0), as
+  // UpdateLimits describes.
+  virtual absl::Status UpdateMemory(absl::string_view container_id, int64_t bytes) = 0;
   // Sends SIGKILL to the tasks `pids` listed in the group `dir`.
   virtual void KillTasks(const std::string& /*dir*/, const std::vector<pid_t>& pids) {
     for (pid_t pid : pids) KillForCleanup(env_, pid, SIGKILL);  // NotFound: already gone
@@ -342,6 +367,34 @@ class CgroupsV1Handler : public CgroupsHandlerBase {
   }
 
  protected:
+  absl::Status UpdateMemory(absl::string_view id, int64_t bytes) override {
+    const std::string dir = Path("memory", id);
+    absl::StatusOr<int64_t> current = ReadInt(env_, dir + "/memory.limit_in_bytes");
+    if (!current.ok()) return current.status();
+    const std::string value = absl::StrCat(bytes);
+    const bool memsw = env_->PathExists(dir + "/memory.memsw.limit_in_bytes");
+    // memory.limit_in_bytes <= memory.memsw.limit_in_bytes at every step: a rise moves the
+    // memory+swap limit first, a fall the memory limit first.
+    if (bytes >= *current) {
+      if (memsw) {
+        if (absl::Status s = Write("memory", id, "memory.memsw.limit_in_bytes", value); !s.ok())
+          return s;
+      }
+      return Write("memory", id, "memory.limit_in_bytes", value);
+    }
+    if (absl::Status s = Write("memory", id, "memory.limit_in_bytes", value); !s.ok()) {
+      // EBUSY (Unavailable here): the kernel could not reclaim down to the new limit.
+      if (!absl::IsUnavailable(s)) return s;
+      absl::StatusOr<int64_t> usage = ReadInt(env_, dir + "/memory.usage_in_bytes");
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "memory limit ", bytes, " bytes is below the ", usage.ok() ? absl::StrCat(*usage) : "?",
+          " bytes the container uses (the kernel could not reclaim enough; the limit stays ",
+          *current, " bytes): ", s.message()));
+    }
+    if (memsw) return Write("memory", id, "memory.memsw.limit_in_bytes", value);
+    return absl::OkStatus();
+  }
+
   absl::Status ApplyLimits(absl::string_view id, const CgroupLimits& limits) override {
     if (absl::Status s = ApplyPidsLimit(id, limits); !s.ok()) return s;
     if (HasController("memory") && limits.memory_bytes > 0) {
@@ -424,6 +477,11 @@ class CgroupsV2Handler : public CgroupsHandlerBase {
   }
 
  protected:
+  // memory.max takes any value; above the usage the kernel reclaims or OOM-kills.
+  absl::Status UpdateMemory(absl::string_view id, int64_t bytes) override {
+    return Write("memory", id, "memory.max", absl::StrCat(bytes));
+  }
+
   absl::Status ApplyLimits(absl::string_view id, const CgroupLimits& limits) override {
     if (absl::Status s = ApplyPidsLimit(id, limits); !s.ok()) return s;
     if (HasController("memory") && limits.memory_bytes > 0) {
@@ -621,6 +679,11 @@ absl::StatusOr<std::vector<pid_t>> CgroupsHandler::Processes(absl::string_view c
 }
 
 absl::StatusOr<int64_t> CgroupsHandler::PidsLimitHits(absl::string_view) { return 0; }
+
+absl::Status CgroupsHandler::UpdateLimits(absl::string_view container_id, const CgroupLimits&) {
+  return absl::UnimplementedError(
+      absl::StrCat("updating cgroup limits of container ", container_id, ": not supported"));
+}
 
 absl::Status DestroyCgroupDirs(const std::vector<std::string>& dirs, OsEnv* env) {
   for (const std::string& dir : dirs) {

@@ -89,6 +89,17 @@ class CgroupsHandler {
   // An existing group of that id is reused (its limits rewritten). On error nothing is left
   // behind. Errors: InvalidArgument for a bad id or negative limits; the failing write.
   virtual absl::Status Create(absl::string_view container_id, const CgroupLimits& limits) = 0;
+  // Rewrites the limits of an existing container's groups (a resource update: YARN's
+  // container increase or decrease) while its processes run: memory (and memory+swap where
+  // v1 has the knob, written in the order the kernel accepts for a rise or a fall), CPU weight
+  // and quota, and pids.max. A zero memory_bytes, cpu_weight, cpu_quota_us or pids_max leaves
+  // that limit as it is; net_cls_classid is ignored (the class stays). A memory limit below
+  // what the group uses: v1 reclaims what it can and otherwise refuses the write, which is
+  // ResourceExhausted naming the limit and the usage (nothing has changed then); v2 accepts it
+  // and the kernel reclaims or OOM-kills in the group (OomKilled() says so afterwards).
+  // Errors: InvalidArgument (bad id, negative limits), NotFound (no group), the failing write.
+  // The default implementation returns Unimplemented.
+  virtual absl::Status UpdateLimits(absl::string_view container_id, const CgroupLimits& limits);
   // Moves process `pid` (all its threads) into the container's groups. Its future children
   // start there too.
   virtual absl::Status AddProcess(absl::string_view container_id, pid_t pid) = 0;

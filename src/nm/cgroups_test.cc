@@ -15,6 +15,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/files.h"
@@ -287,6 +288,97 @@ TEST_F(FakeTreeTest, V1CreateLimitsUsageOomAndDestroy) {
   EXPECT_FALSE(std::filesystem::exists(root_ + "/memory/weft"));
 }
 
+// A v1 memory group's rules for writes: memory.limit_in_bytes <= memory.memsw.limit_in_bytes
+// (EINVAL otherwise), and a memory limit below `usage` cannot be reclaimed down to (EBUSY).
+class MemoryRulesEnv : public FakeTreeEnv {
+ public:
+  int64_t usage = 0;
+  std::vector<std::string> writes;  // "<file name>=<value>", in order
+
+  absl::Status WriteFile(const std::string& path, absl::string_view contents) override {
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    const std::string name = std::filesystem::path(path).filename().string();
+    int64_t value = 0;
+    if ((name == "memory.limit_in_bytes" || name == "memory.memsw.limit_in_bytes") &&
+        absl::SimpleAtoi(contents, &value)) {
+      int64_t memory = 0, memsw = 0;
+      const bool has_memory = absl::SimpleAtoi(
+          absl::StripAsciiWhitespace(Slurp(dir + "/memory.limit_in_bytes")), &memory);
+      const bool has_memsw = absl::SimpleAtoi(
+          absl::StripAsciiWhitespace(Slurp(dir + "/memory.memsw.limit_in_bytes")), &memsw);
+      if (name == "memory.limit_in_bytes" && has_memsw && value > memsw) {
+        return absl::InvalidArgumentError("write: Invalid argument");
+      }
+      if (name == "memory.memsw.limit_in_bytes" && has_memory && value < memory) {
+        return absl::InvalidArgumentError("write: Invalid argument");
+      }
+      if (name == "memory.limit_in_bytes" && value < usage) {
+        return absl::UnavailableError("write: Device or resource busy");
+      }
+    }
+    writes.push_back(absl::StrCat(name, "=", contents));
+    return FakeTreeEnv::WriteFile(path, contents);
+  }
+};
+
+TEST_F(FakeTreeTest, V1UpdateLimitsRaisesAndLowersMemoryInTheOrderTheKernelAccepts) {
+  for (const char* name : {"cpu", "cpuacct", "memory", "pids"}) MakeV1Controller(name);
+  MemoryRulesEnv env;
+  absl::StatusOr<std::unique_ptr<CgroupsHandler>> handler = DetectCgroups(root_, "weft", &env);
+  ASSERT_TRUE(handler.ok()) << handler.status();
+  CgroupsHandler& h = **handler;
+  const std::string memory = root_ + "/memory/weft/c1";
+  const std::string cpu = root_ + "/cpu/weft/c1";
+  const std::string pids = root_ + "/pids/weft/c1";
+  EXPECT_EQ(h.UpdateLimits("c1", {.memory_bytes = 1}).code(), absl::StatusCode::kNotFound);
+  Put(memory + "/memory.memsw.limit_in_bytes", "9223372036854771712");
+  ASSERT_TRUE(
+      h.Create("c1", {.memory_bytes = 64 << 20, .cpu_weight = kCpuSharesPerVcore, .pids_max = 512})
+          .ok());
+  Put(memory + "/memory.usage_in_bytes", absl::StrCat(40 << 20));
+  env.usage = 40 << 20;
+
+  // Up: memory+swap first.
+  env.writes.clear();
+  ASSERT_TRUE(h.UpdateLimits("c1", {.memory_bytes = 256 << 20,
+                                    .cpu_weight = 2 * kCpuSharesPerVcore,
+                                    .net_cls_classid = 0x10010,
+                                    .pids_max = 1024})
+                  .ok());
+  EXPECT_THAT(env.writes,
+              ElementsAre("memory.memsw.limit_in_bytes=268435456",
+                          "memory.limit_in_bytes=268435456", "pids.max=1024", "cpu.shares=2048"))
+      << "memory first (the one write the kernel may refuse), and no net_cls.classid";
+  EXPECT_EQ(Slurp(memory + "/memory.limit_in_bytes"), "268435456");
+  EXPECT_EQ(Slurp(memory + "/memory.memsw.limit_in_bytes"), "268435456");
+  EXPECT_EQ(Slurp(cpu + "/cpu.shares"), "2048");
+  EXPECT_EQ(Slurp(pids + "/pids.max"), "1024");
+
+  // Down: memory first.
+  env.writes.clear();
+  ASSERT_TRUE(h.UpdateLimits("c1", {.memory_bytes = 48 << 20}).ok());
+  EXPECT_THAT(env.writes, ElementsAre("memory.limit_in_bytes=50331648",
+                                      "memory.memsw.limit_in_bytes=50331648"));
+  EXPECT_EQ(Slurp(cpu + "/cpu.shares"), "2048") << "a zero limit is left as it is";
+
+  // Below the usage: refused, nothing changed.
+  env.writes.clear();
+  absl::Status busy = h.UpdateLimits("c1", {.memory_bytes = 16 << 20, .cpu_weight = 1024});
+  EXPECT_EQ(busy.code(), absl::StatusCode::kResourceExhausted) << busy;
+  EXPECT_THAT(busy.message(), HasSubstr("memory limit 16777216 bytes is below the 41943040 "
+                                        "bytes the container uses"));
+  EXPECT_THAT(busy.message(), HasSubstr("the limit stays 50331648 bytes"));
+  EXPECT_THAT(env.writes, IsEmpty());
+  EXPECT_EQ(Slurp(memory + "/memory.limit_in_bytes"), "50331648");
+  EXPECT_EQ(Slurp(cpu + "/cpu.shares"), "2048");
+
+  EXPECT_EQ(h.UpdateLimits("c1", {.memory_bytes = -1}).code(), absl::StatusCode::kInvalidArgument);
+  for (const std::string& dir : {memory, cpu, pids, root_ + "/cpuacct/weft/c1"}) {
+    Put(dir + "/cgroup.procs", "");
+  }
+  ASSERT_TRUE(h.Destroy("c1").ok());
+}
+
 TEST_F(FakeTreeTest, V1PidsLimitAndItsRefusedForks) {
   for (const char* name : {"cpu", "memory", "pids"}) MakeV1Controller(name);
   absl::StatusOr<std::unique_ptr<CgroupsHandler>> handler = DetectCgroups(root_, "weft", &env_);
@@ -439,6 +531,28 @@ TEST_F(RealCgroupsTest, DetectsThisMachine) {
   for (const std::string& line : handler_->missing_features()) {
     std::cout << "missing feature: " << line << "\n";
   }
+}
+
+TEST_F(RealCgroupsTest, UpdateLimitsRaisesAndLowersALiveGroupsLimits) {
+  const std::string id = "c2";
+  ASSERT_TRUE(
+      handler_->Create(id, {.memory_bytes = 64 << 20, .cpu_weight = kCpuSharesPerVcore}).ok());
+  const std::string memory = handler_->Path("memory", id);
+  const std::string file = handler_->version() == "v1" ? "/memory.limit_in_bytes" : "/memory.max";
+  // Above the memory+swap limit Create set (v1 with swap accounting): that one moves first.
+  absl::Status up =
+      handler_->UpdateLimits(id, {.memory_bytes = 256 << 20, .cpu_weight = 2 * kCpuSharesPerVcore});
+  ASSERT_TRUE(up.ok()) << up;
+  EXPECT_EQ(Slurp(memory + file), "268435456\n");
+  if (std::filesystem::exists(memory + "/memory.memsw.limit_in_bytes")) {
+    EXPECT_EQ(Slurp(memory + "/memory.memsw.limit_in_bytes"), "268435456\n");
+  }
+  absl::Status down = handler_->UpdateLimits(id, {.memory_bytes = 32 << 20});
+  ASSERT_TRUE(down.ok()) << down;
+  EXPECT_EQ(Slurp(memory + file), "33554432\n");
+  ASSERT_TRUE(handler_->Destroy(id).ok());
+  EXPECT_EQ(handler_->UpdateLimits(id, {.memory_bytes = 1 << 20}).code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST_F(RealCgroupsTest, CreateAddProcessAndDestroyKillsTasks) {

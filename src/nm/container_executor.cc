@@ -567,6 +567,20 @@ int64_t ContainerExecutor::NextDeadlineMs() const {
   return next;
 }
 
+absl::Status ContainerExecutor::UpdateLimits(absl::string_view container_id,
+                                             const CgroupLimits& limits) {
+  auto it = containers_.find(container_id);
+  if (it == containers_.end() || !it->second.running) {
+    return absl::NotFoundError(absl::StrCat("container ", container_id, " is not running"));
+  }
+  if (cgroups_ != nullptr) {
+    if (absl::Status s = cgroups_->UpdateLimits(container_id, limits); !s.ok()) return s;
+  }
+  if (limits.memory_bytes > 0) it->second.memory_limit_bytes = limits.memory_bytes;
+  if (limits.pids_max > 0) it->second.pids_max = limits.pids_max;
+  return absl::OkStatus();
+}
+
 bool ContainerExecutor::IsRunning(absl::string_view container_id) const {
   auto it = containers_.find(container_id);
   return it != containers_.end() && it->second.running;

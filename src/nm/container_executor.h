@@ -201,6 +201,14 @@ class ContainerExecutor {
   // none is pending.
   int64_t NextDeadlineMs() const;
 
+  // Applies a resource update to a running container: rewrites the limits of its cgroups
+  // (CgroupsHandler::UpdateLimits; nothing to rewrite without cgroups) and what the executor
+  // reports against from now on (the memory limit its OOM diagnostics name, the pids limit).
+  // Zero fields of `limits` leave those limits as they are. Errors: NotFound for an unknown or
+  // reaped container; the handler's otherwise (ResourceExhausted: a memory decrease the kernel
+  // refused), and then the executor's own record is unchanged too.
+  absl::Status UpdateLimits(absl::string_view container_id, const CgroupLimits& limits);
+
   // True between a successful Launch and the Reap that reports the exit.
   bool IsRunning(absl::string_view container_id) const;
 

@@ -171,6 +171,7 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
   stored.user = token->user;
   stored.resource = token->resource;
   stored.network_mbps = network_mbps;
+  stored.version = token->version;
   stored.state = NmContainerRecord::State::kLaunching;
   stored.state_dir = internal::ContainerStateDir(options_.work_root, id);
   stored.work_dir = spec.work_dir;
@@ -321,6 +322,132 @@ void NodeManager::DoGetContainerStatuses(const v1::GetContainerStatusesRequest& 
       *response->add_statuses() = unacked_completed_.at(id);
     }
   }
+}
+
+void NodeManager::DoUpdateContainers(const v1::UpdateContainersRequest& request,
+                                     v1::UpdateContainersResponse* response) {
+  for (const v1::Token& token : request.container_tokens()) {
+    std::string container_id;
+    absl::Status status = UpdateOne(token, "UpdateContainers", &container_id);
+    if (status.ok()) {
+      response->add_succeeded(container_id);
+      continue;
+    }
+    v1::ContainerFailure* failure = response->add_failed();
+    failure->set_container_id(container_id);
+    failure->set_message(status.ToString());
+    failure->set_code(static_cast<int32_t>(status.code()));
+    log::Warn("container_update_refused", {{"node", node_id_},
+                                           {"container", container_id},
+                                           {"source", "UpdateContainers"},
+                                           {"error", status}});
+  }
+}
+
+absl::Status NodeManager::UpdateOne(const v1::Token& token_proto, absl::string_view source,
+                                    std::string* container_id) {
+  if (shutting_down_) return absl::UnavailableError("the NodeManager is shutting down");
+  if (rm_shutdown_) {
+    return absl::FailedPreconditionError("this node was shut down by the ResourceManager");
+  }
+  if (token_proto.identifier().empty()) {
+    return absl::InvalidArgumentError("missing container token");
+  }
+  // Only to name the container in a failure; nothing is trusted before VerifyUpdate.
+  if (absl::StatusOr<security::ContainerTokenData> unverified =
+          security::DecodeContainerToken(token_proto.identifier());
+      unverified.ok()) {
+    *container_id = unverified->container_id;
+  }
+  if (verifier_.key_count() == 0) {
+    return absl::UnavailableError(
+        "this NodeManager has no container master keys yet (it has not registered with the "
+        "ResourceManager since it started); try again");
+  }
+  absl::StatusOr<security::ContainerTokenData> token = verifier_.VerifyUpdate(
+      security::Token{token_proto.identifier(), token_proto.password()}, node_id_, loop_->NowMs());
+  if (!token.ok()) return token.status();
+  *container_id = token->container_id;
+  const std::string& id = token->container_id;
+  auto it = containers_.find(id);
+  if (it == containers_.end() || !it->second.running) {
+    return absl::NotFoundError(absl::StrCat("container ", id, " is not running on this node"));
+  }
+  ContainerRecord& record = it->second;
+  if (token->app_id != record.app_id || token->user != record.stored.user) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("container token for ", id, ": issued for application ", token->app_id,
+                     " user ", token->user, ", the container runs for application ", record.app_id,
+                     " user ", record.stored.user));
+  }
+  if (record.stop_exit_status.has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat("container ", id, " is stopping"));
+  }
+  if (token->version <= record.stored.version) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("container token for ", id, ": version ", token->version,
+                     " is not above the container's version ", record.stored.version,
+                     " (a replayed or stale update); nothing changed"));
+  }
+  int64_t network_mbps = 0;
+  absl::StatusOr<CgroupLimits> limits = LimitsFromTokenResource(token->resource, &network_mbps);
+  if (!limits.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("container token for ", id, ": ", limits.status().message()));
+  }
+  limits->pids_max =
+      internal::PidsLimitFor(limits->cpu_weight / kCpuSharesPerVcore,
+                             options_.container_pids_per_vcore, options_.container_pids_max);
+  // The rate is checked before anything changes (ChangeRate checks it again).
+  const bool rate_changes = traffic_ != nullptr && network_mbps != record.stored.network_mbps;
+  if (rate_changes && network_mbps > traffic_->containers_total_mbps()) {
+    return absl::InvalidArgumentError(absl::StrCat("container token for ", id, ": network-mbps ",
+                                                   network_mbps,
+                                                   " is above this node's containers' total of ",
+                                                   traffic_->containers_total_mbps(), " Mbit/s"));
+  }
+  if (absl::Status s = executor_->UpdateLimits(id, *limits); !s.ok()) {
+    if (!absl::IsResourceExhausted(s)) return s;
+    // The kernel could not bring it under the smaller limit: it is over what the RM now
+    // grants it, and is killed as a container over its memory limit is.
+    const std::string why =
+        absl::StrCat("Container killed: its memory was decreased to ", limits->memory_bytes >> 20,
+                     " MB (resource update to version ", token->version, ", from ", source,
+                     ") while it used more, which the kernel could not reclaim: ", s.message());
+    log::Warn("container_update_killed", {{"node", node_id_},
+                                          {"container", id},
+                                          {"version", static_cast<int64_t>(token->version)},
+                                          {"source", source},
+                                          {"error", s}});
+    StopContainer(id, v1::CONTAINER_EXIT_KILLED_EXCEEDED_PMEM, why);
+    return absl::ResourceExhaustedError(why);
+  }
+  if (rate_changes) {
+    if (absl::Status s = traffic_->ChangeRate(id, network_mbps); !s.ok()) {
+      // Back to the limits it had, as far as that goes: the update failed as a whole.
+      int64_t unused = 0;
+      absl::StatusOr<CgroupLimits> before =
+          LimitsFromTokenResource(record.stored.resource, &unused);
+      if (before.ok()) {
+        before->pids_max =
+            internal::PidsLimitFor(before->cpu_weight / kCpuSharesPerVcore,
+                                   options_.container_pids_per_vcore, options_.container_pids_max);
+        log::WarnIfError(executor_->UpdateLimits(id, *before), "container_update_undo_failed",
+                         {{"container", id}, {"what", "cgroup limits"}});
+      }
+      return s;
+    }
+  }
+  record.stored.resource = token->resource;
+  record.stored.network_mbps = network_mbps;
+  record.stored.version = token->version;
+  Persist(id, record);
+  log::Info("container_updated", {{"node", node_id_},
+                                  {"container", id},
+                                  {"version", static_cast<int64_t>(token->version)},
+                                  {"resource", token->resource},
+                                  {"source", source}});
+  return absl::OkStatus();
 }
 
 // ---- Containers.

@@ -96,6 +96,9 @@ class FakeRm final : public v1::TrackerService::CallbackService {
     next_action_ = v1::NODE_ACTION_NORMAL;
     for (const std::string& id : containers_to_cleanup_) response->add_containers_to_cleanup(id);
     for (const std::string& id : apps_to_cleanup_) response->add_applications_to_cleanup(id);
+    for (const v1::Token& token : containers_to_update_)
+      *response->add_containers_to_update() = token;
+    containers_to_update_.clear();
     containers_to_cleanup_.clear();
     apps_to_cleanup_.clear();
     reactor->Finish(grpc::Status::OK);
@@ -155,6 +158,8 @@ class FakeRm final : public v1::TrackerService::CallbackService {
   bool resync_heartbeats_with_completed_ = false;
   std::vector<std::string> containers_to_cleanup_;
   std::vector<std::string> apps_to_cleanup_;
+  // Container resource updates for the next heartbeat reply (containers_to_update).
+  std::vector<v1::Token> containers_to_update_;
 
  private:
   void FillKeys(v1::MasterKey* current, v1::MasterKey* next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

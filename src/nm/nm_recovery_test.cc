@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -274,6 +275,22 @@ class NmRecoveryTestBase : public ::testing::Test {
     return response;
   }
 
+  v1::UpdateContainersResponse UpdateContainer(const v1::Token& token) {
+    v1::UpdateContainersRequest request;
+    *request.add_container_tokens() = token;
+    v1::UpdateContainersResponse response;
+    grpc::ClientContext context;
+    grpc::Status status = stub_->UpdateContainers(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return response;
+  }
+
+  // The memory limit of the container's cgroup, bytes as the kernel prints them.
+  std::string MemoryLimit(const std::string& id) {
+    const std::string file = cgroups_->version() == "v1" ? "/memory.limit_in_bytes" : "/memory.max";
+    return std::string(absl::StripAsciiWhitespace(Slurp(cgroups_->Path("memory", id) + file)));
+  }
+
   // The work dir of container `id` (of application_1_0001).
   std::string WorkDir(const std::string& id) {
     return (work_root_ / "application_1_0001" / id).string();
@@ -390,6 +407,54 @@ TEST_P(NmRecoveryTest, RestartedNmReattachesToARunningContainerAndCanStopIt) {
     return 0;
   });
   EXPECT_TRUE(PollUntil([&] { return !std::filesystem::exists(WorkDir(id)); }, kPollTimeout));
+}
+
+TEST_P(NmRecoveryTest, AResizedContainerKeepsItsResourceAndVersionAcrossARestart) {
+  StartChildNm();
+  const std::string id = "container_e1_1_0001_01_000031";
+  ASSERT_TRUE(StartContainer(id, "echo $$ > pid; exec sleep 30"));
+  const pid_t pid = ContainerPid(id);
+  ASSERT_GT(pid, 0);
+  security::ContainerTokenData increase = TokenData(id);
+  increase.resource = "memory-mb=256,vcores=2";
+  increase.version = 2;
+  const v1::Token increase_token = rm_->IssueToken(increase);
+  v1::UpdateContainersResponse updated = UpdateContainer(increase_token);
+  ASSERT_THAT(updated.succeeded(), ElementsAre(id))
+      << (updated.failed_size() > 0 ? updated.failed(0).message() : "");
+  const bool check_memory = use_cgroups_ && cgroups_->HasController("memory");
+  if (check_memory) {
+    EXPECT_EQ(MemoryLimit(id), "268435456");
+  }
+  KillChildNm();  // kill -9: the update must already be durable
+  EXPECT_FALSE(ProcessGone(pid));
+
+  StartNm();
+  ASSERT_TRUE(Registered(id).has_value()) << registration_.DebugString();
+  EXPECT_EQ(Registered(id)->state(), v1::CONTAINER_RUNNING);
+  // The RM hears what it granted last, at which version.
+  ASSERT_TRUE(registration_.container_resources().contains(id));
+  EXPECT_EQ(registration_.container_resources().at(id).values().at("memory-mb"), 256);
+  EXPECT_EQ(registration_.container_resources().at(id).values().at("vcores"), 2);
+  ASSERT_TRUE(registration_.container_versions().contains(id)) << registration_.DebugString();
+  EXPECT_EQ(registration_.container_versions().at(id), 2);
+  if (check_memory) {
+    EXPECT_EQ(MemoryLimit(id), "268435456");
+  }
+  // The version survived too: a replay of the update is refused, a newer decrease applies.
+  v1::UpdateContainersResponse replay = UpdateContainer(increase_token);
+  ASSERT_EQ(replay.failed_size(), 1);
+  EXPECT_EQ(replay.failed(0).code(), static_cast<int32_t>(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(replay.failed(0).message(), HasSubstr("not above the container's version 2"));
+  security::ContainerTokenData decrease = TokenData(id);
+  decrease.resource = "memory-mb=64,vcores=1";
+  decrease.version = 3;
+  EXPECT_THAT(UpdateContainer(rm_->IssueToken(decrease)).succeeded(), ElementsAre(id));
+  if (check_memory) {
+    EXPECT_EQ(MemoryLimit(id), "67108864");
+  }
+  EXPECT_THAT(StopContainer(id).succeeded(), ElementsAre(id));
+  ASSERT_TRUE(WaitCompleted(id).has_value());
 }
 
 TEST_P(NmRecoveryTest, AContainerThatEndedWhileTheNmWasDownIsReportedWithItsExitCode) {

@@ -32,7 +32,8 @@ using store::sqlite::Text;
 
 // Bumped when the tables change; a database from a newer NM is refused.
 // 2: the AMRMProxy's attempts (amrmproxy_attempts, amrmproxy_uams).
-constexpr int kSchemaVersion = 2;
+// 3: containers.version (container resource updates); added to a version-2 table on open.
+constexpr int kSchemaVersion = 3;
 
 constexpr char kTokenKeyValue[] = "amrmproxy_token_key";
 
@@ -55,7 +56,8 @@ CREATE TABLE IF NOT EXISTS containers (
   stop_reason TEXT NOT NULL,
   exit_status INTEGER NOT NULL,
   diagnostics TEXT NOT NULL,
-  acknowledged INTEGER NOT NULL);
+  acknowledged INTEGER NOT NULL,
+  version INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS finished_apps (
   app_id TEXT PRIMARY KEY,
   finished_ms INTEGER NOT NULL);
@@ -193,9 +195,15 @@ absl::StatusOr<std::unique_ptr<NmStateStore>> NmStateStore::Open(const std::stri
         absl::StrCat("NodeManager state ", path, " has schema version ", found,
                      ", newer than this NodeManager's ", kSchemaVersion));
   }
-  if (absl::Status s = store->Exec(
-          absl::StrCat("BEGIN; ", kSchema, "PRAGMA user_version=", kSchemaVersion, "; COMMIT;"),
-          "creating the NodeManager state's tables");
+  // A table an NM before schema 3 created lacks the version column: its containers are at
+  // version 0.
+  const char* upgrade =
+      (found > 0 && found < 3)
+          ? "ALTER TABLE containers ADD COLUMN version INTEGER NOT NULL DEFAULT 0; "
+          : "";
+  if (absl::Status s = store->Exec(absl::StrCat("BEGIN; ", kSchema, upgrade, "PRAGMA user_version=",
+                                                kSchemaVersion, "; COMMIT;"),
+                                   "creating the NodeManager state's tables");
       !s.ok()) {
     return s;
   }
@@ -234,7 +242,7 @@ absl::StatusOr<std::vector<NmContainerRecord>> NmStateStore::LoadContainers() {
       Prepare(db_,
               "SELECT id, app_id, user, resource, network_mbps, state, monitor_pid, "
               "monitor_start_time, pid, start_time, cgroup_dirs, state_dir, work_dir, "
-              "stop_exit_status, stop_reason, exit_status, diagnostics, acknowledged "
+              "stop_exit_status, stop_reason, exit_status, diagnostics, acknowledged, version "
               "FROM containers ORDER BY id",
               what, path_);
   if (!q.ok()) return q.status();
@@ -262,6 +270,7 @@ absl::StatusOr<std::vector<NmContainerRecord>> NmStateStore::LoadContainers() {
     r.exit_status = row.Int32(15);
     r.diagnostics = row.Bytes(16);
     r.acknowledged = row.Int64(17) != 0;
+    r.version = row.Int32(18);
     if (absl::Status s = RowProblem(row, path_); !s.ok()) return s;
     if (state < 0 || state > static_cast<int64_t>(NmContainerRecord::State::kCompleted)) {
       return absl::DataLossError(absl::StrCat("container record ", r.container_id, " in ", path_,
@@ -281,15 +290,17 @@ absl::Status NmStateStore::PutContainer(const NmContainerRecord& r) {
       db_,
       "INSERT OR REPLACE INTO containers (id, app_id, user, resource, network_mbps, "
       "state, monitor_pid, monitor_start_time, pid, start_time, cgroup_dirs, state_dir, "
-      "work_dir, stop_exit_status, stop_reason, exit_status, diagnostics, acknowledged) "
+      "work_dir, stop_exit_status, stop_reason, exit_status, diagnostics, acknowledged, "
+      "version) "
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-      "?17, ?18)",
+      "?17, ?18, ?19)",
       {Text(r.container_id), Text(r.app_id), Text(r.user), Text(r.resource), Int(r.network_mbps),
        Int(static_cast<int64_t>(r.state)), Int(r.monitor_pid),
        Int(static_cast<int64_t>(r.monitor_start_time)), Int(r.pid),
        Int(static_cast<int64_t>(r.start_time)), Text(dirs), Text(r.state_dir), Text(r.work_dir),
        r.stop_exit_status.has_value() ? Int(*r.stop_exit_status) : store::sqlite::Null(),
-       Text(r.stop_reason), Int(r.exit_status), Text(r.diagnostics), Int(r.acknowledged ? 1 : 0)},
+       Text(r.stop_reason), Int(r.exit_status), Text(r.diagnostics), Int(r.acknowledged ? 1 : 0),
+       Int(r.version)},
       absl::StrCat("recording container ", r.container_id), path_);
 }
 

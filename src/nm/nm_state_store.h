@@ -38,8 +38,13 @@ struct NmContainerRecord {
   std::string container_id;
   std::string app_id;
   std::string user;          // the app's user, from the container token
-  std::string resource;      // the container token's resource, e.g. "memory-mb=1024,vcores=1"
+  // What the container is granted now, e.g. "memory-mb=1024,vcores=1": its start token's
+  // resource, or that of its latest applied update (container resource updates).
+  std::string resource;
   int64_t network_mbps = 0;  // its HTB class's rate, when bandwidth is shaped
+  // The container token version `resource` comes from: 0 at start, an update's version after
+  // it (updates with a version not above this one are refused).
+  int32_t version = 0;
   State state = State::kLaunching;
   int64_t monitor_pid = 0;
   uint64_t monitor_start_time = 0;       // ProcessInfo::start_time of the monitor

@@ -242,6 +242,52 @@ TEST_F(NmStateStoreTest, AFileThatIsNotADatabaseIsDataLossAndLeavesNoLock) {
   EXPECT_TRUE(NmStateStore::Open(path_).ok());
 }
 
+TEST_F(NmStateStoreTest, AResizedContainersVersionSurvivesReopening) {
+  {
+    absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    NmContainerRecord resized = Record("c1", "app1");
+    resized.resource = "memory-mb=512,vcores=2";
+    resized.version = 3;
+    ASSERT_TRUE((*store)->PutContainer(resized).ok());
+    ASSERT_TRUE((*store)->PutContainer(Record("c2", "app1")).ok());
+  }
+  absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<std::vector<NmContainerRecord>> records = (*store)->LoadContainers();
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), 2u);
+  EXPECT_EQ((*records)[0].resource, "memory-mb=512,vcores=2");
+  EXPECT_EQ((*records)[0].version, 3);
+  EXPECT_EQ((*records)[1].version, 0);
+}
+
+TEST_F(NmStateStoreTest, AStoreOfSchemaVersion2GainsTheVersionColumnAtZero) {
+  // What an NM before container resource updates left: no version column, user_version 2.
+  {
+    absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->PutContainer(Record("c1", "app1")).ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, "ALTER TABLE containers DROP COLUMN version; PRAGMA user_version=2;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<std::vector<NmContainerRecord>> records = (*store)->LoadContainers();
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), 1u);
+  EXPECT_EQ((*records)[0].version, 0);
+  NmContainerRecord resized = (*records)[0];
+  resized.version = 1;
+  ASSERT_TRUE((*store)->PutContainer(resized).ok());
+  EXPECT_EQ((*store)->LoadContainers()->at(0).version, 1);
+}
+
 TEST_F(NmStateStoreTest, AnIllTypedColumnIsDataLossNamingIt) {
   {
     absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);

@@ -171,6 +171,12 @@ class NodeManager::Service final : public v1::ContainerService::CallbackService 
     return Handle(
         context, [nm = nm_, request, response] { nm->DoGetContainerStatuses(*request, response); });
   }
+  grpc::ServerUnaryReactor* UpdateContainers(grpc::CallbackServerContext* context,
+                                             const v1::UpdateContainersRequest* request,
+                                             v1::UpdateContainersResponse* response) override {
+    return Handle(context,
+                  [nm = nm_, request, response] { nm->DoUpdateContainers(*request, response); });
+  }
 
  private:
   template <typename Work>

@@ -189,6 +189,23 @@ struct NodeManagerOptions {
 // NM restart: see NodeManagerOptions::recover. A killed NM (even kill -9) leaves its containers
 // running in their cgroups under their monitors; the next NM on the work root re-attaches or
 // kills them before it registers.
+//
+// Container resource updates (YARN's container increase/decrease; proto/weft/v1/container.proto,
+// UpdateContainersRequest): the RM resizes a running container by issuing a new container
+// token for it with a higher version and the new resource. The AM brings increases through
+// ContainerService.UpdateContainers; the RM pushes decreases in NodeHeartbeatResponse
+// .containers_to_update. Both take one path (UpdateOne): the token is verified as a start token
+// is (ContainerTokenVerifier::VerifyUpdate), must name a container running here (NotFound
+// otherwise) for its app and user (PermissionDenied), with a version above the container's
+// (FailedPrecondition: replays and stale updates change nothing); then the new limits are
+// applied live (ContainerExecutor::UpdateLimits: cgroup memory, CPU weight, pids;
+// TrafficController::ChangeRate: the HTB rate), and the resource and version are recorded in
+// the state store (a restarted NM keeps them) and reported to the RM (registration's
+// container_resources and container_versions, every heartbeat's container_versions). A memory
+// decrease the kernel cannot apply because the container uses more (cgroup v1's EBUSY) kills
+// the container, CONTAINER_EXIT_KILLED_EXCEEDED_PMEM with a diagnostic saying so, and the
+// update fails with ResourceExhausted; on cgroup v2 the kernel itself reclaims or OOM-kills
+// (reported as any OOM kill, against the new limit).
 class NodeManager {
  public:
   // Detects cgroups and capability, starts ContainerService on bind_host:port and begins
@@ -264,6 +281,18 @@ class NodeManager {
                         v1::StopContainersResponse* response);
   void DoGetContainerStatuses(const v1::GetContainerStatusesRequest& request,
                               v1::GetContainerStatusesResponse* response);
+  void DoUpdateContainers(const v1::UpdateContainersRequest& request,
+                          v1::UpdateContainersResponse* response);
+  // Verifies and applies one container resource update (the class comment), from `source`
+  // ("UpdateContainers" or "heartbeat", for the logs). `*container_id` names the container
+  // when the token says which, verified or not. Errors: Unavailable (shutting down, or no
+  // master keys yet), FailedPrecondition (node shut down by the RM, container stopping, stale
+  // version), InvalidArgument (missing token, bad resource or rate), PermissionDenied (token
+  // refused, or another app's or user's), NotFound (not running here), ResourceExhausted (a
+  // memory decrease below its usage: the container is being killed), or the kernel's error
+  // (then its limits are as before).
+  absl::Status UpdateOne(const v1::Token& token, absl::string_view source,
+                         std::string* container_id);
 
   // ---- Containers, on the loop.
   // Asks a running container to stop; it completes with `exit_status` and `reason` once reaped.

@@ -214,6 +214,8 @@ void NodeManager::SendRegister() {
     absl::StatusOr<v1::Resource> granted =
         internal::ResourceFromTokenResource(record.stored.resource);
     if (granted.ok()) (*request.mutable_container_resources())[id] = *std::move(granted);
+    if (record.stored.version > 0)
+      (*request.mutable_container_versions())[id] = record.stored.version;
   }
   for (const auto& [id, status] : unacked_completed_) *request.add_completed_containers() = status;
   for (const auto& [id, status] : unreleased_completed_)
@@ -296,6 +298,9 @@ void NodeManager::SendHeartbeat() {
     if (!record.running) continue;
     v1::ContainerStatus* status = request.add_container_statuses();
     *status = StatusOf(id, record);
+    // Which resource updates it has applied (the RM re-sends those it has not).
+    if (record.stored.version > 0)
+      (*request.mutable_container_versions())[id] = record.stored.version;
     node_usage->set_memory_rss_bytes(node_usage->memory_rss_bytes() +
                                      status->usage().memory_rss_bytes());
     node_usage->set_cpu_time_ms(node_usage->cpu_time_ms() + status->usage().cpu_time_ms());
@@ -389,6 +394,14 @@ void NodeManager::OnHeartbeatReply(const grpc::Status& status, const std::string
     StopContainer(id, v1::CONTAINER_EXIT_KILLED_BY_RM, "Container killed by the ResourceManager");
   }
   for (const std::string& app_id : reply.applications_to_cleanup()) CleanupApplication(app_id);
+  // The RM's own resource updates (decreases): the path of ContainerService.UpdateContainers.
+  for (const v1::Token& token : reply.containers_to_update()) {
+    std::string container_id;
+    if (absl::Status s = UpdateOne(token, "heartbeat", &container_id); !s.ok())
+      log::Warn(
+          "container_update_refused",
+          {{"node", node_id_}, {"container", container_id}, {"source", "heartbeat"}, {"error", s}});
+  }
   ScheduleRm(heartbeat_interval_ms_, /*register_again=*/false);
   // Containers that ended while this heartbeat was in flight (those in it are acknowledged).
   if (!unacked_completed_.empty()) RequestOutOfBandHeartbeat();

@@ -356,6 +356,41 @@ absl::StatusOr<uint32_t> TrafficController::AddContainer(absl::string_view conta
   return uses_net_cls() ? NetClsClassId(minor) : 0;
 }
 
+absl::Status TrafficController::ChangeRate(absl::string_view container_id, int64_t rate_mbps) {
+  auto error_prefix = [&] {
+    return absl::StrCat("changing the bandwidth of container ", container_id, ": ");
+  };
+  if (rate_mbps < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(error_prefix(), "network-mbps ", rate_mbps, " is negative"));
+  }
+  if (rate_mbps > options_.containers_total_mbps) {
+    return absl::InvalidArgumentError(absl::StrCat(error_prefix(), "network-mbps ", rate_mbps,
+                                                   " is above this node's containers' total of ",
+                                                   options_.containers_total_mbps, " Mbit/s"));
+  }
+  auto it = containers_.find(container_id);
+  if (it == containers_.end()) {
+    return absl::NotFoundError(absl::StrCat(error_prefix(), "it has no class"));
+  }
+  const int64_t rate = std::max<int64_t>(1, rate_mbps);
+  int64_t ceil = options_.containers_total_mbps;
+  if (options_.burst == BurstLimit::kLink) ceil = options_.link_mbps;
+  if (options_.burst == BurstLimit::kStrict) ceil = rate;
+  ceil = std::max(ceil, rate);
+  absl::Status s = Run(Tc({"class", "change", "dev", options_.interface, "parent", "1:3", "classid",
+                           Handle(it->second.minor), "htb", "rate", Mbit(rate), "ceil", Mbit(ceil),
+                           "quantum", Quantum(rate)}));
+  if (!s.ok()) return absl::Status(s.code(), absl::StrCat(error_prefix(), s.message()));
+  it->second.rate_mbps = rate;
+  return absl::OkStatus();
+}
+
+int64_t TrafficController::RateOf(absl::string_view container_id) const {
+  auto it = containers_.find(container_id);
+  return it == containers_.end() ? 0 : it->second.rate_mbps;
+}
+
 absl::Status TrafficController::RemoveContainer(absl::string_view container_id) {
   auto it = containers_.find(container_id);
   if (it == containers_.end()) return absl::OkStatus();

@@ -113,6 +113,16 @@ class TrafficController {
   // nothing of the container remains).
   absl::StatusOr<uint32_t> AddContainer(absl::string_view container_id, int64_t rate_mbps,
                                         absl::string_view cgroup2_path = "");
+  // A resource update of a running container (YARN's container increase/decrease): changes
+  // its class's rate to `rate_mbps` (0: the 1 Mbit/s minimum, as AddContainer) and its ceil
+  // from the burst limit, in place (`tc class change`): the class id, the classifier rule and
+  // the container's net_cls.classid stay, and its packets are never unshaped.
+  // Errors: InvalidArgument (negative rate, rate above containers_total), NotFound when the
+  // container has no class, or the failing command's error; on any error the class keeps its
+  // earlier rate.
+  absl::Status ChangeRate(absl::string_view container_id, int64_t rate_mbps);
+  // The rate of the container's class, Mbit/s (as programmed), or 0 when it has none.
+  int64_t RateOf(absl::string_view container_id) const;
   // Removes the container's rule and class. OK when unknown (idempotent).
   absl::Status RemoveContainer(absl::string_view container_id);
   bool HasContainer(absl::string_view container_id) const;

@@ -160,6 +160,41 @@ TEST(TrafficControllerTest, BadRequestsAreRefusedAndChangeNothing) {
   EXPECT_FALSE((*tc)->HasContainer("c1"));
 }
 
+TEST(TrafficControllerTest, ChangeRateChangesTheClassInPlace) {
+  ScriptedRunner runner;
+  runner.fail = [](const std::string& line) { return absl::StartsWith(line, "tc filter add"); };
+  auto tc = TrafficController::Create(Options(), &runner);
+  ASSERT_TRUE(tc.ok()) << tc.status();
+  absl::StatusOr<uint32_t> classid = (*tc)->AddContainer("c1", 20);
+  ASSERT_TRUE(classid.ok());
+  const size_t added = runner.commands.size();
+  ASSERT_TRUE((*tc)->ChangeRate("c1", 60).ok());
+  EXPECT_TRUE(
+      runner.Ran("tc class change dev veth0 parent 1:3 classid 1:10 htb rate 60mbit "
+                 "ceil 180mbit"));
+  EXPECT_EQ((*tc)->RateOf("c1"), 60);
+  EXPECT_EQ((*tc)->ClassOf("c1"), "1:10");  // same class: same net_cls.classid and rule
+  // A decrease to 0 is the best-effort minimum, as at start.
+  ASSERT_TRUE((*tc)->ChangeRate("c1", 0).ok());
+  EXPECT_TRUE(runner.Ran("tc class change dev veth0 parent 1:3 classid 1:10 htb rate 1mbit "));
+  // Nothing but the class changed: the classifier rule was never touched.
+  for (size_t i = added; i < runner.commands.size(); ++i) {
+    EXPECT_TRUE(absl::StartsWith(runner.commands[i], "tc class change")) << runner.commands[i];
+  }
+
+  // Refusals change nothing: bad rates run no command, a failed command keeps the old rate.
+  const size_t before = runner.commands.size();
+  EXPECT_EQ((*tc)->ChangeRate("c1", 181).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*tc)->ChangeRate("c1", -1).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*tc)->ChangeRate("nobody", 10).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(runner.commands.size(), before);
+  runner.fail = [](const std::string& line) { return absl::StartsWith(line, "tc class change"); };
+  absl::Status failed = (*tc)->ChangeRate("c1", 50);
+  EXPECT_FALSE(failed.ok());
+  EXPECT_THAT(failed.message(), HasSubstr("changing the bandwidth of container c1"));
+  EXPECT_EQ((*tc)->RateOf("c1"), 1);
+}
+
 TEST(TrafficControllerTest, AFailedRuleRemovesTheClassAndFailsTheContainer) {
   ScriptedRunner runner;
   runner.fail = [](const std::string& line) { return absl::StartsWith(line, "tc filter add"); };
@@ -289,6 +324,25 @@ TEST_F(RealKernelTest, ProgramsAndRemovesClassesAndRules) {
   ASSERT_TRUE((*tc)->Teardown().ok());
   EXPECT_THAT(Output({"tc", "class", "show", "dev", "wtest0"}), IsEmpty());
   EXPECT_THAT(Output({"iptables", "-w", "-t", "mangle", "-S"}), Not(HasSubstr("WEFT")));
+}
+
+TEST_F(RealKernelTest, ChangeRateShowsInTheKernelsClass) {
+  TrafficControlOptions options = Options();
+  options.interface = "wtest0";
+  auto tc = TrafficController::Create(options);
+  ASSERT_TRUE(tc.ok()) << tc.status();
+  ASSERT_TRUE((*tc)->AddContainer("container_r", 20).ok());
+  EXPECT_THAT(Output({"tc", "class", "show", "dev", "wtest0"}),
+              HasSubstr("rate 20Mbit ceil 180Mbit"));
+  ASSERT_TRUE((*tc)->ChangeRate("container_r", 75).ok());
+  std::string classes = Output({"tc", "class", "show", "dev", "wtest0"});
+  std::cout << classes;
+  EXPECT_THAT(classes, HasSubstr("class htb 1:10 parent 1:3"));
+  EXPECT_THAT(classes, HasSubstr("rate 75Mbit ceil 180Mbit"));
+  ASSERT_TRUE((*tc)->ChangeRate("container_r", 5).ok());
+  EXPECT_THAT(Output({"tc", "class", "show", "dev", "wtest0"}),
+              HasSubstr("rate 5Mbit ceil 180Mbit"));
+  ASSERT_TRUE((*tc)->Teardown().ok());
 }
 
 TEST_F(RealKernelTest, AStartAfterACrashRemovesTheStaleTree) {

@@ -39,7 +39,7 @@ absl::StatusOr<ContainerTokenData> ContainerTokenVerifier::VerifyStart(
   // A clock step backwards must not revive a token whose container id was already forgotten.
   latest_now_ms_ = std::max(latest_now_ms_, now_ms);
   absl::StatusOr<ContainerTokenData> result =
-      Check(token, this_node_id, latest_now_ms_, /*for_start=*/true);
+      Check(token, this_node_id, latest_now_ms_, Purpose::kStart);
   // Prune afterwards, so that a token under a just-expired key is refused as such rather
   // than as signed by an unknown key.
   DropExpired(latest_now_ms_);
@@ -49,12 +49,21 @@ absl::StatusOr<ContainerTokenData> ContainerTokenVerifier::VerifyStart(
 absl::StatusOr<ContainerTokenData> ContainerTokenVerifier::VerifyControl(
     const Token& token, absl::string_view this_node_id, int64_t now_ms) {
   latest_now_ms_ = std::max(latest_now_ms_, now_ms);
-  return Check(token, this_node_id, latest_now_ms_, /*for_start=*/false);
+  return Check(token, this_node_id, latest_now_ms_, Purpose::kControl);
+}
+
+absl::StatusOr<ContainerTokenData> ContainerTokenVerifier::VerifyUpdate(
+    const Token& token, absl::string_view this_node_id, int64_t now_ms) {
+  latest_now_ms_ = std::max(latest_now_ms_, now_ms);
+  absl::StatusOr<ContainerTokenData> result =
+      Check(token, this_node_id, latest_now_ms_, Purpose::kUpdate);
+  DropExpired(latest_now_ms_);
+  return result;
 }
 
 absl::StatusOr<ContainerTokenData> ContainerTokenVerifier::Check(const Token& token,
                                                                  absl::string_view this_node_id,
-                                                                 int64_t now_ms, bool for_start) {
+                                                                 int64_t now_ms, Purpose purpose) {
   absl::StatusOr<ContainerTokenData> data = DecodeContainerToken(token.identifier);
   if (!data.ok()) {
     return absl::PermissionDeniedError(data.status().message());
@@ -75,7 +84,7 @@ absl::StatusOr<ContainerTokenData> ContainerTokenVerifier::Check(const Token& to
                                                     " expired at ", key->second.expires_ms,
                                                     " (now ", now_ms, ")"));
   }
-  if (for_start && now_ms >= data->expiry_ms) {
+  if (purpose != Purpose::kControl && now_ms >= data->expiry_ms) {
     return absl::PermissionDeniedError(
         absl::StrCat(prefix, "expired at ", data->expiry_ms, " (now ", now_ms, ")"));
   }
@@ -84,7 +93,7 @@ absl::StatusOr<ContainerTokenData> ContainerTokenVerifier::Check(const Token& to
                                                     ", this is node ",
                                                     absl::CHexEscape(this_node_id)));
   }
-  if (!for_start) return data;
+  if (purpose != Purpose::kStart) return data;
   if (started_.contains(data->container_id)) {
     return absl::PermissionDeniedError(absl::StrCat(prefix, "already used (replay)"));
   }

@@ -54,6 +54,15 @@ class ContainerTokenVerifier {
   absl::StatusOr<ContainerTokenData> VerifyStart(const Token& token, absl::string_view this_node_id,
                                                  int64_t now_ms);
 
+  // Accepts a container resource update (ContainerService.UpdateContainers, or the RM's
+  // NodeHeartbeatResponse.containers_to_update): the checks of VerifyStart (well formed, master
+  // key known and unexpired, password matching, now_ms < expiry_ms, issued for
+  // `this_node_id`) without the replay memory: an update names a container that was started,
+  // and its replays are refused by version (the NodeManager keeps each container's). Nothing
+  // is remembered. Refusals are PermissionDenied with the messages of VerifyStart.
+  absl::StatusOr<ContainerTokenData> VerifyUpdate(const Token& token,
+                                                  absl::string_view this_node_id, int64_t now_ms);
+
   // Authorises a stop or status call on the container the token names: well formed, master
   // key known and unexpired, password matching, issued for `this_node_id`. The token's own
   // expiry is not checked (a container outlives its start token, as YARN's NMToken outlives
@@ -73,9 +82,11 @@ class ContainerTokenVerifier {
   size_t started_count() const { return started_.size(); }
 
  private:
-  // `for_start`: also checks the token's expiry and refuses (then records) a replay.
+  // What a token is checked for: kStart and kUpdate check its expiry; kStart also refuses
+  // (then records) a replay.
+  enum class Purpose { kStart, kUpdate, kControl };
   absl::StatusOr<ContainerTokenData> Check(const Token& token, absl::string_view this_node_id,
-                                           int64_t now_ms, bool for_start);
+                                           int64_t now_ms, Purpose purpose);
   // Drops keys with expires_ms <= now_ms and started ids whose token expired at or before now.
   void DropExpired(int64_t now_ms);
 

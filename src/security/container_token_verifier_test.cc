@@ -79,6 +79,26 @@ TEST_F(ContainerTokenVerifierTest, ControlCallsNeedASignedTokenForThisNodeButNot
                "node7.example.com:8041");
 }
 
+TEST_F(ContainerTokenVerifierTest, UpdatesNeedAFreshSignedTokenForThisNodeAndAreNotReplays) {
+  const Token start = Issue("container_1", 5000);
+  ASSERT_TRUE(nm_.VerifyStart(start, kNode, 100).ok());
+  // An update names a started container: no replay memory, repeatable (the NM refuses stale
+  // versions itself), but fresh and signed like a start.
+  absl::StatusOr<ContainerTokenData> update = nm_.VerifyUpdate(start, kNode, 200);
+  ASSERT_TRUE(update.ok()) << update.status();
+  EXPECT_TRUE(nm_.VerifyUpdate(start, kNode, 300).ok());
+  EXPECT_EQ(nm_.started_count(), 1u);
+  ExpectDenied(nm_.VerifyUpdate(start, kNode, 5000),
+               "container token for container_1: expired at 5000 (now 5000)");
+  Token forged = Issue("container_1", 9000);
+  forged.password[0] ^= 0x01;
+  ExpectDenied(nm_.VerifyUpdate(forged, kNode, 200),
+               "container token for container_1: bad signature");
+  ExpectDenied(nm_.VerifyUpdate(Issue("container_1", 9000, "other:1"), kNode, 200),
+               "container token for container_1: issued for node other:1, this is node "
+               "node7.example.com:8041");
+}
+
 TEST_F(ContainerTokenVerifierTest, RefusesForgeriesWithDistinctMessages) {
   const Token t = Issue("container_1", 5000);
   Token bad_password = t;

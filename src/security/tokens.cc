@@ -102,6 +102,7 @@ std::string EncodeContainerTokenIdentifier(const ContainerTokenData& data) {
   p.set_rm_epoch(data.rm_epoch);
   p.set_app_id(data.app_id);
   p.set_view_acl(data.view_acl);
+  p.set_version(data.version);
   return Serialize(kContainerKind, p);
 }
 
@@ -128,6 +129,7 @@ absl::StatusOr<ContainerTokenData> DecodeContainerToken(absl::string_view identi
   data.rm_epoch = p.rm_epoch();
   data.app_id = p.app_id();
   data.view_acl = p.view_acl();
+  data.version = p.version();
   return data;
 }
 

@@ -40,6 +40,9 @@ struct ContainerTokenData {
   // The app's view ACL, as submitted ("" = nobody besides the owner and admins): who may read
   // its container logs on the NM.
   std::string view_acl;
+  // The container's version (YARN's): 0 as allocated, +1 for each resource update the RM
+  // makes. An update token grants `resource` from this version on (nm/node_manager.h).
+  int32_t version = 0;
 
   friend bool operator==(const ContainerTokenData&, const ContainerTokenData&) = default;
 };

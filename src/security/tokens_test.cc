@@ -62,6 +62,20 @@ TEST(TokenCodecTest, ContainerIdentifierRoundTripsExactly) {
   EXPECT_EQ(*DecodeContainerToken(EncodeContainerTokenIdentifier(extremes)), extremes);
 }
 
+TEST(TokenCodecTest, ContainerVersionRoundTripsAndVersionZeroIsNotEncoded) {
+  ContainerTokenData d = SampleContainer();
+  const std::string unversioned = EncodeContainerTokenIdentifier(d);
+  d.version = 3;
+  const std::string versioned = EncodeContainerTokenIdentifier(d);
+  EXPECT_NE(versioned, unversioned);
+  EXPECT_EQ(DecodeContainerToken(versioned)->version, 3);
+  // Version 0 (every token issued before resource updates existed) is the same bytes as
+  // before: proto3 leaves the default out.
+  d.version = 0;
+  EXPECT_EQ(EncodeContainerTokenIdentifier(d), unversioned);
+  EXPECT_EQ(DecodeContainerToken(unversioned)->version, 0);
+}
+
 TEST(TokenCodecTest, FieldBoundariesAreUnambiguous) {
   // Concatenation-based encodings would confuse these two; length prefixes must not.
   ContainerTokenData a = SampleContainer(), b = SampleContainer();
