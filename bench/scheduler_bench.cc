@@ -2,9 +2,15 @@
 //
 //   BM_FillCluster/<nodes>/<apps>   policy `fair`, two-level queue tree (4 x 4 leaves),
 //                                   3 resource types, node/rack/any asks.
+//   BM_FillClusterConstrained/<nodes>/<apps>   the same, with 30% of each app's containers
+//                                   asked through placement-constrained groups (issue 30):
+//                                   anti-affinity, cardinality, rack affinity to another app,
+//                                   node attribute. Counter `constrained_share`.
 //
 // Counter `allocations_per_s`: containers allocated per second of the pass (one core).
 // Setup (nodes, apps, asks) is excluded from the timing. See docs/performance.md.
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 
@@ -30,8 +36,42 @@ constexpr int kNodesPerRack = 40;
 const Resource kNode = Resource::Of(128 * 1024, 32, 10000);
 const Resource kContainer = Resource::Of(2048, 1, 100);
 
-// Sets every app's asks (absolute counts, as an AM would send them).
-void SetAsks(Scheduler* s, int nodes, int apps, uint64_t seed) {
+constexpr int kZones = 4;  // node attribute zone=z<rack % kZones> in the constrained setup
+
+std::string AppTag(int a) { return "app" + std::to_string(a + 1); }
+
+// The constrained share of one app's containers (issue 30's mix), on "*" rows of their own
+// groups (allocation_request_id 1, priorities 1-3, beside the plain groups), all hard:
+//  * a third one per node: tags {app<id>, rs}, NOTIN,NODE,rs (self), like HBase region servers;
+//  * a third at most 3 per node: tags {app<id>, worker}, CARDINALITY,NODE,worker,0,3 (self);
+//  * a third, even apps: tags {app<id>, client}, IN,RACK,all/app<id+1> (the racks where the
+//    next app's constrained containers run); odd apps: tags {app<id>, zonal},
+//    zone=z<(a/2) % 4> for app index a (a quarter of the racks).
+void AddConstrainedAsks(RequestUpdate* u, int a, int apps, int count) {
+  const int anti = count / 3, card = count / 3, third = count - anti - card;
+  auto ask = [&](int32_t priority, int n, std::string role, PlacementConstraint c) {
+    if (n <= 0) return;
+    ResourceRequest r{priority, "*", kContainer, n, true, 1};
+    r.allocation_tags = {AppTag(a), std::move(role)};
+    r.has_constraint = true;
+    r.constraint = std::move(c);
+    u->asks.push_back(std::move(r));
+  };
+  using PC = PlacementConstraint;
+  ask(1, anti, "rs", PC::NotIn(ConstraintScope::kNode, "rs"));
+  ask(2, card, "worker", PC::Cardinality(ConstraintScope::kNode, "worker", 0, 3));
+  if (a % 2 == 0) {
+    ask(3, third, "client",
+        PC::In(ConstraintScope::kRack, AppTag((a + 1) % apps), TagNamespace::kAll));
+  } else {
+    ask(3, third, "zonal", PC::AttributeIs("zone", "z" + std::to_string((a / 2) % kZones)));
+  }
+}
+
+// Sets every app's asks (absolute counts, as an AM would send them). With `constrained`, 30%
+// of each app's containers go through AddConstrainedAsks and the node/rack/any thirds share
+// the other 70%.
+void SetAsks(Scheduler* s, int nodes, int apps, uint64_t seed, bool constrained = false) {
   std::mt19937_64 rng(seed);
   // Demand: 1.2 x the cluster's container slots, spread evenly over apps.
   int64_t slots = static_cast<int64_t>(nodes) * 32;
@@ -39,8 +79,10 @@ void SetAsks(Scheduler* s, int nodes, int apps, uint64_t seed) {
   int racks = (nodes + kNodesPerRack - 1) / kNodesPerRack;
   for (int a = 0; a < apps; ++a) {
     RequestUpdate u;
+    const int cons = constrained ? per_app * 3 / 10 : 0;
+    const int plain = per_app - cons;
     // A third node-local (3 preferred hosts per 6 containers), a third rack-local, a third any.
-    int local = per_app / 3, rack = per_app / 3, any = per_app - local - rack;
+    int local = plain / 3, rack = plain / 3, any = plain - local - rack;
     if (local > 0) {
       for (int h = 0; h < std::max(1, local / 2); ++h) {
         ResourceRequest r{1, "n" + std::to_string(rng() % nodes), kContainer, 2, true, 0};
@@ -54,16 +96,27 @@ void SetAsks(Scheduler* s, int nodes, int apps, uint64_t seed) {
       u.asks.push_back({2, "*", kContainer, rack, true, 0});
     }
     u.asks.push_back({3, "*", kContainer, any, true, 0});
-    (void)s->UpdateRequests(static_cast<AppId>(a + 1), u);
+    if (cons > 0) AddConstrainedAsks(&u, a, apps, cons);
+    if (absl::Status st = s->UpdateRequests(static_cast<AppId>(a + 1), u); !st.ok()) {
+      std::fprintf(stderr, "%s\n", st.ToString().c_str());
+      std::abort();
+    }
   }
 }
 
-std::unique_ptr<Scheduler> Build(int nodes, int apps, uint64_t seed) {
+// With `constrained`, nodes carry attributes zone=z<rack % kZones> and os=linux, and 30% of
+// the asks are constrained (SetAsks).
+std::unique_ptr<Scheduler> Build(int nodes, int apps, uint64_t seed, bool constrained = false) {
   ResourceTypeRegistry reg;
   auto config = ParseSchedulerConfig(kQueues, reg);
   auto s = std::move(*CreateScheduler(*config, SchedulerOptions{reg, 1}));
   for (int i = 0; i < nodes; ++i) {
-    (void)s->AddNode({"n" + std::to_string(i), "/r" + std::to_string(i / kNodesPerRack), kNode});
+    NodeSpec n{"n" + std::to_string(i), "/r" + std::to_string(i / kNodesPerRack), kNode};
+    if (constrained) {
+      n.attributes = {{"zone", "z" + std::to_string((i / kNodesPerRack) % kZones)},
+                      {"os", "linux"}};
+    }
+    if (absl::Status st = s->AddNode(n).status(); !st.ok()) std::abort();
   }
   for (int a = 0; a < apps; ++a) {
     AppSpec spec;
@@ -72,7 +125,7 @@ std::unique_ptr<Scheduler> Build(int nodes, int apps, uint64_t seed) {
     spec.user = "user" + std::to_string(a % 50);
     (void)s->AddApp(spec, 0);
   }
-  SetAsks(s.get(), nodes, apps, seed);
+  SetAsks(s.get(), nodes, apps, seed, constrained);
   return s;
 }
 
@@ -84,50 +137,79 @@ void SetCounters(benchmark::State& state, int64_t allocations) {
                                                      static_cast<double>(state.iterations()));
 }
 
-void BM_FillCluster(benchmark::State& state) {
+// Allocations that came from constrained groups (they carry allocation tags; plain ones none).
+int64_t CountConstrained(const std::vector<Allocation>& allocations) {
+  int64_t n = 0;
+  for (const Allocation& a : allocations) n += a.tags.empty() ? 0 : 1;
+  return n;
+}
+
+void FillCluster(benchmark::State& state, bool constrained) {
   const int nodes = static_cast<int>(state.range(0));
   const int apps = static_cast<int>(state.range(1));
   int64_t allocations = 0;
   int64_t node_local = 0;
+  int64_t from_constrained = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    auto s = Build(nodes, apps, 7);
+    auto s = Build(nodes, apps, 7, constrained);
     state.ResumeTiming();
     // Includes the O(apps) rebuild of the ordering keys after the nodes joined.
     const PassResult& r = s->Schedule(0);
     benchmark::DoNotOptimize(r.allocations.data());
     state.PauseTiming();
     allocations += static_cast<int64_t>(r.allocations.size());
+    from_constrained += CountConstrained(r.allocations);
     node_local = s->stats().node_local;
     s.reset();
     state.ResumeTiming();
   }
   SetCounters(state, allocations);
   state.counters["node_local"] = static_cast<double>(node_local);
+  if (constrained) {
+    state.counters["constrained_share"] =
+        allocations > 0 ? static_cast<double>(from_constrained) / static_cast<double>(allocations)
+                        : 0.0;
+  }
 }
+
+void BM_FillCluster(benchmark::State& state) { FillCluster(state, false); }
+
+// Issue 30: 30% of the containers asked with placement constraints (AddConstrainedAsks).
+void BM_FillClusterConstrained(benchmark::State& state) { FillCluster(state, true); }
 
 // The same pass on a scheduler that has run before: the cluster was filled once and every
 // container completed, so the tables are sized and their memory is touched, as in a running RM.
-void BM_FillClusterWarm(benchmark::State& state) {
+void FillClusterWarm(benchmark::State& state, bool constrained) {
   const int nodes = static_cast<int>(state.range(0));
   const int apps = static_cast<int>(state.range(1));
   int64_t allocations = 0;
+  int64_t from_constrained = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    auto s = Build(nodes, apps, 7);
+    auto s = Build(nodes, apps, 7, constrained);
     std::vector<Allocation> first = s->Schedule(0).allocations;
     for (const Allocation& a : first) (void)s->ContainerCompleted(a.container);
-    SetAsks(s.get(), nodes, apps, 8);
+    SetAsks(s.get(), nodes, apps, 8, constrained);
     state.ResumeTiming();
     const PassResult& r = s->Schedule(1);
     benchmark::DoNotOptimize(r.allocations.data());
     state.PauseTiming();
     allocations += static_cast<int64_t>(r.allocations.size());
+    from_constrained += CountConstrained(r.allocations);
     s.reset();
     state.ResumeTiming();
   }
   SetCounters(state, allocations);
+  if (constrained) {
+    state.counters["constrained_share"] =
+        allocations > 0 ? static_cast<double>(from_constrained) / static_cast<double>(allocations)
+                        : 0.0;
+  }
 }
+
+void BM_FillClusterWarm(benchmark::State& state) { FillClusterWarm(state, false); }
+void BM_FillClusterConstrainedWarm(benchmark::State& state) { FillClusterWarm(state, true); }
 
 BENCHMARK(BM_FillClusterWarm)
     ->ArgsProduct({{1000, 10000, 50000}, {100, 1000, 10000}})
@@ -137,6 +219,20 @@ BENCHMARK(BM_FillClusterWarm)
 
 BENCHMARK(BM_FillCluster)
     ->ArgsProduct({{1000, 10000, 50000}, {100, 1000, 10000}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
+
+BENCHMARK(BM_FillClusterConstrained)
+    ->Args({1000, 100})
+    ->Args({10000, 1000})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
+
+BENCHMARK(BM_FillClusterConstrainedWarm)
+    ->Args({1000, 100})
+    ->Args({10000, 1000})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(3);
