@@ -16,6 +16,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "scheduler/placement_constraint.h"
 #include "security/tls.h"
 
 namespace weft::am {
@@ -206,6 +207,7 @@ absl::StatusOr<v1::AllocateResponse> AmRmClient::Allocate(float progress, int64_
   req.set_wait_ms(std::clamp<int64_t>(wait_ms, 0, options_.call_timeout_ms / 2));
   for (const auto& a : asks_) *req.add_asks() = a;
   for (const auto& r : releases_) req.add_releases(r);
+  for (const auto& u : updates_) *req.add_update_requests() = u;
   v1::AllocateResponse resp;
   // What a registration after a resync handed back; given to the caller with the reply.
   std::vector<v1::Container> recovered;
@@ -230,6 +232,9 @@ absl::StatusOr<v1::AllocateResponse> AmRmClient::Allocate(float progress, int64_
     req.set_response_id(response_id_);
     req.clear_asks();
     for (const auto& [key, ask] : ask_table_) *req.add_asks() = ask;
+    // The versions they name belong to the RM that restarted: the AM asks again if it still
+    // wants them.
+    req.clear_update_requests();
   }
   if (!recovered.empty()) {
     // Those of the registration first, then those the reply itself carries.
@@ -239,6 +244,7 @@ absl::StatusOr<v1::AllocateResponse> AmRmClient::Allocate(float progress, int64_
   }
   asks_.clear();
   releases_.clear();
+  updates_.clear();
   response_id_ = resp.response_id();
   if (resp.has_amrm_token()) env_.amrm_token = resp.amrm_token();  // the RM rolled its key
   return resp;
@@ -293,6 +299,21 @@ absl::Status NmClient::Stop(const v1::Container& container) {
                   absl::StrCat("stopping ", container.container_id()));
 }
 
+absl::Status NmClient::Update(const v1::Container& container) {
+  v1::UpdateContainersRequest req;
+  *req.add_container_tokens() = container.container_token();
+  v1::UpdateContainersResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  grpc::Status s = StubFor(container.node_id())->UpdateContainers(&ctx, req, &resp);
+  if (!s.ok()) return FromGrpc(s, absl::StrCat("updating ", container.container_id()));
+  if (resp.failed_size() > 0)
+    return absl::Status(static_cast<absl::StatusCode>(resp.failed(0).code()),
+                        absl::StrCat("updating ", container.container_id(), ": ",
+                                     resp.failed(0).message()));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::ContainerStatus> NmClient::Status(const v1::Container& container) {
   v1::GetContainerStatusesRequest req;
   req.add_container_ids(container.container_id());
@@ -345,22 +366,66 @@ int RunShellAm(const ShellAmOptions& o) {
     return 1;
   }
   NmClient nm(AmChannelCredentials(*env));
-  v1::ResourceRequest ask;
-  ask.set_priority(1);
-  ask.set_resource_name("*");
-  ask.set_relax_locality(true);
-  auto& cap = *ask.mutable_capability()->mutable_values();
+  // The request groups: one by default; one per part of a placement spec; or gangs of o.gang.
+  // Each has its own allocation_request_id, by which its containers come back.
+  v1::ResourceRequest base;
+  base.set_priority(1);
+  base.set_resource_name("*");
+  base.set_relax_locality(true);
+  auto& cap = *base.mutable_capability()->mutable_values();
   cap["memory-mb"] = o.memory_mb;
   cap["vcores"] = o.vcores;
   if (o.network_mbps > 0) cap["network-mbps"] = o.network_mbps;
+  base.set_node_label_expression(o.node_label);
+  struct Group {
+    v1::ResourceRequest ask;
+    int32_t outstanding = 0;
+  };
+  std::vector<Group> groups;
+  int32_t total = o.num_containers;
+  if (!o.placement_spec.empty()) {
+    auto spec = scheduler::ParsePlacementSpec(o.placement_spec);
+    if (!spec.ok()) {
+      say(std::string(spec.status().message()));
+      return 2;
+    }
+    total = 0;
+    for (const scheduler::PlacementSpec& part : *spec) {
+      Group g{base, part.num_containers};
+      g.ask.add_allocation_tags(part.source_tag);
+      if (part.has_constraint) {
+        g.ask.set_placement_constraint(scheduler::DescribeConstraint(part.constraint));
+        g.ask.set_placement_soft(part.soft);
+      }
+      total += part.num_containers;
+      groups.push_back(std::move(g));
+    }
+  } else if (o.gang > 0) {
+    for (int32_t left = o.num_containers; left > 0; left -= o.gang)
+      groups.push_back({base, std::min(left, o.gang)});
+  } else {
+    groups.push_back({base, o.num_containers});
+  }
+  for (size_t i = 0; i < groups.size(); ++i) {
+    groups[i].ask.set_allocation_request_id(static_cast<int64_t>(i) + 1);
+    if (o.gang > 0) {
+      groups[i].ask.set_gang(true);
+      groups[i].ask.set_gang_timeout_ms(o.gang_timeout_ms);
+    }
+  }
+  auto ask_all = [&] {  // absolute counts, as YARN's asks
+    for (Group& g : groups) {
+      g.ask.set_num_containers(g.outstanding);
+      rm.Ask(g.ask);
+    }
+  };
 
-  int32_t succeeded = 0, failures = 0, outstanding = o.num_containers;
-  std::set<std::string> running;
+  int32_t succeeded = 0, failures = 0;
+  std::map<std::string, size_t> running;  // container -> its group
   std::string diagnostics;
-  ask.set_num_containers(outstanding);
-  rm.Ask(ask);
+  ask_all();
   const auto start = std::chrono::steady_clock::now();
-  while (succeeded < o.num_containers) {
+  while (succeeded < total) {
     if (o.timeout_ms > 0 &&
         std::chrono::steady_clock::now() - start > std::chrono::milliseconds(o.timeout_ms)) {
       diagnostics = absl::StrCat("timed out after ", o.timeout_ms, " ms");
@@ -369,11 +434,13 @@ int RunShellAm(const ShellAmOptions& o) {
     // A long poll: the RM answers when it has containers or completions for this AM, or
     // after poll_interval_ms with nothing.
     const auto asked = std::chrono::steady_clock::now();
-    auto resp = rm.Allocate(static_cast<float>(succeeded) / o.num_containers, o.poll_interval_ms);
+    auto resp = rm.Allocate(static_cast<float>(succeeded) / static_cast<float>(total),
+                            o.poll_interval_ms);
     if (!resp.ok()) {
-      if (resp.status().code() == absl::StatusCode::kInvalidArgument) {
-        // The RM refuses the request itself (e.g. more than any node offers): no attempt can
-        // do better, so the app fails saying why instead of retrying.
+      if (resp.status().code() == absl::StatusCode::kInvalidArgument ||
+          resp.status().code() == absl::StatusCode::kPermissionDenied) {
+        // The RM refuses the request itself (e.g. more than any node offers, a label the
+        // queue may not use): no attempt can do better, so the app fails saying why.
         diagnostics = absl::StrCat("the ResourceManager refused the container request: ",
                                    resp.status().message());
         break;
@@ -382,7 +449,9 @@ int RunShellAm(const ShellAmOptions& o) {
       return 1;
     }
     for (const v1::Container& c : resp->allocated_containers()) {
-      if (outstanding <= 0) {
+      const int64_t gi = c.allocation_request_id() - 1;
+      if (gi < 0 || gi >= static_cast<int64_t>(groups.size()) ||
+          groups[static_cast<size_t>(gi)].outstanding <= 0) {
         rm.Release(c.container_id());  // more than we asked for
         continue;
       }
@@ -394,10 +463,15 @@ int RunShellAm(const ShellAmOptions& o) {
         rm.Release(c.container_id());
         continue;  // still outstanding: asked for again below
       }
-      --outstanding;
-      running.insert(c.container_id());
-      say(absl::StrCat("started ", c.container_id(), " on ", c.node_id()));
+      --groups[static_cast<size_t>(gi)].outstanding;
+      running[c.container_id()] = static_cast<size_t>(gi);
+      say(absl::StrCat("started ", c.container_id(), " on ", c.node_id(),
+                       c.gang_id() != 0 ? absl::StrCat(" (gang ", c.gang_id(), ")") : ""));
     }
+    for (const v1::RejectedSchedulingRequest& r : resp->rejected_scheduling_requests()) {
+      diagnostics = absl::StrCat("the scheduler gave up on a request: ", r.reason());
+    }
+    if (!diagnostics.empty()) break;
     // After an RM restart: the containers it recovered. Those this AM started keep running
     // (and are not asked for again); any other is a leftover it has no use for.
     for (const v1::Container& c : resp->containers_from_previous_attempts()) {
@@ -407,7 +481,10 @@ int RunShellAm(const ShellAmOptions& o) {
     }
     // A status reported twice (across an RM restart) counts once: only running ones count.
     for (const v1::ContainerStatus& st : resp->completed_containers()) {
-      if (!running.erase(st.container_id())) continue;
+      auto it = running.find(st.container_id());
+      if (it == running.end()) continue;
+      const size_t gi = it->second;
+      running.erase(it);
       if (st.exit_status() == 0) {
         ++succeeded;
         continue;
@@ -416,26 +493,24 @@ int RunShellAm(const ShellAmOptions& o) {
         // Not the command's failure: it runs again, as YARN's distributed shell does.
         say(absl::StrCat(st.container_id(), " was ended by the framework (exit status ",
                          st.exit_status(), "): running it again. ", st.diagnostics()));
-        ++outstanding;
+        ++groups[gi].outstanding;
         continue;
       }
       ++failures;
       say(absl::StrCat(st.container_id(), " failed with exit status ", st.exit_status(), " ",
                        st.diagnostics()));
-      if (failures > o.max_retries * o.num_containers) {
+      if (failures > o.max_retries * total) {
         diagnostics =
             absl::StrCat(failures, " container failures (max retries ", o.max_retries,
                          " per container); last: ", st.container_id(), " exit ", st.exit_status());
         break;
       }
-      ++outstanding;
+      ++groups[gi].outstanding;
     }
     if (!diagnostics.empty()) break;
-    // Keep the outstanding count current (absolute, as YARN's asks).
-    // Keep the outstanding count current (absolute, as YARN's asks): every container not yet
+    // Keep the outstanding counts current (absolute, as YARN's asks): every container not yet
     // started is asked for, so the RM places the next one as soon as one ends.
-    ask.set_num_containers(outstanding);
-    rm.Ask(ask);
+    ask_all();
     // An empty reply well before the poll interval: the RM (or a proxy before it) did not hold
     // the call, so the AM waits here instead of calling again at once.
     const bool news = resp->allocated_containers_size() > 0 ||
@@ -445,7 +520,7 @@ int RunShellAm(const ShellAmOptions& o) {
                      std::chrono::milliseconds(o.poll_interval_ms / 2))
       std::this_thread::sleep_for(std::chrono::milliseconds(o.poll_interval_ms));
   }
-  bool ok = succeeded == o.num_containers;
+  bool ok = succeeded == total;
   if (ok) diagnostics = absl::StrCat(succeeded, " containers succeeded");
   say(diagnostics);
   absl::Status fin = rm.Finish(ok ? v1::FINAL_SUCCEEDED : v1::FINAL_FAILED, diagnostics);

@@ -90,6 +90,11 @@ class AmRmClient {
   // allocation_request_id).
   void Ask(const v1::ResourceRequest& request);
   void Release(const std::string& container_id) { releases_.push_back(container_id); }
+  // Queues a resource update of a running container for the next Allocate (not kept across a
+  // resync: the restarted RM's versions may differ). Granted updates come back in
+  // AllocateResponse.updated_containers; an increase must then be taken to the NM
+  // (NmClient::Update).
+  void UpdateContainer(const v1::UpdateContainerRequest& update) { updates_.push_back(update); }
 
   // Times the RM asked this client to resync (it restarted) and the client registered again.
   int32_t resyncs() const { return resyncs_; }
@@ -117,6 +122,7 @@ class AmRmClient {
   std::vector<v1::ResourceRequest> asks_;
   std::map<std::string, v1::ResourceRequest> ask_table_;  // by ask key
   std::vector<std::string> releases_;
+  std::vector<v1::UpdateContainerRequest> updates_;
 };
 
 // Synchronous ContainerService client; one channel per node, created on first use.
@@ -129,6 +135,9 @@ class NmClient {
   absl::Status Start(const v1::Container& container, const std::string& command,
                      const std::map<std::string, std::string>& env);
   absl::Status Stop(const v1::Container& container);
+  // Applies a granted update on the container's NM (`container` as in UpdatedContainer: its
+  // token carries the new resource and version).
+  absl::Status Update(const v1::Container& container);
   absl::StatusOr<v1::ContainerStatus> Status(const v1::Container& container);
 
  private:
@@ -150,6 +159,13 @@ struct ShellAmOptions {
   int32_t vcores = 1;
   int64_t network_mbps = 0;
   int32_t max_retries = 3;
+  // Seed 001's extensions (docs/scheduler.md). A placement spec in the distributed shell's
+  // syntax ("zk=3,NOTIN,NODE,zk:web=2,IN,NODE,all/zk"): each part is a group of containers with
+  // its tag and constraint, and the parts' counts replace num_containers.
+  std::string placement_spec;
+  std::string node_label;      // every container's node label ("" = default partition)
+  int32_t gang = 0;            // > 0: containers are asked for in gangs of this many
+  int64_t gang_timeout_ms = 0;
   // The longest the RM holds one Allocate with nothing new (a long poll); the wait between
   // calls only when the RM answers empty at once.
   int64_t poll_interval_ms = 1000;

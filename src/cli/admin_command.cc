@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/cli_common.h"
@@ -93,6 +94,55 @@ int RefreshNodes(const AdminFlags& f, bool decommission) {
     return PrintError(s.message());
   std::cout << (decommission ? "decommissioned: " : "recommissioned: ")
             << EscapeForTerminal(absl::StrJoin(f.nodes, " ")) << "\n";
+  return 0;
+}
+
+// ---- Node attributes, YARN's `yarn nodeattributes -replace|-add|-remove` syntax:
+// "node1:attr=value,attr2=value2 node2:attr=value" (for remove: "node1:attr,attr2").
+
+struct NodeAttributesFlags {
+  std::string rm_address;
+  std::string replace, add, remove;
+};
+
+int NodeAttributes(const NodeAttributesFlags& f) {
+  const int given = !f.replace.empty() + !f.add.empty() + !f.remove.empty();
+  if (given != 1) return PrintError("give exactly one of --replace, --add and --remove");
+  v1::NodeAttributesRequest req;
+  std::string spec = f.replace;
+  req.set_operation(v1::NodeAttributesRequest::REPLACE);
+  if (!f.add.empty()) {
+    spec = f.add;
+    req.set_operation(v1::NodeAttributesRequest::ADD);
+  } else if (!f.remove.empty()) {
+    spec = f.remove;
+    req.set_operation(v1::NodeAttributesRequest::REMOVE);
+  }
+  const bool removing = req.operation() == v1::NodeAttributesRequest::REMOVE;
+  for (absl::string_view mapping : absl::StrSplit(spec, ' ', absl::SkipWhitespace())) {
+    const size_t colon = mapping.find(':');
+    if (colon == absl::string_view::npos || colon == 0)
+      return PrintError(absl::StrCat("'", mapping, "' is not NODE:ATTRIBUTE", removing ? "" : "=VALUE",
+                                     "[,...]"));
+    v1::NodeAttributesMapping* m = req.add_mappings();
+    m->set_node(std::string(mapping.substr(0, colon)));
+    for (absl::string_view kv : absl::StrSplit(mapping.substr(colon + 1), ',', absl::SkipEmpty())) {
+      const size_t eq = kv.find('=');
+      if (removing) {
+        (*m->mutable_attributes())[std::string(kv.substr(0, eq))] = "";
+        continue;
+      }
+      if (eq == absl::string_view::npos || eq == 0)
+        return PrintError(absl::StrCat("'", kv, "' in '", mapping, "' is not ATTRIBUTE=VALUE"));
+      (*m->mutable_attributes())[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
+    }
+  }
+  if (req.mappings().empty()) return PrintError("no node mappings given");
+  RmClient client(f.rm_address, /*user=*/"");
+  v1::NodeAttributesResponse resp;
+  if (absl::Status s = client.Call(&v1::AdminService::Stub::NodeAttributes, req, &resp); !s.ok())
+    return PrintError(s.message());
+  std::cout << "node attributes set on " << req.mappings_size() << " node(s)\n";
   return 0;
 }
 
@@ -402,6 +452,18 @@ void AddAdminCommand(CLI::App& app, int* exit_code) {
         ->capture_default_str()
         ->check(FiniteNumberValidator("seconds", 0, kMaxFlagSeconds));
     cmd->callback([f, exit_code] { *exit_code = Failover(*f); });
+  }
+  {
+    auto f = std::make_shared<NodeAttributesFlags>();
+    CLI::App* cmd = group->add_subcommand(
+        "node-attributes",
+        "Set node attributes centrally (YARN's nodeattributes), e.g. --replace "
+        "'host1:os=linux,zone=a host2:os=linux'; all mappings or none");
+    AddRmOption(cmd, &f->rm_address);
+    cmd->add_option("--replace", f->replace, "NODE:ATTR=VALUE[,...] [NODE:...]: exactly these");
+    cmd->add_option("--add", f->add, "NODE:ATTR=VALUE[,...] [NODE:...]: set these keys");
+    cmd->add_option("--remove", f->remove, "NODE:ATTR[,...] [NODE:...]: remove these keys");
+    cmd->callback([f, exit_code] { *exit_code = NodeAttributes(*f); });
   }
   for (bool decommission : {true, false}) {
     auto f = std::make_shared<AdminFlags>();

@@ -15,6 +15,7 @@
 #include "common/errors.h"
 #include "am/am_client.h"
 #include "cli/cli_common.h"
+#include "scheduler/placement_constraint.h"
 
 namespace weft::cli {
 namespace {
@@ -25,7 +26,13 @@ struct ShellFlags {
 };
 
 int RunShell(const ShellFlags& f) {
-  if (f.options.num_containers < 1) return PrintError("--num-containers must be >= 1");
+  if (f.options.placement_spec.empty() && f.options.num_containers < 1)
+    return PrintError("--num-containers must be >= 1");
+  if (!f.options.placement_spec.empty()) {
+    if (auto spec = scheduler::ParsePlacementSpec(f.options.placement_spec); !spec.ok())
+      return PrintError(absl::StrCat("--placement: ", spec.status().message()));
+  }
+  if (f.options.gang < 0) return PrintError("--gang must be >= 0");
   if (f.options.command.empty()) return PrintError("--command is empty");
   if (f.options.memory_mb <= 0 || f.options.vcores <= 0)
     return PrintError("--memory-mb and --vcores must be > 0");
@@ -99,8 +106,15 @@ void AddAmCommand(CLI::App& app, int* exit_code) {
       "shell",
       "The distributed shell: run N containers of a command, retrying failed ones; "
       "reads WEFT_RM_ADDRESS, WEFT_APPLICATION_ID, WEFT_APP_ATTEMPT_ID and the token file WEFT_TOKEN_FILE_AMRM");
-  cmd->add_option("--num-containers", f->options.num_containers, "containers to run")->required();
+  cmd->add_option("--num-containers", f->options.num_containers,
+                  "containers to run (with --placement: the spec's counts)");
   cmd->add_option("--command", f->options.command, "each container's shell command")->required();
+  cmd->add_option("--placement", f->options.placement_spec,
+                  "placement spec, YARN's distributed shell syntax: TAG=N[,CONSTRAINT][:...]");
+  cmd->add_option("--node-label", f->options.node_label, "run on nodes of this node label");
+  cmd->add_option("--gang", f->options.gang, "ask for containers in gangs of N (all or none)");
+  cmd->add_option("--gang-timeout-ms", f->options.gang_timeout_ms,
+                  "give up on a gang not placed within this long (0 = never)");
   cmd->add_option("--memory-mb", f->options.memory_mb, "memory of each container, MiB")
       ->capture_default_str();
   cmd->add_option("--vcores", f->options.vcores, "vcores of each container")->capture_default_str();

@@ -28,6 +28,7 @@
 #include "cli/cli_common.h"
 #include "cli/progress.h"
 #include "common/terminal_text.h"
+#include "scheduler/placement_constraint.h"
 #include "store/state_names.h"
 
 namespace weft::cli {
@@ -362,10 +363,23 @@ struct RunShellFlags {
   int64_t network_mbps = 0;
   int max_retries = 3;
   double am_timeout_s = 0;
+  std::string placement;
+  std::string node_label;
+  int gang = 0;
+  int64_t gang_timeout_ms = 0;
 };
 
 int RunShell(const RunShellFlags& f) {
-  if (f.num_containers < 1) return PrintError("--num-containers must be >= 1");
+  if (f.placement.empty() && f.num_containers < 1)
+    return PrintError("--num-containers must be >= 1 (or give --placement)");
+  if (!f.placement.empty()) {
+    // Checked here, before anything is submitted: a bad spec names its fault at once.
+    if (auto spec = scheduler::ParsePlacementSpec(f.placement); !spec.ok())
+      return PrintError(absl::StrCat("--placement: ", spec.status().message()));
+  }
+  if (f.gang < 0) return PrintError(absl::StrCat("--gang ", f.gang, " is negative"));
+  if (f.gang_timeout_ms < 0)
+    return PrintError(absl::StrCat("--gang-timeout-ms ", f.gang_timeout_ms, " is negative"));
   if (f.command.empty()) return PrintError("--command is empty");
   if (f.memory_mb <= 0 || f.vcores <= 0) return PrintError("--memory-mb and --vcores must be > 0");
   if (f.network_mbps < 0)
@@ -378,6 +392,11 @@ int RunShell(const RunShellFlags& f) {
                    " --command ", ShellQuote(f.command), " --memory-mb ", f.memory_mb, " --vcores ",
                    f.vcores, " --network-mbps ", f.network_mbps, " --max-retries ", f.max_retries);
   if (f.am_timeout_s > 0) absl::StrAppend(&am_command, " --timeout-s ", f.am_timeout_s);
+  if (!f.placement.empty()) absl::StrAppend(&am_command, " --placement ", ShellQuote(f.placement));
+  if (!f.node_label.empty())
+    absl::StrAppend(&am_command, " --node-label ", ShellQuote(f.node_label));
+  if (f.gang > 0)
+    absl::StrAppend(&am_command, " --gang ", f.gang, " --gang-timeout-ms ", f.gang_timeout_ms);
   return Submit(f.submit, am_command);
 }
 
@@ -533,8 +552,18 @@ void AddAppCommand(CLI::App& app, int* exit_code) {
     CLI::App* cmd = group->add_subcommand(
         "run-shell", "Run N containers of a shell command (the distributed-shell AM)");
     AddCommonFlags(cmd, &f->submit.common);
-    cmd->add_option("--num-containers", f->num_containers, "containers to run")->required();
+    cmd->add_option("--num-containers", f->num_containers,
+                    "containers to run (with --placement: the spec's counts)");
     cmd->add_option("--command", f->command, "each container's shell command")->required();
+    cmd->add_option("--placement", f->placement,
+                    "placement spec in YARN's distributed shell syntax, e.g. "
+                    "'zk=3,NOTIN,NODE,zk:web=2,IN,RACK,all/zk' (docs/scheduler.md)");
+    cmd->add_option("--node-label", f->node_label, "run only on nodes of this node label");
+    cmd->add_option("--gang", f->gang,
+                    "ask for the containers in gangs of N: each placed all together or not at all");
+    cmd->add_option("--gang-timeout-ms", f->gang_timeout_ms,
+                    "with --gang: give up on a gang not placed within this long (0 = never)")
+        ->capture_default_str();
     cmd->add_option("--memory-mb", f->memory_mb, "memory of each container, MiB")
         ->capture_default_str();
     cmd->add_option("--vcores", f->vcores, "vcores of each container")->capture_default_str();

@@ -7,7 +7,8 @@
 namespace weft::rm {
 
 bool AmMailbox::HasNews() const {
-  return !allocated_.empty() || !completed_.empty() || !recovered_.empty();
+  return !allocated_.empty() || !completed_.empty() || !recovered_.empty() || !updated_.empty() ||
+         !rejected_.empty();
 }
 
 AmMailbox::Call AmMailbox::Classify(int32_t response_id) const {
@@ -29,12 +30,18 @@ std::vector<RmCompletion> AmMailbox::Fill(v1::AllocateResponse* resp) {
   completed_.clear();
   for (v1::Container& c : recovered_) *resp->add_containers_from_previous_attempts() = std::move(c);
   recovered_.clear();
+  for (v1::UpdatedContainer& u : updated_) *resp->add_updated_containers() = std::move(u);
+  updated_.clear();
+  for (v1::RejectedSchedulingRequest& r : rejected_)
+    *resp->add_rejected_scheduling_requests() = std::move(r);
+  rejected_.clear();
   return acknowledged;
 }
 
 void AmMailbox::Registered() {
   recovered_.clear();
   allocated_.clear();
+  updated_.clear();
   completed_.insert(completed_.begin(), std::make_move_iterator(sent_.begin()),
                     std::make_move_iterator(sent_.end()));
   sent_.clear();

@@ -28,6 +28,12 @@ class AmMailbox {
   void AddAllocated(v1::Container container) { allocated_.push_back(std::move(container)); }
   void AddRecovered(v1::Container container) { recovered_.push_back(std::move(container)); }
   void AddCompleted(RmCompletion done) { completed_.push_back(std::move(done)); }
+  // A granted resource update (the container with its new resource, version and token).
+  void AddUpdated(v1::UpdatedContainer updated) { updated_.push_back(std::move(updated)); }
+  // An ask the scheduler gave up on (a gang past its timeout).
+  void AddRejected(v1::RejectedSchedulingRequest rejected) {
+    rejected_.push_back(std::move(rejected));
+  }
   // Something waits for the AM.
   bool HasNews() const;
 
@@ -50,7 +56,8 @@ class AmMailbox {
   void Remember(const v1::AllocateResponse& resp) { last_response_ = resp; }
 
   // The AM registered (again): waiting allocated and recovered containers are dropped (the
-  // registration reply lists every live container), the completions of the last reply wait
+  // registration reply lists every live container, with its current resource and token), the
+  // completions of the last reply wait
   // again (the AM may have missed it), and response ids start again from 0.
   void Registered();
   // No AM will read them (the attempt ended): every completion waiting or sent, removed.
@@ -62,6 +69,8 @@ class AmMailbox {
   std::vector<RmCompletion> sent_;        // in the last reply, not yet acknowledged
   // After its AM registered again, reported by NMs (containers_from_previous_attempts).
   std::vector<v1::Container> recovered_;
+  std::vector<v1::UpdatedContainer> updated_;
+  std::vector<v1::RejectedSchedulingRequest> rejected_;
   int32_t last_response_id_ = 0;
   v1::AllocateResponse last_response_;
 };

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "rm/am_asks.h"
 #include "rm/container_tracker.h"
 #include "rm/node_tracker.h"
 #include "rm/rm_keys.h"
@@ -187,8 +188,32 @@ void AmService::Allocate(const v1::Token& token, const v1::AllocateRequest& req,
         }
       }
     }
-    update.asks.push_back({ask.priority(), ask.resource_name(), *cap, ask.num_containers(),
-                           ask.relax_locality(), ask.allocation_request_id()});
+    auto converted = ToSchedulerAsk(ask, *cap, i, [this](const std::string& name) {
+      const RmApp* other = ctx_->apps->Find(name);
+      std::optional<scheduler::AppId> id;
+      if (other != nullptr && !other->attempts.empty() && !IsFinal(other->state))
+        id = other->current().sched_app;
+      return id;
+    });
+    if (!converted.ok()) return reply(converted.status());
+    update.asks.push_back(*std::move(converted));
+  }
+  // Resource updates of running containers (YARN's UpdateContainerRequest).
+  for (int i = 0; i < req.update_requests_size(); ++i) {
+    const v1::UpdateContainerRequest& u = req.update_requests(i);
+    auto id = ctx_->containers->FindOwned(u.container_id(), app.record.app_id);
+    if (!id.ok())
+      return reply(absl::InvalidArgumentError(absl::StrCat(
+          "update #", i, ": container '", u.container_id(), "' is not a running container of ",
+          app.record.app_id)));
+    const int32_t version = ctx_->containers->Version(*id);
+    if (u.container_version() != version)
+      return reply(absl::FailedPreconditionError(absl::StrCat(
+          "update #", i, ": container '", u.container_id(), "' is at version ", version,
+          ", not ", u.container_version(), " (an update of it was granted since)")));
+    auto target = ctx_->FromProto(u.capability(), absl::StrCat("update #", i));
+    if (!target.ok()) return reply(target.status());
+    update.updates.push_back({*id, *target});
   }
   // What the scheduler holds of each released container, taken before it releases them.
   struct Released {
@@ -235,7 +260,7 @@ void AmService::Allocate(const v1::Token& token, const v1::AllocateRequest& req,
                                        " ignored: the RM no longer holds it (completed or lost)"));
   }
   // New demand or freed containers: a pass soon, not at the timer's next tick.
-  if (req.asks_size() > 0 || !released.empty()) {
+  if (req.asks_size() > 0 || !released.empty() || req.update_requests_size() > 0) {
     ctx_->request_prompt_pass();
   } else {
     ctx_->request_pass();

@@ -603,6 +603,22 @@ void AppManager::ContainerRecovered(const RmApp& handle, const std::string& node
   }
 }
 
+void AppManager::ContainerUpdated(const RmApp& handle, v1::UpdatedContainer updated) {
+  RmApp& app = Own(handle);
+  app.current().mailbox.AddUpdated(std::move(updated));
+  if (ctx_->am_service != nullptr) ctx_->am_service->NotifyNews(app.record.app_id);
+}
+
+void AppManager::RequestRejected(scheduler::AppId sched_app,
+                                 v1::RejectedSchedulingRequest rejected) {
+  const RmApp* handle = FindBySchedulerId(sched_app);
+  if (handle == nullptr) return;
+  RmApp& app = Own(*handle);
+  log::Info("request_rejected", {{"app", app.record.app_id}, {"reason", rejected.reason()}});
+  app.current().mailbox.AddRejected(std::move(rejected));
+  if (ctx_->am_service != nullptr) ctx_->am_service->NotifyNews(app.record.app_id);
+}
+
 void AppManager::ContainerCompleted(const RmApp& handle, RmCompletion done) {
   RmApp& app = Own(handle);
   app.current().mailbox.AddCompleted(std::move(done));

@@ -168,6 +168,12 @@ class AppManager {
   // AM's next Allocate.
   void ContainerAllocated(const RmApp& app, const std::string& node, v1::Container container,
                           bool is_am);
+  // A resource update of one of its containers was granted (ContainerTracker::Resized): its
+  // AM gets it in its next Allocate reply.
+  void ContainerUpdated(const RmApp& app, v1::UpdatedContainer updated);
+  // The scheduler gave up on an ask of the app with scheduler id `sched_app` (a gang past its
+  // timeout): its AM hears it in its next Allocate reply. Nothing for an unknown app.
+  void RequestRejected(scheduler::AppId sched_app, v1::RejectedSchedulingRequest rejected);
   // Its container on `node` was recovered after an RM restart (`container` describes it): the
   // AM container marks the attempt's AM recovered; another is handed to an AM that registered
   // again already (containers_from_previous_attempts).

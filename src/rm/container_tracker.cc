@@ -55,11 +55,13 @@ absl::StatusOr<ContainerId> ContainerTracker::FindOwned(const std::string& name,
   return it->second;
 }
 
-v1::Container ContainerTracker::Proto(const std::string& name, const std::string& node_id,
+v1::Container ContainerTracker::Proto(const RmContainer& c, const std::string& node_id,
                                       const RmApp& app, const Resource& resource, int32_t priority,
                                       int64_t allocation_request_id) const {
+  const std::string& name = c.name;
   security::ContainerTokenData td;
   td.container_id = name;
+  td.version = c.version;
   td.node_id = node_id;
   td.user = app.record.user;
   td.resource = ctx_->registry().Format(resource);
@@ -74,6 +76,9 @@ v1::Container ContainerTracker::Proto(const std::string& name, const std::string
   proto.set_priority(priority);
   proto.set_allocation_request_id(allocation_request_id);
   *proto.mutable_container_token() = ctx_->keys->IssueContainerToken(td);
+  for (const std::string& t : c.tags) proto.add_allocation_tags(t);
+  proto.set_version(c.version);
+  proto.set_gang_id(c.gang);
   return proto;
 }
 
@@ -83,8 +88,35 @@ std::optional<v1::Container> ContainerTracker::Describe(ContainerId id) const {
   if (it == containers_.end() || cs == nullptr) return std::nullopt;
   const RmApp* app = ctx_->apps->Find(it->second.app_id);
   if (app == nullptr) return std::nullopt;
-  return Proto(it->second.name, ctx_->scheduler->node(cs->node)->name, *app, cs->resource,
+  return Proto(it->second, ctx_->scheduler->node(cs->node)->name, *app, cs->resource,
                cs->priority, 0);
+}
+
+int32_t ContainerTracker::Version(ContainerId id) const {
+  auto it = containers_.find(id);
+  return it == containers_.end() ? 0 : it->second.version;
+}
+
+void ContainerTracker::Resized(const scheduler::ContainerResized& r) {
+  auto it = containers_.find(r.container);
+  const scheduler::ContainerState* cs = ctx_->scheduler->container(r.container);
+  if (it == containers_.end() || cs == nullptr) return;
+  const RmApp* app = ctx_->apps->Find(it->second.app_id);
+  if (app == nullptr) return;
+  RmContainer& c = it->second;
+  ++c.version;
+  const std::string& node_id = ctx_->scheduler->node(cs->node)->name;
+  v1::UpdatedContainer updated;
+  updated.set_update_type(r.increase ? v1::INCREASE_RESOURCE : v1::DECREASE_RESOURCE);
+  *updated.mutable_container() = Proto(c, node_id, *app, r.resource, cs->priority, 0);
+  log::Info("container_resized", {{"container", c.name},
+                                  {"resource", ctx_->registry().Format(r.resource)},
+                                  {"version", absl::StrCat(c.version)},
+                                  {"kind", r.increase ? "increase" : "decrease"}});
+  if (!r.increase)
+    ctx_->nodes->AddContainerUpdate(node_id, c.name, c.version,
+                                    updated.container().container_token());
+  ctx_->apps->ContainerUpdated(*app, std::move(updated));
 }
 
 void ContainerTracker::Allocated(const scheduler::Allocation& a) {
@@ -93,8 +125,9 @@ void ContainerTracker::Allocated(const scheduler::Allocation& a) {
   const RmAttempt& at = app->current();
   const std::string& node_id = ctx_->scheduler->node(a.node)->name;
   RmContainer c{NameOf(app->cluster_ts, app->seq, at.id, a.container), app->record.app_id, at.id};
-  v1::Container proto =
-      Proto(c.name, node_id, *app, a.resource, a.priority, a.allocation_request_id);
+  c.tags = a.tags;
+  c.gang = a.gang;
+  v1::Container proto = Proto(c, node_id, *app, a.resource, a.priority, a.allocation_request_id);
   by_name_[c.name] = a.container;
   containers_[a.container] = std::move(c);
   ctx_->apps->ContainerAllocated(*app, node_id, std::move(proto), a.is_am);
@@ -190,10 +223,10 @@ bool ContainerTracker::TakeUnknownPrevious(const std::string& name) {
 }
 
 absl::Status ContainerTracker::Recover(const std::string& node_id, const std::string& name,
-                                       const v1::Resource* resource) {
+                                       const v1::Resource* resource, int32_t version) {
   if (by_name_.contains(name))
     return absl::AlreadyExistsError(absl::StrCat("container ", name, " is held already"));
-  absl::Status s = RecoverOnce(node_id, name, resource);
+  absl::Status s = RecoverOnce(node_id, name, resource, version);
   if (IsPrevious(name)) {
     Previous& p = previous_[name];
     // Dealt with once: a later report of it neither recovers it nor refuses it again.
@@ -210,7 +243,7 @@ absl::Status ContainerTracker::Recover(const std::string& node_id, const std::st
 }
 
 absl::Status ContainerTracker::RecoverOnce(const std::string& node_id, const std::string& name,
-                                           const v1::Resource* reported) {
+                                           const v1::Resource* reported, int32_t version) {
   std::optional<ContainerName> n = ParseContainerName(name);
   if (!n.has_value()) return absl::InvalidArgumentError("not a container id of this cluster");
   if (n->epoch >= ctx_->epoch)
@@ -251,8 +284,9 @@ absl::Status ContainerTracker::RecoverOnce(const std::string& node_id, const std
       !s.ok())
     return s;
   by_name_[name] = id;
-  containers_[id] = RmContainer{name, app_id, at.id};
-  ctx_->apps->ContainerRecovered(*app, node_id, Proto(name, node_id, *app, resource, 0, 0), is_am);
+  RmContainer& c = containers_[id] = RmContainer{name, app_id, at.id};
+  c.version = std::max(0, version);
+  ctx_->apps->ContainerRecovered(*app, node_id, Proto(c, node_id, *app, resource, 0, 0), is_am);
   log::Info("container_recovered", {{"container", name},
                                     {"node", node_id},
                                     {"resource", ctx_->registry().Format(resource)},

@@ -32,6 +32,9 @@ struct RmContainer {
   std::string name;    // container_e<epoch>_<cluster ts>_<app seq>_<attempt>_<seq>
   std::string app_id;  // application_<cluster ts>_<seq>
   int32_t attempt = 0;
+  int32_t version = 0;  // its resource's version: 0 as allocated, +1 per update (YARN's)
+  std::vector<std::string> tags;  // its allocation tags
+  uint64_t gang = 0;              // the gang it started with; 0 none
 };
 
 // What a container's name says: container_e<epoch>_<cluster ts>_<app seq>_<attempt>_<seq>.
@@ -63,6 +66,13 @@ class ContainerTracker {
   // A scheduling pass allocated `a`: names it, issues its token and gives it to its attempt
   // (the AM container is launched by the AppManager). Allocations of unknown apps are ignored.
   void Allocated(const scheduler::Allocation& a);
+  // A pass changed a running container's resources: its version goes up and its attempt's AM
+  // gets the container with a token for the new resource (UpdatedContainer). A decrease is
+  // also sent to its NM (the next heartbeat's containers_to_update); an increase the AM takes
+  // to the NM itself. Unknown ids are ignored.
+  void Resized(const scheduler::ContainerResized& r);
+  // The current version of the live container `id` (0 for one this tracker does not hold).
+  int32_t Version(scheduler::ContainerId id) const;
 
   // The NM of `node_id` reported container `name` complete ("" when no NM did: the RM ends it
   // itself). Frees it in the scheduler and tells its attempt. A container of an earlier epoch
@@ -87,8 +97,10 @@ class ContainerTracker {
   // parse), FailedPrecondition (allocated by this RM, which no longer holds it; its app or
   // attempt ended or is not the live one; no resource for a task container; the scheduler's
   // refusal, e.g. it does not fit), AlreadyExists (dealt with before), NotFound (unknown app).
+  // `version` is the resource's version the NM reports (0: never updated): the next update
+  // this RM issues gets a higher one.
   absl::Status Recover(const std::string& node_id, const std::string& name,
-                       const v1::Resource* resource);
+                       const v1::Resource* resource, int32_t version = 0);
   // A container of an earlier epoch reported running in a heartbeat and never dealt with: the
   // caller stops it (an AM started a container the old RM allocated after this RM started; it
   // holds no record of it). True the first time for such a container; false for others.
@@ -140,9 +152,9 @@ class ContainerTracker {
   bool IsPrevious(const std::string& name) const;
   // Recover's checks and the scheduler's charge; does not mark the container dealt with.
   absl::Status RecoverOnce(const std::string& node_id, const std::string& name,
-                           const v1::Resource* resource);
+                           const v1::Resource* resource, int32_t version);
   // Builds the AM's view of a container, issuing its token now.
-  v1::Container Proto(const std::string& name, const std::string& node_id, const RmApp& app,
+  v1::Container Proto(const RmContainer& c, const std::string& node_id, const RmApp& app,
                       const Resource& resource, int32_t priority,
                       int64_t allocation_request_id) const;
 

@@ -46,6 +46,12 @@ void NodeTracker::AddRemoval(const std::string& node_id, const std::string& name
   if (it != nodes_.end()) it->second.to_remove.push_back(name);
 }
 
+void NodeTracker::AddContainerUpdate(const std::string& node_id, const std::string& name,
+                                     int32_t version, const v1::Token& token) {
+  auto it = nodes_.find(node_id);
+  if (it != nodes_.end()) it->second.updates[name] = {version, token};
+}
+
 void NodeTracker::AddCleanup(const std::string& node_id, const std::string& name) {
   auto it = nodes_.find(node_id);
   if (it != nodes_.end()) it->second.to_cleanup.push_back(name);
@@ -157,7 +163,9 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
     // A new node, one the RM lost, or a restarted RM's first registration of it.
     LoseContainers(id, v1::CONTAINER_EXIT_LOST_NODE, "node " + id + " re-registered",
                    /*clean_up_on_node=*/false);
-    auto sid = ctx_->scheduler->AddNode({id, rack, *cap});
+    scheduler::NodeSpec spec{id, rack, *cap};
+    spec.attributes = EffectiveAttributes(id, reported_attributes_[id]);
+    auto sid = ctx_->scheduler->AddNode(spec);
     if (!sid.ok()) return sid.status();
     for (const v1::ContainerStatus* st : completed)
       ctx_->containers->Completed(st->container_id(), st->exit_status(), st->diagnostics(), id);
@@ -188,8 +196,10 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
     const std::string& name = st->container_id();
     if (ctx_->containers->Holds(name)) continue;  // kept (registered twice)
     auto resource = req.container_resources().find(name);
+    auto version = req.container_versions().find(name);
     absl::Status s = ctx_->containers->Recover(
-        id, name, resource == req.container_resources().end() ? nullptr : &resource->second);
+        id, name, resource == req.container_resources().end() ? nullptr : &resource->second,
+        version == req.container_versions().end() ? 0 : version->second);
     if (s.ok()) {
       ++recovered;
       continue;
@@ -323,6 +333,24 @@ absl::StatusOr<v1::NodeHeartbeatResponse> NodeTracker::NodeHeartbeat(
   node.apps_to_cleanup.clear();
   for (const std::string& c : node.to_remove) resp.add_containers_to_be_removed_from_nm(c);
   node.to_remove.clear();
+  // Updates the NM has applied, or whose container no longer runs there, are done; the
+  // others are sent (again: a reply may have been lost).
+  if (!node.updates.empty()) {
+    absl::flat_hash_set<std::string> running;
+    for (const v1::ContainerStatus& st : node.running) running.insert(st.container_id());
+    for (auto it = node.updates.begin(); it != node.updates.end();) {
+      auto applied = req.container_versions().find(it->first);
+      const bool done = !running.contains(it->first) ||
+                        (applied != req.container_versions().end() &&
+                         applied->second >= it->second.first);
+      if (done) {
+        node.updates.erase(it++);
+        continue;
+      }
+      *resp.add_containers_to_update() = it->second.second;
+      ++it;
+    }
+  }
   // The keys only to an NM that does not have them yet (YARN does the same): current and next
   // change together at a roll, so an NM that knows the current key knows its next too.
   if (req.last_known_container_key_id() != ctx_->keys->container().current().id) {
@@ -366,6 +394,60 @@ absl::Status NodeTracker::RefreshNodes(const v1::RefreshNodesRequest& req) {
   return absl::OkStatus();
 }
 
+scheduler::NodeAttributes NodeTracker::EffectiveAttributes(
+    const std::string& id, const scheduler::NodeAttributes& reported) const {
+  std::map<std::string, std::string> merged(reported.begin(), reported.end());
+  if (auto it = admin_attributes_.find(id); it != admin_attributes_.end()) {
+    for (const auto& [k, v] : it->second) {
+      if (v.empty()) {
+        merged.erase(k);
+      } else {
+        merged[k] = v;
+      }
+    }
+  }
+  return scheduler::NodeAttributes(merged.begin(), merged.end());
+}
+
+absl::Status NodeTracker::SetNodeAttributes(const v1::NodeAttributesRequest& req) {
+  // Checked whole first: nothing changes unless every mapping is good.
+  std::vector<std::pair<std::string, const v1::NodeAttributesMapping*>> targets;
+  for (const v1::NodeAttributesMapping& m : req.mappings()) {
+    std::string found;
+    for (const auto& [id, node] : nodes_) {
+      if (Matches(id, m.node()) && node.state != v1::NODE_DECOMMISSIONED &&
+          ctx_->scheduler->FindNode(id) >= 0)
+        found = id;
+    }
+    if (found.empty())
+      return absl::NotFoundError(absl::StrCat("node '", m.node(), "' is not running"));
+    for (const auto& [k, v] : m.attributes()) {
+      const std::string value =
+          req.operation() == v1::NodeAttributesRequest::REMOVE ? std::string("x") : v;
+      if (absl::Status s = scheduler::ValidateConstraint(
+              scheduler::PlacementConstraint::AttributeIs(k, value));
+          !s.ok())
+        return absl::InvalidArgumentError(
+            absl::StrCat("node '", m.node(), "': attribute ", k, "=", v, ": ", s.message()));
+    }
+    targets.emplace_back(found, &m);
+  }
+  for (const auto& [id, m] : targets) {
+    std::map<std::string, std::string>& admin = admin_attributes_[id];
+    if (req.operation() == v1::NodeAttributesRequest::REPLACE) {
+      // Exactly these: every reported key not named is hidden ("" = removed).
+      admin.clear();
+      for (const auto& [k, v] : reported_attributes_[id]) admin[k] = "";
+    }
+    for (const auto& [k, v] : m->attributes())
+      admin[k] = req.operation() == v1::NodeAttributesRequest::REMOVE ? "" : v;
+    const scheduler::NodeAttributes effective = EffectiveAttributes(id, reported_attributes_[id]);
+    if (absl::Status s = ctx_->scheduler->SetNodeAttributes(id, effective); !s.ok()) return s;
+    log::Info("node_attributes_set", {{"node", id}, {"attributes", effective.size()}});
+  }
+  return absl::OkStatus();
+}
+
 void NodeTracker::CheckExpiry() {
   expiry_timer_ = 0;
   const int64_t now = ctx_->NowMs();
@@ -404,8 +486,11 @@ v1::ListNodesResponse NodeTracker::ListNodes(const v1::ListNodesRequest& req) co
     *r->mutable_usage() = node.usage;
     scheduler::NodeId sid = ctx_->scheduler->FindNode(id);
     if (sid >= 0) {
-      *r->mutable_used() = ctx_->ToProto(ctx_->scheduler->node(sid)->allocated);
-      r->set_num_containers(ctx_->scheduler->node(sid)->num_containers);
+      const scheduler::NodeState* n = ctx_->scheduler->node(sid);
+      *r->mutable_used() = ctx_->ToProto(n->allocated);
+      r->set_num_containers(n->num_containers);
+      if (n->label != 0) r->set_node_label(ctx_->scheduler->Labels()[n->label].name);
+      for (const auto& [k, v] : n->attributes) (*r->mutable_attributes())[k] = v;
     }
   }
   return resp;

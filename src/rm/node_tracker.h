@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -17,6 +18,7 @@
 #include "rm/node_lifecycle.h"
 #include "rm/rm_context.h"
 #include "weft/v1/admin.pb.h"
+#include "absl/container/flat_hash_map.h"
 #include "weft/v1/client.pb.h"
 #include "weft/v1/tracker.pb.h"
 
@@ -32,6 +34,10 @@ struct RmNode {
   std::vector<std::string> to_cleanup;  // container names the NM must stop, next heartbeat
   std::vector<std::string> apps_to_cleanup;  // ended apps whose work dirs it must delete
   std::vector<std::string> to_remove;        // completed containers it may forget, next heartbeat
+  // Resource updates the RM sends the NM itself (decreases), by container name: the version
+  // and its token. Sent in every heartbeat reply until the NM reports that version applied
+  // (NodeHeartbeatRequest.container_versions) or stops running the container.
+  absl::flat_hash_map<std::string, std::pair<int32_t, v1::Token>> updates;
   std::string health_report;
   // From the last heartbeat: running containers' statuses (with usage) and the node's total.
   std::vector<v1::ContainerStatus> running;
@@ -68,6 +74,9 @@ class NodeTracker {
   // down; recommissioned ones may register again. InvalidArgument for an empty name (nothing
   // changes).
   absl::Status RefreshNodes(const v1::RefreshNodesRequest& req);
+  // AdminService/NodeAttributes: the centrally set attributes of running nodes, all mappings
+  // or none. They are kept (in memory) and win over what the node's NM reports.
+  absl::Status SetNodeAttributes(const v1::NodeAttributesRequest& req);
 
   // Starts the liveness timer: nodes silent for nm_expiry_ms become LOST.
   void StartExpiry();
@@ -80,6 +89,10 @@ class NodeTracker {
   // Tells the node, in its next heartbeat reply, that it may forget the completed container
   // `name` (containers_to_be_removed_from_nm). Nothing for an unknown node.
   void AddRemoval(const std::string& node_id, const std::string& name);
+  // Sends the node container `name`'s update to `version` (its token), from the next
+  // heartbeat reply until the NM has applied it. Nothing for an unknown node.
+  void AddContainerUpdate(const std::string& node_id, const std::string& name, int32_t version,
+                          const v1::Token& token);
 
   v1::ListNodesResponse ListNodes(const v1::ListNodesRequest& req) const;
   // Adds the node counts (active, lost, unhealthy, decommissioned) to `m`; O(1).
@@ -91,6 +104,10 @@ class NodeTracker {
   std::optional<Resource> LargestNodeCapability() const;
   // Nodes that went LOST since this RM started (AdaptCont's input).
   int64_t lost_nodes() const { return lost_nodes_; }
+  // What the scheduler is given for node `id`: what its NM reported, with the admin's set
+  // over it (sorted by key).
+  scheduler::NodeAttributes EffectiveAttributes(const std::string& id,
+                                                const scheduler::NodeAttributes& reported) const;
   // The mean CPU utilization of the running nodes that reported one, in [0, 1]; nullopt when
   // none has. Kept as a running sum: O(1).
   std::optional<double> ClusterCpuUtilization() const;
@@ -110,6 +127,10 @@ class NodeTracker {
   RmContext* ctx_;
   std::map<std::string, RmNode> nodes_;   // by node id
   std::set<std::string> decommissioned_;  // node ids or host names
+  // Attributes an admin set (AdminService/NodeAttributes), by node id; "" values removed.
+  std::map<std::string, std::map<std::string, std::string>> admin_attributes_;
+  // What each node's NM reported at registration.
+  std::map<std::string, scheduler::NodeAttributes> reported_attributes_;
   int64_t lost_nodes_ = 0;
   TimerId expiry_timer_ = 0;
   // LargestNodeCapability's value, valid while !largest_stale_ (set by registrations and by

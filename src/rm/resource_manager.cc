@@ -128,12 +128,27 @@ void ResourceManager::RunPass() {
   // Copied: handling them may call into the scheduler, which reuses its result buffer.
   pass_allocations_.assign(r.allocations.begin(), r.allocations.end());
   pass_kills_.assign(r.kills.begin(), r.kills.end());
+  const std::vector<scheduler::ContainerResized> resized = r.resized;
+  const std::vector<scheduler::RejectedRequest> rejected = r.rejected;
   const std::vector<scheduler::Allocation>& allocations = pass_allocations_;
   for (const scheduler::Allocation& a : allocations) containers_->Allocated(a);
   for (const scheduler::ContainerKill& k : pass_kills_) {
     if (const RmContainer* c = containers_->Find(k.container))
       nodes_->AddCleanup(scheduler_->node(k.node)->name, c->name);
     containers_->Ended(k, v1::CONTAINER_EXIT_PREEMPTED, "Container preempted by the scheduler.");
+  }
+  for (const scheduler::ContainerResized& u : resized) containers_->Resized(u);
+  for (const scheduler::RejectedRequest& rr : rejected) {
+    v1::RejectedSchedulingRequest proto;
+    proto.set_reason(rr.reason);
+    v1::ResourceRequest* ask = proto.mutable_request();
+    ask->set_priority(rr.priority);
+    ask->set_resource_name(scheduler::kAnyResourceName);
+    *ask->mutable_capability() = ctx_.ToProto(rr.capability);
+    ask->set_num_containers(rr.num_containers);
+    ask->set_allocation_request_id(rr.allocation_request_id);
+    ask->set_gang(true);
+    apps_->RequestRejected(rr.app, std::move(proto));
   }
   // The pass as the observer sees it includes handing its containers out.
   if (options_.pass_observer)
@@ -361,6 +376,12 @@ absl::Status ResourceManager::RefreshQueues() {
 
 absl::Status ResourceManager::RefreshNodes(const v1::RefreshNodesRequest& req) {
   return nodes_->RefreshNodes(req);
+}
+
+absl::Status ResourceManager::SetNodeAttributes(const v1::NodeAttributesRequest& req) {
+  absl::Status s = nodes_->SetNodeAttributes(req);
+  if (s.ok()) ctx_.request_pass();
+  return s;
 }
 
 // ---------------------------------------------------------------------------------------------

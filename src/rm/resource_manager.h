@@ -112,6 +112,9 @@ class ResourceManager {
   // their containers at once and are told to shut down; recommissioned ones may register.
   absl::Status RefreshQueues();
   absl::Status RefreshNodes(const v1::RefreshNodesRequest& req);
+  // AdminService/NodeAttributes: all mappings or none; InvalidArgument naming the bad node,
+  // key or value, NotFound for a node not running.
+  absl::Status SetNodeAttributes(const v1::NodeAttributesRequest& req);
 
   // TrackerService.
   absl::StatusOr<v1::RegisterNodeManagerResponse> RegisterNode(

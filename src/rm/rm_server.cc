@@ -331,6 +331,17 @@ class RmServer::Services : public RmServer::Calls {
           },
           /*admin_only=*/true);
     }
+    grpc::ServerUnaryReactor* NodeAttributes(grpc::CallbackServerContext* ctx,
+                                             const v1::NodeAttributesRequest* req,
+                                             v1::NodeAttributesResponse* resp) override {
+      return Authorized(
+          s_, "AdminService/NodeAttributes", RmCall::kAdminService, ctx, resp,
+          [req](ResourceManager& rm) -> absl::StatusOr<v1::NodeAttributesResponse> {
+            if (absl::Status st = rm.SetNodeAttributes(*req); !st.ok()) return st;
+            return v1::NodeAttributesResponse();
+          },
+          /*admin_only=*/true);
+    }
     // Answered by a standby too: it is how operators and tools find the active.
     grpc::ServerUnaryReactor* GetServiceState(grpc::CallbackServerContext* ctx,
                                               const v1::GetServiceStateRequest*,

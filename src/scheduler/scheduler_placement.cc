@@ -344,9 +344,12 @@ NodeId Scheduler::FindPlaced(const AppState& app, const GroupPlacement& p, const
       auto it = tag_index_.find(a->tags[0]);
       if (it == tag_index_.end()) return -1;
       if (a->scope == ConstraintScope::kNode) {
+        // The lowest fitting id (deterministic), among at most the probe budget of them.
         NodeId best = -1;
         for (const auto& [id, counts] : it->second.nodes) {
-          if ((best < 0 || id < best) && ok(id)) best = id;  // lowest id: deterministic
+          if (best >= 0 && id > best) continue;
+          if (--budget < 0) break;
+          if (ok(id)) best = id;
         }
         return best;
       }
@@ -442,13 +445,20 @@ bool Scheduler::PlacePlaced(AppState* app, size_t gi, int64_t now_ms, PassResult
   RequestGroup& g = app->groups[gi];
   const GroupPlacement& p = *g.placement;
   if (p.gang && config_.gang_mode != "hold-and-wait") return PlaceGang(app, gi, now_ms, out);
+  // Within a pass nodes only fill up and tags only accumulate: a group that found no node
+  // is not searched again until the next pass (affinity to tags placed later in this pass
+  // waits one pass).
+  if (g.failed_pass == pass_id_) return false;
   if (!LabelLimitAllows(*app, p.label, g.capability)) return false;
   NodeId id = FindPlaced(*app, p, g.capability, /*with_constraint=*/true);
   if (id < 0 && p.soft) {
     id = FindPlaced(*app, p, g.capability, /*with_constraint=*/false);
     if (id >= 0) ++stats_.soft_violations;
   }
-  if (id < 0) return false;
+  if (id < 0) {
+    g.failed_pass = pass_id_;
+    return false;
+  }
   Commit(app, gi, id, Locality::kOffSwitch, -1, -1, now_ms, out);
   return true;
 }

@@ -88,6 +88,7 @@ struct RequestGroup {
   std::shared_ptr<const GroupPlacement> placement;  // null for a plain group
   int64_t waiting_since_ms = -1;  // a gang: the first pass that tried it; -1 before
   uint64_t gang_seq = 0;          // a gang: its place in the global gang order, 0 before
+  uint64_t failed_pass = 0;       // with placement: the last pass that found it no node
 };
 
 // An app's task containers of one container priority (a phase of the job) that ran to

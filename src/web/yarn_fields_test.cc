@@ -169,7 +169,9 @@ const Fields kNode = {"rack:s",
                       "availMemoryMB:i",
                       "usedVirtualCores:i",
                       "availableVirtualCores:i",
-                      "numContainers:i"};
+                      "numContainers:i",
+                      "nodeLabels:a",
+                      "nodeAttributesInfo:o"};
 const Fields kNodeWeft = {"usedNetworkMbps",  "availNetworkMbps", "totalResource", "usedResource",
                           "networkIsolation", "missingFeatures",  "usage",         "containers"};
 

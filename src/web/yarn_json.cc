@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -312,6 +313,16 @@ Json NodeJson(const ClusterSnapshot& s, const v1::NodeReport& n) {
                 {"networkTxBytes", n.usage().network_tx_bytes()},
                 {"networkTxRateMbps", n.usage().network_tx_rate_mbps()}};
   j["containers"] = containers;
+  // YARN's node labels and node attributes (attributes as YARN's nodeAttributesInfo, prefix
+  // "rm.yarn.io" for Weft's one namespace).
+  Json labels = Json::array();
+  if (!n.node_label().empty()) labels.push_back(n.node_label());
+  j["nodeLabels"] = labels;
+  Json attributes = Json::array();
+  std::map<std::string, std::string> sorted(n.attributes().begin(), n.attributes().end());
+  for (const auto& [k, v] : sorted)
+    attributes.push_back({{"prefix", "rm.yarn.io"}, {"name", k}, {"type", "STRING"}, {"value", v}});
+  j["nodeAttributesInfo"] = {{"nodeAttributeInfo", attributes}};
   return j;
 }
 

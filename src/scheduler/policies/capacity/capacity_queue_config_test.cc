@@ -130,9 +130,10 @@ TEST(PolicyQueueKeysTest, RegistryKeepsTheMessages) {
   // A key no policy owns is refused, listing the core's and every policy's keys.
   EXPECT_EQ(error("queues: {root: {children: {prod: {guaranteed: 5}}}}"),
             "q.yaml: queues.root.children.prod: unknown key 'guaranteed' (allowed: "
-            "acl_administer_queue, acl_submit_applications, capacity, children, max-am-share, "
-            "max-resources, max-running-apps, maximum-am-resource-percent, maximum-capacity, "
-            "min-resources, ordering, state, user-limit-factor, weight)");
+            "accessible-node-labels, acl_administer_queue, acl_submit_applications, capacity, "
+            "children, max-am-share, max-resources, max-running-apps, "
+            "maximum-am-resource-percent, maximum-capacity, min-resources, "
+            "node-label-maximum-capacity, ordering, state, user-limit-factor, weight)");
 }
 
 TEST(PolicyQueueKeysTest, WithoutThePolicysKeysTheCoreRefusesThem) {
