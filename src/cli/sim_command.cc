@@ -59,6 +59,10 @@ struct SimFlags {
   bool strict = false;
   int64_t max_jobs = 0;
   bool json = false;
+  // Placement: a seeded placement variant of the workload (sim::PlacementMix), and the gang
+  // mode ("" = the scheduler configuration's).
+  std::string placement_mix;
+  std::string gang_mode;
   // Simulation model.
   int64_t heartbeat_ms = 1000;
   int64_t am_launch_ms = 1000;
@@ -129,6 +133,16 @@ absl::Status RunSim(const SimFlags& f) {
   const std::string& path = spec->path;
   absl::StatusOr<sim::Workload> workload = spec->format->load(path, models, reg, lo);
   if (!workload.ok()) return Fail(workload.status(), "loading the workload");
+  if (!f.placement_mix.empty()) {
+    auto mix = sim::ParsePlacementMix(f.placement_mix);
+    if (!mix.ok()) return Fail(mix.status(), "--placement-mix");
+    sim::PlacementMixStats ms = sim::ApplyPlacementMix(*mix, &*workload);
+    if (!f.json) {
+      std::cerr << "weft sim: placement mix: " << ms.anti_affinity_jobs << " jobs ("
+                << ms.anti_affinity_tasks << " tasks) with anti-affinity, " << ms.gang_jobs
+                << " jobs (" << ms.gang_tasks << " tasks, " << ms.gangs << " gangs) with gangs\n";
+    }
+  }
 
   sim::SimOptions o;
   o.registry = reg;
@@ -153,6 +167,12 @@ absl::Status RunSim(const SimFlags& f) {
     o.scheduler = *c;
   }
   o.scheduler.policy = f.policy;
+  if (!f.gang_mode.empty()) {
+    if (f.gang_mode != "reserve" && f.gang_mode != "hold-and-wait")
+      return absl::InvalidArgumentError(
+          absl::StrCat("--gang-mode '", f.gang_mode, "' is not reserve or hold-and-wait"));
+    o.scheduler.gang_mode = f.gang_mode;
+  }
   if (auto p = scheduler::CreatePolicy(f.policy); !p.ok()) return Fail(p.status(), "--policy");
   auto am = reg.Parse(f.am_resources);
   if (!am.ok()) return Fail(am.status(), "--am-resources");
@@ -306,6 +326,13 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
   sim->add_flag("--strict", f->strict,
                 "fail on the first malformed trace record instead of skipping it");
   sim->add_option("--max-jobs", f->max_jobs, "load at most this many jobs (0 = all)");
+  sim->add_option("--placement-mix", f->placement_mix,
+                  "give a seeded share of the jobs anti-affinity or gangs, e.g. "
+                  "anti-affinity=0.3,gang=0.1,max-spread=40,max-gang=64,seed=7 "
+                  "(docs/placement-experiment.md)");
+  sim->add_option("--gang-mode", f->gang_mode,
+                  "reserve (all-or-nothing, the default) or hold-and-wait (the naive baseline); "
+                  "overrides the scheduler configuration's gang-mode");
   sim->add_flag("--json", f->json, "print the JSON report instead of the summary");
   sim->add_option("--heartbeat-ms", f->heartbeat_ms, "interval between scheduling passes")
       ->capture_default_str();

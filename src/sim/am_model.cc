@@ -87,7 +87,7 @@ void Sim::AmLost(int64_t j, bool counts, int64_t now) {
     for (const ContainerKill& k : *released) {
       auto it = running_.find(k.container);
       if (it == running_.end()) continue;
-      if (contention_) NodeLeave(k.container, now);
+      ForgetRunning(k.container, it->second, now);
       Requeue(it->second);
       running_.erase(it);
       ++r_.lost_containers;

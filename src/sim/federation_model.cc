@@ -461,6 +461,7 @@ const scheduler::PassResult& SubClusters::Schedule(int64_t now_ms) {
       pass_.allocations.push_back(std::move(a));
     }
     for (const ContainerKill& k : pr.kills) pass_.kills.push_back(Globalize(s, k));
+    pass_.rejected.insert(pass_.rejected.end(), pr.rejected.begin(), pr.rejected.end());
   }
   return pass_;
 }
@@ -497,6 +498,10 @@ scheduler::SchedulerStats SubClusters::stats() const {
     sum.contracts += st.contracts;
     sum.preempted += st.preempted;
     sum.recovered += st.recovered;
+    sum.soft_violations += st.soft_violations;
+    sum.gangs_placed += st.gangs_placed;
+    sum.gangs_rejected += st.gangs_rejected;
+    sum.gang_reservations += st.gang_reservations;
   }
   return sum;
 }

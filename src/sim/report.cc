@@ -37,6 +37,52 @@ absl::Status OpenForWrite(absl::string_view path, std::ofstream* out) {
   return absl::OkStatus();
 }
 
+// Constraint satisfaction: the share of checked constrained placements that met their
+// constraint when placed (1 when none was checked).
+double Satisfaction(const SimReport& r) {
+  if (r.constraint_checked == 0) return 1.0;
+  return 1.0 -
+         static_cast<double>(r.constraint_violated) / static_cast<double>(r.constraint_checked);
+}
+
+nlohmann::json PlacementJson(const SimReport& r) {
+  using nlohmann::json;
+  std::vector<double> waits;
+  for (int64_t ms : r.gang_wait_ms) waits.push_back(static_cast<double>(ms) / 1000.0);
+  json held = json::object();
+  for (size_t i = 0; i < r.utilization_types.size() && i < r.held_idle_mean.size(); ++i)
+    held[r.utilization_types[i]] = r.held_idle_mean[i];
+  const double soft = static_cast<double>(r.soft_constrained_allocations);
+  return {
+      {"gang_mode", r.gang_mode},
+      {"constrained_allocations", r.constrained_allocations},
+      {"soft_constrained_allocations", r.soft_constrained_allocations},
+      {"constraint_checked", r.constraint_checked},
+      {"constraint_violated", r.constraint_violated},
+      {"hard_constraint_violated", r.hard_constraint_violated},
+      {"constraint_satisfaction", Satisfaction(r)},
+      {"soft_violations", r.soft_violations},
+      {"soft_satisfaction", soft > 0 ? 1.0 - static_cast<double>(r.soft_violations) / soft : 1.0},
+      {"gang_phases", r.gang_phases},
+      {"gangs_started", r.gangs_started},
+      {"gangs_rejected", r.gangs_rejected},
+      {"gang_reservations", r.gang_reservations},
+      {"gang_wait_s",
+       {{"p50", Percentile(waits, 0.50)},
+        {"p95", Percentile(waits, 0.95)},
+        {"max", waits.empty() ? 0.0 : *std::max_element(waits.begin(), waits.end())}}},
+      {"held_idle", held},
+      {"jobs_unfinished", r.jobs_unfinished},
+      {"stalled", r.stalled},
+      {"stalled_at_s", r.stalled_at_ms < 0 ? json(nullptr)
+                                           : json(static_cast<double>(r.stalled_at_ms) / 1000.0)},
+      {"deadlock", r.deadlock},
+      {"tasks_running_at_end", r.tasks_running_at_end},
+      {"held_containers_at_end", r.held_containers_at_end},
+      {"jobs_holding_at_end", r.jobs_holding_at_end},
+  };
+}
+
 }  // namespace
 
 nlohmann::json ReportToJson(const SimReport& r) {
@@ -188,6 +234,7 @@ nlohmann::json ReportToJson(const SimReport& r) {
       {"apps_per_rm", apps_per_rm},
       {"per_sub_cluster", subs},
   };
+  out["placement"] = PlacementJson(r);
   if (!r.am_master.empty()) {
     out["am_master"] = r.am_master;
     out["am_memory_mb"] = r.am_memory_mb;
@@ -274,6 +321,26 @@ void PrintSummary(const SimReport& r, std::ostream& out) {
     out << absl::StrFormat(
         "AM master %s: %d MB and %d vcores over all AM containers, %d attempts killed for memory\n",
         r.am_master, r.am_memory_mb, r.am_vcores, r.am_memory_failures);
+  }
+  if (r.constrained_allocations > 0 || r.gang_phases > 0 || r.stalled) {
+    const auto& p = j["placement"];
+    out << absl::StrFormat(
+        "placement: %d constrained containers (%d soft), %.2f%% satisfied (%d checked); gangs "
+        "(%s): %d asked, %d started, %d rejected, wait p50 %.1f s p95 %.1f s\n",
+        r.constrained_allocations, r.soft_constrained_allocations,
+        100 * p["constraint_satisfaction"].get<double>(), r.constraint_checked, r.gang_mode,
+        r.gang_phases, r.gangs_started, r.gangs_rejected, p["gang_wait_s"]["p50"].get<double>(),
+        p["gang_wait_s"]["p95"].get<double>());
+  }
+  if (r.stalled || r.deadlock) {
+    out << absl::StrFormat(
+        "%s: %d jobs unfinished, %d containers of %d jobs held idle by gangs, %d tasks running "
+        "(%s)\n",
+        r.deadlock ? "DEADLOCK" : "STALLED", r.jobs_unfinished, r.held_containers_at_end,
+        r.jobs_holding_at_end, r.tasks_running_at_end,
+        r.stalled ? absl::StrFormat("nothing could change any more: stopped at %.0f s",
+                                    static_cast<double>(r.stalled_at_ms) / 1000.0)
+                  : "at the end of the run");
   }
   out << absl::StrFormat(
       "scheduler: %.2f s wall in the core (%.0f allocations/s, %d passes); simulation %.2f s "

@@ -26,7 +26,13 @@ namespace weft::sim {
 // store_latency_ms, uam_launch_ms, in_flight_accounting}, apps_per_rm {apps, homed, peak, mean:
 // each {max, mean, cv} across sub-clusters; uams; homed_cv_over_time, apps_cv_over_time},
 // per_sub_cluster [{id, nodes, utilization {<type>: mean fraction}, scheduler_wall_s,
-// allocations, apps_homed, uams, apps (homed + UAMs), apps_peak, apps_mean}]}.
+// allocations, apps_homed, uams, apps (homed + UAMs), apps_peak, apps_mean}]},
+// placement {gang_mode, constrained_allocations, soft_constrained_allocations,
+// constraint_checked, constraint_violated, hard_constraint_violated, constraint_satisfaction
+// (1 - violated / checked), soft_violations (the scheduler's), soft_satisfaction, gang_phases,
+// gangs_started, gangs_rejected, gang_reservations, gang_wait_s {p50, p95, max}, held_idle
+// {<type>: mean fraction}, jobs_unfinished, stalled, stalled_at_s, deadlock,
+// tasks_running_at_end, held_containers_at_end, jobs_holding_at_end}.
 nlohmann::json ReportToJson(const SimReport& r);
 
 // Writes the JSON report / the time series (header: time_s, util_<type>..., then

@@ -24,6 +24,9 @@ void Sim::Account(int64_t now) {
     int t = util_types_[i];
     if (total[t] > 0)
       util_integral_[i] += dt * static_cast<double>(used[t]) / static_cast<double>(total[t]);
+    if (total[t] > 0 && held_ > 0)
+      held_integral_[i] +=
+          dt * static_cast<double>(held_total_[t]) / static_cast<double>(total[t]);
   }
   s_->Account(now - last_t_, util_types_);
   last_t_ = now;

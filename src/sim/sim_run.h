@@ -10,9 +10,11 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -67,6 +69,13 @@ struct GroupRun {
   std::set<NodeId> dirty_nodes;
   std::set<int32_t> dirty_racks;
   bool dirty_any = false;
+  // Placement (TaskGroup::has_placement): the group asks with its "*" row only.
+  bool placement = false;
+  // Gangs: when the phase asked (ms), and the containers allocated to it that wait, idle, for
+  // the rest of the gang (the AM starts the tasks when it holds all of them).
+  int64_t ask_ms = -1;
+  std::vector<ContainerId> held;
+  bool gang_started = false;
 };
 
 struct JobRun {
@@ -93,8 +102,9 @@ struct RunningTask {
   int64_t job;
   int32_t group;
   int32_t task;  // -1 for identical tasks
-  // Contention model only.
   NodeId node = -1;
+  bool held = false;  // allocated to a gang phase that does not hold all its containers yet
+  // Contention model only.
   double remaining_ms = 0;  // work left, in ms at full speed
   uint64_t version = 0;     // bumped whenever its finish event is rescheduled
 };
@@ -114,7 +124,14 @@ class Sim {
   absl::StatusOr<SimReport> Run();
 
  private:
-  void Push(int64_t t, SimEvent e) { events_.Push(t, std::move(e)); }
+  // Events other than passes and samples can change what the scheduler sees.
+  static bool IsWork(const SimEvent& e) {
+    return !std::holds_alternative<PassEvent>(e) && !std::holds_alternative<SampleEvent>(e);
+  }
+  void Push(int64_t t, SimEvent e) {
+    work_events_ += IsWork(e);
+    events_.Push(t, std::move(e));
+  }
   void EnsurePass(int64_t now) {
     int64_t hb = o_.heartbeat_ms;
     int64_t tick = (now + hb - 1) / hb * hb;
@@ -146,6 +163,23 @@ class Sim {
   void NodeLeave(ContainerId c, int64_t now);
   void NodeUpdate(NodeRun& nr, int64_t now);
   void Requeue(const RunningTask& t);
+  // Starts a task on its container: its finish event, or its node under the contention model.
+  void StartTask(ContainerId c, int64_t duration_ms, int64_t now);
+  // A gang phase holds all its containers: starts every task.
+  void StartGang(GroupRun& g, int64_t now);
+  // Placement bookkeeping: the containers per (tag, node) and (tag, rack), and whether a task
+  // container about to be counted at `node` satisfies its group's constraint (nullopt when the
+  // simulator cannot tell: node attributes).
+  void CountTags(const TaskGroup& g, int64_t job, NodeId node, int delta);
+  std::optional<bool> Satisfied(const scheduler::PlacementConstraint& c, int64_t job,
+                                NodeId node) const;
+  // True when nothing can change any more: no task runs, no event but passes and samples is
+  // due, no gang can time out, and it has been so for kStallMs. The run then stops.
+  bool Stalled(int64_t now);
+  // A running_ entry leaves (lost, released with its app): its tags, its hold or its node.
+  void ForgetRunning(ContainerId c, const RunningTask& t, int64_t now);
+  // The scheduler gave up a gang of job j (its timeout): the job fails, its containers go.
+  void FailJob(int64_t j, int64_t now, const std::string& why);
   void TaskWaiting(GroupRun& g, int32_t task, int delta);
   void AmLost(int64_t j, bool counts, int64_t now);
   void FinishJob(int64_t j, int64_t now, bool failed);
@@ -188,6 +222,29 @@ class Sim {
   std::vector<NodeRun> node_run_;  // by NodeId, contention model only
   double jain_sum_ = 0;
   int64_t jain_n_ = 0;
+  // Placement and gangs.
+  int64_t work_events_ = 0;  // queued events that are not passes or samples
+  int64_t held_ = 0;         // running_ entries that are held (RunningTask::held)
+  int64_t timed_gangs_waiting_ = 0;  // asked gang phases with a timeout, not yet placed
+  int64_t stall_since_ = -1;
+  int64_t stall_window_ms_ = kStallMs;  // plus the longest gang timeout
+  int64_t now_ = 0;                     // the time of the event being handled
+  absl::flat_hash_map<ContainerId, Resource> held_resource_;  // per held container
+  Resource held_total_;
+  std::vector<double> held_integral_;
+  struct TagKey {
+    std::string tag;
+    int64_t where;  // node id, or rack id
+    int64_t job;    // -1: every job's
+    bool rack;
+    friend bool operator==(const TagKey&, const TagKey&) = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const TagKey& k) {
+      return H::combine(std::move(h), k.tag, k.where, k.job, k.rack);
+    }
+  };
+  absl::flat_hash_map<TagKey, int64_t> tag_counts_;
+  std::vector<int64_t> gang_wait_ms_;
   SimReport r_;
 };
 

@@ -82,8 +82,15 @@ void Sim::Pass(int64_t now) {
   const PassResult& pr = Timed([&]() -> const PassResult& { return s_->Schedule(now); });
   std::vector<Allocation> allocations = pr.allocations;
   std::vector<ContainerKill> kills = pr.kills;
+  std::vector<scheduler::RejectedRequest> rejected = pr.rejected;
   for (const Allocation& a : allocations) Allocated(a, now);
   Lost(kills, now);
+  // A gang given up (its timeout): the simulated AM does not ask again; the job fails.
+  for (const scheduler::RejectedRequest& rj : rejected) {
+    FailJob(static_cast<int64_t>(rj.app - 1), now,
+            absl::StrCat("its gang (priority ", rj.priority, ", group ", rj.allocation_request_id,
+                         ") was rejected: ", rj.reason));
+  }
   if (o_.am_master) {
     for (const Allocation& a : allocations) CheckAmMemory(static_cast<int64_t>(a.app - 1), now);
   }
@@ -151,6 +158,7 @@ absl::StatusOr<SimReport> Sim::Run() {
     }
   }
   util_integral_.assign(util_types_.size(), 0);
+  held_integral_.assign(util_types_.size(), 0);
 
   // Jobs and their per-task state.
   jobs_.resize(w_.jobs.size());
@@ -178,6 +186,8 @@ absl::StatusOr<SimReport> Sim::Run() {
       bool trace_hosts = !tg.task_hosts.empty();
       bool synthetic = !trace_hosts && o_.replicas > 0 && tg.name == "map";
       g.per_task = trace_hosts || synthetic || !tg.task_durations_ms.empty();
+      g.placement = tg.has_placement();
+      if (tg.gang) stall_window_ms_ = std::max(stall_window_ms_, kStallMs + tg.gang_timeout_ms);
       if (!g.per_task) continue;
       g.started.assign(static_cast<size_t>(tg.count), 0);
       g.stack.reserve(static_cast<size_t>(tg.count));
@@ -193,6 +203,12 @@ absl::StatusOr<SimReport> Sim::Run() {
         g.replicas = std::min<int32_t>(o_.replicas, 8);
         g.prefs.resize(static_cast<size_t>(tg.count * g.replicas));
         for (NodeId& n : g.prefs) n = node_ids_[rng_() % node_ids_.size()];
+      }
+      if (g.placement) {
+        // Its asks carry placement: the "*" row only, no preferred hosts. (Synthetic replicas
+        // are drawn all the same, so the other jobs' draws match a run without placement.)
+        g.replicas = 0;
+        g.prefs.clear();
       }
     }
     Push(spec.submit_ms, SubmitEvent{static_cast<int64_t>(j)});
@@ -211,13 +227,17 @@ absl::StatusOr<SimReport> Sim::Run() {
   int64_t now = 0;
   while (!events_.empty() && jobs_left_ > 0) {
     TimedEvent e = events_.Pop();
+    work_events_ -= IsWork(e.event);
     if (e.time_ms > o_.max_sim_ms) {
-      r_.warnings.push_back(absl::StrCat("stopped at the time limit of ", o_.max_sim_ms / 1000,
-                                         " s with ", jobs_left_, " jobs unfinished"));
+      r_.warnings.push_back(absl::StrCat(
+          "stopped at the time limit of ", o_.max_sim_ms / 1000, " s with ", jobs_left_,
+          " jobs unfinished, ", static_cast<int64_t>(running_.size()) - held_,
+          " tasks running and ", held_, " containers held idle by gangs"));
       break;
     }
     Account(e.time_ms);
     now = e.time_ms;
+    now_ = now;
     // The federation's heartbeats and deferred submissions up to now (federation_model.h).
     Timed([&] {
       s_->AdvanceTo(now);
@@ -250,12 +270,33 @@ absl::StatusOr<SimReport> Sim::Run() {
           }
         },
         e.event);
+    if (jobs_left_ > 0 && Stalled(now)) {
+      r_.stalled = true;
+      r_.stalled_at_ms = now;
+      r_.warnings.push_back(absl::StrCat(
+          "stopped at ", now / 1000, " s: nothing changed for ", (now - stall_since_) / 1000,
+          " s with ", jobs_left_, " jobs unfinished and ", held_,
+          " containers held idle by gangs waiting for the rest of their containers",
+          held_ > 0 ? " (deadlock)" : ""));
+      break;
+    }
   }
   Account(now);
   TakeSample(now);
   if (r_.makespan_ms == 0) r_.makespan_ms = now;
   double span = static_cast<double>(std::max<int64_t>(last_t_, 1));
   for (double x : util_integral_) r_.utilization_mean.push_back(x / span);
+  for (double x : held_integral_) r_.held_idle_mean.push_back(x / span);
+  r_.gang_mode = o_.scheduler.gang_mode;
+  r_.jobs_unfinished = jobs_left_;
+  r_.held_containers_at_end = held_;
+  for (const JobRun& job : jobs_) {
+    bool holds = false;
+    for (const GroupRun& g : job.groups) holds |= !g.held.empty();
+    r_.jobs_holding_at_end += holds;
+  }
+  r_.tasks_running_at_end = static_cast<int64_t>(running_.size()) - held_;
+  r_.deadlock = jobs_left_ > 0 && held_ > 0;
   r_.fairness_jain = jain_n_ > 0 ? jain_sum_ / static_cast<double>(jain_n_) : 1.0;
   const scheduler::SchedulerStats st = s_->stats();
   r_.allocations = st.allocations;
@@ -265,6 +306,9 @@ absl::StatusOr<SimReport> Sim::Run() {
   r_.preempted = st.preempted;
   r_.contracts = st.contracts;
   r_.passes = st.passes;
+  r_.soft_violations = st.soft_violations;
+  r_.gangs_rejected = st.gangs_rejected;
+  r_.gang_reservations = st.gang_reservations;
   r_.scheduler_wall_s = sched_wall_;
   s_->FillReport(span, sched_wall_, &r_);
   r_.total_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();

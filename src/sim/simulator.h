@@ -185,7 +185,36 @@ struct SimReport {
   // the coefficient of variation (stddev / mean) of the apps each RM held at that moment —
   // homed apps only, and homed plus unmanaged AMs. 0 with one sub-cluster.
   double homed_apps_cv_over_time = 0, apps_cv_over_time = 0;
+  // Placement (TaskGroup's tags, constraint and gang; docs/placement-experiment.md).
+  std::string gang_mode;                     // the scheduler's, as run
+  int64_t constrained_allocations = 0;       // task containers of groups with a constraint
+  int64_t soft_constrained_allocations = 0;  // ... whose constraint is soft
+  // The simulator's own check of each constrained placement against the tags on the cluster
+  // at that moment (constraints on node attributes are not checked): placements checked, and
+  // of those, the ones that broke their constraint (hard ones: a scheduler bug).
+  int64_t constraint_checked = 0, constraint_violated = 0, hard_constraint_violated = 0;
+  int64_t soft_violations = 0;  // the scheduler's count (SchedulerStats::soft_violations)
+  int64_t gang_phases = 0;      // gang phases that asked
+  int64_t gangs_started = 0;    // ... that got all their containers and started
+  int64_t gangs_rejected = 0, gang_reservations = 0;  // the scheduler's counts
+  std::vector<int64_t> gang_wait_ms;  // per started gang: from its ask to its last container
+  // How the run ended. deadlock: jobs were left unfinished while gang phases held containers
+  // idle, waiting for the rest of their gang (at a stall or at max_sim_ms); stalled: it stopped
+  // early because nothing could change any more (no task running, nothing due but passes and
+  // samples, for kStallMs) — a deadlock that is also stalled is total.
+  bool stalled = false, deadlock = false;
+  int64_t stalled_at_ms = -1;
+  int64_t jobs_unfinished = 0;
+  int64_t tasks_running_at_end = 0;  // task containers running (not held) when it stopped
+  int64_t held_containers_at_end = 0, jobs_holding_at_end = 0;
+  // Time-weighted mean fraction of the cluster, per type as utilization_mean, allocated to gang
+  // containers that sat idle waiting for the rest of their gang.
+  std::vector<double> held_idle_mean;
 };
+
+// A run stops once nothing can change for this long (SimReport::stalled), plus the longest
+// gang timeout of the workload.
+inline constexpr int64_t kStallMs = 10 * 60 * 1000;
 
 // The queue tree used when no scheduler configuration is given: root with one leaf per queue
 // name the workload uses (a leading "root." dropped), in order of first use, with equal weights

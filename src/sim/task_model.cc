@@ -2,6 +2,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "sim/sim_run.h"
@@ -14,6 +17,10 @@ void Sim::AskGroup(JobRun& job, int32_t gi) {
   if (g.asked) return;
   g.asked = true;
   g.dirty_any = true;
+  if (g.spec->gang && g.ask_ms < 0) {
+    g.ask_ms = now_;
+    ++r_.gang_phases;
+  }
   if (g.per_task) {
     // The stack may hold started tasks and duplicates (it is cleaned lazily): rebuild it.
     g.stack.clear();
@@ -57,7 +64,7 @@ void Sim::FlushAsks(JobRun& job, int64_t /*j*/) {
     GroupRun& g = job.groups[gi];
     if (!g.asked) continue;
     int64_t any = g.waiting;
-    if (capped) {
+    if (capped && !g.spec->gang) {  // a gang asks for all of its containers
       any = std::min(g.waiting, budget);
       budget -= any;
       g.dirty_any = true;
@@ -69,6 +76,15 @@ void Sim::FlushAsks(JobRun& job, int64_t /*j*/) {
       r.capability = o_.slots > 0 ? slot_request_ : g.spec->resource;
       r.num_containers = static_cast<int32_t>(std::min<int64_t>(count, INT32_MAX));
       r.allocation_request_id = gi;
+      if (g.placement && r.resource_name == scheduler::kAnyResourceName) {
+        const TaskGroup& spec = *g.spec;
+        r.allocation_tags = spec.tags;
+        r.has_constraint = spec.has_constraint;
+        r.constraint_soft = spec.constraint_soft;
+        if (spec.has_constraint) r.constraint = spec.constraint;
+        r.gang = spec.gang;
+        r.gang_timeout_ms = spec.gang_timeout_ms;
+      }
       u.asks.push_back(std::move(r));
     };
     for (NodeId n : g.dirty_nodes) ask(s_->node(n)->name, g.node_count[n]);
@@ -132,18 +148,176 @@ void Sim::Allocated(const Allocation& a, int64_t now) {
   if (job.max_running >= 0) job.dirty = true;
   g.dirty_any = true;
   if (g.replicas > 0 || a.locality != scheduler::Locality::kOffSwitch) job.dirty = true;
-  int64_t duration = (task >= 0 && !g.spec->task_durations_ms.empty())
-                         ? g.spec->task_durations_ms[static_cast<size_t>(task)]
-                         : g.spec->duration_ms;
-  running_[a.container] = RunningTask{j, static_cast<int32_t>(a.allocation_request_id), task};
-  if (contention_) {
-    RunningTask& rt = running_[a.container];
-    rt.node = a.node;
-    rt.remaining_ms = static_cast<double>(std::max<int64_t>(duration, 1));
-    NodeJoin(a.container, now);
+  RunningTask& rt = running_[a.container];
+  rt = RunningTask{j, static_cast<int32_t>(a.allocation_request_id), task};
+  rt.node = a.node;
+  stall_since_ = -1;
+  const TaskGroup& spec = *g.spec;
+  if (spec.has_constraint) {
+    ++r_.constrained_allocations;
+    r_.soft_constrained_allocations += spec.constraint_soft;
+    if (std::optional<bool> ok = Satisfied(spec.constraint, j, a.node); ok.has_value()) {
+      ++r_.constraint_checked;
+      if (!*ok) {
+        ++r_.constraint_violated;
+        r_.hard_constraint_violated += !spec.constraint_soft;
+      }
+    }
+  }
+  if (!spec.tags.empty()) CountTags(spec, j, a.node, +1);
+  if (spec.gang && !g.gang_started) {
+    // The AM holds it, idle, until the whole gang is allocated.
+    rt.held = true;
+    ++held_;
+    g.held.push_back(a.container);
+    held_resource_[a.container] = a.resource;
+    held_total_ += a.resource;
+    if (g.waiting == 0) StartGang(g, now);
     return;
   }
-  Push(now + std::max<int64_t>(duration, 1), TaskFinishEvent{a.container, 0});
+  int64_t duration = (task >= 0 && !spec.task_durations_ms.empty())
+                         ? spec.task_durations_ms[static_cast<size_t>(task)]
+                         : spec.duration_ms;
+  StartTask(a.container, duration, now);
+}
+
+void Sim::StartTask(ContainerId c, int64_t duration_ms, int64_t now) {
+  if (contention_) {
+    running_[c].remaining_ms = static_cast<double>(std::max<int64_t>(duration_ms, 1));
+    NodeJoin(c, now);
+    return;
+  }
+  Push(now + std::max<int64_t>(duration_ms, 1), TaskFinishEvent{c, 0});
+}
+
+void Sim::StartGang(GroupRun& g, int64_t now) {
+  g.gang_started = true;
+  ++r_.gangs_started;
+  r_.gang_wait_ms.push_back(now - g.ask_ms);
+  std::vector<ContainerId> held = std::move(g.held);
+  g.held.clear();
+  for (ContainerId c : held) {
+    RunningTask& rt = running_[c];
+    rt.held = false;
+    --held_;
+    auto it = held_resource_.find(c);
+    held_total_ -= it->second;
+    held_resource_.erase(it);
+    int64_t duration = (rt.task >= 0 && !g.spec->task_durations_ms.empty())
+                           ? g.spec->task_durations_ms[static_cast<size_t>(rt.task)]
+                           : g.spec->duration_ms;
+    StartTask(c, duration, now);
+  }
+}
+
+void Sim::CountTags(const TaskGroup& g, int64_t job, NodeId node, int delta) {
+  const int64_t rack = node_rack_[node];
+  for (const std::string& tag : g.tags) {
+    for (TagKey key : {TagKey{tag, node, -1, false}, TagKey{tag, node, job, false},
+                       TagKey{tag, rack, -1, true}, TagKey{tag, rack, job, true}}) {
+      auto [it, added] = tag_counts_.try_emplace(std::move(key), 0);
+      it->second += delta;
+      if (it->second == 0) tag_counts_.erase(it);
+    }
+  }
+}
+
+std::optional<bool> Sim::Satisfied(const scheduler::PlacementConstraint& c, int64_t job,
+                                   NodeId node) const {
+  using Kind = scheduler::PlacementConstraint::Kind;
+  switch (c.kind) {
+    case Kind::kTags: {
+      if (c.scope == scheduler::ConstraintScope::kAttribute) return std::nullopt;
+      const bool rack = c.scope == scheduler::ConstraintScope::kRack;
+      const int64_t where = rack ? node_rack_.at(node) : node;
+      auto count = [&](const std::string& tag, int64_t of) -> int64_t {
+        auto it = tag_counts_.find(TagKey{tag, where, of, rack});
+        return it == tag_counts_.end() ? 0 : it->second;
+      };
+      int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
+      for (const std::string& tag : c.tags) {
+        int64_t n = 0;
+        switch (c.ns) {
+          case scheduler::TagNamespace::kSelf: n = count(tag, job); break;
+          case scheduler::TagNamespace::kAll: n = count(tag, -1); break;
+          case scheduler::TagNamespace::kNotSelf: n = count(tag, -1) - count(tag, job); break;
+          case scheduler::TagNamespace::kAppId:
+            n = count(tag, static_cast<int64_t>(c.ns_app) - 1);  // app ids are job index + 1
+            break;
+        }
+        lo = std::min(lo, n);
+        hi = std::max(hi, n);
+      }
+      return lo >= c.min && hi <= c.max;
+    }
+    case Kind::kAttribute:
+      return std::nullopt;
+    case Kind::kAnd:
+    case Kind::kOr: {
+      const bool is_and = c.kind == Kind::kAnd;
+      for (const scheduler::PlacementConstraint& child : c.children) {
+        std::optional<bool> r = Satisfied(child, job, node);
+        if (!r.has_value()) return std::nullopt;
+        if (*r != is_and) return !is_and;
+      }
+      return is_and;
+    }
+  }
+  return std::nullopt;
+}
+
+void Sim::ForgetRunning(ContainerId c, const RunningTask& t, int64_t now) {
+  const JobRun& job = jobs_[t.job];
+  if (!job.groups.empty()) {
+    const TaskGroup& spec = *job.groups[t.group].spec;
+    if (!spec.tags.empty()) CountTags(spec, t.job, t.node, -1);
+  }
+  if (t.held) {
+    --held_;
+    auto it = held_resource_.find(c);
+    if (it != held_resource_.end()) {
+      held_total_ -= it->second;
+      held_resource_.erase(it);
+    }
+    if (!job.groups.empty()) {
+      std::vector<ContainerId>& held = jobs_[t.job].groups[t.group].held;
+      held.erase(std::remove(held.begin(), held.end(), c), held.end());
+    }
+    return;
+  }
+  if (contention_) NodeLeave(c, now);
+}
+
+void Sim::FailJob(int64_t j, int64_t now, const std::string& why) {
+  JobRun& job = jobs_[j];
+  if (job.done) return;
+  r_.warnings.push_back(absl::StrCat("job ", job.job->id, ": ", why, "; the job FAILED"));
+  if (job.added) {
+    Timed([&] { return s_->RemoveApp(job.app); }).status().IgnoreError();
+    job.added = false;
+  }
+  std::vector<ContainerId> mine;
+  for (const auto& [c, t] : running_) {
+    if (t.job == j) mine.push_back(c);
+  }
+  std::sort(mine.begin(), mine.end());  // a deterministic order
+  for (ContainerId c : mine) {
+    auto it = running_.find(c);
+    RunningTask t = it->second;
+    running_.erase(it);
+    ForgetRunning(c, t, now);
+  }
+  FinishJob(j, now, /*failed=*/true);
+}
+
+bool Sim::Stalled(int64_t now) {
+  if (work_events_ > 0 || static_cast<int64_t>(running_.size()) > held_ ||
+      s_->NextActivationMs() >= 0) {
+    stall_since_ = -1;
+    return false;
+  }
+  if (stall_since_ < 0) stall_since_ = now;
+  return now - stall_since_ >= stall_window_ms_;
 }
 
 void Sim::NodeUpdate(NodeRun& nr, int64_t now) {
@@ -214,6 +388,7 @@ void Sim::TaskFinished(ContainerId c, uint64_t version, int64_t now) {
   Timed([&] { return s_->ContainerCompleted(c, now); }).IgnoreError();
   JobRun& job = jobs_[t.job];
   GroupRun& g = job.groups[t.group];
+  if (!g.spec->tags.empty()) CountTags(*g.spec, t.job, t.node, -1);
   --g.running;
   --job.running;
   if (job.max_running >= 0) job.dirty = true;  // its budget of tasks at once grew
@@ -278,7 +453,7 @@ void Sim::Lost(const std::vector<ContainerKill>& kills, int64_t now) {
   for (const ContainerKill& k : kills) {
     auto it = running_.find(k.container);
     if (it != running_.end()) {
-      if (contention_) NodeLeave(k.container, now);
+      ForgetRunning(k.container, it->second, now);
       Requeue(it->second);
       running_.erase(it);
       ++r_.lost_containers;

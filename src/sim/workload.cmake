@@ -1,8 +1,8 @@
 # Workload loaders (traces -> weft::sim::Workload), see sim/workload.h and docs/workloads.md.
 weft_library(weft_sim_workload
   SOURCES workload_common.cc workload_swim.cc workload_sls.cc workload_rumen.cc
-          workload_alibaba.cc workload_jobs.cc workload_registry.cc
-  PUBLIC_DEPS weft_common absl::status absl::statusor absl::strings
+          workload_alibaba.cc workload_jobs.cc workload_registry.cc workload_placement.cc
+  PUBLIC_DEPS weft_common weft_scheduler_core absl::status absl::statusor absl::strings
   PRIVATE_DEPS yaml-cpp nlohmann_json::nlohmann_json)
 
 # One test program for all loaders. The tests read the real traces under data/traces/ and the

@@ -10,6 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "common/resource.h"
 #include "common/resource_types.h"
+#include "scheduler/placement_constraint.h"
 #include "scheduler/types.h"
 
 namespace weft::sim {
@@ -34,6 +35,19 @@ struct TaskGroup {
   // The task length the job declares from its offline profiling run (`expected-s`), which
   // `ras` estimates with until it has observed one; -1: not declared (ms).
   int64_t expected_ms = -1;
+  // Seed 001's placement (scheduler/types.h, ResourceRequest): the allocation tags every task
+  // container of the phase carries, where each may go (hard, or soft when `constraint_soft`),
+  // and whether the phase is a gang (all `count` containers start together; the simulated AM
+  // starts none of its tasks before it holds all of them). A phase with any of these asks
+  // with its "*" row only: preferred hosts (trace or synthetic) are ignored for it.
+  std::vector<std::string> tags;
+  bool has_constraint = false;
+  bool constraint_soft = false;
+  scheduler::PlacementConstraint constraint;
+  bool gang = false;
+  int64_t gang_timeout_ms = 0;  // > 0: the scheduler gives the gang up after this long (ms)
+
+  bool has_placement() const { return !tags.empty() || has_constraint || gang; }
 };
 
 struct Job {
@@ -109,6 +123,33 @@ absl::StatusOr<Workload> LoadAlibaba2017(absl::string_view path, const AlibabaMo
 // Weft's native YAML job list; see docs/workloads.md for the schema.
 absl::StatusOr<Workload> LoadJobsYaml(absl::string_view path, const ResourceTypeRegistry& registry,
                                       const LoadOptions& opts);
+
+// A seeded, deterministic placement variant of any workload (docs/placement-experiment.md):
+// each job independently, in file order, draws u1 and u2 uniform in [0, 1) from
+// std::mt19937_64(seed) (two draws per job, always both). A job whose largest group has at
+// most `max_spread_tasks` tasks and u1 < `anti_affinity` gets the tag "spread-<id>" and the
+// constraint NOTIN,NODE,spread-<id> (its own containers, one per node) on every group, soft
+// when `soft`. Else, a job whose groups have at most `max_gang_tasks` tasks each and
+// u2 < `gang` makes every group a gang (timeout `gang_timeout_ms`, 0: none). Other jobs are
+// unchanged.
+struct PlacementMix {
+  double anti_affinity = 0;  // fraction of jobs, in [0, 1]
+  double gang = 0;           // fraction of jobs, in [0, 1]
+  int64_t max_spread_tasks = 0;  // the largest group an anti-affinity job may have (>= 1)
+  int64_t max_gang_tasks = 0;    // the largest group a gang job may have (>= 1)
+  bool soft = false;
+  int64_t gang_timeout_ms = 0;
+  uint64_t seed = 1;
+};
+// Parses "anti-affinity=0.3,gang=0.1,max-spread=40,max-gang=64,soft=false,gang-timeout-s=0,
+// seed=7" (every key optional; fractions may be given as "30%"). The error names the key.
+absl::StatusOr<PlacementMix> ParsePlacementMix(absl::string_view text);
+// What ApplyPlacementMix changed.
+struct PlacementMixStats {
+  int64_t anti_affinity_jobs = 0, gang_jobs = 0;
+  int64_t anti_affinity_tasks = 0, gang_tasks = 0, gangs = 0;
+};
+PlacementMixStats ApplyPlacementMix(const PlacementMix& mix, Workload* workload);
 
 }  // namespace weft::sim
 

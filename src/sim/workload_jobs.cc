@@ -10,11 +10,13 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "sim/workload.h"
+#include "scheduler/placement_constraint.h"
 #include "sim/workload_common.h"
 
 namespace weft::sim {
@@ -28,9 +30,10 @@ constexpr int64_t kMaxGroupCount = 1'000'000'000;
 
 constexpr const char* kJobKeys[] = {"id",   "submit-s", "submit-ms", "queue",
                                     "user", "priority", "goal-s",    "groups"};
-constexpr const char* kGroupKeys[] = {"name",        "count",        "resource", "duration-s",
-                                      "duration-ms", "durations-ms", "priority", "depends-on",
-                                      "hosts",       "kind",         "usage",    "expected-s"};
+constexpr const char* kGroupKeys[] = {
+    "name",  "count", "resource",   "duration-s", "duration-ms", "durations-ms",
+    "priority", "depends-on", "hosts", "kind", "usage", "expected-s",
+    "tags",  "placement", "soft", "gang", "gang-timeout-s"};
 
 // Parses a usage profile "cpu=0.25,io=0.1,memory=0.1" (shares of a node in [0, 1]; keys may
 // be omitted, each at most once). The error names what was wrong.
@@ -189,6 +192,73 @@ class Fields {
   std::map<std::string, std::pair<YAML::Node, int64_t>> values_;  // key -> value, key's line
 };
 
+// A YAML boolean (true/false, yes/no, on/off). Absent: leaves *out.
+bool Bool(Fields& f, const char* key, bool* out) {
+  const YAML::Node* v = f.Get(key);
+  if (v == nullptr) return true;
+  std::string text = v->IsScalar() ? absl::AsciiStrToLower(v->Scalar()) : "";
+  if (text == "true" || text == "yes" || text == "on") {
+    *out = true;
+  } else if (text == "false" || text == "no" || text == "off") {
+    *out = false;
+  } else {
+    return f.Fail(f.LineAt(key), absl::StrCat(key, ": expected true or false"));
+  }
+  return true;
+}
+
+// The placement keys of a group: tags (a tag or a list), placement (one constraint in the
+// placement spec syntax, scheduler/placement_constraint.h; "SOFT(...)" makes it soft), soft,
+// gang and gang-timeout-s.
+bool ReadPlacement(Fields& f, TaskGroup* g) {
+  if (const YAML::Node* tags = f.Get("tags")) {
+    std::vector<YAML::Node> items;
+    if (tags->IsScalar()) {
+      items.push_back(*tags);
+    } else if (tags->IsSequence()) {
+      for (const YAML::Node& t : *tags) items.push_back(t);
+    } else {
+      return f.Fail(f.LineAt("tags"), "tags: expected a tag or a list of tags");
+    }
+    for (const YAML::Node& t : items) {
+      if (!t.IsScalar() || !scheduler::ValidAllocationTag(t.Scalar())) {
+        return f.Fail(LineOf(t, f.LineAt("tags")),
+                      absl::StrCat("tags: '", t.IsScalar() ? t.Scalar().substr(0, 40) : "",
+                                   "' is not an allocation tag (1..255 of [A-Za-z0-9_.-])"));
+      }
+      if (std::find(g->tags.begin(), g->tags.end(), t.Scalar()) == g->tags.end())
+        g->tags.push_back(t.Scalar());
+    }
+  }
+  std::string placement;
+  if (!f.Text("placement", false, false, &placement)) return false;
+  if (f.Has("placement")) {
+    absl::string_view text = absl::StripAsciiWhitespace(placement);
+    if (text.size() > 6 && absl::StartsWithIgnoreCase(text, "SOFT(") && text.back() == ')') {
+      text = text.substr(5, text.size() - 6);
+      g->constraint_soft = true;
+    }
+    absl::StatusOr<scheduler::PlacementConstraint> c = scheduler::ParseConstraint(text);
+    if (!c.ok())
+      return f.Fail(f.LineAt("placement"), absl::StrCat("placement: ", c.status().message()));
+    g->has_constraint = true;
+    g->constraint = *std::move(c);
+  }
+  bool soft = false;
+  if (!Bool(f, "soft", &soft)) return false;
+  if (f.Has("soft") && !g->has_constraint)
+    return f.Fail(f.LineAt("soft"), "soft: needs a placement");
+  g->constraint_soft |= soft;
+  if (!Bool(f, "gang", &g->gang)) return false;
+  if (f.Has("gang-timeout-s")) {
+    if (!g->gang) return f.Fail(f.LineAt("gang-timeout-s"), "gang-timeout-s: needs gang: true");
+    if (!f.Seconds("gang-timeout-s", 1, kMaxTimeMs, &g->gang_timeout_ms)) return false;
+  }
+  if (g->gang && g->count > INT32_MAX)
+    return f.Fail(f.LineAt("gang"), "gang: count is above what one ask can carry");
+  return true;
+}
+
 // Reads one element of a job's `groups`. `names` are the names of the groups before it.
 bool ReadGroup(const YAML::Node& node, int64_t fallback_line, const std::string& job_context,
                const std::vector<std::string>& names, const ResourceTypeRegistry& registry,
@@ -293,6 +363,7 @@ bool ReadGroup(const YAML::Node& node, int64_t fallback_line, const std::string&
     g->has_usage = true;
   }
   if (f.Has("expected-s") && !f.Seconds("expected-s", 1, kMaxTimeMs, &g->expected_ms)) return false;
+  if (!ReadPlacement(f, g)) return false;
 
   if (const YAML::Node* hosts = f.Get("hosts")) {
     int64_t hosts_line = f.LineAt("hosts");

@@ -112,8 +112,8 @@ TEST(LoadJobsYamlTest, UnknownKeyIsRejectedWithKeyAndLine) {
       ElementsAre(HasSubstr(":8: job 'b': unknown key 'grups'"),
                   path + ":14: job 'c': group 'g': unknown key 'duraton-s' in a group "
                          "(known: name, count, resource, duration-s, duration-ms, "
-                         "durations-ms, priority, depends-on, hosts, kind, usage, expected-s); "
-                         "skipped"));
+                         "durations-ms, priority, depends-on, hosts, kind, usage, expected-s, "
+                         "tags, placement, soft, gang, gang-timeout-s); skipped"));
 }
 
 TEST(LoadJobsYamlTest, ResourceAboveRegistryMaximumIsRejected) {
@@ -275,6 +275,116 @@ TEST(LoadJobsYamlTest, MaxJobs) {
   ASSERT_TRUE(w.ok()) << w.status();
   ASSERT_EQ(w->jobs.size(), 1u);
   EXPECT_EQ(w->jobs[0].id, "etl");
+}
+
+TEST(LoadJobsYamlTest, PlacementKeys) {
+  ResourceTypeRegistry registry;
+  std::string path = WriteTemp(
+      "placement.yaml",
+      "jobs:\n  - id: a\n    groups:\n"
+      "      - {name: w, count: 3, resource: \"memory-mb=128\", duration-s: 1, tags: [w, x],\n"
+      "         placement: \"notin,node,w\"}\n"
+      "      - {name: s, resource: \"memory-mb=128\", duration-s: 1, tags: s,\n"
+      "         placement: \"SOFT(IN,RACK,all/w)\"}\n"
+      "      - {name: v, resource: \"memory-mb=128\", duration-s: 1, placement: "
+      "\"CARDINALITY,NODE,w,0,2\", soft: true}\n"
+      "      - {name: g, count: 4, resource: \"memory-mb=128\", duration-s: 1, gang: true,\n"
+      "         gang-timeout-s: 30}\n");
+  absl::StatusOr<Workload> w = LoadJobsYaml(path, registry, kStrict);
+  ASSERT_TRUE(w.ok()) << w.status();
+  const std::vector<TaskGroup>& g = w->jobs[0].groups;
+  ASSERT_EQ(g.size(), 4u);
+  EXPECT_THAT(g[0].tags, ElementsAre("w", "x"));
+  EXPECT_TRUE(g[0].has_constraint);
+  EXPECT_FALSE(g[0].constraint_soft);
+  EXPECT_EQ(g[0].constraint,
+            scheduler::PlacementConstraint::NotIn(scheduler::ConstraintScope::kNode, "w"));
+  EXPECT_FALSE(g[0].gang);
+  EXPECT_TRUE(g[0].has_placement());
+  EXPECT_THAT(g[1].tags, ElementsAre("s"));
+  EXPECT_TRUE(g[1].constraint_soft);
+  EXPECT_EQ(g[1].constraint, scheduler::PlacementConstraint::In(
+                                 scheduler::ConstraintScope::kRack, "w",
+                                 scheduler::TagNamespace::kAll));
+  EXPECT_TRUE(g[2].constraint_soft);
+  EXPECT_EQ(g[2].constraint.max, 2);
+  EXPECT_TRUE(g[3].gang);
+  EXPECT_EQ(g[3].gang_timeout_ms, 30000);
+  EXPECT_FALSE(g[3].has_constraint);
+
+  for (auto [field, message] : {
+           std::pair{"placement: \"NEAR,NODE,w\"", "placement: "},
+           std::pair{"tags: [\"a b\"]", "tags: 'a b' is not an allocation tag"},
+           std::pair{"soft: true", "soft: needs a placement"},
+           std::pair{"gang: maybe", "gang: expected true or false"},
+           std::pair{"gang-timeout-s: 5", "gang-timeout-s: needs gang: true"}}) {
+    std::string bad = WriteTemp(
+        "bad_placement.yaml",
+        absl::StrCat("jobs:\n  - id: a\n    groups:\n      - {name: m, resource: "
+                     "\"memory-mb=128\", duration-s: 1, ",
+                     field, "}\n"));
+    absl::StatusOr<Workload> b = LoadJobsYaml(bad, registry, kStrict);
+    ASSERT_FALSE(b.ok()) << field;
+    EXPECT_THAT(b.status().message(), HasSubstr(message));
+  }
+}
+
+TEST(PlacementMixTest, ParsesAndRejects) {
+  absl::StatusOr<PlacementMix> m = ParsePlacementMix(
+      "anti-affinity=30%, gang=0.1,max-spread=40,max-gang=64,soft=true,gang-timeout-s=2,seed=7");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_DOUBLE_EQ(m->anti_affinity, 0.3);
+  EXPECT_DOUBLE_EQ(m->gang, 0.1);
+  EXPECT_EQ(m->max_spread_tasks, 40);
+  EXPECT_EQ(m->max_gang_tasks, 64);
+  EXPECT_TRUE(m->soft);
+  EXPECT_EQ(m->gang_timeout_ms, 2000);
+  EXPECT_EQ(m->seed, 7u);
+  for (const char* bad : {"gang=2", "anti-affinity=x", "max-gang=0", "colour=red", "gang"}) {
+    EXPECT_FALSE(ParsePlacementMix(bad).ok()) << bad;
+  }
+}
+
+TEST(PlacementMixTest, SeededSharesOfSmallEnoughJobs) {
+  Workload w;
+  for (int i = 0; i < 2000; ++i) {
+    Job j;
+    j.id = absl::StrCat("j", i);
+    TaskGroup g;
+    g.name = "map";
+    g.count = i % 2 == 0 ? 10 : 1000;  // half the jobs are too large for both
+    g.resource = Resource::Of(1024, 1);
+    g.duration_ms = 1000;
+    j.groups.push_back(g);
+    w.jobs.push_back(j);
+  }
+  PlacementMix mix;
+  mix.anti_affinity = 0.3;
+  mix.gang = 0.2;
+  mix.max_spread_tasks = 100;
+  mix.max_gang_tasks = 100;
+  mix.seed = 3;
+  Workload a = w, b = w;
+  PlacementMixStats sa = ApplyPlacementMix(mix, &a);
+  PlacementMixStats sb = ApplyPlacementMix(mix, &b);
+  EXPECT_EQ(sa.anti_affinity_jobs, sb.anti_affinity_jobs);
+  EXPECT_EQ(sa.gang_jobs, sb.gang_jobs);
+  // 1000 small jobs: ~30% spread, ~70% x 20% = 14% gangs.
+  EXPECT_NEAR(static_cast<double>(sa.anti_affinity_jobs), 300, 60);
+  EXPECT_NEAR(static_cast<double>(sa.gang_jobs), 140, 45);
+  for (size_t i = 0; i < a.jobs.size(); ++i) {
+    const TaskGroup& g = a.jobs[i].groups[0];
+    EXPECT_EQ(g.has_constraint, b.jobs[i].groups[0].has_constraint);
+    if (g.count > 100) {
+      EXPECT_FALSE(g.has_placement()) << i;
+    }
+    if (g.has_constraint) {
+      EXPECT_THAT(g.tags, ElementsAre(absl::StrCat("spread-", a.jobs[i].id)));
+      EXPECT_EQ(scheduler::DescribeConstraint(g.constraint),
+                absl::StrCat("NOTIN,NODE,spread-", a.jobs[i].id));
+      EXPECT_FALSE(g.gang);
+    }
+  }
 }
 
 }  // namespace
