@@ -422,6 +422,9 @@ int RunShellAm(const ShellAmOptions& o) {
 
   int32_t succeeded = 0, failures = 0;
   std::map<std::string, size_t> running;  // container -> its group
+  std::map<std::string, v1::Container> live;  // running containers as last granted
+  size_t resize_step = 0;
+  auto last_resize = std::chrono::steady_clock::now();
   std::string diagnostics;
   ask_all();
   const auto start = std::chrono::steady_clock::now();
@@ -465,8 +468,27 @@ int RunShellAm(const ShellAmOptions& o) {
       }
       --groups[static_cast<size_t>(gi)].outstanding;
       running[c.container_id()] = static_cast<size_t>(gi);
+      live[c.container_id()] = c;
       say(absl::StrCat("started ", c.container_id(), " on ", c.node_id(),
                        c.gang_id() != 0 ? absl::StrCat(" (gang ", c.gang_id(), ")") : ""));
+    }
+    // Granted resource updates: an increase is the AM's to apply on the NM.
+    for (const v1::UpdatedContainer& u : resp->updated_containers()) {
+      const v1::Container& c = u.container();
+      if (!live.contains(c.container_id())) continue;
+      live[c.container_id()] = c;
+      if (u.update_type() == v1::INCREASE_RESOURCE) {
+        if (absl::Status s = nm.Update(c); !s.ok()) {
+          say(std::string(s.message()));
+          continue;
+        }
+      }
+      say(absl::StrCat("resized ", c.container_id(), " to memory-mb=",
+                       c.resource().values().contains("memory-mb")
+                           ? c.resource().values().at("memory-mb")
+                           : 0,
+                       " (version ", c.version(), ", ",
+                       u.update_type() == v1::INCREASE_RESOURCE ? "increase" : "decrease", ")"));
     }
     for (const v1::RejectedSchedulingRequest& r : resp->rejected_scheduling_requests()) {
       diagnostics = absl::StrCat("the scheduler gave up on a request: ", r.reason());
@@ -485,6 +507,7 @@ int RunShellAm(const ShellAmOptions& o) {
       if (it == running.end()) continue;
       const size_t gi = it->second;
       running.erase(it);
+      live.erase(st.container_id());
       if (st.exit_status() == 0) {
         ++succeeded;
         continue;
@@ -508,6 +531,25 @@ int RunShellAm(const ShellAmOptions& o) {
       ++groups[gi].outstanding;
     }
     if (!diagnostics.empty()) break;
+    // The next resize step, once every container runs.
+    bool all_started = true;
+    for (const Group& g : groups) all_started &= g.outstanding == 0;
+    if (all_started && resize_step < o.resize_mb.size() && !live.empty() &&
+        std::chrono::steady_clock::now() - last_resize >=
+            std::chrono::milliseconds(o.resize_interval_ms)) {
+      for (const auto& [id, c] : live) {
+        v1::UpdateContainerRequest u;
+        u.set_container_id(id);
+        u.set_container_version(c.version());
+        *u.mutable_capability() = c.resource();
+        (*u.mutable_capability()->mutable_values())["memory-mb"] = o.resize_mb[resize_step];
+        rm.UpdateContainer(u);
+      }
+      say(absl::StrCat("asking to resize ", live.size(), " container(s) to memory-mb=",
+                       o.resize_mb[resize_step]));
+      ++resize_step;
+      last_resize = std::chrono::steady_clock::now();
+    }
     // Keep the outstanding counts current (absolute, as YARN's asks): every container not yet
     // started is asked for, so the RM places the next one as soon as one ends.
     ask_all();
@@ -515,7 +557,8 @@ int RunShellAm(const ShellAmOptions& o) {
     // the call, so the AM waits here instead of calling again at once.
     const bool news = resp->allocated_containers_size() > 0 ||
                       resp->completed_containers_size() > 0 ||
-                      resp->containers_from_previous_attempts_size() > 0;
+                      resp->containers_from_previous_attempts_size() > 0 ||
+                      resp->updated_containers_size() > 0;
     if (!news && std::chrono::steady_clock::now() - asked <
                      std::chrono::milliseconds(o.poll_interval_ms / 2))
       std::this_thread::sleep_for(std::chrono::milliseconds(o.poll_interval_ms));

@@ -166,6 +166,11 @@ struct ShellAmOptions {
   std::string node_label;      // every container's node label ("" = default partition)
   int32_t gang = 0;            // > 0: containers are asked for in gangs of this many
   int64_t gang_timeout_ms = 0;
+  // Dynamic negotiation (seed 001): once every container runs, their memory is changed to
+  // each of these sizes (MiB) in turn, one step every resize_interval_ms (increases are taken
+  // to the NM by the AM, decreases by the RM). Empty = never.
+  std::vector<int64_t> resize_mb;
+  int64_t resize_interval_ms = 5000;
   // The longest the RM holds one Allocate with nothing new (a long poll); the wait between
   // calls only when the RM answers empty at once.
   int64_t poll_interval_ms = 1000;

@@ -33,6 +33,9 @@ int RunShell(const ShellFlags& f) {
       return PrintError(absl::StrCat("--placement: ", spec.status().message()));
   }
   if (f.options.gang < 0) return PrintError("--gang must be >= 0");
+  for (int64_t mb : f.options.resize_mb) {
+    if (mb <= 0) return PrintError(absl::StrCat("--resize-mb ", mb, " is not positive"));
+  }
   if (f.options.command.empty()) return PrintError("--command is empty");
   if (f.options.memory_mb <= 0 || f.options.vcores <= 0)
     return PrintError("--memory-mb and --vcores must be > 0");
@@ -115,6 +118,12 @@ void AddAmCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--gang", f->options.gang, "ask for containers in gangs of N (all or none)");
   cmd->add_option("--gang-timeout-ms", f->options.gang_timeout_ms,
                   "give up on a gang not placed within this long (0 = never)");
+  cmd->add_option("--resize-mb", f->options.resize_mb,
+                  "once all run, change every container's memory to each of these MiB in turn")
+      ->delimiter(',');
+  cmd->add_option("--resize-interval-ms", f->options.resize_interval_ms,
+                  "between --resize-mb steps")
+      ->capture_default_str();
   cmd->add_option("--memory-mb", f->options.memory_mb, "memory of each container, MiB")
       ->capture_default_str();
   cmd->add_option("--vcores", f->options.vcores, "vcores of each container")->capture_default_str();

@@ -367,6 +367,8 @@ struct RunShellFlags {
   std::string node_label;
   int gang = 0;
   int64_t gang_timeout_ms = 0;
+  std::vector<int64_t> resize_mb;
+  int64_t resize_interval_ms = 5000;
 };
 
 int RunShell(const RunShellFlags& f) {
@@ -397,6 +399,12 @@ int RunShell(const RunShellFlags& f) {
     absl::StrAppend(&am_command, " --node-label ", ShellQuote(f.node_label));
   if (f.gang > 0)
     absl::StrAppend(&am_command, " --gang ", f.gang, " --gang-timeout-ms ", f.gang_timeout_ms);
+  for (int64_t mb : f.resize_mb) {
+    if (mb <= 0) return PrintError(absl::StrCat("--resize-mb ", mb, " is not positive"));
+  }
+  if (!f.resize_mb.empty())
+    absl::StrAppend(&am_command, " --resize-mb ", absl::StrJoin(f.resize_mb, ","),
+                    " --resize-interval-ms ", f.resize_interval_ms);
   return Submit(f.submit, am_command);
 }
 
@@ -563,6 +571,12 @@ void AddAppCommand(CLI::App& app, int* exit_code) {
                     "ask for the containers in gangs of N: each placed all together or not at all");
     cmd->add_option("--gang-timeout-ms", f->gang_timeout_ms,
                     "with --gang: give up on a gang not placed within this long (0 = never)")
+        ->capture_default_str();
+    cmd->add_option("--resize-mb", f->resize_mb,
+                    "dynamic negotiation: once all run, change every container's memory to each "
+                    "of these MiB in turn (e.g. 512,128)")
+        ->delimiter(',');
+    cmd->add_option("--resize-interval-ms", f->resize_interval_ms, "between --resize-mb steps")
         ->capture_default_str();
     cmd->add_option("--memory-mb", f->memory_mb, "memory of each container, MiB")
         ->capture_default_str();

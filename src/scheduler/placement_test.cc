@@ -356,6 +356,26 @@ TEST(PlacementTest, TheOldestGangReservesNodesSoSmallAsksCannotStarveIt) {
   EXPECT_GE(s->stats().gang_reservations, 1);
 }
 
+TEST(PlacementTest, AGangLargerThanTheClusterDoesNotKeepOthersFromReserving) {
+  auto s = MakeScheduler(kOneQueue);
+  AddNodes(s.get(), 2, Resource::Of(4096, 4));
+  for (AppId id : {1, 2, 3}) ASSERT_TRUE(s->AddApp(App(id), 0).ok());
+  ASSERT_TRUE(s->UpdateRequests(1, Asks({Ask(1000, Resource::Of(1024, 1))})).ok());
+  ASSERT_EQ(Pass(s.get(), 0).size(), 8u);
+  ASSERT_TRUE(s->UpdateRequests(2, Asks({Gang(9, Resource::Of(1024, 1))})).ok());  // never fits
+  ASSERT_TRUE(s->UpdateRequests(3, Asks({Gang(4, Resource::Of(1024, 1))})).ok());
+  bool started = false;
+  for (int64_t now = 1; now < 20 && !started; ++now) {
+    std::vector<ContainerId> live = s->AppContainers(1);
+    if (!live.empty()) {
+      ASSERT_TRUE(s->ContainerCompleted(live.front()).ok());
+    }
+    for (const Allocation& a : Pass(s.get(), now)) started |= a.app == 3;
+  }
+  EXPECT_TRUE(started);
+  EXPECT_EQ(s->app(2)->num_containers, 0);
+}
+
 TEST(PlacementTest, AGangThatWaitsPastItsTimeoutIsRejected) {
   auto s = MakeScheduler(kOneQueue);
   AddNodes(s.get(), 1, Resource::Of(4096, 4));

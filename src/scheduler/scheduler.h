@@ -373,6 +373,9 @@ class Scheduler {
   uint64_t next_gang_seq_ = 1;
   uint64_t next_gang_id_ = 1;
   std::map<uint64_t, AppId> waiting_gangs_;  // gang_seq -> app, of gangs that wait
+  // Waiting gangs the nodes cannot hold even empty: gang_seq -> the topology generation that
+  // was found at (they do not block younger gangs from reserving until nodes change).
+  std::map<uint64_t, uint64_t> too_big_;
   std::vector<AppId> apps_with_increases_;
   std::vector<ContainerResized> pending_resized_;  // decreases to report in the next pass
 };

@@ -54,8 +54,16 @@ bool Scheduler::PlaceGang(AppState* app, size_t gi, int64_t now_ms, PassResult* 
     RecomputePending(app);
     RefreshApp(app);
   }
-  if (reservation_.app == 0 && waiting_gangs_.begin()->first == app->groups[gi].gang_seq)
-    ReserveForGang(app, app->groups[gi]);
+  // The oldest waiting gang that the cluster's nodes could hold at all reserves (a gang larger
+  // than the cluster must not keep the others from reserving).
+  if (reservation_.app == 0) {
+    for (const auto& [seq, owner] : waiting_gangs_) {
+      auto big = too_big_.find(seq);
+      if (big != too_big_.end() && big->second == topology_generation_) continue;
+      if (seq == app->groups[gi].gang_seq) ReserveForGang(app, app->groups[gi]);
+      break;
+    }
+  }
   return false;
 }
 
@@ -99,7 +107,10 @@ void Scheduler::ReserveForGang(AppState* app, const RequestGroup& g) {
   int64_t room = 0;
   size_t take = 0;
   while (take < candidates.size() && room < g.any.count) room += candidates[take++].eventual;
-  if (room < g.any.count) return;  // the cluster cannot hold it now: nothing to reserve
+  if (room < g.any.count) {  // the nodes cannot hold it (until nodes change): nothing to reserve
+    too_big_[g.gang_seq] = topology_generation_;
+    return;
+  }
   reservation_ = {app->id, g.gang_seq, {}};
   for (size_t i = 0; i < take; ++i) {
     nodes_[candidates[i].id].reserved_for = app->id;
@@ -121,6 +132,7 @@ void Scheduler::ReleaseReservation() {
 void Scheduler::DropGang(RequestGroup& g) {
   if (g.gang_seq == 0) return;
   waiting_gangs_.erase(g.gang_seq);
+  too_big_.erase(g.gang_seq);
   if (reservation_.gang_seq == g.gang_seq) ReleaseReservation();
   g.gang_seq = 0;
   g.waiting_since_ms = -1;
@@ -139,6 +151,7 @@ void Scheduler::ExpireGangs(int64_t now_ms, PassResult* out) {
     }
     if (g == nullptr) {  // its group is gone: forget it
       waiting_gangs_.erase(seq);
+      too_big_.erase(seq);
       if (reservation_.gang_seq == seq) ReleaseReservation();
       continue;
     }
