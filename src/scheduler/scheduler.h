@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -214,14 +215,14 @@ class Scheduler {
     Resource total;  // capacity of its schedulable nodes
     int32_t live_nodes = 0;
   };
-  // Allocation tag counts in one scope (a node or a rack): all apps, and per app.
+  // Live tagged containers counted by (interned tag, node or rack), all apps and per app:
+  // flat maps of integer keys, so counting a container is a few probes and no allocation.
   struct TagCounts {
-    int32_t total = 0;
-    absl::flat_hash_map<AppId, int32_t> by_app;
-  };
-  struct TagIndex {
-    absl::flat_hash_map<NodeId, TagCounts> nodes;
-    absl::flat_hash_map<int32_t, TagCounts> racks;
+    absl::flat_hash_map<uint64_t, int32_t> total;                                 // (tag, scope)
+    absl::flat_hash_map<std::tuple<int32_t, int32_t, AppId>, int32_t> by_app;    // (tag, scope, app)
+    void Add(int32_t tag, int32_t scope, AppId app, int sign);
+    int32_t Total(int32_t tag, int32_t scope) const;
+    int32_t Of(int32_t tag, int32_t scope, AppId app) const;
   };
   // The one reservation of nodes for the oldest waiting gang.
   struct Reservation {
@@ -274,6 +275,7 @@ class Scheduler {
                                                                      size_t index);
   int32_t InternTags(const std::vector<std::string>& tags);
   void CountTags(const ContainerState& c, int sign);
+  int32_t TagId(const std::string& tag) const;  // -1 when no container ever carried it
   int32_t CountTag(const std::string& tag, const PlacementConstraint& c, AppId app,
                    NodeId node) const;
   bool Satisfies(const PlacementConstraint& c, AppId app, NodeId node) const;
@@ -368,7 +370,13 @@ class Scheduler {
   absl::flat_hash_map<std::string, int32_t> label_by_name_;
   std::vector<std::vector<std::string>> tag_sets_;
   absl::flat_hash_map<std::string, int32_t> tag_set_ids_;  // tags joined by ',' -> id
-  absl::flat_hash_map<std::string, TagIndex> tag_index_;
+  absl::flat_hash_map<std::string, int32_t> tag_ids_;  // tag -> id (never reused)
+  std::vector<std::vector<int32_t>> tag_set_ids_list_;  // tag set -> its tags' ids
+  // Per tag id: the nodes with live containers carrying it, and how many (affinity candidates
+  // and attribute scopes walk these).
+  std::vector<absl::flat_hash_map<NodeId, int32_t>> tag_nodes_;
+  TagCounts node_tags_;
+  TagCounts rack_tags_;
   Reservation reservation_;
   uint64_t next_gang_seq_ = 1;
   uint64_t next_gang_id_ = 1;

@@ -188,25 +188,48 @@ int32_t Scheduler::InternTags(const std::vector<std::string>& tags) {
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
   auto [it, inserted] =
       tag_set_ids_.try_emplace(absl::StrJoin(sorted, ","), static_cast<int32_t>(tag_sets_.size()));
-  if (inserted) tag_sets_.push_back(std::move(sorted));
+  if (inserted) {
+    std::vector<int32_t> ids;
+    for (const std::string& t : sorted) {
+      auto [tid, fresh] = tag_ids_.try_emplace(t, static_cast<int32_t>(tag_nodes_.size()));
+      if (fresh) tag_nodes_.emplace_back();
+      ids.push_back(tid->second);
+    }
+    tag_sets_.push_back(std::move(sorted));
+    tag_set_ids_list_.push_back(std::move(ids));
+  }
   return it->second;
+}
+
+int32_t Scheduler::TagId(const std::string& tag) const {
+  auto it = tag_ids_.find(tag);
+  return it == tag_ids_.end() ? -1 : it->second;
+}
+
+void Scheduler::TagCounts::Add(int32_t tag, int32_t scope, AppId app, int sign) {
+  const uint64_t key = (static_cast<uint64_t>(tag) << 32) | static_cast<uint32_t>(scope);
+  if ((total[key] += sign) == 0) total.erase(key);
+  const auto app_key = std::make_tuple(tag, scope, app);
+  if ((by_app[app_key] += sign) == 0) by_app.erase(app_key);
+}
+
+int32_t Scheduler::TagCounts::Total(int32_t tag, int32_t scope) const {
+  auto it = total.find((static_cast<uint64_t>(tag) << 32) | static_cast<uint32_t>(scope));
+  return it == total.end() ? 0 : it->second;
+}
+
+int32_t Scheduler::TagCounts::Of(int32_t tag, int32_t scope, AppId app) const {
+  auto it = by_app.find(std::make_tuple(tag, scope, app));
+  return it == by_app.end() ? 0 : it->second;
 }
 
 void Scheduler::CountTags(const ContainerState& c, int sign) {
   const int32_t rack = nodes_[c.node].rack;
-  for (const std::string& tag : tag_sets_[c.tag_set]) {
-    TagIndex& index = tag_index_[tag];
-    auto bump = [&](auto& map, auto key) {
-      TagCounts& counts = map[key];
-      counts.total += sign;
-      int32_t& mine = counts.by_app[c.app];
-      mine += sign;
-      if (mine == 0) counts.by_app.erase(c.app);
-      if (counts.total == 0) map.erase(key);
-    };
-    bump(index.nodes, c.node);
-    bump(index.racks, rack);
-    if (index.nodes.empty()) tag_index_.erase(tag);
+  for (int32_t tag : tag_set_ids_list_[c.tag_set]) {
+    node_tags_.Add(tag, c.node, c.app, sign);
+    rack_tags_.Add(tag, rack, c.app, sign);
+    auto& nodes = tag_nodes_[tag];
+    if ((nodes[c.node] += sign) == 0) nodes.erase(c.node);
   }
 }
 
@@ -221,41 +244,33 @@ std::vector<std::string> Scheduler::ContainerTags(ContainerId id) const {
 
 int32_t Scheduler::CountTag(const std::string& tag, const PlacementConstraint& c, AppId app,
                             NodeId node) const {
-  auto it = tag_index_.find(tag);
-  if (it == tag_index_.end()) return 0;
-  auto pick = [&](const TagCounts& counts) -> int32_t {
-    auto mine = [&](AppId a) {
-      auto m = counts.by_app.find(a);
-      return m == counts.by_app.end() ? 0 : m->second;
-    };
+  const int32_t tag_id = TagId(tag);
+  if (tag_id < 0) return 0;
+  auto pick = [&](const TagCounts& counts, int32_t scope) -> int32_t {
     switch (c.ns) {
       case TagNamespace::kSelf:
-        return mine(app);
+        return counts.Of(tag_id, scope, app);
       case TagNamespace::kNotSelf:
-        return counts.total - mine(app);
+        return counts.Total(tag_id, scope) - counts.Of(tag_id, scope, app);
       case TagNamespace::kAll:
-        return counts.total;
+        return counts.Total(tag_id, scope);
       case TagNamespace::kAppId:
-        return mine(c.ns_app);
+        return counts.Of(tag_id, scope, c.ns_app);
     }
     return 0;
   };
   switch (c.scope) {
-    case ConstraintScope::kNode: {
-      auto n = it->second.nodes.find(node);
-      return n == it->second.nodes.end() ? 0 : pick(n->second);
-    }
-    case ConstraintScope::kRack: {
-      auto r = it->second.racks.find(nodes_[node].rack);
-      return r == it->second.racks.end() ? 0 : pick(r->second);
-    }
+    case ConstraintScope::kNode:
+      return pick(node_tags_, node);
+    case ConstraintScope::kRack:
+      return pick(rack_tags_, nodes_[node].rack);
     case ConstraintScope::kAttribute: {
       const std::string* value = AttributeOf(nodes_[node], c.scope_attribute);
       if (value == nullptr) return 0;
       int32_t sum = 0;
-      for (const auto& [other, counts] : it->second.nodes) {
+      for (const auto& [other, n] : tag_nodes_[tag_id]) {
         const std::string* v = AttributeOf(nodes_[other], c.scope_attribute);
-        if (v != nullptr && *v == *value) sum += pick(counts);
+        if (v != nullptr && *v == *value) sum += pick(node_tags_, other);
       }
       return sum;
     }
@@ -341,12 +356,13 @@ NodeId Scheduler::FindPlaced(const AppState& app, const GroupPlacement& p, const
   // Affinity: only nodes (or racks) where the target tag is can satisfy it.
   if (with_constraint && p.has_constraint) {
     if (const PlacementConstraint* a = AffinityOf(p.constraint)) {
-      auto it = tag_index_.find(a->tags[0]);
-      if (it == tag_index_.end()) return -1;
+      const int32_t tag_id = TagId(a->tags[0]);
+      if (tag_id < 0 || tag_nodes_[tag_id].empty()) return -1;
+      const absl::flat_hash_map<NodeId, int32_t>& tagged = tag_nodes_[tag_id];
       if (a->scope == ConstraintScope::kNode) {
         // The lowest fitting id (deterministic), among at most the probe budget of them.
         NodeId best = -1;
-        for (const auto& [id, counts] : it->second.nodes) {
+        for (const auto& [id, count] : tagged) {
           if (best >= 0 && id > best) continue;
           if (--budget < 0) break;
           if (ok(id)) best = id;
@@ -354,8 +370,9 @@ NodeId Scheduler::FindPlaced(const AppState& app, const GroupPlacement& p, const
         return best;
       }
       std::vector<int32_t> racks;
-      for (const auto& [rack, counts] : it->second.racks) racks.push_back(rack);
+      for (const auto& [id, count] : tagged) racks.push_back(nodes_[id].rack);
       std::sort(racks.begin(), racks.end());
+      racks.erase(std::unique(racks.begin(), racks.end()), racks.end());
       for (int32_t rack : racks) {
         const Rack& rk = racks_[rack];
         if (p.label == 0) {
