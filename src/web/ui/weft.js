@@ -530,6 +530,10 @@ views.nodes = {
                                               (n.totalResource || {})[t] || 0, unitOf(t),
                                               t === "network-mbps" ? "net" : "")))));
       const extra = [];
+      if ((n.nodeLabels || []).length) extra.push(h("div", {}, "label: " + n.nodeLabels.join(", ")));
+      const attrs = ((n.nodeAttributesInfo || {}).nodeAttributeInfo || [])
+        .map((a) => `${a.name}=${a.value}`);
+      if (attrs.length) extra.push(h("div", {}, "attributes: " + attrs.join(", ")));
       if (n.networkIsolation) extra.push(h("div", {}, "network: " + n.networkIsolation));
       if ((n.missingFeatures || []).length)
         extra.push(h("div", { class: "muted" }, "missing: " + n.missingFeatures.join(", ")));
