@@ -19,24 +19,20 @@ absl::Status Invalid(absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("placement constraint: ", what));
 }
 
-bool ValidAttributeName(absl::string_view s) {
+// 1-255 characters of [A-Za-z0-9_.-], and '/' too when `slash` (prefixed attribute names such
+// as YARN's "rm.yarn.io/os").
+bool ValidName(absl::string_view s, bool slash) {
   if (s.empty() || s.size() > 255) return false;
   for (char c : s) {
     if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-' &&
-        c != '/')
+        !(slash && c == '/'))
       return false;
   }
   return true;
 }
 
-bool ValidAttributeValue(absl::string_view s) {
-  if (s.empty() || s.size() > 255) return false;
-  for (char c : s) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-')
-      return false;
-  }
-  return true;
-}
+bool ValidAttributeName(absl::string_view s) { return ValidName(s, true); }
+bool ValidAttributeValue(absl::string_view s) { return ValidName(s, false); }
 
 absl::Status ValidateAt(const PlacementConstraint& c, int depth) {
   using K = PlacementConstraint::Kind;
@@ -259,14 +255,7 @@ PlacementConstraint PlacementConstraint::Or(std::vector<PlacementConstraint> chi
   return c;
 }
 
-bool ValidAllocationTag(absl::string_view tag) {
-  if (tag.empty() || tag.size() > 255) return false;
-  for (char c : tag) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-')
-      return false;
-  }
-  return true;
-}
+bool ValidAllocationTag(absl::string_view tag) { return ValidName(tag, false); }
 
 absl::Status ValidateConstraint(const PlacementConstraint& c) { return ValidateAt(c, 0); }
 
