@@ -183,5 +183,17 @@ TEST(SimulatorPlacementTest, AGangRejectedAfterItsTimeoutFailsItsJob) {
   EXPECT_THAT(r->warnings.front(), HasSubstr("was rejected"));
 }
 
+TEST(SimulatorPlacementTest, FederatedRunsRefusePlacement) {
+  TaskGroup g = Phase("gang", 4, 1000);
+  g.gang = true;
+  Workload w;
+  w.jobs.push_back(OneGroupJob("g", 0, g));
+  SimOptions o = Options(4, 4);
+  o.federation.sub_clusters = 2;
+  auto r = RunSimulation(w, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("federated runs do not model"));
+}
+
 }  // namespace
 }  // namespace weft::sim

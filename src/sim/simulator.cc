@@ -127,7 +127,15 @@ absl::StatusOr<SimReport> Sim::Run() {
     slot_request_ = Resource::Of(per_slot, 1);
   }
   for (const auto& job : w_.jobs) {
-    for (const TaskGroup& g : job.groups) contention_ |= g.has_usage;
+    for (const TaskGroup& g : job.groups) {
+      contention_ |= g.has_usage;
+      // The AMRMProxy model splits a job's "*" asks over sub-clusters: a gang would be split.
+      if (g.has_placement() && o_.federation.sub_clusters > 1)
+        return absl::InvalidArgumentError(absl::StrCat(
+            job.source, ": job ", job.id, ": group '", g.name,
+            "' has allocation tags, a constraint or a gang, which federated runs do not model "
+            "(use --subclusters 1)"));
+    }
     r_.job_series |= job.goal_ms >= 0;
   }
   r_.job_series |= contention_;
