@@ -51,7 +51,8 @@ absl::StatusOr<std::unique_ptr<DevCluster>> DevCluster::Start(rm::RmServerOption
 DevCluster::~DevCluster() { Shutdown(); }
 
 absl::StatusOr<nm::NodeManager*> DevCluster::AddNode(const std::string& node_resources,
-                                                     const NmFlags* network) {
+                                                     const NmFlags* network,
+                                                     const std::string& node_label) {
   const size_t i = nms_.size();
   NmFlags f;
   f.rm_address = rm_->address();
@@ -59,6 +60,7 @@ absl::StatusOr<nm::NodeManager*> DevCluster::AddNode(const std::string& node_res
   f.work_root = (std::filesystem::path(data_dir_) / absl::StrCat("nm", i)).string();
   f.cgroup_hierarchy = absl::StrCat("weft-dev-", rm_->port(), "-nm", i);
   f.no_cgroups = !use_cgroups_;
+  f.node_label = node_label;
   if (network != nullptr) {
     f.network_interface = network->network_interface;
     f.link_mbps = network->link_mbps;

@@ -36,9 +36,12 @@ class DevCluster {
   // `network` asks for bandwidth isolation, which needs them: then it fails).
   // `network`: only its network_*, container-user and AMRMProxy (amrmproxy, interceptors,
   // federation store, sub-cluster id) fields are used; null = bandwidth not enforced,
-  // containers as the app user with the default policy, no AMRMProxy.
+  // containers as the app user with the default policy, no AMRMProxy. `node_label`: the NM's
+  // node label ("" = none); the RM's scheduler config must declare it (node-labels), or the
+  // RM refuses the NM's registration.
   absl::StatusOr<nm::NodeManager*> AddNode(const std::string& node_resources,
-                                           const NmFlags* network = nullptr);
+                                           const NmFlags* network = nullptr,
+                                           const std::string& node_label = "");
 
   // Starts the RM's web server (UI, REST API, /metrics). At most once.
   absl::Status StartWeb(web::RmWebOptions options);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "cli/cli_common.h"
 #include "cli/daemon_config.h"
 #include "cli/dev_cluster.h"
@@ -19,6 +20,7 @@
 #include "common/event_loop.h"
 #include "common/files.h"
 #include "common/private_files.h"
+#include "scheduler/config.h"
 
 namespace weft::cli {
 namespace {
@@ -47,6 +49,8 @@ struct DevFlags {
   std::string data_dir = "./weft-data";
   std::string node_resources = "memory-mb=4096,vcores=4";
   std::string scheduler_config;
+  // --nm-labels L0,L1,...: NM i's node label ("" or a missing entry: none).
+  std::string nm_labels;
   bool no_cgroups = false;
   NmFlags network;  // only the network_* and container-user fields
   std::vector<std::string> resource_limits;
@@ -136,6 +140,31 @@ int RunDev(const DevFlags& flags) {
   rm_flags.log_aggregation_dir = DevCluster::LogAggregationDir(data_dir.string());
   auto rm_options = MakeRmServerOptions(rm_flags);
   if (!rm_options.ok()) return PrintError(rm_options.status().message());
+  // --nm-labels: NM i gets labels[i]. The RM must know them: a default configuration gets them
+  // as exclusive labels; a --scheduler-config must declare them (else each such NM's
+  // registration would be refused), checked here before anything starts.
+  std::vector<std::string> nm_labels;
+  if (!flags.nm_labels.empty()) {
+    if (flags.subclusters > 1)
+      return PrintError("--nm-labels is not supported with --subclusters > 1");
+    nm_labels = absl::StrSplit(flags.nm_labels, ',');
+    if (static_cast<int>(nm_labels.size()) > flags.nodes)
+      return PrintError(absl::StrCat("--nm-labels names ", nm_labels.size(), " labels for --nodes ",
+                                     flags.nodes));
+    for (const std::string& label : nm_labels) {
+      if (absl::Status s = nm::ValidateNodeLabel(label); !s.ok())
+        return PrintError(absl::StrCat("--nm-labels: ", s.message()));
+      if (label.empty()) continue;
+      scheduler::SchedulerConfig& config = rm_options->rm.scheduler;
+      if (flags.scheduler_config.empty()) {
+        config.node_labels.try_emplace(label, scheduler::NodeLabelConfig{/*exclusive=*/true});
+      } else if (!config.node_labels.contains(label)) {
+        return PrintError(absl::StrCat(
+            "--nm-labels: node label '", label, "' is not declared in --scheduler-config ",
+            flags.scheduler_config, " (node-labels); the RM would refuse that NodeManager"));
+      }
+    }
+  }
   auto web_options = MakeRmWebOptions(rm_flags);
   if (!web_options.ok()) return PrintError(web_options.status().message());
   // Validates --node-resources before anything starts.
@@ -181,7 +210,8 @@ int RunDev(const DevFlags& flags) {
       return PrintError(absl::StrCat("starting the web server: ", again.message()));
   }
   for (int i = 0; i < flags.nodes; ++i) {
-    if (auto nm = (*cluster)->AddNode(flags.node_resources, &flags.network); !nm.ok())
+    const std::string label = static_cast<size_t>(i) < nm_labels.size() ? nm_labels[i] : "";
+    if (auto nm = (*cluster)->AddNode(flags.node_resources, &flags.network, label); !nm.ok())
       return PrintError(nm.status().message());
   }
   rm::RmServer* rm = &(*cluster)->rm();
@@ -199,6 +229,7 @@ int RunDev(const DevFlags& flags) {
             << CopyCaForClients((*cluster)->ca_path()) << ")\n";
   for (size_t i = 0; i < nms.size(); ++i) {
     std::cout << "weft dev: NodeManager " << i << ": " << DescribeNode(*nms[i]);
+    if (i < nm_labels.size() && !nm_labels[i].empty()) std::cout << ", node label " << nm_labels[i];
     if (i < nm_web.size()) std::cout << " (metrics at http://" << nm_web[i] << "/metrics)";
     std::cout << "\n";
   }
@@ -236,6 +267,10 @@ void AddDevCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--node-resources", f->node_resources, "what each node offers")
       ->capture_default_str();
   cmd->add_option("--scheduler-config", f->scheduler_config, "queues and scheduler YAML");
+  cmd->add_option("--nm-labels", f->nm_labels,
+                  "node labels of the NodeManagers, L0,L1,...: NM i gets Li (empty or missing "
+                  "entries: no label). Without --scheduler-config they are added to the default "
+                  "configuration as exclusive labels; a --scheduler-config must declare them");
   cmd->add_flag("--no-cgroups", f->no_cgroups,
                 "run containers without cgroup resource isolation (automatic when not root)");
   AddNetworkFlags(cmd, &f->network);

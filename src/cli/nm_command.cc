@@ -127,6 +127,17 @@ absl::StatusOr<nm::NodeManagerOptions> MakeNodeManagerOptions(const NmFlags& fla
   options.bind_host = flags.bind_host;
   options.port = flags.port;
   options.rack = flags.rack;
+  if (absl::Status s = nm::ValidateNodeLabel(flags.node_label); !s.ok())
+    return absl::InvalidArgumentError(absl::StrCat("--node-label: ", s.message()));
+  options.node_label = flags.node_label;
+  for (const std::string& text : flags.node_attributes) {
+    absl::StatusOr<std::pair<std::string, std::string>> kv = nm::ParseNodeAttribute(text);
+    if (!kv.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--node-attribute: ", kv.status().message()));
+    if (!options.node_attributes.emplace(kv->first, kv->second).second)
+      return absl::InvalidArgumentError(
+          absl::StrCat("--node-attribute: key '", kv->first, "' given more than once"));
+  }
   options.cgroup_hierarchy = flags.cgroup_hierarchy;
   options.stop_grace_ms = flags.stop_grace_ms;
   options.use_cgroups = !flags.no_cgroups;
@@ -371,6 +382,8 @@ int RunNm(const NmFlags& flags, int64_t federation_fence_ms) {
     return PrintError(absl::StrCat(nm.status().message(), hint));
   }
   std::cout << "weft nm: NodeManager " << DescribeNode(**nm) << " on rack " << options->rack
+            << (options->node_label.empty() ? std::string()
+                                            : absl::StrCat(", node label ", options->node_label))
             << ", reporting to " << options->rm_tracker_address << "\n";
   std::cout << "weft nm: metrics at http://" << http_address
             << "/metrics, container logs under http://" << http_address
@@ -416,6 +429,12 @@ void AddNmCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--work-root", f->work_root, "container working directories and logs")
       ->capture_default_str();
   cmd->add_option("--rack", f->rack, "the node's rack")->capture_default_str();
+  cmd->add_option("--node-label", f->node_label,
+                  "the node's label (its partition; must be one of the RM's scheduler "
+                  "node-labels, or the RM refuses the node). Default: none");
+  cmd->add_option("--node-attribute", f->node_attributes,
+                  "a node attribute KEY=VALUE for placement constraints (repeatable; keys "
+                  "[A-Za-z0-9_./-]+, values [A-Za-z0-9_.-]+)");
   cmd->add_option("--cgroup-hierarchy", f->cgroup_hierarchy,
                   "parent cgroup of the containers (one per NM on a machine)")
       ->capture_default_str();

@@ -22,6 +22,10 @@ struct NmFlags {
   std::string node_resources;  // "memory-mb=..,vcores=.."; "" = detected from /proc
   std::string work_root = "./weft-data/nm";
   std::string rack = "/default-rack";
+  // The node's label ("" = the default partition) and attributes, KEY=VALUE each
+  // (nm::NodeManagerOptions::node_label, node_attributes; YARN's distributed providers).
+  std::string node_label;
+  std::vector<std::string> node_attributes;
   std::string cgroup_hierarchy = "weft";
   int64_t stop_grace_ms = 2000;
   bool no_cgroups = false;

@@ -172,6 +172,7 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
   stored.resource = token->resource;
   stored.network_mbps = network_mbps;
   stored.version = token->version;
+  stored.allocation_tags = token->allocation_tags;  // reported at registration (RM recovery)
   stored.state = NmContainerRecord::State::kLaunching;
   stored.state_dir = internal::ContainerStateDir(options_.work_root, id);
   stored.work_dir = spec.work_dir;

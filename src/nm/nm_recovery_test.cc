@@ -216,13 +216,16 @@ class NmRecoveryTestBase : public ::testing::Test {
   }
 
   // Starts an NM in this process on the port the child NM had (the node keeps its id).
-  void StartNm(bool recover = true) {
+  // `tweak` changes its options before it starts.
+  void StartNm(bool recover = true,
+               const std::function<void(NodeManagerOptions&)>& tweak = nullptr) {
     const size_t before = rm_->With([](FakeRm& rm) {
       rm.heartbeats_.clear();
       return rm.registrations_.size();
     });
     NodeManagerOptions options = Options(port_);
     options.recover = recover;
+    if (tweak) tweak(options);
     absl::StatusOr<std::unique_ptr<NodeManager>> nm = NodeManager::Start(options, &loop_);
     ASSERT_TRUE(nm.ok()) << nm.status();
     nm_ = *std::move(nm);
@@ -249,11 +252,15 @@ class NmRecoveryTestBase : public ::testing::Test {
     return data;
   }
 
-  // Starts `command` as container `id` (of application_1_0001); true when the NM said so.
-  bool StartContainer(const std::string& id, const std::string& command) {
+  // Starts `command` as container `id` (of application_1_0001), its token carrying `tags`;
+  // true when the NM said so.
+  bool StartContainer(const std::string& id, const std::string& command,
+                      const std::vector<std::string>& tags = {}) {
     v1::StartContainersRequest request;
     v1::StartContainerRequest* one = request.add_requests();
-    *one->mutable_container_token() = rm_->IssueToken(TokenData(id));
+    security::ContainerTokenData data = TokenData(id);
+    data.allocation_tags = tags;
+    *one->mutable_container_token() = rm_->IssueToken(data);
     one->mutable_launch_context()->add_command(command);
     v1::StartContainersResponse response;
     grpc::ClientContext context;
@@ -455,6 +462,37 @@ TEST_P(NmRecoveryTest, AResizedContainerKeepsItsResourceAndVersionAcrossARestart
   }
   EXPECT_THAT(StopContainer(id).succeeded(), ElementsAre(id));
   ASSERT_TRUE(WaitCompleted(id).has_value());
+}
+
+TEST_P(NmRecoveryTest, AContainersAllocationTagsAreReportedAfterARestart) {
+  StartChildNm();
+  const std::string tagged = "container_e1_1_0001_01_000041";
+  const std::string plain = "container_e1_1_0001_01_000042";
+  ASSERT_TRUE(StartContainer(tagged, "echo $$ > pid; exec sleep 30", {"hbase-rs", "web.1"}));
+  ASSERT_TRUE(StartContainer(plain, "echo $$ > pid; exec sleep 30"));
+  ASSERT_GT(ContainerPid(tagged), 0);
+  ASSERT_GT(ContainerPid(plain), 0);
+  KillChildNm();  // kill -9: the tags must already be durable
+
+  // The restarted NM (now with a node label and attributes) reports them in its registration,
+  // for a restarted RM's recovery; a container without tags is left out of container_tags.
+  StartNm(/*recover=*/true, [](NodeManagerOptions& o) {
+    o.node_label = "gpu";
+    o.node_attributes = {{"example.com/os", "linux"}, {"zone", "z1"}};
+  });
+  ASSERT_TRUE(Registered(tagged).has_value()) << registration_.DebugString();
+  ASSERT_TRUE(Registered(plain).has_value()) << registration_.DebugString();
+  ASSERT_TRUE(registration_.container_tags().contains(tagged)) << registration_.DebugString();
+  EXPECT_THAT(registration_.container_tags().at(tagged).tags(), ElementsAre("hbase-rs", "web.1"));
+  EXPECT_FALSE(registration_.container_tags().contains(plain));
+  EXPECT_EQ(registration_.node_label(), "gpu");
+  EXPECT_EQ(registration_.node_attributes().size(), 2u);
+  EXPECT_EQ(registration_.node_attributes().at("zone"), "z1");
+  EXPECT_EQ(registration_.node_attributes().at("example.com/os"), "linux");
+  EXPECT_THAT(StopContainer(tagged).succeeded(), ElementsAre(tagged));
+  EXPECT_THAT(StopContainer(plain).succeeded(), ElementsAre(plain));
+  ASSERT_TRUE(WaitCompleted(tagged).has_value());
+  ASSERT_TRUE(WaitCompleted(plain).has_value());
 }
 
 TEST_P(NmRecoveryTest, AContainerThatEndedWhileTheNmWasDownIsReportedWithItsExitCode) {

@@ -33,7 +33,9 @@ using store::sqlite::Text;
 // Bumped when the tables change; a database from a newer NM is refused.
 // 2: the AMRMProxy's attempts (amrmproxy_attempts, amrmproxy_uams).
 // 3: containers.version (container resource updates); added to a version-2 table on open.
-constexpr int kSchemaVersion = 3;
+// 4: containers.allocation_tags (reported at registration for the RM's recovery); added to a
+//    version-2 or -3 table on open.
+constexpr int kSchemaVersion = 4;
 
 constexpr char kTokenKeyValue[] = "amrmproxy_token_key";
 
@@ -57,7 +59,8 @@ CREATE TABLE IF NOT EXISTS containers (
   exit_status INTEGER NOT NULL,
   diagnostics TEXT NOT NULL,
   acknowledged INTEGER NOT NULL,
-  version INTEGER NOT NULL DEFAULT 0);
+  version INTEGER NOT NULL DEFAULT 0,
+  allocation_tags TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS finished_apps (
   app_id TEXT PRIMARY KEY,
   finished_ms INTEGER NOT NULL);
@@ -196,11 +199,13 @@ absl::StatusOr<std::unique_ptr<NmStateStore>> NmStateStore::Open(const std::stri
                      ", newer than this NodeManager's ", kSchemaVersion));
   }
   // A table an NM before schema 3 created lacks the version column: its containers are at
-  // version 0.
-  const char* upgrade =
-      (found > 0 && found < 3)
-          ? "ALTER TABLE containers ADD COLUMN version INTEGER NOT NULL DEFAULT 0; "
-          : "";
+  // version 0. One before schema 4 lacks allocation_tags: its containers have none recorded
+  // (started before tokens carried them).
+  std::string upgrade;
+  if (found > 0 && found < 3)
+    upgrade += "ALTER TABLE containers ADD COLUMN version INTEGER NOT NULL DEFAULT 0; ";
+  if (found > 0 && found < 4)
+    upgrade += "ALTER TABLE containers ADD COLUMN allocation_tags TEXT NOT NULL DEFAULT ''; ";
   if (absl::Status s = store->Exec(absl::StrCat("BEGIN; ", kSchema, upgrade, "PRAGMA user_version=",
                                                 kSchemaVersion, "; COMMIT;"),
                                    "creating the NodeManager state's tables");
@@ -242,8 +247,8 @@ absl::StatusOr<std::vector<NmContainerRecord>> NmStateStore::LoadContainers() {
       Prepare(db_,
               "SELECT id, app_id, user, resource, network_mbps, state, monitor_pid, "
               "monitor_start_time, pid, start_time, cgroup_dirs, state_dir, work_dir, "
-              "stop_exit_status, stop_reason, exit_status, diagnostics, acknowledged, version "
-              "FROM containers ORDER BY id",
+              "stop_exit_status, stop_reason, exit_status, diagnostics, acknowledged, version, "
+              "allocation_tags FROM containers ORDER BY id",
               what, path_);
   if (!q.ok()) return q.status();
   std::vector<NmContainerRecord> records;
@@ -271,6 +276,8 @@ absl::StatusOr<std::vector<NmContainerRecord>> NmStateStore::LoadContainers() {
     r.diagnostics = row.Bytes(16);
     r.acknowledged = row.Int64(17) != 0;
     r.version = row.Int32(18);
+    const std::string tags = row.Bytes(19);
+    if (!tags.empty()) r.allocation_tags = absl::StrSplit(tags, '\n');
     if (absl::Status s = RowProblem(row, path_); !s.ok()) return s;
     if (state < 0 || state > static_cast<int64_t>(NmContainerRecord::State::kCompleted)) {
       return absl::DataLossError(absl::StrCat("container record ", r.container_id, " in ", path_,
@@ -291,16 +298,16 @@ absl::Status NmStateStore::PutContainer(const NmContainerRecord& r) {
       "INSERT OR REPLACE INTO containers (id, app_id, user, resource, network_mbps, "
       "state, monitor_pid, monitor_start_time, pid, start_time, cgroup_dirs, state_dir, "
       "work_dir, stop_exit_status, stop_reason, exit_status, diagnostics, acknowledged, "
-      "version) "
+      "version, allocation_tags) "
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-      "?17, ?18, ?19)",
+      "?17, ?18, ?19, ?20)",
       {Text(r.container_id), Text(r.app_id), Text(r.user), Text(r.resource), Int(r.network_mbps),
        Int(static_cast<int64_t>(r.state)), Int(r.monitor_pid),
        Int(static_cast<int64_t>(r.monitor_start_time)), Int(r.pid),
        Int(static_cast<int64_t>(r.start_time)), Text(dirs), Text(r.state_dir), Text(r.work_dir),
        r.stop_exit_status.has_value() ? Int(*r.stop_exit_status) : store::sqlite::Null(),
        Text(r.stop_reason), Int(r.exit_status), Text(r.diagnostics), Int(r.acknowledged ? 1 : 0),
-       Int(r.version)},
+       Int(r.version), Text(absl::StrJoin(r.allocation_tags, "\n"))},
       absl::StrCat("recording container ", r.container_id), path_);
 }
 

@@ -45,6 +45,10 @@ struct NmContainerRecord {
   // The container token version `resource` comes from: 0 at start, an update's version after
   // it (updates with a version not above this one are refused).
   int32_t version = 0;
+  // Its allocation tags, from its start token (ContainerTokenData::allocation_tags): reported
+  // at registration (RegisterNodeManagerRequest.container_tags) so that a restarted RM
+  // recovers them. Tags are [A-Za-z0-9_.-]+ (the RM checks asks); stored newline-separated.
+  std::vector<std::string> allocation_tags;
   State state = State::kLaunching;
   int64_t monitor_pid = 0;
   uint64_t monitor_start_time = 0;       // ProcessInfo::start_time of the monitor

@@ -271,7 +271,9 @@ TEST_F(NmStateStoreTest, AStoreOfSchemaVersion2GainsTheVersionColumnAtZero) {
   }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  EXPECT_EQ(sqlite3_exec(db, "ALTER TABLE containers DROP COLUMN version; PRAGMA user_version=2;",
+  EXPECT_EQ(sqlite3_exec(db,
+                         "ALTER TABLE containers DROP COLUMN version; ALTER TABLE containers DROP "
+                         "COLUMN allocation_tags; PRAGMA user_version=2;",
                          nullptr, nullptr, nullptr),
             SQLITE_OK)
       << sqlite3_errmsg(db);
@@ -286,6 +288,60 @@ TEST_F(NmStateStoreTest, AStoreOfSchemaVersion2GainsTheVersionColumnAtZero) {
   resized.version = 1;
   ASSERT_TRUE((*store)->PutContainer(resized).ok());
   EXPECT_EQ((*store)->LoadContainers()->at(0).version, 1);
+}
+
+TEST_F(NmStateStoreTest, AContainersAllocationTagsSurviveReopeningInOrder) {
+  {
+    absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    NmContainerRecord tagged = Record("c1", "app1");
+    tagged.allocation_tags = {"hbase-rs", "spark.exec", "a_b"};
+    ASSERT_TRUE((*store)->PutContainer(tagged).ok());
+    ASSERT_TRUE((*store)->PutContainer(Record("c2", "app1")).ok());
+  }
+  absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<std::vector<NmContainerRecord>> records = (*store)->LoadContainers();
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), 2u);
+  EXPECT_THAT((*records)[0].allocation_tags, ElementsAre("hbase-rs", "spark.exec", "a_b"));
+  EXPECT_THAT((*records)[1].allocation_tags, IsEmpty());
+}
+
+TEST_F(NmStateStoreTest, AStoreOfSchemaVersion3GainsTheAllocationTagsColumnEmpty) {
+  // What an NM before tags were recorded left: no allocation_tags column, user_version 3.
+  {
+    absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    NmContainerRecord resized = Record("c1", "app1");
+    resized.version = 2;
+    ASSERT_TRUE((*store)->PutContainer(resized).ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db,
+                         "ALTER TABLE containers DROP COLUMN allocation_tags; "
+                         "PRAGMA user_version=3;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<std::vector<NmContainerRecord>> records = (*store)->LoadContainers();
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), 1u);
+  EXPECT_EQ((*records)[0].version, 2);  // kept
+  EXPECT_THAT((*records)[0].allocation_tags, IsEmpty());
+  NmContainerRecord tagged = (*records)[0];
+  tagged.allocation_tags = {"web"};
+  ASSERT_TRUE((*store)->PutContainer(tagged).ok());
+  EXPECT_THAT((*store)->LoadContainers()->at(0).allocation_tags, ElementsAre("web"));
+  // Opened again at schema 4: nothing to add.
+  store->reset();
+  store = NmStateStore::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_THAT((*store)->LoadContainers()->at(0).allocation_tags, ElementsAre("web"));
 }
 
 TEST_F(NmStateStoreTest, AnIllTypedColumnIsDataLossNamingIt) {

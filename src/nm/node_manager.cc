@@ -208,8 +208,54 @@ NodeManager::NodeManager(NodeManagerOptions options, EventLoop* loop)
   options_.metrics->GetGauge("weft_nm_containers_running", "Containers running on this node.");
 }
 
+namespace {
+
+bool NodeNameChars(absl::string_view s, bool slash) {
+  if (s.empty() || s.size() > 255) return false;
+  for (char c : s) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-' &&
+        !(slash && c == '/'))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::Status ValidateNodeLabel(absl::string_view label) {
+  if (label.empty() || NodeNameChars(label, /*slash=*/false)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("node label '", label, "' is not 1-255 characters of [A-Za-z0-9_.-]"));
+}
+
+absl::Status ValidateNodeAttribute(absl::string_view key, absl::string_view value) {
+  if (!NodeNameChars(key, /*slash=*/true))
+    return absl::InvalidArgumentError(
+        absl::StrCat("node attribute key '", key, "' is not 1-255 characters of [A-Za-z0-9_./-]"));
+  if (!NodeNameChars(value, /*slash=*/false))
+    return absl::InvalidArgumentError(absl::StrCat("node attribute ", key, ": value '", value,
+                                                   "' is not 1-255 characters of [A-Za-z0-9_.-]"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::pair<std::string, std::string>> ParseNodeAttribute(absl::string_view text) {
+  const size_t eq = text.find('=');
+  if (eq == absl::string_view::npos)
+    return absl::InvalidArgumentError(absl::StrCat("node attribute '", text, "' is not key=value"));
+  std::pair<std::string, std::string> kv{std::string(text.substr(0, eq)),
+                                         std::string(text.substr(eq + 1))};
+  if (absl::Status s = ValidateNodeAttribute(kv.first, kv.second); !s.ok()) return s;
+  return kv;
+}
+
 absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptions options,
                                                                 EventLoop* loop) {
+  if (absl::Status s = ValidateNodeLabel(options.node_label); !s.ok())
+    return absl::InvalidArgumentError(absl::StrCat("starting NodeManager: ", s.message()));
+  for (const auto& [k, v] : options.node_attributes) {
+    if (absl::Status s = ValidateNodeAttribute(k, v); !s.ok())
+      return absl::InvalidArgumentError(absl::StrCat("starting NodeManager: ", s.message()));
+  }
   if (loop == nullptr) return absl::InvalidArgumentError("starting NodeManager: no event loop");
   if (options.rm_tracker_address.empty()) {
     return absl::InvalidArgumentError("starting NodeManager: rm_tracker_address is empty");

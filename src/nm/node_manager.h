@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -52,6 +53,14 @@ struct NodeManagerOptions {
   std::string bind_host = "127.0.0.1";
   int port = 0;
   std::string rack = "/default-rack";
+  // The node's label (its partition; YARN's distributed node-label provider), "" for the
+  // default partition, and its node attributes (YARN's distributed node attributes), key ->
+  // value: sent in every registration (RegisterNodeManagerRequest.node_label,
+  // node_attributes). The RM refuses the registration when the label is not one of its
+  // scheduler's node-labels (the NM logs it and retries). Start checks them
+  // (ValidateNodeLabel, ValidateNodeAttribute).
+  std::string node_label;
+  std::map<std::string, std::string> node_attributes;
   // What the node offers. A zero memory-mb / vcores is detected (MemTotal of /proc/meminfo,
   // online processors). Only the built-in types are reported to the RM.
   Resource capability;
@@ -163,6 +172,14 @@ struct NodeManagerOptions {
   // attempt. Unset: AMs talk to the RM directly.
   std::optional<amrmproxy::AmrmProxyOptions> amrmproxy;
 };
+
+// A node label: "" (none) or 1-255 characters of [A-Za-z0-9_.-]. InvalidArgument naming it.
+absl::Status ValidateNodeLabel(absl::string_view label);
+// A node attribute: key 1-255 characters of [A-Za-z0-9_./-], value 1-255 of [A-Za-z0-9_.-].
+// InvalidArgument naming the bad key or value.
+absl::Status ValidateNodeAttribute(absl::string_view key, absl::string_view value);
+// "key=value" (a --node-attribute flag) -> {key, value}, checked as above.
+absl::StatusOr<std::pair<std::string, std::string>> ParseNodeAttribute(absl::string_view text);
 
 // One NodeManager: a gRPC ContainerService and the client of the RM's TrackerService.
 //

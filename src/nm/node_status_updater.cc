@@ -216,6 +216,10 @@ void NodeManager::SendRegister() {
     if (granted.ok()) (*request.mutable_container_resources())[id] = *std::move(granted);
     if (record.stored.version > 0)
       (*request.mutable_container_versions())[id] = record.stored.version;
+    if (!record.stored.allocation_tags.empty()) {
+      v1::ContainerTags& tags = (*request.mutable_container_tags())[id];
+      for (const std::string& t : record.stored.allocation_tags) tags.add_tags(t);
+    }
   }
   for (const auto& [id, status] : unacked_completed_) *request.add_completed_containers() = status;
   for (const auto& [id, status] : unreleased_completed_)
@@ -223,6 +227,9 @@ void NodeManager::SendRegister() {
   for (const std::string& feature : missing_features_) request.add_missing_features(feature);
   request.set_network_isolation(network_isolation_);
   request.set_http_address(options_.http_address);
+  // The node's label and attributes (YARN's distributed providers), in every registration.
+  request.set_node_label(options_.node_label);
+  for (const auto& [k, v] : options_.node_attributes) (*request.mutable_node_attributes())[k] = v;
   call->context.set_deadline(
       std::chrono::system_clock::now() +
       std::chrono::milliseconds(RmCallDeadlineMs(federation_fence(), loop_->NowMs())));

@@ -69,6 +69,7 @@ v1::Container ContainerTracker::Proto(const RmContainer& c, const std::string& n
   td.rm_epoch = ctx_->epoch;
   td.app_id = app.record.app_id;
   td.view_acl = app.context.view_acl();
+  td.allocation_tags = c.tags;
   v1::Container proto;
   proto.set_container_id(name);
   proto.set_node_id(node_id);
@@ -223,10 +224,11 @@ bool ContainerTracker::TakeUnknownPrevious(const std::string& name) {
 }
 
 absl::Status ContainerTracker::Recover(const std::string& node_id, const std::string& name,
-                                       const v1::Resource* resource, int32_t version) {
+                                       const v1::Resource* resource, int32_t version,
+                                       std::vector<std::string> tags) {
   if (by_name_.contains(name))
     return absl::AlreadyExistsError(absl::StrCat("container ", name, " is held already"));
-  absl::Status s = RecoverOnce(node_id, name, resource, version);
+  absl::Status s = RecoverOnce(node_id, name, resource, version, std::move(tags));
   if (IsPrevious(name)) {
     Previous& p = previous_[name];
     // Dealt with once: a later report of it neither recovers it nor refuses it again.
@@ -243,7 +245,8 @@ absl::Status ContainerTracker::Recover(const std::string& node_id, const std::st
 }
 
 absl::Status ContainerTracker::RecoverOnce(const std::string& node_id, const std::string& name,
-                                           const v1::Resource* reported, int32_t version) {
+                                           const v1::Resource* reported, int32_t version,
+                                           std::vector<std::string> tags) {
   std::optional<ContainerName> n = ParseContainerName(name);
   if (!n.has_value()) return absl::InvalidArgumentError("not a container id of this cluster");
   if (n->epoch >= ctx_->epoch)
@@ -280,12 +283,13 @@ absl::Status ContainerTracker::RecoverOnce(const std::string& node_id, const std
   const scheduler::NodeId node = ctx_->scheduler->FindNode(node_id);
   const ContainerId id = n->Id();
   if (absl::Status s = ctx_->scheduler->RecoverContainer(
-          {id, at.sched_app, node, resource, /*priority=*/0, is_am, ctx_->NowMs()});
+          {id, at.sched_app, node, resource, /*priority=*/0, is_am, ctx_->NowMs(), tags});
       !s.ok())
     return s;
   by_name_[name] = id;
   RmContainer& c = containers_[id] = RmContainer{name, app_id, at.id};
   c.version = std::max(0, version);
+  c.tags = std::move(tags);
   ctx_->apps->ContainerRecovered(*app, node_id, Proto(c, node_id, *app, resource, 0, 0), is_am);
   log::Info("container_recovered", {{"container", name},
                                     {"node", node_id},

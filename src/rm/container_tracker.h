@@ -98,9 +98,12 @@ class ContainerTracker {
   // attempt ended or is not the live one; no resource for a task container; the scheduler's
   // refusal, e.g. it does not fit), AlreadyExists (dealt with before), NotFound (unknown app).
   // `version` is the resource's version the NM reports (0: never updated): the next update
-  // this RM issues gets a higher one.
+  // this RM issues gets a higher one. `tags` are its allocation tags as the NM recorded them
+  // from its container token (RegisterNodeManagerRequest.container_tags): the scheduler counts
+  // them again for placement constraints, and the container keeps them (RmContainer::tags).
   absl::Status Recover(const std::string& node_id, const std::string& name,
-                       const v1::Resource* resource, int32_t version = 0);
+                       const v1::Resource* resource, int32_t version = 0,
+                       std::vector<std::string> tags = {});
   // A container of an earlier epoch reported running in a heartbeat and never dealt with: the
   // caller stops it (an AM started a container the old RM allocated after this RM started; it
   // holds no record of it). True the first time for such a container; false for others.
@@ -152,7 +155,8 @@ class ContainerTracker {
   bool IsPrevious(const std::string& name) const;
   // Recover's checks and the scheduler's charge; does not mark the container dealt with.
   absl::Status RecoverOnce(const std::string& node_id, const std::string& name,
-                           const v1::Resource* resource, int32_t version);
+                           const v1::Resource* resource, int32_t version,
+                           std::vector<std::string> tags);
   // Builds the AM's view of a container, issuing its token now.
   v1::Container Proto(const RmContainer& c, const std::string& node_id, const RmApp& app,
                       const Resource& resource, int32_t priority,

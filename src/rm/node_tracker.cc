@@ -118,6 +118,23 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
   if (cap->AnyNegative())
     return absl::InvalidArgumentError(
         absl::StrCat("node ", id, ": capability ", ctx_->registry().Format(*cap), " is negative"));
+  // The NM's node label and attributes (distributed node labels / attributes), checked before
+  // anything changes: a registration refused here leaves the RM as it was.
+  const std::string& label = req.node_label();
+  if (!label.empty() && !ctx_->scheduler->config().node_labels.contains(label))
+    return absl::InvalidArgumentError(
+        absl::StrCat("node ", id, ": node label '", label,
+                     "' is not a cluster node label (the scheduler configuration's node-labels)"));
+  std::map<std::string, std::string> reported_sorted;
+  for (const auto& [k, v] : req.node_attributes()) {
+    if (absl::Status s =
+            scheduler::ValidateConstraint(scheduler::PlacementConstraint::AttributeIs(k, v));
+        !s.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat("node ", id, ": node attribute ", k, "=", v, ": ", s.message()));
+    reported_sorted.emplace(k, v);
+  }
+  scheduler::NodeAttributes attributes(reported_sorted.begin(), reported_sorted.end());
   auto existing = nodes_.find(id);
   bool decommissioned =
       decommissioned_.contains(id) || decommissioned_.contains(id.substr(0, id.find(':')));
@@ -137,10 +154,25 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
   absl::flat_hash_set<std::string> running;
   for (const v1::ContainerStatus* st : running_statuses) running.insert(st->container_id());
   const scheduler::NodeId known = ctx_->scheduler->FindNode(id);
-  if (known >= 0 && existing != nodes_.end() && existing->second.registration.rack() == rack) {
+  // A node that comes back with another rack or node label is taken as a new node (the
+  // branch below: removed from the scheduler with what it ran, added again with the new
+  // label). The scheduler cannot move a live node to another partition (it has no
+  // SetNodeLabel), and the node's containers were placed and charged under the old label;
+  // a relabel (an NM restarted with another --node-label) is a rare operator action, so its
+  // containers are lost (their attempts told, the NM told to stop them), as for a rack change
+  // or a node the RM lost. Attributes, in contrast, are updated in place.
+  if (known >= 0 && existing != nodes_.end() && existing->second.registration.rack() == rack &&
+      existing->second.registration.node_label() == label) {
     // Registering again while the RM holds the node (a lost register reply, an NM restart):
     // what it still runs is kept, once; the rest is gone. Reported completions come first so
     // that their exit statuses are the ones told.
+    if (attributes != reported_attributes_[id]) {
+      if (absl::Status s =
+              ctx_->scheduler->SetNodeAttributes(id, EffectiveAttributes(id, attributes));
+          !s.ok())
+        return s;
+      reported_attributes_[id] = attributes;
+    }
     if (absl::Status s = ctx_->scheduler->UpdateNode(id, *cap, /*healthy=*/true); !s.ok()) return s;
     for (const v1::ContainerStatus* st : completed)
       ctx_->containers->Completed(st->container_id(), st->exit_status(), st->diagnostics(), id);
@@ -164,9 +196,11 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
     LoseContainers(id, v1::CONTAINER_EXIT_LOST_NODE, "node " + id + " re-registered",
                    /*clean_up_on_node=*/false);
     scheduler::NodeSpec spec{id, rack, *cap};
-    spec.attributes = EffectiveAttributes(id, reported_attributes_[id]);
+    spec.node_label = label;
+    spec.attributes = EffectiveAttributes(id, attributes);
     auto sid = ctx_->scheduler->AddNode(spec);
     if (!sid.ok()) return sid.status();
+    reported_attributes_[id] = attributes;
     for (const v1::ContainerStatus* st : completed)
       ctx_->containers->Completed(st->container_id(), st->exit_status(), st->diagnostics(), id);
   }
@@ -181,6 +215,8 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
   node.registration.clear_running_containers();  // not kept: read once, below
   node.registration.clear_completed_containers();
   node.registration.clear_container_resources();
+  node.registration.clear_container_versions();
+  node.registration.clear_container_tags();
   // Decommissioned nodes were answered above: every other state takes a registration.
   Transition(id, node, NodeEvent::kRegistered);
   node.last_heartbeat_ms = ctx_->NowMs();
@@ -197,9 +233,13 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
     if (ctx_->containers->Holds(name)) continue;  // kept (registered twice)
     auto resource = req.container_resources().find(name);
     auto version = req.container_versions().find(name);
+    auto tags = req.container_tags().find(name);
     absl::Status s = ctx_->containers->Recover(
         id, name, resource == req.container_resources().end() ? nullptr : &resource->second,
-        version == req.container_versions().end() ? 0 : version->second);
+        version == req.container_versions().end() ? 0 : version->second,
+        tags == req.container_tags().end()
+            ? std::vector<std::string>{}
+            : std::vector<std::string>(tags->second.tags().begin(), tags->second.tags().end()));
     if (s.ok()) {
       ++recovered;
       continue;
@@ -232,6 +272,8 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
   ctx_->apps->AmContainersMissing(id, running);
   log::Info("node_registered", {{"node", id},
                                 {"rack", rack},
+                                {"label", label},
+                                {"attributes", attributes.size()},
                                 {"capability", ctx_->registry().Format(*cap)},
                                 {"containers_recovered", recovered},
                                 {"containers_stopped", refused}});

@@ -209,5 +209,159 @@ TEST(PlacementRmTest, AdminNodeAttributesAreAllOrNothingAndShowInNodeReports) {
     EXPECT_EQ(n.attributes().contains("os"), n.node_id() == "h2:1");
 }
 
+// Issue 30, NM -> RM: the node label and attributes an NM reports at registration.
+TEST(PlacementRmTest, NodeLabelsAndAttributesFromTheNmShowInNodeReportsAndUnknownLabelsAreRefused) {
+  RmOptions options = RmHarness::DefaultOptions();
+  options.scheduler.node_labels["gpu"] = scheduler::NodeLabelConfig{/*exclusive=*/true};
+  RmHarness h(options);
+  auto report = [&h](const std::string& id) -> std::optional<v1::NodeReport> {
+    const v1::ListNodesResponse nodes = h.rm().ListNodes({});
+    for (const v1::NodeReport& n : nodes.nodes())
+      if (n.node_id() == id) return n;
+    return std::nullopt;
+  };
+  v1::RegisterNodeManagerRequest gpu = NodeRequest("h1:1");
+  gpu.set_node_label("gpu");
+  (*gpu.mutable_node_attributes())["zone"] = "z1";
+  (*gpu.mutable_node_attributes())["example.com/os"] = "linux";
+  ASSERT_TRUE(h.rm().RegisterNode(gpu).ok());
+  std::optional<v1::NodeReport> n = report("h1:1");
+  ASSERT_TRUE(n.has_value());
+  EXPECT_EQ(n->node_label(), "gpu");
+  EXPECT_EQ(n->attributes().size(), 2u);
+  EXPECT_EQ(n->attributes().at("zone"), "z1");
+  EXPECT_EQ(n->attributes().at("example.com/os"), "linux");
+
+  // A label the scheduler does not know: refused, naming it; the RM holds no such node.
+  v1::RegisterNodeManagerRequest unknown = NodeRequest("h2:1");
+  unknown.set_node_label("fpga");
+  auto refused = h.rm().RegisterNode(unknown);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("node label 'fpga'"));
+  EXPECT_FALSE(report("h2:1").has_value());
+  EXPECT_LT(h.rm().scheduler().FindNode("h2:1"), 0);
+  // A bad attribute value: refused, naming it.
+  v1::RegisterNodeManagerRequest bad = NodeRequest("h2:1");
+  (*bad.mutable_node_attributes())["zone"] = "z 1";
+  refused = h.rm().RegisterNode(bad);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("zone=z 1"));
+  EXPECT_FALSE(report("h2:1").has_value());
+
+  // Registering again with other attributes updates the scheduler's (same label: in place).
+  (*gpu.mutable_node_attributes())["zone"] = "z2";
+  gpu.mutable_node_attributes()->erase("example.com/os");
+  ASSERT_TRUE(h.rm().RegisterNode(gpu).ok());
+  n = report("h1:1");
+  ASSERT_TRUE(n.has_value());
+  EXPECT_EQ(n->node_label(), "gpu");
+  EXPECT_EQ(n->attributes().size(), 1u);
+  EXPECT_EQ(n->attributes().at("zone"), "z2");
+  const scheduler::NodeState* in_scheduler =
+      h.rm().scheduler().node(h.rm().scheduler().FindNode("h1:1"));
+  ASSERT_NE(in_scheduler, nullptr);
+  EXPECT_EQ(in_scheduler->attributes, (scheduler::NodeAttributes{{"zone", "z2"}}));
+  // An unknown label for a live node changes nothing.
+  gpu.set_node_label("fpga");
+  EXPECT_EQ(h.rm().RegisterNode(gpu).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(report("h1:1")->node_label(), "gpu");
+  // A relabel of a live node: taken as a new node in the default partition.
+  gpu.set_node_label("");
+  ASSERT_TRUE(h.rm().RegisterNode(gpu).ok());
+  n = report("h1:1");
+  ASSERT_TRUE(n.has_value());
+  EXPECT_EQ(n->node_label(), "");
+  EXPECT_EQ(n->attributes().at("zone"), "z2");
+  EXPECT_EQ(h.rm().scheduler().num_nodes(), 1);
+}
+
+// Issue 30: after an RM restart, a container's allocation tags come back from its NM's
+// registration (container_tags), so that anti-affinity on them still holds.
+TEST(PlacementRmTest, AnRmRestartRecoversContainerTagsForNotInNodeConstraints) {
+  RmHarness h;
+  h.AddNode("h1:1");
+  h.AddNode("h2:1");
+  v1::Token t = StartApp(h);
+  ASSERT_EQ(h.launcher.launches.size(), 1u);
+  const std::string am_node = h.launcher.launches[0].first;
+  const std::string am_container =
+      security::DecodeContainerToken(h.launcher.launches[0].second.container_token().identifier())
+          ->container_id;
+  int32_t rid = 0;
+  v1::AllocateRequest req;
+  v1::ResourceRequest rs = AnyAsk(1);
+  rs.set_allocation_request_id(1);
+  rs.add_allocation_tags("rs");
+  rs.set_placement_constraint("NOTIN,NODE,rs");
+  *req.add_asks() = rs;
+  Call(h, t, req, &rid);
+  h.loop.Advance(200);
+  v1::AllocateResponse r = Call(h, t, {}, &rid);
+  ASSERT_EQ(r.allocated_containers_size(), 1);
+  const v1::Container tagged = r.allocated_containers(0);
+  EXPECT_THAT(tagged.allocation_tags(), ::testing::ElementsAre("rs"));
+  // Its container token carries the tags, for the NM to record.
+  auto token = security::DecodeContainerToken(tagged.container_token().identifier());
+  ASSERT_TRUE(token.ok()) << token.status();
+  EXPECT_EQ(token->allocation_tags, std::vector<std::string>{"rs"});
+
+  h.Restart();
+  // Each NM registers again with what it runs, the tagged container with its tags.
+  for (const std::string node : {"h1:1", "h2:1"}) {
+    v1::RegisterNodeManagerRequest back = NodeRequest(node);
+    auto add = [&back](const std::string& name) {
+      v1::ContainerStatus* st = back.add_running_containers();
+      st->set_container_id(name);
+      st->set_state(v1::CONTAINER_RUNNING);
+      v1::Resource one;
+      (*one.mutable_values())["memory-mb"] = 1024;
+      (*one.mutable_values())["vcores"] = 1;
+      (*back.mutable_container_resources())[name] = one;
+    };
+    if (node == am_node) add(am_container);
+    if (node == tagged.node_id()) {
+      add(tagged.container_id());
+      (*back.mutable_container_tags())[tagged.container_id()].add_tags("rs");
+    }
+    auto registered = h.rm().RegisterNode(back);
+    ASSERT_TRUE(registered.ok()) << registered.status();
+  }
+  EXPECT_EQ(h.rm().recovery_counts().recovered, 2);
+  // The AM resyncs and gets the container back, with its tags.
+  v1::AllocateRequest stale;
+  stale.set_response_id(rid);
+  auto resync = h.rm().Allocate(t, stale);
+  ASSERT_TRUE(resync.ok()) << resync.status();
+  EXPECT_EQ(resync->am_command(), v1::AM_RESYNC);
+  auto again = h.rm().RegisterApplicationMaster(t, {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  bool found = false;
+  for (const v1::Container& c : again->containers_from_previous_attempts()) {
+    if (c.container_id() != tagged.container_id()) continue;
+    found = true;
+    EXPECT_THAT(c.allocation_tags(), ::testing::ElementsAre("rs"));
+    EXPECT_EQ(security::DecodeContainerToken(c.container_token().identifier())->allocation_tags,
+              std::vector<std::string>{"rs"});
+  }
+  EXPECT_TRUE(found);
+  // Two more "rs" containers that must not share a node with any "rs" container: only the
+  // other node can take one (were the recovered tags lost, both nodes would).
+  rid = 0;
+  v1::AllocateRequest more;
+  rs.set_allocation_request_id(2);
+  rs.set_num_containers(2);
+  *more.add_asks() = rs;
+  Call(h, t, more, &rid);
+  h.loop.Advance(200);
+  r = Call(h, t, {}, &rid);
+  h.loop.Advance(1000);
+  v1::AllocateResponse later = Call(h, t, {}, &rid);
+  std::vector<std::string> nodes;
+  for (const v1::Container& c : r.allocated_containers()) nodes.push_back(c.node_id());
+  for (const v1::Container& c : later.allocated_containers()) nodes.push_back(c.node_id());
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_NE(nodes[0], tagged.node_id());
+}
+
 }  // namespace
 }  // namespace weft::rm

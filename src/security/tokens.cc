@@ -103,6 +103,7 @@ std::string EncodeContainerTokenIdentifier(const ContainerTokenData& data) {
   p.set_app_id(data.app_id);
   p.set_view_acl(data.view_acl);
   p.set_version(data.version);
+  for (const std::string& tag : data.allocation_tags) p.add_allocation_tags(tag);
   return Serialize(kContainerKind, p);
 }
 
@@ -130,6 +131,7 @@ absl::StatusOr<ContainerTokenData> DecodeContainerToken(absl::string_view identi
   data.app_id = p.app_id();
   data.view_acl = p.view_acl();
   data.version = p.version();
+  data.allocation_tags.assign(p.allocation_tags().begin(), p.allocation_tags().end());
   return data;
 }
 

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -43,6 +44,9 @@ struct ContainerTokenData {
   // The container's version (YARN's): 0 as allocated, +1 for each resource update the RM
   // makes. An update token grants `resource` from this version on (nm/node_manager.h).
   int32_t version = 0;
+  // The container's allocation tags (YARN's), as allocated; empty for a plain ask. The NM
+  // records them with the container and reports them when it registers, for RM recovery.
+  std::vector<std::string> allocation_tags;
 
   friend bool operator==(const ContainerTokenData&, const ContainerTokenData&) = default;
 };

@@ -76,6 +76,22 @@ TEST(TokenCodecTest, ContainerVersionRoundTripsAndVersionZeroIsNotEncoded) {
   EXPECT_EQ(DecodeContainerToken(unversioned)->version, 0);
 }
 
+TEST(TokenCodecTest, AllocationTagsRoundTripInOrderAndNoneIsNotEncoded) {
+  ContainerTokenData d = SampleContainer();
+  const std::string untagged = EncodeContainerTokenIdentifier(d);
+  d.allocation_tags = {"hbase-rs", "spark", std::string("a\0b", 3), ""};
+  const std::string tagged = EncodeContainerTokenIdentifier(d);
+  EXPECT_NE(tagged, untagged);
+  absl::StatusOr<ContainerTokenData> decoded = DecodeContainerToken(tagged);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(*decoded, d);
+  EXPECT_EQ(decoded->allocation_tags, d.allocation_tags);
+  // No tags (every token issued before tags were carried) is the same bytes as before.
+  d.allocation_tags.clear();
+  EXPECT_EQ(EncodeContainerTokenIdentifier(d), untagged);
+  EXPECT_TRUE(DecodeContainerToken(untagged)->allocation_tags.empty());
+}
+
 TEST(TokenCodecTest, FieldBoundariesAreUnambiguous) {
   // Concatenation-based encodings would confuse these two; length prefixes must not.
   ContainerTokenData a = SampleContainer(), b = SampleContainer();
