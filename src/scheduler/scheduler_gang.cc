@@ -27,7 +27,19 @@ bool Scheduler::PlaceGang(AppState* app, size_t gi, int64_t now_ms, PassResult* 
   }
   const int32_t n = g.any.count;
   const Resource total = g.capability * n;
-  if (WithinLimits(*app, total, /*is_am=*/false) && LabelLimitAllows(*app, p->label, total)) {
+  // Cheap necessary conditions before a trial placement of n containers (which costs n
+  // searches and, failing, n releases): tried once a pass, and only when the cluster's free
+  // resource (or its label's) could hold the whole gang.
+  Resource free = (view_.total - root_->usage).ClampedAtZero();
+  if (p->label != 0) {
+    auto used = root_->label_usage.find(p->label);
+    free = (labels_[p->label].total - (used == root_->label_usage.end() ? Resource() : used->second))
+               .ClampedAtZero();
+  }
+  const bool worth_trying = g.failed_pass != pass_id_ && total.FitsIn(free);
+  g.failed_pass = pass_id_;
+  if (worth_trying && WithinLimits(*app, total, /*is_am=*/false) &&
+      LabelLimitAllows(*app, p->label, total)) {
     const size_t mark = out->allocations.size();
     const ContainerId id_mark = next_container_id_;
     const SchedulerStats stats_mark = stats_;
