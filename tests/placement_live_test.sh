@@ -116,6 +116,24 @@ sleep 3
   bad "lonely: $(task_containers "$lonely" | tr '\n' ';') pending $(pending_of "$lonely")"
 timeout 10 "$weft" app kill "$db" >/dev/null; timeout 10 "$weft" app kill "$lonely" >/dev/null
 
+echo "== 2b. node attributes set by the admin, used by a constraint"
+target=$(timeout 10 "$weft" node list --json | python3 -c '
+import json, sys
+print(sorted(n["nodeId"] for n in json.load(sys.stdin)["nodes"] if not n.get("nodeLabel"))[0])')
+timeout 10 "$weft" admin node-attributes --replace "$target:os=linux,zone=a" >/dev/null ||
+  bad "admin node-attributes refused"
+timeout 10 "$weft" node status "$target" | grep -q 'Node-Attributes: *os=linux, zone=a' &&
+  ok "node status shows the attributes" || bad "node status: $(timeout 10 "$weft" node status "$target")"
+run_shell linux --placement 'l=2,os=linux' --command 'sleep 60' --memory-mb 256
+linux=$(submitted linux) || bad "linux app not submitted"
+if wait_for 2 "$linux"; then
+  nodes=$(task_containers "$linux" | awk '{print $2}' | sort -u)
+  [[ "$nodes" == "$target" ]] && ok "os=linux containers only on $target" || bad "linux on '$nodes'"
+else
+  bad "the os=linux app did not get 2 containers"
+fi
+timeout 10 "$weft" app kill "$linux" >/dev/null
+
 echo "== 3. gangs on the two 4-vcore labelled NMs"
 # One gang of 8 (all of the pair's vcores): it starts whole. A 9th could never fit: no member
 # of a 9-gang ever starts.

@@ -120,7 +120,9 @@ int NodeAttributes(const NodeAttributesFlags& f) {
   }
   const bool removing = req.operation() == v1::NodeAttributesRequest::REMOVE;
   for (absl::string_view mapping : absl::StrSplit(spec, ' ', absl::SkipWhitespace())) {
-    const size_t colon = mapping.find(':');
+    // The node is before the last ':' ahead of the first attribute (node ids are host:port).
+    const size_t eq = mapping.find('=');
+    const size_t colon = mapping.substr(0, eq).rfind(':');
     if (colon == absl::string_view::npos || colon == 0)
       return PrintError(absl::StrCat("'", mapping, "' is not NODE:ATTRIBUTE", removing ? "" : "=VALUE",
                                      "[,...]"));

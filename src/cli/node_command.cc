@@ -1,6 +1,7 @@
 #include "cli/node_command.h"
 
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,6 +53,14 @@ absl::StatusOr<v1::ListNodesResponse> ListNodes(const NodeFlags& f) {
   return resp;
 }
 
+// "k=v, k2=v2" sorted by key (YARN's `yarn node -status` Node Attributes), "-" when none.
+std::string NodeAttributesText(const v1::NodeReport& n) {
+  std::map<std::string, std::string> sorted(n.attributes().begin(), n.attributes().end());
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : sorted) parts.push_back(absl::StrCat(k, "=", v));
+  return parts.empty() ? "-" : absl::StrJoin(parts, ", ");
+}
+
 std::string Health(const v1::NodeReport& n) {
   std::string health = n.health_report();
   if (n.missing_features_size() > 0)
@@ -93,6 +102,8 @@ int Status(const NodeFlags& f) {
     PrintTable({
         {"Node-Id:", n.node_id()},
         {"Rack:", n.rack()},
+        {"Node-Labels:", n.node_label().empty() ? "-" : n.node_label()},
+        {"Node-Attributes:", NodeAttributesText(n)},
         {"State:", store::ReportedNodeState(n.state())},
         {"HTTP-Address:", n.http_address().empty() ? "-" : n.http_address()},
         {"Containers:", absl::StrCat(n.num_containers())},
