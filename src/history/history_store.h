@@ -1,0 +1,115 @@
+// Copyright Weft authors. The application history store (issue 31): where finished
+// applications, their attempts and their containers are kept after the RM forgets them, for
+// YARN's Application History API and accounting. One contract, several back-ends (memory,
+// SQLite; PostgreSQL later), all held to history_store_conformance_test.cc.
+#ifndef WEFT_HISTORY_HISTORY_STORE_H_
+#define WEFT_HISTORY_HISTORY_STORE_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "weft/v1/history.pb.h"
+
+namespace weft::history {
+
+// Which applications ListApplications returns; an empty field matches everything.
+struct ApplicationFilter {
+  std::string user;
+  std::string queue;
+  std::vector<v1::ApplicationState> states;  // final_state is one of these
+  std::optional<int64_t> finished_since_ms;  // finish_time_ms >= this (inclusive)
+  std::optional<int64_t> finished_until_ms;  // finish_time_ms < this (exclusive)
+  int64_t limit = 0;                         // at most this many; 0 = no limit
+};
+
+// One queue's line of QueueReport.
+struct QueueUsage {
+  std::string queue;
+  int64_t applications = 0;
+  std::map<std::string, int64_t> resource_seconds;  // summed over its applications
+  bool operator==(const QueueUsage&) const = default;
+};
+
+// The contract. Thread-safe. Records are keyed by their id; every Put is an UPSERT: a record
+// whose id is new is added, one whose id exists replaces the stored record whole (the same
+// content again is a no-op, so a writer may retry; a different content, e.g. a record
+// completed later, wins). Attempts and containers may be put before their application.
+// Validation: a record or argument with an empty id fails InvalidArgument naming the field, and
+// the store is left unchanged. Back-end errors carry the store and the operation in their
+// message.
+class HistoryStore {
+ public:
+  virtual ~HistoryStore() = default;
+
+  absl::Status PutApplication(const v1::ApplicationHistoryRecord& record);
+  absl::Status PutAttempt(const v1::AttemptHistoryRecord& record);
+  absl::Status PutContainer(const v1::ContainerHistoryRecord& record);
+
+  // NotFound naming the id when there is none.
+  absl::StatusOr<v1::ApplicationHistoryRecord> GetApplication(absl::string_view application_id);
+  absl::StatusOr<v1::AttemptHistoryRecord> GetAttempt(absl::string_view attempt_id);
+  absl::StatusOr<v1::ContainerHistoryRecord> GetContainer(absl::string_view container_id);
+
+  // Matching applications, by finish_time_ms descending, then application_id ascending.
+  absl::StatusOr<std::vector<v1::ApplicationHistoryRecord>> ListApplications(
+      const ApplicationFilter& filter);
+  // The attempts of an application, by attempt_id ascending.
+  absl::StatusOr<std::vector<v1::AttemptHistoryRecord>> ListAttempts(
+      absl::string_view application_id);
+  // The containers of an application (attempt_id empty) or of one attempt (application_id may
+  // then be empty), by container_id ascending. InvalidArgument when both are empty.
+  absl::StatusOr<std::vector<v1::ContainerHistoryRecord>> ListContainers(
+      absl::string_view application_id, absl::string_view attempt_id = "");
+
+  // Removes the applications that finished before `older_than_ms` (0: none by age) and, if
+  // `keep_at_most` is set, all but the newest `keep_at_most` of the rest (newest in
+  // ListApplications' order), each with every attempt and container of its id. Returns how
+  // many applications were removed. InvalidArgument for a negative keep_at_most.
+  absl::StatusOr<int64_t> Prune(int64_t older_than_ms, std::optional<int64_t> keep_at_most);
+
+  // Per queue (by name ascending), over the applications that finished in
+  // [since_ms, until_ms): how many, and their resource-seconds summed per type.
+  absl::StatusOr<std::vector<QueueUsage>> QueueReport(int64_t since_ms, int64_t until_ms);
+
+  // For messages: "memory", "sqlite:/path".
+  virtual std::string Describe() const = 0;
+
+ protected:
+  // The back-end's part; arguments already validated.
+  virtual absl::Status DoPutApplication(const v1::ApplicationHistoryRecord& record) = 0;
+  virtual absl::Status DoPutAttempt(const v1::AttemptHistoryRecord& record) = 0;
+  virtual absl::Status DoPutContainer(const v1::ContainerHistoryRecord& record) = 0;
+  // nullopt when absent.
+  virtual absl::StatusOr<std::optional<v1::ApplicationHistoryRecord>> DoGetApplication(
+      const std::string& id) = 0;
+  virtual absl::StatusOr<std::optional<v1::AttemptHistoryRecord>> DoGetAttempt(
+      const std::string& id) = 0;
+  virtual absl::StatusOr<std::optional<v1::ContainerHistoryRecord>> DoGetContainer(
+      const std::string& id) = 0;
+  virtual absl::StatusOr<std::vector<v1::ApplicationHistoryRecord>> DoListApplications(
+      const ApplicationFilter& filter) = 0;
+  virtual absl::StatusOr<std::vector<v1::AttemptHistoryRecord>> DoListAttempts(
+      const std::string& application_id) = 0;
+  virtual absl::StatusOr<std::vector<v1::ContainerHistoryRecord>> DoListContainers(
+      const std::string& application_id, const std::string& attempt_id) = 0;
+  virtual absl::StatusOr<int64_t> DoPrune(int64_t older_than_ms,
+                                          std::optional<int64_t> keep_at_most) = 0;
+  // The applications that finished in [since_ms, until_ms), any order.
+  virtual absl::StatusOr<std::vector<v1::ApplicationHistoryRecord>> DoFinishedBetween(
+      int64_t since_ms, int64_t until_ms) = 0;
+};
+
+// Shared by back-ends: whether `record` passes `filter` (limit aside), and ListApplications'
+// order (true when `a` comes before `b`).
+bool MatchesFilter(const v1::ApplicationHistoryRecord& record, const ApplicationFilter& filter);
+bool ListsBefore(const v1::ApplicationHistoryRecord& a, const v1::ApplicationHistoryRecord& b);
+
+}  // namespace weft::history
+
+#endif  // WEFT_HISTORY_HISTORY_STORE_H_
