@@ -35,13 +35,17 @@ class SlowTracker final : public v1::TrackerService::CallbackService {
       : delay_(delay), status_(std::move(status)) {
     answerer_ = std::thread([this] { Answer(); });
   }
-  ~SlowTracker() override {
+  ~SlowTracker() override { Stop(); }
+
+  // Answers every call still waiting (CANCELLED) and stops the answering thread. Idempotent.
+  // Before the server shuts down: no reactor may be finished after the server let go of it.
+  void Stop() {
     {
       std::lock_guard<std::mutex> l(mu_);
       stop_ = true;
     }
     cv_.notify_all();
-    answerer_.join();
+    if (answerer_.joinable()) answerer_.join();
   }
 
   grpc::ServerUnaryReactor* NodeHeartbeat(grpc::CallbackServerContext* ctx,
@@ -137,8 +141,14 @@ class SimNmHeartbeatsTest : public ::testing::Test {
       nodes_[static_cast<size_t>(i)].stub = stub_.get();
     }
   }
+  // Every call answered first, then the client's channel closed, then the server shut down
+  // (with a bound): gRPC 1.51 freed a completion queue twice under ASan when the server shut
+  // down at once while calls were still being finished by the tracker's thread.
   void TearDown() override {
-    if (server_) server_->Shutdown(std::chrono::system_clock::now());
+    if (tracker_) tracker_->Stop();
+    for (SimNmNode& n : nodes_) n.stub = nullptr;
+    stub_.reset();
+    if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   }
 
   std::unique_ptr<SlowTracker> tracker_;
