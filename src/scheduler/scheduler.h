@@ -261,7 +261,10 @@ class Scheduler {
   bool PlaceGroup(AppState* app, size_t group, int64_t now_ms, PassResult* out);
   NodeId FindInRack(const AppState& app, int32_t rack, const Resource& r) const;
   NodeId FindAnywhere(const AppState& app, const Resource& r) const;
-  bool Usable(const AppState& app, NodeId id, const Resource& r) const;
+  // The node can take one container of `app` of `r` now: schedulable, in `label`'s partition
+  // (0: the default one, and non-exclusive labels), not reserved for another app's gang, room
+  // for `r`, not blacklisted by the app. Constraints and limits are not checked here.
+  bool Usable(const AppState& app, NodeId id, const Resource& r, int32_t label = 0) const;
   bool LocalityAllows(const RequestGroup& g, NodeId id) const;
   void Commit(AppState* app, size_t group, NodeId node, Locality locality, int32_t host_row,
               int32_t rack_row, int64_t now_ms, PassResult* out);

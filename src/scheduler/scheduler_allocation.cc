@@ -52,10 +52,10 @@ bool Scheduler::LocalityAllows(const RequestGroup& g, NodeId id) const {
   return false;
 }
 
-bool Scheduler::Usable(const AppState& app, NodeId id, const Resource& r) const {
+bool Scheduler::Usable(const AppState& app, NodeId id, const Resource& r, int32_t label) const {
   const NodeState& n = nodes_[id];
   if (n.reserved_for != 0 && n.reserved_for != app.id) return false;
-  if (n.label != 0 && labels_[n.label].exclusive) return false;  // a plain ask: default only
+  if (!LabelAllows(label, n)) return false;
   return n.schedulable && r.FitsIn(n.capacity - n.allocated) && !app.blacklist.contains(id);
 }
 

@@ -312,11 +312,8 @@ bool Scheduler::Satisfies(const PlacementConstraint& c, AppId app, NodeId node) 
 
 bool Scheduler::NodeOk(const AppState& app, const GroupPlacement& p, const Resource& r, NodeId id,
                        bool with_constraint) const {
-  const NodeState& n = nodes_[id];
-  if (!n.schedulable || !LabelAllows(p.label, n)) return false;
-  if (n.reserved_for != 0 && n.reserved_for != app.id) return false;
-  if (!r.FitsIn(n.capacity - n.allocated) || app.blacklist.contains(id)) return false;
-  return !with_constraint || !p.has_constraint || Satisfies(p.constraint, app.id, id);
+  return Usable(app, id, r, p.label) &&
+         (!with_constraint || !p.has_constraint || Satisfies(p.constraint, app.id, id));
 }
 
 bool Scheduler::PlacementAllows(AppId app_id, const GroupPlacement& p, const Resource& r,
