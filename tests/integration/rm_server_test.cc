@@ -360,6 +360,15 @@ TEST(RmServerAuthTest, CallersAreAuthenticatedByMungeOrTheAdminSecret) {
   refresh_admin.AddMetadata("weft-secret", "s3cret");
   st = admin->RefreshNodes(&refresh_admin, {}, &refresh_resp);
   EXPECT_TRUE(st.ok()) << st.error_message();
+  // Node attributes steer placement: an admin call too (refused before it reads the request).
+  grpc::ClientContext attrs_user;
+  munge(&attrs_user);
+  v1::NodeAttributesRequest attrs;
+  (*attrs.add_mappings()->mutable_attributes())["os"] = "linux";
+  v1::NodeAttributesResponse attrs_resp;
+  st = admin->NodeAttributes(&attrs_user, attrs, &attrs_resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(st.error_message(), HasSubstr("'" + me + "' is not a cluster admin"));
   // The secret holder (an admin) may kill alice's app.
   grpc::ClientContext kill_admin;
   kill_admin.AddMetadata("weft-secret", "s3cret");
