@@ -1,7 +1,8 @@
 // Copyright Weft authors. The application history store (issue 31): where finished
 // applications, their attempts and their containers are kept after the RM forgets them, for
 // YARN's Application History API and accounting. One contract, several back-ends (memory,
-// SQLite; PostgreSQL later), all held to history_store_conformance_test.cc.
+// SQLite, PostgreSQL; open one by URL with history/open_history_store.h), all held to
+// history_store_conformance_test.cc.
 #ifndef WEFT_HISTORY_HISTORY_STORE_H_
 #define WEFT_HISTORY_HISTORY_STORE_H_
 
@@ -28,21 +29,41 @@ struct ApplicationFilter {
   int64_t limit = 0;                         // at most this many; 0 = no limit
 };
 
-// One queue's line of QueueReport.
-struct QueueUsage {
-  std::string queue;
+// One line of QueueReport or UserReport: the applications of one queue or one user, with their
+// derived aggregates (see HistoryStore) summed.
+struct UsageLine {
+  std::string key;  // the queue's or the user's name
   int64_t applications = 0;
-  std::map<std::string, int64_t> resource_seconds;  // summed over its applications
-  bool operator==(const QueueUsage&) const = default;
+  std::map<std::string, int64_t> resource_seconds;  // per type; types summing to 0 left out
+  int64_t memory_mb_seconds_used = 0;
+  int64_t cpu_time_ms = 0;
+  int64_t network_tx_bytes = 0;
+  bool operator==(const UsageLine&) const = default;
 };
 
-// The contract. Thread-safe. Records are keyed by their id; every Put is an UPSERT: a record
-// whose id is new is added, one whose id exists replaces the stored record whole (the same
-// content again is a no-op, so a writer may retry; a different content, e.g. a record
-// completed later, wins). Attempts and containers may be put before their application.
-// Validation: a record or argument with an empty id fails InvalidArgument naming the field, and
-// the store is left unchanged. Back-end errors carry the store and the operation in their
-// message.
+// Many records written at once (PutBatch).
+struct HistoryBatch {
+  std::vector<v1::ApplicationHistoryRecord> applications;
+  std::vector<v1::AttemptHistoryRecord> attempts;
+  std::vector<v1::ContainerHistoryRecord> containers;
+};
+
+// What one container adds to its application's aggregates (see HistoryStore).
+struct ContainerContribution {
+  // allocated[type] * (finish_time_ms - start_time_ms) / 1000, truncated, for every allocated
+  // type; 0 when start_time_ms is 0, finish_time_ms < start_time_ms or the amount is negative.
+  std::map<std::string, int64_t> resource_seconds;
+  int64_t memory_mb_seconds_used = 0;  // its memory_mb_seconds
+  int64_t cpu_time_ms = 0;
+  int64_t network_tx_bytes = 0;
+  int64_t peak_memory_bytes = 0;  // its max_rss_bytes
+};
+ContainerContribution ContributionOf(const v1::ContainerHistoryRecord& container);
+
+// Sets `app`'s derived aggregates from its containers' contributions (whatever it carried).
+void SetAggregates(const std::vector<ContainerContribution>& containers,
+                   v1::ApplicationHistoryRecord* app);
+
 class HistoryStore {
  public:
   virtual ~HistoryStore() = default;
@@ -50,6 +71,10 @@ class HistoryStore {
   absl::Status PutApplication(const v1::ApplicationHistoryRecord& record);
   absl::Status PutAttempt(const v1::AttemptHistoryRecord& record);
   absl::Status PutContainer(const v1::ContainerHistoryRecord& record);
+  // Each record as its Put would, in one transaction where the back-end has them (SQLite,
+  // PostgreSQL: all or nothing). For bulk loads and for an outbox flushing many records. Fails
+  // InvalidArgument, writing nothing, if any record would.
+  absl::Status PutBatch(const HistoryBatch& batch);
 
   // NotFound naming the id when there is none.
   absl::StatusOr<v1::ApplicationHistoryRecord> GetApplication(absl::string_view application_id);
@@ -74,10 +99,12 @@ class HistoryStore {
   absl::StatusOr<int64_t> Prune(int64_t older_than_ms, std::optional<int64_t> keep_at_most);
 
   // Per queue (by name ascending), over the applications that finished in
-  // [since_ms, until_ms): how many, and their resource-seconds summed per type.
-  absl::StatusOr<std::vector<QueueUsage>> QueueReport(int64_t since_ms, int64_t until_ms);
+  // [since_ms, until_ms): how many, and their derived aggregates summed (peak memory aside).
+  absl::StatusOr<std::vector<UsageLine>> QueueReport(int64_t since_ms, int64_t until_ms);
+  // The same per user (by name ascending).
+  absl::StatusOr<std::vector<UsageLine>> UserReport(int64_t since_ms, int64_t until_ms);
 
-  // For messages: "memory", "sqlite:/path".
+  // For messages: "memory", "sqlite:/path", the PostgreSQL URL with any password redacted.
   virtual std::string Describe() const = 0;
 
  protected:
@@ -85,6 +112,8 @@ class HistoryStore {
   virtual absl::Status DoPutApplication(const v1::ApplicationHistoryRecord& record) = 0;
   virtual absl::Status DoPutAttempt(const v1::AttemptHistoryRecord& record) = 0;
   virtual absl::Status DoPutContainer(const v1::ContainerHistoryRecord& record) = 0;
+  // Default: each record through Do*, applications last; not atomic.
+  virtual absl::Status DoPutBatch(const HistoryBatch& batch);
   // nullopt when absent.
   virtual absl::StatusOr<std::optional<v1::ApplicationHistoryRecord>> DoGetApplication(
       const std::string& id) = 0;
@@ -100,9 +129,11 @@ class HistoryStore {
       const std::string& application_id, const std::string& attempt_id) = 0;
   virtual absl::StatusOr<int64_t> DoPrune(int64_t older_than_ms,
                                           std::optional<int64_t> keep_at_most) = 0;
-  // The applications that finished in [since_ms, until_ms), any order.
-  virtual absl::StatusOr<std::vector<v1::ApplicationHistoryRecord>> DoFinishedBetween(
-      int64_t since_ms, int64_t until_ms) = 0;
+  // Which column a report groups by.
+  enum class ReportKey { kQueue, kUser };
+  // The lines of QueueReport (kQueue) or UserReport (kUser), by key ascending.
+  virtual absl::StatusOr<std::vector<UsageLine>> DoReport(ReportKey key, int64_t since_ms,
+                                                          int64_t until_ms) = 0;
 };
 
 // Shared by back-ends: whether `record` passes `filter` (limit aside), and ListApplications'

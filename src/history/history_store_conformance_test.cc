@@ -1,11 +1,13 @@
 // Copyright Weft authors. The HistoryStore contract (history/history_store.h) over every
 // back-end (memory, SQLite), then what only the SQLite one does: durability across reopening,
 // a private file, a schema version.
-#include <stdlib.h>
 #include <sqlite3.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <system_error>
@@ -93,9 +95,12 @@ v1::ApplicationHistoryRecord App(const std::string& id, const std::string& user,
   app.set_finish_time_ms(finish_ms);
   app.set_final_state(state);
   app.set_final_status(state == v1::APP_FINISHED ? v1::FINAL_SUCCEEDED : v1::FINAL_FAILED);
-  (*app.mutable_resource_seconds())["memory-mb"] = 1024 * 10;
-  (*app.mutable_resource_seconds())["vcores"] = 10;
-  return app;
+  app.set_current_attempt_id(id + "_att1");
+  app.set_host("node1");
+  app.set_rpc_port(4000);
+  app.set_view_acl("carol");
+  app.set_priority(3);
+  return app;  // no containers yet: every aggregate is 0
 }
 
 v1::AttemptHistoryRecord Attempt(const std::string& id, const std::string& app_id) {
@@ -309,22 +314,217 @@ TYPED_TEST(HistoryStoreConformance, PruneByCountKeepsTheNewest) {
   EXPECT_THAT(this->List({}), IsEmpty());
 }
 
-TYPED_TEST(HistoryStoreConformance, QueueReportSumsPerQueue) {
+// A container of `app_id` that ran `seconds` with `memory_mb` and 1 vcore, and measured usage.
+v1::ContainerHistoryRecord Ran(const std::string& id, const std::string& app_id, int64_t memory_mb,
+                               int64_t seconds) {
+  v1::ContainerHistoryRecord c = Container(id, app_id, app_id + "_att1");
+  (*c.mutable_allocated())["memory-mb"] = memory_mb;
+  c.set_start_time_ms(1'000'000);
+  c.set_finish_time_ms(1'000'000 + seconds * 1000);
+  c.set_memory_mb_seconds(memory_mb * seconds / 2);
+  c.set_cpu_time_ms(seconds * 100);
+  c.set_network_tx_bytes(seconds * 1000);
+  c.set_max_rss_bytes(memory_mb << 19);  // half its allocation, in bytes
+  return c;
+}
+
+// The application as the store returns it once `containers` are stored for it.
+v1::ApplicationHistoryRecord WithAggregates(v1::ApplicationHistoryRecord app,
+                                            const std::vector<v1::ContainerHistoryRecord>& cs) {
+  std::vector<ContainerContribution> contributions;
+  for (const auto& c : cs) contributions.push_back(ContributionOf(c));
+  SetAggregates(contributions, &app);
+  return app;
+}
+
+TEST(ContributionOfTest, FollowsTheContract) {
+  v1::ContainerHistoryRecord c = Ran("c_1", "app_1", 1024, 10);
+  (*c.mutable_allocated())["gpu"] = 2;
+  (*c.mutable_allocated())["fpga"] = -1;
+  c.set_finish_time_ms(c.start_time_ms() + 10'999);  // 10.999 s: truncated per container
+  ContainerContribution got = ContributionOf(c);
+  EXPECT_EQ(got.resource_seconds,
+            (std::map<std::string, int64_t>{
+                {"fpga", 0}, {"gpu", 21}, {"memory-mb", 11262}, {"vcores", 10}}));
+  EXPECT_EQ(got.memory_mb_seconds_used, 5120);
+  EXPECT_EQ(got.cpu_time_ms, 1000);
+  EXPECT_EQ(got.network_tx_bytes, 10000);
+  EXPECT_EQ(got.peak_memory_bytes, int64_t{512} << 20);
+  c.set_start_time_ms(0);  // never started: no resource-seconds, its measured usage counts
+  EXPECT_EQ(ContributionOf(c).resource_seconds.at("memory-mb"), 0);
+  EXPECT_EQ(ContributionOf(c).cpu_time_ms, 1000);
+  c.set_start_time_ms(5000);
+  c.set_finish_time_ms(4000);  // finished before it started
+  EXPECT_EQ(ContributionOf(c).resource_seconds.at("vcores"), 0);
+  (*c.mutable_allocated())["memory-mb"] = int64_t{1} << 62;  // saturates, does not wrap
+  c.set_start_time_ms(1);
+  c.set_finish_time_ms(int64_t{1} << 40);
+  EXPECT_EQ(ContributionOf(c).resource_seconds.at("memory-mb"),
+            std::numeric_limits<int64_t>::max());
+}
+
+TYPED_TEST(HistoryStoreConformance, AggregatesAreDerivedFromContainers) {
   HistoryStore& store = *this->store_;
-  this->PutFour();
-  v1::ApplicationHistoryRecord gpu = App("app_5", "bob", "a", 2500);
-  (*gpu.mutable_resource_seconds())["gpu"] = 7;
-  EXPECT_OK(store.PutApplication(gpu));
-  std::vector<QueueUsage> all = Value(store.QueueReport(0, 10000));
-  ASSERT_EQ(all.size(), 2u);
-  EXPECT_EQ(all[0], (QueueUsage{"a", 3, {{"gpu", 7}, {"memory-mb", 30720}, {"vcores", 30}}}));
-  EXPECT_EQ(all[1], (QueueUsage{"b", 2, {{"memory-mb", 20480}, {"vcores", 20}}}));
-  // [2000, 3000): app_3 (b) and app_5 (a).
-  std::vector<QueueUsage> window = Value(store.QueueReport(2000, 3000));
-  ASSERT_EQ(window.size(), 2u);
-  EXPECT_EQ(window[0], (QueueUsage{"a", 1, {{"gpu", 7}, {"memory-mb", 10240}, {"vcores", 10}}}));
-  EXPECT_EQ(window[1], (QueueUsage{"b", 1, {{"memory-mb", 10240}, {"vcores", 10}}}));
+  v1::ApplicationHistoryRecord app = App("app_1", "alice", "a", 1000);
+  // Whatever the writer claims is ignored.
+  (*app.mutable_resource_seconds())["memory-mb"] = 999;
+  (*app.mutable_resource_seconds())["bogus"] = 5;
+  app.set_memory_mb_seconds_used(1);
+  app.set_peak_memory_bytes(1);
+  EXPECT_OK(store.PutApplication(app));
+  v1::ApplicationHistoryRecord bare = app;
+  bare.clear_resource_seconds();
+  bare.set_memory_mb_seconds_used(0);
+  bare.set_peak_memory_bytes(0);
+  EXPECT_THAT(Value(store.GetApplication("app_1")), EqualsProto(bare));  // no containers yet
+
+  v1::ContainerHistoryRecord c1 = Ran("c_1", "app_1", 1024, 10);
+  v1::ContainerHistoryRecord c2 = Ran("c_2", "app_1", 2048, 5);
+  (*c2.mutable_allocated())["gpu"] = 2;
+  v1::ContainerHistoryRecord c3 = Ran("c_3", "app_1", 4096, 7);
+  c3.set_start_time_ms(0);  // never started: measured usage only
+  EXPECT_OK(store.PutContainer(c1));
+  EXPECT_OK(store.PutContainer(c2));
+  EXPECT_OK(store.PutContainer(c3));
+  v1::ApplicationHistoryRecord expected = bare;
+  (*expected.mutable_resource_seconds())["memory-mb"] = 10240 + 10240;
+  (*expected.mutable_resource_seconds())["vcores"] = 10 + 5;
+  (*expected.mutable_resource_seconds())["gpu"] = 10;
+  expected.set_memory_mb_seconds_used(5120 + 5120 + 14336);
+  expected.set_cpu_time_ms(1000 + 500 + 700);
+  expected.set_network_tx_bytes(10000 + 5000 + 7000);
+  expected.set_peak_memory_bytes(int64_t{2048} << 20);  // c3's
+  EXPECT_THAT(Value(store.GetApplication("app_1")), EqualsProto(expected));
+  EXPECT_THAT(WithAggregates(app, {c1, c2, c3}), EqualsProto(expected));
+  std::vector<v1::ApplicationHistoryRecord> listed = Value(store.ListApplications({}));
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_THAT(listed[0], EqualsProto(expected));
+
+  // A replaced container replaces its contribution (a smaller peak included).
+  c3.set_max_rss_bytes(1);
+  c3.set_cpu_time_ms(0);
+  EXPECT_OK(store.PutContainer(c3));
+  expected.set_peak_memory_bytes(int64_t{1024} << 20);  // now c2's
+  expected.set_cpu_time_ms(1000 + 500);
+  EXPECT_THAT(Value(store.GetApplication("app_1")), EqualsProto(expected));
+  // The application put again keeps its derived values.
+  EXPECT_OK(store.PutApplication(app));
+  EXPECT_THAT(Value(store.GetApplication("app_1")), EqualsProto(expected));
+  // The containers are returned as they were put.
+  EXPECT_THAT(Value(store.GetContainer("c_2")), EqualsProto(c2));
+}
+
+TYPED_TEST(HistoryStoreConformance, AggregatesDoNotDependOnOrderOrRepeats) {
+  HistoryStore& store = *this->store_;
+  auto containers_of = [](const std::string& app_id) {
+    v1::ContainerHistoryRecord big = Ran(app_id + "_c1", app_id, 4096, 30);
+    (*big.mutable_allocated())["gpu"] = 1;
+    return std::vector<v1::ContainerHistoryRecord>{big, Ran(app_id + "_c2", app_id, 1024, 3)};
+  };
+  // app_1: the application first. app_2: the containers first, each twice, then the
+  // application twice. app_3: interleaved, all through replays.
+  const auto c1 = containers_of("app_1");
+  const auto c2 = containers_of("app_2");
+  const auto c3 = containers_of("app_3");
+  EXPECT_OK(store.PutApplication(App("app_1", "alice", "a", 1000)));
+  for (const auto& c : c1) EXPECT_OK(store.PutContainer(c));
+  for (const auto& c : c2) EXPECT_OK(store.PutContainer(c));
+  for (const auto& c : c2) EXPECT_OK(store.PutContainer(c));
+  EXPECT_OK(store.PutApplication(App("app_2", "alice", "a", 1000)));
+  EXPECT_OK(store.PutApplication(App("app_2", "alice", "a", 1000)));
+  EXPECT_OK(store.PutContainer(c3[1]));
+  EXPECT_OK(store.PutApplication(App("app_3", "alice", "a", 1000)));
+  EXPECT_OK(store.PutContainer(c3[0]));
+  EXPECT_OK(store.PutContainer(c3[1]));
+  EXPECT_OK(store.PutApplication(App("app_3", "alice", "a", 1000)));
+  for (const auto& [id, cs] : std::vector<std::pair<std::string, decltype(c1)>>{
+           {"app_1", c1}, {"app_2", c2}, {"app_3", c3}}) {
+    const v1::ApplicationHistoryRecord got = Value(store.GetApplication(id));
+    EXPECT_THAT(got, EqualsProto(WithAggregates(App(id, "alice", "a", 1000), cs))) << id;
+    EXPECT_EQ(got.resource_seconds().at("memory-mb"), 4096 * 30 + 1024 * 3) << id;
+    EXPECT_EQ(got.resource_seconds().at("gpu"), 30) << id;
+  }
+}
+
+TYPED_TEST(HistoryStoreConformance, AContainerPutUnderAnotherApplicationMoves) {
+  HistoryStore& store = *this->store_;
+  EXPECT_OK(store.PutApplication(App("app_1", "alice", "a", 1000)));
+  EXPECT_OK(store.PutApplication(App("app_2", "alice", "a", 1000)));
+  v1::ContainerHistoryRecord c = Ran("c_1", "app_1", 1024, 10);
+  (*c.mutable_allocated())["gpu"] = 1;
+  EXPECT_OK(store.PutContainer(c));
+  EXPECT_EQ(Value(store.GetApplication("app_1")).resource_seconds().at("gpu"), 10);
+  c.set_application_id("app_2");
+  EXPECT_OK(store.PutContainer(c));
+  EXPECT_THAT(Value(store.GetApplication("app_1")), EqualsProto(App("app_1", "alice", "a", 1000)));
+  EXPECT_THAT(Value(store.GetApplication("app_2")),
+              EqualsProto(WithAggregates(App("app_2", "alice", "a", 1000), {c})));
+}
+
+TYPED_TEST(HistoryStoreConformance, PutBatchWritesEverythingOrNothing) {
+  HistoryStore& store = *this->store_;
+  HistoryBatch batch;
+  batch.containers = {Ran("c_1", "app_1", 1024, 10), Ran("c_2", "app_2", 512, 4)};
+  batch.attempts = {Attempt("att_1", "app_1")};
+  batch.applications = {App("app_1", "alice", "a", 1000), App("app_2", "bob", "b", 2000)};
+  EXPECT_OK(store.PutBatch(batch));
+  EXPECT_OK(store.PutBatch(batch));  // replayed: the same state
+  EXPECT_THAT(Value(store.GetApplication("app_1")),
+              EqualsProto(WithAggregates(App("app_1", "alice", "a", 1000), {batch.containers[0]})));
+  EXPECT_THAT(Value(store.GetApplication("app_2")),
+              EqualsProto(WithAggregates(App("app_2", "bob", "b", 2000), {batch.containers[1]})));
+  EXPECT_THAT(Value(store.GetAttempt("att_1")), EqualsProto(Attempt("att_1", "app_1")));
+  EXPECT_THAT(Value(store.ListContainers("app_2")), ElementsAre(EqualsProto(batch.containers[1])));
+
+  HistoryBatch bad;
+  bad.applications = {App("app_3", "carol", "c", 3000)};
+  bad.containers = {Ran("c_3", "app_3", 1024, 1), Ran("", "app_3", 1024, 1)};
+  absl::Status s = store.PutBatch(bad);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("container_id"));
+  EXPECT_EQ(store.GetApplication("app_3").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store.GetContainer("c_3").status().code(), absl::StatusCode::kNotFound);
+}
+
+TYPED_TEST(HistoryStoreConformance, QueueAndUserReportsSumDerivedAggregates) {
+  HistoryStore& store = *this->store_;
+  this->PutFour();  // app_1 (alice, a, 1000), app_2 (bob, b, 3000), app_3 (alice, b, 2000),
+                    // app_4 (alice, a, 3000)
+  EXPECT_OK(store.PutApplication(App("app_5", "bob", "a", 2500)));
+  // One container each: app_n ran n seconds with 1024 MB; app_5's has a GPU too.
+  for (int n = 1; n <= 5; ++n) {
+    const std::string id = absl::StrCat("app_", n);
+    v1::ContainerHistoryRecord c = Ran(id + "_c1", id, 1024, n);
+    if (n == 5) (*c.mutable_allocated())["gpu"] = 1;
+    EXPECT_OK(store.PutContainer(c));
+  }
+  // A container of an application the store does not have counts nowhere.
+  EXPECT_OK(store.PutContainer(Ran("orphan_c1", "app_9", 1024, 100)));
+  auto line = [](const std::string& key, int64_t apps, int64_t seconds, int64_t gpu) {
+    UsageLine l{.key = key,
+                .applications = apps,
+                .resource_seconds = {{"memory-mb", 1024 * seconds}, {"vcores", seconds}},
+                .memory_mb_seconds_used = 512 * seconds,
+                .cpu_time_ms = 100 * seconds,
+                .network_tx_bytes = 1000 * seconds};
+    if (gpu != 0) l.resource_seconds["gpu"] = gpu;
+    return l;
+  };
+  EXPECT_THAT(Value(store.QueueReport(0, 10000)),
+              ElementsAre(line("a", 3, 1 + 4 + 5, 5), line("b", 2, 2 + 3, 0)));
+  EXPECT_THAT(Value(store.UserReport(0, 10000)),
+              ElementsAre(line("alice", 3, 1 + 3 + 4, 0), line("bob", 2, 2 + 5, 5)));
+  // [2000, 3000): app_3 (alice, b) and app_5 (bob, a).
+  EXPECT_THAT(Value(store.QueueReport(2000, 3000)),
+              ElementsAre(line("a", 1, 5, 5), line("b", 1, 3, 0)));
+  EXPECT_THAT(Value(store.UserReport(2000, 3000)),
+              ElementsAre(line("alice", 1, 3, 0), line("bob", 1, 5, 5)));
   EXPECT_THAT(Value(store.QueueReport(5000, 6000)), IsEmpty());
+  EXPECT_THAT(Value(store.UserReport(5000, 6000)), IsEmpty());
+  // An application without containers is counted, with nothing to sum.
+  EXPECT_OK(store.PutApplication(App("app_6", "dave", "c", 9000)));
+  EXPECT_THAT(Value(store.UserReport(9000, 9001)),
+              ElementsAre(UsageLine{.key = "dave", .applications = 1}));
 }
 
 // --- What only the SQLite back-end does ------------------------------------------------------
@@ -344,7 +544,7 @@ TEST(SqliteHistoryStore, ReopensWithItsData) {
   }
   std::unique_ptr<SqliteHistoryStore> store = Value(SqliteHistoryStore::Open(path));
   ASSERT_NE(store, nullptr);
-  EXPECT_THAT(Value(store->GetApplication("app_1")), EqualsProto(app));
+  EXPECT_THAT(Value(store->GetApplication("app_1")), EqualsProto(WithAggregates(app, {container})));
   EXPECT_THAT(Value(store->GetAttempt("att_1")), EqualsProto(attempt));
   EXPECT_THAT(Value(store->GetContainer("c_1")), EqualsProto(container));
   EXPECT_THAT(AppIds(Value(store->ListApplications({.user = "alice"}))), ElementsAre("app_1"));
@@ -377,15 +577,77 @@ TEST(SqliteHistoryStore, RefusesADirectoryOthersCanRead) {
   EXPECT_THAT(store.status().message(), HasSubstr("history store"));
 }
 
+// A store written by schema version 1 (no aggregate columns) gets them filled in on open.
+TEST(SqliteHistoryStore, MigratesVersionOneFillingInAggregates) {
+  HistoryTempDir dir;
+  const std::string path = dir.path() + "/history/history.db";
+  std::filesystem::create_directory(dir.path() + "/history");
+  std::filesystem::permissions(dir.path() + "/history", std::filesystem::perms(0700));
+  const v1::ApplicationHistoryRecord app = App("app_1", "alice", "a", 1000);
+  v1::ContainerHistoryRecord c1 = Ran("c_1", "app_1", 1024, 10);
+  (*c1.mutable_allocated())["gpu"] = 1;
+  const v1::ContainerHistoryRecord c2 = Ran("c_2", "app_1", 2048, 3);
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ::chmod(path.c_str(), 0600);
+    const std::string v1_schema = R"sql(
+CREATE TABLE weft_history_schema (version INTEGER NOT NULL PRIMARY KEY,
+                                  applied_ms INTEGER NOT NULL);
+INSERT INTO weft_history_schema VALUES (1, 0);
+CREATE TABLE applications (application_id TEXT NOT NULL PRIMARY KEY, user TEXT NOT NULL,
+  queue TEXT NOT NULL, final_state INTEGER NOT NULL, finish_ms INTEGER NOT NULL,
+  record BLOB NOT NULL);
+CREATE INDEX applications_by_user ON applications (user, finish_ms);
+CREATE INDEX applications_by_queue ON applications (queue, finish_ms);
+CREATE INDEX applications_by_finish ON applications (finish_ms);
+CREATE TABLE attempts (attempt_id TEXT NOT NULL PRIMARY KEY, application_id TEXT NOT NULL,
+  record BLOB NOT NULL);
+CREATE INDEX attempts_by_application ON attempts (application_id);
+CREATE TABLE containers (container_id TEXT NOT NULL PRIMARY KEY,
+  application_id TEXT NOT NULL, attempt_id TEXT NOT NULL, record BLOB NOT NULL);
+CREATE INDEX containers_by_application ON containers (application_id, container_id);
+CREATE INDEX containers_by_attempt ON containers (attempt_id, container_id);
+)sql";
+    ASSERT_EQ(sqlite3_exec(db, v1_schema.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db);
+    auto insert = [&](const std::string& sql, const std::string& blob) {
+      sqlite3_stmt* stmt = nullptr;
+      ASSERT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK);
+      sqlite3_bind_blob(stmt, 1, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+      EXPECT_EQ(sqlite3_step(stmt), SQLITE_DONE) << sqlite3_errmsg(db);
+      sqlite3_finalize(stmt);
+    };
+    insert("INSERT INTO applications VALUES ('app_1', 'alice', 'a', 1, 1000, ?1)",
+           app.SerializeAsString());
+    insert("INSERT INTO containers VALUES ('c_1', 'app_1', 'app_1_att1', ?1)",
+           c1.SerializeAsString());
+    insert("INSERT INTO containers VALUES ('c_2', 'app_1', 'app_1_att1', ?1)",
+           c2.SerializeAsString());
+    sqlite3_close(db);
+  }
+  std::unique_ptr<SqliteHistoryStore> store = Value(SqliteHistoryStore::Open(path));
+  ASSERT_NE(store, nullptr);
+  EXPECT_THAT(Value(store->GetApplication("app_1")), EqualsProto(WithAggregates(app, {c1, c2})));
+  EXPECT_THAT(Value(store->UserReport(0, 2000)),
+              ElementsAre(UsageLine{
+                  .key = "alice",
+                  .applications = 1,
+                  .resource_seconds = {{"gpu", 10}, {"memory-mb", 10240 + 6144}, {"vcores", 13}},
+                  .memory_mb_seconds_used = 5120 + 3072,
+                  .cpu_time_ms = 1300,
+                  .network_tx_bytes = 13000}));
+}
+
 TEST(SqliteHistoryStore, RefusesANewerSchema) {
   HistoryTempDir dir;
   const std::string path = dir.path() + "/history/history.db";
   { ASSERT_TRUE(SqliteHistoryStore::Open(path).ok()); }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "INSERT INTO weft_history_schema VALUES (99, 0)", nullptr, nullptr,
-                         nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(db, "INSERT INTO weft_history_schema VALUES (99, 0)", nullptr, nullptr, nullptr),
+      SQLITE_OK);
   sqlite3_close(db);
   absl::StatusOr<std::unique_ptr<SqliteHistoryStore>> store = SqliteHistoryStore::Open(path);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition) << store.status();

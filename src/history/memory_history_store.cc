@@ -9,8 +9,7 @@ namespace weft::history {
 namespace {
 
 template <typename Map>
-auto MemoryFind(const Map& map, const std::string& id)
-    -> std::optional<typename Map::mapped_type> {
+auto MemoryFind(const Map& map, const std::string& id) -> std::optional<typename Map::mapped_type> {
   auto it = map.find(id);
   if (it == map.end()) return std::nullopt;
   return it->second;
@@ -32,14 +31,40 @@ absl::Status MemoryHistoryStore::DoPutAttempt(const v1::AttemptHistoryRecord& re
 
 absl::Status MemoryHistoryStore::DoPutContainer(const v1::ContainerHistoryRecord& record) {
   absl::MutexLock lock(&mu_);
-  containers_[record.container_id()] = record;
+  auto [it, added] = containers_.try_emplace(record.container_id(), record);
+  if (!added) {
+    // Re-put, perhaps under another application: forget the old link.
+    auto old = containers_of_.find(it->second.application_id());
+    if (old != containers_of_.end()) {
+      old->second.erase(record.container_id());
+      if (old->second.empty()) containers_of_.erase(old);
+    }
+    it->second = record;
+  }
+  containers_of_[record.application_id()].insert(record.container_id());
   return absl::OkStatus();
+}
+
+v1::ApplicationHistoryRecord MemoryHistoryStore::Derived(
+    const v1::ApplicationHistoryRecord& app) const {
+  std::vector<ContainerContribution> contributions;
+  auto ids = containers_of_.find(app.application_id());
+  if (ids != containers_of_.end()) {
+    for (const std::string& id : ids->second) {
+      contributions.push_back(ContributionOf(containers_.at(id)));
+    }
+  }
+  v1::ApplicationHistoryRecord out = app;
+  SetAggregates(contributions, &out);
+  return out;
 }
 
 absl::StatusOr<std::optional<v1::ApplicationHistoryRecord>> MemoryHistoryStore::DoGetApplication(
     const std::string& id) {
   absl::MutexLock lock(&mu_);
-  return MemoryFind(applications_, id);
+  std::optional<v1::ApplicationHistoryRecord> app = MemoryFind(applications_, id);
+  if (app.has_value()) *app = Derived(*app);
+  return app;
 }
 
 absl::StatusOr<std::optional<v1::AttemptHistoryRecord>> MemoryHistoryStore::DoGetAttempt(
@@ -65,6 +90,7 @@ absl::StatusOr<std::vector<v1::ApplicationHistoryRecord>> MemoryHistoryStore::Do
   if (filter.limit > 0 && out.size() > static_cast<size_t>(filter.limit)) {
     out.resize(static_cast<size_t>(filter.limit));
   }
+  for (v1::ApplicationHistoryRecord& app : out) app = Derived(app);
   return out;
 }
 
@@ -104,25 +130,39 @@ absl::StatusOr<int64_t> MemoryHistoryStore::DoPrune(int64_t older_than_ms,
     if (too_old || over_count) doomed.insert(ordered[i]->application_id());
   }
   for (const std::string& id : doomed) applications_.erase(id);
-  std::erase_if(attempts_, [&](const auto& entry) {
-    return doomed.contains(entry.second.application_id());
-  });
-  std::erase_if(containers_, [&](const auto& entry) {
-    return doomed.contains(entry.second.application_id());
-  });
+  std::erase_if(attempts_,
+                [&](const auto& entry) { return doomed.contains(entry.second.application_id()); });
+  std::erase_if(containers_,
+                [&](const auto& entry) { return doomed.contains(entry.second.application_id()); });
+  for (const std::string& id : doomed) containers_of_.erase(id);
   return static_cast<int64_t>(doomed.size());
 }
 
-absl::StatusOr<std::vector<v1::ApplicationHistoryRecord>> MemoryHistoryStore::DoFinishedBetween(
-    int64_t since_ms, int64_t until_ms) {
+absl::StatusOr<std::vector<UsageLine>> MemoryHistoryStore::DoReport(ReportKey key, int64_t since_ms,
+                                                                    int64_t until_ms) {
   absl::MutexLock lock(&mu_);
-  std::vector<v1::ApplicationHistoryRecord> out;
+  std::map<std::string, UsageLine> lines;
   for (const auto& [id, record] : applications_) {
-    if (record.finish_time_ms() >= since_ms && record.finish_time_ms() < until_ms) {
-      out.push_back(record);
+    if (record.finish_time_ms() < since_ms || record.finish_time_ms() >= until_ms) continue;
+    const v1::ApplicationHistoryRecord app = Derived(record);
+    const std::string& name = key == ReportKey::kQueue ? app.queue() : app.user();
+    UsageLine& line = lines[name];
+    line.key = name;
+    ++line.applications;
+    for (const auto& [type, seconds] : app.resource_seconds()) {
+      line.resource_seconds[type] += seconds;
     }
+    line.memory_mb_seconds_used += app.memory_mb_seconds_used();
+    line.cpu_time_ms += app.cpu_time_ms();
+    line.network_tx_bytes += app.network_tx_bytes();
   }
-  return out;
+  std::vector<UsageLine> report;
+  report.reserve(lines.size());
+  for (auto& [name, line] : lines) {
+    std::erase_if(line.resource_seconds, [](const auto& entry) { return entry.second == 0; });
+    report.push_back(std::move(line));
+  }
+  return report;
 }
 
 }  // namespace weft::history

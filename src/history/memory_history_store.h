@@ -4,6 +4,7 @@
 #define WEFT_HISTORY_MEMORY_HISTORY_STORE_H_
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -34,14 +35,20 @@ class MemoryHistoryStore : public HistoryStore {
       const std::string& application_id, const std::string& attempt_id) override;
   absl::StatusOr<int64_t> DoPrune(int64_t older_than_ms,
                                   std::optional<int64_t> keep_at_most) override;
-  absl::StatusOr<std::vector<v1::ApplicationHistoryRecord>> DoFinishedBetween(
-      int64_t since_ms, int64_t until_ms) override;
+  absl::StatusOr<std::vector<UsageLine>> DoReport(ReportKey key, int64_t since_ms,
+                                                  int64_t until_ms) override;
 
  private:
+  // The stored application with its derived aggregates.
+  v1::ApplicationHistoryRecord Derived(const v1::ApplicationHistoryRecord& app) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   absl::Mutex mu_;
   std::map<std::string, v1::ApplicationHistoryRecord> applications_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, v1::AttemptHistoryRecord> attempts_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, v1::ContainerHistoryRecord> containers_ ABSL_GUARDED_BY(mu_);
+  // application id -> the ids of the containers stored for it.
+  std::map<std::string, std::set<std::string>> containers_of_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace weft::history
