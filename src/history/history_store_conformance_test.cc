@@ -1,6 +1,8 @@
 // Copyright Weft authors. The HistoryStore contract (history/history_store.h) over every
 // back-end (memory, SQLite), then what only the SQLite one does: durability across reopening,
-// a private file, a schema version.
+// a private file, a schema version; what only the PostgreSQL one does: a server that goes away
+// and comes back; and OpenHistoryStore's URLs.
+#include <libpq-fe.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -17,11 +19,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "federation/store/test_postgres.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "history/history_store.h"
 #include "history/memory_history_store.h"
+#include "history/open_history_store.h"
+#include "history/postgres_history_store.h"
 #include "history/sqlite_history_store.h"
 
 namespace weft::history {
@@ -46,6 +51,11 @@ T Value(absl::StatusOr<T> value) {
   do {                                    \
     const absl::Status status_ = (expr);  \
     EXPECT_TRUE(status_.ok()) << status_; \
+  } while (0)
+#define ASSERT_OK(expr)                   \
+  do {                                    \
+    const absl::Status status_ = (expr);  \
+    ASSERT_TRUE(status_.ok()) << status_; \
   } while (0)
 
 class HistoryTempDir {
@@ -77,6 +87,55 @@ struct SqliteBackend {
         SqliteHistoryStore::Open(dir + "/history/history.db");
     if (!store.ok()) return store.status();
     return std::unique_ptr<HistoryStore>(std::move(*store));
+  }
+};
+
+// One PostgreSQL server for the whole binary (started on first use, stopped at exit); each store
+// gets its own schema in it.
+federation::TestPostgres* PostgresServer() {
+  static auto* server = new absl::StatusOr<std::unique_ptr<federation::TestPostgres>>(
+      federation::TestPostgres::Start());
+  static const bool at_exit = [] {
+    std::atexit([] { delete server; });
+    return true;
+  }();
+  (void)at_exit;
+  EXPECT_TRUE(server->ok()) << server->status();
+  return server->ok() ? server->value().get() : nullptr;
+}
+
+// Runs `sql` on the test server's "postgres" database as its superuser.
+absl::Status PostgresAdmin(const std::string& sql) {
+  federation::TestPostgres* server = PostgresServer();
+  if (server == nullptr) return absl::UnavailableError("no PostgreSQL server");
+  PGconn* conn = PQconnectdb(server->uri().c_str());
+  absl::Status status;
+  if (PQstatus(conn) != CONNECTION_OK) {
+    status = absl::UnavailableError(PQerrorMessage(conn));
+  } else {
+    PGresult* result = PQexec(conn, sql.c_str());
+    if (PQresultStatus(result) != PGRES_COMMAND_OK && PQresultStatus(result) != PGRES_TUPLES_OK) {
+      status = absl::InternalError(absl::StrCat(sql, ": ", PQresultErrorMessage(result)));
+    }
+    PQclear(result);
+  }
+  PQfinish(conn);
+  return status;
+}
+
+// A URL of the test server whose search_path is a new, empty schema.
+absl::StatusOr<std::string> NewPostgresUrl() {
+  static int stores = 0;
+  const std::string schema = absl::StrCat("history_", ++stores);
+  if (absl::Status s = PostgresAdmin(absl::StrCat("CREATE SCHEMA ", schema)); !s.ok()) return s;
+  return absl::StrCat(PostgresServer()->uri(), "&options=-csearch_path%3D", schema);
+}
+
+struct PostgresBackend {
+  static absl::StatusOr<std::unique_ptr<HistoryStore>> Make(const std::string&) {
+    absl::StatusOr<std::string> url = NewPostgresUrl();
+    if (!url.ok()) return url.status();
+    return OpenHistoryStore(*url);
   }
 };
 
@@ -165,12 +224,13 @@ class HistoryStoreConformance : public ::testing::Test {
   std::unique_ptr<HistoryStore> store_;
 };
 
-using Backends = ::testing::Types<MemoryBackend, SqliteBackend>;
+using Backends = ::testing::Types<MemoryBackend, SqliteBackend, PostgresBackend>;
 class BackendNames {
  public:
   template <typename T>
   static std::string GetName(int) {
-    return std::is_same_v<T, MemoryBackend> ? "Memory" : "Sqlite";
+    if (std::is_same_v<T, MemoryBackend>) return "Memory";
+    return std::is_same_v<T, SqliteBackend> ? "Sqlite" : "Postgres";
   }
 };
 TYPED_TEST_SUITE(HistoryStoreConformance, Backends, BackendNames);
@@ -652,6 +712,106 @@ TEST(SqliteHistoryStore, RefusesANewerSchema) {
   absl::StatusOr<std::unique_ptr<SqliteHistoryStore>> store = SqliteHistoryStore::Open(path);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition) << store.status();
   EXPECT_THAT(store.status().message(), HasSubstr("schema version 99"));
+}
+
+// --- What only the PostgreSQL back-end does --------------------------------------------------
+
+// The RM's outbox retries on Unavailable: the store must say so while the server is down, and
+// work again (reconnecting by itself) once it is back.
+TEST(PostgresHistoryStore, UnavailableWhileTheServerIsDownThenWorksAfterRestart) {
+  federation::TestPostgres* server = PostgresServer();
+  ASSERT_NE(server, nullptr);
+  std::unique_ptr<HistoryStore> store = Value(OpenHistoryStore(Value(NewPostgresUrl())));
+  ASSERT_NE(store, nullptr);
+  const v1::ApplicationHistoryRecord app = App("app_1", "alice", "a", 1000);
+  ASSERT_OK(store->PutApplication(app));
+
+  ASSERT_OK(server->Stop());
+  const v1::ContainerHistoryRecord container = Ran("c_1", "app_1", 1024, 10);
+  absl::Status put = store->PutContainer(container);
+  EXPECT_TRUE(absl::IsUnavailable(put)) << put;
+  EXPECT_THAT(put.message(), HasSubstr("history store 'postgresql://"));
+  EXPECT_THAT(put.message(), HasSubstr("127.0.0.1"));  // libpq's "connection to server at ..."
+  absl::Status get = store->GetApplication("app_1").status();
+  EXPECT_TRUE(absl::IsUnavailable(get)) << get;
+  EXPECT_TRUE(absl::IsUnavailable(store->QueueReport(0, 2000).status()));
+
+  ASSERT_OK(server->Restart());
+  EXPECT_THAT(Value(store->GetApplication("app_1")), EqualsProto(app));
+  ASSERT_OK(store->PutContainer(container));  // the outbox's retry
+  EXPECT_THAT(Value(store->GetApplication("app_1")), EqualsProto(WithAggregates(app, {container})));
+}
+
+TEST(PostgresHistoryStore, UnreachableServerIsUnavailable) {
+  absl::Status s = OpenHistoryStore("postgresql://postgres@127.0.0.1:1/weft").status();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("postgresql://postgres@127.0.0.1:1/weft"));
+}
+
+TEST(PostgresHistoryStore, RefusesAPasswordInTheUrl) {
+  absl::Status s = OpenHistoryStore("postgresql://postgres:hunter2@127.0.0.1:1/weft").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("passfile"));
+  EXPECT_THAT(s.message(), ::testing::Not(HasSubstr("hunter2")));
+}
+
+TEST(PostgresHistoryStore, ReopensWithItsDataAndRefusesANewerSchema) {
+  const std::string url = Value(NewPostgresUrl());
+  const v1::ContainerHistoryRecord container = Ran("c_1", "app_1", 1024, 10);
+  {
+    std::unique_ptr<HistoryStore> store = Value(OpenHistoryStore(url));
+    ASSERT_NE(store, nullptr);
+    ASSERT_OK(store->PutContainer(container));
+    ASSERT_OK(store->PutApplication(App("app_1", "alice", "a", 1000)));
+  }
+  {
+    std::unique_ptr<HistoryStore> store = Value(OpenHistoryStore(url));  // migrated already
+    ASSERT_NE(store, nullptr);
+    EXPECT_THAT(Value(store->GetApplication("app_1")),
+                EqualsProto(WithAggregates(App("app_1", "alice", "a", 1000), {container})));
+  }
+  const std::string schema = absl::StrCat("history_", url.substr(url.rfind('_') + 1));
+  ASSERT_OK(PostgresAdmin(
+      absl::StrCat("INSERT INTO ", schema, ".weft_history_schema (version) VALUES (99)")));
+  absl::Status s = OpenHistoryStore(url).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("schema version 99"));
+}
+
+// --- OpenHistoryStore ------------------------------------------------------------------------
+
+TEST(OpenHistoryStore, OpensEachKindOfUrl) {
+  HistoryTempDir dir;
+  std::unique_ptr<HistoryStore> memory = Value(OpenHistoryStore("memory"));
+  ASSERT_NE(memory, nullptr);
+  EXPECT_EQ(memory->Describe(), "memory");
+  const std::string a = dir.path() + "/a/history.db";
+  std::unique_ptr<HistoryStore> sqlite = Value(OpenHistoryStore("sqlite:" + a));
+  ASSERT_NE(sqlite, nullptr);
+  EXPECT_EQ(sqlite->Describe(), "sqlite:" + a);
+  const std::string b = dir.path() + "/b/history.db";
+  std::unique_ptr<HistoryStore> plain = Value(OpenHistoryStore(b));
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ(plain->Describe(), "sqlite:" + b);
+  EXPECT_TRUE(std::filesystem::exists(b));
+  const std::string url = Value(NewPostgresUrl());
+  std::unique_ptr<HistoryStore> postgresql = Value(OpenHistoryStore(url));
+  ASSERT_NE(postgresql, nullptr);
+  EXPECT_EQ(postgresql->Describe(), url);
+  ASSERT_OK(postgresql->PutApplication(App("app_1", "alice", "a", 1000)));
+  const std::string short_scheme = "postgres" + url.substr(std::string("postgresql").size());
+  std::unique_ptr<HistoryStore> postgres = Value(OpenHistoryStore(short_scheme));
+  ASSERT_NE(postgres, nullptr);
+  EXPECT_OK(postgres->GetApplication("app_1").status());  // the same database and schema
+}
+
+TEST(OpenHistoryStore, RefusesOtherUrlsNamingThem) {
+  for (const std::string url : {"", "memory:", "mysql://db/weft", "history.db", "./history.db",
+                                "sqlite:", "sqlite:history.db", "sqlite:/", "file:/x/history.db"}) {
+    absl::Status s = OpenHistoryStore(url).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << url << ": " << s;
+    EXPECT_THAT(s.message(), HasSubstr("'" + url + "'"));
+  }
 }
 
 }  // namespace
