@@ -74,6 +74,14 @@ absl::StatusOr<int64_t> ReadInt(OsEnv* env, const std::string& path) {
   return value;
 }
 
+// ReadInt for a file the kernel may not offer: nullopt when it does not exist.
+absl::StatusOr<std::optional<int64_t>> ReadOptionalInt(OsEnv* env, const std::string& path) {
+  absl::StatusOr<int64_t> value = ReadInt(env, path);
+  if (absl::IsNotFound(value.status())) return std::optional<int64_t>();
+  if (!value.ok()) return value.status();
+  return std::optional<int64_t>(*value);
+}
+
 absl::StatusOr<std::optional<int64_t>> ReadStatField(OsEnv* env, const std::string& path,
                                                      absl::string_view key) {
   absl::StatusOr<std::string> text = env->ReadFile(path);
@@ -343,6 +351,10 @@ class CgroupsV1Handler : public CgroupsHandlerBase {
       if (!stat.ok()) return stat.status();
       usage.rss_bytes = StatField(*stat, "total_rss");
       if (!usage.rss_bytes) usage.rss_bytes = StatField(*stat, "rss");
+      absl::StatusOr<std::optional<int64_t>> peak =
+          ReadOptionalInt(env_, dir + "/memory.max_usage_in_bytes");
+      if (!peak.ok()) return peak.status();
+      usage.peak_memory_bytes = *peak;
     }
     if (HasController("cpuacct")) {
       absl::StatusOr<int64_t> ns = ReadInt(env_, Path("cpuacct", container_id) + "/cpuacct.usage");
@@ -457,6 +469,9 @@ class CgroupsV2Handler : public CgroupsHandlerBase {
           ReadStatField(env_, dir + "/memory.stat", "anon");
       if (!anon.ok()) return anon.status();
       usage.rss_bytes = *anon;
+      absl::StatusOr<std::optional<int64_t>> peak = ReadOptionalInt(env_, dir + "/memory.peak");
+      if (!peak.ok()) return peak.status();
+      usage.peak_memory_bytes = *peak;
     }
     if (HasController("cpuacct")) {
       absl::StatusOr<std::optional<int64_t>> usec =

@@ -65,6 +65,10 @@ struct CgroupUsage {
   // Cumulative CPU time of all its tasks, nanoseconds (v1 cpuacct.usage, v2 cpu.stat
   // usage_usec * 1000).
   std::optional<int64_t> cpu_ns;
+  // The most memory the group has been charged at once since it was created, bytes, page cache
+  // included (v1 memory.max_usage_in_bytes, v2 memory.peak: kernels from 5.19). nullopt also
+  // when the kernel does not offer the file.
+  std::optional<int64_t> peak_memory_bytes;
 };
 
 // Creates, limits, measures and removes containers' groups.
@@ -103,7 +107,8 @@ class CgroupsHandler {
   // Moves process `pid` (all its threads) into the container's groups. Its future children
   // start there too.
   virtual absl::Status AddProcess(absl::string_view container_id, pid_t pid) = 0;
-  // Current usage. NotFound when the container has no group.
+  // Current usage, and the peak so far (read it before Destroy for the container's lifetime
+  // totals: cpu_ns and peak_memory_bytes). NotFound when the container has no group.
   virtual absl::StatusOr<CgroupUsage> Usage(absl::string_view container_id) = 0;
   // True once the kernel OOM killer has killed a process of the container (v1: the oom_kill
   // counter of memory.oom_control, or memory.failcnt > 0 on kernels before 4.13; v2: oom_kill

@@ -497,6 +497,10 @@ ContainerExit ContainerExecutor::Finish(const std::string& id, Container& contai
     } else {
       problems.push_back(absl::StrCat("reading its OOM state failed: ", oom.status().message()));
     }
+    // Its totals, before the groups go (what Destroy still kills adds nothing of note). Not
+    // a problem for its diagnostics when unreadable (e.g. the groups of an adopted container
+    // are gone already, which the OOM state's failure says): the usage is then not measured.
+    if (absl::StatusOr<CgroupUsage> usage = cgroups_->Usage(id); usage.ok()) exit.usage = *usage;
     absl::StatusOr<int64_t> refused = cgroups_->PidsLimitHits(id);
     if (refused.ok() && *refused > 0) {
       notes.push_back(absl::StrCat("pids limit of ", container.pids_max, " reached: ", *refused,

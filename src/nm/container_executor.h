@@ -122,6 +122,10 @@ struct ContainerExit {
   // Killed by the executor for using more disk than its limits (LaunchSpec::disk_limit_bytes
   // for its work dir, log_limit_bytes for its log dir).
   bool disk_limit_exceeded = false;
+  // Its cgroups' totals over its life, read after its last process ended and before the
+  // groups were removed (CgroupsHandler::Usage: cpu_ns, peak_memory_bytes; rss is then about
+  // 0). nullopt without cgroups or when they could not be read.
+  std::optional<CgroupUsage> usage;
   // For people: why it ended, e.g. "Container killed: exceeded its memory limit of 64 MiB
   // (exit code 137)", or "Container killed: its work dir used 312 MB, over the disk limit of
   // 256 MB (--container-disk-limit-mb) (exit code 137)". Limits that were hit without ending
@@ -192,9 +196,9 @@ class ContainerExecutor {
   // Does not wait for running containers. Sends due SIGKILLs (see Stop), measures the work
   // dirs that are due against their disk limits (killing those over it), then collects every
   // container whose main process has ended: kills what remains of its process group, reads
-  // the OOM state and destroys its cgroups (which waits for those leftovers to die, normally
-  // well under a millisecond, at most about 2 s). Each exit is returned exactly once, in id
-  // order.
+  // the OOM state and its lifetime usage (ContainerExit::usage) and destroys its cgroups
+  // (which waits for those leftovers to die, normally well under a millisecond, at most about
+  // 2 s). Each exit is returned exactly once, in id order.
   std::vector<ContainerExit> Reap();
 
   // The OsEnv::NowMs() time by which Reap() must run to send a pending SIGKILL, or -1 when

@@ -771,7 +771,14 @@ TEST_F(ContainerExecutorTest, UsageOfABusyContainerIsNonZero) {
   EXPECT_TRUE(usage.rss_bytes.has_value());
   EXPECT_FALSE(cgroups_->OomKilled("container_11").value_or(true));
   executor_->Stop("container_11", 0);
-  ASSERT_TRUE(ReapUntilExit("container_11").has_value());
+  std::optional<ContainerExit> exit = ReapUntilExit("container_11");
+  ASSERT_TRUE(exit.has_value());
+  // Its lifetime totals, read before its cgroups went: at least what was seen while it ran.
+  ASSERT_TRUE(exit->usage.has_value());
+  EXPECT_GE(exit->usage->cpu_ns.value_or(-1), *usage.cpu_ns);
+  if (cgroups_->version() == "v1" || exit->usage->peak_memory_bytes.has_value()) {
+    EXPECT_GE(exit->usage->peak_memory_bytes.value_or(-1), *usage.memory_bytes);
+  }
   EXPECT_EQ(cgroups_->Usage("container_11").status().code(), absl::StatusCode::kNotFound);
 }
 
