@@ -1,9 +1,12 @@
 // Copyright Weft authors. The NodeManager's ContainerService and its containers (YARN's
 // ContainerManagerImpl): starting a container from a verified token, stopping it, its status,
 // reaping exits and cleaning up finished applications. Runs on the NodeManager's loop.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -25,6 +28,19 @@ using internal::CompletedStatus;
 using internal::kCgroupRoot;
 using internal::kReapIntervalMs;
 using internal::LimitsFromTokenResource;
+
+namespace {
+
+// When the monitor of the container whose state directory is `state_dir` wrote its exit file,
+// ms since the epoch; nullopt when there is none (or it cannot be read).
+std::optional<int64_t> ExitFileTimeMs(const std::string& state_dir) {
+  if (state_dir.empty()) return std::nullopt;
+  struct stat st;
+  if (::stat(absl::StrCat(state_dir, "/", kMonitorExitFile).c_str(), &st) != 0) return std::nullopt;
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1'000'000;
+}
+
+}  // namespace
 
 // ---- ContainerService.
 
@@ -204,6 +220,10 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
     stored.start_time = info->start_time;
   }
   stored.state = NmContainerRecord::State::kRunning;
+  // Its accounting starts here: the process exists. Sampled from the next reap tick on.
+  stored.launched_ms = loop_->NowMs();
+  stored.usage_sample_ms = stored.launched_ms;
+  record.next_usage_persist_ms = stored.launched_ms + internal::kUsagePersistIntervalMs;
   auto [it, inserted] = containers_.emplace(id, std::move(record));
   WatchExit(id);
   // Should this fail, the record still says "launching": a restarted NM kills the container
@@ -456,7 +476,7 @@ absl::Status NodeManager::UpdateOne(const v1::Token& token_proto, absl::string_v
 v1::ContainerStatus NodeManager::StatusOf(const std::string& container_id,
                                           const ContainerRecord& record) {
   if (!record.running) {
-    return CompletedStatus(container_id, record.exit_status, record.diagnostics);
+    return CompletedStatus(container_id, record.exit_status, record.diagnostics, record.stored);
   }
   v1::ContainerStatus status;
   status.set_container_id(container_id);
@@ -474,11 +494,30 @@ v1::ContainerStatus NodeManager::StatusOf(const std::string& container_id,
     }
   }
   if (auto net = net_stats_.find(container_id); net != net_stats_.end()) {
-    status.mutable_usage()->set_network_tx_bytes(net->second.tx_bytes);
+    status.mutable_usage()->set_network_tx_bytes(record.network_tx_base + net->second.tx_bytes);
     status.mutable_usage()->set_network_tx_rate_mbps(
         static_cast<int64_t>(std::llround(net->second.tx_rate_mbps)));
   }
+  // Its memory over time so far (as of its last sample).
+  status.mutable_usage()->set_memory_mb_seconds(
+      internal::ReportedMbSeconds(record.stored.memory_mb_seconds));
   return status;
+}
+
+void NodeManager::SampleUsage() {
+  if (cgroups_ == nullptr || !cgroups_->HasController("memory")) return;
+  const int64_t now = loop_->NowMs();
+  for (auto& [id, record] : containers_) {
+    if (!record.running || now < record.next_usage_sample_ms) continue;
+    record.next_usage_sample_ms = now + internal::kUsageSampleIntervalMs;
+    absl::StatusOr<CgroupUsage> usage = cgroups_->Usage(id);
+    if (!usage.ok() || !usage->rss_bytes.has_value()) continue;  // e.g. it is ending
+    internal::AddMemorySample(&record.stored, now, *usage->rss_bytes);
+    if (now >= record.next_usage_persist_ms) {
+      record.next_usage_persist_ms = now + internal::kUsagePersistIntervalMs;
+      Persist(id, record);
+    }
+  }
 }
 
 void NodeManager::RefreshNetworkStats() {
@@ -490,6 +529,10 @@ void NodeManager::RefreshNetworkStats() {
     return;
   }
   net_stats_ = *std::move(stats);
+  for (const auto& [id, net] : net_stats_) {
+    if (auto it = containers_.find(id); it != containers_.end() && it->second.running)
+      it->second.stored.network_tx_bytes = it->second.network_tx_base + net.tx_bytes;
+  }
   if (options_.metrics == nullptr) return;
   for (const auto& [id, net] : net_stats_) {
     options_.metrics
@@ -581,6 +624,7 @@ void NodeManager::ReapTick() {
   reap_timer_.reset();
   if (executor_ == nullptr) return;
   for (const ContainerExit& exit : executor_->Reap()) OnContainerExit(exit);
+  SampleUsage();
   if (shutting_down_ && std::none_of(containers_.begin(), containers_.end(),
                                      [](const auto& e) { return e.second.running; })) {
     FinishShutdownOnLoop();
@@ -629,8 +673,26 @@ void NodeManager::OnContainerExit(const ContainerExit& exit) {
     record.exit_status = exit.exit_code;
     record.diagnostics = exit.diagnostics;
   }
+  // Its accounting, final: when it ended, its last memory sample held until then, its cgroups'
+  // totals (read before they were removed) and the bytes its class counted at the last read.
+  NmContainerRecord& stored = record.stored;
+  stored.finished_ms = loop_->NowMs();
+  if (record.adopted) {
+    // It may have ended while no NM ran: its monitor wrote the exit file then.
+    if (std::optional<int64_t> written = ExitFileTimeMs(stored.state_dir);
+        written.has_value() && *written < stored.finished_ms)
+      stored.finished_ms = *written;
+  }
+  stored.finished_ms = std::max(stored.finished_ms, stored.launched_ms);
+  internal::AddMemorySample(&stored, stored.finished_ms, stored.usage_sample_rss_bytes);
+  if (exit.usage.has_value()) {
+    stored.cpu_time_ms = exit.usage->cpu_ns.value_or(0) / 1'000'000;
+    stored.peak_memory_bytes = exit.usage->peak_memory_bytes.value_or(0);
+  }
+  if (auto net = net_stats_.find(exit.container_id); net != net_stats_.end())
+    stored.network_tx_bytes = record.network_tx_base + net->second.tx_bytes;
   unacked_completed_[exit.container_id] =
-      CompletedStatus(exit.container_id, record.exit_status, record.diagnostics);
+      CompletedStatus(exit.container_id, record.exit_status, record.diagnostics, stored);
   RequestOutOfBandHeartbeat();
   Persist(exit.container_id, record);
   CountExit(exit.container_id, record.exit_status);

@@ -5,6 +5,7 @@
 // the NM) and then on the NodeManager's loop.
 #include <signal.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -150,7 +151,8 @@ absl::Status NodeManager::RecoverContainers() {
         record.exit_status = stored.exit_status;
         record.diagnostics = stored.diagnostics;
         if (!stored.acknowledged) {
-          unacked_completed_[id] = CompletedStatus(id, stored.exit_status, stored.diagnostics);
+          unacked_completed_[id] =
+              CompletedStatus(id, stored.exit_status, stored.diagnostics, stored);
         }
         containers_.emplace(id, std::move(record));
         continue;
@@ -193,6 +195,9 @@ absl::Status NodeManager::RecoverContainers() {
           lost_reason = absl::StrCat("Container lost: ", s.message());
         } else {
           record.running = true;
+          record.adopted = true;
+          // Its class is made anew below: counting starts again from 0.
+          record.network_tx_base = stored.network_tx_bytes;
           containers_.emplace(id, std::move(record));
           log::Info("container_reattached", {{"node", node_id_},
                                              {"container", id},
@@ -227,15 +232,26 @@ absl::Status NodeManager::RecoverContainers() {
           continue;
         }
       }
+      // Its totals as far as its cgroups (when they are this NM's) still hold them.
+      if (cgroups_ != nullptr && stored.cgroup_dirs == CgroupDirsOf(id)) {
+        if (absl::StatusOr<CgroupUsage> usage = cgroups_->Usage(id); usage.ok()) {
+          record.stored.cpu_time_ms = usage->cpu_ns.value_or(0) / 1'000'000;
+          record.stored.peak_memory_bytes = usage->peak_memory_bytes.value_or(0);
+        }
+      }
       KillRecorded(stored);
       record.running = false;
+      record.stored.finished_ms = std::max(loop_->NowMs(), stored.launched_ms);
+      internal::AddMemorySample(&record.stored, record.stored.finished_ms,
+                                record.stored.usage_sample_rss_bytes);
       record.exit_status = stored.stop_exit_status.value_or(lost_status);
       record.diagnostics = stored.stop_exit_status.has_value()
                                ? absl::StrCat(stored.stop_reason, "; ", lost_reason)
                                : lost_reason;
       log::Warn("container_not_recovered",
                 {{"node", node_id_}, {"container", id}, {"reason", lost_reason}});
-      unacked_completed_[id] = CompletedStatus(id, record.exit_status, record.diagnostics);
+      unacked_completed_[id] =
+          CompletedStatus(id, record.exit_status, record.diagnostics, record.stored);
       auto [it, inserted] = containers_.insert_or_assign(id, std::move(record));
       Persist(id, it->second);
     }

@@ -35,6 +35,7 @@
 #include "common/files.h"
 #include "common/test_poll.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "nm/cgroups.h"
 #include "nm/fake_rm_test_util.h"
@@ -49,6 +50,8 @@ extern char** environ;
 
 namespace weft::nm {
 namespace {
+
+using google::protobuf::util::MessageDifferencer;
 
 using ::testing::ElementsAre;
 using testing::FakeRm;
@@ -519,6 +522,92 @@ TEST_P(NmRecoveryTest, AContainerThatEndedWhileTheNmWasDownIsReportedWithItsExit
   ASSERT_TRUE(completed.has_value());
   EXPECT_EQ(completed->exit_status(), 7);
   EXPECT_EQ(completed->diagnostics(), "Container exited with code 7");
+}
+
+// Application history (issue 31): a completed container the RM has not released is reported by
+// the restarted NM (after a kill -9) with the figures the killed NM reported: times, what its
+// token granted, and its lifetime usage (measured through its cgroups when it has them).
+TEST_P(NmRecoveryTest, ACompletedContainersTimesAndUsageSurviveAKilledNm) {
+  StartChildNm();
+  const std::string id = "container_e1_1_0001_01_000008";
+  constexpr int64_t kAllocated = 48 << 20;
+  // Holds 48 MiB in a shell string and burns CPU until the test lets it end.
+  ASSERT_TRUE(StartContainer(id,
+                             "x=$(head -c 50331648 /dev/zero | tr '\\0' a); i=0; "
+                             "while [ ! -e go ]; do i=$((i+1)); done; echo ${#x}"));
+  if (use_cgroups_ && cgroups_->HasController("memory")) {
+    // The NM has sampled it holding the memory for a while.
+    ASSERT_TRUE(rm_->WaitUntil([&](FakeRm& rm) {
+      if (rm.heartbeats_.empty()) return false;
+      const v1::ContainerStatus* running =
+          FindStatus(rm.heartbeats_.back(), id, v1::CONTAINER_RUNNING);
+      return running != nullptr && running->usage().memory_rss_bytes() >= kAllocated &&
+             running->usage().memory_mb_seconds() >= 10;
+    })) << "no heartbeat showed it holding 48 MiB for a while";
+  }
+  std::ofstream(WorkDir(id) + "/go").close();
+  std::optional<v1::ContainerStatus> before = WaitCompleted(id);
+  ASSERT_TRUE(before.has_value());
+  EXPECT_EQ(before->exit_status(), 0) << before->diagnostics();
+  EXPECT_GT(before->start_time_ms(), 0);
+  EXPECT_LE(before->start_time_ms(), before->finish_time_ms());
+  EXPECT_EQ(before->allocated().values().at("memory-mb"), 128);
+  EXPECT_EQ(before->allocated().values().at("vcores"), 1);
+  if (use_cgroups_ && cgroups_->HasController("memory")) {
+    EXPECT_GT(before->usage().cpu_time_ms(), 0);
+    if (cgroups_->version() == "v1" || before->usage().peak_memory_bytes() > 0) {
+      EXPECT_GE(before->usage().peak_memory_bytes(), kAllocated);
+    }
+    EXPECT_GE(before->usage().memory_mb_seconds(), 10);
+  } else {
+    // Nothing measures it: 0, not a guess.
+    EXPECT_EQ(before->usage().cpu_time_ms(), 0);
+    EXPECT_EQ(before->usage().peak_memory_bytes(), 0);
+    EXPECT_EQ(before->usage().memory_mb_seconds(), 0);
+  }
+  KillChildNm();
+
+  // The fake RM never releases it (containers_to_be_removed_from_nm): the new NM reports it,
+  // the same, in its registration and in GetContainerStatuses.
+  StartNm();
+  std::optional<v1::ContainerStatus> registered = Registered(id);
+  ASSERT_TRUE(registered.has_value()) << registration_.DebugString();
+  EXPECT_TRUE(MessageDifferencer::Equals(*registered, *before))
+      << registered->DebugString() << " vs " << before->DebugString();
+  v1::GetContainerStatusesRequest request;
+  request.add_container_ids(id);
+  *request.add_container_tokens() = rm_->IssueToken(TokenData(id));
+  v1::GetContainerStatusesResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(stub_->GetContainerStatuses(&context, request, &response).ok());
+  ASSERT_EQ(response.statuses_size(), 1);
+  EXPECT_TRUE(MessageDifferencer::Equals(response.statuses(0), *before))
+      << response.statuses(0).DebugString();
+}
+
+// A container that ran across the restart: its start time is the first NM's, its end the
+// second's, and its figures are measured by both (the first NM's part as last written).
+TEST_P(NmRecoveryTest, AReattachedContainerKeepsItsStartTimeAndReportsItsTotals) {
+  StartChildNm();
+  const std::string id = "container_e1_1_0001_01_000009";
+  const int64_t launched_after = loop_.NowMs();
+  ASSERT_TRUE(StartContainer(id, "echo $$ > pid; while [ ! -e go ]; do i=$((i+1)); done"));
+  ASSERT_GT(ContainerPid(id), 0);
+  KillChildNm();
+  StartNm();
+  std::optional<v1::ContainerStatus> registered = Registered(id);
+  ASSERT_TRUE(registered.has_value()) << registration_.DebugString();
+  EXPECT_EQ(registered->state(), v1::CONTAINER_RUNNING);
+  std::ofstream(WorkDir(id) + "/go").close();
+  std::optional<v1::ContainerStatus> completed = WaitCompleted(id);
+  ASSERT_TRUE(completed.has_value());
+  EXPECT_EQ(completed->exit_status(), 0) << completed->diagnostics();
+  EXPECT_GE(completed->start_time_ms(), launched_after);
+  EXPECT_LE(completed->start_time_ms(), completed->finish_time_ms());
+  EXPECT_EQ(completed->allocated().values().at("memory-mb"), 128);
+  if (use_cgroups_) {
+    EXPECT_GT(completed->usage().cpu_time_ms(), 0);
+  }
 }
 
 TEST_P(NmRecoveryTest, AContainerThatVanishedWithoutAnExitFileIsReportedLost) {

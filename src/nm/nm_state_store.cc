@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -35,7 +36,11 @@ using store::sqlite::Text;
 // 3: containers.version (container resource updates); added to a version-2 table on open.
 // 4: containers.allocation_tags (reported at registration for the RM's recovery); added to a
 //    version-2 or -3 table on open.
-constexpr int kSchemaVersion = 4;
+// 5: the containers' accounting (application history, issue 31): launched_ms, finished_ms,
+//    memory_mb_ms (memory_mb_seconds x 1000, rounded), usage_sample_ms,
+//    usage_sample_rss_bytes, cpu_time_ms, peak_memory_bytes, network_tx_bytes; added, as
+//    zeros, to an older table on open.
+constexpr int kSchemaVersion = 5;
 
 constexpr char kTokenKeyValue[] = "amrmproxy_token_key";
 
@@ -60,7 +65,15 @@ CREATE TABLE IF NOT EXISTS containers (
   diagnostics TEXT NOT NULL,
   acknowledged INTEGER NOT NULL,
   version INTEGER NOT NULL DEFAULT 0,
-  allocation_tags TEXT NOT NULL DEFAULT '');
+  allocation_tags TEXT NOT NULL DEFAULT '',
+  launched_ms INTEGER NOT NULL DEFAULT 0,
+  finished_ms INTEGER NOT NULL DEFAULT 0,
+  memory_mb_ms INTEGER NOT NULL DEFAULT 0,
+  usage_sample_ms INTEGER NOT NULL DEFAULT 0,
+  usage_sample_rss_bytes INTEGER NOT NULL DEFAULT 0,
+  cpu_time_ms INTEGER NOT NULL DEFAULT 0,
+  peak_memory_bytes INTEGER NOT NULL DEFAULT 0,
+  network_tx_bytes INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS finished_apps (
   app_id TEXT PRIMARY KEY,
   finished_ms INTEGER NOT NULL);
@@ -206,6 +219,15 @@ absl::StatusOr<std::unique_ptr<NmStateStore>> NmStateStore::Open(const std::stri
     upgrade += "ALTER TABLE containers ADD COLUMN version INTEGER NOT NULL DEFAULT 0; ";
   if (found > 0 && found < 4)
     upgrade += "ALTER TABLE containers ADD COLUMN allocation_tags TEXT NOT NULL DEFAULT ''; ";
+  // One before schema 5 lacks the accounting: its containers' figures are 0 (not measured).
+  if (found > 0 && found < 5) {
+    for (const char* column :
+         {"launched_ms INTEGER", "finished_ms INTEGER", "memory_mb_ms INTEGER",
+          "usage_sample_ms INTEGER", "usage_sample_rss_bytes INTEGER", "cpu_time_ms INTEGER",
+          "peak_memory_bytes INTEGER", "network_tx_bytes INTEGER"})
+      absl::StrAppend(&upgrade, "ALTER TABLE containers ADD COLUMN ", column,
+                      " NOT NULL DEFAULT 0; ");
+  }
   if (absl::Status s = store->Exec(absl::StrCat("BEGIN; ", kSchema, upgrade, "PRAGMA user_version=",
                                                 kSchemaVersion, "; COMMIT;"),
                                    "creating the NodeManager state's tables");
@@ -248,7 +270,9 @@ absl::StatusOr<std::vector<NmContainerRecord>> NmStateStore::LoadContainers() {
               "SELECT id, app_id, user, resource, network_mbps, state, monitor_pid, "
               "monitor_start_time, pid, start_time, cgroup_dirs, state_dir, work_dir, "
               "stop_exit_status, stop_reason, exit_status, diagnostics, acknowledged, version, "
-              "allocation_tags FROM containers ORDER BY id",
+              "allocation_tags, launched_ms, finished_ms, memory_mb_ms, usage_sample_ms, "
+              "usage_sample_rss_bytes, cpu_time_ms, peak_memory_bytes, network_tx_bytes "
+              "FROM containers ORDER BY id",
               what, path_);
   if (!q.ok()) return q.status();
   std::vector<NmContainerRecord> records;
@@ -278,6 +302,14 @@ absl::StatusOr<std::vector<NmContainerRecord>> NmStateStore::LoadContainers() {
     r.version = row.Int32(18);
     const std::string tags = row.Bytes(19);
     if (!tags.empty()) r.allocation_tags = absl::StrSplit(tags, '\n');
+    r.launched_ms = row.Int64(20);
+    r.finished_ms = row.Int64(21);
+    r.memory_mb_seconds = static_cast<double>(row.Int64(22)) / 1000;
+    r.usage_sample_ms = row.Int64(23);
+    r.usage_sample_rss_bytes = row.Int64(24);
+    r.cpu_time_ms = row.Int64(25);
+    r.peak_memory_bytes = row.Int64(26);
+    r.network_tx_bytes = row.Int64(27);
     if (absl::Status s = RowProblem(row, path_); !s.ok()) return s;
     if (state < 0 || state > static_cast<int64_t>(NmContainerRecord::State::kCompleted)) {
       return absl::DataLossError(absl::StrCat("container record ", r.container_id, " in ", path_,
@@ -298,16 +330,21 @@ absl::Status NmStateStore::PutContainer(const NmContainerRecord& r) {
       "INSERT OR REPLACE INTO containers (id, app_id, user, resource, network_mbps, "
       "state, monitor_pid, monitor_start_time, pid, start_time, cgroup_dirs, state_dir, "
       "work_dir, stop_exit_status, stop_reason, exit_status, diagnostics, acknowledged, "
-      "version, allocation_tags) "
+      "version, allocation_tags, launched_ms, finished_ms, memory_mb_ms, "
+      "usage_sample_ms, usage_sample_rss_bytes, cpu_time_ms, peak_memory_bytes, "
+      "network_tx_bytes) "
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-      "?17, ?18, ?19, ?20)",
+      "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
       {Text(r.container_id), Text(r.app_id), Text(r.user), Text(r.resource), Int(r.network_mbps),
        Int(static_cast<int64_t>(r.state)), Int(r.monitor_pid),
        Int(static_cast<int64_t>(r.monitor_start_time)), Int(r.pid),
        Int(static_cast<int64_t>(r.start_time)), Text(dirs), Text(r.state_dir), Text(r.work_dir),
        r.stop_exit_status.has_value() ? Int(*r.stop_exit_status) : store::sqlite::Null(),
        Text(r.stop_reason), Int(r.exit_status), Text(r.diagnostics), Int(r.acknowledged ? 1 : 0),
-       Int(r.version), Text(absl::StrJoin(r.allocation_tags, "\n"))},
+       Int(r.version), Text(absl::StrJoin(r.allocation_tags, "\n")), Int(r.launched_ms),
+       Int(r.finished_ms), Int(std::llround(r.memory_mb_seconds * 1000)),
+       Int(r.usage_sample_ms), Int(r.usage_sample_rss_bytes), Int(r.cpu_time_ms),
+       Int(r.peak_memory_bytes), Int(r.network_tx_bytes)},
       absl::StrCat("recording container ", r.container_id), path_);
 }
 

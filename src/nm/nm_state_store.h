@@ -64,6 +64,26 @@ struct NmContainerRecord {
   int exit_status = 0;
   std::string diagnostics;
   bool acknowledged = false;  // the RM acknowledged its COMPLETE status in a heartbeat reply
+
+  // Accounting (application history, issue 31; schema 5, an older store's containers have
+  // zeros: not measured). Wall clock, ms since the Unix epoch: when its process was launched
+  // (0: never, e.g. a launch cut short), and once kCompleted when it ended (as the NM learnt
+  // it; for a container that ended while no NM ran, its monitor's exit file's time).
+  int64_t launched_ms = 0;
+  int64_t finished_ms = 0;
+  // Its measured memory (rss) integrated over time so far, MB x s (MB = 2^20 bytes; stored
+  // to the nearest MB x ms), and the sample it goes on from: when (ms, 0 = none yet) and the
+  // rss then, bytes. Updated at each sample; the NodeManager writes it to the store at most
+  // every kUsagePersistIntervalMs while the container runs, and at its end.
+  double memory_mb_seconds = 0;
+  int64_t usage_sample_ms = 0;
+  int64_t usage_sample_rss_bytes = 0;
+  // Its lifetime totals once kCompleted: CPU time (ms), the most memory its cgroup was charged
+  // (bytes), both read just before its cgroups were removed (0: not measured); bytes it sent
+  // (its HTB class counters as last read, across NM restarts; 0 without bandwidth shaping).
+  int64_t cpu_time_ms = 0;
+  int64_t peak_memory_bytes = 0;
+  int64_t network_tx_bytes = 0;
 };
 
 // Thread-safe (one lock around the connection): the NM's loop records containers, the

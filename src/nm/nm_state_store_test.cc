@@ -262,6 +262,17 @@ TEST_F(NmStateStoreTest, AResizedContainersVersionSurvivesReopening) {
   EXPECT_EQ((*records)[1].version, 0);
 }
 
+// Dropping the columns of schema 5 (the containers' accounting): what an NM before it left.
+constexpr char kDropAccounting[] =
+    "ALTER TABLE containers DROP COLUMN launched_ms; "
+    "ALTER TABLE containers DROP COLUMN finished_ms; "
+    "ALTER TABLE containers DROP COLUMN memory_mb_ms; "
+    "ALTER TABLE containers DROP COLUMN usage_sample_ms; "
+    "ALTER TABLE containers DROP COLUMN usage_sample_rss_bytes; "
+    "ALTER TABLE containers DROP COLUMN cpu_time_ms; "
+    "ALTER TABLE containers DROP COLUMN peak_memory_bytes; "
+    "ALTER TABLE containers DROP COLUMN network_tx_bytes; ";
+
 TEST_F(NmStateStoreTest, AStoreOfSchemaVersion2GainsTheVersionColumnAtZero) {
   // What an NM before container resource updates left: no version column, user_version 2.
   {
@@ -272,8 +283,11 @@ TEST_F(NmStateStoreTest, AStoreOfSchemaVersion2GainsTheVersionColumnAtZero) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   EXPECT_EQ(sqlite3_exec(db,
-                         "ALTER TABLE containers DROP COLUMN version; ALTER TABLE containers DROP "
-                         "COLUMN allocation_tags; PRAGMA user_version=2;",
+                         absl::StrCat(kDropAccounting,
+                                      "ALTER TABLE containers DROP COLUMN version; ALTER TABLE "
+                                      "containers DROP COLUMN allocation_tags; PRAGMA "
+                                      "user_version=2;")
+                             .c_str(),
                          nullptr, nullptr, nullptr),
             SQLITE_OK)
       << sqlite3_errmsg(db);
@@ -320,8 +334,10 @@ TEST_F(NmStateStoreTest, AStoreOfSchemaVersion3GainsTheAllocationTagsColumnEmpty
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   EXPECT_EQ(sqlite3_exec(db,
-                         "ALTER TABLE containers DROP COLUMN allocation_tags; "
-                         "PRAGMA user_version=3;",
+                         absl::StrCat(kDropAccounting,
+                                      "ALTER TABLE containers DROP COLUMN allocation_tags; "
+                                      "PRAGMA user_version=3;")
+                             .c_str(),
                          nullptr, nullptr, nullptr),
             SQLITE_OK)
       << sqlite3_errmsg(db);
@@ -337,11 +353,75 @@ TEST_F(NmStateStoreTest, AStoreOfSchemaVersion3GainsTheAllocationTagsColumnEmpty
   tagged.allocation_tags = {"web"};
   ASSERT_TRUE((*store)->PutContainer(tagged).ok());
   EXPECT_THAT((*store)->LoadContainers()->at(0).allocation_tags, ElementsAre("web"));
-  // Opened again at schema 4: nothing to add.
+  // Opened again at the current schema: nothing to add.
   store->reset();
   store = NmStateStore::Open(path_);
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_THAT((*store)->LoadContainers()->at(0).allocation_tags, ElementsAre("web"));
+}
+
+TEST_F(NmStateStoreTest, AContainersAccountingSurvivesReopening) {
+  NmContainerRecord done = Record("c1", "app1");
+  done.state = NmContainerRecord::State::kCompleted;
+  done.launched_ms = 1'700'000'000'123;
+  done.finished_ms = 1'700'000'004'567;
+  done.memory_mb_seconds = 0.25;  // kept to the MB x ms: a short container's is not 0
+  done.usage_sample_ms = 1'700'000'004'000;
+  done.usage_sample_rss_bytes = 3 << 20;
+  done.cpu_time_ms = 1234;
+  done.peak_memory_bytes = int64_t{5} << 30;
+  done.network_tx_bytes = 987654321;
+  {
+    absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->PutContainer(done).ok());
+  }
+  absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<std::vector<NmContainerRecord>> records = (*store)->LoadContainers();
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), 1u);
+  const NmContainerRecord& r = (*records)[0];
+  EXPECT_EQ(r.launched_ms, done.launched_ms);
+  EXPECT_EQ(r.finished_ms, done.finished_ms);
+  EXPECT_DOUBLE_EQ(r.memory_mb_seconds, 0.25);
+  EXPECT_EQ(r.usage_sample_ms, done.usage_sample_ms);
+  EXPECT_EQ(r.usage_sample_rss_bytes, done.usage_sample_rss_bytes);
+  EXPECT_EQ(r.cpu_time_ms, 1234);
+  EXPECT_EQ(r.peak_memory_bytes, int64_t{5} << 30);
+  EXPECT_EQ(r.network_tx_bytes, 987654321);
+}
+
+TEST_F(NmStateStoreTest, AStoreOfSchemaVersion4GainsTheAccountingAtZero) {
+  // What an NM before application history left: no accounting columns, user_version 4.
+  {
+    absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    NmContainerRecord tagged = Record("c1", "app1");
+    tagged.allocation_tags = {"web"};
+    tagged.launched_ms = 42;  // dropped below
+    ASSERT_TRUE((*store)->PutContainer(tagged).ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, absl::StrCat(kDropAccounting, "PRAGMA user_version=4;").c_str(),
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<std::vector<NmContainerRecord>> records = (*store)->LoadContainers();
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), 1u);
+  EXPECT_THAT((*records)[0].allocation_tags, ElementsAre("web"));  // kept
+  EXPECT_EQ((*records)[0].launched_ms, 0);
+  EXPECT_EQ((*records)[0].cpu_time_ms, 0);
+  EXPECT_EQ((*records)[0].memory_mb_seconds, 0);
+  NmContainerRecord measured = (*records)[0];
+  measured.cpu_time_ms = 7;
+  ASSERT_TRUE((*store)->PutContainer(measured).ok());
+  EXPECT_EQ((*store)->LoadContainers()->at(0).cpu_time_ms, 7);
 }
 
 TEST_F(NmStateStoreTest, AnIllTypedColumnIsDataLossNamingIt) {

@@ -114,13 +114,40 @@ std::string ContainerStateDir(absl::string_view work_root, absl::string_view con
 }
 
 v1::ContainerStatus CompletedStatus(const std::string& id, int exit_status,
-                                    const std::string& diagnostics) {
+                                    const std::string& diagnostics,
+                                    const NmContainerRecord& accounting) {
   v1::ContainerStatus status;
   status.set_container_id(id);
   status.set_state(v1::CONTAINER_COMPLETE);
   status.set_exit_status(exit_status);
   status.set_diagnostics(diagnostics);
+  status.set_start_time_ms(accounting.launched_ms);
+  status.set_finish_time_ms(accounting.finished_ms);
+  absl::StatusOr<v1::Resource> allocated = ResourceFromTokenResource(accounting.resource);
+  if (!accounting.resource.empty() && allocated.ok())
+    *status.mutable_allocated() = *std::move(allocated);
+  v1::ResourceUsage* usage = status.mutable_usage();
+  usage->set_cpu_time_ms(accounting.cpu_time_ms);
+  usage->set_network_tx_bytes(accounting.network_tx_bytes);
+  usage->set_peak_memory_bytes(accounting.peak_memory_bytes);
+  usage->set_memory_mb_seconds(ReportedMbSeconds(accounting.memory_mb_seconds));
   return status;
+}
+
+int64_t ReportedMbSeconds(double memory_mb_seconds) {
+  const int64_t mb_ms = std::llround(memory_mb_seconds * 1000);
+  return (mb_ms + 500) / 1000;
+}
+
+void AddMemorySample(NmContainerRecord* record, int64_t now_ms, int64_t rss_bytes) {
+  if (record->usage_sample_ms > 0 && now_ms > record->usage_sample_ms) {
+    constexpr double kBytesPerMb = 1 << 20;
+    record->memory_mb_seconds += static_cast<double>(std::max<int64_t>(rss_bytes, 0)) /
+                                 kBytesPerMb *
+                                 static_cast<double>(now_ms - record->usage_sample_ms) / 1000;
+  }
+  record->usage_sample_ms = std::max(record->usage_sample_ms, now_ms);
+  record->usage_sample_rss_bytes = rss_bytes;
 }
 
 

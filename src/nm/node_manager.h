@@ -270,8 +270,17 @@ class NodeManager {
     // Set when the NM asked it to stop: the v1::ContainerExitStatus it completes with, and why.
     std::optional<int> stop_exit_status;
     std::string stop_reason;
-    // What the state store holds of it (Persist() brings the fields above into it).
+    // What the state store holds of it (Persist() brings the fields above into it), its
+    // accounting included (launch and end times, memory MB x s, lifetime totals).
     NmContainerRecord stored;
+    // Re-attached by this NM after a restart (its end may predate this NM's noticing it).
+    bool adopted = false;
+    // Loop clock, ms: when SampleUsage next samples it, and next writes its accounting.
+    int64_t next_usage_sample_ms = 0;
+    int64_t next_usage_persist_ms = 0;
+    // Bytes it sent before this NM's HTB class for it existed (an earlier NM's classes, from
+    // the record): its total is this plus its class's counter.
+    int64_t network_tx_base = 0;
   };
 
   NodeManager(NodeManagerOptions options, EventLoop* loop);
@@ -320,6 +329,10 @@ class NodeManager {
   // Has the exit watcher wake the reap when the container's process (its monitor) ends.
   void WatchExit(const std::string& container_id);
   void OnContainerExit(const ContainerExit& exit);
+  // Samples the memory (rss) of every running container that is due (kUsageSampleIntervalMs)
+  // into its MB x seconds, writing its accounting to the state store when that is due
+  // (kUsagePersistIntervalMs). No-op without a memory cgroup: then nothing is measured.
+  void SampleUsage();
   // Stops the app's containers; once none runs, removes them and its work directory.
   void CleanupApplication(const std::string& app_id);
   // By value: it erases the records that may hold the caller's string.
@@ -349,7 +362,8 @@ class NodeManager {
   void UpdateKeys(bool has_current, const v1::MasterKey& current, bool has_next,
                   const v1::MasterKey& next);
   void StopAllContainers(int exit_status, absl::string_view reason);
-  // Reads the containers' class counters into net_stats_ (no-op without traffic control).
+  // Reads the containers' class counters into net_stats_, and each running container's total
+  // into its record (no-op without traffic control).
   void RefreshNetworkStats();
   // Metrics (no-ops without options_.metrics).
   void CountLaunch(bool ok);

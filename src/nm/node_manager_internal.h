@@ -11,11 +11,18 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "nm/cgroups.h"
+#include "nm/nm_state_store.h"
 #include "weft/v1/container.pb.h"
 
 namespace weft::nm::internal {
 
 inline constexpr int64_t kReapIntervalMs = 100;
+// How often the reap tick samples a running container's memory (rss) for its MB x seconds
+// (NmContainerRecord::memory_mb_seconds), ms; the first sample is at the first tick after its
+// launch. While it runs, its accounting is written to the state store at most this often, ms
+// (a restart loses at most this much of its integral; its end is always written).
+inline constexpr int64_t kUsageSampleIntervalMs = 1000;
+inline constexpr int64_t kUsagePersistIntervalMs = 30'000;
 inline constexpr int64_t kRegisterRetryMs = 1000;
 inline constexpr int64_t kDefaultHeartbeatIntervalMs = 1000;
 inline constexpr int64_t kRmCallTimeoutMs = 10'000;
@@ -94,9 +101,28 @@ class RmAnswerFence {
   bool fenced_ = false;
 };
 
-// A COMPLETE status for `id`.
+// A COMPLETE status for `id` (application history, issue 31; common.proto's ContainerStatus):
+// its exit status and diagnostics, and from `accounting` (its record) start_time_ms
+// (launched_ms), finish_time_ms, allocated (its resource, as ResourceFromTokenResource reads
+// it; unset when none is recorded or it does not parse) and its lifetime totals in `usage`:
+// cpu_time_ms, network_tx_bytes, peak_memory_bytes and memory_mb_seconds (ReportedMbSeconds;
+// 0 = not measured). memory_rss_bytes and network_tx_rate_mbps stay 0: it has ended.
 v1::ContainerStatus CompletedStatus(const std::string& id, int exit_status,
-                                    const std::string& diagnostics);
+                                    const std::string& diagnostics,
+                                    const NmContainerRecord& accounting);
+
+// A memory sample of a container at `now_ms` (loop clock, ms since the epoch): adds
+// `rss_bytes` held since its previous sample (record->usage_sample_ms; none yet: nothing is
+// added) to record->memory_mb_seconds, in MB (2^20 bytes) x seconds, fractions kept, and
+// makes this the previous sample. A time not after the previous sample adds nothing (the
+// clock stepped back) but takes the new rss. At its end, call it with the end's time and the
+// last sample's rss: that rss is taken as held until then.
+void AddMemorySample(NmContainerRecord* record, int64_t now_ms, int64_t rss_bytes);
+
+// MB x seconds as statuses report them (ResourceUsage.memory_mb_seconds): to the nearest,
+// from the nearest MB x ms, as the state store keeps it, so that a restarted NM reports the
+// same figure.
+int64_t ReportedMbSeconds(double memory_mb_seconds);
 
 }  // namespace weft::nm::internal
 

@@ -61,12 +61,61 @@ TEST(ResourceFromTokenResourceTest, EveryTypeByName) {
               HasSubstr("bad item 'memory-mb=x'"));
 }
 
-TEST(CompletedStatusTest, CarriesExitAndDiagnostics) {
-  v1::ContainerStatus s = CompletedStatus("container_1", 137, "killed");
+TEST(CompletedStatusTest, CarriesExitDiagnosticsTimesAllocationAndLifetimeUsage) {
+  NmContainerRecord accounting;
+  accounting.resource = "memory-mb=1024,vcores=2";
+  accounting.launched_ms = 1'700'000'000'000;
+  accounting.finished_ms = 1'700'000'002'500;
+  accounting.cpu_time_ms = 1800;
+  accounting.peak_memory_bytes = 300 << 20;
+  accounting.network_tx_bytes = 4096;
+  accounting.memory_mb_seconds = 611.6;
+  v1::ContainerStatus s = CompletedStatus("container_1", 137, "killed", accounting);
   EXPECT_EQ(s.container_id(), "container_1");
   EXPECT_EQ(s.state(), v1::CONTAINER_COMPLETE);
   EXPECT_EQ(s.exit_status(), 137);
   EXPECT_EQ(s.diagnostics(), "killed");
+  EXPECT_EQ(s.start_time_ms(), 1'700'000'000'000);
+  EXPECT_EQ(s.finish_time_ms(), 1'700'000'002'500);
+  EXPECT_EQ(s.allocated().values().at("memory-mb"), 1024);
+  EXPECT_EQ(s.allocated().values().at("vcores"), 2);
+  EXPECT_EQ(s.usage().cpu_time_ms(), 1800);
+  EXPECT_EQ(s.usage().peak_memory_bytes(), 300 << 20);
+  EXPECT_EQ(s.usage().network_tx_bytes(), 4096);
+  EXPECT_EQ(s.usage().memory_mb_seconds(), 612);
+  // Through the store's MB x ms: 12.4996 is kept as 12.5, and both report 13.
+  EXPECT_EQ(ReportedMbSeconds(12.4996), 13);
+  EXPECT_EQ(ReportedMbSeconds(12.5), 13);
+  EXPECT_EQ(ReportedMbSeconds(12.4994), 12);
+  EXPECT_EQ(ReportedMbSeconds(0.0004), 0);
+  EXPECT_EQ(s.usage().memory_rss_bytes(), 0) << "it has ended";
+
+  // A launch cut short: no start, nothing measured.
+  v1::ContainerStatus lost = CompletedStatus("container_2", -108, "lost", NmContainerRecord());
+  EXPECT_EQ(lost.start_time_ms(), 0);
+  EXPECT_FALSE(lost.has_allocated()) << "no resource recorded";
+  EXPECT_EQ(lost.usage().memory_mb_seconds(), 0);
+}
+
+TEST(AddMemorySampleTest, IntegratesRssOverTimeKeepingFractions) {
+  NmContainerRecord r;
+  AddMemorySample(&r, 1000, 64 << 20);  // the first sample: nothing before it
+  EXPECT_EQ(r.memory_mb_seconds, 0);
+  EXPECT_EQ(r.usage_sample_ms, 1000);
+  EXPECT_EQ(r.usage_sample_rss_bytes, 64 << 20);
+  AddMemorySample(&r, 1100, 10 << 20);  // 10 MB over 0.1 s
+  EXPECT_DOUBLE_EQ(r.memory_mb_seconds, 1.0);
+  AddMemorySample(&r, 1150, 1 << 19);  // 0.5 MB over 0.05 s: kept, not rounded away
+  EXPECT_DOUBLE_EQ(r.memory_mb_seconds, 1.025);
+  AddMemorySample(&r, 1150, 1 << 20);  // no time passed: nothing added, the rss is taken
+  EXPECT_DOUBLE_EQ(r.memory_mb_seconds, 1.025);
+  EXPECT_EQ(r.usage_sample_rss_bytes, 1 << 20);
+  AddMemorySample(&r, 900, 99 << 20);  // the clock stepped back: nothing added
+  EXPECT_DOUBLE_EQ(r.memory_mb_seconds, 1.025);
+  EXPECT_EQ(r.usage_sample_ms, 1150);
+  // At its end: the last rss held until then (here 99 MB over 1 s).
+  AddMemorySample(&r, 2150, r.usage_sample_rss_bytes);
+  EXPECT_DOUBLE_EQ(r.memory_mb_seconds, 100.025);
 }
 
 }  // namespace
