@@ -535,6 +535,20 @@ TYPED_TEST(HistoryStoreConformance, PutBatchWritesEverythingOrNothing) {
               EqualsProto(WithAggregates(App("app_2", "bob", "b", 2000), {batch.containers[1]})));
   EXPECT_THAT(Value(store.GetAttempt("att_1")), EqualsProto(Attempt("att_1", "app_1")));
   EXPECT_THAT(Value(store.ListContainers("app_2")), ElementsAre(EqualsProto(batch.containers[1])));
+  // No container has a type beyond memory-mb and vcores here.
+  EXPECT_THAT(Value(store.QueueReport(0, 10000)),
+              ElementsAre(UsageLine{.key = "a",
+                                    .applications = 1,
+                                    .resource_seconds = {{"memory-mb", 10240}, {"vcores", 10}},
+                                    .memory_mb_seconds_used = 5120,
+                                    .cpu_time_ms = 1000,
+                                    .network_tx_bytes = 10000},
+                          UsageLine{.key = "b",
+                                    .applications = 1,
+                                    .resource_seconds = {{"memory-mb", 2048}, {"vcores", 4}},
+                                    .memory_mb_seconds_used = 1024,
+                                    .cpu_time_ms = 400,
+                                    .network_tx_bytes = 4000}));
 
   HistoryBatch bad;
   bad.applications = {App("app_3", "carol", "c", 3000)};
