@@ -64,6 +64,32 @@ ContainerContribution ContributionOf(const v1::ContainerHistoryRecord& container
 void SetAggregates(const std::vector<ContainerContribution>& containers,
                    v1::ApplicationHistoryRecord* app);
 
+// The contract. Thread-safe. Records are keyed by their id; every Put is an UPSERT: a record
+// whose id is new is added, one whose id exists replaces the stored record whole (the same
+// content again is a no-op, so a writer may retry; a different content, e.g. a record
+// completed later, wins). Attempts and containers may be put before their application.
+//
+// An application's aggregates are derived by the store from the containers stored for it
+// (those whose application_id is its id), whatever the application record carried:
+//   resource_seconds[type]  = the sum over its containers of
+//                             allocated[type] * (finish_time_ms - start_time_ms) / 1000,
+//                             truncated per container, as YARN does; a container with
+//                             start_time_ms 0 or finish_time_ms < start_time_ms adds 0
+//                             (ContributionOf); types summing to 0 are left out of the map;
+//   memory_mb_seconds_used, cpu_time_ms, network_tx_bytes
+//                           = the sums of its containers' memory_mb_seconds, cpu_time_ms,
+//                             network_tx_bytes;
+//   peak_memory_bytes       = the largest of its containers' max_rss_bytes (0 with none).
+// GetApplication, ListApplications and the reports return the derived values. They depend only
+// on the set of stored records, not on the order of the Puts: a container put before or after
+// its application, or the same container put twice (the RM writes through an at-least-once
+// outbox), gives the same result; a container put again under another application id moves
+// its contribution.
+//
+// Validation: a record or argument with an empty id fails InvalidArgument naming the field, and
+// the store is left unchanged. Back-end errors carry the store and the operation in their
+// message. A store whose server cannot be reached (PostgreSQL) returns Unavailable; since every
+// Put is idempotent, the caller retries the same call later.
 class HistoryStore {
  public:
   virtual ~HistoryStore() = default;
