@@ -17,14 +17,14 @@ namespace weft::history {
 namespace {
 
 // The advisory lock that serialises migrations of one database ("WeftHis\0" as an int64).
-constexpr const char* kMigrationLock = "SELECT pg_advisory_xact_lock(6297552303564616448)";
+constexpr const char* kPgMigrationLock = "SELECT pg_advisory_xact_lock(6297552303564616448)";
 
 // Rows per multi-row INSERT (PostgreSQL takes at most 65535 parameters per statement).
 constexpr size_t kParamsPerStatement = 20000;
 
 // Migration n (1-based) brings the schema from version n-1 to n: its statements run in order.
 // Append; never edit. Column meanings as in the SQLite store (sqlite_history_store.cc).
-const std::vector<std::vector<const char*>>& Migrations() {
+const std::vector<std::vector<const char*>>& PgMigrations() {
   static const auto* migrations = new std::vector<std::vector<const char*>>{
       {
           R"sql(CREATE TABLE applications (
@@ -81,19 +81,19 @@ const std::vector<std::vector<const char*>>& Migrations() {
   return *migrations;
 }
 
-constexpr absl::string_view kMemoryType = "memory-mb";
-constexpr absl::string_view kVcoresType = "vcores";
+constexpr absl::string_view kPgMemoryType = "memory-mb";
+constexpr absl::string_view kPgVcoresType = "vcores";
 
 // What Applications() reads from each row, in this order.
-constexpr const char* kApplicationColumns =
+constexpr const char* kPgApplicationColumns =
     "record, memory_mb_rs, vcores_rs, memory_mb_seconds_used, cpu_time_ms, network_tx_bytes, "
     "peak_memory_bytes, application_id";
 
 // ListApplications' order in SQL (history_store.h).
-constexpr const char* kListOrder = " ORDER BY finish_ms DESC, application_id ASC";
+constexpr const char* kPgListOrder = " ORDER BY finish_ms DESC, application_id ASC";
 
 // The absl code for a failed statement, from its SQLSTATE.
-absl::StatusCode CodeForSqlState(absl::string_view state) {
+absl::StatusCode PgCodeForSqlState(absl::string_view state) {
   if (absl::StartsWith(state, "08") || absl::StartsWith(state, "57P")) {
     return absl::StatusCode::kUnavailable;  // connection exception, server shutting down
   }
@@ -173,8 +173,8 @@ std::vector<const T*> LastOfEach(const std::vector<T>& records, IdOf id_of) {
   return out;
 }
 
-void SetResourceSeconds(absl::string_view type, int64_t seconds,
-                        v1::ApplicationHistoryRecord* app) {
+void PgSetResourceSeconds(absl::string_view type, int64_t seconds,
+                          v1::ApplicationHistoryRecord* app) {
   if (seconds != 0) (*app->mutable_resource_seconds())[std::string(type)] = seconds;
 }
 
@@ -263,7 +263,7 @@ absl::StatusOr<PostgresHistoryStore::Result> PostgresHistoryStore::Exec(
       result != nullptr ? PQresultErrorField(result.get(), PG_DIAG_SQLSTATE) : nullptr;
   const absl::StatusCode code = PQstatus(conn_) != CONNECTION_OK || state == nullptr
                                     ? absl::StatusCode::kUnavailable
-                                    : CodeForSqlState(state);
+                                    : PgCodeForSqlState(state);
   const char* message =
       result != nullptr ? PQresultErrorMessage(result.get()) : PQerrorMessage(conn_);
   if (message == nullptr || *message == '\0') message = PQerrorMessage(conn_);
@@ -318,7 +318,7 @@ absl::StatusOr<T> PostgresHistoryStore::Read(absl::string_view what,
 absl::Status PostgresHistoryStore::Migrate() {
   return WithConnection("migrating the schema", [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
-      if (absl::Status s = Exec("locking", kMigrationLock, {}).status(); !s.ok()) return s;
+      if (absl::Status s = Exec("locking", kPgMigrationLock, {}).status(); !s.ok()) return s;
       if (absl::Status s = Exec("creating weft_history_schema",
                                 "CREATE TABLE IF NOT EXISTS weft_history_schema ("
                                 "version INTEGER NOT NULL PRIMARY KEY, "
@@ -338,7 +338,7 @@ absl::Status PostgresHistoryStore::Migrate() {
                                                           " is newer than this binary's (",
                                                           kSchemaVersion, "); use a newer weft"));
       }
-      const auto& migrations = Migrations();
+      const auto& migrations = PgMigrations();
       for (int64_t next = version + 1; next <= kSchemaVersion; ++next) {
         const std::string what = absl::StrCat("migrating to version ", next);
         for (const char* statement : migrations[next - 1]) {
@@ -407,9 +407,9 @@ absl::Status PostgresHistoryStore::WriteBatch(const HistoryBatch& batch) {
       const ContainerContribution contribution = ContributionOf(*c);
       int64_t memory = 0, vcores = 0;
       for (const auto& [type, seconds] : contribution.resource_seconds) {
-        if (type == kMemoryType) {
+        if (type == kPgMemoryType) {
           memory = seconds;
-        } else if (type == kVcoresType) {
+        } else if (type == kPgVcoresType) {
           vcores = seconds;
         } else if (seconds != 0) {
           others.push_back({c->container_id()});
@@ -585,8 +585,8 @@ absl::StatusOr<std::vector<v1::ApplicationHistoryRecord>> PostgresHistoryStore::
           absl::StrCat(what, ": a stored ApplicationHistoryRecord does not parse"));
     }
     app.clear_resource_seconds();
-    SetResourceSeconds(kMemoryType, Int8(r, row, 1), &app);
-    SetResourceSeconds(kVcoresType, Int8(r, row, 2), &app);
+    PgSetResourceSeconds(kPgMemoryType, Int8(r, row, 1), &app);
+    PgSetResourceSeconds(kPgVcoresType, Int8(r, row, 2), &app);
     app.set_memory_mb_seconds_used(Int8(r, row, 3));
     app.set_cpu_time_ms(Int8(r, row, 4));
     app.set_network_tx_bytes(Int8(r, row, 5));
@@ -606,7 +606,8 @@ absl::StatusOr<std::vector<v1::ApplicationHistoryRecord>> PostgresHistoryStore::
   for (int row = 0; row < PQntuples(others->get()); ++row) {
     auto it = index.find(Bytes(others->get(), row, 0));
     if (it == index.end()) continue;
-    SetResourceSeconds(Bytes(others->get(), row, 1), Int8(others->get(), row, 2), &out[it->second]);
+    PgSetResourceSeconds(Bytes(others->get(), row, 1), Int8(others->get(), row, 2),
+                         &out[it->second]);
   }
   return out;
 }
@@ -618,7 +619,7 @@ absl::StatusOr<std::optional<v1::ApplicationHistoryRecord>> PostgresHistoryStore
   return Read<Found>(
       "reading an application", [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<Found> {
         auto apps = Applications("reading",
-                                 absl::StrCat("SELECT ", kApplicationColumns,
+                                 absl::StrCat("SELECT ", kPgApplicationColumns,
                                               " FROM applications WHERE application_id = $1"),
                                  {{id}});
         if (!apps.ok()) return apps.status();
@@ -657,7 +658,7 @@ absl::StatusOr<std::optional<v1::ContainerHistoryRecord>> PostgresHistoryStore::
 
 absl::StatusOr<std::vector<v1::ApplicationHistoryRecord>> PostgresHistoryStore::DoListApplications(
     const ApplicationFilter& filter) {
-  std::string sql = absl::StrCat("SELECT ", kApplicationColumns, " FROM applications WHERE TRUE");
+  std::string sql = absl::StrCat("SELECT ", kPgApplicationColumns, " FROM applications WHERE TRUE");
   std::vector<Param> params;
   auto next = [&](std::string value, absl::string_view cast) {
     params.push_back({std::move(value)});
@@ -681,7 +682,7 @@ absl::StatusOr<std::vector<v1::ApplicationHistoryRecord>> PostgresHistoryStore::
     absl::StrAppend(&sql, " AND finish_ms < ",
                     next(absl::StrCat(*filter.finished_until_ms), "bigint"));
   }
-  absl::StrAppend(&sql, kListOrder);
+  absl::StrAppend(&sql, kPgListOrder);
   if (filter.limit > 0)
     absl::StrAppend(&sql, " LIMIT ", next(absl::StrCat(filter.limit), "bigint"));
   absl::MutexLock lock(&mu_);
@@ -729,7 +730,7 @@ absl::StatusOr<int64_t> PostgresHistoryStore::DoPrune(int64_t older_than_ms,
   if (keep_at_most.has_value()) {
     absl::StrAppend(&choose,
                     " UNION SELECT application_id FROM (SELECT application_id FROM applications",
-                    kListOrder, " OFFSET $2::bigint) AS over_count");
+                    kPgListOrder, " OFFSET $2::bigint) AS over_count");
     params.push_back({absl::StrCat(*keep_at_most)});
   }
   absl::MutexLock lock(&mu_);
@@ -794,10 +795,10 @@ absl::StatusOr<std::vector<UsageLine>> PostgresHistoryStore::DoReport(ReportKey 
           line.key = Bytes(r, row, 0);
           line.applications = Int8(r, row, 1);
           if (int64_t v = Int8(r, row, 2); v != 0) {
-            line.resource_seconds[std::string(kMemoryType)] = v;
+            line.resource_seconds[std::string(kPgMemoryType)] = v;
           }
           if (int64_t v = Int8(r, row, 3); v != 0) {
-            line.resource_seconds[std::string(kVcoresType)] = v;
+            line.resource_seconds[std::string(kPgVcoresType)] = v;
           }
           line.memory_mb_seconds_used = Int8(r, row, 4);
           line.cpu_time_ms = Int8(r, row, 5);

@@ -103,7 +103,7 @@ class PostgresHistoryStore final : public HistoryStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A batch's writes, inside a transaction.
   absl::Status WriteBatch(const HistoryBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Applications from a query yielding kApplicationColumns (see the .cc), with their other
+  // Applications from a query yielding kPgApplicationColumns (see the .cc), with their other
   // resource types; DataLoss if a record does not parse.
   absl::StatusOr<std::vector<v1::ApplicationHistoryRecord>> Applications(
       absl::string_view what, const std::string& sql, const std::vector<Param>& params)
