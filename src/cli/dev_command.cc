@@ -134,6 +134,12 @@ int RunDev(const DevFlags& flags) {
   rm_flags.munge_socket = flags.user_auth.munge_socket;
   rm_flags.history_sample_ms = flags.user_auth.history_sample_ms;
   rm_flags.history_retention_s = flags.user_auth.history_retention_s;
+  // Application history: a SQLite store in the data dir unless told otherwise.
+  rm_flags.history_store = flags.user_auth.history_store.empty()
+                               ? "sqlite:" + (data_dir / "history.db").string()
+                               : flags.user_auth.history_store;
+  rm_flags.history_outbox = flags.user_auth.history_outbox;
+  rm_flags.max_completed_apps = flags.user_auth.max_completed_apps;
   rm_flags.http_port = flags.http_port;
   rm_flags.http_enable_writes = flags.http_enable_writes;
   rm_flags.http_anonymous_view = !flags.http_private_view;

@@ -134,6 +134,25 @@ absl::StatusOr<rm::RmServerOptions> MakeRmServerOptions(const RmFlags& flags) {
     if (!secret.ok()) return secret.status();
     options.client_secret = *secret;
   }
+  options.rm.history_store = flags.history_store;
+  options.rm.max_completed_apps = flags.max_completed_apps;
+  if (flags.max_completed_apps < 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-completed-apps ", flags.max_completed_apps, " is negative"));
+  if (!flags.history_store.empty()) {
+    std::string outbox = flags.history_outbox;
+    if (outbox.empty() && !flags.ha_id.empty())
+      return absl::InvalidArgumentError(
+          "--history-store with --ha-id needs --history-outbox: a local file for this RM's "
+          "outbox");
+    if (outbox.empty() && flags.state_store.empty())
+      return absl::InvalidArgumentError(
+          "--history-store with an in-memory state store needs --history-outbox");
+    if (outbox.empty())
+      outbox = (std::filesystem::absolute(flags.state_store).parent_path() / "history-outbox.db")
+                   .string();
+    options.rm.history_outbox = std::filesystem::absolute(outbox).lexically_normal().string();
+  }
   if (!flags.ha_id.empty()) {
     if (flags.state_store_given)
       return absl::InvalidArgumentError(
@@ -208,6 +227,16 @@ void AddHistoryFlags(CLI::App* cmd, RmFlags* flags) {
       ->capture_default_str();
   cmd->add_option("--history-retention-s", flags->history_retention_s,
                   "how long those samples are kept (in memory; at most 100,000 samples)")
+      ->capture_default_str();
+  cmd->add_option("--history-store", flags->history_store,
+                  "application history store that finished apps, attempts and containers are "
+                  "written to: sqlite:/PATH or postgresql://... (\"\" = none; docs/history.md)");
+  cmd->add_option("--history-outbox", flags->history_outbox,
+                  "durable outbox the history records wait in while the store is slow or down "
+                  "(default: history-outbox.db beside the state store)");
+  cmd->add_option("--max-completed-apps", flags->max_completed_apps,
+                  "finished apps the RM keeps in memory and in its state store (older ones are "
+                  "forgotten once their history is written; YARN's max-completed-applications)")
       ->capture_default_str();
 }
 

@@ -74,6 +74,12 @@ struct RmFlags {
   // history_sample_ms, kept for history_retention_s.
   int64_t history_sample_ms = 10'000;
   int64_t history_retention_s = 86'400;
+  // Application history (issue 31; rm/history_recorder.h): the history store's URL ("" = off),
+  // the outbox file ("" = history-outbox.db beside the state store), and how many finished
+  // apps the RM keeps (YARN's max-completed-applications).
+  std::string history_store;
+  std::string history_outbox;
+  int64_t max_completed_apps = 1000;
 };
 
 // Checks --sub-cluster-id, --federation-store, --federation-heartbeat-ms and

@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "rm/am_service.h"
 #include "rm/container_tracker.h"
+#include "rm/history_recorder.h"
 #include "rm/node_tracker.h"
 #include "rm/rm_keys.h"
 #include "rm/submission.h"
@@ -575,6 +576,44 @@ void AppManager::FinishApp(RmApp& app, AppEvent event, FinalStatus final_status,
                              {"state", AppStateName(app.state)},
                              {"final_status", FinalStatusName(final_status)}});
   Persist(app).IgnoreError();  // logged, retried; callers with a client check unpersisted_
+  finished_.emplace(app.record.finish_ms, app.record.app_id);
+  ctx_->history->AppFinished(app);
+  EvictFinished();
+}
+
+void AppManager::EvictFinished() {
+  std::vector<std::string> forgotten;
+  while (static_cast<int64_t>(finished_.size()) > ctx_->options->max_completed_apps) {
+    const std::string id = finished_.begin()->second;
+    // Not before its final state is stored (a retry is pending) and its history is durable:
+    // the next call (a retried write, a durability report) tries again.
+    if (unpersisted_.contains(id) || !ctx_->history->AppDurable(id)) break;
+    auto it = apps_.find(id);
+    if (it != apps_.end()) {
+      if (absl::Status s = ctx_->store->RemoveApplication(id);
+          !s.ok() && !absl::IsNotFound(s)) {
+        // Kept in memory as well then; tried again with the next finished app.
+        log::Warn("store_remove_failed", {{"app", id}, {"error", s}});
+        break;
+      }
+      for (const RmAttempt& at : it->second.attempts) {
+        by_attempt_.erase(at.attempt_id);
+        if (by_sched_app_.contains(at.sched_app) && by_sched_app_[at.sched_app] == id)
+          by_sched_app_.erase(at.sched_app);
+      }
+      awaiting_am_.erase(id);
+      held_launches_.erase(id);
+      apps_.erase(it);
+    }
+    finished_.erase(finished_.begin());
+    ctx_->history->AppForgotten(id);
+    forgotten.push_back(id);
+    ++evicted_;
+  }
+  if (!forgotten.empty())
+    log::Info("apps_forgotten", {{"apps", static_cast<int64_t>(forgotten.size())},
+                                 {"oldest", forgotten.front()},
+                                 {"kept", static_cast<int64_t>(finished_.size())}});
 }
 
 void AppManager::ContainerAllocated(const RmApp& handle, const std::string& node,

@@ -189,6 +189,16 @@ class AppManager {
   // What waits for the current attempt's AM (the AM service answers Allocate from it).
   AmMailbox& mailbox(const RmApp& app);
 
+  // Forgets the oldest finished apps beyond RmOptions::max_completed_apps (YARN's
+  // max-completed-applications), in memory and in the state store, each once its history is
+  // durable (HistoryRecorder::AppDurable) and its final state stored. Called when an app ends,
+  // after recovery, and when history becomes durable.
+  void EvictFinished();
+  // Finished apps held.
+  int64_t finished_count() const { return static_cast<int64_t>(finished_.size()); }
+  // Finished apps forgotten since the RM started.
+  int64_t evicted() const { return evicted_; }
+
   // Read-only views for the other services: they change an app only through the methods
   // above, which take such a view as the handle of the app. nullptr when unknown.
   const RmApp* Find(const std::string& app_id) const;
@@ -276,6 +286,9 @@ class AppManager {
   absl::flat_hash_map<scheduler::AppId, std::string> by_sched_app_;
   absl::flat_hash_map<std::string, std::string> by_attempt_;  // every attempt id -> app id
   std::set<std::string> unpersisted_;                         // apps whose last write failed
+  // The finished apps, oldest first: (finish time, app id).
+  std::set<std::pair<int64_t, std::string>> finished_;
+  int64_t evicted_ = 0;
   // Apps whose recovered attempt has not had its AM container reported yet (a superset: an
   // entry is dropped when AmContainersMissing finds it settled).
   absl::flat_hash_set<std::string> awaiting_am_;

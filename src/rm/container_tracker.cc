@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "rm/am_service.h"
 #include "rm/app_manager.h"
+#include "rm/history_recorder.h"
 #include "rm/node_tracker.h"
 #include "rm/rm_keys.h"
 #include "security/tokens.h"
@@ -186,6 +187,10 @@ void ContainerTracker::Completed(const std::string& name, int32_t exit_status,
     resource = cs->resource;
     allocated_ms = cs->allocated_ms;
     is_am = cs->is_am;
+    // No NM reported it (it is gone from its node): the RM's own record of it.
+    if (node_id.empty())
+      ctx_->history->ContainerLost(name, ctx_->scheduler->node(cs->node)->name, resource,
+                                   allocated_ms, cs->priority, exit_status, diagnostics);
     // A task that ran to completion tells the scheduler how long it ran (policies that
     // estimate task lengths learn from it).
     absl::Status s = exit_status == 0 && !is_am

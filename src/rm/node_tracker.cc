@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "rm/app_manager.h"
 #include "rm/container_tracker.h"
+#include "rm/history_recorder.h"
 #include "rm/rm_keys.h"
 
 namespace weft::rm {
@@ -42,6 +43,8 @@ void NodeTracker::AddAppCleanup(const std::string& node_id, const std::string& a
 }
 
 void NodeTracker::AddRemoval(const std::string& node_id, const std::string& name) {
+  // Not before the container's history record is durable (HistoryRecorder sends it then).
+  if (!ctx_->history->MayRemove(node_id, name)) return;
   auto it = nodes_.find(node_id);
   if (it != nodes_.end()) it->second.to_remove.push_back(name);
 }
@@ -66,8 +69,13 @@ void NodeTracker::LoseContainers(const std::string& node_id, int32_t exit_status
     return;
   }
   for (const scheduler::ContainerKill& k : *lost) {
-    if (clean_up_on_node) {
-      if (const RmContainer* c = ctx_->containers->Find(k.container)) AddCleanup(node_id, c->name);
+    if (const RmContainer* c = ctx_->containers->Find(k.container)) {
+      if (clean_up_on_node) {
+        AddCleanup(node_id, c->name);  // its NM reports it once stopped
+      } else {
+        ctx_->history->ContainerLost(c->name, node_id, k.resource, k.allocated_ms,
+                                     /*priority=*/0, exit_status, diagnostics);
+      }
     }
     ctx_->containers->Ended(k, exit_status, diagnostics);
   }
@@ -174,8 +182,10 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
       reported_attributes_[id] = attributes;
     }
     if (absl::Status s = ctx_->scheduler->UpdateNode(id, *cap, /*healthy=*/true); !s.ok()) return s;
-    for (const v1::ContainerStatus* st : completed)
+    for (const v1::ContainerStatus* st : completed) {
+      ctx_->history->ContainerReported(*st, id);
       ctx_->containers->Completed(st->container_id(), st->exit_status(), st->diagnostics(), id);
+    }
     // An AM container whose launch is not confirmed yet may simply not have reached the NM
     // (e.g. the launch waits for this very NM to come back): it is not gone, and its launch
     // settles it.
@@ -201,8 +211,10 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
     auto sid = ctx_->scheduler->AddNode(spec);
     if (!sid.ok()) return sid.status();
     reported_attributes_[id] = attributes;
-    for (const v1::ContainerStatus* st : completed)
+    for (const v1::ContainerStatus* st : completed) {
+      ctx_->history->ContainerReported(*st, id);
       ctx_->containers->Completed(st->container_id(), st->exit_status(), st->diagnostics(), id);
+    }
   }
   auto [slot, added] = nodes_.try_emplace(id);
   if (added) ++nodes_in_state_[slot->second.state];
@@ -361,6 +373,7 @@ absl::StatusOr<v1::NodeHeartbeatResponse> NodeTracker::NodeHeartbeat(
     if (st.state() != v1::CONTAINER_COMPLETE) continue;
     freed = true;
     // Unknown names are already known complete, or were never this RM's.
+    ctx_->history->ContainerReported(st, req.node_id());
     ctx_->containers->Completed(st.container_id(), st.exit_status(), st.diagnostics(),
                                 req.node_id());
   }

@@ -6,11 +6,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "history/open_history_store.h"
 #include "rm/am_service.h"
 #include "rm/app_acls.h"
 #include "rm/app_manager.h"
 #include "rm/cluster_history.h"
 #include "rm/container_tracker.h"
+#include "rm/history_recorder.h"
 #include "rm/node_tracker.h"
 #include "rm/rm_keys.h"
 #include "rm/rm_recovery.h"
@@ -45,6 +47,8 @@ ResourceManager::ResourceManager(RmOptions options, EventLoop* loop, store::Stat
   nodes_ = std::make_unique<NodeTracker>(&ctx_);
   apps_ = std::make_unique<AppManager>(&ctx_);
   am_service_ = std::make_unique<AmService>(&ctx_);
+  app_history_ = std::make_unique<HistoryRecorder>(&ctx_);
+  ctx_.history = app_history_.get();
   ctx_.keys = keys_.get();
   ctx_.containers = containers_.get();
   ctx_.nodes = nodes_.get();
@@ -54,6 +58,7 @@ ResourceManager::ResourceManager(RmOptions options, EventLoop* loop, store::Stat
 
 ResourceManager::~ResourceManager() {
   shutting_down_ = true;
+  app_history_.reset();  // its publisher's thread first: what it queued goes to the outbox
   history_sampler_.reset();
   ctx_.loop->Cancel(pass_timer_);
 }
@@ -92,6 +97,22 @@ absl::StatusOr<std::unique_ptr<ResourceManager>> ResourceManager::Create(
   if (!sched.ok()) return sched.status();
   rm->scheduler_ = std::move(*sched);
   rm->ctx_.scheduler = rm->scheduler_.get();
+  if (!rm->options_.history_store.empty()) {
+    if (rm->options_.history_outbox.empty())
+      return absl::InvalidArgumentError(
+          "a history store needs a history outbox (RmOptions::history_outbox, "
+          "weft rm --history-outbox)");
+    absl::StatusOr<std::unique_ptr<history::HistoryStore>> hs =
+        rm->options_.open_history_store ? rm->options_.open_history_store()
+                                        : history::OpenHistoryStore(rm->options_.history_store);
+    if (!hs.ok()) return hs.status();
+    HistoryPublisherOptions ho;
+    ho.outbox_path = rm->options_.history_outbox;
+    if (absl::Status s = rm->app_history_->Enable(ho, *std::move(hs)); !s.ok()) return s;
+  }
+  if (rm->options_.max_completed_apps < 0)
+    return absl::InvalidArgumentError(absl::StrCat("max completed apps must be >= 0, got ",
+                                                   rm->options_.max_completed_apps));
   auto state = store->Load();
   if (!state.ok()) return state.status();
   if (absl::Status s = RecoverRmState(*state, &rm->ctx_); !s.ok())
@@ -102,6 +123,10 @@ absl::StatusOr<std::unique_ptr<ResourceManager>> ResourceManager::Create(
   rm->StartHistory();
   return rm;
 }
+
+HistoryPublisherStats ResourceManager::AppHistoryStats() const { return app_history_->stats(); }
+int64_t ResourceManager::FinishedAppsHeld() const { return apps_->finished_count(); }
+int64_t ResourceManager::FinishedAppsForgotten() const { return apps_->evicted(); }
 
 // ---------------------------------------------------------------------------------------------
 // Scheduling passes

@@ -23,6 +23,7 @@
 #include "common/event_loop.h"
 #include "rm/app_lifecycle.h"
 #include "rm/client_auth.h"
+#include "rm/history_publisher.h"
 #include "rm/rm_context.h"
 #include "rm/rm_options.h"
 #include "scheduler/registry.h"
@@ -162,6 +163,11 @@ class ResourceManager {
   // The utilisation history (rm/cluster_history.h); its readers may use it from any thread and
   // keep it after the RM is gone.
   std::shared_ptr<const ClusterHistory> history() const;
+  // Application history's figures (HistoryRecorder::stats; zero when it is off), the finished
+  // apps held and those forgotten (AppManager::EvictFinished).
+  HistoryPublisherStats AppHistoryStats() const;
+  int64_t FinishedAppsHeld() const;
+  int64_t FinishedAppsForgotten() const;
 
  private:
   ResourceManager(RmOptions options, EventLoop* loop, store::StateStore* store,
@@ -182,6 +188,8 @@ class ResourceManager {
   std::unique_ptr<NodeTracker> nodes_;
   std::unique_ptr<AppManager> apps_;
   std::unique_ptr<AmService> am_service_;
+  // Application history (issue 31): records of finished apps, attempts and containers.
+  std::unique_ptr<HistoryRecorder> app_history_;
   std::shared_ptr<ClusterHistory> history_;
   std::unique_ptr<HistorySampler> history_sampler_;
   TimerId pass_timer_ = 0;

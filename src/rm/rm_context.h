@@ -30,6 +30,7 @@ namespace weft::rm {
 class AmService;
 class AppManager;
 class ContainerTracker;
+class HistoryRecorder;
 class NodeTracker;
 class RmKeys;
 
@@ -44,6 +45,7 @@ struct RmContext {
   NodeTracker* nodes = nullptr;
   ContainerTracker* containers = nullptr;
   AmService* am_service = nullptr;
+  HistoryRecorder* history = nullptr;  // always set; records nothing while history is off
   int64_t epoch = 0;       // this RM start's epoch (in container ids)
   int64_t started_ms = 0;  // loop time of the RM's start
   std::string rm_address;  // where AMs reach AmService (host:port), given in WEFT_RM_ADDRESS

@@ -4,12 +4,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "adaptcont/config.h"
 #include "common/resource_types.h"
+#include "history/history_store.h"
 #include "rm/heartbeat_interval.h"
 #include "scheduler/registry.h"
 #include "weft/v1/container.pb.h"
@@ -72,6 +74,18 @@ struct RmOptions {
   int64_t max_allocation_wait_ms = 5000;
   // Retry interval of state-store writes that failed (the app stays in memory meanwhile).
   int64_t store_retry_ms = 1000;
+  // Application history (issue 31; rm/history_recorder.h). The history store's URL
+  // (history::OpenHistoryStore: "sqlite:/path", "postgresql://..."); "" = history off.
+  std::string history_store;
+  // The durable outbox the records wait in (a private SQLite file); required with
+  // history_store.
+  std::string history_outbox;
+  // Finished apps the RM keeps in memory and in its state store, newest first (YARN's
+  // yarn.resourcemanager.max-completed-applications); older ones are forgotten once their
+  // history is durable. >= 0.
+  int64_t max_completed_apps = 1000;
+  // Tests: opens the history store instead of history_store's URL (which must be set too).
+  std::function<absl::StatusOr<std::unique_ptr<history::HistoryStore>>()> open_history_store;
   // How the RM sizes AM containers of apps that ask it to (seed 002, AdaptCont).
   adaptcont::AdaptContConfig adaptcont = adaptcont::DefaultAdaptContConfig();
   // Told about every scheduling pass (metrics); null = none. Not owned; must outlive the RM.

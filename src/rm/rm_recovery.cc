@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "rm/app_lifecycle.h"
 #include "rm/app_manager.h"
+#include "rm/history_recorder.h"
 #include "rm/rm_keys.h"
 
 namespace weft::rm {
@@ -75,6 +76,13 @@ absl::Status RecoverRmState(const store::RmState& state, RmContext* ctx) {
     log::Info("app_recovered", {{"app", rec.app_id}, {"state", rec.state}});
     if (absl::Status s = ctx->apps->RecoverAttempt(app); !s.ok()) return s;
   }
+  // Application history: the finished apps' records again, unless delivered before (a crash
+  // may have cut them off), then the RM keeps only its newest max_completed_apps.
+  std::vector<const RmApp*> finished;
+  for (const auto& [id, app] : ctx->apps->apps())
+    if (IsFinal(app.state)) finished.push_back(&app);
+  ctx->history->RecoverFinished(finished);
+  ctx->apps->EvictFinished();
   return absl::OkStatus();
 }
 
@@ -88,6 +96,7 @@ const RmApp& AppManager::Restore(RmApp app) {
   // Tokens of old attempts must name a known attempt to be told they are old.
   for (const RmAttempt& at : app.attempts) by_attempt_[at.attempt_id] = id;
   auto [it, inserted] = apps_.insert_or_assign(id, std::move(app));
+  if (IsFinal(it->second.state)) finished_.emplace(it->second.record.finish_ms, id);
   return it->second;
 }
 

@@ -1,0 +1,246 @@
+// Copyright Weft authors.
+#include "rm/history_publisher.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "weft/v1/history.pb.h"
+
+namespace weft::rm {
+
+absl::StatusOr<std::unique_ptr<HistoryPublisher>> HistoryPublisher::Start(
+    HistoryPublisherOptions options, std::unique_ptr<history::HistoryStore> store,
+    DurableCallback on_durable) {
+  if (store == nullptr) return absl::InvalidArgumentError("history publisher: no history store");
+  absl::StatusOr<std::unique_ptr<HistoryOutbox>> outbox = HistoryOutbox::Open(options.outbox_path);
+  if (!outbox.ok()) return outbox.status();
+  absl::StatusOr<std::vector<std::string>> delivered = (*outbox)->DeliveredApplications();
+  if (!delivered.ok()) return delivered.status();
+  absl::StatusOr<int64_t> waiting = (*outbox)->Count();
+  if (!waiting.ok()) return waiting.status();
+  std::unique_ptr<HistoryPublisher> p(new HistoryPublisher(
+      std::move(options), std::move(store), *std::move(outbox), std::move(on_durable)));
+  p->delivered_at_start_ = *std::move(delivered);
+  p->stats_.outbox_entries = *waiting;
+  log::Info("history_publisher_started", {{"outbox", p->outbox_->path()},
+                                          {"store", p->store_->Describe()},
+                                          {"waiting", *waiting},
+                                          {"delivered_apps", static_cast<int64_t>(
+                                                                 p->delivered_at_start_.size())}});
+  p->thread_ = std::thread([raw = p.get()] { raw->Run(); });
+  return p;
+}
+
+HistoryPublisher::HistoryPublisher(HistoryPublisherOptions options,
+                                   std::unique_ptr<history::HistoryStore> store,
+                                   std::unique_ptr<HistoryOutbox> outbox,
+                                   DurableCallback on_durable)
+    : options_(std::move(options)),
+      store_(std::move(store)),
+      outbox_(std::move(outbox)),
+      on_durable_(std::move(on_durable)) {}
+
+HistoryPublisher::~HistoryPublisher() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+int64_t HistoryPublisher::Publish(std::vector<OutboxEntry> entries) {
+  int64_t last;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (OutboxEntry& e : entries) queue_.push_back(std::move(e));
+    next_seq_ += static_cast<int64_t>(entries.size());
+    last = next_seq_ - 1;
+    stats_.published += static_cast<int64_t>(entries.size());
+  }
+  wake_.notify_all();
+  return last;
+}
+
+void HistoryPublisher::ForgetApplications(std::vector<std::string> app_ids) {
+  if (app_ids.empty()) return;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (std::string& id : app_ids) to_forget_.push_back(std::move(id));
+  }
+  wake_.notify_all();
+}
+
+HistoryPublisherStats HistoryPublisher::stats() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return stats_;
+}
+
+std::string HistoryPublisher::Describe() const {
+  return absl::StrCat("outbox '", outbox_->path(), "' -> ", store_->Describe());
+}
+
+absl::Status HistoryPublisher::DeliverBatch(const std::vector<OutboxEntry>& entries) {
+  history::HistoryBatch batch;
+  for (const OutboxEntry& e : entries) {
+    bool parsed = false;
+    switch (e.kind) {
+      case OutboxEntry::Kind::kApplication:
+        parsed = batch.applications.emplace_back().ParseFromString(e.payload);
+        break;
+      case OutboxEntry::Kind::kAttempt:
+        parsed = batch.attempts.emplace_back().ParseFromString(e.payload);
+        break;
+      case OutboxEntry::Kind::kContainer:
+        parsed = batch.containers.emplace_back().ParseFromString(e.payload);
+        break;
+    }
+    if (!parsed)
+      return absl::DataLossError(absl::StrCat("outbox entry ", e.seq, " (", e.id,
+                                              "): its record does not parse"));
+  }
+  return store_->PutBatch(batch);
+}
+
+absl::Status HistoryPublisher::Deliver(const OutboxEntry& e) {
+  switch (e.kind) {
+    case OutboxEntry::Kind::kApplication: {
+      v1::ApplicationHistoryRecord r;
+      if (!r.ParseFromString(e.payload))
+        return absl::DataLossError(absl::StrCat("outbox entry ", e.seq, " (", e.id,
+                                                "): not an application record"));
+      return store_->PutApplication(r);
+    }
+    case OutboxEntry::Kind::kAttempt: {
+      v1::AttemptHistoryRecord r;
+      if (!r.ParseFromString(e.payload))
+        return absl::DataLossError(absl::StrCat("outbox entry ", e.seq, " (", e.id,
+                                                "): not an attempt record"));
+      return store_->PutAttempt(r);
+    }
+    case OutboxEntry::Kind::kContainer: {
+      v1::ContainerHistoryRecord r;
+      if (!r.ParseFromString(e.payload))
+        return absl::DataLossError(absl::StrCat("outbox entry ", e.seq, " (", e.id,
+                                                "): not a container record"));
+      return store_->PutContainer(r);
+    }
+  }
+  return absl::InternalError("outbox entry of an unknown kind");
+}
+
+void HistoryPublisher::Run() {
+  using Clock = std::chrono::steady_clock;
+  bool outbox_has = true;  // what an earlier run left is drained first
+  int64_t backoff_ms = 0;
+  Clock::time_point next_try = Clock::now();
+  for (;;) {
+    std::vector<OutboxEntry> batch;
+    std::vector<std::string> forget;
+    int64_t batch_last = 0;
+    bool stopping;
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      auto work = [&] { return stop_ || !queue_.empty() || !to_forget_.empty(); };
+      if (outbox_has) {
+        wake_.wait_until(l, next_try, work);
+      } else {
+        wake_.wait(l, work);
+      }
+      batch.swap(queue_);
+      forget.swap(to_forget_);
+      batch_last = next_seq_ - 1;
+      stopping = stop_;
+    }
+    if (!batch.empty()) {
+      absl::Status s = outbox_->Append(batch);
+      if (!s.ok()) {
+        log::Error("history_outbox_append_failed", {{"error", s}, {"records",
+                                                                   static_cast<int64_t>(batch.size())}});
+        std::lock_guard<std::mutex> l(mu_);
+        ++stats_.outbox_failures;
+        stats_.last_error = std::string(s.message());
+        // Back in front, in order: they are appended before anything published since.
+        for (OutboxEntry& e : queue_) batch.push_back(std::move(e));
+        queue_ = std::move(batch);
+        if (stopping) break;
+        next_try = Clock::now() + std::chrono::milliseconds(options_.retry_max_ms);
+        outbox_has = true;
+        continue;
+      }
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        stats_.durable_seq = batch_last;
+        stats_.outbox_entries += static_cast<int64_t>(batch.size());
+      }
+      if (on_durable_) on_durable_(batch_last);
+      outbox_has = true;
+    }
+    if (!forget.empty()) {
+      if (absl::Status s = outbox_->ForgetApplications(forget); !s.ok()) {
+        // Only costs a redundant publish after a restart; not retried.
+        log::Warn("history_outbox_forget_failed", {{"error", s}});
+      }
+    }
+    if (stopping) break;
+    if (!outbox_has || Clock::now() < next_try) continue;
+    absl::StatusOr<std::vector<OutboxEntry>> waiting = outbox_->Peek(options_.batch);
+    if (!waiting.ok()) {
+      log::Error("history_outbox_read_failed", {{"error", waiting.status()}});
+      next_try = Clock::now() + std::chrono::milliseconds(options_.retry_max_ms);
+      continue;
+    }
+    if (waiting->empty()) {
+      outbox_has = false;
+      continue;
+    }
+    // The whole batch in one store transaction; record by record only when the batch is
+    // refused as invalid, to find the records no store will take.
+    absl::Status failure = DeliverBatch(*waiting);
+    size_t done = failure.ok() ? waiting->size() : 0;
+    const bool one_by_one = failure.code() == absl::StatusCode::kInvalidArgument ||
+                            failure.code() == absl::StatusCode::kDataLoss;
+    if (one_by_one) failure = absl::OkStatus();
+    for (; one_by_one && done < waiting->size(); ++done) {
+      failure = Deliver((*waiting)[done]);
+      if (failure.ok()) continue;
+      // A record that no store will ever take (it does not parse, or the store refuses it as
+      // invalid) must not hold up the ones behind it: it is logged whole and dropped.
+      if (failure.code() == absl::StatusCode::kDataLoss ||
+          failure.code() == absl::StatusCode::kInvalidArgument) {
+        log::Error("history_record_refused", {{"id", (*waiting)[done].id},
+                                              {"seq", (*waiting)[done].seq},
+                                              {"error", failure}});
+        failure = absl::OkStatus();
+        continue;
+      }
+      break;
+    }
+    if (done > 0) {
+      waiting->resize(done);
+      if (absl::Status s = outbox_->Remove(*waiting); !s.ok()) {
+        // Delivered but still in the outbox: delivered again later, a no-op for the store.
+        log::Error("history_outbox_remove_failed", {{"error", s}});
+      }
+    }
+    std::lock_guard<std::mutex> l(mu_);
+    stats_.delivered += static_cast<int64_t>(done);
+    stats_.outbox_entries = std::max<int64_t>(0, stats_.outbox_entries - static_cast<int64_t>(done));
+    if (!failure.ok()) {
+      ++stats_.store_failures;
+      stats_.last_error = std::string(failure.message());
+      backoff_ms = std::clamp<int64_t>(backoff_ms * 2, options_.retry_min_ms, options_.retry_max_ms);
+      next_try = Clock::now() + std::chrono::milliseconds(backoff_ms);
+      // Logged once per backoff step, not per record.
+      log::Warn("history_store_write_failed",
+                {{"store", store_->Describe()}, {"error", failure}, {"retry_ms", backoff_ms}});
+    } else {
+      if (backoff_ms > 0) log::Info("history_store_writes_resumed", {{"store", store_->Describe()}});
+      backoff_ms = 0;
+    }
+  }
+}
+
+}  // namespace weft::rm

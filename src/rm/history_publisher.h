@@ -1,0 +1,99 @@
+// Copyright Weft authors. Moves the RM's history records into the history store (issue 31)
+// through the durable outbox (history_outbox.h), on a thread of its own: the RM loop never
+// waits for a disk or for the store.
+//
+//   RM loop --Publish--> memory queue --(one transaction)--> outbox file --(batches)--> store
+//                         on_durable(seq) <-------'                     removed once stored
+//
+// Delivery is at least once: a record is removed from the outbox only after the store took it,
+// so a crash or a store error repeats it, never loses it; the store's upserts (keyed by id)
+// make a repeat a no-op, so each record is there exactly once.
+#ifndef WEFT_RM_HISTORY_PUBLISHER_H_
+#define WEFT_RM_HISTORY_PUBLISHER_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "history/history_store.h"
+#include "rm/history_outbox.h"
+
+namespace weft::rm {
+
+struct HistoryPublisherOptions {
+  std::string outbox_path;  // the outbox's SQLite file (HistoryOutbox::Open)
+  int batch = 500;          // records per store batch
+  // A failed store write is retried after retry_min_ms, doubling up to retry_max_ms.
+  int64_t retry_min_ms = 100;
+  int64_t retry_max_ms = 5000;
+};
+
+struct HistoryPublisherStats {
+  int64_t published = 0;       // records given to Publish since start
+  int64_t durable_seq = 0;     // Publish's sequence numbers <= this are in the outbox
+  int64_t delivered = 0;       // records the store took since start
+  int64_t outbox_entries = 0;  // waiting in the outbox (as of the last pass)
+  int64_t store_failures = 0;  // failed store writes since start (each retried)
+  int64_t outbox_failures = 0;  // failed outbox appends since start (each retried)
+  std::string last_error;      // the last failure's message; "" if none
+};
+
+class HistoryPublisher {
+ public:
+  // Called on the publisher's thread, after each append: every record published with a
+  // sequence number <= `durable_seq` is in the outbox on disk.
+  using DurableCallback = std::function<void(int64_t durable_seq)>;
+
+  // Opens the outbox and starts the thread, which first drains what an earlier run left.
+  // Errors: the outbox's.
+  static absl::StatusOr<std::unique_ptr<HistoryPublisher>> Start(
+      HistoryPublisherOptions options, std::unique_ptr<history::HistoryStore> store,
+      DurableCallback on_durable);
+  // Stops the thread: what is queued is appended to the outbox first (bounded: one try), what
+  // is in the outbox stays there for the next start.
+  ~HistoryPublisher();
+
+  // Thread-safe. Queues records (kind, id, serialized record) and returns the sequence number
+  // of the last (ids start at 1 and grow by one per record).
+  int64_t Publish(std::vector<OutboxEntry> entries);
+  // The applications delivered by earlier runs and not forgotten, as read at Start.
+  const std::vector<std::string>& delivered_at_start() const { return delivered_at_start_; }
+  // Thread-safe. The RM no longer holds these applications (their delivered marks go).
+  void ForgetApplications(std::vector<std::string> app_ids);
+
+  HistoryPublisherStats stats() const;
+  std::string Describe() const;  // "outbox '<path>' -> <store>"
+
+ private:
+  HistoryPublisher(HistoryPublisherOptions options, std::unique_ptr<history::HistoryStore> store,
+                   std::unique_ptr<HistoryOutbox> outbox, DurableCallback on_durable);
+  void Run();
+  // Puts the entries into the store in one batch (HistoryStore::PutBatch), or one entry.
+  absl::Status DeliverBatch(const std::vector<OutboxEntry>& entries);
+  absl::Status Deliver(const OutboxEntry& e);
+
+  const HistoryPublisherOptions options_;
+  const std::unique_ptr<history::HistoryStore> store_;
+  const std::unique_ptr<HistoryOutbox> outbox_;  // the thread's only
+  const DurableCallback on_durable_;
+  std::vector<std::string> delivered_at_start_;
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::vector<OutboxEntry> queue_;       // published, not yet appended
+  std::vector<std::string> to_forget_;   // ForgetApplications, not yet done
+  int64_t next_seq_ = 1;
+  bool stop_ = false;
+  HistoryPublisherStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace weft::rm
+
+#endif  // WEFT_RM_HISTORY_PUBLISHER_H_
