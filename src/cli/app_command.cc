@@ -26,6 +26,7 @@
 #include "common/errors.h"
 #include "cli/app_logs.h"
 #include "cli/cli_common.h"
+#include "cli/history_command.h"
 #include "cli/progress.h"
 #include "common/terminal_text.h"
 #include "scheduler/placement_constraint.h"
@@ -436,9 +437,16 @@ struct ListFlags {
   std::string queue;
   std::string user;
   int limit = 0;
+  // --finished: from the history server (cli/history_command.h) instead of the RM.
+  bool finished = false;
+  std::string since;
+  std::string history;
 };
 
 int List(const ListFlags& f) {
+  if (f.finished)
+    return ListFinishedApps({f.history, f.since, f.user, f.queue, f.states, f.limit, f.common.json});
+  if (!f.since.empty()) return PrintError("--since goes with --finished");
   v1::ListApplicationsRequest req;
   auto states = ParseStates(f.states);
   if (!states.ok()) return PrintError(states.status().message());
@@ -628,6 +636,11 @@ void AddAppCommand(CLI::App& app, int* exit_code) {
     cmd->add_option("--user", f->user, "only this user's applications")
         ->check(UserNameValidator());
     cmd->add_option("--limit", f->limit, "at most this many (0 = all)");
+    cmd->add_flag("--finished", f->finished,
+                  "finished applications, from the history server (`weft history`)");
+    cmd->add_option("--since", f->since,
+                    "with --finished: those that finished from 7d, 12h, an ISO date or ms ago");
+    AddHistoryOption(cmd, &f->history);
     cmd->callback([f, exit_code] { *exit_code = List(*f); });
   }
   {

@@ -6,6 +6,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
+#include "cli/accounting_command.h"
 #include "cli/admin_command.h"
 #include "cli/am_command.h"
 #include "cli/app_command.h"
@@ -17,6 +18,7 @@
 #include "cli/dev_command.h"
 #include "cli/federation_command.h"
 #include "cli/gpg_command.h"
+#include "cli/history_command.h"
 #include "cli/nm_command.h"
 #include "cli/node_command.h"
 #include "cli/rm_command.h"
@@ -53,6 +55,8 @@ int main(int argc, char** argv) {
   weft::cli::AddGpgCommand(app, &exit_code);
   weft::cli::AddFederationCommand(app, &exit_code);
   weft::cli::AddConfigCommand(app, &exit_code);
+  weft::cli::AddHistoryCommand(app, &exit_code);
+  weft::cli::AddAccountingCommand(app, &exit_code);
   weft::cli::AddCompletionCommand(app, &exit_code);  // hidden; walks the tree built above
   // The daemons' log threshold (common/log.h), accepted before or after the subcommand
   // (`weft rm --log-level debug`). Logs go to stderr, named by the subcommand.

@@ -129,20 +129,11 @@ absl::StatusOr<rm::Presented> PresentedOf(const HttpRequest& req) {
 }
 
 HttpResponse MayNotView(const rm::Caller& reader, absl::string_view what, absl::string_view id) {
-  return JsonError(403, absl::StrCat(reader.user.empty() ? "an anonymous reader"
-                                                         : QuoteClientText(reader.user),
-                                     " may not view the ", what, " of ", id,
-                                     ": not its owner, an admin or in its view ACL"));
+  return JsonError(
+      403, absl::StrCat(reader.user.empty() ? "an anonymous reader" : QuoteClientText(reader.user),
+                        " may not view the ", what, " of ", id,
+                        ": not its owner, an admin or in its view ACL"));
 }
-
-// One line of the accounting report.
-struct UsageLine {
-  int64_t applications = 0;
-  std::map<std::string, int64_t> resource_seconds;
-  int64_t memory_mb_seconds_used = 0;
-  int64_t cpu_time_ms = 0;
-  int64_t network_tx_bytes = 0;
-};
 
 }  // namespace
 
@@ -167,10 +158,9 @@ Json HistoryAppJson(const v1::ApplicationHistoryRecord& app, bool redacted) {
   j["startedTime"] = app.start_time_ms();
   j["launchTime"] = app.start_time_ms();
   j["finishedTime"] = app.finish_time_ms();
-  j["elapsedTime"] =
-      app.start_time_ms() > 0 && app.finish_time_ms() >= app.start_time_ms()
-          ? app.finish_time_ms() - app.start_time_ms()
-          : 0;
+  j["elapsedTime"] = app.start_time_ms() > 0 && app.finish_time_ms() >= app.start_time_ms()
+                         ? app.finish_time_ms() - app.start_time_ms()
+                         : 0;
   if (!app.application_tags().empty())
     j["applicationTags"] = absl::StrJoin(app.application_tags(), ",");
   j["priority"] = app.priority();
@@ -251,8 +241,7 @@ bool HistoryApi::Handles(const HttpRequest& req) {
   return absl::ConsumePrefix(&path, kPrefix) && (path.empty() || path[0] == '/');
 }
 
-absl::StatusOr<rm::Caller> HistoryApi::Reader(const HttpRequest& req,
-                                              HttpResponse* refusal) const {
+absl::StatusOr<rm::Caller> HistoryApi::Reader(const HttpRequest& req, HttpResponse* refusal) const {
   if (req.Header("x-weft-munge-credential").empty() && req.Header("x-weft-secret").empty() &&
       req.Header("authorization").empty())
     return rm::Caller{};  // anonymous
@@ -335,8 +324,8 @@ HttpResponse HistoryApi::Get(const HttpRequest& req, const std::vector<std::stri
     if (!app.ok() && app.status().code() != absl::StatusCode::kNotFound)
       return StoreError(app.status());
     // A container whose app is not (yet) stored: only those who see everything may read it.
-    const bool may_view = app.ok() ? MayView(*app, reader, config)
-                                   : options_.anonymous_view || reader.admin;
+    const bool may_view =
+        app.ok() ? MayView(*app, reader, config) : options_.anonymous_view || reader.admin;
     if (!may_view) return MayNotView(reader, "containers", app_id);
     return JsonOk(HistoryContainerJson(*c));
   }
@@ -357,8 +346,7 @@ HttpResponse HistoryApi::Get(const HttpRequest& req, const std::vector<std::stri
     return JsonError(404, absl::StrCat("no such resource: ", QuoteClientText(req.path)));
   if (!may_view) return MayNotView(reader, "attempts", app_id);
   if (parts.size() == 3) {
-    absl::StatusOr<std::vector<v1::AttemptHistoryRecord>> attempts =
-        store_->ListAttempts(app_id);
+    absl::StatusOr<std::vector<v1::AttemptHistoryRecord>> attempts = store_->ListAttempts(app_id);
     if (!attempts.ok()) return StoreError(attempts.status());
     Json list = Json::array();
     for (const v1::AttemptHistoryRecord& a : *attempts) list.push_back(HistoryAttemptJson(a));
@@ -370,8 +358,8 @@ HttpResponse HistoryApi::Get(const HttpRequest& req, const std::vector<std::stri
   absl::StatusOr<v1::AttemptHistoryRecord> attempt = store_->GetAttempt(attempt_id);
   if (attempt.status().code() == absl::StatusCode::kNotFound ||
       (attempt.ok() && attempt->application_id() != app_id))
-    return JsonError(404, absl::StrCat("appattempt with id: ", attempt_id, " not found in ",
-                                       app_id));
+    return JsonError(404,
+                     absl::StrCat("appattempt with id: ", attempt_id, " not found in ", app_id));
   if (!attempt.ok()) return StoreError(attempt.status());
   if (parts.size() == 4) return JsonOk(HistoryAttemptJson(*attempt));
   if (parts[4] != "containers")
@@ -381,18 +369,16 @@ HttpResponse HistoryApi::Get(const HttpRequest& req, const std::vector<std::stri
         store_->ListContainers("", attempt_id);
     if (!containers.ok()) return StoreError(containers.status());
     Json list = Json::array();
-    for (const v1::ContainerHistoryRecord& c : *containers)
-      list.push_back(HistoryContainerJson(c));
+    for (const v1::ContainerHistoryRecord& c : *containers) list.push_back(HistoryContainerJson(c));
     return JsonOk({{"container", list}});
   }
   const std::string& container_id = parts[5];
   if (!ValidId(container_id, "container_"))
     return JsonError(400, absl::StrCat("Invalid ContainerId: ", QuoteClientText(container_id)));
   absl::StatusOr<v1::ContainerHistoryRecord> c = store_->GetContainer(container_id);
-  if (c.status().code() == absl::StatusCode::kNotFound ||
-      (c.ok() && c->attempt_id() != attempt_id))
-    return JsonError(404, absl::StrCat("container with id: ", container_id, " not found in ",
-                                       attempt_id));
+  if (c.status().code() == absl::StatusCode::kNotFound || (c.ok() && c->attempt_id() != attempt_id))
+    return JsonError(
+        404, absl::StrCat("container with id: ", container_id, " not found in ", attempt_id));
   if (!c.ok()) return StoreError(c.status());
   return JsonOk(HistoryContainerJson(*c));
 }
@@ -470,12 +456,13 @@ HttpResponse HistoryApi::Apps(const HttpRequest& req, const rm::Caller& reader) 
 
 HttpResponse HistoryApi::Accounting(const HttpRequest& req, const rm::Caller& reader) const {
   if (reader.user.empty())
-    return JsonError(403, "the accounting report is for authenticated readers (a MUNGE "
-                          "credential in X-Weft-Munge-Credential)");
+    return JsonError(403,
+                     "the accounting report is for authenticated readers (a MUNGE "
+                     "credential in X-Weft-Munge-Credential)");
   const std::string by = req.Param("by", "user");
   if (by != "user" && by != "queue")
-    return JsonError(400, absl::StrCat("query parameter by=", QuoteClientText(by),
-                                       ": one of user, queue"));
+    return JsonError(
+        400, absl::StrCat("query parameter by=", QuoteClientText(by), ": one of user, queue"));
   auto since = IntParam(req, "since", 0);
   auto until = IntParam(req, "until", 0);
   for (const auto* p : {&since, &until})
@@ -484,30 +471,20 @@ HttpResponse HistoryApi::Accounting(const HttpRequest& req, const rm::Caller& re
   const int64_t until_ms = until->value_or(kMaxMs);
   if (since_ms > until_ms) return JsonError(400, "until must not be before since");
 
-  // Over the apps that finished in [since, until), from their records: resource-seconds and
-  // measured usage summed per user or queue. A cluster admin sees every line; anyone else, by
-  // user, only their own.
-  history::ApplicationFilter filter;
-  filter.finished_since_ms = since_ms;
-  if (until_ms < kMaxMs) filter.finished_until_ms = until_ms;
-  if (by == "user" && !reader.admin) filter.user = reader.user;
-  absl::StatusOr<std::vector<v1::ApplicationHistoryRecord>> apps = store_->ListApplications(filter);
-  if (!apps.ok()) return StoreError(apps.status());
-  std::map<std::string, UsageLine> lines;
-  for (const v1::ApplicationHistoryRecord& app : *apps) {
-    UsageLine& line = lines[by == "user" ? app.user() : app.queue()];
-    ++line.applications;
-    for (const auto& [type, value] : app.resource_seconds()) line.resource_seconds[type] += value;
-    line.memory_mb_seconds_used += app.memory_mb_seconds_used();
-    line.cpu_time_ms += app.cpu_time_ms();
-    line.network_tx_bytes += app.network_tx_bytes();
-  }
+  // The store's reports (derived aggregates summed over the apps that finished in [since,
+  // until)). A cluster admin sees every line; anyone else, by user, only their own.
+  absl::StatusOr<std::vector<history::UsageLine>> lines =
+      by == "user" ? store_->UserReport(since_ms, until_ms)
+                   : store_->QueueReport(since_ms, until_ms);
+  if (!lines.ok()) return StoreError(lines.status());
+  const bool complete = by == "queue" || reader.admin;
   Json rows = Json::array();
-  for (const auto& [key, line] : lines) {
+  for (const history::UsageLine& line : *lines) {
+    if (!complete && line.key != reader.user) continue;
     Json row;
-    row[by] = key;
+    row[by] = line.key;
     row["applications"] = line.applications;
-    auto seconds = [&](const std::string& type) {
+    auto seconds = [&line](const std::string& type) {
       auto it = line.resource_seconds.find(type);
       return it == line.resource_seconds.end() ? int64_t{0} : it->second;
     };
@@ -525,7 +502,7 @@ HttpResponse HistoryApi::Accounting(const HttpRequest& req, const rm::Caller& re
   report["by"] = by;
   report["since"] = since_ms;
   report["until"] = until_ms;
-  report["complete"] = by == "queue" || reader.admin;  // false: only the reader's own line
+  report["complete"] = complete;  // false: only the reader's own line
   report["line"] = rows;
   return JsonOk({{"accounting", report}});
 }

@@ -50,13 +50,7 @@ class HistoryApiTest : public ::testing::Test {
     a1.set_tracking_url("http://node1.example:8080/ui");
     a1.set_priority(3);
     a1.set_unmanaged(false);
-    (*a1.mutable_resource_seconds())["memory-mb"] = 8192;
-    (*a1.mutable_resource_seconds())["vcores"] = 8;
-    (*a1.mutable_resource_seconds())["gpu"] = 2;
-    a1.set_memory_mb_seconds_used(4000);
-    a1.set_cpu_time_ms(7000);
-    a1.set_network_tx_bytes(12345);
-    a1.set_peak_memory_bytes(1 << 20);
+    // Its aggregates are the store's, derived from its containers below.
     ASSERT_TRUE(store_.PutApplication(a1).ok());
 
     v1::ApplicationHistoryRecord a2 = App(kApp2, "bob", "prod", v1::APP_FAILED, 2000, 6000);
@@ -65,16 +59,11 @@ class HistoryApiTest : public ::testing::Test {
     a2.set_host("node2.example");
     a2.set_view_acl("carol");
     a2.set_current_attempt_id(kAttempt2);
-    (*a2.mutable_resource_seconds())["memory-mb"] = 1000;
-    (*a2.mutable_resource_seconds())["vcores"] = 1;
-    a2.set_cpu_time_ms(500);
-    a2.set_network_tx_bytes(10);
     ASSERT_TRUE(store_.PutApplication(a2).ok());
 
     v1::ApplicationHistoryRecord a3 = App(kApp3, "alice", "prod", v1::APP_KILLED, 3000, 7000);
     a3.set_application_type("MAPREDUCE");
     a3.set_final_status(v1::FINAL_KILLED);
-    (*a3.mutable_resource_seconds())["memory-mb"] = 100;
     ASSERT_TRUE(store_.PutApplication(a3).ok());
 
     v1::AttemptHistoryRecord t1;
@@ -95,6 +84,8 @@ class HistoryApiTest : public ::testing::Test {
     t2.set_state(v1::ATTEMPT_FAILED);
     ASSERT_TRUE(store_.PutAttempt(t2).ok());
 
+    // app 1: AM 2048 MB, 1 vcore for 3 s; worker 1024 MB, 2 vcores, 2 gpus for 1 s -> 7168
+    // MB-seconds, 5 vcore-seconds, 2 gpu-seconds; measured 4000 MB-s, 7000 ms CPU, 12345 bytes.
     v1::ContainerHistoryRecord c1;
     c1.set_container_id(kAm1);
     c1.set_application_id(kApp1);
@@ -106,24 +97,40 @@ class HistoryApiTest : public ::testing::Test {
     (*c1.mutable_allocated())["vcores"] = 1;
     c1.set_priority(0);
     c1.set_start_time_ms(1200);
-    c1.set_finish_time_ms(4800);
+    c1.set_finish_time_ms(4200);
     c1.set_exit_status(0);
     c1.set_state(v1::CONTAINER_COMPLETE);
     c1.set_memory_mb_seconds(3000);
-    c1.set_vcore_seconds(4);
+    c1.set_vcore_seconds(3);
     c1.set_max_rss_bytes(1 << 20);
     c1.set_cpu_time_ms(6000);
     c1.set_network_tx_bytes(12000);
     ASSERT_TRUE(store_.PutContainer(c1).ok());
     v1::ContainerHistoryRecord c2 = c1;
     c2.set_container_id(kWorker1);
+    (*c2.mutable_allocated())["memory-mb"] = 1024;
+    (*c2.mutable_allocated())["vcores"] = 2;
+    (*c2.mutable_allocated())["gpu"] = 2;
+    c2.set_start_time_ms(2000);
+    c2.set_finish_time_ms(3000);
     c2.set_exit_status(-105);
     c2.set_diagnostics("Container killed by the ApplicationMaster.");
+    c2.set_memory_mb_seconds(1000);
+    c2.set_max_rss_bytes(2 << 20);
+    c2.set_cpu_time_ms(1000);
+    c2.set_network_tx_bytes(345);
     ASSERT_TRUE(store_.PutContainer(c2).ok());
+    // app 2: 1000 MB, 1 vcore for 1 s; 500 ms CPU, 10 bytes.
     v1::ContainerHistoryRecord c3;
     c3.set_container_id(kAm2);
     c3.set_application_id(kApp2);
     c3.set_attempt_id(kAttempt2);
+    (*c3.mutable_allocated())["memory-mb"] = 1000;
+    (*c3.mutable_allocated())["vcores"] = 1;
+    c3.set_start_time_ms(3000);
+    c3.set_finish_time_ms(4000);
+    c3.set_cpu_time_ms(500);
+    c3.set_network_tx_bytes(10);
     c3.set_state(v1::CONTAINER_COMPLETE);
     ASSERT_TRUE(store_.PutContainer(c3).ok());
   }
@@ -135,8 +142,7 @@ class HistoryApiTest : public ::testing::Test {
     o.anonymous_view = anonymous_view;
     o.started_ms = 42;
     o.authenticate = [](const rm::Presented& p) -> absl::StatusOr<rm::Caller> {
-      static const std::set<std::string> kKnown = {"alice", "bob", "carol", "dave", "root",
-                                                   "erin"};
+      static const std::set<std::string> kKnown = {"alice", "bob", "carol", "dave", "root", "erin"};
       if (!kKnown.contains(p.munge_credential))
         return absl::UnauthenticatedError("bad MUNGE credential");
       rm::Caller c;
@@ -239,16 +245,15 @@ TEST_F(HistoryApiTest, AppFieldsAreYarnsAppInfo) {
   EXPECT_EQ(app["reservedCpuVcores"], 0);
   EXPECT_EQ(app["reservedMemoryMB"], 0);
   EXPECT_EQ(app["unmanagedApplication"], false);
-  EXPECT_EQ(app["aggregateResourceAllocation"],
-            "8192 MB-seconds, 8 vcore-seconds, 2 gpu-seconds");
+  EXPECT_EQ(app["aggregateResourceAllocation"], "7168 MB-seconds, 5 vcore-seconds, 2 gpu-seconds");
   // Weft's extras.
-  EXPECT_EQ(app["memorySeconds"], 8192);
-  EXPECT_EQ(app["vcoreSeconds"], 8);
+  EXPECT_EQ(app["memorySeconds"], 7168);
+  EXPECT_EQ(app["vcoreSeconds"], 5);
   EXPECT_EQ(app["resourceSeconds"]["gpu"], 2);
   EXPECT_EQ(app["memoryMbSecondsUsed"], 4000);
   EXPECT_EQ(app["cpuTimeMs"], 7000);
   EXPECT_EQ(app["networkTxBytes"], 12345);
-  EXPECT_EQ(app["peakMemoryBytes"], 1 << 20);
+  EXPECT_EQ(app["peakMemoryBytes"], 2 << 20);
   // An app without tags has no applicationTags (YARN leaves it out); no AM host is "N/A".
   Json a3 = Body(api.Handle(Req(std::string(kBase) + "/apps/" + kApp3, "alice")));
   EXPECT_FALSE(a3.contains("applicationTags"));
@@ -285,8 +290,8 @@ TEST_F(HistoryApiTest, AttemptAndContainerFieldsAreYarns) {
   EXPECT_EQ(c["assignedNodeId"], "node1.example:45454");
   EXPECT_EQ(c["priority"], 0);
   EXPECT_EQ(c["startedTime"], 1200);
-  EXPECT_EQ(c["finishedTime"], 4800);
-  EXPECT_EQ(c["elapsedTime"], 3600);
+  EXPECT_EQ(c["finishedTime"], 4200);
+  EXPECT_EQ(c["elapsedTime"], 3000);
   EXPECT_EQ(c["diagnosticsInfo"], "");
   EXPECT_EQ(c["logUrl"],
             std::string("http://node1.example:8042/node/containerlogs/") + kAm1 + "/alice");
@@ -299,9 +304,8 @@ TEST_F(HistoryApiTest, AttemptAndContainerFieldsAreYarns) {
   EXPECT_EQ(c["networkTxBytes"], 12000);
   EXPECT_EQ(containers["container"][1]["containerExitStatus"], -105);
   // One container, under its attempt and on its own.
-  EXPECT_EQ(Body(api.Handle(
-                Req(app + "/appattempts/" + kAttempt1 + "/containers/" + kAm1, "alice"))),
-            c);
+  EXPECT_EQ(
+      Body(api.Handle(Req(app + "/appattempts/" + kAttempt1 + "/containers/" + kAm1, "alice"))), c);
   EXPECT_EQ(Body(api.Handle(Req(std::string(kBase) + "/containers/" + kAm1, "alice"))), c);
 }
 
@@ -309,8 +313,7 @@ TEST_F(HistoryApiTest, AppListFilters) {
   HistoryApi api = Api(/*anonymous_view=*/true);
   const std::string apps = std::string(kBase) + "/apps";
   // Newest finish first.
-  EXPECT_EQ(Ids(Body(api.Handle(Req(apps)))),
-            (std::vector<std::string>{kApp3, kApp2, kApp1}));
+  EXPECT_EQ(Ids(Body(api.Handle(Req(apps)))), (std::vector<std::string>{kApp3, kApp2, kApp1}));
   EXPECT_EQ(Ids(Body(api.Handle(Req(apps, "", {{"states", "finished,KILLED"}})))),
             (std::vector<std::string>{kApp3, kApp1}));
   EXPECT_TRUE(Body(api.Handle(Req(apps, "", {{"states", "RUNNING"}})))["app"].empty());
@@ -333,9 +336,8 @@ TEST_F(HistoryApiTest, AppListFilters) {
             (std::vector<std::string>{kApp2, kApp1}));
   EXPECT_EQ(Ids(Body(api.Handle(Req(apps, "", {{"applicationTypes", "mapreduce"}})))),
             (std::vector<std::string>{kApp3}));
-  EXPECT_EQ(
-      Ids(Body(api.Handle(Req(apps, "", {{"applicationTypes", "yarn"}, {"limit", "1"}})))),
-      (std::vector<std::string>{kApp2}));  // no type is YARN's
+  EXPECT_EQ(Ids(Body(api.Handle(Req(apps, "", {{"applicationTypes", "yarn"}, {"limit", "1"}})))),
+            (std::vector<std::string>{kApp2}));  // no type is YARN's
 }
 
 TEST_F(HistoryApiTest, BadParametersAre400) {
@@ -351,12 +353,11 @@ TEST_F(HistoryApiTest, BadParametersAre400) {
   ExpectError(api.Handle(Req(std::string(kBase) + "/apps/app_1")), 400, "Invalid ApplicationId");
   ExpectError(api.Handle(Req(std::string(kBase) + "/apps/" + kApp1 + "/appattempts/x")), 400,
               "Invalid AppAttemptId");
-  ExpectError(api.Handle(Req(std::string(kBase) + "/containers/c;1")), 400,
-              "Invalid ContainerId");
-  ExpectError(api.Handle(Req(std::string(kBase) + "/accounting", "alice", {{"by", "host"}})),
-              400, "one of user, queue");
-  ExpectError(api.Handle(Req(std::string(kBase) + "/accounting", "alice", {{"since", "x"}})),
-              400, "since");
+  ExpectError(api.Handle(Req(std::string(kBase) + "/containers/c;1")), 400, "Invalid ContainerId");
+  ExpectError(api.Handle(Req(std::string(kBase) + "/accounting", "alice", {{"by", "host"}})), 400,
+              "one of user, queue");
+  ExpectError(api.Handle(Req(std::string(kBase) + "/accounting", "alice", {{"since", "x"}})), 400,
+              "since");
   HttpRequest post = Req(apps);
   post.method = "POST";
   EXPECT_EQ(api.Handle(post).status, 405);
@@ -438,8 +439,8 @@ TEST_F(HistoryApiTest, AccountingByUserAndQueue) {
   Json alice = all["line"][0];
   EXPECT_EQ(alice["user"], "alice");
   EXPECT_EQ(alice["applications"], 2);
-  EXPECT_EQ(alice["memorySeconds"], 8292);
-  EXPECT_EQ(alice["vcoreSeconds"], 8);
+  EXPECT_EQ(alice["memorySeconds"], 7168);
+  EXPECT_EQ(alice["vcoreSeconds"], 5);
   EXPECT_EQ(alice["resourceSeconds"]["gpu"], 2);
   EXPECT_EQ(alice["memoryMbSecondsUsed"], 4000);
   EXPECT_EQ(alice["cpuTimeMs"], 7000);
@@ -453,9 +454,8 @@ TEST_F(HistoryApiTest, AccountingByUserAndQueue) {
   EXPECT_EQ(own["line"][0]["user"], "bob");
   EXPECT_EQ(own["line"][0]["cpuTimeMs"], 500);
   // By queue, over a window: [since, until) of finish times.
-  Json queues =
-      Body(api.Handle(Req(path, "bob", {{"by", "queue"}, {"since", "5500"}, {"until", "7000"}})))
-          ["accounting"];
+  Json queues = Body(api.Handle(
+      Req(path, "bob", {{"by", "queue"}, {"since", "5500"}, {"until", "7000"}})))["accounting"];
   ASSERT_EQ(queues["line"].size(), 1u);
   EXPECT_EQ(queues["line"][0]["queue"], "prod");
   EXPECT_EQ(queues["line"][0]["applications"], 1);  // app 3 finished at 7000: outside
