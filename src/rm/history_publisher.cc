@@ -11,9 +11,10 @@
 namespace weft::rm {
 
 absl::StatusOr<std::unique_ptr<HistoryPublisher>> HistoryPublisher::Start(
-    HistoryPublisherOptions options, std::unique_ptr<history::HistoryStore> store,
-    DurableCallback on_durable) {
-  if (store == nullptr) return absl::InvalidArgumentError("history publisher: no history store");
+    HistoryPublisherOptions options, StoreOpener open, DurableCallback on_durable) {
+  if (!open) return absl::InvalidArgumentError("history publisher: no history store");
+  absl::StatusOr<std::unique_ptr<history::HistoryStore>> store = open();
+  if (!store.ok() && !absl::IsUnavailable(store.status())) return store.status();
   absl::StatusOr<std::unique_ptr<HistoryOutbox>> outbox = HistoryOutbox::Open(options.outbox_path);
   if (!outbox.ok()) return outbox.status();
   absl::StatusOr<std::vector<std::string>> delivered = (*outbox)->DeliveredApplications();
@@ -21,11 +22,18 @@ absl::StatusOr<std::unique_ptr<HistoryPublisher>> HistoryPublisher::Start(
   absl::StatusOr<int64_t> waiting = (*outbox)->Count();
   if (!waiting.ok()) return waiting.status();
   std::unique_ptr<HistoryPublisher> p(new HistoryPublisher(
-      std::move(options), std::move(store), *std::move(outbox), std::move(on_durable)));
+      std::move(options), std::move(open), *std::move(outbox), std::move(on_durable)));
+  if (store.ok()) {
+    p->store_ = *std::move(store);
+  } else {
+    log::Warn("history_store_unavailable", {{"store", p->options_.store_name},
+                                            {"error", store.status()},
+                                            {"what", "records wait in the outbox; retried"}});
+  }
   p->delivered_at_start_ = *std::move(delivered);
   p->stats_.outbox_entries = *waiting;
   log::Info("history_publisher_started", {{"outbox", p->outbox_->path()},
-                                          {"store", p->store_->Describe()},
+                                          {"store", p->options_.store_name},
                                           {"waiting", *waiting},
                                           {"delivered_apps", static_cast<int64_t>(
                                                                  p->delivered_at_start_.size())}});
@@ -33,12 +41,11 @@ absl::StatusOr<std::unique_ptr<HistoryPublisher>> HistoryPublisher::Start(
   return p;
 }
 
-HistoryPublisher::HistoryPublisher(HistoryPublisherOptions options,
-                                   std::unique_ptr<history::HistoryStore> store,
+HistoryPublisher::HistoryPublisher(HistoryPublisherOptions options, StoreOpener open,
                                    std::unique_ptr<HistoryOutbox> outbox,
                                    DurableCallback on_durable)
     : options_(std::move(options)),
-      store_(std::move(store)),
+      open_(std::move(open)),
       outbox_(std::move(outbox)),
       on_durable_(std::move(on_durable)) {}
 
@@ -79,10 +86,21 @@ HistoryPublisherStats HistoryPublisher::stats() const {
 }
 
 std::string HistoryPublisher::Describe() const {
-  return absl::StrCat("outbox '", outbox_->path(), "' -> ", store_->Describe());
+  return absl::StrCat("outbox '", outbox_->path(), "' -> ", options_.store_name);
 }
 
 absl::Status HistoryPublisher::DeliverBatch(const std::vector<OutboxEntry>& entries) {
+  if (store_ == nullptr) {
+    absl::StatusOr<std::unique_ptr<history::HistoryStore>> store = open_();
+    if (!store.ok()) {
+      // Opening is retried like a write: only a store that is down is worth waiting for, and
+      // Start refused the others; anything else is reported as Unavailable to keep retrying.
+      return absl::UnavailableError(
+          absl::StrCat("opening the history store: ", store.status().message()));
+    }
+    store_ = *std::move(store);
+    log::Info("history_store_opened", {{"store", store_->Describe()}});
+  }
   history::HistoryBatch batch;
   for (const OutboxEntry& e : entries) {
     bool parsed = false;
@@ -235,9 +253,10 @@ void HistoryPublisher::Run() {
       next_try = Clock::now() + std::chrono::milliseconds(backoff_ms);
       // Logged once per backoff step, not per record.
       log::Warn("history_store_write_failed",
-                {{"store", store_->Describe()}, {"error", failure}, {"retry_ms", backoff_ms}});
+                {{"store", options_.store_name}, {"error", failure}, {"retry_ms", backoff_ms}});
     } else {
-      if (backoff_ms > 0) log::Info("history_store_writes_resumed", {{"store", store_->Describe()}});
+      if (backoff_ms > 0)
+        log::Info("history_store_writes_resumed", {{"store", options_.store_name}});
       backoff_ms = 0;
     }
   }

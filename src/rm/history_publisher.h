@@ -28,6 +28,7 @@ namespace weft::rm {
 
 struct HistoryPublisherOptions {
   std::string outbox_path;  // the outbox's SQLite file (HistoryOutbox::Open)
+  std::string store_name;   // the store, for messages (its URL)
   int batch = 500;          // records per store batch
   // A failed store write is retried after retry_min_ms, doubling up to retry_max_ms.
   int64_t retry_min_ms = 100;
@@ -49,12 +50,17 @@ class HistoryPublisher {
   // Called on the publisher's thread, after each append: every record published with a
   // sequence number <= `durable_seq` is in the outbox on disk.
   using DurableCallback = std::function<void(int64_t durable_seq)>;
+  // Opens the history store (history::OpenHistoryStore for a URL).
+  using StoreOpener = std::function<absl::StatusOr<std::unique_ptr<history::HistoryStore>>()>;
 
-  // Opens the outbox and starts the thread, which first drains what an earlier run left.
-  // Errors: the outbox's.
-  static absl::StatusOr<std::unique_ptr<HistoryPublisher>> Start(
-      HistoryPublisherOptions options, std::unique_ptr<history::HistoryStore> store,
-      DurableCallback on_durable);
+  // Opens the outbox and the store and starts the thread, which first drains what an earlier
+  // run left. A store that is unreachable now (Unavailable: a PostgreSQL server that is down)
+  // does not stop the start: records wait in the outbox and the thread opens it later, with
+  // the same backoff as a failed write. Errors: the outbox's; the store's other errors (a bad
+  // URL, a store that refuses its schema).
+  static absl::StatusOr<std::unique_ptr<HistoryPublisher>> Start(HistoryPublisherOptions options,
+                                                                 StoreOpener open,
+                                                                 DurableCallback on_durable);
   // Stops the thread: what is queued is appended to the outbox first (bounded: one try), what
   // is in the outbox stays there for the next start.
   ~HistoryPublisher();
@@ -71,7 +77,7 @@ class HistoryPublisher {
   std::string Describe() const;  // "outbox '<path>' -> <store>"
 
  private:
-  HistoryPublisher(HistoryPublisherOptions options, std::unique_ptr<history::HistoryStore> store,
+  HistoryPublisher(HistoryPublisherOptions options, StoreOpener open,
                    std::unique_ptr<HistoryOutbox> outbox, DurableCallback on_durable);
   void Run();
   // Puts the entries into the store in one batch (HistoryStore::PutBatch), or one entry.
@@ -79,8 +85,9 @@ class HistoryPublisher {
   absl::Status Deliver(const OutboxEntry& e);
 
   const HistoryPublisherOptions options_;
-  const std::unique_ptr<history::HistoryStore> store_;
-  const std::unique_ptr<HistoryOutbox> outbox_;  // the thread's only
+  const StoreOpener open_;
+  std::unique_ptr<history::HistoryStore> store_;  // the thread's only (after Start); null until open
+  const std::unique_ptr<HistoryOutbox> outbox_;   // the thread's only
   const DurableCallback on_durable_;
   std::vector<std::string> delivered_at_start_;
 

@@ -42,8 +42,7 @@ class HistoryRecorder {
 
   // Starts publishing into `store` through the outbox of `options` (HistoryPublisher::Start;
   // its errors). The loop follows its progress with a timer while records are pending.
-  absl::Status Enable(HistoryPublisherOptions options,
-                      std::unique_ptr<history::HistoryStore> store);
+  absl::Status Enable(HistoryPublisherOptions options, HistoryPublisher::StoreOpener open);
 
   bool enabled() const { return publisher_ != nullptr; }
 

@@ -35,6 +35,7 @@ constexpr char kNode[] = "h1:1";
 struct SharedHistory {
   history::MemoryHistoryStore store;
   std::atomic<bool> down{false};
+  std::atomic<bool> unreachable{false};  // opening it fails (Unavailable)
   std::atomic<int64_t> refused{0};
 };
 
@@ -116,7 +117,9 @@ class HistoryRmTest : public ::testing::Test {
     o.history_store = "outage-test";
     o.history_outbox = dir_ + "/history-outbox.db";
     o.max_completed_apps = max_completed;
-    o.open_history_store = [shared = shared_]() -> absl::StatusOr<std::unique_ptr<history::HistoryStore>> {
+    o.open_history_store =
+        [shared = shared_]() -> absl::StatusOr<std::unique_ptr<history::HistoryStore>> {
+      if (shared->unreachable) return absl::UnavailableError("connection refused (test)");
       return std::make_unique<OutageStore>(shared);
     };
     return o;
@@ -324,6 +327,19 @@ TEST_F(HistoryRmTest, ARestartedRmDeliversWhatTheOutboxHeldAndRepublishesUndeliv
                         absl::Seconds(10)));
   h_->Restart(Options());
   EXPECT_EQ(h_->rm().AppHistoryStats().published, 0);
+}
+
+TEST_F(HistoryRmTest, AnRmStartsWhileTheStoreIsUnreachableAndDeliversOnceItIsBack) {
+  shared_->unreachable = true;
+  h_->Restart(Options());
+  const std::string app = h_->Submit("gina");
+  ASSERT_TRUE(h_->rm().KillApplication(app, "done").ok());
+  WaitDurable();
+  ASSERT_TRUE(PollUntil([&] { return h_->rm().AppHistoryStats().store_failures >= 1; },
+                        absl::Seconds(10)));
+  EXPECT_FALSE(shared_->store.GetApplication(app).ok());
+  shared_->unreachable = false;
+  EXPECT_TRUE(WaitStored(app));
 }
 
 TEST_F(HistoryRmTest, AContainerThatEndedWhileNoRmRanIsRecordedFromTheNmsReport) {

@@ -102,13 +102,14 @@ absl::StatusOr<std::unique_ptr<ResourceManager>> ResourceManager::Create(
       return absl::InvalidArgumentError(
           "a history store needs a history outbox (RmOptions::history_outbox, "
           "weft rm --history-outbox)");
-    absl::StatusOr<std::unique_ptr<history::HistoryStore>> hs =
-        rm->options_.open_history_store ? rm->options_.open_history_store()
-                                        : history::OpenHistoryStore(rm->options_.history_store);
-    if (!hs.ok()) return hs.status();
+    HistoryPublisher::StoreOpener open = rm->options_.open_history_store;
+    if (!open) {
+      open = [url = rm->options_.history_store] { return history::OpenHistoryStore(url); };
+    }
     HistoryPublisherOptions ho;
     ho.outbox_path = rm->options_.history_outbox;
-    if (absl::Status s = rm->app_history_->Enable(ho, *std::move(hs)); !s.ok()) return s;
+    ho.store_name = rm->options_.history_store;
+    if (absl::Status s = rm->app_history_->Enable(ho, std::move(open)); !s.ok()) return s;
   }
   if (rm->options_.max_completed_apps < 0)
     return absl::InvalidArgumentError(absl::StrCat("max completed apps must be >= 0, got ",
