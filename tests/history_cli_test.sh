@@ -4,7 +4,7 @@
 # report` and the REST API (curl, YARN's Timeline Server paths) as the current user; another
 # user (nobody, MUNGE works for any local user) sees the app redacted and is refused its
 # attempts; bad --since/--by values are refused naming them; --retention-max-apps prunes at
-# start. Every wait is bounded.
+# start; an unreachable store answers 503 until it is back. Every wait is bounded.
 # Usage: history_cli_test.sh WEFT
 set -uo pipefail
 weft=$1
@@ -198,6 +198,21 @@ if start_history "$tmp/history2.out" --store "$store" --retention-max-apps 1 --h
   done
   [[ $n == 1 ]] && ok "--retention-max-apps 1 pruned to 1 app" || bad "after pruning: $n apps"
 else bad "weft history (retention) did not start: $(cat "$tmp/history2.out")"; fi
+
+# A store that cannot be reached at start (no PostgreSQL server on port 1): the server starts
+# and answers 503, naming the store, until it can be opened.
+kill "${pids[1]}" 2>/dev/null
+wait "${pids[1]}" 2>/dev/null
+if start_history "$tmp/history3.out" --store "postgresql://weft@127.0.0.1:1/history"; then
+  code=$(curl -s -o "$tmp/503.json" -w '%{http_code}' "http://$addr/ws/v1/applicationhistory/apps")
+  [[ $code == 503 ]] && grep -q "127.0.0.1:1" "$tmp/503.json" &&
+    ok "an unreachable store: the server starts and answers 503 naming it" ||
+    bad "unreachable store: $code $(cat "$tmp/503.json")"
+else bad "weft history did not start on an unreachable store: $(cat "$tmp/history3.out")"; fi
+if timeout 5 "$weft" history --http-port 0 --store "sqlite:relative.db" >"$tmp/rel.out" 2>&1; then
+  bad "a relative sqlite path was accepted"
+elif grep -q -- "--store: " "$tmp/rel.out"; then ok "a bad --store is refused at start"
+else bad "a bad --store: $(cat "$tmp/rel.out")"; fi
 
 [[ $fail == 0 ]] && echo "PASS" || echo "FAILED"
 exit $fail

@@ -26,6 +26,7 @@
 #include "cli/cli_common.h"
 #include "common/log.h"
 #include "google/protobuf/util/json_util.h"
+#include "history/lazy_history_store.h"
 #include "history/open_history_store.h"
 #include "rm/client_auth.h"
 #include "scheduler/registry.h"
@@ -114,7 +115,14 @@ void Prune(history::HistoryStore* store, double days, int64_t max_apps) {
 int RunHistory(const HistoryFlags& f) {
   if (f.store.empty())
     return PrintError("--store is required (memory, sqlite:/abs/path or postgresql://...)");
+  // A store that cannot be reached now (a PostgreSQL server that is down) is opened on first
+  // use: the server starts and answers 503 until it is back. Any other error is the flag's.
   absl::StatusOr<std::unique_ptr<history::HistoryStore>> store = history::OpenHistoryStore(f.store);
+  if (!store.ok() && store.status().code() == absl::StatusCode::kUnavailable) {
+    log::Warn("history_store_unavailable", {{"store", f.store}, {"error", store.status()}});
+    store = std::unique_ptr<history::HistoryStore>(
+        std::make_unique<history::LazyHistoryStore>(f.store));
+  }
   if (!store.ok()) return PrintError(absl::StrCat("--store: ", store.status().message()));
 
   web::HistoryApiOptions options;
