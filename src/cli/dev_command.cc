@@ -204,6 +204,8 @@ int RunDev(const DevFlags& flags) {
   auto cluster =
       DevCluster::Start(*std::move(rm_options), !flags.no_cgroups, data_dir.string(), "weft dev");
   if (!cluster.ok()) return PrintError(cluster.status().message());
+  auto web_slot = std::make_shared<std::atomic<web::RmWebServer*>>(nullptr);
+  AddHistoryRoutes(rm_flags, &(*cluster)->rm(), web_slot, &*web_options);
   if (absl::Status s = (*cluster)->StartWeb(*web_options); !s.ok()) {
     // The default port being busy (another weft dev, a YARN RM) is no reason to fail: take
     // any free one, unless the user asked for this port.
@@ -215,6 +217,7 @@ int RunDev(const DevFlags& flags) {
     if (absl::Status again = (*cluster)->StartWeb(*web_options); !again.ok())
       return PrintError(absl::StrCat("starting the web server: ", again.message()));
   }
+  web_slot->store((*cluster)->web());
   for (int i = 0; i < flags.nodes; ++i) {
     const std::string label = static_cast<size_t>(i) < nm_labels.size() ? nm_labels[i] : "";
     if (auto nm = (*cluster)->AddNode(flags.node_resources, &flags.network, label); !nm.ok())

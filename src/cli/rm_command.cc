@@ -19,10 +19,12 @@
 #include "common/reachable_host.h"
 #include "federation/membership/sub_cluster_heartbeater.h"
 #include "federation/store/federation_store.h"
+#include "history/lazy_history_store.h"
 #include "rm/cluster_history.h"
 #include "rm/heartbeat_interval.h"
 #include "scheduler/config.h"
 #include "security/munge.h"
+#include "web/history_api.h"
 
 namespace weft::cli {
 
@@ -240,6 +242,28 @@ void AddHistoryFlags(CLI::App* cmd, RmFlags* flags) {
       ->capture_default_str();
 }
 
+void AddHistoryRoutes(const RmFlags& flags, rm::RmServer* rm,
+                      std::shared_ptr<std::atomic<web::RmWebServer*>> web,
+                      web::RmWebOptions* options) {
+  if (flags.history_store.empty()) return;
+  auto store = std::make_shared<history::LazyHistoryStore>(flags.history_store);
+  web::HistoryApiOptions api;
+  api.authenticate = [rm](const rm::Presented& presented) { return rm->Authenticate(presented); };
+  api.anonymous_view = options->anonymous_view;
+  api.queue_config = [web] {
+    web::RmWebServer* w = web->load();
+    return w != nullptr ? w->QueueConfig() : scheduler::SchedulerConfig{};
+  };
+  api.started_ms = absl::ToUnixMillis(absl::Now());
+  auto handler = std::make_shared<web::HistoryApi>(std::move(api), store.get());
+  options->more_routes = [store, handler](
+                             const web::HttpRequest& r) -> std::optional<web::HttpResponse> {
+    if (!web::HistoryApi::Handles(r)) return std::nullopt;
+    return handler->Handle(r);
+  };
+  options->history_page = true;
+}
+
 absl::StatusOr<web::RmWebOptions> MakeRmWebOptions(const RmFlags& flags) {
   if (flags.http_port < 0 || flags.http_port > 65535)
     return absl::InvalidArgumentError(
@@ -319,9 +343,12 @@ int RunRm(const RmFlags& flags, int64_t cluster_timestamp_ms) {
   auto server = rm::RmServer::Start(*std::move(options));
   if (!server.ok())
     return PrintError(absl::StrCat("starting the ResourceManager: ", server.status().message()));
+  auto web_slot = std::make_shared<std::atomic<web::RmWebServer*>>(nullptr);
+  AddHistoryRoutes(flags, server->get(), web_slot, &*web_options);
   auto http = web::RmWebServer::Start(server->get(), *web_options);
   if (!http.ok())
     return PrintError(absl::StrCat("starting the web server: ", http.status().message()));
+  web_slot->store(http->get());
   std::cout << "weft rm: ResourceManager listening on " << (*server)->address() << " (state "
             << store << ")\n"
             << "weft rm: web UI " << (*http)->url() << ", REST API http://" << (*http)->address()

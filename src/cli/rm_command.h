@@ -2,7 +2,9 @@
 #ifndef WEFT_CLI_RM_COMMAND_H_
 #define WEFT_CLI_RM_COMMAND_H_
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -102,7 +104,9 @@ void AddResourceLimitFlag(CLI::App* cmd, std::vector<std::string>* limits);
 // sub-cluster (RmOptions::sub_cluster_id, RmServerOptions::federation_proxies).
 absl::StatusOr<rm::RmServerOptions> MakeRmServerOptions(const RmFlags& flags);
 
-// --history-sample-ms and --history-retention-s into `flags` (for `weft rm` and `weft dev`).
+// --history-sample-ms and --history-retention-s (the UI's utilisation samples), and
+// --history-store, --history-outbox and --max-completed-apps (application history) into
+// `flags` (for `weft rm` and `weft dev`).
 void AddHistoryFlags(CLI::App* cmd, RmFlags* flags);
 
 // --http-port and --http-enable-writes into `flags` (for `weft rm` and `weft dev`).
@@ -111,6 +115,16 @@ void AddHttpFlags(CLI::App* cmd, RmFlags* flags);
 // The RM web server's options from the flags (bind address: the RM's). Errors: a bad port,
 // writes enabled without --secret-file.
 absl::StatusOr<web::RmWebOptions> MakeRmWebOptions(const RmFlags& flags);
+
+// When the RM writes application history (--history-store), its web server also serves YARN's
+// Application History REST API (/ws/v1/applicationhistory, web/history_api.h) over that store
+// (opened on first use: the RM starts while PostgreSQL is down): sets `options->more_routes`.
+// Readers authenticate as the RM's REST readers (`rm`); queue administrators come from
+// `*web`'s latest snapshot once the caller stores the started server there. Nothing without
+// a history store.
+void AddHistoryRoutes(const RmFlags& flags, rm::RmServer* rm,
+                      std::shared_ptr<std::atomic<web::RmWebServer*>> web,
+                      web::RmWebOptions* options);
 
 // Adds the `rm` subcommand to `app`; when it runs, its exit code is stored in *exit_code.
 void AddRmCommand(CLI::App& app, int* exit_code);

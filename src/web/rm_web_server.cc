@@ -248,7 +248,15 @@ HttpResponse StandbyResponse(const HttpRequest& req, const rm::HaStatus& ha) {
 
 }  // namespace
 
+scheduler::SchedulerConfig RmWebServer::QueueConfig() const {
+  std::shared_ptr<const ClusterSnapshot> s = shared_->snapshots.Get();
+  return s != nullptr ? s->queue_config : scheduler::SchedulerConfig{};
+}
+
 HttpResponse RmWebServer::Handle(const HttpRequest& req) const {
+  if (options_.more_routes) {
+    if (std::optional<HttpResponse> r = options_.more_routes(req)) return *std::move(r);
+  }
   // Every RM serves its own /metrics; a standby sends everything else to the active.
   if (req.path != "/metrics") {
     if (rm::HaStatus ha = rm_->ha_status(); ha.enabled && !ha.active)
@@ -297,6 +305,9 @@ HttpResponse RmWebServer::Ui(const HttpRequest& req) const {
     name = std::string(path);
   } else if (path == "/cluster" || absl::StartsWith(path, "/cluster/")) {
     name = "index.html";  // every page is the same document; weft.js renders by path
+  } else if (options_.history_page &&
+             (path == "/applicationhistory" || path == "/applicationhistory/")) {
+    name = "history.html";  // finished apps, from /ws/v1/applicationhistory (more_routes)
   } else {
     return JsonError(404, absl::StrCat("no such page: ", req.path.substr(0, 128)));
   }

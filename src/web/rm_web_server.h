@@ -4,6 +4,8 @@
 #define WEFT_WEB_RM_WEB_SERVER_H_
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -32,6 +34,13 @@ struct RmWebOptions {
   std::string ui_dir;
   // Aggregated container logs (RestApiOptions::log_aggregation_dir); "" = off.
   std::string log_aggregation_dir;
+  // More routes the server answers before its own (e.g. the Application History REST API,
+  // web/history_api.h, when the RM writes history): called on HTTP threads; nullopt passes the
+  // request on. Null = none. Answered by a standby too (history is not the RM's state).
+  std::function<std::optional<HttpResponse>(const HttpRequest&)> more_routes;
+  // Serve the application history page at /applicationhistory (when more_routes serves the
+  // history API it reads).
+  bool history_page = false;
 };
 
 // Serves, on its own threads:
@@ -59,6 +68,10 @@ class RmWebServer {
   // Rebuilds the snapshot on the RM loop now and waits for it (tests; bounded: 10 s).
   void Refresh();
   void Stop();  // idempotent
+
+  // The queue tree of the latest snapshot, with its ACLs (for readers' view rights elsewhere,
+  // e.g. the history API's queue administrators). Thread-safe.
+  scheduler::SchedulerConfig QueueConfig() const;
 
   // Handles one request as the server would (tests call it without a socket).
   HttpResponse Handle(const HttpRequest& request) const;
