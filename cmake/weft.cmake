@@ -12,6 +12,7 @@ function(weft_test name)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
   weft_use_pch(${name} TEST)
   weft_use_unity(${name})
+  weft_test_flags(${name})
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src)
   add_test(NAME ${name} COMMAND ${name})
   if(NOT ARG_TIMEOUT)
@@ -22,6 +23,15 @@ function(weft_test name)
   endif()
   set_tests_properties(${name} PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}"
     ENVIRONMENT "WEFT_SOURCE_DIR=${PROJECT_SOURCE_DIR};WEFT_BINARY_DIR=${PROJECT_BINARY_DIR}")
+endfunction()
+
+# weft_test_flags(target): with WEFT_TEST_O0, the target's own files compile at -O0 (the last
+# -O on the command line wins over the build type's). weft_pch_test gets the same flags, since
+# a precompiled header is used only by files compiled with the same optimisation level.
+function(weft_test_flags target)
+  if(WEFT_TEST_O0)
+    target_compile_options(${target} PRIVATE -O0)
+  endif()
 endfunction()
 
 function(weft_bench name)
@@ -96,6 +106,7 @@ function(weft_define_pch)
   target_link_libraries(weft_pch_test PRIVATE ${libraries} GTest::gtest GTest::gmock)
   target_precompile_headers(weft_pch_test PRIVATE ${WEFT_PCH_HEADERS}
     <gmock/gmock.h> <gtest/gtest.h>)
+  weft_test_flags(weft_pch_test)
 endfunction()
 
 # weft_use_pch(target [TEST]): the target's files start from the shared precompiled headers.
