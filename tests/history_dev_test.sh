@@ -95,5 +95,17 @@ rm_finished=$(curl -sf --max-time 5 "http://$web/ws/v1/cluster/apps?states=FINIS
 curl -sf --max-time 5 "http://$web/ws/v1/applicationhistory/apps/${ids[0]}" >/dev/null &&
   ok "the forgotten ${ids[0]} is still in the history" || bad "${ids[0]} is not in the history"
 
+# /metrics: the outbox drained, the finished apps held.
+for _ in $(seq 1 50); do
+  curl -sf --max-time 5 "http://$web/metrics" >"$tmp/metrics"
+  grep -q '^weft_rm_history_outbox_entries 0$' "$tmp/metrics" && break
+  sleep 0.2
+done
+grep -q '^weft_rm_history_outbox_entries 0$' "$tmp/metrics" &&
+  grep -q '^weft_rm_finished_apps 2$' "$tmp/metrics" &&
+  grep -q '^weft_rm_finished_apps_forgotten_total 1$' "$tmp/metrics" &&
+  ok "/metrics: outbox drained, 2 finished apps held, 1 forgotten" ||
+  bad "/metrics: $(grep -E 'weft_rm_(history|finished)' "$tmp/metrics")"
+
 [[ $fail -eq 0 ]] && echo PASS
 exit $fail

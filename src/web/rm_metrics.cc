@@ -109,6 +109,28 @@ void RenderClusterMetrics(const ClusterSnapshot& s, int64_t now_ms, TextWriter* 
               Type::kCounter);
   out->Sample("weft_rm_containers_preempted_total", {},
               static_cast<double>(s.containers_preempted));
+  // Application history (issue 31): the outbox's backlog and the store's health.
+  const auto counter = [&](const char* name, const char* help, int64_t value, Type type) {
+    out->Family(name, help, type);
+    out->Sample(name, {}, static_cast<double>(value));
+  };
+  counter("weft_rm_history_outbox_entries",
+          "History records waiting in the RM's outbox for the history store (0 when history is "
+          "off).",
+          s.app_history.outbox_entries, Type::kGauge);
+  counter("weft_rm_history_records_delivered_total",
+          "History records the history store took since the RM started.", s.app_history.delivered,
+          Type::kCounter);
+  counter("weft_rm_history_store_failures_total",
+          "Failed writes to the history store since the RM started (each retried).",
+          s.app_history.store_failures, Type::kCounter);
+  counter("weft_rm_finished_apps",
+          "Finished applications the RM holds in memory and its state store (at most "
+          "--max-completed-apps once their history is durable).",
+          s.finished_apps_held, Type::kGauge);
+  counter("weft_rm_finished_apps_forgotten_total",
+          "Finished applications the RM forgot (beyond --max-completed-apps) since it started.",
+          s.finished_apps_forgotten, Type::kCounter);
   out->Family("weft_rm_scheduler_allocations_per_second",
               "Containers allocated per second over the last snapshot interval (about 1 s).",
               Type::kGauge);

@@ -86,6 +86,9 @@ std::shared_ptr<ClusterSnapshot> BuildSnapshot(rm::ResourceManager& rm, int64_t 
   s->containers_preempted = sched.stats().preempted;
   s->containers_completed = rm.containers_completed();
   s->history = rm.history();
+  s->app_history = rm.AppHistoryStats();
+  s->finished_apps_held = rm.FinishedAppsHeld();
+  s->finished_apps_forgotten = rm.FinishedAppsForgotten();
   if (previous != nullptr && s->taken_ms > previous->taken_ms &&
       s->containers_allocated >= previous->containers_allocated) {
     s->allocations_per_second =

@@ -12,6 +12,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "rm/cluster_history.h"
+#include "rm/history_publisher.h"
 #include "rm/resource_manager.h"
 #include "weft/v1/client.pb.h"
 #include "weft/v1/common.pb.h"
@@ -57,6 +58,10 @@ struct ClusterSnapshot {
   int64_t containers_preempted = 0;
   int64_t containers_running = 0;
   int64_t containers_pending = 0;
+  // Application history (rm/history_recorder.h; zeros when off) and the finished apps held.
+  rm::HistoryPublisherStats app_history;
+  int64_t finished_apps_held = 0;
+  int64_t finished_apps_forgotten = 0;
   // Allocations per second between the previous snapshot and this one (0 for the first).
   double allocations_per_second = 0;
   // For /ws/v1/cluster/info: YARN's haZooKeeperConnectionState and rmStateStoreName.
