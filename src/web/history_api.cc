@@ -78,12 +78,6 @@ bool ValidId(absl::string_view id, absl::string_view prefix) {
                      [](char c) { return absl::ascii_isalnum(c) || c == '_'; });
 }
 
-bool ValidUser(absl::string_view user) {
-  return !user.empty() && user.size() <= 64 && std::all_of(user.begin(), user.end(), [](char c) {
-    return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-' || c == '@';
-  });
-}
-
 // Comma-separated values of repeated query parameters `name`, empty ones dropped.
 std::vector<std::string> ListParam(const HttpRequest& req, const std::string& name) {
   std::vector<std::string> out;
@@ -106,26 +100,6 @@ absl::StatusOr<std::optional<int64_t>> IntParam(const HttpRequest& req, const st
                                                    QuoteClientText(text),
                                                    ": expected an integer of at least ", min));
   return std::optional<int64_t>(v);
-}
-
-// What a request presented (RestApi::Authenticate reads the same headers; see the report in
-// docs/history.md on sharing this), or InvalidArgument for a malformed declared user.
-absl::StatusOr<rm::Presented> PresentedOf(const HttpRequest& req) {
-  rm::Presented presented;
-  presented.munge_credential = req.Header("x-weft-munge-credential");
-  presented.secret = req.Header("x-weft-secret");
-  if (presented.secret.empty()) {
-    const std::string header = req.Header("authorization");
-    absl::string_view auth = header;
-    if (absl::ConsumePrefix(&auth, "Bearer ")) presented.secret = std::string(auth);
-  }
-  presented.declared_user = req.Header("x-weft-user");
-  if (presented.declared_user.empty()) presented.declared_user = req.Param("user.name", "");
-  if (!presented.declared_user.empty() && !ValidUser(presented.declared_user))
-    return absl::InvalidArgumentError(
-        absl::StrCat("user ", QuoteClientText(presented.declared_user),
-                     " is not a user name (letters, digits, . _ - @)"));
-  return presented;
 }
 
 HttpResponse MayNotView(const rm::Caller& reader, absl::string_view what, absl::string_view id) {
@@ -242,9 +216,7 @@ bool HistoryApi::Handles(const HttpRequest& req) {
 }
 
 absl::StatusOr<rm::Caller> HistoryApi::Reader(const HttpRequest& req, HttpResponse* refusal) const {
-  if (req.Header("x-weft-munge-credential").empty() && req.Header("x-weft-secret").empty() &&
-      req.Header("authorization").empty())
-    return rm::Caller{};  // anonymous
+  if (!PresentsCredential(req)) return rm::Caller{};  // anonymous
   absl::StatusOr<rm::Presented> presented = PresentedOf(req);
   if (!presented.ok()) {
     *refusal = JsonError(400, presented.status().message());
@@ -255,9 +227,7 @@ absl::StatusOr<rm::Caller> HistoryApi::Reader(const HttpRequest& req, HttpRespon
           ? options_.authenticate(*presented)
           : absl::UnauthenticatedError("this history server authenticates no reader");
   if (caller.ok()) return caller;
-  *refusal = JsonError(HttpStatusOf(caller.status().code()), caller.status().message());
-  if (caller.status().code() == absl::StatusCode::kUnauthenticated)
-    refusal->headers.emplace_back("WWW-Authenticate", "Bearer realm=\"weft\"");
+  *refusal = AuthenticationRefusal(caller.status());
   return caller;
 }
 

@@ -326,8 +326,7 @@ HttpResponse RestApi::Get(const HttpRequest& req, const ClusterSnapshot& s,
   return JsonError(404, absl::StrCat("no such resource: ", QuoteClientText(req.path)));
 }
 
-absl::StatusOr<rm::Caller> RestApi::Authenticate(const HttpRequest& req,
-                                                 HttpResponse* refusal) const {
+absl::StatusOr<rm::Presented> PresentedOf(const HttpRequest& req) {
   rm::Presented presented;
   presented.munge_credential = req.Header("x-weft-munge-credential");
   presented.secret = req.Header("x-weft-secret");
@@ -338,11 +337,33 @@ absl::StatusOr<rm::Caller> RestApi::Authenticate(const HttpRequest& req,
   }
   presented.declared_user = req.Header("x-weft-user");
   if (presented.declared_user.empty()) presented.declared_user = req.Param("user.name", "");
-  if (!presented.declared_user.empty() && !ValidUser(presented.declared_user)) {
-    *refusal = JsonError(400, absl::StrCat("user ", QuoteClientText(presented.declared_user),
-                                           " is not a user name (letters, digits, . _ - @)"));
+  if (!presented.declared_user.empty() && !ValidUser(presented.declared_user))
+    return absl::InvalidArgumentError(
+        absl::StrCat("user ", QuoteClientText(presented.declared_user),
+                     " is not a user name (letters, digits, . _ - @)"));
+  return presented;
+}
+
+bool PresentsCredential(const HttpRequest& req) {
+  return !req.Header("x-weft-munge-credential").empty() || !req.Header("x-weft-secret").empty() ||
+         !req.Header("authorization").empty();
+}
+
+HttpResponse AuthenticationRefusal(const absl::Status& status) {
+  HttpResponse refusal = JsonError(HttpStatusOf(status.code()), status.message());
+  if (status.code() == absl::StatusCode::kUnauthenticated)
+    refusal.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"weft\"");
+  return refusal;
+}
+
+absl::StatusOr<rm::Caller> RestApi::Authenticate(const HttpRequest& req,
+                                                 HttpResponse* refusal) const {
+  absl::StatusOr<rm::Presented> parsed = PresentedOf(req);
+  if (!parsed.ok()) {
+    *refusal = JsonError(400, parsed.status().message());
     return absl::InvalidArgumentError("bad user");
   }
+  const rm::Presented& presented = *parsed;
   absl::StatusOr<rm::Caller> caller;
   if (options_.authenticate) {
     caller = options_.authenticate(presented);
@@ -365,16 +386,12 @@ absl::StatusOr<rm::Caller> RestApi::Authenticate(const HttpRequest& req,
     caller = c;
   }
   if (caller.ok()) return caller;
-  const bool unauthenticated = caller.status().code() == absl::StatusCode::kUnauthenticated;
-  *refusal = JsonError(HttpStatusOf(caller.status().code()), caller.status().message());
-  if (unauthenticated) refusal->headers.emplace_back("WWW-Authenticate", "Bearer realm=\"weft\"");
+  *refusal = AuthenticationRefusal(caller.status());
   return caller;
 }
 
 absl::StatusOr<rm::Caller> RestApi::Reader(const HttpRequest& req, HttpResponse* refusal) const {
-  if (req.Header("x-weft-munge-credential").empty() && req.Header("x-weft-secret").empty() &&
-      req.Header("authorization").empty())
-    return rm::Caller{};  // anonymous
+  if (!PresentsCredential(req)) return rm::Caller{};  // anonymous
   return Authenticate(req, refusal);
 }
 

@@ -117,6 +117,17 @@ class RestApi {
 // HTTP status for an RM error code (InvalidArgument 400, NotFound 404, ...).
 int HttpStatusOf(absl::StatusCode code);
 
+// The credentials `request` presents, as every Weft REST API reads them (RestApiOptions::
+// authenticate): header X-Weft-Munge-Credential; the secret in X-Weft-Secret or
+// "Authorization: Bearer"; the declared user in X-Weft-User or parameter user.name.
+// InvalidArgument naming a declared user that is not a user name.
+absl::StatusOr<rm::Presented> PresentedOf(const HttpRequest& request);
+// Whether `request` presents any credential; without one its reader is anonymous.
+bool PresentsCredential(const HttpRequest& request);
+// The answer refusing a reader or writer whose authentication failed with `status`: its HTTP
+// status (HttpStatusOf) and message, with WWW-Authenticate on 401.
+HttpResponse AuthenticationRefusal(const absl::Status& status);
+
 }  // namespace weft::web
 
 #endif  // WEFT_WEB_REST_API_H_
