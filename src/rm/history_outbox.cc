@@ -1,6 +1,8 @@
 // Copyright Weft authors.
 #include "rm/history_outbox.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -41,6 +43,11 @@ absl::StatusOr<std::unique_ptr<HistoryOutbox>> HistoryOutbox::Open(const std::st
   }
   // It names users, queues and apps: 0600, as the state store.
   if (absl::Status s = EnsurePrivateSqliteFile(path, "history outbox"); !s.ok()) return s;
+  // One RM per outbox: two would drain it twice and forget each other's deliveries.
+  absl::StatusOr<int> lock = sq::LockExclusively(
+      path, absl::StrCat("history outbox '", path, "'"), "another ResourceManager");
+  if (!lock.ok()) return lock.status();
+  box->lock_fd_ = *lock;
   int rc = sqlite3_open_v2(path.c_str(), &box->db_,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                            nullptr);
@@ -60,6 +67,7 @@ absl::StatusOr<std::unique_ptr<HistoryOutbox>> HistoryOutbox::Open(const std::st
 
 HistoryOutbox::~HistoryOutbox() {
   if (db_ != nullptr) sqlite3_close_v2(db_);
+  if (lock_fd_ >= 0) close(lock_fd_);  // releases the lock
 }
 
 absl::Status HistoryOutbox::Error(const char* what, int rc) const {

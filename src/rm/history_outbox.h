@@ -30,7 +30,9 @@ struct OutboxEntry {
 // transaction with synchronous=FULL: when it returns OK the change is on disk.
 class HistoryOutbox {
  public:
-  // Opens (creating, 0600 in a private directory) the outbox at `path`. Errors name the path.
+  // Opens (creating, 0600 in a private directory) the outbox at `path`, held exclusively (a
+  // lock on <path>.lock) until destroyed: FailedPrecondition while another process or
+  // HistoryOutbox holds it. Errors name the path.
   static absl::StatusOr<std::unique_ptr<HistoryOutbox>> Open(const std::string& path);
   ~HistoryOutbox();
   HistoryOutbox(const HistoryOutbox&) = delete;
@@ -59,6 +61,7 @@ class HistoryOutbox {
 
   std::string path_;
   sqlite3* db_ = nullptr;
+  int lock_fd_ = -1;  // holds the exclusive lock on <path>.lock
 };
 
 }  // namespace weft::rm

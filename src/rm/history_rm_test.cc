@@ -419,6 +419,11 @@ TEST(HistoryOutboxTest, EntriesSurviveReopeningAndComeBackInOrder) {
   EXPECT_THAT(*(*box)->DeliveredApplications(), ::testing::ElementsAre("a1"));
   ASSERT_TRUE((*box)->ForgetApplications({"a1"}).ok());
   EXPECT_THAT(*(*box)->DeliveredApplications(), IsEmpty());
+  // One owner at a time.
+  absl::StatusOr<std::unique_ptr<HistoryOutbox>> second = HistoryOutbox::Open(path);
+  EXPECT_TRUE(absl::IsFailedPrecondition(second.status())) << second.status();
+  box->reset();
+  EXPECT_TRUE(HistoryOutbox::Open(path).ok());
   std::filesystem::remove_all(dir);
 }
 
