@@ -140,6 +140,8 @@ int RunDev(const DevFlags& flags) {
                                : flags.user_auth.history_store;
   rm_flags.history_outbox = flags.user_auth.history_outbox;
   rm_flags.max_completed_apps = flags.user_auth.max_completed_apps;
+  rm_flags.history_keep_days = flags.user_auth.history_keep_days;
+  rm_flags.history_keep_apps = flags.user_auth.history_keep_apps;
   rm_flags.http_port = flags.http_port;
   rm_flags.http_enable_writes = flags.http_enable_writes;
   rm_flags.http_anonymous_view = !flags.http_private_view;

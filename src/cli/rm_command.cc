@@ -138,6 +138,10 @@ absl::StatusOr<rm::RmServerOptions> MakeRmServerOptions(const RmFlags& flags) {
   }
   options.rm.history_store = flags.history_store;
   options.rm.max_completed_apps = flags.max_completed_apps;
+  options.rm.history_keep_days = flags.history_keep_days;
+  options.rm.history_keep_apps = flags.history_keep_apps;
+  if (flags.history_keep_days < 0 || flags.history_keep_apps < 0)
+    return absl::InvalidArgumentError("--history-keep-days and --history-keep-apps must be >= 0");
   if (flags.max_completed_apps < 0)
     return absl::InvalidArgumentError(
         absl::StrCat("--max-completed-apps ", flags.max_completed_apps, " is negative"));
@@ -236,6 +240,14 @@ void AddHistoryFlags(CLI::App* cmd, RmFlags* flags) {
   cmd->add_option("--history-outbox", flags->history_outbox,
                   "durable outbox the history records wait in while the store is slow or down "
                   "(default: history-outbox.db beside the state store)");
+  cmd->add_option("--history-keep-days", flags->history_keep_days,
+                  "retention: remove from the history store the apps that finished more than "
+                  "this many days ago, at start and hourly (0 = keep them)")
+      ->capture_default_str();
+  cmd->add_option("--history-keep-apps", flags->history_keep_apps,
+                  "retention: keep at most this many finished apps in the history store, the "
+                  "newest (0 = no bound)")
+      ->capture_default_str();
   cmd->add_option("--max-completed-apps", flags->max_completed_apps,
                   "finished apps the RM keeps in memory and in its state store (older ones are "
                   "forgotten once their history is written; YARN's max-completed-applications)")

@@ -82,6 +82,8 @@ struct RmFlags {
   std::string history_store;
   std::string history_outbox;
   int64_t max_completed_apps = 1000;
+  double history_keep_days = 0;   // retention of the history store; 0 = unbounded
+  int64_t history_keep_apps = 0;
 };
 
 // Checks --sub-cluster-id, --federation-store, --federation-heartbeat-ms and

@@ -5,6 +5,8 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/log.h"
 #include "weft/v1/history.pb.h"
 
@@ -149,11 +151,30 @@ absl::Status HistoryPublisher::Deliver(const OutboxEntry& e) {
   return absl::InternalError("outbox entry of an unknown kind");
 }
 
+void HistoryPublisher::Prune() {
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  const int64_t older_than =
+      options_.keep_days > 0 ? now_ms - static_cast<int64_t>(options_.keep_days * 86'400'000.0) : 0;
+  absl::StatusOr<int64_t> removed = store_->Prune(
+      older_than,
+      options_.keep_apps > 0 ? std::optional<int64_t>(options_.keep_apps) : std::nullopt);
+  if (!removed.ok()) {
+    log::Warn("history_prune_failed", {{"store", options_.store_name}, {"error", removed.status()}});
+    return;
+  }
+  if (*removed > 0)
+    log::Info("history_pruned", {{"store", options_.store_name}, {"applications", *removed}});
+  std::lock_guard<std::mutex> l(mu_);
+  stats_.pruned += *removed;
+}
+
 void HistoryPublisher::Run() {
   using Clock = std::chrono::steady_clock;
   bool outbox_has = true;  // what an earlier run left is drained first
   int64_t backoff_ms = 0;
   Clock::time_point next_try = Clock::now();
+  const bool retention = options_.keep_days > 0 || options_.keep_apps > 0;
+  Clock::time_point next_prune = Clock::now();
   for (;;) {
     std::vector<OutboxEntry> batch;
     std::vector<std::string> forget;
@@ -162,10 +183,13 @@ void HistoryPublisher::Run() {
     {
       std::unique_lock<std::mutex> l(mu_);
       auto work = [&] { return stop_ || !queue_.empty() || !to_forget_.empty(); };
-      if (outbox_has) {
-        wake_.wait_until(l, next_try, work);
-      } else {
+      Clock::time_point until = Clock::time_point::max();
+      if (outbox_has) until = next_try;
+      if (retention) until = std::min(until, next_prune);
+      if (until == Clock::time_point::max()) {
         wake_.wait(l, work);
+      } else {
+        wake_.wait_until(l, until, work);
       }
       batch.swap(queue_);
       forget.swap(to_forget_);
@@ -203,6 +227,10 @@ void HistoryPublisher::Run() {
       }
     }
     if (stopping) break;
+    if (retention && store_ != nullptr && Clock::now() >= next_prune) {
+      Prune();
+      next_prune = Clock::now() + std::chrono::milliseconds(options_.prune_interval_ms);
+    }
     if (!outbox_has || Clock::now() < next_try) continue;
     absl::StatusOr<std::vector<OutboxEntry>> waiting = outbox_->Peek(options_.batch);
     if (!waiting.ok()) {

@@ -33,6 +33,12 @@ struct HistoryPublisherOptions {
   // A failed store write is retried after retry_min_ms, doubling up to retry_max_ms.
   int64_t retry_min_ms = 100;
   int64_t retry_max_ms = 5000;
+  // Retention (HistoryStore::Prune), on the publisher's thread once the store is open and then
+  // every prune_interval_ms: applications that finished more than keep_days ago (0: none by
+  // age), and all but the newest keep_apps (0: no bound).
+  double keep_days = 0;
+  int64_t keep_apps = 0;
+  int64_t prune_interval_ms = 3'600'000;
 };
 
 struct HistoryPublisherStats {
@@ -42,6 +48,7 @@ struct HistoryPublisherStats {
   int64_t outbox_entries = 0;  // waiting in the outbox (as of the last pass)
   int64_t store_failures = 0;  // failed store writes since start (each retried)
   int64_t outbox_failures = 0;  // failed outbox appends since start (each retried)
+  int64_t pruned = 0;           // applications removed by retention since start
   std::string last_error;      // the last failure's message; "" if none
 };
 
@@ -83,6 +90,8 @@ class HistoryPublisher {
   // Puts the entries into the store in one batch (HistoryStore::PutBatch), or one entry.
   absl::Status DeliverBatch(const std::vector<OutboxEntry>& entries);
   absl::Status Deliver(const OutboxEntry& e);
+  // One retention pass (options' keep_days and keep_apps); logs what it removed or its error.
+  void Prune();
 
   const HistoryPublisherOptions options_;
   const StoreOpener open_;

@@ -394,6 +394,26 @@ TEST_F(HistoryRmTest, WhileTheOutboxIsBehindTheRmHoldsMoreThanItsBound) {
   EXPECT_EQ(h_->rm().FinishedAppsHeld(), 0);
 }
 
+TEST_F(HistoryRmTest, RetentionKeepsTheNewestAppsInTheStore) {
+  RmOptions o = Options();
+  o.history_keep_apps = 2;
+  h_->Restart(o);
+  std::vector<std::string> apps;
+  for (int i = 0; i < 3; ++i) {
+    apps.push_back(h_->Submit("hal"));
+    h_->loop.Advance(10);
+    ASSERT_TRUE(h_->rm().KillApplication(apps.back(), "done").ok());
+  }
+  WaitDurable();
+  ASSERT_TRUE(WaitStored(apps[2]));
+  // A restart runs a retention pass once the store is open.
+  h_->Restart(o);
+  ASSERT_TRUE(PollUntil([&] { return h_->rm().AppHistoryStats().pruned == 1; },
+                        absl::Seconds(10)));
+  EXPECT_TRUE(absl::IsNotFound(shared_->store.GetApplication(apps[0]).status()));
+  EXPECT_TRUE(shared_->store.GetApplication(apps[2]).ok());
+}
+
 TEST(HistoryOutboxTest, EntriesSurviveReopeningAndComeBackInOrder) {
   const std::string dir = TempDir();
   const std::string path = dir + "/outbox.db";

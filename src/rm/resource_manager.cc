@@ -109,6 +109,12 @@ absl::StatusOr<std::unique_ptr<ResourceManager>> ResourceManager::Create(
     HistoryPublisherOptions ho;
     ho.outbox_path = rm->options_.history_outbox;
     ho.store_name = rm->options_.history_store;
+    ho.keep_days = rm->options_.history_keep_days;
+    ho.keep_apps = rm->options_.history_keep_apps;
+    if (ho.keep_days < 0 || ho.keep_apps < 0)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "history retention must be >= 0 (0 = unbounded), got ", ho.keep_days, " days and ",
+          ho.keep_apps, " apps"));
     if (absl::Status s = rm->app_history_->Enable(ho, std::move(open)); !s.ok()) return s;
   }
   if (rm->options_.max_completed_apps < 0)

@@ -84,6 +84,9 @@ struct RmOptions {
   // yarn.resourcemanager.max-completed-applications); older ones are forgotten once their
   // history is durable. >= 0.
   int64_t max_completed_apps = 1000;
+  // The history's retention (HistoryPublisherOptions::keep_days, keep_apps; 0 = unbounded).
+  double history_keep_days = 0;
+  int64_t history_keep_apps = 0;
   // Tests: opens the history store instead of history_store's URL (which must be set too).
   std::function<absl::StatusOr<std::unique_ptr<history::HistoryStore>>()> open_history_store;
   // How the RM sizes AM containers of apps that ask it to (seed 002, AdaptCont).
