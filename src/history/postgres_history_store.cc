@@ -6,12 +6,8 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
 
 namespace weft::history {
 namespace {
@@ -24,8 +20,8 @@ constexpr size_t kParamsPerStatement = 20000;
 
 // Migration n (1-based) brings the schema from version n-1 to n: its statements run in order.
 // Append; never edit. Column meanings as in the SQLite store (sqlite_history_store.cc).
-const std::vector<std::vector<const char*>>& PgMigrations() {
-  static const auto* migrations = new std::vector<std::vector<const char*>>{
+const store::pg::Migrations& PgMigrations() {
+  static const auto* migrations = new store::pg::Migrations{
       {
           R"sql(CREATE TABLE applications (
                   application_id TEXT COLLATE "C" NOT NULL PRIMARY KEY,
@@ -92,44 +88,6 @@ constexpr const char* kPgApplicationColumns =
 // ListApplications' order in SQL (history_store.h).
 constexpr const char* kPgListOrder = " ORDER BY finish_ms DESC, application_id ASC";
 
-// The absl code for a failed statement, from its SQLSTATE.
-absl::StatusCode PgCodeForSqlState(absl::string_view state) {
-  if (absl::StartsWith(state, "08") || absl::StartsWith(state, "57P")) {
-    return absl::StatusCode::kUnavailable;  // connection exception, server shutting down
-  }
-  if (absl::StartsWith(state, "53")) return absl::StatusCode::kResourceExhausted;
-  if (absl::StartsWith(state, "40")) return absl::StatusCode::kAborted;
-  if (absl::StartsWith(state, "28") || state == "42501") {
-    return absl::StatusCode::kPermissionDenied;
-  }
-  if (absl::StartsWith(state, "23")) return absl::StatusCode::kFailedPrecondition;
-  return absl::StatusCode::kInternal;
-}
-
-// `uri` with the password (user info or password= parameter) replaced by "***". The same rule
-// as federation/store's RedactPostgresUri, which this module may not link.
-std::string RedactUri(absl::string_view uri) {
-  std::string out(uri);
-  const size_t authority = out.find("://");
-  if (authority != std::string::npos) {
-    const size_t start = authority + 3;
-    const size_t end = out.find_first_of("/?", start);
-    const size_t at = out.rfind('@', end == std::string::npos ? out.size() : end);
-    if (at != std::string::npos && at >= start) {
-      const size_t colon = out.find(':', start);
-      if (colon != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, "***");
-    }
-  }
-  for (size_t pos = out.find("password="); pos != std::string::npos;
-       pos = out.find("password=", pos + 1)) {
-    if (pos > 0 && out[pos - 1] != '?' && out[pos - 1] != '&') continue;
-    const size_t value = pos + 9;
-    const size_t end = out.find('&', value);
-    out.replace(value, (end == std::string::npos ? out.size() : end) - value, "***");
-  }
-  return out;
-}
-
 // A text[] literal of `values` ({"a","b"}), for "= ANY($n::text[])".
 std::string TextArray(const std::vector<std::string>& values) {
   std::string out = "{";
@@ -180,124 +138,32 @@ void PgSetResourceSeconds(absl::string_view type, int64_t seconds,
 
 }  // namespace
 
+PostgresHistoryStore::PostgresHistoryStore(std::string uri)
+    : redacted_uri_(store::pg::RedactPostgresUri(uri)),
+      conn_(std::move(uri), {.store = "history store"}) {}
+
 absl::StatusOr<std::unique_ptr<PostgresHistoryStore>> PostgresHistoryStore::Open(
     absl::string_view uri) {
-  std::string redacted = RedactUri(uri);
-  char* error = nullptr;
-  PQconninfoOption* options = PQconninfoParse(std::string(uri).c_str(), &error);
-  if (options == nullptr) {
-    std::string why = error != nullptr ? error : "out of memory";
-    PQfreemem(error);
-    return absl::InvalidArgumentError(
-        absl::StrCat("history store URL '", redacted, "': ", absl::StripAsciiWhitespace(why)));
-  }
-  bool has_password = false;
-  for (PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
-    if (absl::string_view(o->keyword) == "password" && o->val != nullptr && *o->val != '\0') {
-      has_password = true;
-    }
-  }
-  PQconninfoFree(options);
-  if (has_password) {
-    // Every local user reads a daemon's command line (/proc/PID/cmdline).
-    return absl::InvalidArgumentError(absl::StrCat(
-        "history store URL '", redacted,
-        "': holds a password, which every local user could read in the daemon's command line; "
-        "put it in a passfile (?passfile=/etc/weft/pgpass, mode 0600, "
-        "host:port:database:user:password) instead"));
-  }
-  std::unique_ptr<PostgresHistoryStore> store(
-      new PostgresHistoryStore(std::string(uri), std::move(redacted)));
+  if (absl::Status s = store::pg::CheckUri(uri, "history store URL"); !s.ok()) return s;
+  std::unique_ptr<PostgresHistoryStore> store(new PostgresHistoryStore(std::string(uri)));
   absl::MutexLock lock(&store->mu_);
-  if (absl::Status s = store->Connect(); !s.ok()) return s;
-  if (absl::Status s = store->Migrate(); !s.ok()) return s;
+  if (absl::Status s = store->conn_.Connect(); !s.ok()) return s;
+  if (absl::Status s = store->conn_.Migrate({.version_table = "weft_history_schema",
+                                             .lock_sql = kPgMigrationLock,
+                                             .version = kSchemaVersion,
+                                             .migrations = &PgMigrations()});
+      !s.ok()) {
+    return s;
+  }
   return store;
-}
-
-PostgresHistoryStore::~PostgresHistoryStore() {
-  absl::MutexLock lock(&mu_);
-  PQfinish(conn_);
-}
-
-absl::Status PostgresHistoryStore::Connect() {
-  if (conn_ == nullptr) {
-    // The URI's own connect_timeout, if any, overrides the default (later values win).
-    const char* keywords[] = {"connect_timeout", "dbname", nullptr};
-    const char* values[] = {"10", uri_.c_str(), nullptr};
-    conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
-    if (conn_ == nullptr) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("history store '", redacted_uri_, "': connecting: out of memory"));
-    }
-    PQsetNoticeProcessor(
-        conn_, [](void*, const char*) {}, nullptr);
-  } else {
-    PQreset(conn_);
-  }
-  if (PQstatus(conn_) != CONNECTION_OK) {
-    return absl::UnavailableError(absl::StrCat("history store '", redacted_uri_, "': connecting: ",
-                                               absl::StripAsciiWhitespace(PQerrorMessage(conn_))));
-  }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<PostgresHistoryStore::Result> PostgresHistoryStore::Exec(
     absl::string_view what, const std::string& sql, const std::vector<Param>& params) {
-  std::vector<const char*> values;
-  std::vector<int> lengths, formats;
-  values.reserve(params.size());
-  lengths.reserve(params.size());
-  formats.reserve(params.size());
-  for (const Param& p : params) {
-    values.push_back(p.value.c_str());  // never null: null would be SQL NULL
-    lengths.push_back(static_cast<int>(p.value.size()));
-    formats.push_back(p.binary ? 1 : 0);
-  }
-  Result result(PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()),
-                             /*paramTypes=*/nullptr, values.data(), lengths.data(), formats.data(),
-                             /*resultFormat=*/1));
-  const ExecStatusType status =
-      result != nullptr ? PQresultStatus(result.get()) : PGRES_FATAL_ERROR;
-  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return result;
-  const char* state =
-      result != nullptr ? PQresultErrorField(result.get(), PG_DIAG_SQLSTATE) : nullptr;
-  const absl::StatusCode code = PQstatus(conn_) != CONNECTION_OK || state == nullptr
-                                    ? absl::StatusCode::kUnavailable
-                                    : PgCodeForSqlState(state);
-  const char* message =
-      result != nullptr ? PQresultErrorMessage(result.get()) : PQerrorMessage(conn_);
-  if (message == nullptr || *message == '\0') message = PQerrorMessage(conn_);
-  return absl::Status(code, absl::StrCat(what, ": ", absl::StripAsciiWhitespace(message)));
-}
-
-absl::Status PostgresHistoryStore::InTransaction(absl::FunctionRef<absl::Status()> body) {
-  absl::StatusOr<Result> begin = Exec("beginning a transaction", "BEGIN", {});
-  if (!begin.ok()) return begin.status();
-  absl::Status status = body();
-  if (status.ok()) status = Exec("committing", "COMMIT", {}).status();
-  if (!status.ok() && PQstatus(conn_) == CONNECTION_OK &&
-      PQtransactionStatus(conn_) != PQTRANS_IDLE) {
-    Exec("rolling back", "ROLLBACK", {}).IgnoreError();
-  }
-  return status;
-}
-
-absl::Status PostgresHistoryStore::WithConnection(absl::string_view what,
-                                                  absl::FunctionRef<absl::Status()> attempt) {
-  absl::Status status;
-  for (int round = 0; round < 2; ++round) {
-    if (PQstatus(conn_) != CONNECTION_OK) {
-      if (absl::Status s = Connect(); !s.ok()) {
-        return absl::Status(s.code(), absl::StrCat(s.message(), " (", what, ")"));
-      }
-    }
-    status = attempt();
-    // Repeat only on a connection that broke under the attempt.
-    if (status.ok() || PQstatus(conn_) == CONNECTION_OK) break;
-  }
-  if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat("history store '", redacted_uri_, "': ", what,
-                                                  ": ", status.message()));
+  std::vector<store::pg::Param> views;
+  views.reserve(params.size());
+  for (const Param& p : params) views.push_back({p.value, p.binary});
+  return conn_.Exec(what, sql, views);
 }
 
 template <typename T>
@@ -305,7 +171,7 @@ absl::StatusOr<T> PostgresHistoryStore::Read(absl::string_view what,
                                              absl::FunctionRef<absl::StatusOr<T>()> read) {
   std::optional<T> out;
   absl::Status status =
-      WithConnection(what, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+      conn_.WithConnection(what, [&](bool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
         absl::StatusOr<T> value = read();
         if (!value.ok()) return value.status();
         out = *std::move(value);
@@ -313,47 +179,6 @@ absl::StatusOr<T> PostgresHistoryStore::Read(absl::string_view what,
       });
   if (!status.ok()) return status;
   return *std::move(out);
-}
-
-absl::Status PostgresHistoryStore::Migrate() {
-  return WithConnection("migrating the schema", [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
-      if (absl::Status s = Exec("locking", kPgMigrationLock, {}).status(); !s.ok()) return s;
-      if (absl::Status s = Exec("creating weft_history_schema",
-                                "CREATE TABLE IF NOT EXISTS weft_history_schema ("
-                                "version INTEGER NOT NULL PRIMARY KEY, "
-                                "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
-                                {})
-                               .status();
-          !s.ok()) {
-        return s;
-      }
-      absl::StatusOr<Result> read =
-          Exec("reading the schema version",
-               "SELECT coalesce(max(version), 0)::bigint FROM weft_history_schema", {});
-      if (!read.ok()) return read.status();
-      const int64_t version = Int8(read->get(), 0, 0);
-      if (version > kSchemaVersion) {
-        return absl::FailedPreconditionError(absl::StrCat("its schema version ", version,
-                                                          " is newer than this binary's (",
-                                                          kSchemaVersion, "); use a newer weft"));
-      }
-      const auto& migrations = PgMigrations();
-      for (int64_t next = version + 1; next <= kSchemaVersion; ++next) {
-        const std::string what = absl::StrCat("migrating to version ", next);
-        for (const char* statement : migrations[next - 1]) {
-          if (absl::Status s = Exec(what, statement, {}).status(); !s.ok()) return s;
-        }
-        if (absl::Status s = Exec(what, "INSERT INTO weft_history_schema (version) VALUES ($1)",
-                                  {{absl::StrCat(next)}})
-                                 .status();
-            !s.ok()) {
-          return s;
-        }
-      }
-      return absl::OkStatus();
-    });
-  });
 }
 
 absl::Status PostgresHistoryStore::WriteBatch(const HistoryBatch& batch) {
@@ -527,8 +352,9 @@ absl::Status PostgresHistoryStore::WriteBatch(const HistoryBatch& batch) {
 
 absl::Status PostgresHistoryStore::DoPutBatch(const HistoryBatch& batch) {
   absl::MutexLock lock(&mu_);
-  return WithConnection("writing", [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return WriteBatch(batch); });
+  return conn_.WithConnection("writing", [&](bool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return conn_.InTransaction(
+        [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return WriteBatch(batch); });
   });
 }
 
@@ -735,31 +561,32 @@ absl::StatusOr<int64_t> PostgresHistoryStore::DoPrune(int64_t older_than_ms,
   }
   absl::MutexLock lock(&mu_);
   int64_t removed = 0;
-  absl::Status status = WithConnection("pruning", [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
-      absl::StatusOr<Result> chosen = Exec("choosing applications", choose, params);
-      if (!chosen.ok()) return chosen.status();
-      std::vector<std::string> doomed;
-      for (int row = 0; row < PQntuples(chosen->get()); ++row) {
-        doomed.push_back(Bytes(chosen->get(), row, 0));
-      }
-      removed = static_cast<int64_t>(doomed.size());
-      if (doomed.empty()) return absl::OkStatus();
-      const std::string ids = TextArray(doomed);
-      for (const char* table :
-           {"container_resource_seconds", "containers", "attempts", "applications"}) {
-        if (absl::Status s =
-                Exec(absl::StrCat("deleting from ", table),
-                     absl::StrCat("DELETE FROM ", table, " WHERE application_id = ANY($1::text[])"),
-                     {{ids}})
-                    .status();
-            !s.ok()) {
-          return s;
-        }
-      }
-      return absl::OkStatus();
-    });
-  });
+  absl::Status status =
+      conn_.WithConnection("pruning", [&](bool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return conn_.InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+          absl::StatusOr<Result> chosen = Exec("choosing applications", choose, params);
+          if (!chosen.ok()) return chosen.status();
+          std::vector<std::string> doomed;
+          for (int row = 0; row < PQntuples(chosen->get()); ++row) {
+            doomed.push_back(Bytes(chosen->get(), row, 0));
+          }
+          removed = static_cast<int64_t>(doomed.size());
+          if (doomed.empty()) return absl::OkStatus();
+          const std::string ids = TextArray(doomed);
+          for (const char* table :
+               {"container_resource_seconds", "containers", "attempts", "applications"}) {
+            if (absl::Status s = Exec(absl::StrCat("deleting from ", table),
+                                      absl::StrCat("DELETE FROM ", table,
+                                                   " WHERE application_id = ANY($1::text[])"),
+                                      {{ids}})
+                                     .status();
+                !s.ok()) {
+              return s;
+            }
+          }
+          return absl::OkStatus();
+        });
+      });
   if (!status.ok()) return status;
   return removed;
 }

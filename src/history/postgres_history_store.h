@@ -16,6 +16,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "history/history_store.h"
+#include "store/postgres_util.h"
 
 namespace weft::history {
 
@@ -27,13 +28,14 @@ namespace weft::history {
 // (search_path). Schema changes are versioned migrations, applied in order in one transaction
 // under an advisory lock (several RMs may start at once) and recorded in weft_history_schema.
 // Every query is parameterised (PQexecParams). PutBatch writes multi-row statements in one
-// transaction.
+// transaction. The connection, the URL rules and the migrations are store/postgres_util.h's.
 //
 // Failures: when the server cannot be reached, calls return Unavailable naming the store (its
 // URL, password redacted) and the operation, with libpq's message; each call first reconnects
 // (once) if the connection is bad, and repeats itself once on a connection that broke under it.
 // After Unavailable a write may or may not have been applied; every Put is idempotent, so the
-// caller retries it. Thread-safe: one connection behind a mutex.
+// caller retries it. Thread-safe: one connection behind a mutex. Unlike the federation store, it
+// does not refuse a server that admits it without a password (trust authentication).
 class PostgresHistoryStore final : public HistoryStore {
  public:
   // The schema version this binary migrates to and understands.
@@ -46,7 +48,7 @@ class PostgresHistoryStore final : public HistoryStore {
   // kSchemaVersion.
   static absl::StatusOr<std::unique_ptr<PostgresHistoryStore>> Open(absl::string_view uri);
 
-  ~PostgresHistoryStore() override;
+  ~PostgresHistoryStore() override = default;
   PostgresHistoryStore(const PostgresHistoryStore&) = delete;
   PostgresHistoryStore& operator=(const PostgresHistoryStore&) = delete;
 
@@ -75,32 +77,19 @@ class PostgresHistoryStore final : public HistoryStore {
                                                   int64_t until_ms) override;
 
  private:
-  struct ResultDeleter {
-    void operator()(PGresult* result) const { PQclear(result); }
-  };
-  using Result = std::unique_ptr<PGresult, ResultDeleter>;
-  // A query parameter: text, or binary (BYTEA) bytes.
+  using Result = store::pg::Result;
+  // A query parameter: text, or binary (BYTEA) bytes. Owns its value: batches build them from
+  // temporaries.
   struct Param {
     std::string value;
     bool binary = false;
   };
 
-  PostgresHistoryStore(std::string uri, std::string redacted_uri)
-      : uri_(std::move(uri)), redacted_uri_(std::move(redacted_uri)) {}
+  explicit PostgresHistoryStore(std::string uri);
 
-  absl::Status Connect() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Runs `attempt` on a good connection: reconnects first if the connection is bad, and once
-  // more if the connection broke during the attempt. Errors get the store's description and
-  // `what`.
-  absl::Status WithConnection(absl::string_view what, absl::FunctionRef<absl::Status()> attempt)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Runs one statement; its rows come back in binary format.
+  // Runs one statement on conn_ (store::pg::Connection::Exec), its parameters viewed in place.
   absl::StatusOr<Result> Exec(absl::string_view what, const std::string& sql,
                               const std::vector<Param>& params) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Runs `body` in BEGIN ... COMMIT, rolling back if anything fails.
-  absl::Status InTransaction(absl::FunctionRef<absl::Status()> body)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A batch's writes, inside a transaction.
   absl::Status WriteBatch(const HistoryBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applications from a query yielding kPgApplicationColumns (see the .cc), with their other
@@ -118,10 +107,9 @@ class PostgresHistoryStore final : public HistoryStore {
   absl::StatusOr<T> Read(absl::string_view what, absl::FunctionRef<absl::StatusOr<T>()> read)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const std::string uri_;
   const std::string redacted_uri_;
   absl::Mutex mu_;
-  PGconn* conn_ ABSL_GUARDED_BY(mu_) = nullptr;
+  store::pg::Connection conn_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace weft::history

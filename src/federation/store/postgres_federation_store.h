@@ -5,22 +5,21 @@
 
 #include <libpq-fe.h>
 
-#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "federation/store/record_store.h"
+#include "store/postgres_util.h"
 
 namespace weft::federation {
 
 // `uri` with the password (in the user info or a password= parameter) replaced by "***", for
-// logs and error messages.
-std::string RedactPostgresUri(absl::string_view uri);
+// logs and error messages (store/postgres_util.h).
+using store::pg::RedactPostgresUri;
 
 // Layout: the tables of the SQLite store (sub_clusters, application_homes, reservation_homes,
 // policies, router_master_keys, router_tokens, cluster_timestamps, issued_application_ids: key
@@ -28,7 +27,8 @@ std::string RedactPostgresUri(absl::string_view uri);
 // one, record BYTEA), created by Weft in the connection's current schema (search_path). Schema
 // changes are versioned migrations, applied in order in one transaction under an advisory lock
 // (so that several routers may start at once) and recorded in weft_federation_schema (one row
-// per applied version). Every query is parameterised (PQexecParams).
+// per applied version). Every query is parameterised (PQexecParams). The connection, the URI
+// rules and the migrations are store/postgres_util.h's.
 //
 // Durability: an OK write is committed (with the server's default synchronous_commit, flushed
 // to its WAL). Failures: when the server cannot be reached, calls return Unavailable with
@@ -46,7 +46,7 @@ class PostgresFederationStore final : public RecordFederationStore {
   // FailedPrecondition when the schema is newer than kSchemaVersion.
   static absl::StatusOr<std::unique_ptr<PostgresFederationStore>> Open(absl::string_view uri);
 
-  ~PostgresFederationStore() override;
+  ~PostgresFederationStore() override = default;
   PostgresFederationStore(const PostgresFederationStore&) = delete;
   PostgresFederationStore& operator=(const PostgresFederationStore&) = delete;
 
@@ -62,41 +62,16 @@ class PostgresFederationStore final : public RecordFederationStore {
   absl::StatusOr<bool> DeleteRecord(Table table, absl::string_view key) override;
 
  private:
-  struct ResultDeleter {
-    void operator()(PGresult* result) const { PQclear(result); }
-  };
-  using Result = std::unique_ptr<PGresult, ResultDeleter>;
-  // A query parameter: text, or binary (BYTEA) bytes.
-  struct Param {
-    absl::string_view value;
-    bool binary = false;
-  };
+  using Result = store::pg::Result;
 
-  PostgresFederationStore(std::string uri, std::string redacted_uri)
-      : uri_(std::move(uri)), redacted_uri_(std::move(redacted_uri)) {}
+  explicit PostgresFederationStore(std::string uri);
 
-  absl::Status Connect() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Runs `attempt` on a good connection: reconnects first if the connection is bad, and once
-  // more if the connection broke during the attempt (`resuming` then tells the attempt that the
-  // first one's outcome is unknown). Errors get the store's description and `what`.
-  absl::Status WithConnection(absl::string_view what,
-                              absl::FunctionRef<absl::Status(bool resuming)> attempt)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Runs one statement; its rows come back in binary format.
-  absl::StatusOr<Result> Exec(absl::string_view what, const std::string& sql,
-                              std::initializer_list<Param> params)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Runs `body` in BEGIN ... COMMIT, rolling back if anything fails.
-  absl::Status InTransaction(absl::FunctionRef<absl::Status()> body)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The records (column 0) of a query's rows.
   static std::vector<std::string> Records(const PGresult* result);
 
-  const std::string uri_;
   const std::string redacted_uri_;
   absl::Mutex mu_;
-  PGconn* conn_ ABSL_GUARDED_BY(mu_) = nullptr;
+  store::pg::Connection conn_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace weft::federation
