@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "history/memory_history_store.h"
 #include "history/postgres_history_store.h"
 #include "history/sqlite_history_store.h"
