@@ -122,6 +122,11 @@ import json, sys
 print(sorted(n["nodeId"] for n in json.load(sys.stdin)["nodes"] if not n.get("nodeLabel"))[0])')
 timeout 10 "$weft" admin node-attributes --replace "$target:os=linux,zone=a" >/dev/null ||
   bad "admin node-attributes refused"
+# The RM applies the change on its loop; the reply may come before a report shows it (bounded).
+for _ in $(seq 1 50); do
+  timeout 10 "$weft" node status "$target" | grep -q 'Node-Attributes: *os=linux, zone=a' && break
+  sleep 0.1
+done
 timeout 10 "$weft" node status "$target" | grep -q 'Node-Attributes: *os=linux, zone=a' &&
   ok "node status shows the attributes" || bad "node status: $(timeout 10 "$weft" node status "$target")"
 run_shell linux --placement 'l=2,os=linux' --command 'sleep 60' --memory-mb 256
