@@ -13,7 +13,7 @@
 namespace weft::rm {
 
 absl::StatusOr<std::unique_ptr<HistoryPublisher>> HistoryPublisher::Start(
-    HistoryPublisherOptions options, StoreOpener open, DurableCallback on_durable) {
+    HistoryPublisherOptions options, StoreOpener open) {
   if (!open) return absl::InvalidArgumentError("history publisher: no history store");
   absl::StatusOr<std::unique_ptr<history::HistoryStore>> store = open();
   if (!store.ok() && !absl::IsUnavailable(store.status())) return store.status();
@@ -24,7 +24,7 @@ absl::StatusOr<std::unique_ptr<HistoryPublisher>> HistoryPublisher::Start(
   absl::StatusOr<int64_t> waiting = (*outbox)->Count();
   if (!waiting.ok()) return waiting.status();
   std::unique_ptr<HistoryPublisher> p(new HistoryPublisher(
-      std::move(options), std::move(open), *std::move(outbox), std::move(on_durable)));
+      std::move(options), std::move(open), *std::move(outbox)));
   if (store.ok()) {
     p->store_ = *std::move(store);
   } else {
@@ -44,12 +44,10 @@ absl::StatusOr<std::unique_ptr<HistoryPublisher>> HistoryPublisher::Start(
 }
 
 HistoryPublisher::HistoryPublisher(HistoryPublisherOptions options, StoreOpener open,
-                                   std::unique_ptr<HistoryOutbox> outbox,
-                                   DurableCallback on_durable)
+                                   std::unique_ptr<HistoryOutbox> outbox)
     : options_(std::move(options)),
       open_(std::move(open)),
-      outbox_(std::move(outbox)),
-      on_durable_(std::move(on_durable)) {}
+      outbox_(std::move(outbox)) {}
 
 HistoryPublisher::~HistoryPublisher() {
   {
@@ -217,7 +215,6 @@ void HistoryPublisher::Run() {
         stats_.durable_seq = batch_last;
         stats_.outbox_entries += static_cast<int64_t>(batch.size());
       }
-      if (on_durable_) on_durable_(batch_last);
       outbox_has = true;
     }
     if (!forget.empty()) {

@@ -3,7 +3,7 @@
 // waits for a disk or for the store.
 //
 //   RM loop --Publish--> memory queue --(one transaction)--> outbox file --(batches)--> store
-//                         on_durable(seq) <-------'                     removed once stored
+//                         stats().durable_seq <---'                    removed once stored
 //
 // Delivery is at least once: a record is removed from the outbox only after the store took it,
 // so a crash or a store error repeats it, never loses it; the store's upserts (keyed by id)
@@ -54,9 +54,6 @@ struct HistoryPublisherStats {
 
 class HistoryPublisher {
  public:
-  // Called on the publisher's thread, after each append: every record published with a
-  // sequence number <= `durable_seq` is in the outbox on disk.
-  using DurableCallback = std::function<void(int64_t durable_seq)>;
   // Opens the history store (history::OpenHistoryStore for a URL).
   using StoreOpener = std::function<absl::StatusOr<std::unique_ptr<history::HistoryStore>>()>;
 
@@ -66,8 +63,7 @@ class HistoryPublisher {
   // the same backoff as a failed write. Errors: the outbox's; the store's other errors (a bad
   // URL, a store that refuses its schema).
   static absl::StatusOr<std::unique_ptr<HistoryPublisher>> Start(HistoryPublisherOptions options,
-                                                                 StoreOpener open,
-                                                                 DurableCallback on_durable);
+                                                                 StoreOpener open);
   // Stops the thread: what is queued is appended to the outbox first (bounded: one try), what
   // is in the outbox stays there for the next start.
   ~HistoryPublisher();
@@ -85,7 +81,7 @@ class HistoryPublisher {
 
  private:
   HistoryPublisher(HistoryPublisherOptions options, StoreOpener open,
-                   std::unique_ptr<HistoryOutbox> outbox, DurableCallback on_durable);
+                   std::unique_ptr<HistoryOutbox> outbox);
   void Run();
   // Puts the entries into the store in one batch (HistoryStore::PutBatch), or one entry.
   absl::Status DeliverBatch(const std::vector<OutboxEntry>& entries);
@@ -97,7 +93,6 @@ class HistoryPublisher {
   const StoreOpener open_;
   std::unique_ptr<history::HistoryStore> store_;  // the thread's only (after Start); null until open
   const std::unique_ptr<HistoryOutbox> outbox_;   // the thread's only
-  const DurableCallback on_durable_;
   std::vector<std::string> delivered_at_start_;
 
   mutable std::mutex mu_;

@@ -46,7 +46,7 @@ std::string AttemptOfContainer(const std::string& name) {
 absl::Status HistoryRecorder::Enable(HistoryPublisherOptions options,
                                      HistoryPublisher::StoreOpener open) {
   absl::StatusOr<std::unique_ptr<HistoryPublisher>> p =
-      HistoryPublisher::Start(std::move(options), std::move(open), /*on_durable=*/nullptr);
+      HistoryPublisher::Start(std::move(options), std::move(open));
   if (!p.ok()) return p.status();
   publisher_ = *std::move(p);
   return absl::OkStatus();
