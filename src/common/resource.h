@@ -10,7 +10,7 @@
 
 namespace weft {
 
-// Maximum number of resource types a cluster can declare (4 built in + custom).
+// Maximum number of resource types a cluster can declare (5 built in + custom).
 inline constexpr int kMaxResourceTypes = 8;
 
 // Built-in resource type ids. Custom types get ids kFirstCustomType and up.
@@ -19,7 +19,10 @@ enum ResourceTypeId : int {
   kVcores = 1,       // vcores: virtual cores
   kNetworkMbps = 2,  // network-mbps: egress megabits per second (sustained)
   kDiskMbps = 3,     // disk-mbps: disk megabytes per second
-  kFirstCustomType = 4,
+  // gpu-milli: thousandths of a GPU (docs/gpu.md). A node has 1000 per healthy GPU; a container
+  // asks 1..999 (a share of one GPU) or k x 1000 (k whole GPUs).
+  kGpuMilli = 4,
+  kFirstCustomType = 5,
 };
 
 // A vector of int64 amounts indexed by resource type id. Fixed capacity, stored inline:

@@ -40,6 +40,7 @@ ResourceTypeRegistry::ResourceTypeRegistry() {
   types_.push_back({"vcores", "cores", 1, 1024, 1});
   types_.push_back({"network-mbps", "Mbit/s", 0, 100000, 1});
   types_.push_back({"disk-mbps", "MB/s", 0, 100000, 1});
+  types_.push_back({"gpu-milli", "milli-GPUs", 0, 64000, 1});
 }
 
 absl::StatusOr<int> ResourceTypeRegistry::AddType(ResourceTypeInfo info) {
@@ -134,6 +135,9 @@ absl::Status ResourceTypeRegistry::Validate(const Resource& r) const {
       return absl::InvalidArgumentError(
           absl::StrCat(t.name, "=", r[i], " is above the maximum allocation ", t.maximum));
   }
+  if (const int64_t g = r[kGpuMilli]; g > 1000 && g % 1000 != 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gpu-milli=", g, " is neither a share of one GPU (1-1000) nor whole GPUs (a multiple of 1000)"));
   return absl::OkStatus();
 }
 

@@ -22,8 +22,8 @@ struct ResourceTypeInfo {
   int64_t increment = 1;  // requests are rounded up to a multiple of it (>= 1)
 };
 
-// The set of resource types of a cluster, by id. The four built-in types always exist with
-// ids kMemoryMb, kVcores, kNetworkMbps and kDiskMbps; custom countable types (e.g. "gpu") are
+// The set of resource types of a cluster, by id. The five built-in types always exist with
+// ids kMemoryMb, kVcores, kNetworkMbps, kDiskMbps and kGpuMilli; custom countable types (e.g. "gpu") are
 // added after them, up to kMaxResourceTypes in all.
 //
 // Thread-compatible; build it once at start-up and share it read-only.
@@ -32,7 +32,7 @@ class ResourceTypeRegistry {
   // The built-in types with YARN-like defaults: memory-mb min 1024 max 8192 incr 1024 is
   // YARN's; Weft defaults to min 128, max 1 TiB, incr 128 so that simulations of small tasks
   // are exact. vcores 1..1024 by 1; network-mbps 0..100000 by 1 (seed 000 uses 1..200);
-  // disk-mbps 0..100000 by 1.
+  // disk-mbps 0..100000 by 1; gpu-milli 0..64000 by 1 (64 GPUs).
   ResourceTypeRegistry();
 
   // Adds a custom countable type. Fails (and leaves the registry unchanged) on a duplicate or
@@ -60,7 +60,8 @@ class ResourceTypeRegistry {
 
   // Checks a per-container request: no negative component, no component above its type's
   // maximum, nothing set on ids beyond size(). The error names the type and the value, e.g.
-  // "memory-mb=-1 is negative".
+  // "memory-mb=-1 is negative". gpu-milli must be a share of one GPU (1-1000) or whole GPUs
+  // (a multiple of 1000).
   absl::Status Validate(const Resource& r) const;
 
   // Validate(), then round every non-zero component up to its increment and raise it to its

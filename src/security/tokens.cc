@@ -104,6 +104,7 @@ std::string EncodeContainerTokenIdentifier(const ContainerTokenData& data) {
   p.set_view_acl(data.view_acl);
   p.set_version(data.version);
   for (const std::string& tag : data.allocation_tags) p.add_allocation_tags(tag);
+  for (const std::string& d : data.devices) p.add_devices(d);
   return Serialize(kContainerKind, p);
 }
 
@@ -132,6 +133,7 @@ absl::StatusOr<ContainerTokenData> DecodeContainerToken(absl::string_view identi
   data.view_acl = p.view_acl();
   data.version = p.version();
   data.allocation_tags.assign(p.allocation_tags().begin(), p.allocation_tags().end());
+  data.devices.assign(p.devices().begin(), p.devices().end());
   return data;
 }
 

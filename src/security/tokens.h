@@ -47,6 +47,9 @@ struct ContainerTokenData {
   // The container's allocation tags (YARN's), as allocated; empty for a plain ask. The NM
   // records them with the container and reports them when it registers, for RM recovery.
   std::vector<std::string> allocation_tags;
+  // The device shares it grants (issue 32), each "gpu:<index>=<milli>" (common/device_share.h),
+  // in increasing index; empty for an ask without devices.
+  std::vector<std::string> devices;
 
   friend bool operator==(const ContainerTokenData&, const ContainerTokenData&) = default;
 };

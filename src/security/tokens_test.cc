@@ -92,6 +92,20 @@ TEST(TokenCodecTest, AllocationTagsRoundTripInOrderAndNoneIsNotEncoded) {
   EXPECT_TRUE(DecodeContainerToken(untagged)->allocation_tags.empty());
 }
 
+TEST(TokenCodecTest, DeviceSharesRoundTripAndNoneIsNotEncoded) {
+  ContainerTokenData d = SampleContainer();
+  const std::string plain = EncodeContainerTokenIdentifier(d);
+  d.devices = {"gpu:0=500", "gpu:3=1000"};
+  const std::string with_devices = EncodeContainerTokenIdentifier(d);
+  EXPECT_NE(with_devices, plain);
+  absl::StatusOr<ContainerTokenData> decoded = DecodeContainerToken(with_devices);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->devices, d.devices);
+  d.devices.clear();
+  EXPECT_EQ(EncodeContainerTokenIdentifier(d), plain);
+  EXPECT_TRUE(DecodeContainerToken(plain)->devices.empty());
+}
+
 TEST(TokenCodecTest, FieldBoundariesAreUnambiguous) {
   // Concatenation-based encodings would confuse these two; length prefixes must not.
   ContainerTokenData a = SampleContainer(), b = SampleContainer();
