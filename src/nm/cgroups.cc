@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/log.h"
+#include "nm/devices/device_bpf.h"
 
 namespace weft::nm {
 namespace {
@@ -178,9 +179,17 @@ class CgroupsHandlerBase : public CgroupsHandler {
         return WithContext(s, context);
       }
     }
-    if (absl::Status s = ApplyLimits(container_id, limits); !s.ok()) {
+    absl::Status applied = ApplyLimits(container_id, limits);
+    if (applied.ok() && !limits.denied_devices.empty()) {
+      applied = device_control_
+                    ? DenyDevices(container_id, limits.denied_devices)
+                    : absl::FailedPreconditionError(absl::StrCat(
+                          "device isolation is not enabled but ", limits.denied_devices.size(),
+                          " device(s) must be denied"));
+    }
+    if (!applied.ok()) {
       log::WarnIfError(Destroy(container_id), "cgroup_undo_failed", {{"container", container_id}});
-      return WithContext(s, context);
+      return WithContext(applied, context);
     }
     return absl::OkStatus();
   }
@@ -319,6 +328,9 @@ class CgroupsHandlerBase : public CgroupsHandler {
   }
 
   virtual absl::Status ApplyLimits(absl::string_view container_id, const CgroupLimits& limits) = 0;
+  // Refuses the container's processes the character devices `denied` (after EnableDeviceControl).
+  virtual absl::Status DenyDevices(absl::string_view container_id,
+                                   const std::vector<DeviceNumber>& denied) = 0;
   // Sets the memory limit of a container whose group exists to `bytes` (> 0), as
   // UpdateLimits describes.
   virtual absl::Status UpdateMemory(absl::string_view container_id, int64_t bytes) = 0;
@@ -328,16 +340,37 @@ class CgroupsHandlerBase : public CgroupsHandler {
   }
 
   OsEnv* const env_;
-  // (controller, parent group directory) for each usable controller, in kManaged order.
-  const std::vector<std::pair<std::string, std::string>> parents_;
+  // (controller, parent group directory) for each usable controller, in kManaged order, then
+  // "devices" once EnableDeviceControl has added it (v1).
+  std::vector<std::pair<std::string, std::string>> parents_;
   const std::vector<std::string> missing_;
+  bool device_control_ = false;  // EnableDeviceControl succeeded
 };
 
 class CgroupsV1Handler : public CgroupsHandlerBase {
  public:
-  using CgroupsHandlerBase::CgroupsHandlerBase;
+  // `devices_parent`: <devices mount>/<hierarchy>, or "" when the devices controller is not
+  // mounted.
+  CgroupsV1Handler(OsEnv* env, std::vector<std::pair<std::string, std::string>> parents,
+                   std::vector<std::string> missing, std::string devices_parent)
+      : CgroupsHandlerBase(env, std::move(parents), std::move(missing)),
+        devices_parent_(std::move(devices_parent)) {}
 
   std::string version() const override { return "v1"; }
+
+  absl::Status EnableDeviceControl() override {
+    if (device_control_) return absl::OkStatus();
+    if (devices_parent_.empty()) {
+      return absl::FailedPreconditionError(
+          "device isolation: the cgroup v1 devices controller is not mounted");
+    }
+    if (absl::Status s = env_->CreateDirs(devices_parent_); !s.ok()) {
+      return WithContext(s, "device isolation: creating the devices cgroup hierarchy");
+    }
+    parents_.emplace_back("devices", devices_parent_);
+    device_control_ = true;
+    return absl::OkStatus();
+  }
 
   absl::StatusOr<CgroupUsage> Usage(absl::string_view container_id) override {
     if (absl::Status s = CheckExists(container_id); !s.ok()) return s;
@@ -449,6 +482,21 @@ class CgroupsV1Handler : public CgroupsHandlerBase {
     }
     return absl::OkStatus();
   }
+
+  // devices.deny, one "c MAJOR:MINOR rwm" line per device (the group starts with its parent's
+  // list, which allows everything unless the operator narrowed it).
+  absl::Status DenyDevices(absl::string_view id, const std::vector<DeviceNumber>& denied) override {
+    for (const DeviceNumber& number : denied) {
+      const std::string rule = absl::StrCat("c ", number.major, ":", number.minor, " rwm");
+      if (absl::Status s = Write("devices", id, "devices.deny", rule); !s.ok()) {
+        return WithContext(s, absl::StrCat("denying device ", number.major, ":", number.minor));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const std::string devices_parent_;
 };
 
 class CgroupsV2Handler : public CgroupsHandlerBase {
@@ -456,6 +504,12 @@ class CgroupsV2Handler : public CgroupsHandlerBase {
   using CgroupsHandlerBase::CgroupsHandlerBase;
 
   std::string version() const override { return "v2"; }
+
+  // Device programs need no controller: bpf() is checked when the first one is attached.
+  absl::Status EnableDeviceControl() override {
+    device_control_ = true;
+    return absl::OkStatus();
+  }
 
   absl::StatusOr<CgroupUsage> Usage(absl::string_view container_id) override {
     if (absl::Status s = CheckExists(container_id); !s.ok()) return s;
@@ -526,6 +580,14 @@ class CgroupsV2Handler : public CgroupsHandlerBase {
     if (env_->PathExists(kill_file) && env_->WriteFile(kill_file, "1").ok()) return;
     CgroupsHandlerBase::KillTasks(dir, pids);
   }
+
+  // One program per container group, refusing `denied`; the parent group's programs (e.g.
+  // systemd's) still apply.
+  absl::Status DenyDevices(absl::string_view id, const std::vector<DeviceNumber>& denied) override {
+    std::vector<std::string> dirs = GroupDirs(id);
+    if (dirs.empty()) return absl::FailedPreconditionError("no cgroup v2 group to attach to");
+    return AttachDeviceDenyProgram(dirs.front(), denied);
+  }
 };
 
 // The v2 name of a managed controller; "" when v2 needs none (cpuacct) or has none (net_cls).
@@ -561,8 +623,14 @@ absl::StatusOr<std::unique_ptr<CgroupsHandler>> BuildV1(
     }
     parents.emplace_back(std::string(controller), parent);
   }
-  return std::unique_ptr<CgroupsHandler>(
-      new CgroupsV1Handler(env, std::move(parents), std::move(missing)));
+  // The devices controller is managed only once device isolation is enabled.
+  std::string devices_parent;
+  for (const internal::CgroupMount& m : mounts) {
+    if (std::find(m.controllers.begin(), m.controllers.end(), "devices") != m.controllers.end())
+      devices_parent = absl::StrCat(m.mount_point, "/", hierarchy);
+  }
+  return std::unique_ptr<CgroupsHandler>(new CgroupsV1Handler(
+      env, std::move(parents), std::move(missing), std::move(devices_parent)));
 }
 
 absl::StatusOr<std::unique_ptr<CgroupsHandler>> BuildV2(OsEnv* env, const std::string& root,
@@ -694,6 +762,10 @@ absl::StatusOr<std::vector<pid_t>> CgroupsHandler::Processes(absl::string_view c
 }
 
 absl::StatusOr<int64_t> CgroupsHandler::PidsLimitHits(absl::string_view) { return 0; }
+
+absl::Status CgroupsHandler::EnableDeviceControl() {
+  return absl::UnimplementedError("device isolation: not supported by this cgroups handler");
+}
 
 absl::Status CgroupsHandler::UpdateLimits(absl::string_view container_id, const CgroupLimits&) {
   return absl::UnimplementedError(

@@ -26,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "nm/devices/device_number.h"
 #include "nm/os_env.h"
 
 namespace weft::nm {
@@ -53,6 +54,13 @@ struct CgroupLimits {
   // controller (v1 and v2). A fork or clone beyond it fails with EAGAIN. Not enforced when the
   // pids controller is not usable (missing_features() says so).
   int64_t pids_max = 0;
+  // Character devices the container's processes may not open or mknod (device isolation,
+  // issue 32: the GPUs it was not given): cgroup v1 devices.deny "c MAJOR:MINOR rwm" lines,
+  // cgroup v2 a BPF_PROG_TYPE_CGROUP_DEVICE program attached to its group (devices/
+  // device_bpf.h). Everything else stays as the parent group allows. Applied by Create only
+  // (UpdateLimits ignores it); Create fails with FailedPrecondition when it is set and
+  // EnableDeviceControl has not succeeded.
+  std::vector<DeviceNumber> denied_devices;
 };
 
 // A container's resource usage. nullopt: the controller that measures it is not usable.
@@ -104,6 +112,13 @@ class CgroupsHandler {
   // Errors: InvalidArgument (bad id, negative limits), NotFound (no group), the failing write.
   // The default implementation returns Unimplemented.
   virtual absl::Status UpdateLimits(absl::string_view container_id, const CgroupLimits& limits);
+  // Turns device isolation on (CgroupLimits::denied_devices). v1: manages the devices
+  // controller from now on (its parent group is created, controllers() lists "devices",
+  // containers' groups get one there); FailedPrecondition when it is not mounted. v2: device
+  // programs are attached to the containers' groups (nothing to mount). Idempotent. Call it
+  // before creating or recovering containers. The default implementation returns
+  // Unimplemented.
+  virtual absl::Status EnableDeviceControl();
   // Moves process `pid` (all its threads) into the container's groups. Its future children
   // start there too.
   virtual absl::Status AddProcess(absl::string_view container_id, pid_t pid) = 0;

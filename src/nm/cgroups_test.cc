@@ -30,6 +30,7 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 // The content of `path`, "" when it cannot be read.
 std::string Slurp(const std::string& path) { return ReadFile(path).value_or(""); }
@@ -46,6 +47,7 @@ class FakeTreeEnv : public OsEnv {
  public:
   std::string mountinfo;
   std::vector<std::pair<pid_t, int>> kills;
+  std::vector<std::pair<std::string, std::string>> writes;  // (path, contents), in order
 
   absl::StatusOr<std::string> ReadFile(const std::string& path) override {
     if (path == "/proc/self/mountinfo") return mountinfo;
@@ -53,6 +55,7 @@ class FakeTreeEnv : public OsEnv {
   }
   absl::Status WriteFile(const std::string& path, absl::string_view contents) override {
     absl::Status s = real_->WriteFile(path, contents);
+    writes.emplace_back(path, std::string(contents));
     if (s.ok() && absl::EndsWith(path, "/cgroup.kill")) {  // the kernel empties the group
       Put(std::filesystem::path(path).parent_path() / "cgroup.procs", "");
     }
@@ -188,6 +191,55 @@ TEST_F(FakeTreeTest, V1FromMountinfoReportsMissingControllers) {
   EXPECT_TRUE(std::filesystem::is_directory(root_ + "/memory/weft"));
   EXPECT_EQ(h.Path("cpuacct", "c1"), root_ + "/cpu,cpuacct/weft/c1");
   EXPECT_EQ(h.Path("net_cls", "c1"), "");
+}
+
+// Device isolation (issue 32) on v1: the devices controller is managed only once enabled, and
+// a container's group gets one devices.deny line per denied device.
+TEST_F(FakeTreeTest, V1DeviceControlWritesDevicesDeny) {
+  MakeV1Controller("cpu");
+  MakeV1Controller("memory");
+  MakeV1Controller("devices");
+  absl::StatusOr<std::unique_ptr<CgroupsHandler>> handler = DetectCgroups(root_, "weft", &env_);
+  ASSERT_TRUE(handler.ok()) << handler.status();
+  CgroupsHandler& h = **handler;
+  EXPECT_THAT(h.controllers(), ElementsAre("cpu", "memory"));
+  CgroupLimits limits;
+  limits.denied_devices = {{1, 7}, {1, 8}};
+  absl::Status refused = h.Create("c0", limits);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr("device isolation is not enabled"));
+  EXPECT_FALSE(std::filesystem::exists(root_ + "/memory/weft/c0"));  // undone
+
+  ASSERT_TRUE(h.EnableDeviceControl().ok());
+  ASSERT_TRUE(h.EnableDeviceControl().ok());  // idempotent
+  EXPECT_THAT(h.controllers(), ElementsAre("cpu", "memory", "devices"));
+  EXPECT_TRUE(std::filesystem::is_directory(root_ + "/devices/weft"));
+  env_.writes.clear();
+  ASSERT_TRUE(h.Create("c1", limits).ok());
+  std::vector<std::string> deny;
+  for (const auto& [path, contents] : env_.writes) {
+    if (path == root_ + "/devices/weft/c1/devices.deny") deny.push_back(contents);
+  }
+  EXPECT_THAT(deny, ElementsAre("c 1:7 rwm", "c 1:8 rwm"));
+  ASSERT_TRUE(h.AddProcess("c1", 4242).ok());
+  EXPECT_EQ(Slurp(root_ + "/devices/weft/c1/cgroup.procs"), "4242");
+  EXPECT_THAT(h.ListContainers().value_or(std::vector<std::string>{}), ElementsAre("c1"));
+  // A container without denied devices still gets a devices group (its processes are in the
+  // hierarchy), and no rule.
+  env_.writes.clear();
+  ASSERT_TRUE(h.Create("c2", CgroupLimits{}).ok());
+  EXPECT_TRUE(std::filesystem::is_directory(root_ + "/devices/weft/c2"));
+  for (const auto& [path, contents] : env_.writes) EXPECT_THAT(path, Not(HasSubstr("devices.deny")));
+}
+
+TEST_F(FakeTreeTest, V1DeviceControlNeedsTheDevicesController) {
+  MakeV1Controller("cpu");
+  MakeV1Controller("memory");
+  absl::StatusOr<std::unique_ptr<CgroupsHandler>> handler = DetectCgroups(root_, "weft", &env_);
+  ASSERT_TRUE(handler.ok()) << handler.status();
+  absl::Status s = (*handler)->EnableDeviceControl();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("devices controller is not mounted"));
 }
 
 TEST_F(FakeTreeTest, V1FromDirectoryTreeWhenMountinfoHasNothing) {

@@ -1,0 +1,188 @@
+// Copyright Weft authors. Tests of the GPU plugin: nvidia-smi XML from a real H100 host (and a
+// 4-GPU variant of it), malformed XML, device lists, discovery with fake stat() and commands.
+#include "nm/devices/gpu_plugin.h"
+
+#include <map>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/files.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace weft::nm {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+std::string Testdata(const std::string& name) {
+  absl::StatusOr<std::string> text = ReadFile(absl::StrCat(WEFT_DEVICES_TESTDATA, "/", name));
+  EXPECT_TRUE(text.ok()) << text.status();
+  return text.value_or("");
+}
+
+TEST(NvidiaSmiXmlTest, ParsesTheRealH100Sample) {
+  absl::StatusOr<std::vector<NvidiaSmiGpu>> gpus = ParseNvidiaSmiXml(Testdata("h100-1gpu.xml"));
+  ASSERT_TRUE(gpus.ok()) << gpus.status();
+  ASSERT_EQ(gpus->size(), 1u);
+  const NvidiaSmiGpu& gpu = (*gpus)[0];
+  EXPECT_EQ(gpu.minor_number, 0);
+  EXPECT_EQ(gpu.uuid, "GPU-00000000-1111-2222-3333-444444444444");
+  EXPECT_EQ(gpu.product_name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(gpu.pci_bus_id, "00000000:00:06.0");
+  EXPECT_EQ(gpu.memory_mb, 81559);
+  EXPECT_EQ(gpu.fault, "");
+}
+
+TEST(NvidiaSmiXmlTest, ParsesFourGpusSortedByMinor) {
+  absl::StatusOr<std::vector<NvidiaSmiGpu>> gpus = ParseNvidiaSmiXml(Testdata("h100-4gpu.xml"));
+  ASSERT_TRUE(gpus.ok()) << gpus.status();
+  ASSERT_EQ(gpus->size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ((*gpus)[i].minor_number, i);
+    EXPECT_EQ((*gpus)[i].uuid, absl::StrCat("GPU-00000000-1111-2222-3333-44444444444", i));
+  }
+}
+
+TEST(NvidiaSmiXmlTest, RemappedRowFailureIsAFault) {
+  std::string xml = Testdata("h100-1gpu.xml");
+  const std::string no = "<remapped_row_failure>No</remapped_row_failure>";
+  size_t at = xml.find(no);
+  ASSERT_NE(at, std::string::npos);
+  xml.replace(at, no.size(), "<remapped_row_failure>Yes</remapped_row_failure>");
+  absl::StatusOr<std::vector<NvidiaSmiGpu>> gpus = ParseNvidiaSmiXml(xml);
+  ASSERT_TRUE(gpus.ok()) << gpus.status();
+  EXPECT_THAT((*gpus)[0].fault, HasSubstr("remapped_row_failure"));
+}
+
+TEST(NvidiaSmiXmlTest, MalformedInputGetsClearErrors) {
+  absl::StatusOr<std::vector<NvidiaSmiGpu>> truncated =
+      ParseNvidiaSmiXml(Testdata("h100-1gpu.xml").substr(0, 500));
+  EXPECT_EQ(truncated.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(truncated.status().message(), HasSubstr("is not XML"));
+
+  absl::StatusOr<std::vector<NvidiaSmiGpu>> wrong_root = ParseNvidiaSmiXml("<foo/>");
+  EXPECT_THAT(wrong_root.status().message(), HasSubstr("no <nvidia_smi_log>"));
+
+  absl::StatusOr<std::vector<NvidiaSmiGpu>> no_minor = ParseNvidiaSmiXml(
+      "<nvidia_smi_log><gpu id=\"00:01\"><minor_number>N/A</minor_number></gpu>"
+      "</nvidia_smi_log>");
+  EXPECT_EQ(no_minor.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(no_minor.status().message(), HasSubstr("GPU '00:01' has minor_number 'N/A'"));
+
+  absl::StatusOr<std::vector<NvidiaSmiGpu>> twice = ParseNvidiaSmiXml(
+      "<nvidia_smi_log><gpu id=\"a\"><minor_number>1</minor_number></gpu>"
+      "<gpu id=\"b\"><minor_number>1</minor_number></gpu></nvidia_smi_log>");
+  EXPECT_THAT(twice.status().message(), HasSubstr("two GPUs have minor_number 1"));
+
+  absl::StatusOr<std::vector<NvidiaSmiGpu>> none =
+      ParseNvidiaSmiXml("<nvidia_smi_log><attached_gpus>0</attached_gpus></nvidia_smi_log>");
+  ASSERT_TRUE(none.ok());
+  EXPECT_THAT(*none, IsEmpty());
+}
+
+TEST(GpuListTest, ParsesAndRefuses) {
+  absl::StatusOr<std::vector<GpuListEntry>> list =
+      ParseGpuList("1:/dev/nvidia1@nvl0, 0:/dev/nvidia0@nvl0,3:/dev/x");
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->size(), 3u);
+  EXPECT_EQ((*list)[0].index, 0);
+  EXPECT_EQ((*list)[0].path, "/dev/nvidia0");
+  EXPECT_EQ((*list)[0].group, "nvl0");
+  EXPECT_EQ((*list)[2].index, 3);
+  EXPECT_EQ((*list)[2].group, "");
+  for (const char* bad : {"x:/dev/a", "-1:/dev/a", "0:dev/a", "0:/dev/a,0:/dev/b",
+                          "0:/dev/a,1:/dev/a", "0:/dev/a@bad group", ""}) {
+    absl::StatusOr<std::vector<GpuListEntry>> parsed = ParseGpuList(bad);
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(parsed.status().message(), HasSubstr("GPU list item")) << bad;
+  }
+}
+
+// A fake system: nvidia-smi prints `xml`, device nodes are `nodes`.
+GpuPluginEnv FakeEnv(std::string xml, std::map<std::string, std::pair<int32_t, int32_t>> nodes,
+                     std::vector<std::vector<std::string>>* ran = nullptr) {
+  GpuPluginEnv env;
+  env.run = [xml, ran](const std::vector<std::string>& argv) -> absl::StatusOr<CommandResult> {
+    if (ran != nullptr) ran->push_back(argv);
+    CommandResult result;
+    result.stdout_text = xml;
+    return result;
+  };
+  env.stat = [nodes](const std::string& path) -> absl::StatusOr<std::pair<int32_t, int32_t>> {
+    auto it = nodes.find(path);
+    if (it == nodes.end()) return absl::NotFoundError(absl::StrCat("stat ", path));
+    return it->second;
+  };
+  return env;
+}
+
+TEST(GpuPluginTest, AutoDiscoversFromNvidiaSmiWithNumbersFromStat) {
+  GpuPluginOptions options;
+  options.nvidia_smi = "/opt/fake/nvidia-smi";
+  options.device_dir = "/tmp/fakedev";
+  std::vector<std::vector<std::string>> ran;
+  GpuPlugin plugin(options, FakeEnv(Testdata("h100-4gpu.xml"),
+                                    {{"/tmp/fakedev/nvidia0", {1, 5}},
+                                     {"/tmp/fakedev/nvidia1", {1, 7}},
+                                     {"/tmp/fakedev/nvidia2", {1, 8}}},
+                                    &ran));
+  absl::StatusOr<std::vector<v1::Device>> devices = plugin.Discover();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  EXPECT_THAT(ran, ElementsAre(ElementsAre("/opt/fake/nvidia-smi", "-q", "-x")));
+  ASSERT_EQ(devices->size(), 4u);
+  EXPECT_EQ((*devices)[1].type(), "gpu");
+  EXPECT_EQ((*devices)[1].index(), 1);
+  EXPECT_EQ((*devices)[1].path(), "/tmp/fakedev/nvidia1");
+  EXPECT_EQ((*devices)[1].major(), 1);
+  EXPECT_EQ((*devices)[1].minor(), 7);
+  EXPECT_EQ((*devices)[1].model(), "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ((*devices)[1].memory_mb(), 81559);
+  EXPECT_TRUE((*devices)[1].healthy());
+  EXPECT_FALSE((*devices)[3].healthy());  // no device node
+}
+
+TEST(GpuPluginTest, NvidiaSmiFailureIsAnError) {
+  GpuPluginEnv env = FakeEnv("", {});
+  env.run = [](const std::vector<std::string>&) -> absl::StatusOr<CommandResult> {
+    CommandResult result;
+    result.exit_code = 9;
+    result.stderr_text = "NVIDIA-SMI has failed because it couldn't communicate\n";
+    return result;
+  };
+  GpuPlugin plugin(GpuPluginOptions{}, env);
+  absl::StatusOr<std::vector<v1::Device>> devices = plugin.Discover();
+  EXPECT_EQ(devices.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(devices.status().message(),
+              HasSubstr("nvidia-smi -q -x exited with 9: NVIDIA-SMI has failed"));
+
+  GpuPlugin garbage(GpuPluginOptions{}, FakeEnv("not xml <", {}));
+  EXPECT_THAT(garbage.Discover().status().message(), HasSubstr("discovering GPUs"));
+}
+
+TEST(GpuPluginTest, ListModeAndContainerEnv) {
+  GpuPluginOptions options;
+  options.mode = GpuPluginOptions::Mode::kList;
+  options.list = *ParseGpuList("0:/d/a@g0,1:/d/b@g0");
+  GpuPlugin plugin(options, FakeEnv("", {{"/d/a", {1, 7}}, {"/d/b", {1, 8}}}));
+  absl::StatusOr<std::vector<v1::Device>> devices = plugin.Discover();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  ASSERT_EQ(devices->size(), 2u);
+  EXPECT_EQ((*devices)[1].minor(), 8);
+  EXPECT_EQ((*devices)[1].topology_group(), "g0");
+  EXPECT_TRUE((*devices)[1].healthy());
+
+  EXPECT_THAT(plugin.ContainerEnv({}), IsEmpty());
+  std::map<std::string, std::string> env =
+      plugin.ContainerEnv({{"gpu", 10, 1000}, {"gpu", 2, 1000}});
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "2,10");
+  EXPECT_EQ(env["NVIDIA_VISIBLE_DEVICES"], "2,10");
+  EXPECT_EQ(env["WEFT_GPU_SHARES"], "2=1000,10=1000");
+  EXPECT_EQ(plugin.ContainerEnv({{"gpu", 0, 500}})["WEFT_GPU_SHARES"], "0=500");
+}
+
+}  // namespace
+}  // namespace weft::nm
