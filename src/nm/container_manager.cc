@@ -159,8 +159,14 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
     if (as->uid != geteuid()) spec.run_as = SpawnOptions::RunAs{as->uid, as->gid, as->gids};
   }
   for (const auto& [name, value] : request.launch_context().tokens()) spec.tokens[name] = value;
+  // The devices its token grants (issue 32): checked against the node's and held from here;
+  // released below when the start fails.
+  if (absl::Status s = AssignDevices(*token, &spec); !s.ok()) return s;
   if (amrm_proxy_ != nullptr) {
-    if (absl::Status s = InterceptAmLaunch(*token, &spec); !s.ok()) return s;
+    if (absl::Status s = InterceptAmLaunch(*token, &spec); !s.ok()) {
+      device_ledger_.Release(id);
+      return s;
+    }
   }
   if (traffic_ != nullptr) {
     // Shaped from its first packet: the class and rule exist before the process does. A
@@ -172,6 +178,7 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
     absl::StatusOr<uint32_t> classid = traffic_->AddContainer(id, network_mbps, cgroup2_path);
     if (!classid.ok()) {
       if (amrm_proxy_ != nullptr) amrm_proxy_->RemoveAttemptOfContainer(id);
+      device_ledger_.Release(id);
       return classid.status();
     }
     spec.limits.net_cls_classid = *classid;
@@ -189,6 +196,7 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
   stored.network_mbps = network_mbps;
   stored.version = token->version;
   stored.allocation_tags = token->allocation_tags;  // reported at registration (RM recovery)
+  stored.devices = token->devices;  // restored and reported again by a restarted NM
   stored.state = NmContainerRecord::State::kLaunching;
   stored.state_dir = internal::ContainerStateDir(options_.work_root, id);
   stored.work_dir = spec.work_dir;
@@ -204,6 +212,7 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
   absl::StatusOr<pid_t> pid = executor_->Launch(spec);
   if (!pid.ok()) {
     if (amrm_proxy_ != nullptr) amrm_proxy_->RemoveAttemptOfContainer(id);
+    device_ledger_.Release(id);
     // Undone as far as it goes; the launch's own error is what the caller hears.
     if (traffic_ != nullptr)
       log::WarnIfError(traffic_->RemoveContainer(id), "container_undo_failed",
@@ -493,6 +502,8 @@ v1::ContainerStatus NodeManager::StatusOf(const std::string& container_id,
       }
     }
   }
+  for (v1::DeviceAssignment& held : device_ledger_.Assignments(container_id))
+    *status.add_devices() = std::move(held);
   if (auto net = net_stats_.find(container_id); net != net_stats_.end()) {
     status.mutable_usage()->set_network_tx_bytes(record.network_tx_base + net->second.tx_bytes);
     status.mutable_usage()->set_network_tx_rate_mbps(
@@ -658,6 +669,7 @@ void NodeManager::OnContainerExit(const ContainerExit& exit) {
   }
   ContainerRecord& record = it->second;
   record.running = false;
+  device_ledger_.Release(exit.container_id);  // its devices are free for the next container
   if (record.stop_exit_status.has_value()) {
     record.exit_status = *record.stop_exit_status;
     record.diagnostics = record.stop_reason;

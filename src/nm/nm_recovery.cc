@@ -196,6 +196,8 @@ absl::Status NodeManager::RecoverContainers() {
         } else {
           record.running = true;
           record.adopted = true;
+          // Its devices: held again (its cgroup still denies it the others' nodes).
+          RestoreDevices(stored);
           // Its class is made anew below: counting starts again from 0.
           record.network_tx_base = stored.network_tx_bytes;
           containers_.emplace(id, std::move(record));

@@ -40,7 +40,9 @@ using store::sqlite::Text;
 //    memory_mb_ms (memory_mb_seconds x 1000, rounded), usage_sample_ms,
 //    usage_sample_rss_bytes, cpu_time_ms, peak_memory_bytes, network_tx_bytes; added, as
 //    zeros, to an older table on open.
-constexpr int kSchemaVersion = 5;
+// 6: containers.devices (issue 32: the device shares of its token); added, empty, to an older
+//    table on open.
+constexpr int kSchemaVersion = 6;
 
 constexpr char kTokenKeyValue[] = "amrmproxy_token_key";
 
@@ -73,7 +75,8 @@ CREATE TABLE IF NOT EXISTS containers (
   usage_sample_rss_bytes INTEGER NOT NULL DEFAULT 0,
   cpu_time_ms INTEGER NOT NULL DEFAULT 0,
   peak_memory_bytes INTEGER NOT NULL DEFAULT 0,
-  network_tx_bytes INTEGER NOT NULL DEFAULT 0);
+  network_tx_bytes INTEGER NOT NULL DEFAULT 0,
+  devices TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS finished_apps (
   app_id TEXT PRIMARY KEY,
   finished_ms INTEGER NOT NULL);
@@ -228,6 +231,8 @@ absl::StatusOr<std::unique_ptr<NmStateStore>> NmStateStore::Open(const std::stri
       absl::StrAppend(&upgrade, "ALTER TABLE containers ADD COLUMN ", column,
                       " NOT NULL DEFAULT 0; ");
   }
+  if (found > 0 && found < 6)
+    upgrade += "ALTER TABLE containers ADD COLUMN devices TEXT NOT NULL DEFAULT ''; ";
   if (absl::Status s = store->Exec(absl::StrCat("BEGIN; ", kSchema, upgrade, "PRAGMA user_version=",
                                                 kSchemaVersion, "; COMMIT;"),
                                    "creating the NodeManager state's tables");
@@ -271,8 +276,8 @@ absl::StatusOr<std::vector<NmContainerRecord>> NmStateStore::LoadContainers() {
               "monitor_start_time, pid, start_time, cgroup_dirs, state_dir, work_dir, "
               "stop_exit_status, stop_reason, exit_status, diagnostics, acknowledged, version, "
               "allocation_tags, launched_ms, finished_ms, memory_mb_ms, usage_sample_ms, "
-              "usage_sample_rss_bytes, cpu_time_ms, peak_memory_bytes, network_tx_bytes "
-              "FROM containers ORDER BY id",
+              "usage_sample_rss_bytes, cpu_time_ms, peak_memory_bytes, network_tx_bytes, "
+              "devices FROM containers ORDER BY id",
               what, path_);
   if (!q.ok()) return q.status();
   std::vector<NmContainerRecord> records;
@@ -310,6 +315,8 @@ absl::StatusOr<std::vector<NmContainerRecord>> NmStateStore::LoadContainers() {
     r.cpu_time_ms = row.Int64(25);
     r.peak_memory_bytes = row.Int64(26);
     r.network_tx_bytes = row.Int64(27);
+    const std::string devices = row.Bytes(28);
+    if (!devices.empty()) r.devices = absl::StrSplit(devices, '\n');
     if (absl::Status s = RowProblem(row, path_); !s.ok()) return s;
     if (state < 0 || state > static_cast<int64_t>(NmContainerRecord::State::kCompleted)) {
       return absl::DataLossError(absl::StrCat("container record ", r.container_id, " in ", path_,
@@ -332,9 +339,9 @@ absl::Status NmStateStore::PutContainer(const NmContainerRecord& r) {
       "work_dir, stop_exit_status, stop_reason, exit_status, diagnostics, acknowledged, "
       "version, allocation_tags, launched_ms, finished_ms, memory_mb_ms, "
       "usage_sample_ms, usage_sample_rss_bytes, cpu_time_ms, peak_memory_bytes, "
-      "network_tx_bytes) "
+      "network_tx_bytes, devices) "
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-      "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
+      "?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)",
       {Text(r.container_id), Text(r.app_id), Text(r.user), Text(r.resource), Int(r.network_mbps),
        Int(static_cast<int64_t>(r.state)), Int(r.monitor_pid),
        Int(static_cast<int64_t>(r.monitor_start_time)), Int(r.pid),
@@ -344,7 +351,7 @@ absl::Status NmStateStore::PutContainer(const NmContainerRecord& r) {
        Int(r.version), Text(absl::StrJoin(r.allocation_tags, "\n")), Int(r.launched_ms),
        Int(r.finished_ms), Int(std::llround(r.memory_mb_seconds * 1000)),
        Int(r.usage_sample_ms), Int(r.usage_sample_rss_bytes), Int(r.cpu_time_ms),
-       Int(r.peak_memory_bytes), Int(r.network_tx_bytes)},
+       Int(r.peak_memory_bytes), Int(r.network_tx_bytes), Text(absl::StrJoin(r.devices, "\n"))},
       absl::StrCat("recording container ", r.container_id), path_);
 }
 

@@ -49,6 +49,10 @@ struct NmContainerRecord {
   // at registration (RegisterNodeManagerRequest.container_tags) so that a restarted RM
   // recovers them. Tags are [A-Za-z0-9_.-]+ (the RM checks asks); stored newline-separated.
   std::vector<std::string> allocation_tags;
+  // The device shares it holds, from its start token (ContainerTokenData::devices, e.g.
+  // "gpu:0=500"): restored into the NM's device ledger when a restarted NM re-attaches to it,
+  // and reported again (ContainerStatus.devices). Stored newline-separated (schema 6).
+  std::vector<std::string> devices;
   State state = State::kLaunching;
   int64_t monitor_pid = 0;
   uint64_t monitor_start_time = 0;       // ProcessInfo::start_time of the monitor

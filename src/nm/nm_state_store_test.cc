@@ -262,8 +262,13 @@ TEST_F(NmStateStoreTest, AResizedContainersVersionSurvivesReopening) {
   EXPECT_EQ((*records)[1].version, 0);
 }
 
-// Dropping the columns of schema 5 (the containers' accounting): what an NM before it left.
+// Dropping the column of schema 6 (the containers' devices): what an NM before it left.
+constexpr char kDropDevices[] = "ALTER TABLE containers DROP COLUMN devices; ";
+
+// Dropping the columns of schema 5 (the containers' accounting) and 6: what an NM before it
+// left.
 constexpr char kDropAccounting[] =
+    "ALTER TABLE containers DROP COLUMN devices; "
     "ALTER TABLE containers DROP COLUMN launched_ms; "
     "ALTER TABLE containers DROP COLUMN finished_ms; "
     "ALTER TABLE containers DROP COLUMN memory_mb_ms; "
@@ -422,6 +427,30 @@ TEST_F(NmStateStoreTest, AStoreOfSchemaVersion4GainsTheAccountingAtZero) {
   measured.cpu_time_ms = 7;
   ASSERT_TRUE((*store)->PutContainer(measured).ok());
   EXPECT_EQ((*store)->LoadContainers()->at(0).cpu_time_ms, 7);
+}
+
+TEST_F(NmStateStoreTest, DevicesRoundTripAndASchema5StoreGainsNone) {
+  {
+    absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    NmContainerRecord gpus = Record("c1", "app1");
+    gpus.devices = {"gpu:0=1000", "gpu:3=1000"};
+    ASSERT_TRUE((*store)->PutContainer(gpus).ok());
+    EXPECT_THAT((*store)->LoadContainers()->at(0).devices, ElementsAre("gpu:0=1000", "gpu:3=1000"));
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, absl::StrCat(kDropDevices, "PRAGMA user_version=5;").c_str(),
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<std::vector<NmContainerRecord>> records = (*store)->LoadContainers();
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), 1u);
+  EXPECT_TRUE((*records)[0].devices.empty());
 }
 
 TEST_F(NmStateStoreTest, AnIllTypedColumnIsDataLossNamingIt) {

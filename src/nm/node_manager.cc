@@ -410,6 +410,10 @@ absl::StatusOr<std::unique_ptr<NodeManager>> NodeManager::Start(NodeManagerOptio
     // What containers may be given is the containers' share of the link, not the link.
     nm->capability_[kNetworkMbps] = nm->traffic_->containers_total_mbps();
   }
+  // Devices (issue 32): discovered, registered, isolated; gpu-milli from the healthy GPUs.
+  if (absl::Status s = nm->StartDevices(); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("starting NodeManager: ", s.message()));
+  }
 
   if (absl::Status s = env->CreateDirs(absl::StrCat(opts.work_root, "/logs")); !s.ok()) {
     return absl::FailedPreconditionError(

@@ -28,6 +28,8 @@
 #include "nm/cgroups.h"
 #include "nm/container_executor.h"
 #include "nm/container_user.h"
+#include "nm/devices/device_ledger.h"
+#include "nm/devices/device_plugin.h"
 #include "nm/exit_watcher.h"
 #include "nm/log_aggregator.h"
 #include "nm/nm_state_store.h"
@@ -171,6 +173,21 @@ struct NodeManagerOptions {
   // id serves the AMs it re-attaches to again (YARN-6127); they resync with the proxy, no new
   // attempt. Unset: AMs talk to the RM directly.
   std::optional<amrmproxy::AmrmProxyOptions> amrmproxy;
+  // Device plugins (issue 32; docs/gpu-nm.md), e.g. a GpuPlugin (nm/devices/gpu_plugin.h).
+  // Start discovers their devices (a discovery error fails Start), registers them with the RM
+  // and sets the capability's gpu-milli to 1000 x the healthy GPUs (Start fails when
+  // `capability` names another non-zero gpu-milli). A container gets exactly the devices its
+  // token grants ("gpu:<index>=<milli>"): its cgroup denies every other device node of the
+  // plugins' (cgroup v1 devices.deny, cgroup v2 a device BPF program; with use_cgroups=false
+  // that is a missing feature), and the plugin's environment (CUDA_VISIBLE_DEVICES, ...). A
+  // start whose token names an unknown or unhealthy device, would hold a device beyond 1000
+  // milli with the running containers, or whose gpu-milli differs from its devices' total is
+  // refused. Empty: the node has no devices.
+  std::vector<std::shared_ptr<DevicePlugin>> device_plugins;
+  // How often the plugins discover again, for health, ms (with a heartbeat; the discovery
+  // runs on the loop). A device whose health changed goes to the RM in the next heartbeat
+  // (NodeHeartbeatRequest.devices). 0 = only at Start.
+  int64_t device_health_interval_ms = 30000;
 };
 
 // A node label: "" (none) or 1-255 characters of [A-Za-z0-9_.-]. InvalidArgument naming it.
@@ -371,6 +388,19 @@ class NodeManager {
   void CountHeartbeat(bool ok);
   void UpdateRunningGauge();
 
+  // ---- Devices (node_manager_devices.cc; docs/gpu-nm.md).
+  // In Start, after cgroups: discovers the plugins' devices into device_ledger_, enables the
+  // cgroup device isolation when there are devices, and sets capability_'s gpu-milli.
+  absl::Status StartDevices();
+  // For a start: the token's device shares, checked (DeviceLedger::Check) and recorded as the
+  // container's (device_ledger_.Release undoes it); `spec` gets the denied device nodes and
+  // the plugins' environment. Errors name the container and the device; nothing is recorded.
+  absl::Status AssignDevices(const security::ContainerTokenData& token, LaunchSpec* spec);
+  // NM recovery: a re-attached container's recorded shares go back into the ledger.
+  void RestoreDevices(const NmContainerRecord& stored);
+  // Discovers again when device_health_interval_ms has passed; health changes are queued for
+  // the next heartbeat (device_changes_).
+  void MaybeRecheckDevices();
   // ---- NodeManager restart (nm_recovery.cc).
   // In Start, before serving and registering: loads the state store, re-attaches to or kills
   // what an earlier NM left, kills orphans in the cgroup hierarchy. Errors only when the store
@@ -415,6 +445,9 @@ class NodeManager {
   std::vector<std::string> missing_features_;
   std::unique_ptr<CgroupsHandler> cgroups_;     // null without cgroups
   std::unique_ptr<TrafficController> traffic_;  // null without bandwidth isolation
+  // Whether containers' cgroups deny the devices they were not given (device plugins with
+  // cgroups whose device control is enabled).
+  bool device_isolation_ = false;
   std::string network_isolation_;
   std::shared_ptr<grpc::ChannelCredentials> tracker_credentials_;
   // The cluster CA certificate containers read ($WEFT_TLS_CA_FILE); "" without TLS.
@@ -439,6 +472,11 @@ class NodeManager {
   std::unique_ptr<ExitWatcher> exit_watcher_;
   security::ContainerTokenVerifier verifier_;
   std::map<std::string, ContainerRecord> containers_;
+  // The node's devices and which container holds which share (filled by Start).
+  DeviceLedger device_ledger_;
+  // Devices whose health changed since the last heartbeat that carried them, by (type, index).
+  std::map<std::pair<std::string, int32_t>, v1::Device> device_changes_;
+  int64_t next_device_check_ms_ = 0;  // loop clock
   // Network counters of running containers as of the last heartbeat.
   std::map<std::string, ContainerNetStats> net_stats_;
   // Completed statuses not yet acknowledged by an RM heartbeat reply, by container id.

@@ -43,6 +43,7 @@ void ToProto(const Resource& r, v1::Resource* out) {
   values["vcores"] = r[kVcores];
   if (r[kNetworkMbps] != 0) values["network-mbps"] = r[kNetworkMbps];
   if (r[kDiskMbps] != 0) values["disk-mbps"] = r[kDiskMbps];
+  if (r[kGpuMilli] != 0) values["gpu-milli"] = r[kGpuMilli];
 }
 
 std::string FenceReason(const internal::RmAnswerFence& fence, int64_t now_ms) {
@@ -204,7 +205,14 @@ void NodeManager::SendRegister() {
   v1::RegisterNodeManagerRequest& request = call->request;
   request.set_node_id(node_id_);
   request.set_rack(options_.rack);
-  ToProto(capability_, request.mutable_capability());
+  // gpu-milli as the GPUs' health is now (1000 per healthy GPU), the rest as at Start.
+  Resource capability = capability_;
+  if (!options_.device_plugins.empty())
+    capability[kGpuMilli] = device_ledger_.HealthyCount("gpu") * kWholeDeviceMilli;
+  ToProto(capability, request.mutable_capability());
+  // Every device, healthy or not (the RM schedules the healthy GPUs): no change is pending.
+  for (const v1::Device& device : device_ledger_.devices()) *request.add_devices() = device;
+  device_changes_.clear();
   // What runs here, with what each was granted (its token's resource), and what ended
   // unacknowledged: the RM keeps, recovers or stops each (after its restart, or this NM's) and
   // learns real exit statuses rather than only absences.
@@ -317,6 +325,10 @@ void NodeManager::SendHeartbeat() {
                                          status->usage().network_tx_rate_mbps());
   }
   for (const auto& [id, status] : unacked_completed_) *request.add_container_statuses() = status;
+  // Devices whose health changed (a failed heartbeat puts them back, OnHeartbeatReply).
+  MaybeRecheckDevices();
+  for (const auto& [key, device] : device_changes_) *request.add_devices() = device;
+  device_changes_.clear();
   request.mutable_health()->set_healthy(true);
   request.set_last_known_container_key_id(last_key_id_);
   call->context.set_deadline(
@@ -345,6 +357,8 @@ void NodeManager::OnHeartbeatReply(const grpc::Status& status, const std::string
     // Nothing is lost: unacknowledged completed statuses go out again with the next one. An
     // RM the NM fails over to answers RESYNC (it does not know this node) and the NM registers.
     if (RmCallsClosed()) return;  // cancelled by Shutdown()
+    for (const v1::Device& device : request.devices())  // unless a newer change is queued
+      device_changes_.try_emplace({device.type(), device.index()}, device);
     if (std::optional<std::string> why =
             CheckFence(federation_fence(), loop_->NowMs(), node_id_, rm_failover_->current(),
                        RunningCount(containers_)))

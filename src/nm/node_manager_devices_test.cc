@@ -1,0 +1,265 @@
+// Copyright Weft authors. Tests of the NodeManager's devices (issue 32; docs/gpu-nm.md): real
+// gRPC against the fake RM, real containers; GPUs from the GPU plugin in list mode. Without
+// root the device nodes are faked (stat) and cgroups are off; as root the nodes are made with
+// mknod (the numbers of /dev/zero, full, random, urandom) and the containers' cgroups deny
+// the GPUs they were not given.
+#include <grpcpp/grpcpp.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/event_loop.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nm/devices/gpu_plugin.h"
+#include "nm/fake_rm_test_util.h"
+#include "nm/node_manager.h"
+
+namespace weft::nm {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::FakeRm;
+using testing::FindStatus;
+
+// The numbers of harmless character devices: the fake GPUs' nodes share them.
+const std::pair<int32_t, int32_t> kFakeNumbers[] = {{1, 5}, {1, 7}, {1, 8}, {1, 9}};
+
+class NodeManagerDevicesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    loop_.Start();
+    rm_ = std::make_unique<FakeRm>(loop_.NowMs());
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &rm_port_);
+    builder.RegisterService(rm_.get());
+    rm_server_ = builder.BuildAndStart();
+    ASSERT_NE(rm_server_, nullptr);
+    static std::atomic<int> counter{0};
+    work_root_ = std::filesystem::path(::testing::TempDir()) /
+                 absl::StrCat("weft_nm_devices_test_", getpid(), "_", counter++);
+    dev_dir_ = work_root_.string() + "-dev";
+    std::filesystem::create_directories(dev_dir_);
+    cgroup_hierarchy_ = absl::StrCat("weft_nm_devices_test_", getpid(), "_", counter++);
+  }
+  void TearDown() override {
+    if (nm_ != nullptr) nm_->Shutdown();
+    nm_.reset();
+    if (rm_server_ != nullptr) rm_server_->Shutdown();
+    loop_.Stop();
+    std::error_code ignored;
+    std::filesystem::remove_all(work_root_, ignored);
+    std::filesystem::remove_all(dev_dir_, ignored);
+  }
+
+  // Four GPUs 0..3 at <dev_dir>/nvidiaN; `healthy[i]` false leaves GPU i's node out.
+  std::shared_ptr<DevicePlugin> FourGpus(bool real_nodes, std::vector<bool> healthy = {}) {
+    GpuPluginOptions options;
+    options.mode = GpuPluginOptions::Mode::kList;
+    std::map<std::string, std::pair<int32_t, int32_t>> nodes;
+    for (int i = 0; i < 4; ++i) {
+      const std::string path = absl::StrCat(dev_dir_, "/nvidia", i);
+      options.list.push_back({i, path, "g0"});
+      if (!healthy.empty() && !healthy[i]) continue;
+      nodes[path] = kFakeNumbers[i];
+      if (real_nodes) {
+        EXPECT_EQ(mknod(path.c_str(), S_IFCHR | 0666,
+                        makedev(kFakeNumbers[i].first, kFakeNumbers[i].second)),
+                  0)
+            << path;
+      }
+    }
+    if (real_nodes) return std::make_shared<GpuPlugin>(options);
+    GpuPluginEnv env = GpuPluginEnv::Real();
+    env.stat = [nodes](const std::string& path) -> absl::StatusOr<std::pair<int32_t, int32_t>> {
+      auto it = nodes.find(path);
+      if (it == nodes.end()) return absl::NotFoundError(path);
+      return it->second;
+    };
+    return std::make_shared<GpuPlugin>(options, env);
+  }
+
+  NodeManagerOptions Options(std::shared_ptr<DevicePlugin> plugin, bool use_cgroups) {
+    NodeManagerOptions options;
+    options.rm_tracker_address = absl::StrCat("127.0.0.1:", rm_port_);
+    options.capability = Resource::Of(4096, 4);
+    options.work_root = work_root_.string();
+    options.stop_grace_ms = 500;
+    options.use_cgroups = use_cgroups;
+    options.cgroup_hierarchy = cgroup_hierarchy_;
+    options.run_as = ContainerRunAs::kNmUser;
+    options.device_plugins.push_back(std::move(plugin));
+    return options;
+  }
+
+  void StartNm(NodeManagerOptions options) {
+    absl::StatusOr<std::unique_ptr<NodeManager>> nm = NodeManager::Start(options, &loop_);
+    ASSERT_TRUE(nm.ok()) << nm.status();
+    nm_ = *std::move(nm);
+    ASSERT_TRUE(rm_->WaitUntil([](FakeRm& rm) { return !rm.heartbeats_.empty(); }));
+    stub_ = v1::ContainerService::NewStub(grpc::CreateChannel(
+        absl::StrCat("127.0.0.1:", nm_->port()), grpc::InsecureChannelCredentials()));
+  }
+
+  // Starts `id` holding `devices` ("gpu:1=1000", ...) with gpu-milli `gpu_milli`; returns ""
+  // or the failure's message.
+  std::string StartWith(const std::string& id, std::vector<std::string> devices,
+                        int64_t gpu_milli, const std::string& command) {
+    security::ContainerTokenData data;
+    data.container_id = id;
+    data.node_id = nm_->node_id();
+    data.user = "alice";
+    data.resource = absl::StrCat("memory-mb=128,vcores=1",
+                                 gpu_milli > 0 ? absl::StrCat(",gpu-milli=", gpu_milli) : "");
+    data.expiry_ms = loop_.NowMs() + 600'000;
+    data.rm_epoch = 1;
+    data.app_id = "application_1_0001";
+    data.devices = std::move(devices);
+    v1::StartContainersRequest request;
+    v1::StartContainerRequest* one = request.add_requests();
+    *one->mutable_container_token() = rm_->IssueToken(data);
+    one->mutable_launch_context()->add_command(command);
+    v1::StartContainersResponse response;
+    grpc::ClientContext context;
+    grpc::Status status = stub_->StartContainers(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    if (response.failed_size() > 0) return response.failed(0).message();
+    return "";
+  }
+
+  std::optional<v1::ContainerStatus> WaitCompleted(const std::string& id) {
+    std::optional<v1::ContainerStatus> result;
+    bool ok = rm_->WaitUntil([&](FakeRm& rm) {
+      int i = rm.CompletedIndex(id);
+      if (i < 0) return false;
+      result = *FindStatus(rm.heartbeats_[i], id, v1::CONTAINER_COMPLETE);
+      return true;
+    });
+    EXPECT_TRUE(ok) << "no completed status of " << id;
+    return result;
+  }
+
+  // The devices the last acknowledged heartbeat reports `id` running with, after one exists.
+  std::vector<std::string> RunningDevices(const std::string& id) {
+    std::vector<std::string> out;
+    rm_->WaitUntil([&](FakeRm& rm) {
+      const v1::ContainerStatus* s =
+          rm.heartbeats_.empty() ? nullptr
+                                 : FindStatus(rm.heartbeats_.back(), id, v1::CONTAINER_RUNNING);
+      if (s == nullptr) return false;
+      out.clear();
+      for (const v1::DeviceAssignment& a : s->devices())
+        out.push_back(absl::StrCat(a.type(), ":", a.index(), "=", a.milli()));
+      return true;
+    });
+    return out;
+  }
+
+  std::string ReadLog(const std::string& id) {
+    std::ifstream in(work_root_ / "logs" / id / "stdout");
+    std::stringstream content;
+    content << in.rdbuf();
+    return content.str();
+  }
+
+  ThreadEventLoop loop_;
+  std::unique_ptr<FakeRm> rm_;
+  int rm_port_ = 0;
+  std::unique_ptr<grpc::Server> rm_server_;
+  std::filesystem::path work_root_;
+  std::string dev_dir_;
+  std::string cgroup_hierarchy_;
+  std::unique_ptr<NodeManager> nm_;
+  std::unique_ptr<v1::ContainerService::Stub> stub_;
+};
+
+TEST_F(NodeManagerDevicesTest, RegistersDevicesAndGpuMilliOfTheHealthyOnes) {
+  StartNm(Options(FourGpus(false, {true, true, true, false}), /*use_cgroups=*/false));
+  EXPECT_EQ(nm_->capability()[kGpuMilli], 3000);
+  v1::RegisterNodeManagerRequest registration = rm_->With([](FakeRm& rm) {
+    return rm.registrations_.front();
+  });
+  EXPECT_EQ(registration.capability().values().at("gpu-milli"), 3000);
+  ASSERT_EQ(registration.devices_size(), 4);
+  EXPECT_EQ(registration.devices(1).index(), 1);
+  EXPECT_EQ(registration.devices(1).minor(), 7);
+  EXPECT_EQ(registration.devices(1).topology_group(), "g0");
+  EXPECT_TRUE(registration.devices(1).healthy());
+  EXPECT_FALSE(registration.devices(3).healthy());
+  EXPECT_THAT(nm_->missing_features(), ::testing::Contains(HasSubstr("device isolation off")));
+}
+
+TEST_F(NodeManagerDevicesTest, ConfiguredGpuMilliThatDisagreesFailsStart) {
+  NodeManagerOptions options = Options(FourGpus(false), false);
+  options.capability[kGpuMilli] = 2000;
+  absl::StatusOr<std::unique_ptr<NodeManager>> nm = NodeManager::Start(options, &loop_);
+  ASSERT_FALSE(nm.ok());
+  EXPECT_THAT(nm.status().message(), HasSubstr("gpu-milli=2000 but 4 healthy GPU(s)"));
+}
+
+TEST_F(NodeManagerDevicesTest, GivesTheTokensDevicesAndRefusesWhatItCannot) {
+  StartNm(Options(FourGpus(false, {true, true, true, false}), /*use_cgroups=*/false));
+  EXPECT_EQ(StartWith("container_1_0001_01_000001", {"gpu:1=1000"}, 1000,
+                      "echo \"$CUDA_VISIBLE_DEVICES|$NVIDIA_VISIBLE_DEVICES|$WEFT_GPU_SHARES\"; "
+                      "sleep 30"),
+            "");
+  EXPECT_THAT(RunningDevices("container_1_0001_01_000001"), ElementsAre("gpu:1=1000"));
+  // Held: no one else gets it; unknown, unhealthy and miscounted grants are refused.
+  EXPECT_THAT(StartWith("container_1_0001_01_000002", {"gpu:1=500"}, 500, "true"),
+              HasSubstr("container container_1_0001_01_000002: its token grants 500 milli of "
+                        "device gpu:1, of which running containers hold 1000"));
+  EXPECT_THAT(StartWith("container_1_0001_01_000003", {"gpu:7=1000"}, 1000, "true"),
+              HasSubstr("grants device gpu:7, which this node does not have"));
+  EXPECT_THAT(StartWith("container_1_0001_01_000004", {"gpu:3=1000"}, 1000, "true"),
+              HasSubstr("which is unhealthy"));
+  EXPECT_THAT(StartWith("container_1_0001_01_000005", {"gpu:2=1000"}, 2000, "true"),
+              HasSubstr("asks for gpu-milli=2000 but grants devices totalling 1000"));
+  // Two halves share GPU 0.
+  EXPECT_EQ(StartWith("container_1_0001_01_000006", {"gpu:0=500"}, 500,
+                      "echo \"$CUDA_VISIBLE_DEVICES $WEFT_GPU_SHARES\""),
+            "");
+  EXPECT_EQ(StartWith("container_1_0001_01_000007", {"gpu:0=500"}, 500, "sleep 30"), "");
+  ASSERT_TRUE(WaitCompleted("container_1_0001_01_000006").has_value());
+  EXPECT_EQ(ReadLog("container_1_0001_01_000006"), "0 0=500\n");
+  EXPECT_EQ(ReadLog("container_1_0001_01_000001"), "1|1|1=1000\n");
+  // A container without devices sees none.
+  EXPECT_EQ(StartWith("container_1_0001_01_000008", {}, 0,
+                      "echo \"[${CUDA_VISIBLE_DEVICES-unset}]\""),
+            "");
+  ASSERT_TRUE(WaitCompleted("container_1_0001_01_000008").has_value());
+  EXPECT_EQ(ReadLog("container_1_0001_01_000008"), "[unset]\n");
+  // The half GPU 0 freed is given again.
+  EXPECT_EQ(StartWith("container_1_0001_01_000009", {"gpu:0=500"}, 500, "true"), "");
+}
+
+TEST_F(NodeManagerDevicesTest, CgroupDeniesTheGpusNotGiven) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (mknod, cgroups)";
+  StartNm(Options(FourGpus(true), /*use_cgroups=*/true));
+  // Opens every fake GPU node: "ok" or the shell's error for each.
+  std::string probe;
+  for (int i = 0; i < 4; ++i) {
+    absl::StrAppend(&probe, "if (exec 3<", dev_dir_, "/nvidia", i, ") 2>/dev/null; then echo ", i,
+                    ":ok; else echo ", i, ":denied; fi; ");
+  }
+  EXPECT_EQ(StartWith("container_1_0001_01_000001", {"gpu:1=1000"}, 1000, probe), "");
+  ASSERT_TRUE(WaitCompleted("container_1_0001_01_000001").has_value());
+  EXPECT_EQ(ReadLog("container_1_0001_01_000001"), "0:denied\n1:ok\n2:denied\n3:denied\n");
+  EXPECT_EQ(StartWith("container_1_0001_01_000002", {}, 0, probe), "");
+  ASSERT_TRUE(WaitCompleted("container_1_0001_01_000002").has_value());
+  EXPECT_EQ(ReadLog("container_1_0001_01_000002"), "0:denied\n1:denied\n2:denied\n3:denied\n");
+}
+
+}  // namespace
+}  // namespace weft::nm
