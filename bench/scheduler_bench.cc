@@ -7,6 +7,10 @@
 //                                   anti-affinity, cardinality, rack affinity to another app,
 //                                   node attribute. Counter `constrained_share`.
 //
+//   BM_FillClusterGpu/<nodes>/<apps>   the same, on nodes with 8 GPUs each, with 30% of each
+//                                   app's containers asking GPUs (issue 32): a quarter each
+//                                   250, 500, 1000 and 2000 gpu-milli. Counter `gpu_share`.
+//
 // Counter `allocations_per_s`: containers allocated per second of the pass (one core).
 // Setup (nodes, apps, asks) is excluded from the timing. See docs/performance.md.
 #include <cstdio>
@@ -68,10 +72,26 @@ void AddConstrainedAsks(RequestUpdate* u, int a, int apps, int count) {
   }
 }
 
-// Sets every app's asks (absolute counts, as an AM would send them). With `constrained`, 30%
-// of each app's containers go through AddConstrainedAsks and the node/rack/any thirds share
-// the other 70%.
-void SetAsks(Scheduler* s, int nodes, int apps, uint64_t seed, bool constrained = false) {
+// The GPU share of one app's containers (issue 32): "*" rows of gpu-milli 250, 500, 1000 and
+// 2000 (a quarter each), priorities 4-7.
+void AddGpuAsks(RequestUpdate* u, int count) {
+  const int64_t kinds[] = {250, 500, 1000, 2000};
+  for (int k = 0; k < 4; ++k) {
+    const int n = count / 4 + (k < count % 4 ? 1 : 0);
+    if (n <= 0) continue;
+    Resource r = kContainer;
+    r[kGpuMilli] = kinds[k];
+    u->asks.push_back({4 + k, "*", r, n, true, 0});
+  }
+}
+
+enum class Mix { kPlain, kConstrained, kGpu };
+
+// Sets every app's asks (absolute counts, as an AM would send them). With kConstrained, 30%
+// of each app's containers go through AddConstrainedAsks, with kGpu through AddGpuAsks, and
+// the node/rack/any thirds share the other 70%.
+void SetAsks(Scheduler* s, int nodes, int apps, uint64_t seed, Mix mix = Mix::kPlain) {
+  const bool constrained = mix != Mix::kPlain;
   std::mt19937_64 rng(seed);
   // Demand: 1.2 x the cluster's container slots, spread evenly over apps.
   int64_t slots = static_cast<int64_t>(nodes) * 32;
@@ -96,7 +116,8 @@ void SetAsks(Scheduler* s, int nodes, int apps, uint64_t seed, bool constrained 
       u.asks.push_back({2, "*", kContainer, rack, true, 0});
     }
     u.asks.push_back({3, "*", kContainer, any, true, 0});
-    if (cons > 0) AddConstrainedAsks(&u, a, apps, cons);
+    if (cons > 0 && mix == Mix::kConstrained) AddConstrainedAsks(&u, a, apps, cons);
+    if (cons > 0 && mix == Mix::kGpu) AddGpuAsks(&u, cons);
     if (absl::Status st = s->UpdateRequests(static_cast<AppId>(a + 1), u); !st.ok()) {
       std::fprintf(stderr, "%s\n", st.ToString().c_str());
       std::abort();
@@ -104,14 +125,16 @@ void SetAsks(Scheduler* s, int nodes, int apps, uint64_t seed, bool constrained 
   }
 }
 
-// With `constrained`, nodes carry attributes zone=z<rack % kZones> and os=linux, and 30% of
-// the asks are constrained (SetAsks).
-std::unique_ptr<Scheduler> Build(int nodes, int apps, uint64_t seed, bool constrained = false) {
+// With kConstrained, nodes carry attributes zone=z<rack % kZones> and os=linux, and 30% of
+// the asks are constrained; with kGpu nodes have 8 GPUs and 30% of the asks want GPUs.
+std::unique_ptr<Scheduler> Build(int nodes, int apps, uint64_t seed, Mix mix = Mix::kPlain) {
+  const bool constrained = mix == Mix::kConstrained;
   ResourceTypeRegistry reg;
   auto config = ParseSchedulerConfig(kQueues, reg);
   auto s = std::move(*CreateScheduler(*config, SchedulerOptions{reg, 1}));
   for (int i = 0; i < nodes; ++i) {
     NodeSpec n{"n" + std::to_string(i), "/r" + std::to_string(i / kNodesPerRack), kNode};
+    if (mix == Mix::kGpu) n.capacity[kGpuMilli] = 8000;  // 8 anonymous GPUs
     if (constrained) {
       n.attributes = {{"zone", "z" + std::to_string((i / kNodesPerRack) % kZones)},
                       {"os", "linux"}};
@@ -125,7 +148,7 @@ std::unique_ptr<Scheduler> Build(int nodes, int apps, uint64_t seed, bool constr
     spec.user = "user" + std::to_string(a % 50);
     (void)s->AddApp(spec, 0);
   }
-  SetAsks(s.get(), nodes, apps, seed, constrained);
+  SetAsks(s.get(), nodes, apps, seed, mix);
   return s;
 }
 
@@ -137,14 +160,16 @@ void SetCounters(benchmark::State& state, int64_t allocations) {
                                                      static_cast<double>(state.iterations()));
 }
 
-// Allocations that came from constrained groups (they carry allocation tags; plain ones none).
-int64_t CountConstrained(const std::vector<Allocation>& allocations) {
+// Allocations that came from constrained groups (they carry allocation tags; plain ones none),
+// or with kGpu those holding GPUs.
+int64_t CountConstrained(const std::vector<Allocation>& allocations, Mix mix) {
   int64_t n = 0;
-  for (const Allocation& a : allocations) n += a.tags.empty() ? 0 : 1;
+  for (const Allocation& a : allocations)
+    n += mix == Mix::kGpu ? !a.devices.empty() : !a.tags.empty();
   return n;
 }
 
-void FillCluster(benchmark::State& state, bool constrained) {
+void FillCluster(benchmark::State& state, Mix mix) {
   const int nodes = static_cast<int>(state.range(0));
   const int apps = static_cast<int>(state.range(1));
   int64_t allocations = 0;
@@ -152,64 +177,70 @@ void FillCluster(benchmark::State& state, bool constrained) {
   int64_t from_constrained = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    auto s = Build(nodes, apps, 7, constrained);
+    auto s = Build(nodes, apps, 7, mix);
     state.ResumeTiming();
     // Includes the O(apps) rebuild of the ordering keys after the nodes joined.
     const PassResult& r = s->Schedule(0);
     benchmark::DoNotOptimize(r.allocations.data());
     state.PauseTiming();
     allocations += static_cast<int64_t>(r.allocations.size());
-    from_constrained += CountConstrained(r.allocations);
+    from_constrained += CountConstrained(r.allocations, mix);
     node_local = s->stats().node_local;
     s.reset();
     state.ResumeTiming();
   }
   SetCounters(state, allocations);
   state.counters["node_local"] = static_cast<double>(node_local);
-  if (constrained) {
-    state.counters["constrained_share"] =
+  if (mix != Mix::kPlain) {
+    state.counters[mix == Mix::kGpu ? "gpu_share" : "constrained_share"] =
         allocations > 0 ? static_cast<double>(from_constrained) / static_cast<double>(allocations)
                         : 0.0;
   }
 }
 
-void BM_FillCluster(benchmark::State& state) { FillCluster(state, false); }
+void BM_FillCluster(benchmark::State& state) { FillCluster(state, Mix::kPlain); }
 
 // Issue 30: 30% of the containers asked with placement constraints (AddConstrainedAsks).
-void BM_FillClusterConstrained(benchmark::State& state) { FillCluster(state, true); }
+void BM_FillClusterConstrained(benchmark::State& state) { FillCluster(state, Mix::kConstrained); }
+
+// Issue 32: 30% of the containers asking GPUs, on 8-GPU nodes (AddGpuAsks).
+void BM_FillClusterGpu(benchmark::State& state) { FillCluster(state, Mix::kGpu); }
 
 // The same pass on a scheduler that has run before: the cluster was filled once and every
 // container completed, so the tables are sized and their memory is touched, as in a running RM.
-void FillClusterWarm(benchmark::State& state, bool constrained) {
+void FillClusterWarm(benchmark::State& state, Mix mix) {
   const int nodes = static_cast<int>(state.range(0));
   const int apps = static_cast<int>(state.range(1));
   int64_t allocations = 0;
   int64_t from_constrained = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    auto s = Build(nodes, apps, 7, constrained);
+    auto s = Build(nodes, apps, 7, mix);
     std::vector<Allocation> first = s->Schedule(0).allocations;
     for (const Allocation& a : first) (void)s->ContainerCompleted(a.container);
-    SetAsks(s.get(), nodes, apps, 8, constrained);
+    SetAsks(s.get(), nodes, apps, 8, mix);
     state.ResumeTiming();
     const PassResult& r = s->Schedule(1);
     benchmark::DoNotOptimize(r.allocations.data());
     state.PauseTiming();
     allocations += static_cast<int64_t>(r.allocations.size());
-    from_constrained += CountConstrained(r.allocations);
+    from_constrained += CountConstrained(r.allocations, mix);
     s.reset();
     state.ResumeTiming();
   }
   SetCounters(state, allocations);
-  if (constrained) {
-    state.counters["constrained_share"] =
+  if (mix != Mix::kPlain) {
+    state.counters[mix == Mix::kGpu ? "gpu_share" : "constrained_share"] =
         allocations > 0 ? static_cast<double>(from_constrained) / static_cast<double>(allocations)
                         : 0.0;
   }
 }
 
-void BM_FillClusterWarm(benchmark::State& state) { FillClusterWarm(state, false); }
-void BM_FillClusterConstrainedWarm(benchmark::State& state) { FillClusterWarm(state, true); }
+void BM_FillClusterWarm(benchmark::State& state) { FillClusterWarm(state, Mix::kPlain); }
+void BM_FillClusterConstrainedWarm(benchmark::State& state) {
+  FillClusterWarm(state, Mix::kConstrained);
+}
+void BM_FillClusterGpuWarm(benchmark::State& state) { FillClusterWarm(state, Mix::kGpu); }
 
 BENCHMARK(BM_FillClusterWarm)
     ->ArgsProduct({{1000, 10000, 50000}, {100, 1000, 10000}})
@@ -231,6 +262,20 @@ BENCHMARK(BM_FillClusterConstrained)
     ->Iterations(3);
 
 BENCHMARK(BM_FillClusterConstrainedWarm)
+    ->Args({1000, 100})
+    ->Args({10000, 1000})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
+
+BENCHMARK(BM_FillClusterGpu)
+    ->Args({1000, 100})
+    ->Args({10000, 1000})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
+
+BENCHMARK(BM_FillClusterGpuWarm)
     ->Args({1000, 100})
     ->Args({10000, 1000})
     ->Unit(benchmark::kMillisecond)

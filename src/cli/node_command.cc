@@ -117,15 +117,41 @@ int Status(const NodeFlags& f) {
         {"Network-Tx:", absl::StrCat(n.usage().network_tx_rate_mbps(), " Mbit/s now, ",
                                      n.usage().network_tx_bytes(), " bytes in running containers")},
     });
+    if (n.devices_size() > 0) {
+      // Its devices: the free share as the scheduler accounts it, who holds each.
+      std::vector<std::vector<std::string>> rows = {
+          {"DEVICE", "MODEL", "HEALTHY", "GROUP", "FREE-MILLI", "HELD-BY"}};
+      for (const v1::Device& d : n.devices()) {
+        std::vector<std::string> held;
+        for (const v1::ContainerStatus& c : n.containers()) {
+          for (const v1::DeviceAssignment& a : c.devices()) {
+            if (a.type() == d.type() && a.index() == d.index())
+              held.push_back(absl::StrCat(c.container_id(), "=", a.milli()));
+          }
+        }
+        auto free = n.device_free_milli().find(d.index());
+        rows.push_back({absl::StrCat(d.type(), ":", d.index()), d.model().empty() ? "-" : d.model(),
+                        d.healthy() ? "yes" : "no",
+                        d.topology_group().empty() ? "-" : d.topology_group(),
+                        free == n.device_free_milli().end() ? "-" : absl::StrCat(free->second),
+                        held.empty() ? "-" : absl::StrJoin(held, ",")});
+      }
+      std::cout << "\n";
+      PrintTable(rows);
+    }
     if (n.containers_size() > 0) {
       // As of the node's last heartbeat.
       std::vector<std::vector<std::string>> rows = {
-          {"CONTAINER", "RSS-MB", "CPU-MS", "NET-TX-BYTES", "NET-TX-MBPS"}};
+          {"CONTAINER", "RSS-MB", "CPU-MS", "NET-TX-BYTES", "NET-TX-MBPS", "DEVICES"}};
       for (const v1::ContainerStatus& c : n.containers()) {
+        std::vector<std::string> devices;
+        for (const v1::DeviceAssignment& a : c.devices())
+          devices.push_back(absl::StrCat(a.type(), ":", a.index(), "=", a.milli()));
         rows.push_back({c.container_id(), absl::StrCat(c.usage().memory_rss_bytes() >> 20),
                         absl::StrCat(c.usage().cpu_time_ms()),
                         absl::StrCat(c.usage().network_tx_bytes()),
-                        absl::StrCat(c.usage().network_tx_rate_mbps())});
+                        absl::StrCat(c.usage().network_tx_rate_mbps()),
+                        devices.empty() ? "-" : absl::StrJoin(devices, ",")});
       }
       std::cout << "\n";
       PrintTable(rows);

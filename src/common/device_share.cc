@@ -1,9 +1,9 @@
 // Copyright Weft authors.
 #include "common/device_share.h"
 
+#include <algorithm>
 #include <charconv>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
@@ -52,11 +52,13 @@ absl::StatusOr<DeviceShare> ParseDeviceShare(absl::string_view text) {
 
 absl::StatusOr<std::vector<DeviceShare>> ParseDeviceShares(const std::vector<std::string>& texts) {
   std::vector<DeviceShare> out;
-  absl::flat_hash_set<std::pair<std::string, int32_t>> seen;
   for (const std::string& t : texts) {
     absl::StatusOr<DeviceShare> s = ParseDeviceShare(t);
     if (!s.ok()) return s.status();
-    if (!seen.insert({s->type, s->index}).second)
+    // A grant names a handful of devices: a linear scan is the cheapest check.
+    if (std::any_of(out.begin(), out.end(), [&](const DeviceShare& o) {
+          return o.type == s->type && o.index == s->index;
+        }))
       return absl::InvalidArgumentError(
           absl::StrCat("device share '", t, "': device ", s->type, ":", s->index, " named twice"));
     out.push_back(*std::move(s));

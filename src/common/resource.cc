@@ -1,5 +1,7 @@
 #include "common/resource.h"
 
+#include <iterator>
+
 #include "absl/strings/str_cat.h"
 
 namespace weft {
@@ -19,12 +21,14 @@ int Resource::DominantType(const Resource& total) const {
 }
 
 std::string Resource::DebugString() const {
-  static constexpr const char* kNames[] = {"memory-mb", "vcores", "network-mbps", "disk-mbps"};
+  static constexpr const char* kNames[] = {"memory-mb", "vcores", "network-mbps", "disk-mbps",
+                                           "gpu-milli"};
+  static_assert(std::size(kNames) == kFirstCustomType);
   std::string out = "<";
   bool first = true;
   for (int i = 0; i < kMaxResourceTypes; ++i) {
     if (i >= kFirstCustomType && v_[i] == 0) continue;
-    if (i == kNetworkMbps || i == kDiskMbps) {
+    if (i == kNetworkMbps || i == kDiskMbps || i == kGpuMilli) {
       if (v_[i] == 0) continue;
     }
     std::string name = i < kFirstCustomType ? kNames[i] : absl::StrCat("type-", i);

@@ -17,6 +17,7 @@ absl::StatusOr<scheduler::ResourceRequest> ToSchedulerAsk(const v1::ResourceRequ
   r.node_label = ask.node_label_expression();
   r.gang = ask.gang();
   r.gang_timeout_ms = ask.gang_timeout_ms();
+  r.gpu_same_group = ask.gpu_same_group();
   if (ask.placement_constraint().empty()) {
     if (ask.placement_soft())
       return absl::InvalidArgumentError(

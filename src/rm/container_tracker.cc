@@ -71,6 +71,7 @@ v1::Container ContainerTracker::Proto(const RmContainer& c, const std::string& n
   td.app_id = app.record.app_id;
   td.view_acl = app.context.view_acl();
   td.allocation_tags = c.tags;
+  for (const DeviceShare& d : c.devices) td.devices.push_back(FormatDeviceShare(d));
   v1::Container proto;
   proto.set_container_id(name);
   proto.set_node_id(node_id);
@@ -81,6 +82,12 @@ v1::Container ContainerTracker::Proto(const RmContainer& c, const std::string& n
   for (const std::string& t : c.tags) proto.add_allocation_tags(t);
   proto.set_version(c.version);
   proto.set_gang_id(c.gang);
+  for (const DeviceShare& d : c.devices) {
+    v1::DeviceAssignment* a = proto.add_devices();
+    a->set_type(d.type);
+    a->set_index(d.index);
+    a->set_milli(d.milli);
+  }
   return proto;
 }
 
@@ -129,6 +136,7 @@ void ContainerTracker::Allocated(const scheduler::Allocation& a) {
   RmContainer c{NameOf(app->cluster_ts, app->seq, at.id, a.container), app->record.app_id, at.id};
   c.tags = a.tags;
   c.gang = a.gang;
+  c.devices = a.devices;
   v1::Container proto = Proto(c, node_id, *app, a.resource, a.priority, a.allocation_request_id);
   by_name_[c.name] = a.container;
   containers_[a.container] = std::move(c);
@@ -230,10 +238,12 @@ bool ContainerTracker::TakeUnknownPrevious(const std::string& name) {
 
 absl::Status ContainerTracker::Recover(const std::string& node_id, const std::string& name,
                                        const v1::Resource* resource, int32_t version,
-                                       std::vector<std::string> tags) {
+                                       std::vector<std::string> tags,
+                                       std::vector<DeviceShare> devices) {
   if (by_name_.contains(name))
     return absl::AlreadyExistsError(absl::StrCat("container ", name, " is held already"));
-  absl::Status s = RecoverOnce(node_id, name, resource, version, std::move(tags));
+  absl::Status s =
+      RecoverOnce(node_id, name, resource, version, std::move(tags), std::move(devices));
   if (IsPrevious(name)) {
     Previous& p = previous_[name];
     // Dealt with once: a later report of it neither recovers it nor refuses it again.
@@ -251,7 +261,8 @@ absl::Status ContainerTracker::Recover(const std::string& node_id, const std::st
 
 absl::Status ContainerTracker::RecoverOnce(const std::string& node_id, const std::string& name,
                                            const v1::Resource* reported, int32_t version,
-                                           std::vector<std::string> tags) {
+                                           std::vector<std::string> tags,
+                                           std::vector<DeviceShare> devices) {
   std::optional<ContainerName> n = ParseContainerName(name);
   if (!n.has_value()) return absl::InvalidArgumentError("not a container id of this cluster");
   if (n->epoch >= ctx_->epoch)
@@ -288,13 +299,14 @@ absl::Status ContainerTracker::RecoverOnce(const std::string& node_id, const std
   const scheduler::NodeId node = ctx_->scheduler->FindNode(node_id);
   const ContainerId id = n->Id();
   if (absl::Status s = ctx_->scheduler->RecoverContainer(
-          {id, at.sched_app, node, resource, /*priority=*/0, is_am, ctx_->NowMs(), tags});
+          {id, at.sched_app, node, resource, /*priority=*/0, is_am, ctx_->NowMs(), tags, devices});
       !s.ok())
     return s;
   by_name_[name] = id;
   RmContainer& c = containers_[id] = RmContainer{name, app_id, at.id};
   c.version = std::max(0, version);
   c.tags = std::move(tags);
+  c.devices = ctx_->scheduler->ContainerDevices(id);  // as reported, or as the core chose
   ctx_->apps->ContainerRecovered(*app, node_id, Proto(c, node_id, *app, resource, 0, 0), is_am);
   log::Info("container_recovered", {{"container", name},
                                     {"node", node_id},

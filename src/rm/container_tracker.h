@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/device_share.h"
 #include "rm/rm_context.h"
 #include "scheduler/types.h"
 #include "weft/v1/common.pb.h"
@@ -35,6 +36,7 @@ struct RmContainer {
   int32_t version = 0;  // its resource's version: 0 as allocated, +1 per update (YARN's)
   std::vector<std::string> tags;  // its allocation tags
   uint64_t gang = 0;              // the gang it started with; 0 none
+  std::vector<DeviceShare> devices;  // the GPU shares it holds (docs/gpu.md)
 };
 
 // What a container's name says: container_e<epoch>_<cluster ts>_<app seq>_<attempt>_<seq>.
@@ -103,7 +105,8 @@ class ContainerTracker {
   // them again for placement constraints, and the container keeps them (RmContainer::tags).
   absl::Status Recover(const std::string& node_id, const std::string& name,
                        const v1::Resource* resource, int32_t version = 0,
-                       std::vector<std::string> tags = {});
+                       std::vector<std::string> tags = {},
+                       std::vector<DeviceShare> devices = {});
   // A container of an earlier epoch reported running in a heartbeat and never dealt with: the
   // caller stops it (an AM started a container the old RM allocated after this RM started; it
   // holds no record of it). True the first time for such a container; false for others.
@@ -156,7 +159,8 @@ class ContainerTracker {
   // Recover's checks and the scheduler's charge; does not mark the container dealt with.
   absl::Status RecoverOnce(const std::string& node_id, const std::string& name,
                            const v1::Resource* resource, int32_t version,
-                           std::vector<std::string> tags);
+                           std::vector<std::string> tags,
+                           std::vector<DeviceShare> devices);
   // Builds the AM's view of a container, issuing its token now.
   v1::Container Proto(const RmContainer& c, const std::string& node_id, const RmApp& app,
                       const Resource& resource, int32_t priority,

@@ -16,6 +16,36 @@
 namespace weft::rm {
 namespace {
 
+// The GPUs a NodeManager reported (docs/gpu.md), in its order.
+std::vector<scheduler::GpuDevice> GpusOf(
+    const google::protobuf::RepeatedPtrField<v1::Device>& devices) {
+  std::vector<scheduler::GpuDevice> gpus;
+  for (const v1::Device& d : devices) {
+    if (d.type() != "gpu") continue;
+    scheduler::GpuDevice g;
+    g.index = d.index();
+    g.model = d.model();
+    g.group = d.topology_group();
+    g.healthy = d.healthy();
+    gpus.push_back(std::move(g));
+  }
+  return gpus;
+}
+
+std::vector<DeviceShare> SharesOf(
+    const google::protobuf::RepeatedPtrField<v1::DeviceAssignment>& devices) {
+  std::vector<DeviceShare> shares;
+  for (const v1::DeviceAssignment& d : devices) shares.push_back({d.type(), d.index(), d.milli()});
+  return shares;
+}
+
+std::vector<int32_t> IndicesOf(const std::vector<scheduler::GpuDevice>& gpus) {
+  std::vector<int32_t> out;
+  for (const scheduler::GpuDevice& g : gpus) out.push_back(g.index);
+  return out;
+}
+
+
 // A decommission entry names a node id ("host:port") or a whole host.
 bool Matches(const std::string& node_id, const std::string& name) {
   return node_id == name || node_id.substr(0, node_id.find(':')) == name;
@@ -143,6 +173,7 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
     reported_sorted.emplace(k, v);
   }
   scheduler::NodeAttributes attributes(reported_sorted.begin(), reported_sorted.end());
+  const std::vector<scheduler::GpuDevice> gpus = GpusOf(req.devices());
   auto existing = nodes_.find(id);
   bool decommissioned =
       decommissioned_.contains(id) || decommissioned_.contains(id.substr(0, id.find(':')));
@@ -169,8 +200,10 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
   // a relabel (an NM restarted with another --node-label) is a rare operator action, so its
   // containers are lost (their attempts told, the NM told to stop them), as for a rack change
   // or a node the RM lost. Attributes, in contrast, are updated in place.
+  // Other GPUs than it had (hardware changed while it was away) make it a new node too.
   if (known >= 0 && existing != nodes_.end() && existing->second.registration.rack() == rack &&
-      existing->second.registration.node_label() == label) {
+      existing->second.registration.node_label() == label &&
+      IndicesOf(GpusOf(existing->second.registration.devices())) == IndicesOf(gpus)) {
     // Registering again while the RM holds the node (a lost register reply, an NM restart):
     // what it still runs is kept, once; the rest is gone. Reported completions come first so
     // that their exit statuses are the ones told.
@@ -180,6 +213,9 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
           !s.ok())
         return s;
       reported_attributes_[id] = attributes;
+    }
+    if (!gpus.empty()) {
+      if (absl::Status s = ctx_->scheduler->SetNodeGpus(id, gpus); !s.ok()) return s;
     }
     if (absl::Status s = ctx_->scheduler->UpdateNode(id, *cap, /*healthy=*/true); !s.ok()) return s;
     for (const v1::ContainerStatus* st : completed) {
@@ -208,6 +244,7 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
     scheduler::NodeSpec spec{id, rack, *cap};
     spec.node_label = label;
     spec.attributes = EffectiveAttributes(id, attributes);
+    spec.gpus = gpus;
     auto sid = ctx_->scheduler->AddNode(spec);
     if (!sid.ok()) return sid.status();
     reported_attributes_[id] = attributes;
@@ -251,7 +288,8 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
         version == req.container_versions().end() ? 0 : version->second,
         tags == req.container_tags().end()
             ? std::vector<std::string>{}
-            : std::vector<std::string>(tags->second.tags().begin(), tags->second.tags().end()));
+            : std::vector<std::string>(tags->second.tags().begin(), tags->second.tags().end()),
+        SharesOf(st->devices()));
     if (s.ok()) {
       ++recovered;
       continue;
@@ -316,6 +354,17 @@ absl::StatusOr<v1::NodeHeartbeatResponse> NodeTracker::NodeHeartbeat(
   }
   node.last_heartbeat_ms = ctx_->NowMs();
   node.health_report = req.health().report();
+  if (!req.devices().empty()) {  // a GPU's health changed (docs/gpu.md)
+    if (absl::Status s = ctx_->scheduler->SetNodeGpus(req.node_id(), GpusOf(req.devices()));
+        s.ok()) {
+      *node.registration.mutable_devices() = req.devices();
+      *node.registration.mutable_capability() =
+          ctx_->ToProto(ctx_->scheduler->node(ctx_->scheduler->FindNode(req.node_id()))->capacity);
+      log::Info("node_devices_changed", {{"node", req.node_id()}});
+    } else {
+      log::Warn("node_devices_refused", {{"node", req.node_id()}, {"why", s}});
+    }
+  }
   bool healthy = !req.has_health() || req.health().healthy();
   if ((node.state == v1::NODE_UNHEALTHY) == healthy &&
       Transition(req.node_id(), node, healthy ? NodeEvent::kHealthy : NodeEvent::kUnhealthy)) {
@@ -546,7 +595,10 @@ v1::ListNodesResponse NodeTracker::ListNodes(const v1::ListNodesRequest& req) co
       r->set_num_containers(n->num_containers);
       if (n->label != 0) r->set_node_label(ctx_->scheduler->Labels()[n->label].name);
       for (const auto& [k, v] : n->attributes) (*r->mutable_attributes())[k] = v;
+      for (const scheduler::NodeGpu& g : n->gpus)
+        (*r->mutable_device_free_milli())[g.device.index] = g.free_milli;
     }
+    *r->mutable_devices() = node.registration.devices();
   }
   return resp;
 }

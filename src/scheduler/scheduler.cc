@@ -327,7 +327,7 @@ void Scheduler::Deactivate(AppState* app) { RefreshApp(app); }
 
 Resource Scheduler::NodeFree(const NodeState& n) const {
   if (!n.schedulable) return FitIndex::Blocked();
-  return n.capacity - n.allocated;
+  return NodeRoom(n);
 }
 
 // A node reserved for a gang shows no room to anyone (the gang looks at its reservation
@@ -381,6 +381,8 @@ absl::StatusOr<NodeId> Scheduler::AddNode(const NodeSpec& spec) {
       return absl::InvalidArgumentError(absl::StrCat("node '", spec.name, "': attribute '",
                                                      attributes[i].first, "' is given twice"));
   }
+  absl::StatusOr<std::vector<NodeGpu>> gpus = MakeNodeGpus(spec);
+  if (!gpus.ok()) return gpus.status();
   auto [rit, new_rack] = rack_by_name_.try_emplace(spec.rack, static_cast<int32_t>(racks_.size()));
   if (new_rack) {
     racks_.push_back(Rack{spec.rack, {}, {}});
@@ -393,6 +395,7 @@ absl::StatusOr<NodeId> Scheduler::AddNode(const NodeSpec& spec) {
   n.capacity = spec.capacity;
   n.label = label;
   n.attributes = std::move(attributes);
+  n.gpus = *std::move(gpus);
   Rack& rack = racks_[n.rack];
   n.rack_slot = rack.nodes.AddSlot();
   rack.slot_node.push_back(id);
@@ -463,6 +466,11 @@ absl::Status Scheduler::UpdateNode(absl::string_view name, const Resource& capac
   if (n.schedulable) view_.total -= n.capacity;
   if (n.schedulable && n.label != 0) labels_[n.label].total -= n.capacity;
   n.capacity = capacity;
+  if (!n.gpus.empty()) {  // a node's GPU capacity is its healthy GPUs', whatever it reports
+    int64_t healthy = 0;
+    for (const NodeGpu& g : n.gpus) healthy += g.device.healthy ? 1 : 0;
+    n.capacity[kGpuMilli] = healthy * kWholeDeviceMilli;
+  }
   n.schedulable = healthy;
   if (n.schedulable) view_.total += n.capacity;
   if (n.schedulable && n.label != 0) labels_[n.label].total += n.capacity;

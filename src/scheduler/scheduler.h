@@ -109,6 +109,12 @@ class Scheduler {
   // Replaces the node's attributes (YARN's node attributes, set by the NM or an admin).
   // Containers already placed stay where they are.
   absl::Status SetNodeAttributes(absl::string_view name, const NodeAttributes& attributes);
+  // Replaces the node's GPUs' descriptions (health, model, group) with `gpus`, the same GPUs
+  // by index in the order it registered them; its gpu-milli capacity becomes 1000 x the healthy
+  // ones. Containers keep the shares they hold (of an unhealthy GPU too).
+  absl::Status SetNodeGpus(absl::string_view name, const std::vector<GpuDevice>& gpus);
+  // The GPU shares a live container holds (empty for none or an unknown container).
+  std::vector<DeviceShare> ContainerDevices(ContainerId id) const;
 
   // Apps. Fails on a duplicate id, an unknown queue or a parent queue, a STOPPED queue, or an
   // invalid AM resource.
@@ -243,6 +249,17 @@ class Scheduler {
   void RekeyAll();
   void UpdateNodeIndex(NodeId id);
   Resource NodeFree(const NodeState& n) const;
+  // GPUs (scheduler_gpu.cc).
+  absl::StatusOr<std::vector<NodeGpu>> MakeNodeGpus(const NodeSpec& spec) const;
+  static int64_t GpuRoom(const NodeState& n);
+  // capacity - allocated, with gpu-milli as GpuRoom() (exact for any valid ask).
+  static Resource NodeRoom(const NodeState& n);
+  static bool GpuFits(const NodeState& n, int64_t milli, bool same_group);
+  std::vector<DeviceShare> ChooseGpus(const NodeState& n, int64_t milli, bool same_group) const;
+  // Takes (sign +1) or gives back (-1) shares; false when one names no GPU or over-/under-runs.
+  static bool ChargeGpus(NodeState& n, const std::vector<DeviceShare>& shares, int sign);
+  absl::Status CheckGpuShares(const NodeState& n, const Resource& r,
+                              const std::vector<DeviceShare>& shares) const;
 
   // Ordering heaps.
   void HeapPush(QueueNode* q, Schedulable* s);
@@ -264,7 +281,8 @@ class Scheduler {
   // The node can take one container of `app` of `r` now: schedulable, in `label`'s partition
   // (0: the default one, and non-exclusive labels), not reserved for another app's gang, room
   // for `r`, not blacklisted by the app. Constraints and limits are not checked here.
-  bool Usable(const AppState& app, NodeId id, const Resource& r, int32_t label = 0) const;
+  bool Usable(const AppState& app, NodeId id, const Resource& r, int32_t label = 0,
+              bool gpu_same_group = false) const;
   bool LocalityAllows(const RequestGroup& g, NodeId id) const;
   void Commit(AppState* app, size_t group, NodeId node, Locality locality, int32_t host_row,
               int32_t rack_row, int64_t now_ms, PassResult* out);
@@ -306,7 +324,7 @@ class Scheduler {
   // (node, app, user, queues). The caller checked that it fits and its id is free.
   void AddContainer(AppState* app, ContainerId id, NodeId node, const Resource& r, int32_t priority,
                     bool is_am, int64_t now_ms, int32_t tag_set = -1, uint64_t gang = 0,
-                    int32_t label = 0);
+                    int32_t label = 0, std::vector<DeviceShare> devices = {});
   void ChargeUsage(AppState* app, const Resource& r, bool is_am, int sign, int32_t label = 0);
   void ReleaseContainer(ContainerId id);
   ContainerState& slot(ContainerId id) { return slab_[containers_.at(id)]; }
@@ -389,6 +407,7 @@ class Scheduler {
   std::map<uint64_t, uint64_t> too_big_;
   std::vector<AppId> apps_with_increases_;
   std::vector<ContainerResized> pending_resized_;  // decreases to report in the next pass
+  absl::flat_hash_map<ContainerId, std::vector<DeviceShare>> gpu_shares_;  // GPU containers
 };
 
 }  // namespace weft::scheduler

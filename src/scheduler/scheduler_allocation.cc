@@ -52,11 +52,13 @@ bool Scheduler::LocalityAllows(const RequestGroup& g, NodeId id) const {
   return false;
 }
 
-bool Scheduler::Usable(const AppState& app, NodeId id, const Resource& r, int32_t label) const {
+bool Scheduler::Usable(const AppState& app, NodeId id, const Resource& r, int32_t label,
+                       bool gpu_same_group) const {
   const NodeState& n = nodes_[id];
   if (n.reserved_for != 0 && n.reserved_for != app.id) return false;
   if (!LabelAllows(label, n)) return false;
-  return n.schedulable && r.FitsIn(n.capacity - n.allocated) && !app.blacklist.contains(id);
+  return n.schedulable && r.FitsIn(NodeRoom(n)) &&
+         (!gpu_same_group || GpuFits(n, r[kGpuMilli], true)) && !app.blacklist.contains(id);
 }
 
 NodeId Scheduler::FindInRack(const AppState& app, int32_t rack, const Resource& r) const {
@@ -98,8 +100,10 @@ void Scheduler::Commit(AppState* app, size_t gi, NodeId node, Locality locality,
   const uint64_t gang = p != nullptr && p->gang && config_.gang_mode != "hold-and-wait"
                             ? next_gang_id_
                             : 0;
+  std::vector<DeviceShare> devices;
+  if (r[kGpuMilli] > 0) devices = ChooseGpus(n, r[kGpuMilli], p != nullptr && p->gpu_same_group);
   AddContainer(app, id, node, r, g.priority, g.is_am, now_ms, p ? p->tag_set : -1, gang,
-               p ? p->label : 0);
+               p ? p->label : 0, devices);
   // YARN's bookkeeping: node-local takes from the host, its rack and "*"; rack-local from the
   // rack and "*"; off-switch from "*" only.
   auto take = [](int32_t& count, int32_t& live) {
@@ -119,12 +123,20 @@ void Scheduler::Commit(AppState* app, size_t gi, NodeId node, Locality locality,
   for (QueueNode* q = app->queue; q; q = q->parent) q->pending -= r;
   app->pending -= r;
   --app->pending_containers;
-  out->allocations.push_back(
-      {id, app->id, node, r, g.priority, g.allocation_request_id, g.is_am, locality});
+  Allocation& a = out->allocations.emplace_back();
+  a.container = id;
+  a.app = app->id;
+  a.node = node;
+  a.resource = r;
+  a.priority = g.priority;
+  a.allocation_request_id = g.allocation_request_id;
+  a.is_am = g.is_am;
+  a.locality = locality;
   if (p != nullptr) {
     out->allocations.back().tags = p->tags;
     out->allocations.back().gang = gang;
   }
+  out->allocations.back().devices = std::move(devices);
   ++stats_.allocations;
   switch (locality) {
     case Locality::kNodeLocal:
@@ -144,9 +156,13 @@ void Scheduler::Commit(AppState* app, size_t gi, NodeId node, Locality locality,
 
 void Scheduler::AddContainer(AppState* app, ContainerId id, NodeId node, const Resource& r,
                              int32_t priority, bool is_am, int64_t now_ms, int32_t tag_set,
-                             uint64_t gang, int32_t label) {
+                             uint64_t gang, int32_t label, std::vector<DeviceShare> devices) {
   NodeState& n = nodes_[node];
   n.allocated += r;
+  if (!devices.empty()) {
+    ChargeGpus(n, devices, +1);
+    gpu_shares_[id] = std::move(devices);
+  }
   UpdateNodeIndex(node);
   int32_t i;
   if (free_slots_.empty()) {  // more containers than vcores: possible only with 0-vcore types

@@ -447,7 +447,7 @@ absl::Status Scheduler::RecoverContainer(const RecoveredContainer& rc) {
   if (rc.resource.AnyNegative() || rc.resource.IsZero())
     return absl::InvalidArgumentError(absl::StrCat(
         where(), ": resource ", registry().Format(rc.resource), " is negative or empty"));
-  if (!rc.resource.FitsIn(n->capacity - n->allocated))
+  if (!rc.resource.FitsIn(NodeRoom(*n)))
     return absl::FailedPreconditionError(absl::StrCat(
         where(), ": ", registry().Format(rc.resource), " does not fit on node '", n->name,
         "', which has ", registry().Format((n->capacity - n->allocated).ClampedAtZero()), " free"));
@@ -458,9 +458,16 @@ absl::Status Scheduler::RecoverContainer(const RecoveredContainer& rc) {
     if (!ValidAllocationTag(t))
       return absl::InvalidArgumentError(absl::StrCat(where(), ": allocation tag '", t, "' is invalid"));
   }
+  std::vector<DeviceShare> devices = rc.devices;
+  if (rc.resource[kGpuMilli] > 0 && devices.empty())
+    devices = ChooseGpus(*n, rc.resource[kGpuMilli], false);
+  if (rc.resource[kGpuMilli] > 0 || !devices.empty()) {
+    if (absl::Status s = CheckGpuShares(*n, rc.resource, devices); !s.ok())
+      return absl::Status(s.code(), absl::StrCat(where(), ": ", s.message()));
+  }
   const int32_t label = n->label != 0 && labels_[n->label].exclusive ? n->label : 0;
   AddContainer(app, rc.container, rc.node, rc.resource, rc.priority, rc.is_am, rc.allocated_ms,
-               rc.tags.empty() ? -1 : InternTags(rc.tags), 0, label);
+               rc.tags.empty() ? -1 : InternTags(rc.tags), 0, label, std::move(devices));
   // The AM runs: its ask, if still pending, is satisfied.
   if (rc.is_am && !app->groups.empty() && app->groups.front().is_am) {
     app->groups.erase(app->groups.begin());
@@ -500,6 +507,10 @@ void Scheduler::ReleaseContainer(ContainerId id) {
   --app->num_containers;
   free_slots_.push_back(i);
   n.allocated -= c.resource;
+  if (auto g = gpu_shares_.find(c.id); g != gpu_shares_.end()) {
+    ChargeGpus(n, g->second, -1);
+    gpu_shares_.erase(g);
+  }
   UpdateNodeIndex(c.node);
   ChargeUsage(app, c.resource, c.is_am, -1, c.label);
   if (c.tag_set >= 0) CountTags(c, -1);

@@ -109,7 +109,7 @@ void Scheduler::ReserveForGang(AppState* app, const RequestGroup& g) {
         app->blacklist.contains(id))
       continue;
     const int64_t eventual = fits(node.capacity);
-    if (eventual > 0) candidates.push_back({id, fits(node.capacity - node.allocated), eventual});
+    if (eventual > 0) candidates.push_back({id, fits(NodeRoom(node)), eventual});
   }
   std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
     if (a.now != b.now) return a.now > b.now;

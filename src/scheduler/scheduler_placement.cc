@@ -312,7 +312,7 @@ bool Scheduler::Satisfies(const PlacementConstraint& c, AppId app, NodeId node) 
 
 bool Scheduler::NodeOk(const AppState& app, const GroupPlacement& p, const Resource& r, NodeId id,
                        bool with_constraint) const {
-  return Usable(app, id, r, p.label) &&
+  return Usable(app, id, r, p.label, p.gpu_same_group) &&
          (!with_constraint || !p.has_constraint || Satisfies(p.constraint, app.id, id));
 }
 
@@ -405,7 +405,7 @@ NodeId Scheduler::FindPlaced(const AppState& app, const GroupPlacement& p, const
 absl::StatusOr<std::shared_ptr<const GroupPlacement>> Scheduler::MakePlacement(
     const AppState& app, const ResourceRequest& ask, size_t index) {
   const bool any_placement = !ask.allocation_tags.empty() || ask.has_constraint ||
-                             !ask.node_label.empty() || ask.gang;
+                             !ask.node_label.empty() || ask.gang || ask.gpu_same_group;
   if (!any_placement) return std::shared_ptr<const GroupPlacement>();
   auto where = [&] {
     return absl::StrCat("application ", app.id, ": ask #", index, " (priority ", ask.priority,
@@ -452,6 +452,7 @@ absl::StatusOr<std::shared_ptr<const GroupPlacement>> Scheduler::MakePlacement(
   if (ask.has_constraint) p->constraint = ask.constraint;
   p->gang = ask.gang;
   p->gang_timeout_ms = ask.gang_timeout_ms;
+  p->gpu_same_group = ask.gpu_same_group;
   return std::shared_ptr<const GroupPlacement>(std::move(p));
 }
 
@@ -498,6 +499,10 @@ absl::Status Scheduler::ValidateUpdates(const AppState& app,
     }
     auto n = registry().Normalize(u.target);
     if (!n.ok()) return absl::InvalidArgumentError(absl::StrCat(where(), ": ", n.status().message()));
+    if ((*n)[kGpuMilli] != c->resource[kGpuMilli])
+      return absl::InvalidArgumentError(absl::StrCat(
+          where(), ": gpu-milli ", c->resource[kGpuMilli], " -> ", (*n)[kGpuMilli],
+          ": a container's GPUs are fixed at allocation; release it and ask for a new one"));
     const bool up = c->resource.FitsIn(*n);
     const bool down = n->FitsIn(c->resource);
     if (!up && !down)
@@ -557,7 +562,7 @@ void Scheduler::GrantIncreases(PassResult* out) {
       NodeState& n = nodes_[c.node];
       const Resource diff = target - c.resource;
       const bool node_ok = n.schedulable && (n.reserved_for == 0 || n.reserved_for == a) &&
-                           diff.FitsIn(n.capacity - n.allocated);
+                           diff.FitsIn(NodeRoom(n));
       if (!node_ok || !WithinLimits(*app, diff, c.is_am)) {
         waiting.emplace_back(id, target);
         continue;

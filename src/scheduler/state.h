@@ -53,6 +53,7 @@ struct GroupPlacement {
   int32_t label = 0;  // index of node_label in the scheduler's label table (0: default)
   bool gang = false;
   int64_t gang_timeout_ms = 0;
+  bool gpu_same_group = false;  // ResourceRequest::gpu_same_group
 };
 
 // One request group: YARN's scheduler key (priority, allocation_request_id, capability) with
@@ -158,6 +159,12 @@ struct QueueNode : Schedulable {
   absl::flat_hash_map<int32_t, Resource> label_limit;
 };
 
+// One GPU of a node and its free share (docs/gpu.md).
+struct NodeGpu {
+  GpuDevice device;
+  int32_t free_milli = 1000;  // 0..1000; counts toward the node's room only while healthy
+};
+
 struct NodeState {
   std::string name;
   int32_t rack = 0;       // index into the racks table
@@ -172,6 +179,7 @@ struct NodeState {
   int32_t label_slot = -1;    // slot in its label's FitIndex (labelled nodes only)
   NodeAttributes attributes;  // sorted by key
   AppId reserved_for = 0;     // the app whose gang holds a reservation on it; 0 none
+  std::vector<NodeGpu> gpus;  // by position; empty on a node without GPUs
 };
 
 struct ContainerState {

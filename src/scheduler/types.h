@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/device_share.h"
 #include "common/job_profile.h"
 #include "common/resource.h"
 #include "scheduler/placement_constraint.h"
@@ -28,6 +29,15 @@ inline constexpr int64_t kUnlimited = int64_t{1} << 60;
 // what placement constraints name (see placement_constraint.h for the character rules).
 using NodeAttributes = std::vector<std::pair<std::string, std::string>>;
 
+// One GPU of a node as the scheduler sees it (issue 32, docs/gpu.md).
+struct GpuDevice {
+  int32_t index = 0;      // its index on the node (what containers see); unique on the node
+  std::string model;      // e.g. "NVIDIA H100 80GB HBM3"; "" unknown
+  std::string group;      // its NVLink / PCIe-switch topology group; "" unknown
+  bool healthy = true;    // an unhealthy GPU is offered to no new container
+  friend bool operator==(const GpuDevice&, const GpuDevice&) = default;
+};
+
 // A node as it registers. `rack` must start with '/', like YARN's "/default-rack".
 struct NodeSpec {
   std::string name;
@@ -37,6 +47,10 @@ struct NodeSpec {
   // SchedulerConfig::node_labels. Only asks for the label get an exclusive label's nodes.
   std::string node_label;
   NodeAttributes attributes;  // keys unique
+  // Its GPUs. capacity[kGpuMilli] must be 1000 x the healthy ones. Without a list, a node whose
+  // capacity has gpu-milli = k x 1000 gets k anonymous healthy GPUs indexed 0..k-1 (simulated
+  // nodes).
+  std::vector<GpuDevice> gpus;
 };
 
 // An application as it is added to the scheduler.
@@ -88,6 +102,9 @@ struct ResourceRequest {
   // after that long waiting (PassResult::rejected), 0 waits for ever.
   bool gang = false;
   int64_t gang_timeout_ms = 0;
+  // With a gpu-milli ask of k x 1000, k > 1: all k GPUs from one topology group
+  // (GpuDevice::group), e.g. one NVLink island.
+  bool gpu_same_group = false;
 };
 
 // A change of a running container's resources (YARN's UpdateContainerRequest): `target` is
@@ -123,6 +140,8 @@ struct Allocation {
   // The request group's allocation tags (shared by its containers; empty when none).
   std::vector<std::string> tags;
   uint64_t gang = 0;  // the gang it started with (an id unique in the scheduler), 0 if none
+  // The GPU shares it holds (type "gpu", by GpuDevice::index), when resource has gpu-milli.
+  std::vector<DeviceShare> devices;
 };
 
 // A container that already runs, handed back to a scheduler that does not know it: after an RM
@@ -139,6 +158,9 @@ struct RecoveredContainer {
   bool is_am = false;        // its app's AM container
   int64_t allocated_ms = 0;  // when it counts from, on the caller's clock (its recovery)
   std::vector<std::string> tags;  // its allocation tags, as allocated
+  // The GPU shares it holds, as its token granted them. Empty with gpu-milli > 0: the scheduler
+  // chooses (an NM that did not report them).
+  std::vector<DeviceShare> devices;
 };
 
 // Seed 001's preemption message: the strict part names containers that will be killed at

@@ -323,6 +323,30 @@ Json NodeJson(const ClusterSnapshot& s, const v1::NodeReport& n) {
   for (const auto& [k, v] : sorted)
     attributes.push_back({{"prefix", "rm.yarn.io"}, {"name", k}, {"type", "STRING"}, {"value", v}});
   j["nodeAttributesInfo"] = {{"nodeAttributeInfo", attributes}};
+  // Weft: the node's devices (docs/gpu.md), each with its free share as the scheduler accounts
+  // it and the running containers holding it, as of the node's last heartbeat.
+  Json gpus = Json::array();
+  for (const v1::Device& d : n.devices()) {
+    Json held = Json::array();
+    for (const v1::ContainerStatus& c : n.containers()) {
+      for (const v1::DeviceAssignment& a : c.devices()) {
+        if (a.type() == d.type() && a.index() == d.index())
+          held.push_back({{"containerId", c.container_id()}, {"milli", a.milli()}});
+      }
+    }
+    auto free = n.device_free_milli().find(d.index());
+    gpus.push_back({{"type", d.type()},
+                    {"index", d.index()},
+                    {"uuid", d.uuid()},
+                    {"model", d.model()},
+                    {"path", d.path()},
+                    {"memoryMB", d.memory_mb()},
+                    {"healthy", d.healthy()},
+                    {"topologyGroup", d.topology_group()},
+                    {"freeMilli", free == n.device_free_milli().end() ? 0 : free->second},
+                    {"containers", held}});
+  }
+  j["devices"] = gpus;
   return j;
 }
 

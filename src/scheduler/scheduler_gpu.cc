@@ -1,0 +1,197 @@
+// Copyright Weft authors. The scheduler core's GPUs (issue 32, docs/gpu.md): each node's GPUs
+// and their free shares, which GPUs a container gets, and what the fit index sees of them.
+//
+// A node's gpu-milli room, as the fit index and Usable() see it, is exact for every valid ask:
+// 1000 x its wholly free healthy GPUs when it has one, else the largest free share of a healthy
+// GPU. An ask of m < 1000 fits iff some healthy GPU has m free; an ask of k x 1000 iff k
+// healthy GPUs are wholly free; both hold iff m (or k x 1000) <= that room.
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "scheduler/scheduler.h"
+
+namespace weft::scheduler {
+namespace {
+
+constexpr const char* kGpuType = "gpu";
+
+int64_t HealthyGpus(const std::vector<NodeGpu>& gpus) {
+  int64_t n = 0;
+  for (const NodeGpu& g : gpus) n += g.device.healthy ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<NodeGpu>> Scheduler::MakeNodeGpus(const NodeSpec& spec) const {
+  std::vector<NodeGpu> gpus;
+  const int64_t milli = spec.capacity[kGpuMilli];
+  if (spec.gpus.empty()) {
+    if (milli % kWholeDeviceMilli != 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat("node '", spec.name, "': capacity gpu-milli=", milli,
+                       " is not a whole number of GPUs (a multiple of 1000)"));
+    for (int32_t i = 0; i < milli / kWholeDeviceMilli; ++i) {
+      NodeGpu g;
+      g.device.index = i;
+      gpus.push_back(std::move(g));
+    }
+    return gpus;
+  }
+  absl::flat_hash_set<int32_t> seen;
+  for (const GpuDevice& d : spec.gpus) {
+    if (d.index < 0 || !seen.insert(d.index).second)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node '", spec.name, "': GPU index ", d.index, " is negative or given twice"));
+    NodeGpu g;
+    g.device = d;
+    gpus.push_back(std::move(g));
+  }
+  if (milli != HealthyGpus(gpus) * kWholeDeviceMilli)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node '", spec.name, "': capacity gpu-milli=", milli, " is not 1000 x its ",
+        HealthyGpus(gpus), " healthy GPU(s)"));
+  return gpus;
+}
+
+int64_t Scheduler::GpuRoom(const NodeState& n) {
+  int64_t whole = 0;
+  int32_t best = 0;
+  for (const NodeGpu& g : n.gpus) {
+    if (!g.device.healthy) continue;
+    if (g.free_milli == kWholeDeviceMilli) ++whole;
+    best = std::max(best, g.free_milli);
+  }
+  return whole > 0 ? whole * kWholeDeviceMilli : best;
+}
+
+Resource Scheduler::NodeRoom(const NodeState& n) {
+  Resource room = n.capacity - n.allocated;
+  room[kGpuMilli] = n.gpus.empty() ? 0 : GpuRoom(n);
+  return room;
+}
+
+bool Scheduler::GpuFits(const NodeState& n, int64_t milli, bool same_group) {
+  if (milli <= 0) return true;
+  if (milli < kWholeDeviceMilli || !same_group) return milli <= GpuRoom(n);
+  absl::flat_hash_map<std::string_view, int64_t> whole;
+  for (const NodeGpu& g : n.gpus) {
+    if (g.device.healthy && g.free_milli == kWholeDeviceMilli &&
+        ++whole[g.device.group] * kWholeDeviceMilli >= milli)
+      return true;
+  }
+  return false;
+}
+
+std::vector<DeviceShare> Scheduler::ChooseGpus(const NodeState& n, int64_t milli,
+                                               bool same_group) const {
+  std::vector<DeviceShare> out;
+  if (milli <= 0) return out;
+  if (milli < kWholeDeviceMilli) {
+    // A share: the healthy GPU with the least free room that holds it (best fit), so that
+    // partly used GPUs fill up before a whole one is broken; ties to the lowest index.
+    const NodeGpu* best = nullptr;
+    for (const NodeGpu& g : n.gpus) {
+      if (!g.device.healthy || g.free_milli < milli) continue;
+      if (best == nullptr || g.free_milli < best->free_milli ||
+          (g.free_milli == best->free_milli && g.device.index < best->device.index))
+        best = &g;
+    }
+    if (best != nullptr) out.push_back({kGpuType, best->device.index, static_cast<int32_t>(milli)});
+    return out;
+  }
+  const int64_t k = milli / kWholeDeviceMilli;
+  // Whole GPUs: from the topology group with the fewest wholly free GPUs that still holds all
+  // k (when same_group), else lowest indices first.
+  std::vector<const NodeGpu*> free;
+  for (const NodeGpu& g : n.gpus) {
+    if (g.device.healthy && g.free_milli == kWholeDeviceMilli) free.push_back(&g);
+  }
+  std::sort(free.begin(), free.end(), [](const NodeGpu* a, const NodeGpu* b) {
+    return a->device.index < b->device.index;
+  });
+  if (same_group) {
+    absl::flat_hash_map<std::string_view, int64_t> count;
+    for (const NodeGpu* g : free) ++count[g->device.group];
+    std::string_view pick;
+    int64_t pick_count = -1;
+    for (const auto& [group, c] : count) {
+      if (c >= k && (pick_count < 0 || c < pick_count || (c == pick_count && group < pick))) {
+        pick = group;
+        pick_count = c;
+      }
+    }
+    if (pick_count < 0) return out;
+    std::erase_if(free, [&](const NodeGpu* g) { return g->device.group != pick; });
+  }
+  if (static_cast<int64_t>(free.size()) < k) return out;
+  for (int64_t i = 0; i < k; ++i) out.push_back({kGpuType, free[i]->device.index, kWholeDeviceMilli});
+  return out;
+}
+
+bool Scheduler::ChargeGpus(NodeState& n, const std::vector<DeviceShare>& shares, int sign) {
+  bool ok = true;
+  for (const DeviceShare& s : shares) {
+    auto it = std::find_if(n.gpus.begin(), n.gpus.end(),
+                           [&](const NodeGpu& g) { return g.device.index == s.index; });
+    if (it == n.gpus.end()) {
+      ok = false;
+      continue;
+    }
+    it->free_milli -= sign * s.milli;
+    if (it->free_milli < 0 || it->free_milli > kWholeDeviceMilli) ok = false;
+    it->free_milli = std::clamp(it->free_milli, 0, kWholeDeviceMilli);
+  }
+  return ok;
+}
+
+absl::Status Scheduler::CheckGpuShares(const NodeState& n, const Resource& r,
+                                       const std::vector<DeviceShare>& shares) const {
+  int64_t total = 0;
+  for (const DeviceShare& s : shares) {
+    auto it = std::find_if(n.gpus.begin(), n.gpus.end(),
+                           [&](const NodeGpu& g) { return g.device.index == s.index; });
+    if (s.type != kGpuType || it == n.gpus.end())
+      return absl::InvalidArgumentError(absl::StrCat("node '", n.name, "' has no device ",
+                                                     FormatDeviceShare(s)));
+    if (it->free_milli < s.milli)
+      return absl::FailedPreconditionError(
+          absl::StrCat("device share ", FormatDeviceShare(s), " does not fit on node '", n.name,
+                       "', whose GPU ", s.index, " has ", it->free_milli, " milli free"));
+    total += s.milli;
+  }
+  if (total != r[kGpuMilli])
+    return absl::InvalidArgumentError(absl::StrCat("device shares total ", total,
+                                                   " milli, but the resource has gpu-milli=",
+                                                   r[kGpuMilli]));
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::SetNodeGpus(absl::string_view name, const std::vector<GpuDevice>& gpus) {
+  auto it = node_by_name_.find(name);
+  if (it == node_by_name_.end())
+    return absl::NotFoundError(absl::StrCat("node '", name, "' is not registered"));
+  NodeState& n = nodes_[it->second];
+  if (gpus.size() != n.gpus.size())
+    return absl::InvalidArgumentError(absl::StrCat("node '", name, "' reports ", gpus.size(),
+                                                   " GPU(s); it registered ", n.gpus.size()));
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    if (gpus[i].index != n.gpus[i].device.index)
+      return absl::InvalidArgumentError(absl::StrCat("node '", name, "': GPU #", i, " has index ",
+                                                     gpus[i].index, "; it registered ",
+                                                     n.gpus[i].device.index));
+  }
+  for (size_t i = 0; i < gpus.size(); ++i) n.gpus[i].device = gpus[i];
+  Resource capacity = n.capacity;
+  capacity[kGpuMilli] = HealthyGpus(n.gpus) * kWholeDeviceMilli;
+  return UpdateNode(name, capacity, n.schedulable);
+}
+
+std::vector<DeviceShare> Scheduler::ContainerDevices(ContainerId id) const {
+  auto it = gpu_shares_.find(id);
+  return it == gpu_shares_.end() ? std::vector<DeviceShare>{} : it->second;
+}
+
+}  // namespace weft::scheduler
