@@ -8,6 +8,7 @@
 #include <system_error>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "adaptcont/config.h"
@@ -19,6 +20,7 @@
 #include "sim/cluster_spec.h"
 #include "sim/report.h"
 #include "sim/simulator.h"
+#include "sim/gpu_sim.h"
 #include "sim/workload.h"
 #include "sim/workload_registry.h"
 
@@ -91,6 +93,10 @@ struct SimFlags {
   int64_t store_latency_ms = sim::FederationOptions{}.store_latency_ms;
   int64_t uam_launch_ms = sim::FederationOptions{}.uam_launch_ms;
   bool in_flight_accounting = sim::FederationOptions{}.in_flight_accounting;
+  // The GPU experiment (--workload alibaba2023gpu:PODS.csv, sim/gpu_sim.h).
+  std::string gpu_cluster_file;
+  std::string gpu_placement;
+  double tune = 0;  // 0 = not given (1.3)
 };
 
 absl::Status Fail(const absl::Status& s, absl::string_view what) {
@@ -104,6 +110,21 @@ std::string PythonForPlots() {
 }
 
 absl::Status RunSim(const SimFlags& f) {
+  // The FGD paper's GPU experiment on the Alibaba 2023 trace: its own driver (docs/gpu.md).
+  if (absl::StartsWith(f.workload, "alibaba2023gpu:")) {
+    sim::GpuSimCommand c;
+    c.pods_path = f.workload.substr(std::string("alibaba2023gpu:").size());
+    c.nodes_path = f.gpu_cluster_file;
+    c.policy = f.gpu_placement;
+    c.seed = f.seed;
+    c.tune = f.tune == 0 ? 1.3 : f.tune;
+    c.report_path = f.report;
+    return sim::RunGpuSimCommand(c);
+  }
+  if (!f.gpu_placement.empty() || f.tune != 0 || !f.gpu_cluster_file.empty())
+    return absl::InvalidArgumentError(
+        "--gpu-placement, --tune and --cluster-file apply only to --workload "
+        "alibaba2023gpu:PODS.csv");
   ResourceTypeRegistry reg;
   // Load the workload (FORMAT:PATH, the format from sim/workload_registry.h).
   sim::LoadOptions lo;
@@ -297,7 +318,7 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
   CLI::App* sim = app.add_subcommand(
       "sim", "Replay a workload trace on a simulated cluster driven by the real scheduling core");
   sim->add_option("--workload", f->workload,
-                  "FORMAT:PATH, FORMAT one of swim, sls, rumen, alibaba2017, jobs")
+                  "FORMAT:PATH, FORMAT one of swim, sls, rumen, alibaba2017, jobs, alibaba2023gpu")
       ->capture_default_str();
   sim->add_option("--nodes", f->nodes, "number of simulated nodes")->capture_default_str();
   sim->add_option("--node-resources", f->node_resources, "capacity of each node")
@@ -308,6 +329,13 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   sim->add_option("--scheduler-config", f->scheduler_config, "queues and scheduler YAML");
   sim->add_option("--seed", f->seed, "random seed (replicas, failures)")->capture_default_str();
+  sim->add_option("--cluster-file", f->gpu_cluster_file,
+                  "alibaba2023gpu: the trace's node list CSV (sn,cpu_milli,memory_mib,gpu,model)");
+  sim->add_option("--gpu-placement", f->gpu_placement,
+                  "alibaba2023gpu: fgd, best-fit, dot-product, gpu-packing, gpu-clustering, random");
+  sim->add_option("--tune", f->tune,
+                  "alibaba2023gpu: arrived GPU demand as a multiple of the cluster's GPUs "
+                  "(default 1.3)");
   sim->add_option("--report", f->report, "write the JSON report here");
   sim->add_option("--timeseries", f->timeseries, "write the CSV time series here");
   sim->add_option("--job-series", f->job_series,

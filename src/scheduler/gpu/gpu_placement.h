@@ -18,8 +18,9 @@
 //   random          a uniformly random feasible node (seeded).
 //
 // Scores: smaller is better. They are 100 minus the simulator's integer node score (0..100),
-// so equal simulator scores are equal here and PickBestNode breaks such ties at random, as the
-// Kubernetes scheduler does; random's scores are seeded draws in [0, 1).
+// so equal simulator scores are equal here; PickBestNode gives ties to the first candidate
+// (the paper's simulator: the first in a random node order fixed for the run) or to a random
+// one. random's scores are seeded draws in [0, 1).
 //
 // Devices: fgd takes the device whose use leaves least fragmentation (first such index);
 // random a random device with room; the others the device with least room that fits (first
