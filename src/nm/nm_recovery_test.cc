@@ -38,6 +38,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "nm/cgroups.h"
+#include "nm/devices/gpu_plugin.h"
 #include "nm/fake_rm_test_util.h"
 #include "nm/nm_state_store.h"
 #include "nm/node_manager.h"
@@ -60,12 +61,22 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
 
-// Set in the environment of the child NM process: "rm|work_root|port|cgroups(0/1)|hierarchy".
+// Set in the environment of the child NM process:
+// "rm|work_root|port|cgroups(0/1)|hierarchy|gpus" (gpus: a --gpus list, "" = none).
 constexpr char kChildEnv[] = "WEFT_NM_RECOVERY_TEST_CHILD";
 
 NodeManagerOptions BaseOptions(const std::string& rm, const std::string& work_root, int port,
-                               bool use_cgroups, const std::string& hierarchy) {
+                               bool use_cgroups, const std::string& hierarchy,
+                               const std::string& gpus = "") {
   NodeManagerOptions options;
+  if (!gpus.empty()) {
+    GpuPluginOptions gpu;
+    gpu.mode = GpuPluginOptions::Mode::kList;
+    absl::StatusOr<std::vector<GpuListEntry>> list = ParseGpuList(gpus);
+    EXPECT_TRUE(list.ok()) << list.status();
+    gpu.list = list.value_or(std::vector<GpuListEntry>());
+    options.device_plugins.push_back(std::make_shared<GpuPlugin>(gpu));
+  }
   options.rm_tracker_address = rm;
   options.port = port;
   options.capability = Resource::Of(4096, 4);
@@ -84,13 +95,14 @@ TEST(NmRecoveryChild, DISABLED_ServeUntilKilled) {
   const char* config = std::getenv(kChildEnv);
   if (config == nullptr) GTEST_SKIP() << kChildEnv << " is not set";
   std::vector<std::string> parts = absl::StrSplit(config, '|');
-  ASSERT_EQ(parts.size(), 5u) << config;
+  ASSERT_EQ(parts.size(), 6u) << config;
   int port = 0;
   ASSERT_TRUE(absl::SimpleAtoi(parts[2], &port));
   ThreadEventLoop loop;
   loop.Start();
   absl::StatusOr<std::unique_ptr<NodeManager>> nm =
-      NodeManager::Start(BaseOptions(parts[0], parts[1], port, parts[3] == "1", parts[4]), &loop);
+      NodeManager::Start(BaseOptions(parts[0], parts[1], port, parts[3] == "1", parts[4], parts[5]),
+                         &loop);
   if (!nm.ok()) {
     std::cerr << "child NodeManager failed to start: " << nm.status() << "\n";
     _exit(3);
@@ -164,7 +176,7 @@ class NmRecoveryTestBase : public ::testing::Test {
   std::string RmAddress() const { return absl::StrCat("127.0.0.1:", rm_port_); }
 
   NodeManagerOptions Options(int port) {
-    return BaseOptions(RmAddress(), work_root_.string(), port, use_cgroups_, hierarchy_);
+    return BaseOptions(RmAddress(), work_root_.string(), port, use_cgroups_, hierarchy_, gpus_);
   }
 
   // Waits for the first heartbeat of a node that registered after the first `registrations`
@@ -193,7 +205,7 @@ class NmRecoveryTestBase : public ::testing::Test {
     std::vector<std::string> env;
     for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
     env.push_back(absl::StrCat(kChildEnv, "=", RmAddress(), "|", work_root_.string(), "|", port,
-                               "|", use_cgroups_ ? "1" : "0", "|", hierarchy_));
+                               "|", use_cgroups_ ? "1" : "0", "|", hierarchy_, "|", gpus_));
     std::vector<std::string> args = {"/proc/self/exe",
                                      "--gtest_filter=NmRecoveryChild.DISABLED_ServeUntilKilled",
                                      "--gtest_also_run_disabled_tests"};
@@ -353,6 +365,7 @@ class NmRecoveryTestBase : public ::testing::Test {
   }
 
   bool use_cgroups_ = false;
+  std::string gpus_;  // the NMs' GPUs as a --gpus list; "" = none
   std::string hierarchy_;
   std::unique_ptr<CgroupsHandler> cgroups_;  // the test's own view of the NM's hierarchy
   ThreadEventLoop loop_;
@@ -896,6 +909,55 @@ TEST_F(NmRecoveryCgroupsTest, AnotherNmsContainersInTheSharedHierarchyLiveOn) {
 }
 
 // ---- The RM decides what lives (in this process only).
+
+// Devices across an NM kill -9 (issue 32): the GPUs are real character devices standing in
+// (/dev/zero, /dev/full), without cgroups, so any user can run it.
+class NmRecoveryDevicesTest : public NmRecoveryTestBase {
+ protected:
+  void SetUp() override {
+    gpus_ = "0:/dev/zero,1:/dev/full";
+    NmRecoveryTestBase::SetUp();
+  }
+  // Starts `id` holding `device` (e.g. "gpu:1=1000", gpu-milli 1000); "" or the failure.
+  std::string StartWithGpu(const std::string& id, const std::string& device) {
+    v1::StartContainersRequest request;
+    v1::StartContainerRequest* one = request.add_requests();
+    security::ContainerTokenData data = TokenData(id);
+    data.resource = "memory-mb=128,vcores=1,gpu-milli=1000";
+    data.devices = {device};
+    *one->mutable_container_token() = rm_->IssueToken(data);
+    one->mutable_launch_context()->add_command("echo $$ > pid; exec sleep 30");
+    v1::StartContainersResponse response;
+    grpc::ClientContext context;
+    grpc::Status status = stub_->StartContainers(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return response.failed_size() > 0 ? response.failed(0).message() : "";
+  }
+};
+
+TEST_F(NmRecoveryDevicesTest, AHeldGpuIsReportedAndKeptAfterKill9) {
+  StartChildNm();
+  const std::string id = "container_e1_1_0001_01_000020";
+  ASSERT_EQ(StartWithGpu(id, "gpu:1=1000"), "");
+  ASSERT_GT(ContainerPid(id), 0);
+  KillChildNm();
+  StartNm();
+  ASSERT_EQ(registration_.devices_size(), 2);
+  EXPECT_EQ(registration_.capability().values().at("gpu-milli"), 2000);
+  std::optional<v1::ContainerStatus> registered = Registered(id);
+  ASSERT_TRUE(registered.has_value()) << registration_.DebugString();
+  ASSERT_EQ(registered->devices_size(), 1);
+  EXPECT_EQ(registered->devices(0).index(), 1);
+  EXPECT_EQ(registered->devices(0).milli(), 1000);
+  // Still held: GPU 1 is refused, GPU 0 is given.
+  EXPECT_THAT(StartWithGpu("container_e1_1_0001_01_000021", "gpu:1=1000"),
+              HasSubstr("running containers hold 1000"));
+  EXPECT_EQ(StartWithGpu("container_e1_1_0001_01_000022", "gpu:0=1000"), "");
+  // Once it ends its GPU is free again.
+  EXPECT_THAT(StopContainer(id).succeeded(), ElementsAre(id));
+  ASSERT_TRUE(WaitCompleted(id).has_value());
+  EXPECT_EQ(StartWithGpu("container_e1_1_0001_01_000023", "gpu:1=1000"), "");
+}
 
 class NmFencingTest : public NmRecoveryTestBase {
  protected:
