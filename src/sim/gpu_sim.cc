@@ -50,7 +50,7 @@ std::vector<int> ArrivalOrder(const std::vector<GpuTracePod>& pods, int64_t targ
 
 struct Bucket {
   int64_t n = 0;
-  double alloc = 0, unalloc = 0, frag = 0;
+  double alloc = 0, unalloc = 0, frag = 0, failed = 0;
 };
 
 }  // namespace
@@ -138,6 +138,7 @@ absl::StatusOr<GpuSimResult> RunGpuSim(const std::vector<GpuTraceNode>& trace_no
     b.alloc += 100.0 * static_cast<double>(allocated) / static_cast<double>(total_milli);
     b.unalloc += static_cast<double>(total_milli - allocated) / gpu::kMilliPerGpu;
     b.frag += frag_sum / gpu::kMilliPerGpu;
+    b.failed += static_cast<double>(arrived - allocated) / gpu::kMilliPerGpu;
   }
   r.arrived_gpu_milli = arrived;
   r.allocated_gpu_milli = allocated;
@@ -146,12 +147,14 @@ absl::StatusOr<GpuSimResult> RunGpuSim(const std::vector<GpuTraceNode>& trace_no
   r.final.allocation_ratio = 100.0 * static_cast<double>(allocated) / static_cast<double>(total_milli);
   r.final.unallocated_gpus = static_cast<double>(total_milli - allocated) / gpu::kMilliPerGpu;
   r.final.fragmented_gpus = frag_sum / gpu::kMilliPerGpu;
+  r.final.failed_gpus = static_cast<double>(arrived - allocated) / gpu::kMilliPerGpu;
   for (const auto& [pct, b] : buckets) {
     GpuSimPoint p;
     p.arrived_pct = pct;
     p.allocation_ratio = b.alloc / static_cast<double>(b.n);
     p.unallocated_gpus = b.unalloc / static_cast<double>(b.n);
     p.fragmented_gpus = b.frag / static_cast<double>(b.n);
+    p.failed_gpus = b.failed / static_cast<double>(b.n);
     r.series.push_back(p);
   }
   return r;
@@ -172,13 +175,15 @@ nlohmann::json GpuSimResultToJson(const GpuSimResult& r) {
   j["gpu"] = {{"allocation_ratio", r.final.allocation_ratio},
               {"unallocated_gpus", r.final.unallocated_gpus},
               {"fragmented_gpus", r.final.fragmented_gpus},
+              {"failed_gpus", r.final.failed_gpus},
               {"arrived_pct", r.final.arrived_pct}};
   nlohmann::json series = nlohmann::json::array();
   for (const GpuSimPoint& p : r.series)
     series.push_back({{"arrived_pct", p.arrived_pct},
                       {"allocation_ratio", p.allocation_ratio},
                       {"unallocated_gpus", p.unallocated_gpus},
-                      {"fragmented_gpus", p.fragmented_gpus}});
+                      {"fragmented_gpus", p.fragmented_gpus},
+                      {"failed_gpus", p.failed_gpus}});
   j["series"] = std::move(series);
   return j;
 }

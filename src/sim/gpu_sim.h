@@ -36,6 +36,7 @@ struct GpuSimPoint {
   double allocation_ratio = 0;  // % of the cluster's milli-GPUs allocated
   double unallocated_gpus = 0;  // free milli-GPUs / 1000
   double fragmented_gpus = 0;   // FGD fragmentation / 1000
+  double failed_gpus = 0;       // GPU demand of the failed pods so far / 1000
 };
 
 struct GpuSimResult {
@@ -62,8 +63,8 @@ absl::StatusOr<GpuSimResult> RunGpuSim(const std::vector<GpuTraceNode>& nodes,
 
 // The report: policy, seed, tune, nodes, total_gpus, target_types, pods, pods_failed,
 // gpu_pods_failed, arrived_gpu_milli, gpu {allocation_ratio, unallocated_gpus,
-// fragmented_gpus, arrived_pct} (final), series [{arrived_pct, allocation_ratio,
-// unallocated_gpus, fragmented_gpus}].
+// fragmented_gpus, failed_gpus, arrived_pct} (final), series [{arrived_pct, allocation_ratio,
+// unallocated_gpus, fragmented_gpus, failed_gpus}].
 nlohmann::json GpuSimResultToJson(const GpuSimResult& r);
 
 // What `weft sim` runs for an alibaba2023gpu workload: reads both files, runs, prints a
