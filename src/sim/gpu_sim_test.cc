@@ -56,6 +56,30 @@ TEST(GpuTraceTest, ReadsThePublishedFormat) {
   EXPECT_EQ((*pods)[4].ask.memory_mib, 24576);
 }
 
+// The vendored trace, as published (data/traces/alibaba-gpu-v2023/README.md).
+TEST(GpuTraceTest, ReadsTheVendoredTrace) {
+  const std::string dir = std::string(WEFT_TEST_SOURCE_DIR) + "/data/traces/alibaba-gpu-v2023/";
+  auto all = ReadGpuNodeList(dir + "openb_node_list_all_node.csv");
+  ASSERT_TRUE(all.ok()) << all.status();
+  auto gpu_nodes = ReadGpuNodeList(dir + "openb_node_list_gpu_node.csv");
+  ASSERT_TRUE(gpu_nodes.ok()) << gpu_nodes.status();
+  EXPECT_EQ(all->size(), 1523u);
+  EXPECT_EQ(gpu_nodes->size(), 1213u);
+  int64_t gpus = 0;
+  for (const GpuTraceNode& n : *gpu_nodes) gpus += n.gpus;
+  EXPECT_EQ(gpus, 6212);
+  auto pods = ReadGpuPodList(dir + "openb_pod_list_default.csv");
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  EXPECT_EQ(pods->size(), 8152u);
+  int64_t cpu_only = 0, demand = 0;
+  for (const GpuTracePod& p : *pods) {
+    cpu_only += p.ask.gpu_milli == 0;
+    demand += p.ask.gpu_milli;
+  }
+  EXPECT_EQ(cpu_only, 1088);
+  EXPECT_EQ(demand, 6086800);
+}
+
 TEST(GpuTraceTest, ErrorsNameFileLineAndField) {
   const std::string bad_gpu = WriteTemp("bad_nodes.csv", "sn,cpu_milli,memory_mib,gpu,model\n"
                                                          "n0,32000,1024,2,T4\nn1,32000,1024,x,T4\n");
