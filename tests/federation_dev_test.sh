@@ -46,6 +46,25 @@ done
   { bad "$usable of 3 sub-clusters usable"; "$weft" federation subclusters --federation-store "$store"; }
 "$weft" federation policy show --federation-store "$store" | grep -q "gpg/gpg" &&
   ok "the GPG published the * policy" || bad "no policy from the GPG"
+# The GPG's first round may run before every sub-cluster reported its node (weight 0 for those):
+# the spanning check below needs a round that saw all three with room (one every 5 s in dev).
+weighted=0
+for _ in $(seq 1 100); do
+  weighted=$("$weft" federation policy show --json --federation-store "$store" | python3 -c '
+import json, sys
+for line in sys.stdin:
+    c = json.loads(line)
+    if c.get("queue") == "*":
+        w = c.get("amrmWeights") or c.get("amrm_weights") or {}
+        print(sum(1 for v in w.values() if v > 0))
+        break
+else:
+    print(0)')
+  [[ "$weighted" -eq 3 ]] && break
+  sleep 0.2
+done
+[[ "$weighted" -eq 3 ]] && ok "the * policy weighs all 3 sub-clusters for AM asks" ||
+  bad "$weighted of 3 sub-clusters weighted: $("$weft" federation policy show --federation-store "$store")"
 
 # 6 containers of 1 vcore: a 2-vcore sub-cluster holds at most 2 beside nothing else.
 if timeout 180 "$weft" app run-shell --num-containers 6 --command 'sleep 1' --memory-mb 256 \

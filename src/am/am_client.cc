@@ -376,6 +376,7 @@ int RunShellAm(const ShellAmOptions& o) {
   cap["memory-mb"] = o.memory_mb;
   cap["vcores"] = o.vcores;
   if (o.network_mbps > 0) cap["network-mbps"] = o.network_mbps;
+  if (o.gpu_milli > 0) cap["gpu-milli"] = o.gpu_milli;
   base.set_node_label_expression(o.node_label);
   struct Group {
     v1::ResourceRequest ask;

@@ -129,6 +129,10 @@ void AddAmCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--vcores", f->options.vcores, "vcores of each container")->capture_default_str();
   cmd->add_option("--network-mbps", f->options.network_mbps, "network of each container, Mbit/s")
       ->capture_default_str();
+  cmd->add_option("--gpu-milli", f->options.gpu_milli,
+                  "GPU of each container, thousandths: 1-999 a share of one GPU, k x 1000 whole "
+                  "GPUs (docs/gpu.md)")
+      ->capture_default_str();
   cmd->add_option("--max-retries", f->options.max_retries, "retries of a failed container")
       ->capture_default_str();
   cmd->add_option("--poll-interval-ms", f->options.poll_interval_ms,

@@ -362,6 +362,7 @@ struct RunShellFlags {
   int64_t memory_mb = 256;
   int vcores = 1;
   int64_t network_mbps = 0;
+  int64_t gpu_milli = 0;
   int max_retries = 3;
   double am_timeout_s = 0;
   std::string placement;
@@ -387,6 +388,10 @@ int RunShell(const RunShellFlags& f) {
   if (f.memory_mb <= 0 || f.vcores <= 0) return PrintError("--memory-mb and --vcores must be > 0");
   if (f.network_mbps < 0)
     return PrintError(absl::StrCat("--network-mbps ", f.network_mbps, " is negative"));
+  if (f.gpu_milli < 0 || (f.gpu_milli > 1000 && f.gpu_milli % 1000 != 0))
+    return PrintError(absl::StrCat("--gpu-milli ", f.gpu_milli,
+                                   " must be a share of one GPU (1-1000) or whole GPUs (a "
+                                   "multiple of 1000)"));
   if (f.max_retries < 0) return PrintError("--max-retries must be >= 0");
   auto self = SelfExecutable();
   if (!self.ok()) return PrintError(self.status().message());
@@ -394,6 +399,7 @@ int RunShell(const RunShellFlags& f) {
       absl::StrCat(ShellQuote(*self), " am shell --num-containers ", f.num_containers,
                    " --command ", ShellQuote(f.command), " --memory-mb ", f.memory_mb, " --vcores ",
                    f.vcores, " --network-mbps ", f.network_mbps, " --max-retries ", f.max_retries);
+  if (f.gpu_milli > 0) absl::StrAppend(&am_command, " --gpu-milli ", f.gpu_milli);
   if (f.am_timeout_s > 0) absl::StrAppend(&am_command, " --timeout-s ", f.am_timeout_s);
   if (!f.placement.empty()) absl::StrAppend(&am_command, " --placement ", ShellQuote(f.placement));
   if (!f.node_label.empty())
@@ -591,6 +597,10 @@ void AddAppCommand(CLI::App& app, int* exit_code) {
     cmd->add_option("--vcores", f->vcores, "vcores of each container")->capture_default_str();
     cmd->add_option("--network-mbps", f->network_mbps,
                     "egress bandwidth of each container, Mbit/s: its guaranteed HTB rate")
+        ->capture_default_str();
+    cmd->add_option("--gpu-milli", f->gpu_milli,
+                    "GPU of each container, thousandths: 1-999 a share of one GPU, k x 1000 "
+                    "whole GPUs (docs/gpu.md)")
         ->capture_default_str();
     cmd->add_option("--max-retries", f->max_retries, "retries of a failed container")
         ->capture_default_str();

@@ -6,9 +6,11 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/yaml_util.h"
+#include "scheduler/gpu/gpu_placement.h"
 #include "yaml-cpp/yaml.h"
 
 namespace weft::scheduler {
@@ -388,7 +390,9 @@ absl::StatusOr<SchedulerConfig> ParseSchedulerConfigWith(
                                "user-max-apps-default",
                                "users",
                                "node-labels",
-                               "gang-mode"};
+                               "gang-mode",
+                               "gpu-placement",
+                               "gpu-placement-candidates"};
   for (const PolicySection& section : sections) top.insert(section.key);
   if (auto s = CheckKeys(doc, top, origin, "(top)"); !s.ok()) return s;
   for (const PolicySection& section : sections) {
@@ -498,6 +502,23 @@ absl::StatusOr<SchedulerConfig> ParseSchedulerConfigWith(
     if (*v != "reserve" && *v != "hold-and-wait")
       return Err(origin, "gang-mode", absl::StrCat("'", *v, "' is not reserve or hold-and-wait"));
     config.gang_mode = *v;
+  }
+  if (doc["gpu-placement"]) {
+    auto v = Scalar<std::string>(doc["gpu-placement"], origin, "gpu-placement");
+    if (!v.ok()) return v.status();
+    const std::vector<std::string>& known = gpu::GpuPlacementNames();
+    if (*v != "first-fit" && std::find(known.begin(), known.end(), *v) == known.end())
+      return Err(origin, "gpu-placement",
+                 absl::StrCat("'", *v, "' is not first-fit or one of ", absl::StrJoin(known, ", ")));
+    config.gpu_placement = *v;
+  }
+  if (doc["gpu-placement-candidates"]) {
+    auto v = Scalar<int64_t>(doc["gpu-placement-candidates"], origin, "gpu-placement-candidates");
+    if (!v.ok()) return v.status();
+    if (*v < 1 || *v > 100000)
+      return Err(origin, "gpu-placement-candidates",
+                 absl::StrCat(*v, " is not between 1 and 100000"));
+    config.gpu_placement_candidates = static_cast<int32_t>(*v);
   }
   if (const YAML::Node& queues = doc["queues"]) {
     if (!queues.IsMap() || queues.size() != 1 || !queues["root"])

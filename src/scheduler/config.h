@@ -112,6 +112,13 @@ struct SchedulerConfig {
   // experiments: a gang's containers are placed as they fit and held until all are; competing
   // gangs can deadlock).
   std::string gang_mode = "reserve";
+  // GPUs (docs/gpu.md): how the core picks the node and GPUs of a container asking gpu-milli
+  // with no host or rack preference: one of scheduler/gpu/gpu_placement.h's policies (fgd,
+  // best-fit, dot-product, gpu-packing, gpu-clustering, random), scored over up to
+  // `gpu_placement_candidates` nodes that fit, or "first-fit" (the first node that fits, as for
+  // other asks). fgd's target workload is the GPU asks the core saw last (up to 1024).
+  std::string gpu_placement = "fgd";
+  int32_t gpu_placement_candidates = 64;
   QueueConfig root;  // name "root"; a single leaf "default" when not configured
   // Settings a policy owns beyond the queue tree: each top-level key a policy declared (see
   // PolicySection) -> its subtree as YAML text. The core keeps them and never reads them; the

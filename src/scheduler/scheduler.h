@@ -20,6 +20,8 @@
 #include "common/resource.h"
 #include "common/resource_types.h"
 #include "scheduler/config.h"
+#include "scheduler/gpu/fragmentation.h"
+#include "scheduler/gpu/gpu_placement.h"
 #include "scheduler/fit_index.h"
 #include "scheduler/policy.h"
 #include "scheduler/state.h"
@@ -260,6 +262,12 @@ class Scheduler {
   static bool ChargeGpus(NodeState& n, const std::vector<DeviceShare>& shares, int sign);
   absl::Status CheckGpuShares(const NodeState& n, const Resource& r,
                               const std::vector<DeviceShare>& shares) const;
+  // With a gpu-placement policy (not first-fit): the best of up to gpu_placement_candidates
+  // usable nodes for a GPU ask, its GPUs left in gpu_choice_ for Commit; -1 when none fits.
+  NodeId FindGpuNode(const AppState& app, const Resource& r);
+  // Remembers GPU asks for fgd's target workload (the last kGpuAskMemory of them).
+  void NoteGpuAsk(const Resource& r, int32_t count);
+  void CountHosted(NodeId node, const Resource& r, int sign);
 
   // Ordering heaps.
   void HeapPush(QueueNode* q, Schedulable* s);
@@ -408,6 +416,17 @@ class Scheduler {
   std::vector<AppId> apps_with_increases_;
   std::vector<ContainerResized> pending_resized_;  // decreases to report in the next pass
   absl::flat_hash_map<ContainerId, std::vector<DeviceShare>> gpu_shares_;  // GPU containers
+  // GPU placement (scheduler_gpu.cc): the policy (made on first use for config_.gpu_placement),
+  // fgd's target workload from the GPU asks seen last, each node's hosted GPU tasks by class
+  // (gpu-clustering), and the GPUs FindGpuNode chose for the node Commit is about to take.
+  std::unique_ptr<gpu::GpuPlacement> gpu_policy_;
+  std::string gpu_policy_name_;
+  std::unique_ptr<gpu::TargetWorkload> gpu_workload_;
+  std::vector<gpu::GpuAsk> gpu_asks_;  // a ring of the last kGpuAskMemory GPU asks
+  size_t gpu_ask_next_ = 0;
+  bool gpu_workload_dirty_ = false;
+  absl::flat_hash_map<NodeId, gpu::HostedTaskCounts> gpu_hosted_;
+  std::optional<std::pair<NodeId, std::vector<DeviceShare>>> gpu_choice_;
 };
 
 }  // namespace weft::scheduler

@@ -101,7 +101,12 @@ void Scheduler::Commit(AppState* app, size_t gi, NodeId node, Locality locality,
                             ? next_gang_id_
                             : 0;
   std::vector<DeviceShare> devices;
-  if (r[kGpuMilli] > 0) devices = ChooseGpus(n, r[kGpuMilli], p != nullptr && p->gpu_same_group);
+  if (gpu_choice_.has_value() && gpu_choice_->first == node && r[kGpuMilli] > 0) {
+    devices = std::move(gpu_choice_->second);
+  } else if (r[kGpuMilli] > 0) {
+    devices = ChooseGpus(n, r[kGpuMilli], p != nullptr && p->gpu_same_group);
+  }
+  gpu_choice_.reset();
   AddContainer(app, id, node, r, g.priority, g.is_am, now_ms, p ? p->tag_set : -1, gang,
                p ? p->label : 0, devices);
   // YARN's bookkeeping: node-local takes from the host, its rack and "*"; rack-local from the
@@ -162,6 +167,7 @@ void Scheduler::AddContainer(AppState* app, ContainerId id, NodeId node, const R
   if (!devices.empty()) {
     ChargeGpus(n, devices, +1);
     gpu_shares_[id] = std::move(devices);
+    CountHosted(node, r, +1);
   }
   UpdateNodeIndex(node);
   int32_t i;
@@ -243,7 +249,8 @@ bool Scheduler::PlaceGroup(AppState* app, size_t gi, int64_t now_ms, PassResult*
     return miss();
   if (!g.any.relax && (has_hosts || has_racks)) return false;
 
-  NodeId id = FindAnywhere(*app, r);
+  NodeId id = r[kGpuMilli] > 0 && config_.gpu_placement != "first-fit" ? FindGpuNode(*app, r)
+                                                                        : FindAnywhere(*app, r);
   if (id < 0) return false;
   Commit(app, gi, id, Locality::kOffSwitch, -1, -1, now_ms, out);
   return true;

@@ -344,6 +344,10 @@ absl::Status Scheduler::UpdateRequests(AppId id, const RequestUpdate& update) {
   }
 
   // Apply. A container named twice is released once.
+  for (size_t i = 0; i < update.asks.size(); ++i) {
+    if (normalized[i][kGpuMilli] > 0 && update.asks[i].resource_name == kAnyResourceName)
+      NoteGpuAsk(normalized[i], update.asks[i].num_containers);
+  }
   for (ContainerId c : update.releases) {
     if (containers_.contains(c)) ReleaseContainer(c);
   }
@@ -510,6 +514,7 @@ void Scheduler::ReleaseContainer(ContainerId id) {
   if (auto g = gpu_shares_.find(c.id); g != gpu_shares_.end()) {
     ChargeGpus(n, g->second, -1);
     gpu_shares_.erase(g);
+    CountHosted(c.node, c.resource, -1);
   }
   UpdateNodeIndex(c.node);
   ChargeUsage(app, c.resource, c.is_am, -1, c.label);

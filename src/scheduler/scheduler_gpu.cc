@@ -189,6 +189,102 @@ absl::Status Scheduler::SetNodeGpus(absl::string_view name, const std::vector<Gp
   return UpdateNode(name, capacity, n.schedulable);
 }
 
+namespace {
+
+constexpr size_t kGpuAskMemory = 1024;
+
+gpu::GpuAsk AskOf(const Resource& r) {
+  gpu::GpuAsk a;
+  a.cpu_milli = r[kVcores] * 1000;
+  a.memory_mib = r[kMemoryMb];
+  a.gpu_milli = r[kGpuMilli];
+  return a;
+}
+
+}  // namespace
+
+void Scheduler::NoteGpuAsk(const Resource& r, int32_t count) {
+  // Each container asked counts once (a large ask at most 16 times, so that one app does not
+  // stand for the whole workload).
+  for (int32_t i = 0; i < std::clamp(count, 0, 16); ++i) {
+    if (gpu_asks_.size() < kGpuAskMemory) {
+      gpu_asks_.push_back(AskOf(r));
+    } else {
+      gpu_asks_[gpu_ask_next_] = AskOf(r);
+      gpu_ask_next_ = (gpu_ask_next_ + 1) % kGpuAskMemory;
+    }
+    gpu_workload_dirty_ = true;
+  }
+}
+
+void Scheduler::CountHosted(NodeId node, const Resource& r, int sign) {
+  if (r[kGpuMilli] <= 0) return;
+  gpu::HostedTaskCounts& h = gpu_hosted_[node];
+  h[gpu::GpuClassOf(r[kGpuMilli])] += sign;
+}
+
+NodeId Scheduler::FindGpuNode(const AppState& app, const Resource& r) {
+  gpu_choice_.reset();
+  if (gpu_policy_ == nullptr || gpu_policy_name_ != config_.gpu_placement || gpu_workload_dirty_) {
+    if (gpu_workload_dirty_ && !gpu_asks_.empty()) {
+      absl::StatusOr<gpu::TargetWorkload> w = gpu::TargetWorkload::FromAsks(gpu_asks_);
+      if (w.ok()) gpu_workload_ = std::make_unique<gpu::TargetWorkload>(*std::move(w));
+    }
+    gpu_workload_dirty_ = false;
+    absl::StatusOr<std::unique_ptr<gpu::GpuPlacement>> p = gpu::MakeGpuPlacement(
+        config_.gpu_placement, gpu_workload_.get(), /*seed=*/pass_id_ + 1);
+    // fgd without a workload yet (no GPU ask seen): best-fit until there is one.
+    if (!p.ok()) p = gpu::MakeGpuPlacement("best-fit", nullptr, 1);
+    if (!p.ok()) return FindAnywhere(app, r);
+    gpu_policy_ = *std::move(p);
+    gpu_policy_name_ = config_.gpu_placement;
+  }
+  // Up to the candidate budget of usable nodes, rack by rack from the rotating cursor.
+  const size_t budget = static_cast<size_t>(config_.gpu_placement_candidates);
+  std::vector<NodeId> ids;
+  if (rack_index_.size() > 0) {
+    const int start = rack_cursor_ < rack_index_.size() ? rack_cursor_ : 0;
+    int rack = rack_index_.FindFrom(r, start);
+    const int first_rack = rack;
+    while (rack >= 0 && ids.size() < budget) {
+      const Rack& rk = racks_[rack];
+      for (int slot = rk.nodes.FindFrom(r, 0); slot >= 0 && ids.size() < budget;) {
+        const NodeId id = rk.slot_node[slot];
+        if (Usable(app, id, r)) ids.push_back(id);
+        if (slot + 1 >= rk.nodes.size()) break;
+        const int next = rk.nodes.FindFrom(r, slot + 1);
+        if (next <= slot) break;  // wrapped around
+        slot = next;
+      }
+      rack = rack_index_.FindFrom(r, rack + 1 < rack_index_.size() ? rack + 1 : 0);
+      if (rack == first_rack) break;
+    }
+  }
+  if (ids.empty()) return -1;
+  std::vector<gpu::GpuNode> views(ids.size());
+  std::vector<const gpu::GpuNode*> ptrs(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const NodeState& n = nodes_[ids[i]];
+    const Resource room = NodeRoom(n);
+    gpu::GpuNode& v = views[i];
+    v.cpu_milli_free = room[kVcores] * 1000;
+    v.memory_mib_free = room[kMemoryMb];
+    for (const NodeGpu& g : n.gpus) v.device_free_milli.push_back(g.device.healthy ? g.free_milli : 0);
+    if (!n.gpus.empty()) v.model = n.gpus.front().device.model;
+    if (auto h = gpu_hosted_.find(ids[i]); h != gpu_hosted_.end()) v.hosted = h->second;
+    ptrs[i] = &v;
+  }
+  const gpu::PickedNode pick = gpu::PickBestNode(*gpu_policy_, ptrs, AskOf(r), nullptr);
+  if (pick.index < 0) return -1;
+  const NodeId id = ids[pick.index];
+  const NodeState& n = nodes_[id];
+  std::vector<DeviceShare> shares;
+  for (int32_t pos : pick.verdict.devices.devices())
+    shares.push_back({kGpuType, n.gpus[pos].device.index, pick.verdict.devices.milli_per_device});
+  gpu_choice_.emplace(id, std::move(shares));
+  return id;
+}
+
 std::vector<DeviceShare> Scheduler::ContainerDevices(ContainerId id) const {
   auto it = gpu_shares_.find(id);
   return it == gpu_shares_.end() ? std::vector<DeviceShare>{} : it->second;

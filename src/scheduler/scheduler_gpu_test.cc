@@ -208,5 +208,43 @@ TEST(SchedulerGpuTest, RemovingTheNodeDropsItsShares) {
   EXPECT_EQ(s->node(s->FindNode("g1"))->gpus[0].free_milli, 1000);
 }
 
+// Node "whole" (added first, so first in the fit index) has a free GPU; node "half" a GPU with
+// 500 held. A 500 ask, beside a later whole-GPU one (so that fgd's target workload has both):
+// first-fit breaks the whole GPU, fgd (and the packing baselines) fill the half one.
+std::string PlaceShareBesideAHalfUsedGpu(const std::string& placement) {
+  auto s = MakeScheduler("gpu-placement: " + placement, "fifo", 100);
+  EXPECT_TRUE(s->AddNode(GpuNode("whole", {G(0)})).ok());
+  EXPECT_TRUE(s->AddNode(GpuNode("half", {G(0)})).ok());
+  EXPECT_TRUE(s->AddApp(App(1), 0).ok());
+  RecoveredContainer rc;
+  rc.container = 7;
+  rc.app = 1;
+  rc.node = s->FindNode("half");
+  rc.resource = Gpu(500);
+  rc.devices = {DeviceShare{"gpu", 0, 500}};
+  EXPECT_TRUE(s->RecoverContainer(rc).ok());
+  EXPECT_TRUE(s->UpdateRequests(1, Asks({Ask(1, Gpu(500)), Ask(1, Gpu(1000), "*", 2)})).ok());
+  for (const Allocation& a : s->Schedule(0).allocations) {
+    if (a.resource[kGpuMilli] == 500) return s->node(a.node)->name;
+  }
+  return "none";
+}
+
+TEST(SchedulerGpuTest, FragmentationAwarePlacementKeepsAWholeGpuFree) {
+  EXPECT_EQ(PlaceShareBesideAHalfUsedGpu("first-fit"), "whole");
+  EXPECT_EQ(PlaceShareBesideAHalfUsedGpu("fgd"), "half");
+  EXPECT_EQ(PlaceShareBesideAHalfUsedGpu("best-fit"), "half");
+  EXPECT_EQ(PlaceShareBesideAHalfUsedGpu("gpu-packing"), "half");
+}
+
+TEST(SchedulerGpuTest, AnUnknownGpuPlacementIsRefusedNamingTheKnownOnes) {
+  ResourceTypeRegistry reg;
+  auto config = ParseSchedulerConfig("gpu-placement: tightest", reg, "test");
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("tightest"), std::string::npos) << config.status();
+  EXPECT_NE(config.status().message().find("fgd"), std::string::npos) << config.status();
+  EXPECT_FALSE(ParseSchedulerConfig("gpu-placement-candidates: 0", reg, "test").ok());
+}
+
 }  // namespace
 }  // namespace weft::scheduler
