@@ -7,9 +7,11 @@
 //                                   anti-affinity, cardinality, rack affinity to another app,
 //                                   node attribute. Counter `constrained_share`.
 //
-//   BM_FillClusterGpu/<nodes>/<apps>   the same, on nodes with 8 GPUs each, with 30% of each
-//                                   app's containers asking GPUs (issue 32): a quarter each
-//                                   250, 500, 1000 and 2000 gpu-milli. Counter `gpu_share`.
+//   BM_FillClusterGpu/<nodes>/<apps>/<placement>   the same, on nodes with 8 GPUs each, with
+//                                   30% of each app's containers asking GPUs (issue 32): a
+//                                   quarter each 250, 500, 1000 and 2000 gpu-milli; placement
+//                                   0 fgd (the default), 1 best-fit, 2 first-fit (scheduler
+//                                   config gpu-placement). Counter `gpu_share`.
 //
 // Counter `allocations_per_s`: containers allocated per second of the pass (one core).
 // Setup (nodes, apps, asks) is excluded from the timing. See docs/performance.md.
@@ -127,10 +129,14 @@ void SetAsks(Scheduler* s, int nodes, int apps, uint64_t seed, Mix mix = Mix::kP
 
 // With kConstrained, nodes carry attributes zone=z<rack % kZones> and os=linux, and 30% of
 // the asks are constrained; with kGpu nodes have 8 GPUs and 30% of the asks want GPUs.
-std::unique_ptr<Scheduler> Build(int nodes, int apps, uint64_t seed, Mix mix = Mix::kPlain) {
+constexpr const char* kGpuPlacements[] = {"fgd", "best-fit", "first-fit"};
+
+std::unique_ptr<Scheduler> Build(int nodes, int apps, uint64_t seed, Mix mix = Mix::kPlain,
+                                 int gpu_placement = 0) {
   const bool constrained = mix == Mix::kConstrained;
   ResourceTypeRegistry reg;
-  auto config = ParseSchedulerConfig(kQueues, reg);
+  auto config = ParseSchedulerConfig(
+      std::string(kQueues) + "gpu-placement: " + kGpuPlacements[gpu_placement] + "\n", reg);
   auto s = std::move(*CreateScheduler(*config, SchedulerOptions{reg, 1}));
   for (int i = 0; i < nodes; ++i) {
     NodeSpec n{"n" + std::to_string(i), "/r" + std::to_string(i / kNodesPerRack), kNode};
@@ -177,7 +183,7 @@ void FillCluster(benchmark::State& state, Mix mix) {
   int64_t from_constrained = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    auto s = Build(nodes, apps, 7, mix);
+    auto s = Build(nodes, apps, 7, mix, mix == Mix::kGpu ? static_cast<int>(state.range(2)) : 0);
     state.ResumeTiming();
     // Includes the O(apps) rebuild of the ordering keys after the nodes joined.
     const PassResult& r = s->Schedule(0);
@@ -215,7 +221,7 @@ void FillClusterWarm(benchmark::State& state, Mix mix) {
   int64_t from_constrained = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    auto s = Build(nodes, apps, 7, mix);
+    auto s = Build(nodes, apps, 7, mix, mix == Mix::kGpu ? static_cast<int>(state.range(2)) : 0);
     std::vector<Allocation> first = s->Schedule(0).allocations;
     for (const Allocation& a : first) (void)s->ContainerCompleted(a.container);
     SetAsks(s.get(), nodes, apps, 8, mix);
@@ -269,15 +275,13 @@ BENCHMARK(BM_FillClusterConstrainedWarm)
     ->Iterations(3);
 
 BENCHMARK(BM_FillClusterGpu)
-    ->Args({1000, 100})
-    ->Args({10000, 1000})
+    ->ArgsProduct({{1000, 10000}, {100, 1000}, {0, 1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(3);
 
 BENCHMARK(BM_FillClusterGpuWarm)
-    ->Args({1000, 100})
-    ->Args({10000, 1000})
+    ->ArgsProduct({{10000}, {1000}, {0, 1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(3);
