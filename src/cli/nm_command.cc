@@ -20,6 +20,7 @@
 #include "federation/amrmproxy/amrm_proxy_service.h"
 #include "federation/policies/policy.h"
 #include "federation/store/federation_store.h"
+#include "nm/devices/gpu_plugin.h"
 #include "nm/log_aggregator.h"
 #include "security/munge.h"
 #include "web/nm_web_server.h"
@@ -177,6 +178,25 @@ absl::StatusOr<nm::NodeManagerOptions> MakeNodeManagerOptions(const NmFlags& fla
       (flags.link_mbps != 0 || flags.network_containers_mbps != 0))
     return absl::InvalidArgumentError(
         "--link-mbps and --network-containers-mbps need --network-interface");
+  if (flags.gpus != "none") {
+    nm::GpuPluginOptions gpu;
+    if (flags.gpus == "auto") {
+      gpu.nvidia_smi = flags.nvidia_smi;
+      gpu.device_dir = flags.gpu_device_dir;
+    } else {
+      absl::StatusOr<std::vector<nm::GpuListEntry>> list = nm::ParseGpuList(flags.gpus);
+      if (!list.ok())
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--gpus '", flags.gpus, "' (none, auto or index:path,...): ", list.status().message()));
+      gpu.mode = nm::GpuPluginOptions::Mode::kList;
+      gpu.list = *std::move(list);
+    }
+    options.device_plugins.push_back(std::make_shared<nm::GpuPlugin>(std::move(gpu)));
+  }
+  if (flags.gpu_health_interval_s < 0)
+    return absl::InvalidArgumentError(absl::StrCat("--gpu-health-interval-s ",
+                                                   flags.gpu_health_interval_s, " must be >= 0"));
+  options.device_health_interval_ms = flags.gpu_health_interval_s * 1000;
   if (flags.run_containers_as == "app-user") {
     options.run_as = nm::ContainerRunAs::kAppUser;
   } else if (flags.run_containers_as == "nm-user") {
@@ -287,6 +307,23 @@ void AddNetworkFlags(CLI::App* cmd, NmFlags* f) {
       ->capture_default_str();
   cmd->add_option("--network-classifier", f->network_classifier,
                   "auto, tc-cgroup, iptables-net_cls or iptables-cgroup2")
+      ->capture_default_str();
+}
+
+void AddGpuFlags(CLI::App* cmd, NmFlags* f) {
+  cmd->add_option("--gpus", f->gpus,
+                  "the node's GPUs (docs/gpu-nm.md): none, auto (nvidia-smi -q -x) or a list "
+                  "index:path[@group],... e.g. 0:/dev/nvidia0,1:/dev/nvidia1")
+      ->capture_default_str();
+  cmd->add_option("--nvidia-smi", f->nvidia_smi,
+                  "the nvidia-smi program --gpus auto runs (a path, or a name on PATH)")
+      ->capture_default_str();
+  cmd->add_option("--gpu-device-dir", f->gpu_device_dir,
+                  "where --gpus auto finds the device node of minor N (DIR/nvidiaN)")
+      ->capture_default_str();
+  cmd->add_option("--gpu-health-interval-s", f->gpu_health_interval_s,
+                  "how often the GPUs are discovered again for their health, s (0 = only at "
+                  "start)")
       ->capture_default_str();
 }
 
@@ -459,6 +496,7 @@ void AddNmCommand(CLI::App& app, int* exit_code) {
                   "user, comma-separated (the RM's --admins)")
       ->delimiter(',');
   AddNetworkFlags(cmd, f.get());
+  AddGpuFlags(cmd, f.get());
   AddContainerUserFlags(cmd, f.get());
   AddAmrmProxyFlags(cmd, f.get());
   auto fence_ms = std::make_shared<int64_t>(0);

@@ -41,6 +41,13 @@ struct NmFlags {
   int64_t network_containers_mbps = 0;
   std::string network_burst = "containers";
   std::string network_classifier = "auto";
+  // GPUs (nm::GpuPlugin; docs/gpu-nm.md): "none", "auto" (nvidia-smi -q -x) or a list
+  // "index:path[@group],..."; the nvidia-smi program; where auto finds nvidia<minor>; how often
+  // the GPUs are checked again, s (0 = only at start).
+  std::string gpus = "none";
+  std::string nvidia_smi = "nvidia-smi";
+  std::string gpu_device_dir = "/dev";
+  int64_t gpu_health_interval_s = 30;
   // The NM's web server (/metrics, container logs; YARN's 8042); 0 = a free port. `weft nm`
   // only: `weft dev` gives each NM a free port.
   int http_port = 8042;

@@ -244,6 +244,58 @@ TEST_F(NodeManagerDevicesTest, GivesTheTokensDevicesAndRefusesWhatItCannot) {
   EXPECT_EQ(StartWith("container_1_0001_01_000009", {"gpu:0=500"}, 500, "true"), "");
 }
 
+// A plugin whose devices the test changes: GPUs 0 and 1, healthy unless the test says not.
+class SwitchablePlugin : public DevicePlugin {
+ public:
+  std::string type() const override { return "gpu"; }
+  absl::StatusOr<std::vector<v1::Device>> Discover() override {
+    std::vector<v1::Device> out;
+    for (int i = 0; i < 2; ++i) {
+      v1::Device d;
+      d.set_type("gpu");
+      d.set_index(i);
+      d.set_path(absl::StrCat("/dev/nvidia", i));
+      d.set_major(1);
+      d.set_minor(kFakeNumbers[i].second);
+      d.set_healthy(!(i == 1 && gpu1_failed.load()));
+      out.push_back(d);
+    }
+    return out;
+  }
+  std::map<std::string, std::string> ContainerEnv(
+      const std::vector<DeviceShare>&) const override {
+    return {};
+  }
+  std::atomic<bool> gpu1_failed{false};
+};
+
+TEST_F(NodeManagerDevicesTest, AGpuThatTurnsUnhealthyIsReportedAndRefused) {
+  auto plugin = std::make_shared<SwitchablePlugin>();
+  NodeManagerOptions options = Options(plugin, /*use_cgroups=*/false);
+  options.device_health_interval_ms = 1;  // every heartbeat
+  StartNm(options);
+  EXPECT_EQ(nm_->capability()[kGpuMilli], 2000);
+  plugin->gpu1_failed = true;
+  // The next heartbeats carry the change, once.
+  ASSERT_TRUE(rm_->WaitUntil([](FakeRm& rm) {
+    for (const v1::NodeHeartbeatRequest& h : rm.heartbeats_) {
+      for (const v1::Device& d : h.devices()) {
+        if (d.index() == 1 && !d.healthy()) return true;
+      }
+    }
+    return false;
+  }));
+  EXPECT_THAT(StartWith("container_1_0001_01_000001", {"gpu:1=1000"}, 1000, "true"),
+              HasSubstr("gpu:1 (/dev/nvidia1), which is unhealthy"));
+  EXPECT_EQ(StartWith("container_1_0001_01_000002", {"gpu:0=1000"}, 1000, "true"), "");
+  const size_t reports = rm_->With([](FakeRm& rm) {
+    size_t n = 0;
+    for (const v1::NodeHeartbeatRequest& h : rm.heartbeats_) n += h.devices_size();
+    return n;
+  });
+  EXPECT_EQ(reports, 1u);  // only the change, only once
+}
+
 TEST_F(NodeManagerDevicesTest, CgroupDeniesTheGpusNotGiven) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (mknod, cgroups)";
   StartNm(Options(FourGpus(true), /*use_cgroups=*/true));

@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# Issue 32's NodeManager acceptance, live, as root, without a GPU (docs/gpu-nm.md): `weft rm`
+# and `weft nm --gpus auto` with a fake nvidia-smi (it prints a 4-GPU variant of a real H100's
+# `nvidia-smi -q -x`) and fake GPU device nodes made with mknod (the numbers of /dev/zero, full,
+# random and urandom). Checks:
+#   1. the node registers 4 GPUs and gpu-milli 4000;
+#   2. a container given 1 of the 4 sees only it in CUDA_VISIBLE_DEVICES, opens its node and
+#      gets "Operation not permitted" opening the 3 others;
+#   3. a long container's GPU survives an NM kill -9 and restart: the node reports it held by
+#      that container again, and 3 new whole-GPU containers get the 3 other GPUs;
+#   4. on a node with 1 fake GPU, two 500-milli containers run on GPU 0 together.
+# Needs root (mknod, cgroups) and a cgroup v1 devices controller or cgroup v2: exits 77
+# (skipped) saying why otherwise. Every wait is bounded.
+# Usage: gpu_live_test.sh WEFT
+set -uo pipefail
+weft=$1
+here=$(cd "$(dirname "$0")" && pwd)
+xml=$here/../src/nm/devices/testdata/h100-4gpu.xml
+
+if [[ $(id -u) -ne 0 ]]; then echo "SKIP: needs root (mknod, cgroups)"; exit 77; fi
+if [[ ! -d /sys/fs/cgroup/devices && ! -f /sys/fs/cgroup/cgroup.controllers ]]; then
+  echo "SKIP: neither a cgroup v1 devices controller nor cgroup v2 at /sys/fs/cgroup"; exit 77
+fi
+if ! "$weft" app run-shell --help 2>&1 | grep -q -- "--gpu-milli"; then
+  echo "SKIP: weft app run-shell has no --gpu-milli (the RM side of issue 32 is not built)"
+  exit 77
+fi
+
+tmp=$(mktemp -d)
+chmod 711 "$tmp"
+fail=0
+rm_pid=""
+nm_pid=""
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; fail=1; }
+stop() {  # PID: SIGTERM, up to 10 s, then SIGKILL
+  local pid=$1
+  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid"
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+}
+cleanup() {
+  stop "$nm_pid"
+  stop "$rm_pid"
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# ---- The fake GPUs: device nodes and nvidia-smi.
+mkdir -p "$tmp/dev"
+minors=(5 7 8 9)
+for i in 0 1 2 3; do mknod -m 666 "$tmp/dev/nvidia$i" c 1 "${minors[$i]}"; done
+cat >"$tmp/nvidia-smi" <<SH
+#!/bin/sh
+[ "\$1 \$2" = "-q -x" ] || { echo "fake nvidia-smi: only -q -x" >&2; exit 2; }
+cat "$xml"
+SH
+chmod 755 "$tmp/nvidia-smi"
+
+# ---- PKI, RM.
+nm_port=$(free_port)
+"$weft" certs init-ca --dir "$tmp/pki" >/dev/null &&
+  "$weft" certs issue --ca-dir "$tmp/pki" --out-dir "$tmp/pki" --role rm --name rm1 >/dev/null &&
+  "$weft" certs issue --ca-dir "$tmp/pki" --out-dir "$tmp/pki" --role nm \
+    --name "127.0.0.1:$nm_port" >/dev/null || { echo "FAIL: weft certs"; exit 1; }
+printf 'gpu-live-test-s3cret\n' >"$tmp/secret"
+chmod 600 "$tmp/secret"
+tls=(--tls-ca "$tmp/pki/ca.pem")
+
+start_rm() {
+  "$weft" rm --port 0 --http-port 0 --state-store "$tmp/rm-state.db" "${tls[@]}" \
+    --tls-cert "$tmp/pki/rm-rm1.pem" --tls-key "$tmp/pki/rm-rm1.key" \
+    --secret-file "$tmp/secret" >"$tmp/rm.out" 2>"$tmp/rm.err" &
+  rm_pid=$!
+  rm_address=""
+  for _ in $(seq 1 300); do
+    rm_address=$(sed -n 's/.*ResourceManager listening on \([0-9.]*:[0-9]*\).*/\1/p' "$tmp/rm.out")
+    [[ -n "$rm_address" ]] && break
+    kill -0 "$rm_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [[ -z "$rm_address" ]]; then
+    echo "FAIL: weft rm did not start"; cat "$tmp/rm.out" "$tmp/rm.err"; exit 1
+  fi
+  export WEFT_RM=$rm_address WEFT_TLS_CA=$tmp/pki/ca.pem WEFT_SECRET_FILE=$tmp/secret
+}
+
+start_nm() {  # GPU flags...
+  "$weft" nm --rm "$rm_address" --port "$nm_port" --http-port 0 --work-root "$tmp/nm" \
+    --node-resources memory-mb=4096,vcores=8 --allowed-system-users root \
+    --cgroup-hierarchy "weft-gpu-live-$$" "${tls[@]}" \
+    --tls-cert "$tmp/pki/nm-127.0.0.1:$nm_port.pem" --tls-key "$tmp/pki/nm-127.0.0.1:$nm_port.key" \
+    "$@" >>"$tmp/nm.out" 2>>"$tmp/nm.err" &
+  nm_pid=$!
+}
+
+node_status() { timeout 10 "$weft" node status "127.0.0.1:$nm_port" 2>&1; }
+
+wait_running() {
+  for _ in $(seq 1 150); do
+    timeout 10 "$weft" node list --state RUNNING 2>/dev/null | grep -q "127.0.0.1:$nm_port" &&
+      return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+# wait_for SECONDS CMD...: runs CMD every 0.2 s until it succeeds.
+wait_for() {
+  local seconds=$1; shift
+  for _ in $(seq 1 $((seconds * 5))); do "$@" && return 0; sleep 0.2; done
+  return 1
+}
+
+# The probe a container runs: its CUDA_VISIBLE_DEVICES, then each fake GPU opened read-write.
+probe() {  # OUT-FILE
+  local out=$1
+  echo "echo \"CUDA_VISIBLE_DEVICES=\$CUDA_VISIBLE_DEVICES\" >$out; for d in $tmp/dev/nvidia*; do if (exec 3<>\$d) 2>$out.err; then echo \"\$d ok\"; else echo \"\$d \$(sed 's/.*: //' $out.err)\"; fi; done >>$out"
+}
+
+start_rm
+start_nm --gpus auto --nvidia-smi "$tmp/nvidia-smi" --gpu-device-dir "$tmp/dev"
+if ! wait_running; then
+  echo "FAIL: the NM did not register"; cat "$tmp/nm.out" "$tmp/nm.err"; exit 1
+fi
+
+# ---- 1. Registration.
+status=$(node_status)
+gpus=$(grep -cE "^gpu:[0-3] " <<<"$status")
+[[ $gpus -eq 4 ]] && ok "the node reports 4 GPUs" || bad "GPUs in node status: $gpus: $status"
+grep -q "gpu-milli=4000" <<<"$status" && ok "capability gpu-milli=4000" ||
+  bad "no gpu-milli=4000 in: $status"
+
+# ---- 2. Isolation: 1 of 4.
+if timeout 120 "$weft" app run-shell --num-containers 1 --gpu-milli 1000 --memory-mb 128 \
+  --command "$(probe "$tmp/one.txt")" --wait >"$tmp/run1.out" 2>&1; then
+  ok "a 1-GPU container ran"
+else
+  bad "1-GPU app: $(cat "$tmp/run1.out")"
+fi
+mine=$(sed -n 's/^CUDA_VISIBLE_DEVICES=//p' "$tmp/one.txt" 2>/dev/null)
+if [[ "$mine" =~ ^[0-3]$ ]]; then
+  ok "CUDA_VISIBLE_DEVICES=$mine"
+  for i in 0 1 2 3; do
+    line=$(grep "nvidia$i " "$tmp/one.txt")
+    if [[ $i -eq $mine ]]; then
+      [[ "$line" == *" ok" ]] && ok "it opens its GPU $i" || bad "its own GPU: $line"
+    else
+      [[ "$line" == *"Operation not permitted"* ]] && ok "GPU $i: Operation not permitted" ||
+        bad "another GPU: $line"
+    fi
+  done
+else
+  bad "CUDA_VISIBLE_DEVICES '$mine' ($(cat "$tmp/one.txt" 2>/dev/null))"
+fi
+
+# ---- 3. NM kill -9 and restart with a long container holding a GPU.
+timeout 30 "$weft" app run-shell --num-containers 1 --gpu-milli 1000 --memory-mb 128 \
+  --command "echo \$CUDA_VISIBLE_DEVICES >$tmp/long.txt; sleep 600" >"$tmp/run2.out" 2>&1 &
+long_client=$!
+held_before() { grep -qE "^container_[A-Za-z0-9_]+ .*gpu:[0-3]=1000" <<<"$(node_status)"; }
+if wait_for 60 held_before; then
+  long_line=$(node_status | grep -E "^container_[A-Za-z0-9_]+ .*gpu:[0-3]=1000")
+  long_id=${long_line%% *}
+  long_gpu=$(grep -oE "gpu:[0-3]=1000" <<<"$long_line" | cut -c5)
+  ok "container $long_id holds GPU $long_gpu"
+  kill -KILL "$nm_pid"; wait "$nm_pid" 2>/dev/null
+  start_nm --gpus auto --nvidia-smi "$tmp/nvidia-smi" --gpu-device-dir "$tmp/dev"
+  wait_running || bad "the restarted NM did not register"
+  held_again() { node_status | grep -E "^$long_id " | grep -q "gpu:$long_gpu=1000"; }
+  if wait_for 30 held_again; then
+    ok "after kill -9 and restart the node reports $long_id holding GPU $long_gpu again"
+  else
+    bad "after the restart: $(node_status)"
+  fi
+  grep -q "container_devices_restored" "$tmp/nm.out" "$tmp/nm.err" &&
+    ok "the restarted NM restored $long_id's devices" || bad "no container_devices_restored log"
+  # Three more whole GPUs: the three others, never the held one.
+  if timeout 120 "$weft" app run-shell --num-containers 3 --gpu-milli 1000 --memory-mb 128 \
+    --command "echo \$CUDA_VISIBLE_DEVICES >>$tmp/three.txt; sleep 3" --wait \
+    >"$tmp/run3.out" 2>&1; then
+    got=$(sort "$tmp/three.txt" | tr '\n' ' ')
+    want=$(for i in 0 1 2 3; do [[ $i -ne $long_gpu ]] && echo $i; done | tr '\n' ' ')
+    [[ "$got" == "$want" ]] && ok "3 new containers got GPUs $got(not $long_gpu)" ||
+      bad "3 new containers got '$got', want '$want'"
+  else
+    bad "3-GPU app: $(cat "$tmp/run3.out")"
+  fi
+else
+  bad "no container holding a GPU in: $(node_status)"
+fi
+kill -TERM "$long_client" 2>/dev/null
+for app in $(timeout 10 "$weft" app list 2>/dev/null | grep -oE "application_[0-9_]+"); do
+  timeout 10 "$weft" app kill "$app" >/dev/null 2>&1
+done
+
+# ---- 4. Two halves of one GPU: the NM again, with GPU 0 only.
+stop "$nm_pid"
+start_nm --gpus "0:$tmp/dev/nvidia0"
+wait_running || bad "the 1-GPU NM did not register"
+one_gpu() { node_status | grep -q "gpu-milli=1000"; }
+wait_for 30 one_gpu || bad "the node does not offer gpu-milli=1000: $(node_status)"
+if timeout 120 "$weft" app run-shell --num-containers 2 --gpu-milli 500 --memory-mb 128 \
+  --command "echo \"\$CUDA_VISIBLE_DEVICES \$WEFT_GPU_SHARES \$(date +%s%N)\" >>$tmp/halves.txt; sleep 5; date +%s%N >>$tmp/halves.end" \
+  --wait >"$tmp/run4.out" 2>&1; then
+  halves=$(cut -d' ' -f1,2 "$tmp/halves.txt" | sort | uniq -c | awk '{print $1, $2, $3}')
+  [[ "$halves" == "2 0 0=500" ]] && ok "two 500-milli containers on GPU 0" ||
+    bad "halves: $(cat "$tmp/halves.txt")"
+  # Together: the second started before the first ended.
+  last_start=$(cut -d' ' -f3 "$tmp/halves.txt" | sort -n | tail -1)
+  first_end=$(sort -n "$tmp/halves.end" | head -1)
+  [[ $last_start -lt $first_end ]] && ok "they ran at the same time" ||
+    bad "they did not overlap ($last_start >= $first_end)"
+else
+  bad "500-milli app: $(cat "$tmp/run4.out")"
+fi
+
+if [[ $fail -ne 0 ]]; then
+  echo "--- nm.err"; tail -40 "$tmp/nm.err"
+  echo "--- rm.err"; tail -20 "$tmp/rm.err"
+fi
+exit $fail
