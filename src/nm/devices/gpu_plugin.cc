@@ -23,6 +23,9 @@
 namespace weft::nm {
 namespace {
 
+// How long nvidia-smi may take before it is killed, s.
+constexpr int kNvidiaSmiTimeoutS = 10;
+
 std::string Trimmed(const pugi::xml_node& node) {
   return std::string(absl::StripAsciiWhitespace(node.text().as_string("")));
 }
@@ -134,10 +137,18 @@ absl::StatusOr<std::vector<GpuListEntry>> ParseGpuList(absl::string_view text) {
 
 GpuPluginEnv GpuPluginEnv::Real() {
   GpuPluginEnv env;
-  env.run = [](const std::vector<std::string>& argv) {
-    std::vector<std::string> resolved = argv;
-    if (!resolved.empty()) resolved[0] = FindOnPath(resolved[0]);
-    return CommandRunner::Default()->Run(resolved);
+  env.run = [](const std::vector<std::string>& argv) -> absl::StatusOr<CommandResult> {
+    // Under coreutils' timeout: a hung nvidia-smi (a wedged driver) must not hang the NM,
+    // whose loop runs the health checks. Exit 124 (or 137 after the kill) reports it.
+    std::vector<std::string> wrapped = {"timeout", "-k", "2", absl::StrCat(kNvidiaSmiTimeoutS)};
+    for (const std::string& arg : argv) wrapped.push_back(arg);
+    if (!argv.empty()) wrapped[4] = FindOnPath(argv[0]);
+    absl::StatusOr<CommandResult> result = CommandRunner::Default()->Run(wrapped);
+    if (result.ok() && (result->exit_code == 124 || result->exit_code == 137)) {
+      result->stderr_text = absl::StrCat("no answer within ", kNvidiaSmiTimeoutS, " s (killed) ",
+                                         result->stderr_text);
+    }
+    return result;
   };
   env.stat = [](const std::string& path) -> absl::StatusOr<std::pair<int32_t, int32_t>> {
     struct stat st;

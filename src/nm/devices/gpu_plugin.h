@@ -59,7 +59,8 @@ struct GpuPluginOptions {
 // What the plugin needs of the system, injectable for tests.
 struct GpuPluginEnv {
   // Runs a command (CommandRunner::Run's contract). Default: CommandRunner::Default(), with a
-  // PATH search of the caller's PATH for a bare name.
+  // PATH search of the caller's PATH for a bare name, under `timeout` (coreutils): killed after
+  // 10 s, which fails the discovery (exit 124 or 137, "no answer within 10 s").
   std::function<absl::StatusOr<CommandResult>(const std::vector<std::string>& argv)> run;
   // stat() of a device node: {major, minor} of a character device; NotFound when missing,
   // FailedPrecondition when it is not a character device. Default: ::stat.
