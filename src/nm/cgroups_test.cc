@@ -488,6 +488,28 @@ TEST_F(FakeTreeTest, CreateRejectsBadIdsAndNegativeLimits) {
   EXPECT_FALSE(std::filesystem::exists(root_ + "/memory/weft/c1"));
 }
 
+// Device isolation on v2 goes through a device program attached to the container's group: on
+// a fake tree (not a cgroup2 directory) the attach fails, or, without root, the load, and the
+// container's group is undone. The program itself is tested on the real kernel in
+// devices/device_isolation_test.cc.
+TEST_F(FakeTreeTest, V2DeviceControlAttachesAProgramToTheGroup) {
+  Put(root_ + "/cgroup.controllers", "cpu memory\n");
+  Put(root_ + "/cgroup.procs", "1\n");
+  env_.mountinfo = MountLine(40, "", "cgroup2", "rw,nsdelegate");
+  absl::StatusOr<std::unique_ptr<CgroupsHandler>> handler = DetectCgroups(root_, "weft", &env_);
+  ASSERT_TRUE(handler.ok()) << handler.status();
+  CgroupsHandler& h = **handler;
+  ASSERT_TRUE(h.EnableDeviceControl().ok());
+  EXPECT_THAT(h.controllers(), ElementsAre("cpu", "cpuacct", "memory"));  // no controller added
+  CgroupLimits limits;
+  limits.denied_devices = {{1, 7}};
+  absl::Status s = h.Create("c1", limits);
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("cgroup v2 device program for " + root_ + "/weft/c1"));
+  EXPECT_FALSE(std::filesystem::exists(root_ + "/weft/c1"));
+  EXPECT_TRUE(h.Create("c2", CgroupLimits{}).ok());  // nothing to deny: no program
+}
+
 TEST_F(FakeTreeTest, V2EnablesControllersAndReportsMissingOnes) {
   Put(root_ + "/cgroup.controllers", "cpuset cpu memory pids\n");
   Put(root_ + "/cgroup.procs", "1\n");
