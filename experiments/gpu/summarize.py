@@ -162,7 +162,8 @@ def main():
           f"{'unalloc GPUs':>14}{'frag GPUs':>11}")
     for row in table:
         print(f"{row['policy']:16}{row.get('allocation_130', float('nan')):>10.2f}"
-              f"{row['paper_allocation_130']:>8.2f}{row.get('fragmented_pct_130', float('nan')):>10.2f}"
+              f"{row['paper_allocation_130']:>8.2f}"
+              f"{row.get('fragmented_pct_130', float('nan')):>10.2f}"
               f"{row['paper_fragmented_pct_130']:>8.2f}{row['final_unallocated_gpus']:>14.1f}"
               f"{row['final_fragmented_gpus']:>11.1f}")
     if violations:

@@ -332,7 +332,8 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
   sim->add_option("--cluster-file", f->gpu_cluster_file,
                   "alibaba2023gpu: the trace's node list CSV (sn,cpu_milli,memory_mib,gpu,model)");
   sim->add_option("--gpu-placement", f->gpu_placement,
-                  "alibaba2023gpu: fgd, best-fit, dot-product, gpu-packing, gpu-clustering, random");
+                  "alibaba2023gpu: fgd, best-fit, dot-product, gpu-packing, gpu-clustering, "
+                  "random");
   sim->add_option("--tune", f->tune,
                   "alibaba2023gpu: arrived GPU demand as a multiple of the cluster's GPUs "
                   "(default 1.3)");

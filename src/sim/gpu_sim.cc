@@ -103,7 +103,8 @@ absl::StatusOr<GpuSimResult> RunGpuSim(const std::vector<GpuTraceNode>& trace_no
   }
 
   std::mt19937_64 order_rng(seed);
-  const auto target = static_cast<int64_t>(std::llround(options.tune * static_cast<double>(total_milli)));
+  const double total = static_cast<double>(total_milli);
+  const auto target = static_cast<int64_t>(std::llround(options.tune * total));
   const std::vector<int> order = ArrivalOrder(pods, target, order_rng);
 
   GpuSimResult r;
@@ -143,8 +144,8 @@ absl::StatusOr<GpuSimResult> RunGpuSim(const std::vector<GpuTraceNode>& trace_no
   r.arrived_gpu_milli = arrived;
   r.allocated_gpu_milli = allocated;
   r.final.arrived_pct =
-      static_cast<int>(std::lround(100.0 * static_cast<double>(arrived) / static_cast<double>(total_milli)));
-  r.final.allocation_ratio = 100.0 * static_cast<double>(allocated) / static_cast<double>(total_milli);
+      static_cast<int>(std::lround(100.0 * static_cast<double>(arrived) / total));
+  r.final.allocation_ratio = 100.0 * static_cast<double>(allocated) / total;
   r.final.unallocated_gpus = static_cast<double>(total_milli - allocated) / gpu::kMilliPerGpu;
   r.final.fragmented_gpus = frag_sum / gpu::kMilliPerGpu;
   r.final.failed_gpus = static_cast<double>(arrived - allocated) / gpu::kMilliPerGpu;
@@ -205,7 +206,8 @@ absl::Status RunGpuSimCommand(const GpuSimCommand& c) {
                         absl::StrCat("--cluster-file: ", nodes.status().message()));
   auto pods = ReadGpuPodList(c.pods_path);
   if (!pods.ok())
-    return absl::Status(pods.status().code(), absl::StrCat("--workload: ", pods.status().message()));
+    return absl::Status(pods.status().code(),
+                        absl::StrCat("--workload: ", pods.status().message()));
   GpuSimOptions o;
   o.policy = c.policy;
   o.seed = c.seed;
@@ -214,7 +216,8 @@ absl::Status RunGpuSimCommand(const GpuSimCommand& c) {
   auto r = RunGpuSim(*nodes, *pods, o);
   if (!r.ok()) {
     if (absl::StrContains(r.status().message(), "unknown GPU placement"))
-      return absl::Status(r.status().code(), absl::StrCat("--gpu-placement: ", r.status().message()));
+      return absl::Status(r.status().code(),
+                          absl::StrCat("--gpu-placement: ", r.status().message()));
     return r.status();
   }
   const double wall =

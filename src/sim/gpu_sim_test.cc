@@ -81,8 +81,9 @@ TEST(GpuTraceTest, ReadsTheVendoredTrace) {
 }
 
 TEST(GpuTraceTest, ErrorsNameFileLineAndField) {
-  const std::string bad_gpu = WriteTemp("bad_nodes.csv", "sn,cpu_milli,memory_mib,gpu,model\n"
-                                                         "n0,32000,1024,2,T4\nn1,32000,1024,x,T4\n");
+  const std::string bad_gpu =
+      WriteTemp("bad_nodes.csv",
+                "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,1024,2,T4\nn1,32000,1024,x,T4\n");
   auto n = ReadGpuNodeList(bad_gpu);
   ASSERT_FALSE(n.ok());
   EXPECT_NE(n.status().message().find(bad_gpu + ":3: field 'gpu' is 'x'"), std::string::npos)

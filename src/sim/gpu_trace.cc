@@ -26,7 +26,8 @@ class CsvReader {
     if (!std::getline(*r.in_, header))
       return absl::InvalidArgumentError(absl::StrCat(path, ":1: empty file (no header)"));
     r.line_ = 1;
-    std::vector<std::string> names = absl::StrSplit(absl::StripTrailingAsciiWhitespace(header), ',');
+    std::vector<std::string> names =
+        absl::StrSplit(absl::StripTrailingAsciiWhitespace(header), ',');
     for (size_t i = 0; i < names.size(); ++i) r.column_[names[i]] = i;
     for (const std::string& c : required)
       if (!r.column_.contains(c))

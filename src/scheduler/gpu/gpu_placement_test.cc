@@ -158,7 +158,9 @@ TEST(GpuPlacementTest, PackingFillsAPartlyUsedDevice) {
 TEST(GpuPlacementTest, RandomIsSeeded) {
   std::vector<GpuNode> nodes;
   for (int i = 0; i < 50; ++i) nodes.push_back(Node({1000, 1000}));
-  auto a = Make("random", nullptr, 7), b = Make("random", nullptr, 7), c = Make("random", nullptr, 8);
+  auto a = Make("random", nullptr, 7);
+  auto b = Make("random", nullptr, 7);
+  auto c = Make("random", nullptr, 8);
   std::vector<int> pa, pb, pc;
   for (int i = 0; i < 20; ++i) {
     pa.push_back(Pick(*a, nodes, Ask(500)));
