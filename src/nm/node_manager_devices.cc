@@ -28,7 +28,7 @@ absl::Status NodeManager::StartDevices() {
     log::Info("device_found", {{"node", node_id_},
                                {"device", absl::StrCat(d.type(), ":", d.index())},
                                {"path", d.path()},
-                               {"number", absl::StrCat(d.major(), ":", d.minor())},
+                               {"number", absl::StrCat(d.device_major(), ":", d.device_minor())},
                                {"model", d.model()},
                                {"healthy", d.healthy() ? "true" : "false"}});
   }

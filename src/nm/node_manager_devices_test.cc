@@ -194,7 +194,7 @@ TEST_F(NodeManagerDevicesTest, RegistersDevicesAndGpuMilliOfTheHealthyOnes) {
   EXPECT_EQ(registration.capability().values().at("gpu-milli"), 3000);
   ASSERT_EQ(registration.devices_size(), 4);
   EXPECT_EQ(registration.devices(1).index(), 1);
-  EXPECT_EQ(registration.devices(1).minor(), 7);
+  EXPECT_EQ(registration.devices(1).device_minor(), 7);
   EXPECT_EQ(registration.devices(1).topology_group(), "g0");
   EXPECT_TRUE(registration.devices(1).healthy());
   EXPECT_FALSE(registration.devices(3).healthy());
@@ -255,8 +255,8 @@ class SwitchablePlugin : public DevicePlugin {
       d.set_type("gpu");
       d.set_index(i);
       d.set_path(absl::StrCat("/dev/nvidia", i));
-      d.set_major(1);
-      d.set_minor(kFakeNumbers[i].second);
+      d.set_device_major(1);
+      d.set_device_minor(kFakeNumbers[i].second);
       d.set_healthy(!(i == 1 && gpu1_failed.load()));
       out.push_back(d);
     }

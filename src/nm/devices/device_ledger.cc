@@ -139,12 +139,12 @@ std::vector<DeviceNumber> DeviceLedger::DeniedFor(const std::vector<DeviceShare>
   std::vector<DeviceNumber> allowed;
   for (const DeviceShare& share : shares) {
     auto it = devices_.find({share.type, share.index});
-    if (it != devices_.end()) allowed.push_back({it->second.major(), it->second.minor()});
+    if (it != devices_.end()) allowed.push_back({it->second.device_major(), it->second.device_minor()});
   }
   std::vector<DeviceNumber> denied;
   for (const auto& [key, device] : devices_) {
-    if (device.major() == 0 && device.minor() == 0) continue;  // its node was never found
-    DeviceNumber number{device.major(), device.minor()};
+    if (device.device_major() == 0 && device.device_minor() == 0) continue;  // its node was never found
+    DeviceNumber number{device.device_major(), device.device_minor()};
     if (std::find(allowed.begin(), allowed.end(), number) != allowed.end()) continue;
     if (std::find(denied.begin(), denied.end(), number) == denied.end()) denied.push_back(number);
   }

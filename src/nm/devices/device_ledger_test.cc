@@ -16,8 +16,8 @@ v1::Device Gpu(int32_t index, int32_t minor, bool healthy = true) {
   d.set_type("gpu");
   d.set_index(index);
   d.set_path("/dev/nvidia" + std::to_string(index));
-  d.set_major(1);
-  d.set_minor(minor);
+  d.set_device_major(1);
+  d.set_device_minor(minor);
   d.set_healthy(healthy);
   return d;
 }

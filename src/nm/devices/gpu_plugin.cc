@@ -177,8 +177,8 @@ v1::Device GpuPlugin::Describe(int32_t index, const std::string& path) const {
   absl::StatusOr<std::pair<int32_t, int32_t>> numbers = env_.stat(path);
   device.set_healthy(numbers.ok());
   if (numbers.ok()) {
-    device.set_major(numbers->first);
-    device.set_minor(numbers->second);
+    device.set_device_major(numbers->first);
+    device.set_device_minor(numbers->second);
   }
   return device;
 }

@@ -137,8 +137,8 @@ TEST(GpuPluginTest, AutoDiscoversFromNvidiaSmiWithNumbersFromStat) {
   EXPECT_EQ((*devices)[1].type(), "gpu");
   EXPECT_EQ((*devices)[1].index(), 1);
   EXPECT_EQ((*devices)[1].path(), "/tmp/fakedev/nvidia1");
-  EXPECT_EQ((*devices)[1].major(), 1);
-  EXPECT_EQ((*devices)[1].minor(), 7);
+  EXPECT_EQ((*devices)[1].device_major(), 1);
+  EXPECT_EQ((*devices)[1].device_minor(), 7);
   EXPECT_EQ((*devices)[1].model(), "NVIDIA H100 80GB HBM3");
   EXPECT_EQ((*devices)[1].memory_mb(), 81559);
   EXPECT_TRUE((*devices)[1].healthy());
@@ -171,7 +171,7 @@ TEST(GpuPluginTest, ListModeAndContainerEnv) {
   absl::StatusOr<std::vector<v1::Device>> devices = plugin.Discover();
   ASSERT_TRUE(devices.ok()) << devices.status();
   ASSERT_EQ(devices->size(), 2u);
-  EXPECT_EQ((*devices)[1].minor(), 8);
+  EXPECT_EQ((*devices)[1].device_minor(), 8);
   EXPECT_EQ((*devices)[1].topology_group(), "g0");
   EXPECT_TRUE((*devices)[1].healthy());
 

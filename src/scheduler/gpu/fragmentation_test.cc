@@ -19,7 +19,7 @@ TaskType Type(int64_t cpu, int32_t milli, int32_t devices, double popularity,
   return t;
 }
 
-GpuAsk Ask(int64_t cpu, int64_t gpu, std::vector<std::string> models = {}) {
+GpuAsk TaskAsk(int64_t cpu, int64_t gpu, std::vector<std::string> models = {}) {
   GpuAsk a;
   a.cpu_milli = cpu;
   a.memory_mib = 1024;
@@ -66,10 +66,10 @@ TEST(FragmentationTest, MultiGpuTypeNeedsEnoughWholeDevices) {
 
 TEST(FragmentationTest, WorkloadFromAsksTakesTheCommonTypesToCoverage) {
   std::vector<GpuAsk> asks;
-  for (int i = 0; i < 60; ++i) asks.push_back(Ask(4000, 500));
-  for (int i = 0; i < 30; ++i) asks.push_back(Ask(8000, 2000));
-  for (int i = 0; i < 6; ++i) asks.push_back(Ask(2000, 0));
-  for (int i = 0; i < 4; ++i) asks.push_back(Ask(1000, 250, {"T4"}));
+  for (int i = 0; i < 60; ++i) asks.push_back(TaskAsk(4000, 500));
+  for (int i = 0; i < 30; ++i) asks.push_back(TaskAsk(8000, 2000));
+  for (int i = 0; i < 6; ++i) asks.push_back(TaskAsk(2000, 0));
+  for (int i = 0; i < 4; ++i) asks.push_back(TaskAsk(1000, 250, {"T4"}));
   auto w = TargetWorkload::FromAsks(asks);
   ASSERT_TRUE(w.ok()) << w.status();
   // 60 + 30 + 6 = 96 >= 95: the fourth type is left out and the rest renormalised.
@@ -97,7 +97,7 @@ TEST(FragmentationTest, WorkloadFromAsksTakesTheCommonTypesToCoverage) {
 
 TEST(FragmentationTest, BadInputsAreRefused) {
   EXPECT_FALSE(TargetWorkload::FromAsks({}).ok());
-  std::vector<GpuAsk> bad = {Ask(1000, 500), Ask(1000, 1500)};
+  std::vector<GpuAsk> bad = {TaskAsk(1000, 500), TaskAsk(1000, 1500)};
   auto w = TargetWorkload::FromAsks(bad);
   ASSERT_FALSE(w.ok());
   EXPECT_NE(w.status().message().find("ask 1"), std::string::npos) << w.status();
