@@ -8,32 +8,7 @@
 # Usage: config_file_test.sh WEFT
 set -uo pipefail
 weft=$1
-tmp=$(mktemp -d)
-chmod 711 "$tmp"
-fail=0
-rm_pid=""
-nm_pid=""
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fail=1; }
-
-stop() {  # PID: SIGTERM, up to 10 s, then SIGKILL
-  local pid=$1
-  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 0
-  kill -TERM "$pid"
-  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
-}
-cleanup() {
-  stop "$nm_pid"
-  stop "$rm_pid"
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+source "$(dirname "$0")/lib/daemons.sh"
 
 # No host-wide /etc/weft/weft.yaml or $WEFT_CONFIG leaks into the checks below.
 unset WEFT_CONFIG WEFT_SECRET_FILE WEFT_RM

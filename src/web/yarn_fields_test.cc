@@ -173,7 +173,8 @@ const Fields kNode = {"rack:s",
                       "nodeLabels:a",
                       "nodeAttributesInfo:o"};
 const Fields kNodeWeft = {"usedNetworkMbps",  "availNetworkMbps", "totalResource", "usedResource",
-                          "networkIsolation", "missingFeatures",  "usage",         "containers"};
+                          "networkIsolation", "missingFeatures",  "usage",         "containers",
+                          "devices"};
 
 // Elements of the NewApplication object, and of maximum-resource-capability.
 const Fields kNewApplication = {"application-id:s", "maximum-resource-capability:o"};

@@ -266,8 +266,9 @@ TEST(RasPolicyTest, ConfigKeys) {
   c = ParseSchedulerConfig("fifo: {x: 1}\n", reg, "t");
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find(
-                "unknown key 'fifo' (allowed: gang-mode, locality, node-labels, policy, preemption, "
-                "queue-max-am-share-default, queues, ras, user-max-apps-default, users)"),
+                "unknown key 'fifo' (allowed: gang-mode, gpu-placement, gpu-placement-candidates, "
+                "locality, node-labels, policy, preemption, queue-max-am-share-default, queues, "
+                "ras, user-max-apps-default, users)"),
             std::string::npos)
       << c.status();
 }
