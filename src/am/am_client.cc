@@ -377,6 +377,7 @@ int RunShellAm(const ShellAmOptions& o) {
   cap["vcores"] = o.vcores;
   if (o.network_mbps > 0) cap["network-mbps"] = o.network_mbps;
   if (o.gpu_milli > 0) cap["gpu-milli"] = o.gpu_milli;
+  base.set_gpu_same_group(o.gpu_same_group);
   base.set_node_label_expression(o.node_label);
   struct Group {
     v1::ResourceRequest ask;

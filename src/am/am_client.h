@@ -161,6 +161,8 @@ struct ShellAmOptions {
   // GPU of each container, thousandths (docs/gpu.md): 1-999 a share of one GPU, k x 1000 k
   // whole GPUs; 0 none.
   int64_t gpu_milli = 0;
+  // With gpu_milli = k x 1000, k > 1: all of a container's GPUs from one topology group.
+  bool gpu_same_group = false;
   int32_t max_retries = 3;
   // Seed 001's extensions (docs/scheduler.md). A placement spec in the distributed shell's
   // syntax ("zk=3,NOTIN,NODE,zk:web=2,IN,NODE,all/zk"): each part is a group of containers with

@@ -133,6 +133,8 @@ void AddAmCommand(CLI::App& app, int* exit_code) {
                   "GPU of each container, thousandths: 1-999 a share of one GPU, k x 1000 whole "
                   "GPUs (docs/gpu.md)")
       ->capture_default_str();
+  cmd->add_flag("--gpu-same-group", f->options.gpu_same_group,
+                "with --gpu-milli k x 1000: all of a container's GPUs from one topology group");
   cmd->add_option("--max-retries", f->options.max_retries, "retries of a failed container")
       ->capture_default_str();
   cmd->add_option("--poll-interval-ms", f->options.poll_interval_ms,

@@ -363,6 +363,7 @@ struct RunShellFlags {
   int vcores = 1;
   int64_t network_mbps = 0;
   int64_t gpu_milli = 0;
+  bool gpu_same_group = false;
   int max_retries = 3;
   double am_timeout_s = 0;
   std::string placement;
@@ -400,6 +401,7 @@ int RunShell(const RunShellFlags& f) {
                    " --command ", ShellQuote(f.command), " --memory-mb ", f.memory_mb, " --vcores ",
                    f.vcores, " --network-mbps ", f.network_mbps, " --max-retries ", f.max_retries);
   if (f.gpu_milli > 0) absl::StrAppend(&am_command, " --gpu-milli ", f.gpu_milli);
+  if (f.gpu_same_group) absl::StrAppend(&am_command, " --gpu-same-group");
   if (f.am_timeout_s > 0) absl::StrAppend(&am_command, " --timeout-s ", f.am_timeout_s);
   if (!f.placement.empty()) absl::StrAppend(&am_command, " --placement ", ShellQuote(f.placement));
   if (!f.node_label.empty())
@@ -602,6 +604,9 @@ void AddAppCommand(CLI::App& app, int* exit_code) {
                     "GPU of each container, thousandths: 1-999 a share of one GPU, k x 1000 "
                     "whole GPUs (docs/gpu.md)")
         ->capture_default_str();
+    cmd->add_flag("--gpu-same-group", f->gpu_same_group,
+                  "with --gpu-milli k x 1000: all of a container's GPUs from one topology group "
+                  "(NVLink / PCIe switch)");
     cmd->add_option("--max-retries", f->max_retries, "retries of a failed container")
         ->capture_default_str();
     cmd->add_option("--am-timeout-s", f->am_timeout_s,
