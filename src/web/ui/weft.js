@@ -537,6 +537,16 @@ views.nodes = {
       if (n.networkIsolation) extra.push(h("div", {}, "network: " + n.networkIsolation));
       if ((n.missingFeatures || []).length)
         extra.push(h("div", { class: "muted" }, "missing: " + n.missingFeatures.join(", ")));
+      // Its GPUs (docs/gpu.md): free share as the scheduler accounts it, and who holds each.
+      if ((n.devices || []).length) {
+        extra.push(h("table", {}, h("tr", {}, ["Device", "Model", "Healthy", "Free milli", "Held by"]
+          .map((t) => h("th", {}, t))),
+          n.devices.map((d) => h("tr", {}, h("td", {}, `${d.type}:${d.index}`),
+            h("td", {}, d.model || "-"), h("td", {}, d.healthy ? "yes" : "no"),
+            h("td", { class: "num" }, d.freeMilli),
+            h("td", {}, (d.containers || []).map((c) => `${c.containerId} (${c.milli})`)
+              .join(", ") || "-")))));
+      }
       const withNet = (n.containers || []).filter((c) => c.networkTxBytes || c.networkTxRateMbps);
       if (withNet.length) {
         extra.push(h("table", {}, h("tr", {}, ["Container", "Network sent", "Rate"]
