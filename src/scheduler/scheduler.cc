@@ -466,11 +466,8 @@ absl::Status Scheduler::UpdateNode(absl::string_view name, const Resource& capac
   if (n.schedulable) view_.total -= n.capacity;
   if (n.schedulable && n.label != 0) labels_[n.label].total -= n.capacity;
   n.capacity = capacity;
-  if (!n.gpus.empty()) {  // a node's GPU capacity is its healthy GPUs', whatever it reports
-    int64_t healthy = 0;
-    for (const NodeGpu& g : n.gpus) healthy += g.device.healthy ? 1 : 0;
-    n.capacity[kGpuMilli] = healthy * kWholeDeviceMilli;
-  }
+  // A node's GPU capacity is its healthy GPUs', whatever it reports.
+  if (!n.gpus.empty()) n.capacity[kGpuMilli] = GpuCapacity(n.gpus);
   n.schedulable = healthy;
   if (n.schedulable) view_.total += n.capacity;
   if (n.schedulable && n.label != 0) labels_[n.label].total += n.capacity;

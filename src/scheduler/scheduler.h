@@ -254,17 +254,21 @@ class Scheduler {
   // GPUs (scheduler_gpu.cc).
   absl::StatusOr<std::vector<NodeGpu>> MakeNodeGpus(const NodeSpec& spec) const;
   static int64_t GpuRoom(const NodeState& n);
+  // 1000 x the healthy GPUs: a node's gpu-milli capacity.
+  static int64_t GpuCapacity(const std::vector<NodeGpu>& gpus);
   // capacity - allocated, with gpu-milli as GpuRoom() (exact for any valid ask).
   static Resource NodeRoom(const NodeState& n);
   static bool GpuFits(const NodeState& n, int64_t milli, bool same_group);
+  // The node as GPU placement sees it (an unhealthy GPU has no room; hosted counts left 0).
+  static gpu::GpuNode GpuView(const NodeState& n);
   std::vector<DeviceShare> ChooseGpus(const NodeState& n, int64_t milli, bool same_group) const;
   // Takes (sign +1) or gives back (-1) shares; false when one names no GPU or over-/under-runs.
   static bool ChargeGpus(NodeState& n, const std::vector<DeviceShare>& shares, int sign);
   absl::Status CheckGpuShares(const NodeState& n, const Resource& r,
                               const std::vector<DeviceShare>& shares) const;
   // With a gpu-placement policy (not first-fit): the best of up to gpu_placement_candidates
-  // usable nodes for a GPU ask, its GPUs left in gpu_choice_ for Commit; -1 when none fits.
-  NodeId FindGpuNode(const AppState& app, const Resource& r);
+  // usable nodes for a GPU ask, and in `gpus` the GPUs it takes there; -1 when none fits.
+  NodeId FindGpuNode(const AppState& app, const Resource& r, std::vector<DeviceShare>* gpus);
   // Remembers GPU asks for fgd's target workload (the last kGpuAskMemory of them).
   void NoteGpuAsk(const Resource& r, int32_t count);
   void CountHosted(NodeId node, const Resource& r, int sign);
@@ -292,8 +296,10 @@ class Scheduler {
   bool Usable(const AppState& app, NodeId id, const Resource& r, int32_t label = 0,
               bool gpu_same_group = false) const;
   bool LocalityAllows(const RequestGroup& g, NodeId id) const;
+  // `gpus`: the GPUs a GPU ask takes on `node` as FindGpuNode chose them; empty: ChooseGpus.
   void Commit(AppState* app, size_t group, NodeId node, Locality locality, int32_t host_row,
-              int32_t rack_row, int64_t now_ms, PassResult* out);
+              int32_t rack_row, int64_t now_ms, PassResult* out,
+              std::vector<DeviceShare> gpus = {});
   void ResolveRows(RequestGroup* g) const;
 
   // Labels, tags, constraints, gangs and resizing (scheduler_placement.cc, scheduler_gang.cc).
@@ -417,8 +423,8 @@ class Scheduler {
   std::vector<ContainerResized> pending_resized_;  // decreases to report in the next pass
   absl::flat_hash_map<ContainerId, std::vector<DeviceShare>> gpu_shares_;  // GPU containers
   // GPU placement (scheduler_gpu.cc): the policy (made on first use for config_.gpu_placement),
-  // fgd's target workload from the GPU asks seen last, each node's hosted GPU tasks by class
-  // (gpu-clustering), and the GPUs FindGpuNode chose for the node Commit is about to take.
+  // fgd's target workload from the GPU asks seen last, and each node's hosted GPU tasks by
+  // class (gpu-clustering).
   std::unique_ptr<gpu::GpuPlacement> gpu_policy_;
   std::string gpu_policy_name_;
   std::unique_ptr<gpu::TargetWorkload> gpu_workload_;
@@ -426,7 +432,6 @@ class Scheduler {
   size_t gpu_ask_next_ = 0;
   bool gpu_workload_dirty_ = false;
   absl::flat_hash_map<NodeId, gpu::HostedTaskCounts> gpu_hosted_;
-  std::optional<std::pair<NodeId, std::vector<DeviceShare>>> gpu_choice_;
 };
 
 }  // namespace weft::scheduler

@@ -91,7 +91,8 @@ NodeId Scheduler::FindAnywhere(const AppState& app, const Resource& r) const {
 }
 
 void Scheduler::Commit(AppState* app, size_t gi, NodeId node, Locality locality, int32_t host_row,
-                       int32_t rack_row, int64_t now_ms, PassResult* out) {
+                       int32_t rack_row, int64_t now_ms, PassResult* out,
+                       std::vector<DeviceShare> gpus) {
   RequestGroup& g = app->groups[gi];
   const Resource r = g.capability;
   ContainerId id = next_container_id_++;
@@ -100,13 +101,9 @@ void Scheduler::Commit(AppState* app, size_t gi, NodeId node, Locality locality,
   const uint64_t gang = p != nullptr && p->gang && config_.gang_mode != "hold-and-wait"
                             ? next_gang_id_
                             : 0;
-  std::vector<DeviceShare> devices;
-  if (gpu_choice_.has_value() && gpu_choice_->first == node && r[kGpuMilli] > 0) {
-    devices = std::move(gpu_choice_->second);
-  } else if (r[kGpuMilli] > 0) {
+  std::vector<DeviceShare> devices = std::move(gpus);
+  if (r[kGpuMilli] > 0 && devices.empty())
     devices = ChooseGpus(n, r[kGpuMilli], p != nullptr && p->gpu_same_group);
-  }
-  gpu_choice_.reset();
   AddContainer(app, id, node, r, g.priority, g.is_am, now_ms, p ? p->tag_set : -1, gang,
                p ? p->label : 0, devices);
   // YARN's bookkeeping: node-local takes from the host, its rack and "*"; rack-local from the
@@ -249,10 +246,12 @@ bool Scheduler::PlaceGroup(AppState* app, size_t gi, int64_t now_ms, PassResult*
     return miss();
   if (!g.any.relax && (has_hosts || has_racks)) return false;
 
-  NodeId id = r[kGpuMilli] > 0 && config_.gpu_placement != "first-fit" ? FindGpuNode(*app, r)
-                                                                        : FindAnywhere(*app, r);
+  std::vector<DeviceShare> gpus;
+  NodeId id = r[kGpuMilli] > 0 && config_.gpu_placement != "first-fit"
+                  ? FindGpuNode(*app, r, &gpus)
+                  : FindAnywhere(*app, r);
   if (id < 0) return false;
-  Commit(app, gi, id, Locality::kOffSwitch, -1, -1, now_ms, out);
+  Commit(app, gi, id, Locality::kOffSwitch, -1, -1, now_ms, out, std::move(gpus));
   return true;
 }
 

@@ -17,12 +17,6 @@ namespace {
 
 constexpr const char* kGpuType = "gpu";
 
-int64_t HealthyGpus(const std::vector<NodeGpu>& gpus) {
-  int64_t n = 0;
-  for (const NodeGpu& g : gpus) n += g.device.healthy ? 1 : 0;
-  return n;
-}
-
 }  // namespace
 
 absl::StatusOr<std::vector<NodeGpu>> Scheduler::MakeNodeGpus(const NodeSpec& spec) const {
@@ -49,11 +43,17 @@ absl::StatusOr<std::vector<NodeGpu>> Scheduler::MakeNodeGpus(const NodeSpec& spe
     g.device = d;
     gpus.push_back(std::move(g));
   }
-  if (milli != HealthyGpus(gpus) * kWholeDeviceMilli)
+  if (milli != GpuCapacity(gpus))
     return absl::InvalidArgumentError(absl::StrCat(
         "node '", spec.name, "': capacity gpu-milli=", milli, " is not 1000 x its ",
-        HealthyGpus(gpus), " healthy GPU(s)"));
+        GpuCapacity(gpus) / kWholeDeviceMilli, " healthy GPU(s)"));
   return gpus;
+}
+
+int64_t Scheduler::GpuCapacity(const std::vector<NodeGpu>& gpus) {
+  int64_t healthy = 0;
+  for (const NodeGpu& g : gpus) healthy += g.device.healthy ? 1 : 0;
+  return healthy * kWholeDeviceMilli;
 }
 
 int64_t Scheduler::GpuRoom(const NodeState& n) {
@@ -85,26 +85,37 @@ bool Scheduler::GpuFits(const NodeState& n, int64_t milli, bool same_group) {
   return false;
 }
 
+gpu::GpuNode Scheduler::GpuView(const NodeState& n) {
+  gpu::GpuNode v;
+  const Resource room = NodeRoom(n);
+  v.cpu_milli_free = room[kVcores] * 1000;
+  v.memory_mib_free = room[kMemoryMb];
+  v.device_free_milli.reserve(n.gpus.size());
+  for (const NodeGpu& g : n.gpus)
+    v.device_free_milli.push_back(g.device.healthy ? g.free_milli : 0);
+  if (!n.gpus.empty()) v.model = n.gpus.front().device.model;
+  return v;
+}
+
 std::vector<DeviceShare> Scheduler::ChooseGpus(const NodeState& n, int64_t milli,
                                                bool same_group) const {
   std::vector<DeviceShare> out;
   if (milli <= 0) return out;
-  if (milli < kWholeDeviceMilli) {
-    // A share: the healthy GPU with the least free room that holds it (best fit), so that
-    // partly used GPUs fill up before a whole one is broken; ties to the lowest index.
-    const NodeGpu* best = nullptr;
-    for (const NodeGpu& g : n.gpus) {
-      if (!g.device.healthy || g.free_milli < milli) continue;
-      if (best == nullptr || g.free_milli < best->free_milli ||
-          (g.free_milli == best->free_milli && g.device.index < best->device.index))
-        best = &g;
-    }
-    if (best != nullptr) out.push_back({kGpuType, best->device.index, static_cast<int32_t>(milli)});
+  if (milli < kWholeDeviceMilli || !same_group) {
+    // The placement library's device choice: a share from the healthy GPU with the least room
+    // that holds it (partly used GPUs fill up before a whole one is broken), whole GPUs the
+    // first wholly free ones.
+    gpu::GpuAsk ask;
+    ask.gpu_milli = milli;
+    const std::optional<gpu::DeviceChoice> c = gpu::AssignDevices(GpuView(n), ask);
+    if (!c.has_value()) return out;
+    for (int32_t pos : c->devices())
+      out.push_back({kGpuType, n.gpus[pos].device.index, c->milli_per_device});
     return out;
   }
   const int64_t k = milli / kWholeDeviceMilli;
-  // Whole GPUs: from the topology group with the fewest wholly free GPUs that still holds all
-  // k (when same_group), else lowest indices first.
+  // Whole GPUs of one topology group: from the group with the fewest wholly free GPUs that
+  // still holds all k, lowest indices first.
   std::vector<const NodeGpu*> free;
   for (const NodeGpu& g : n.gpus) {
     if (g.device.healthy && g.free_milli == kWholeDeviceMilli) free.push_back(&g);
@@ -112,22 +123,20 @@ std::vector<DeviceShare> Scheduler::ChooseGpus(const NodeState& n, int64_t milli
   std::sort(free.begin(), free.end(), [](const NodeGpu* a, const NodeGpu* b) {
     return a->device.index < b->device.index;
   });
-  if (same_group) {
-    absl::flat_hash_map<std::string_view, int64_t> count;
-    for (const NodeGpu* g : free) ++count[g->device.group];
-    std::string_view pick;
-    int64_t pick_count = -1;
-    for (const auto& [group, c] : count) {
-      if (c >= k && (pick_count < 0 || c < pick_count || (c == pick_count && group < pick))) {
-        pick = group;
-        pick_count = c;
-      }
+  absl::flat_hash_map<std::string_view, int64_t> count;
+  for (const NodeGpu* g : free) ++count[g->device.group];
+  std::string_view pick;
+  int64_t pick_count = -1;
+  for (const auto& [group, c] : count) {
+    if (c >= k && (pick_count < 0 || c < pick_count || (c == pick_count && group < pick))) {
+      pick = group;
+      pick_count = c;
     }
-    if (pick_count < 0) return out;
-    std::erase_if(free, [&](const NodeGpu* g) { return g->device.group != pick; });
   }
-  if (static_cast<int64_t>(free.size()) < k) return out;
-  for (int64_t i = 0; i < k; ++i) out.push_back({kGpuType, free[i]->device.index, kWholeDeviceMilli});
+  if (pick_count < 0) return out;
+  std::erase_if(free, [&](const NodeGpu* g) { return g->device.group != pick; });
+  for (int64_t i = 0; i < k; ++i)
+    out.push_back({kGpuType, free[i]->device.index, kWholeDeviceMilli});
   return out;
 }
 
@@ -184,9 +193,7 @@ absl::Status Scheduler::SetNodeGpus(absl::string_view name, const std::vector<Gp
                                                      n.gpus[i].device.index));
   }
   for (size_t i = 0; i < gpus.size(); ++i) n.gpus[i].device = gpus[i];
-  Resource capacity = n.capacity;
-  capacity[kGpuMilli] = HealthyGpus(n.gpus) * kWholeDeviceMilli;
-  return UpdateNode(name, capacity, n.schedulable);
+  return UpdateNode(name, n.capacity, n.schedulable);  // it sets gpu-milli from the GPUs
 }
 
 namespace {
@@ -223,8 +230,9 @@ void Scheduler::CountHosted(NodeId node, const Resource& r, int sign) {
   h[gpu::GpuClassOf(r[kGpuMilli])] += sign;
 }
 
-NodeId Scheduler::FindGpuNode(const AppState& app, const Resource& r) {
-  gpu_choice_.reset();
+NodeId Scheduler::FindGpuNode(const AppState& app, const Resource& r,
+                              std::vector<DeviceShare>* gpus) {
+  gpus->clear();
   if (gpu_policy_ == nullptr || gpu_policy_name_ != config_.gpu_placement || gpu_workload_dirty_) {
     if (gpu_workload_dirty_ && !gpu_asks_.empty()) {
       absl::StatusOr<gpu::TargetWorkload> w = gpu::TargetWorkload::FromAsks(gpu_asks_);
@@ -264,24 +272,16 @@ NodeId Scheduler::FindGpuNode(const AppState& app, const Resource& r) {
   std::vector<gpu::GpuNode> views(ids.size());
   std::vector<const gpu::GpuNode*> ptrs(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
-    const NodeState& n = nodes_[ids[i]];
-    const Resource room = NodeRoom(n);
-    gpu::GpuNode& v = views[i];
-    v.cpu_milli_free = room[kVcores] * 1000;
-    v.memory_mib_free = room[kMemoryMb];
-    for (const NodeGpu& g : n.gpus) v.device_free_milli.push_back(g.device.healthy ? g.free_milli : 0);
-    if (!n.gpus.empty()) v.model = n.gpus.front().device.model;
-    if (auto h = gpu_hosted_.find(ids[i]); h != gpu_hosted_.end()) v.hosted = h->second;
-    ptrs[i] = &v;
+    views[i] = GpuView(nodes_[ids[i]]);
+    if (auto h = gpu_hosted_.find(ids[i]); h != gpu_hosted_.end()) views[i].hosted = h->second;
+    ptrs[i] = &views[i];
   }
   const gpu::PickedNode pick = gpu::PickBestNode(*gpu_policy_, ptrs, AskOf(r), nullptr);
   if (pick.index < 0) return -1;
   const NodeId id = ids[pick.index];
   const NodeState& n = nodes_[id];
-  std::vector<DeviceShare> shares;
   for (int32_t pos : pick.verdict.devices.devices())
-    shares.push_back({kGpuType, n.gpus[pos].device.index, pick.verdict.devices.milli_per_device});
-  gpu_choice_.emplace(id, std::move(shares));
+    gpus->push_back({kGpuType, n.gpus[pos].device.index, pick.verdict.devices.milli_per_device});
   return id;
 }
 
