@@ -180,6 +180,16 @@ rc=$?
 if [[ $rc -ne 0 ]] && grep -qF -- "--timeout-s: 'nan' is not a finite number of seconds" "$tmp/goal.err"; then
   ok "app wait --timeout-s nan refused"
 else bad "app wait --timeout-s nan: exit $rc, $(cat "$tmp/goal.err")"; fi
+# GPUs: a share of one GPU (1-1000) or whole GPUs (multiples of 1000), nothing between.
+for v in 1500 -5; do
+  timeout 10 "$weft" app run-shell --gpu-milli="$v" --command true >/dev/null 2>"$tmp/gpu.err"
+  rc=$?
+  if [[ $rc -ne 0 && $rc -lt 128 ]] && grep -qF -- "--gpu-milli $v must be" "$tmp/gpu.err"; then
+    ok "run-shell --gpu-milli $v refused: $(head -1 "$tmp/gpu.err")"
+  else
+    bad "run-shell --gpu-milli $v: exit $rc, $(cat "$tmp/gpu.err")"
+  fi
+done
 apps_after=$(timeout 10 "$weft" app list --json | grep -o '"applicationId"' | wc -l)
 [[ $apps_after -eq $apps_before ]] && ok "no app was submitted by the refused flags" ||
   bad "refused flags submitted apps: $apps_before before, $apps_after after"

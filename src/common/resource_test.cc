@@ -114,3 +114,26 @@ TEST(ResourceTypeRegistryTest, NormalizeRejectsNeverClamps) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+TEST(ResourceTypeRegistryTest, GpuMilliIsAShareOfOneGpuOrWholeGpus) {
+  ResourceTypeRegistry reg;
+  for (const char* ok : {"gpu-milli=1", "gpu-milli=999", "gpu-milli=1000", "gpu-milli=3000"}) {
+    absl::StatusOr<Resource> r = reg.Parse(ok);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(reg.Validate(*r).ok()) << ok;
+  }
+  absl::StatusOr<Resource> bad = reg.Parse("gpu-milli=1500");
+  ASSERT_TRUE(bad.ok());
+  absl::Status s = reg.Validate(*bad);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("gpu-milli=1500"), std::string::npos) << s;
+  EXPECT_FALSE(reg.Normalize(*bad).ok());
+  EXPECT_EQ(reg.Format(*reg.Parse("memory-mb=128,vcores=1,gpu-milli=500")),
+            "<memory-mb=128, vcores=1, gpu-milli=500>");
+}
+
+}  // namespace
+}  // namespace weft
