@@ -569,6 +569,7 @@ NodeManager::~NodeManager() {
     return;
   }
   // Start failed: nothing ran on the loop; release what was set up.
+  JoinDeviceChecker();
   exit_watcher_.reset();
   server_.reset();
   amrm_proxy_.reset();
@@ -613,7 +614,9 @@ void NodeManager::BeginShutdownOnLoop() {
 }
 
 void NodeManager::FinishShutdownOnLoop() {
-  // No wake-up is posted after this; those posted before run before the Notify below.
+  // No wake-up is posted after this; those posted before run before the Notify below. A
+  // device discovery still running posts its (ignored) result before it is joined.
+  JoinDeviceChecker();
   exit_watcher_.reset();
   if (reap_timer_.has_value()) loop_->Cancel(*reap_timer_);
   reap_timer_.reset();

@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -184,9 +185,9 @@ struct NodeManagerOptions {
   // milli with the running containers, or whose gpu-milli differs from its devices' total is
   // refused. Empty: the node has no devices.
   std::vector<std::shared_ptr<DevicePlugin>> device_plugins;
-  // How often the plugins discover again, for health, ms (with a heartbeat; the discovery
-  // runs on the loop). A device whose health changed goes to the RM in the next heartbeat
-  // (NodeHeartbeatRequest.devices). 0 = only at Start.
+  // How often the plugins discover again, for health, ms (started with a heartbeat, run off
+  // the loop, one at a time). A device whose health changed goes to the RM in the heartbeat
+  // after that discovery ends (NodeHeartbeatRequest.devices). 0 = only at Start.
   int64_t device_health_interval_ms = 30000;
 };
 
@@ -398,9 +399,16 @@ class NodeManager {
   absl::Status AssignDevices(const security::ContainerTokenData& token, LaunchSpec* spec);
   // NM recovery: a re-attached container's recorded shares go back into the ledger.
   void RestoreDevices(const NmContainerRecord& stored);
-  // Discovers again when device_health_interval_ms has passed; health changes are queued for
-  // the next heartbeat (device_changes_).
+  // Starts a discovery when device_health_interval_ms has passed and none is running. It runs
+  // on device_checker_, off the loop (nvidia-smi may take up to its 10 s timeout, and the
+  // loop must keep heartbeating meanwhile); ApplyDeviceCheck takes its result on the loop.
   void MaybeRecheckDevices();
+  // On the loop: one discovery's results, one per plugin (in options_.device_plugins' order).
+  // Health changes are queued for the next heartbeat (device_changes_); a failed discovery
+  // is logged and changes nothing.
+  void ApplyDeviceCheck(std::vector<absl::StatusOr<std::vector<v1::Device>>> results);
+  // Waits for a running discovery (FinishShutdownOnLoop, the destructor after a failed Start).
+  void JoinDeviceChecker();
   // ---- NodeManager restart (nm_recovery.cc).
   // In Start, before serving and registering: loads the state store, re-attaches to or kills
   // what an earlier NM left, kills orphans in the cgroup hierarchy. Errors only when the store
@@ -477,6 +485,10 @@ class NodeManager {
   // Devices whose health changed since the last heartbeat that carried them, by (type, index).
   std::map<std::pair<std::string, int32_t>, v1::Device> device_changes_;
   int64_t next_device_check_ms_ = 0;  // loop clock
+  // The discovery running off the loop (MaybeRecheckDevices); device_check_running_ until its
+  // result is applied. Started and joined on the loop only.
+  std::thread device_checker_;
+  bool device_check_running_ = false;
   // Network counters of running containers as of the last heartbeat.
   std::map<std::string, ContainerNetStats> net_stats_;
   // Completed statuses not yet acknowledged by an RM heartbeat reply, by container id.

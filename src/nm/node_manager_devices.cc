@@ -108,14 +108,37 @@ void NodeManager::RestoreDevices(const NmContainerRecord& stored) {
 
 void NodeManager::MaybeRecheckDevices() {
   if (options_.device_plugins.empty() || options_.device_health_interval_ms <= 0) return;
+  if (device_check_running_ || shutting_down_) return;
   const int64_t now = loop_->NowMs();
   if (now < next_device_check_ms_) return;
   next_device_check_ms_ = now + options_.device_health_interval_ms;
+  JoinDeviceChecker();  // the previous one has posted its result already: it is ending
+  device_check_running_ = true;
+  // The plugins are shared: they outlive the thread. One discovery at a time (the flag above),
+  // so a plugin's Discover is never called twice at once (DevicePlugin's contract).
+  device_checker_ = std::thread([this, plugins = options_.device_plugins] {
+    std::vector<absl::StatusOr<std::vector<v1::Device>>> results;
+    results.reserve(plugins.size());
+    for (const std::shared_ptr<DevicePlugin>& plugin : plugins) {
+      results.push_back(plugin->Discover());
+    }
+    // Runs before shutdown completes: FinishShutdownOnLoop joins this thread before it posts
+    // its last task.
+    loop_->Post([this, results = std::move(results)]() mutable {
+      ApplyDeviceCheck(std::move(results));
+    });
+  });
+}
+
+void NodeManager::ApplyDeviceCheck(
+    std::vector<absl::StatusOr<std::vector<v1::Device>>> results) {
+  device_check_running_ = false;
+  if (shutting_down_) return;
   std::vector<v1::Device> found;
-  for (const std::shared_ptr<DevicePlugin>& plugin : options_.device_plugins) {
-    absl::StatusOr<std::vector<v1::Device>> devices = plugin->Discover();
+  for (absl::StatusOr<std::vector<v1::Device>>& devices : results) {
     if (!devices.ok()) {
-      // Nothing seen: every device of the plugin is unusable until it is seen again.
+      // Nothing seen: every device of the plugin is unusable until it is seen again (the
+      // ledger keeps a device it saw before, as unhealthy).
       log::Warn("device_discovery_failed", {{"node", node_id_}, {"error", devices.status()}});
       continue;
     }
@@ -127,6 +150,10 @@ void NodeManager::MaybeRecheckDevices() {
                                         {"healthy", changed.healthy() ? "true" : "false"}});
     device_changes_[{changed.type(), changed.index()}] = changed;
   }
+}
+
+void NodeManager::JoinDeviceChecker() {
+  if (device_checker_.joinable()) device_checker_.join();
 }
 
 }  // namespace weft::nm

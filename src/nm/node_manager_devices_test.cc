@@ -18,7 +18,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "common/event_loop.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -294,6 +296,53 @@ TEST_F(NodeManagerDevicesTest, AGpuThatTurnsUnhealthyIsReportedAndRefused) {
     return n;
   });
   EXPECT_EQ(reports, 1u);  // only the change, only once
+}
+
+// A plugin whose health discoveries block until the test lets them go, as a hung nvidia-smi
+// does until its timeout; the discovery at Start answers at once.
+class StuckPlugin : public SwitchablePlugin {
+ public:
+  absl::StatusOr<std::vector<v1::Device>> Discover() override {
+    if (calls.fetch_add(1) > 0) release.WaitForNotification();
+    return SwitchablePlugin::Discover();
+  }
+  std::atomic<int> calls{0};
+  absl::Notification release;
+};
+
+TEST_F(NodeManagerDevicesTest, AHungHealthDiscoveryDoesNotStopHeartbeats) {
+  auto plugin = std::make_shared<StuckPlugin>();
+  // Lets a hung discovery go however the test ends (Shutdown waits for it).
+  absl::Cleanup let_go = [&plugin] {
+    if (!plugin->release.HasBeenNotified()) plugin->release.Notify();
+  };
+  NodeManagerOptions options = Options(plugin, /*use_cgroups=*/false);
+  options.device_health_interval_ms = 1;  // every heartbeat
+  StartNm(options);
+  plugin->gpu1_failed = true;
+  ASSERT_TRUE(rm_->WaitUntil([&plugin](FakeRm&) { return plugin->calls.load() >= 2; }));
+  const size_t before = rm_->With([](FakeRm& rm) { return rm.heartbeats_.size(); });
+  // Heartbeats go on while the discovery hangs, without the change and without a second
+  // discovery beside the hung one.
+  ASSERT_TRUE(rm_->WaitUntil(
+      [before](FakeRm& rm) { return rm.heartbeats_.size() >= before + 3; }));
+  EXPECT_EQ(plugin->calls.load(), 2);
+  EXPECT_EQ(rm_->With([](FakeRm& rm) {
+    size_t n = 0;
+    for (const v1::NodeHeartbeatRequest& h : rm.heartbeats_) n += h.devices_size();
+    return n;
+  }),
+            0u);
+  // Once it answers, the change goes out in a heartbeat.
+  plugin->release.Notify();
+  ASSERT_TRUE(rm_->WaitUntil([](FakeRm& rm) {
+    for (const v1::NodeHeartbeatRequest& h : rm.heartbeats_) {
+      for (const v1::Device& d : h.devices()) {
+        if (d.index() == 1 && !d.healthy()) return true;
+      }
+    }
+    return false;
+  }));
 }
 
 TEST_F(NodeManagerDevicesTest, CgroupDeniesTheGpusNotGiven) {

@@ -16,8 +16,9 @@
 
 namespace weft::nm {
 
-// Discovers and describes one type of device. Not thread-safe: the NM calls it from its loop
-// (and from Start before the loop serves anything).
+// Discovers and describes one type of device. The NM calls Discover at Start, then for health
+// from a thread of its own (never two calls at once), while its loop may call ContainerEnv:
+// ContainerEnv must not touch what Discover changes.
 class DevicePlugin {
  public:
   virtual ~DevicePlugin() = default;
