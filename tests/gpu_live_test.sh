@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Issue 32's NodeManager acceptance, live, as root, without a GPU (docs/gpu-nm.md): `weft rm`
 # and `weft nm --gpus auto` with a fake nvidia-smi (it prints a 4-GPU variant of a real H100's
-# `nvidia-smi -q -x`) and fake GPU device nodes made with mknod (the numbers of /dev/zero, full,
-# random and urandom). Checks:
-#   1. the node registers 4 GPUs and gpu-milli 4000;
+# `nvidia-smi -q -x`, and a `topo -m` with two NVLink pairs, 0-1 and 2-3) and fake GPU device
+# nodes made with mknod (the numbers of /dev/zero, full, random and urandom). Checks:
+#   1. the node registers 4 GPUs, gpu-milli 4000 and topology groups g0 g0 g2 g2;
 #   2. a container given 1 of the 4 sees only it in CUDA_VISIBLE_DEVICES, opens its node and
 #      gets "Operation not permitted" opening the 3 others;
 #   3. a long container's GPU survives an NM kill -9 and restart: the node reports it held by
-#      that container again, and 3 new whole-GPU containers get the 3 other GPUs;
+#      that container again, a 2-GPU same-group container gets the NVLink pair the held GPU
+#      is not in, and 3 new whole-GPU containers get the 3 other GPUs;
 #   4. on a node with 1 fake GPU, two 500-milli containers run on GPU 0 together.
 # Needs root (mknod, cgroups) and a cgroup v1 devices controller or cgroup v2: exits 77
 # (skipped) saying why otherwise. Every wait is bounded.
@@ -16,6 +17,7 @@ set -uo pipefail
 weft=$1
 here=$(cd "$(dirname "$0")" && pwd)
 xml=$here/../src/nm/devices/testdata/h100-4gpu.xml
+topo=$here/../src/nm/devices/testdata/h100-4gpu-topo.txt
 
 if [[ $(id -u) -ne 0 ]]; then echo "SKIP: needs root (mknod, cgroups)"; exit 77; fi
 if [[ ! -d /sys/fs/cgroup/devices && ! -f /sys/fs/cgroup/cgroup.controllers ]]; then
@@ -34,8 +36,11 @@ minors=(5 7 8 9)
 for i in 0 1 2 3; do mknod -m 666 "$tmp/dev/nvidia$i" c 1 "${minors[$i]}"; done
 cat >"$tmp/nvidia-smi" <<SH
 #!/bin/sh
-[ "\$1 \$2" = "-q -x" ] || { echo "fake nvidia-smi: only -q -x" >&2; exit 2; }
-cat "$xml"
+case "\$1 \$2" in
+  "-q -x") cat "$xml" ;;
+  "topo -m") cat "$topo" ;;
+  *) echo "fake nvidia-smi: only -q -x and topo -m" >&2; exit 2 ;;
+esac
 SH
 chmod 755 "$tmp/nvidia-smi"
 
@@ -112,6 +117,9 @@ gpus=$(grep -cE "^gpu:[0-3] " <<<"$status")
 [[ $gpus -eq 4 ]] && ok "the node reports 4 GPUs" || bad "GPUs in node status: $gpus: $status"
 grep -q "gpu-milli=4000" <<<"$status" && ok "capability gpu-milli=4000" ||
   bad "no gpu-milli=4000 in: $status"
+groups=$(grep -E "^gpu:[0-3] " <<<"$status" | grep -oE " g[0-9]+ " | tr -d ' ' | tr '\n' ' ')
+[[ "$groups" == "g0 g0 g2 g2 " ]] && ok "topology groups from nvidia-smi topo -m: $groups" ||
+  bad "topology groups '$groups' in: $status"
 
 # ---- 2. Isolation: 1 of 4.
 if timeout 120 "$weft" app run-shell --num-containers 1 --gpu-milli 1000 --memory-mb 128 \
@@ -157,6 +165,17 @@ if wait_for 60 held_before; then
   fi
   grep -q "container_devices_restored" "$tmp/nm.out" "$tmp/nm.err" &&
     ok "the restarted NM restored $long_id's devices" || bad "no container_devices_restored log"
+  # Two GPUs of one topology group: the NVLink pair without the held GPU.
+  if timeout 120 "$weft" app run-shell --num-containers 1 --gpu-milli 2000 --gpu-same-group \
+    --memory-mb 128 --command "echo \$CUDA_VISIBLE_DEVICES >$tmp/pair.txt" --wait \
+    >"$tmp/run-pair.out" 2>&1; then
+    pair=$(cat "$tmp/pair.txt")
+    want_pair=$([[ $long_gpu -lt 2 ]] && echo "2,3" || echo "0,1")
+    [[ "$pair" == "$want_pair" ]] && ok "a same-group 2-GPU container got the pair $pair" ||
+      bad "the same-group container got '$pair', want '$want_pair'"
+  else
+    bad "same-group app: $(cat "$tmp/run-pair.out")"
+  fi
   # Three more whole GPUs: the three others, never the held one.
   if timeout 120 "$weft" app run-shell --num-containers 3 --gpu-milli 1000 --memory-mb 128 \
     --command "echo \$CUDA_VISIBLE_DEVICES >>$tmp/three.txt; sleep 3" --wait \

@@ -18,6 +18,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/log.h"
+#include "nm/devices/gpu_topology.h"
 #include "pugixml.hpp"
 
 namespace weft::nm {
@@ -78,6 +80,7 @@ absl::StatusOr<std::vector<NvidiaSmiGpu>> ParseNvidiaSmiXml(absl::string_view xm
   std::set<int32_t> seen;
   for (pugi::xml_node node : root.children("gpu")) {
     NvidiaSmiGpu gpu;
+    gpu.smi_index = static_cast<int32_t>(gpus.size());
     gpu.pci_bus_id = node.attribute("id").as_string("");
     const std::string minor = Trimmed(node.child("minor_number"));
     if (!absl::SimpleAtoi(minor, &gpu.minor_number) || gpu.minor_number < 0) {
@@ -183,6 +186,40 @@ v1::Device GpuPlugin::Describe(int32_t index, const std::string& path) const {
   return device;
 }
 
+absl::StatusOr<std::vector<std::string>> GpuPlugin::Groups(
+    const std::vector<NvidiaSmiGpu>& gpus) const {
+  const std::vector<std::string> argv = {options_.nvidia_smi, "topo", "-m"};
+  absl::StatusOr<CommandResult> result = env_.run(argv);
+  if (!result.ok()) {
+    return absl::Status(result.status().code(), absl::StrCat("running ", CommandLine(argv), ": ",
+                                                             result.status().message()));
+  }
+  if (result->exit_code != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(CommandLine(argv), " exited with ", result->exit_code, ": ",
+                     absl::StripAsciiWhitespace(result->stderr_text)));
+  }
+  absl::StatusOr<std::vector<std::vector<std::string>>> links =
+      ParseNvidiaSmiTopo(result->stdout_text);
+  if (!links.ok()) return links.status();
+  if (links->size() != gpus.size()) {
+    return absl::FailedPreconditionError(absl::StrCat("nvidia-smi topo -m shows ", links->size(),
+                                                      " GPU(s), nvidia-smi -q -x ", gpus.size()));
+  }
+  // -q -x's GPUs are sorted by minor number; topo -m's rows are in nvidia-smi's order.
+  std::vector<int32_t> minor_of_row(gpus.size());
+  for (const NvidiaSmiGpu& gpu : gpus) {
+    if (gpu.smi_index < 0 || gpu.smi_index >= static_cast<int32_t>(gpus.size())) {
+      return absl::InternalError(absl::StrCat("nvidia-smi number ", gpu.smi_index));
+    }
+    minor_of_row[gpu.smi_index] = gpu.minor_number;
+  }
+  const std::vector<std::string> by_row = TopologyGroups(*links, minor_of_row);
+  std::vector<std::string> groups;
+  for (const NvidiaSmiGpu& gpu : gpus) groups.push_back(by_row[gpu.smi_index]);
+  return groups;
+}
+
 absl::StatusOr<std::vector<v1::Device>> GpuPlugin::Discover() {
   std::vector<v1::Device> devices;
   if (options_.mode == GpuPluginOptions::Mode::kList) {
@@ -210,12 +247,23 @@ absl::StatusOr<std::vector<v1::Device>> GpuPlugin::Discover() {
     return absl::Status(gpus.status().code(), absl::StrCat("discovering GPUs: ", CommandLine(argv),
                                                            ": ", gpus.status().message()));
   }
-  for (const NvidiaSmiGpu& gpu : *gpus) {
+  std::vector<std::string> groups(gpus->size());
+  if (gpus->size() >= 2) {
+    absl::StatusOr<std::vector<std::string>> found = Groups(*gpus);
+    if (found.ok()) {
+      groups = *std::move(found);
+    } else {
+      log::Warn("gpu_topology_unknown", {{"error", found.status()}});
+    }
+  }
+  for (size_t i = 0; i < gpus->size(); ++i) {
+    const NvidiaSmiGpu& gpu = (*gpus)[i];
     v1::Device device = Describe(
         gpu.minor_number, absl::StrCat(options_.device_dir, "/nvidia", gpu.minor_number));
     device.set_uuid(gpu.uuid);
     device.set_model(gpu.product_name);
     device.set_memory_mb(gpu.memory_mb);
+    device.set_topology_group(groups[i]);
     if (!gpu.fault.empty()) device.set_healthy(false);
     devices.push_back(std::move(device));
   }

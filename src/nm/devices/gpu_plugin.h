@@ -19,6 +19,7 @@ namespace weft::nm {
 
 // One GPU as `nvidia-smi -q -x` describes it (the fields the plugin uses).
 struct NvidiaSmiGpu {
+  int32_t smi_index = 0;     // nvidia-smi's number for it (<gpu> order; GPU<n> in topo -m)
   int32_t minor_number = 0;  // its device node is /dev/nvidia<minor_number>
   std::string uuid;          // "GPU-..."
   std::string product_name;  // e.g. "NVIDIA H100 80GB HBM3"
@@ -77,8 +78,11 @@ class GpuPlugin final : public DevicePlugin {
  public:
   explicit GpuPlugin(GpuPluginOptions options, GpuPluginEnv env = GpuPluginEnv::Real());
   std::string type() const override { return "gpu"; }
-  // Errors: nvidia-smi could not run, exited non-zero (its stderr in the message) or printed
-  // what ParseNvidiaSmiXml refuses.
+  // auto: with two GPUs or more, `nvidia-smi topo -m` gives their topology groups
+  // (TopologyGroups); when it fails or disagrees with -q -x the groups stay "" and a warning
+  // says why (gpu_topology_unknown): the GPUs are usable, only gpu_same_group asks cannot use
+  // them together. Errors: nvidia-smi -q -x could not run, exited non-zero (its stderr in the
+  // message) or printed what ParseNvidiaSmiXml refuses.
   absl::StatusOr<std::vector<v1::Device>> Discover() override;
   // CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES: the indexes, comma-separated, in
   // increasing order; WEFT_GPU_SHARES: "index=milli,..." (e.g. "0=500"). Without shares: none
@@ -88,6 +92,8 @@ class GpuPlugin final : public DevicePlugin {
 
  private:
   v1::Device Describe(int32_t index, const std::string& path) const;
+  // The topology group of each of `gpus` (same order); an error says why there are none.
+  absl::StatusOr<std::vector<std::string>> Groups(const std::vector<NvidiaSmiGpu>& gpus) const;
 
   const GpuPluginOptions options_;
   const GpuPluginEnv env_;

@@ -102,13 +102,23 @@ TEST(GpuListTest, ParsesAndRefuses) {
   }
 }
 
-// A fake system: nvidia-smi prints `xml`, device nodes are `nodes`.
+// A fake system: `nvidia-smi -q -x` prints `xml`, `nvidia-smi topo -m` prints `topo` (and fails
+// when it is empty), device nodes are `nodes`.
 GpuPluginEnv FakeEnv(std::string xml, std::map<std::string, std::pair<int32_t, int32_t>> nodes,
-                     std::vector<std::vector<std::string>>* ran = nullptr) {
+                     std::vector<std::vector<std::string>>* ran = nullptr, std::string topo = "") {
   GpuPluginEnv env;
-  env.run = [xml, ran](const std::vector<std::string>& argv) -> absl::StatusOr<CommandResult> {
+  env.run = [xml, topo, ran](
+                const std::vector<std::string>& argv) -> absl::StatusOr<CommandResult> {
     if (ran != nullptr) ran->push_back(argv);
     CommandResult result;
+    if (argv.size() >= 2 && argv[1] == "topo") {
+      result.stdout_text = topo;
+      if (topo.empty()) {
+        result.exit_code = 2;
+        result.stderr_text = "topo: not supported\n";
+      }
+      return result;
+    }
     result.stdout_text = xml;
     return result;
   };
@@ -129,10 +139,11 @@ TEST(GpuPluginTest, AutoDiscoversFromNvidiaSmiWithNumbersFromStat) {
                                     {{"/tmp/fakedev/nvidia0", {1, 5}},
                                      {"/tmp/fakedev/nvidia1", {1, 7}},
                                      {"/tmp/fakedev/nvidia2", {1, 8}}},
-                                    &ran));
+                                    &ran, Testdata("h100-4gpu-topo.txt")));
   absl::StatusOr<std::vector<v1::Device>> devices = plugin.Discover();
   ASSERT_TRUE(devices.ok()) << devices.status();
-  EXPECT_THAT(ran, ElementsAre(ElementsAre("/opt/fake/nvidia-smi", "-q", "-x")));
+  EXPECT_THAT(ran, ElementsAre(ElementsAre("/opt/fake/nvidia-smi", "-q", "-x"),
+                               ElementsAre("/opt/fake/nvidia-smi", "topo", "-m")));
   ASSERT_EQ(devices->size(), 4u);
   EXPECT_EQ((*devices)[1].type(), "gpu");
   EXPECT_EQ((*devices)[1].index(), 1);
@@ -143,6 +154,33 @@ TEST(GpuPluginTest, AutoDiscoversFromNvidiaSmiWithNumbersFromStat) {
   EXPECT_EQ((*devices)[1].memory_mb(), 81559);
   EXPECT_TRUE((*devices)[1].healthy());
   EXPECT_FALSE((*devices)[3].healthy());  // no device node
+  // Two NVLink pairs (topo -m): 0-1 and 2-3.
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ((*devices)[i].topology_group(), i < 2 ? "g0" : "g2") << i;
+  }
+}
+
+TEST(GpuPluginTest, WithoutTopologyTheGpusAreStillDiscovered) {
+  GpuPluginOptions options;
+  options.device_dir = "/tmp/fakedev";
+  // topo -m fails: no groups, the GPUs as before.
+  GpuPlugin failing(options, FakeEnv(Testdata("h100-4gpu.xml"), {{"/tmp/fakedev/nvidia0", {1, 5}}}));
+  absl::StatusOr<std::vector<v1::Device>> devices = failing.Discover();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  ASSERT_EQ(devices->size(), 4u);
+  EXPECT_TRUE((*devices)[0].healthy());
+  for (const v1::Device& d : *devices) EXPECT_EQ(d.topology_group(), "") << d.index();
+  // topo -m shows another number of GPUs than -q -x: no groups either.
+  GpuPlugin disagreeing(options, FakeEnv(Testdata("h100-4gpu.xml"), {}, nullptr,
+                                         Testdata("h100-1gpu-topo.txt")));
+  devices = disagreeing.Discover();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  for (const v1::Device& d : *devices) EXPECT_EQ(d.topology_group(), "") << d.index();
+  // One GPU: topo -m is not run.
+  std::vector<std::vector<std::string>> ran;
+  GpuPlugin one(options, FakeEnv(Testdata("h100-1gpu.xml"), {}, &ran));
+  ASSERT_TRUE(one.Discover().ok());
+  EXPECT_EQ(ran.size(), 1u);
 }
 
 TEST(GpuPluginTest, NvidiaSmiFailureIsAnError) {
