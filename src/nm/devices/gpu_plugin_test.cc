@@ -7,9 +7,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nm/devices/testdata_util.h"
 
 namespace weft::nm {
 namespace {
@@ -18,14 +18,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-std::string Testdata(const std::string& name) {
-  absl::StatusOr<std::string> text = ReadFile(absl::StrCat(WEFT_DEVICES_TESTDATA, "/", name));
-  EXPECT_TRUE(text.ok()) << text.status();
-  return text.value_or("");
-}
-
 TEST(NvidiaSmiXmlTest, ParsesTheRealH100Sample) {
-  absl::StatusOr<std::vector<NvidiaSmiGpu>> gpus = ParseNvidiaSmiXml(Testdata("h100-1gpu.xml"));
+  absl::StatusOr<std::vector<NvidiaSmiGpu>> gpus = ParseNvidiaSmiXml(DevicesTestdata("h100-1gpu.xml"));
   ASSERT_TRUE(gpus.ok()) << gpus.status();
   ASSERT_EQ(gpus->size(), 1u);
   const NvidiaSmiGpu& gpu = (*gpus)[0];
@@ -38,7 +32,7 @@ TEST(NvidiaSmiXmlTest, ParsesTheRealH100Sample) {
 }
 
 TEST(NvidiaSmiXmlTest, ParsesFourGpusSortedByMinor) {
-  absl::StatusOr<std::vector<NvidiaSmiGpu>> gpus = ParseNvidiaSmiXml(Testdata("h100-4gpu.xml"));
+  absl::StatusOr<std::vector<NvidiaSmiGpu>> gpus = ParseNvidiaSmiXml(DevicesTestdata("h100-4gpu.xml"));
   ASSERT_TRUE(gpus.ok()) << gpus.status();
   ASSERT_EQ(gpus->size(), 4u);
   for (int i = 0; i < 4; ++i) {
@@ -48,7 +42,7 @@ TEST(NvidiaSmiXmlTest, ParsesFourGpusSortedByMinor) {
 }
 
 TEST(NvidiaSmiXmlTest, RemappedRowFailureIsAFault) {
-  std::string xml = Testdata("h100-1gpu.xml");
+  std::string xml = DevicesTestdata("h100-1gpu.xml");
   const std::string no = "<remapped_row_failure>No</remapped_row_failure>";
   size_t at = xml.find(no);
   ASSERT_NE(at, std::string::npos);
@@ -60,7 +54,7 @@ TEST(NvidiaSmiXmlTest, RemappedRowFailureIsAFault) {
 
 TEST(NvidiaSmiXmlTest, MalformedInputGetsClearErrors) {
   absl::StatusOr<std::vector<NvidiaSmiGpu>> truncated =
-      ParseNvidiaSmiXml(Testdata("h100-1gpu.xml").substr(0, 500));
+      ParseNvidiaSmiXml(DevicesTestdata("h100-1gpu.xml").substr(0, 500));
   EXPECT_EQ(truncated.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(truncated.status().message(), HasSubstr("is not XML"));
 
@@ -135,11 +129,11 @@ TEST(GpuPluginTest, AutoDiscoversFromNvidiaSmiWithNumbersFromStat) {
   options.nvidia_smi = "/opt/fake/nvidia-smi";
   options.device_dir = "/tmp/fakedev";
   std::vector<std::vector<std::string>> ran;
-  GpuPlugin plugin(options, FakeEnv(Testdata("h100-4gpu.xml"),
+  GpuPlugin plugin(options, FakeEnv(DevicesTestdata("h100-4gpu.xml"),
                                     {{"/tmp/fakedev/nvidia0", {1, 5}},
                                      {"/tmp/fakedev/nvidia1", {1, 7}},
                                      {"/tmp/fakedev/nvidia2", {1, 8}}},
-                                    &ran, Testdata("h100-4gpu-topo.txt")));
+                                    &ran, DevicesTestdata("h100-4gpu-topo.txt")));
   absl::StatusOr<std::vector<v1::Device>> devices = plugin.Discover();
   ASSERT_TRUE(devices.ok()) << devices.status();
   EXPECT_THAT(ran, ElementsAre(ElementsAre("/opt/fake/nvidia-smi", "-q", "-x"),
@@ -164,21 +158,21 @@ TEST(GpuPluginTest, WithoutTopologyTheGpusAreStillDiscovered) {
   GpuPluginOptions options;
   options.device_dir = "/tmp/fakedev";
   // topo -m fails: no groups, the GPUs as before.
-  GpuPlugin failing(options, FakeEnv(Testdata("h100-4gpu.xml"), {{"/tmp/fakedev/nvidia0", {1, 5}}}));
+  GpuPlugin failing(options, FakeEnv(DevicesTestdata("h100-4gpu.xml"), {{"/tmp/fakedev/nvidia0", {1, 5}}}));
   absl::StatusOr<std::vector<v1::Device>> devices = failing.Discover();
   ASSERT_TRUE(devices.ok()) << devices.status();
   ASSERT_EQ(devices->size(), 4u);
   EXPECT_TRUE((*devices)[0].healthy());
   for (const v1::Device& d : *devices) EXPECT_EQ(d.topology_group(), "") << d.index();
   // topo -m shows another number of GPUs than -q -x: no groups either.
-  GpuPlugin disagreeing(options, FakeEnv(Testdata("h100-4gpu.xml"), {}, nullptr,
-                                         Testdata("h100-1gpu-topo.txt")));
+  GpuPlugin disagreeing(options, FakeEnv(DevicesTestdata("h100-4gpu.xml"), {}, nullptr,
+                                         DevicesTestdata("h100-1gpu-topo.txt")));
   devices = disagreeing.Discover();
   ASSERT_TRUE(devices.ok()) << devices.status();
   for (const v1::Device& d : *devices) EXPECT_EQ(d.topology_group(), "") << d.index();
   // One GPU: topo -m is not run.
   std::vector<std::vector<std::string>> ran;
-  GpuPlugin one(options, FakeEnv(Testdata("h100-1gpu.xml"), {}, &ran));
+  GpuPlugin one(options, FakeEnv(DevicesTestdata("h100-1gpu.xml"), {}, &ran));
   ASSERT_TRUE(one.Discover().ok());
   EXPECT_EQ(ran.size(), 1u);
 }

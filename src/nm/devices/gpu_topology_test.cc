@@ -5,11 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "common/files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nm/devices/testdata_util.h"
 
 namespace weft::nm {
 namespace {
@@ -17,15 +16,9 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::string TopoSample(const std::string& name) {
-  absl::StatusOr<std::string> text = ReadFile(absl::StrCat(WEFT_DEVICES_TESTDATA, "/", name));
-  EXPECT_TRUE(text.ok()) << text.status();
-  return text.value_or("");
-}
-
 TEST(NvidiaSmiTopoTest, ParsesTheRealH100Sample) {
   absl::StatusOr<std::vector<std::vector<std::string>>> links =
-      ParseNvidiaSmiTopo(TopoSample("h100-1gpu-topo.txt"));
+      ParseNvidiaSmiTopo(DevicesTestdata("h100-1gpu-topo.txt"));
   ASSERT_TRUE(links.ok()) << links.status();
   EXPECT_THAT(*links, ElementsAre(ElementsAre("X")));
   EXPECT_THAT(TopologyGroups(*links, {0}), ElementsAre("g0"));
@@ -33,7 +26,7 @@ TEST(NvidiaSmiTopoTest, ParsesTheRealH100Sample) {
 
 TEST(NvidiaSmiTopoTest, TwoNvlinkPairsAreTwoGroupsAndNicsAreSkipped) {
   absl::StatusOr<std::vector<std::vector<std::string>>> links =
-      ParseNvidiaSmiTopo(TopoSample("h100-4gpu-topo.txt"));
+      ParseNvidiaSmiTopo(DevicesTestdata("h100-4gpu-topo.txt"));
   ASSERT_TRUE(links.ok()) << links.status();
   ASSERT_EQ(links->size(), 4u);
   EXPECT_THAT((*links)[2], ElementsAre("SYS", "SYS", "X", "NV4"));
@@ -53,7 +46,7 @@ TEST(NvidiaSmiTopoTest, PcieSwitchesJoinAndHostBridgesSeparate) {
 }
 
 TEST(NvidiaSmiTopoTest, MalformedMatricesAreRefusedNamingTheLine) {
-  const std::string good = TopoSample("h100-4gpu-topo.txt");
+  const std::string good = DevicesTestdata("h100-4gpu-topo.txt");
   struct Case {
     std::string text;
     std::string says;
