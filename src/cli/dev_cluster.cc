@@ -82,6 +82,10 @@ absl::StatusOr<nm::NodeManager*> DevCluster::AddNode(const std::string& node_res
     f.amrmproxy_interceptors = network->amrmproxy_interceptors;
     f.federation_store = network->federation_store;
     f.sub_cluster_id = network->sub_cluster_id;
+    f.gpus = network->gpus;
+    f.nvidia_smi = network->nvidia_smi;
+    f.gpu_device_dir = network->gpu_device_dir;
+    f.gpu_health_interval_s = network->gpu_health_interval_s;
   }
   // The RM's --log-aggregation-dir in `weft dev` (DevCluster::LogAggregationDir).
   if (f.log_aggregation_dir.empty()) f.log_aggregation_dir = LogAggregationDir(data_dir_);

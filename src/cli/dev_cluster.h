@@ -34,8 +34,8 @@ class DevCluster {
   // Starts one more NodeManager offering `node_resources` ("" = detect). If the NM refuses
   // cgroups, they are turned off for it and the following nodes, with a warning (not when
   // `network` asks for bandwidth isolation, which needs them: then it fails).
-  // `network`: only its network_*, container-user and AMRMProxy (amrmproxy, interceptors,
-  // federation store, sub-cluster id) fields are used; null = bandwidth not enforced,
+  // `network`: only its network_*, container-user, AMRMProxy (amrmproxy, interceptors,
+  // federation store, sub-cluster id) and GPU (gpus, nvidia_smi, gpu_*) fields are used; null = bandwidth not enforced,
   // containers as the app user with the default policy, no AMRMProxy. `node_label`: the NM's
   // node label ("" = none); the RM's scheduler config must declare it (node-labels), or the
   // RM refuses the NM's registration.

@@ -4,13 +4,17 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/ascii.h"
 #include "cli/cli_common.h"
 #include "cli/daemon_config.h"
 #include "cli/dev_cluster.h"
@@ -20,6 +24,7 @@
 #include "common/event_loop.h"
 #include "common/files.h"
 #include "common/private_files.h"
+#include "nm/devices/gpu_plugin.h"
 #include "scheduler/config.h"
 
 namespace weft::cli {
@@ -51,6 +56,11 @@ struct DevFlags {
   std::string scheduler_config;
   // --nm-labels L0,L1,...: NM i's node label ("" or a missing entry: none).
   std::string nm_labels;
+  // --nm-gpus S0;S1;...: NM i's `weft nm --gpus` (none, auto or a list; missing: none), and
+  // the nvidia-smi and device directory `auto` uses.
+  std::string nm_gpus;
+  std::string nvidia_smi = "nvidia-smi";
+  std::string gpu_device_dir = "/dev";
   bool no_cgroups = false;
   NmFlags network;  // only the network_* and container-user fields
   std::vector<std::string> resource_limits;
@@ -61,6 +71,49 @@ struct DevFlags {
   bool http_enable_writes = false;
   bool http_private_view = false;  // REST reads per the view ACLs (default: all for everyone)
 };
+
+// NM i's --gpus from --nm-gpus ("none" past the end). The NMs share the host's devices, so
+// no device may be given to two of them: `auto` (every GPU of the host) only to one NM and
+// with no list beside it, a list's device nodes to one NM each. Errors name the flag and why.
+absl::StatusOr<std::vector<std::string>> DevGpuSpecs(const DevFlags& flags) {
+  std::vector<std::string> specs(static_cast<size_t>(std::max(flags.nodes, 0)), "none");
+  if (flags.nm_gpus.empty()) return specs;
+  if (flags.subclusters > 1)
+    return absl::InvalidArgumentError("--nm-gpus is not supported with --subclusters > 1");
+  std::vector<std::string> given = absl::StrSplit(flags.nm_gpus, ';');
+  if (given.size() > specs.size())
+    return absl::InvalidArgumentError(absl::StrCat("--nm-gpus names ", given.size(),
+                                                   " NodeManagers for --nodes ", flags.nodes));
+  std::map<std::string, size_t> owner;  // device node -> NM
+  size_t with_gpus = 0;
+  bool any_auto = false;
+  for (size_t i = 0; i < given.size(); ++i) {
+    const std::string spec(absl::StripAsciiWhitespace(given[i]));
+    if (spec.empty() || spec == "none") continue;
+    ++with_gpus;
+    specs[i] = spec;
+    if (spec == "auto") {
+      any_auto = true;
+      continue;
+    }
+    absl::StatusOr<std::vector<nm::GpuListEntry>> list = nm::ParseGpuList(spec);
+    if (!list.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--nm-gpus: NodeManager ", i, " ('", spec,
+                                                     "'): ", list.status().message()));
+    for (const nm::GpuListEntry& entry : *list) {
+      auto [it, inserted] = owner.try_emplace(entry.path, i);
+      if (!inserted)
+        return absl::InvalidArgumentError(
+            absl::StrCat("--nm-gpus: ", entry.path, " is given to NodeManagers ", it->second,
+                         " and ", i, "; each device goes to one"));
+    }
+  }
+  if (any_auto && with_gpus > 1)
+    return absl::InvalidArgumentError(
+        "--nm-gpus: 'auto' gives a NodeManager every GPU of this host; no other NodeManager may "
+        "have GPUs beside it (give them none, or give each a list)");
+  return specs;
+}
 
 int RunDevFederation(const DevFlags& flags, const RmFlags& rm_flags, const NmFlags& nm_flags,
                      const std::filesystem::path& data_dir) {
@@ -173,6 +226,8 @@ int RunDev(const DevFlags& flags) {
       }
     }
   }
+  absl::StatusOr<std::vector<std::string>> gpu_specs = DevGpuSpecs(flags);
+  if (!gpu_specs.ok()) return PrintError(gpu_specs.status().message());
   auto web_options = MakeRmWebOptions(rm_flags);
   if (!web_options.ok()) return PrintError(web_options.status().message());
   // Validates --node-resources before anything starts.
@@ -222,8 +277,12 @@ int RunDev(const DevFlags& flags) {
   web_slot->store((*cluster)->web());
   for (int i = 0; i < flags.nodes; ++i) {
     const std::string label = static_cast<size_t>(i) < nm_labels.size() ? nm_labels[i] : "";
-    if (auto nm = (*cluster)->AddNode(flags.node_resources, &flags.network, label); !nm.ok())
-      return PrintError(nm.status().message());
+    NmFlags per_nm = flags.network;
+    per_nm.gpus = (*gpu_specs)[static_cast<size_t>(i)];
+    per_nm.nvidia_smi = flags.nvidia_smi;
+    per_nm.gpu_device_dir = flags.gpu_device_dir;
+    if (auto nm = (*cluster)->AddNode(flags.node_resources, &per_nm, label); !nm.ok())
+      return PrintError(absl::StrCat("NodeManager ", i, ": ", nm.status().message()));
   }
   rm::RmServer* rm = &(*cluster)->rm();
   const auto& nms = (*cluster)->nodes();
@@ -282,6 +341,15 @@ void AddDevCommand(CLI::App& app, int* exit_code) {
                   "node labels of the NodeManagers, L0,L1,...: NM i gets Li (empty or missing "
                   "entries: no label). Without --scheduler-config they are added to the default "
                   "configuration as exclusive labels; a --scheduler-config must declare them");
+  cmd->add_option("--nm-gpus", f->nm_gpus,
+                  "GPUs of the NodeManagers, S0;S1;...: NM i gets `weft nm --gpus Si` (none, "
+                  "auto or index:path[@group],...; missing entries: none). A device goes to one "
+                  "NM; auto to one NM only (docs/gpu-nm.md)");
+  cmd->add_option("--nvidia-smi", f->nvidia_smi, "the nvidia-smi --nm-gpus auto runs")
+      ->capture_default_str();
+  cmd->add_option("--gpu-device-dir", f->gpu_device_dir,
+                  "where --nm-gpus auto finds the device node of minor N (DIR/nvidiaN)")
+      ->capture_default_str();
   cmd->add_flag("--no-cgroups", f->no_cgroups,
                 "run containers without cgroup resource isolation (automatic when not root)");
   AddNetworkFlags(cmd, &f->network);
