@@ -24,6 +24,7 @@
 #include "gtest/gtest.h"
 #include "nm/cgroups.h"
 #include "nm/fake_rm_test_util.h"
+#include "nm/nm_test_fixture.h"
 #include "nm/node_manager.h"
 #include "security/tokens.h"
 #include "weft/v1/container.grpc.pb.h"
@@ -50,52 +51,13 @@ std::string ReadFirstWord(const std::string& path) {
   return value;
 }
 
-class ContainerUpdateTest : public ::testing::Test {
+class ContainerUpdateTest : public testing::NmTestFixture {
  protected:
-  void SetUp() override {
-    loop_.Start();
-    rm_ = std::make_unique<FakeRm>(loop_.NowMs());
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &rm_port_);
-    builder.RegisterService(rm_.get());
-    rm_server_ = builder.BuildAndStart();
-    ASSERT_NE(rm_server_, nullptr);
-    static std::atomic<int> counter{0};
-    work_root_ = std::filesystem::path(::testing::TempDir()) /
-                 absl::StrCat("weft_container_update_test_", getpid(), "_", counter++);
-    cgroup_hierarchy_ = absl::StrCat("weft_container_update_test_", getpid(), "_", counter++);
-  }
-
-  void TearDown() override {
-    if (nm_ != nullptr) nm_->Shutdown();
-    nm_.reset();
-    if (rm_server_ != nullptr) rm_server_->Shutdown();
-    loop_.Stop();
-    std::error_code ignored;
-    std::filesystem::remove_all(work_root_, ignored);
-  }
-
-  NodeManagerOptions Options(bool use_cgroups) {
-    NodeManagerOptions options;
-    options.rm_tracker_address = absl::StrCat("127.0.0.1:", rm_port_);
-    options.capability = Resource::Of(4096, 4);
-    options.work_root = work_root_.string();
-    options.stop_grace_ms = 500;
-    options.use_cgroups = use_cgroups;
-    options.cgroup_hierarchy = cgroup_hierarchy_;
-    options.run_as = ContainerRunAs::kNmUser;  // the tokens' user "alice" is not a Unix user
-    return options;
-  }
-
-  // Starts the NM and waits for its first heartbeat: from then on it knows the RM's keys.
+  ContainerUpdateTest() : NmTestFixture("weft_container_update_test") {}
+  // Starts the NM (NmTestFixture::StartNm) and, with cgroups, a view of its hierarchy.
   void StartNm(bool use_cgroups) {
-    absl::StatusOr<std::unique_ptr<NodeManager>> nm =
-        NodeManager::Start(Options(use_cgroups), &loop_);
-    ASSERT_TRUE(nm.ok()) << nm.status();
-    nm_ = *std::move(nm);
-    ASSERT_TRUE(rm_->WaitUntil([](FakeRm& rm) { return !rm.heartbeats_.empty(); }));
-    stub_ = v1::ContainerService::NewStub(grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", nm_->port()), grpc::InsecureChannelCredentials()));
+    NmTestFixture::StartNm(BaseOptions(use_cgroups));
+    if (HasFatalFailure()) return;
     if (use_cgroups) {
       absl::StatusOr<std::unique_ptr<CgroupsHandler>> view =
           DetectCgroups("/sys/fs/cgroup", cgroup_hierarchy_);
@@ -216,26 +178,6 @@ class ContainerUpdateTest : public ::testing::Test {
     return rm_->With([](FakeRm& rm) { return rm.heartbeats_.size(); });
   }
 
-  std::optional<v1::ContainerStatus> WaitCompleted(const std::string& id) {
-    std::optional<v1::ContainerStatus> result;
-    bool ok = rm_->WaitUntil([&](FakeRm& rm) {
-      int i = rm.CompletedIndex(id);
-      if (i < 0) return false;
-      result = *FindStatus(rm.heartbeats_[i], id, v1::CONTAINER_COMPLETE);
-      return true;
-    });
-    EXPECT_TRUE(ok) << "no completed status of " << id << " reached the RM";
-    return result;
-  }
-
-  ThreadEventLoop loop_;
-  std::unique_ptr<FakeRm> rm_;
-  int rm_port_ = 0;
-  std::unique_ptr<grpc::Server> rm_server_;
-  std::filesystem::path work_root_;
-  std::string cgroup_hierarchy_;
-  std::unique_ptr<NodeManager> nm_;
-  std::unique_ptr<v1::ContainerService::Stub> stub_;
   std::unique_ptr<CgroupsHandler> cgroups_;  // the test's view of the NM's hierarchy
   std::string skip_reason_;
 };

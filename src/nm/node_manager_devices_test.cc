@@ -26,6 +26,7 @@
 #include "gtest/gtest.h"
 #include "nm/devices/gpu_plugin.h"
 #include "nm/fake_rm_test_util.h"
+#include "nm/nm_test_fixture.h"
 #include "nm/node_manager.h"
 
 namespace weft::nm {
@@ -39,30 +40,17 @@ using testing::FindStatus;
 // The numbers of harmless character devices: the fake GPUs' nodes share them.
 const std::pair<int32_t, int32_t> kFakeNumbers[] = {{1, 5}, {1, 7}, {1, 8}, {1, 9}};
 
-class NodeManagerDevicesTest : public ::testing::Test {
+class NodeManagerDevicesTest : public testing::NmTestFixture {
  protected:
+  NodeManagerDevicesTest() : NmTestFixture("weft_nm_devices_test") {}
   void SetUp() override {
-    loop_.Start();
-    rm_ = std::make_unique<FakeRm>(loop_.NowMs());
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &rm_port_);
-    builder.RegisterService(rm_.get());
-    rm_server_ = builder.BuildAndStart();
-    ASSERT_NE(rm_server_, nullptr);
-    static std::atomic<int> counter{0};
-    work_root_ = std::filesystem::path(::testing::TempDir()) /
-                 absl::StrCat("weft_nm_devices_test_", getpid(), "_", counter++);
+    NmTestFixture::SetUp();
     dev_dir_ = work_root_.string() + "-dev";
     std::filesystem::create_directories(dev_dir_);
-    cgroup_hierarchy_ = absl::StrCat("weft_nm_devices_test_", getpid(), "_", counter++);
   }
   void TearDown() override {
-    if (nm_ != nullptr) nm_->Shutdown();
-    nm_.reset();
-    if (rm_server_ != nullptr) rm_server_->Shutdown();
-    loop_.Stop();
+    NmTestFixture::TearDown();
     std::error_code ignored;
-    std::filesystem::remove_all(work_root_, ignored);
     std::filesystem::remove_all(dev_dir_, ignored);
   }
 
@@ -94,25 +82,9 @@ class NodeManagerDevicesTest : public ::testing::Test {
   }
 
   NodeManagerOptions Options(std::shared_ptr<DevicePlugin> plugin, bool use_cgroups) {
-    NodeManagerOptions options;
-    options.rm_tracker_address = absl::StrCat("127.0.0.1:", rm_port_);
-    options.capability = Resource::Of(4096, 4);
-    options.work_root = work_root_.string();
-    options.stop_grace_ms = 500;
-    options.use_cgroups = use_cgroups;
-    options.cgroup_hierarchy = cgroup_hierarchy_;
-    options.run_as = ContainerRunAs::kNmUser;
+    NodeManagerOptions options = BaseOptions(use_cgroups);
     options.device_plugins.push_back(std::move(plugin));
     return options;
-  }
-
-  void StartNm(NodeManagerOptions options) {
-    absl::StatusOr<std::unique_ptr<NodeManager>> nm = NodeManager::Start(options, &loop_);
-    ASSERT_TRUE(nm.ok()) << nm.status();
-    nm_ = *std::move(nm);
-    ASSERT_TRUE(rm_->WaitUntil([](FakeRm& rm) { return !rm.heartbeats_.empty(); }));
-    stub_ = v1::ContainerService::NewStub(grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", nm_->port()), grpc::InsecureChannelCredentials()));
   }
 
   // Starts `id` holding `devices` ("gpu:1=1000", ...) with gpu-milli `gpu_milli`; returns ""
@@ -141,18 +113,6 @@ class NodeManagerDevicesTest : public ::testing::Test {
     return "";
   }
 
-  std::optional<v1::ContainerStatus> WaitCompleted(const std::string& id) {
-    std::optional<v1::ContainerStatus> result;
-    bool ok = rm_->WaitUntil([&](FakeRm& rm) {
-      int i = rm.CompletedIndex(id);
-      if (i < 0) return false;
-      result = *FindStatus(rm.heartbeats_[i], id, v1::CONTAINER_COMPLETE);
-      return true;
-    });
-    EXPECT_TRUE(ok) << "no completed status of " << id;
-    return result;
-  }
-
   // The devices the last acknowledged heartbeat reports `id` running with, after one exists.
   std::vector<std::string> RunningDevices(const std::string& id) {
     std::vector<std::string> out;
@@ -169,22 +129,7 @@ class NodeManagerDevicesTest : public ::testing::Test {
     return out;
   }
 
-  std::string ReadLog(const std::string& id) {
-    std::ifstream in(work_root_ / "logs" / id / "stdout");
-    std::stringstream content;
-    content << in.rdbuf();
-    return content.str();
-  }
-
-  ThreadEventLoop loop_;
-  std::unique_ptr<FakeRm> rm_;
-  int rm_port_ = 0;
-  std::unique_ptr<grpc::Server> rm_server_;
-  std::filesystem::path work_root_;
   std::string dev_dir_;
-  std::string cgroup_hierarchy_;
-  std::unique_ptr<NodeManager> nm_;
-  std::unique_ptr<v1::ContainerService::Stub> stub_;
 };
 
 TEST_F(NodeManagerDevicesTest, RegistersDevicesAndGpuMilliOfTheHealthyOnes) {

@@ -34,6 +34,7 @@
 #include "nm/cgroups.h"
 #include "nm/log_aggregator.h"
 #include "nm/fake_rm_test_util.h"
+#include "nm/nm_test_fixture.h"
 #include "security/master_key.h"
 #include "security/secret_source.h"
 #include "security/tokens.h"
@@ -59,54 +60,10 @@ using testing::kWait;
 
 bool IsRoot() { return geteuid() == 0; }
 
-class NodeManagerTest : public ::testing::Test {
+class NodeManagerTest : public testing::NmTestFixture {
  protected:
-  void SetUp() override {
-    loop_.Start();
-    rm_ = std::make_unique<FakeRm>(loop_.NowMs());
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &rm_port_);
-    builder.RegisterService(rm_.get());
-    rm_server_ = builder.BuildAndStart();
-    ASSERT_NE(rm_server_, nullptr);
-    ASSERT_NE(rm_port_, 0);
-    static std::atomic<int> counter{0};
-    work_root_ = std::filesystem::path(::testing::TempDir()) /
-                 absl::StrCat("weft_nm_test_", getpid(), "_", counter++);
-    cgroup_hierarchy_ = absl::StrCat("weft_nm_test_", getpid(), "_", counter++);
-  }
-
-  void TearDown() override {
-    if (nm_ != nullptr) nm_->Shutdown();
-    nm_.reset();
-    if (rm_server_ != nullptr) rm_server_->Shutdown();
-    loop_.Stop();
-    std::error_code ignored;
-    std::filesystem::remove_all(work_root_, ignored);
-  }
-
-  NodeManagerOptions Options(bool use_cgroups = false) {
-    NodeManagerOptions options;
-    options.rm_tracker_address = absl::StrCat("127.0.0.1:", rm_port_);
-    options.capability = Resource::Of(4096, 4);
-    options.work_root = work_root_.string();
-    options.stop_grace_ms = 500;
-    options.use_cgroups = use_cgroups;
-    options.cgroup_hierarchy = cgroup_hierarchy_;
-    // The tokens' users ("u", ...) are not Unix users; ContainersRunAsTheAppsUser covers that.
-    options.run_as = ContainerRunAs::kNmUser;
-    return options;
-  }
-
-  // Starts the NM and waits for its first heartbeat: from then on it knows the RM's keys.
-  void StartNm(NodeManagerOptions options) {
-    absl::StatusOr<std::unique_ptr<NodeManager>> nm = NodeManager::Start(options, &loop_);
-    ASSERT_TRUE(nm.ok()) << nm.status();
-    nm_ = *std::move(nm);
-    ASSERT_TRUE(rm_->WaitUntil([](FakeRm& rm) { return !rm.heartbeats_.empty(); }));
-    stub_ = v1::ContainerService::NewStub(grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", nm_->port()), grpc::InsecureChannelCredentials()));
-  }
+  NodeManagerTest() : NmTestFixture("weft_nm_test") {}
+  NodeManagerOptions Options(bool use_cgroups = false) { return BaseOptions(use_cgroups); }
 
   security::ContainerTokenData TokenData(const std::string& container_id,
                                          const std::string& app_id = "application_1_0001") {
@@ -180,35 +137,6 @@ class NodeManagerTest : public ::testing::Test {
     EXPECT_TRUE(status.ok()) << status.error_message();
     return response;
   }
-
-  // Waits until a heartbeat the RM acknowledged reports the container completed; returns it.
-  std::optional<v1::ContainerStatus> WaitCompleted(const std::string& container_id) {
-    std::optional<v1::ContainerStatus> result;
-    bool ok = rm_->WaitUntil([&](FakeRm& rm) {
-      int i = rm.CompletedIndex(container_id);
-      if (i < 0) return false;
-      result = *FindStatus(rm.heartbeats_[i], container_id, v1::CONTAINER_COMPLETE);
-      return true;
-    });
-    EXPECT_TRUE(ok) << "no completed status of " << container_id << " reached the RM";
-    return result;
-  }
-
-  std::string ReadLog(const std::string& container_id, const std::string& name) {
-    std::ifstream in(work_root_ / "logs" / container_id / name);
-    std::stringstream content;
-    content << in.rdbuf();
-    return content.str();
-  }
-
-  ThreadEventLoop loop_;
-  std::unique_ptr<FakeRm> rm_;
-  int rm_port_ = 0;
-  std::unique_ptr<grpc::Server> rm_server_;
-  std::filesystem::path work_root_;
-  std::string cgroup_hierarchy_;
-  std::unique_ptr<NodeManager> nm_;
-  std::unique_ptr<v1::ContainerService::Stub> stub_;
 };
 
 TEST_F(NodeManagerTest, RegistersCapabilityRackAndMissingFeatures) {
