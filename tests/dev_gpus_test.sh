@@ -2,7 +2,8 @@
 # `weft dev --nm-gpus` (docs/gpu-nm.md): a 2-NM dev cluster whose NMs get GPU lists of fake
 # GPU nodes (mknod, the numbers of /dev/zero, full and random), as root:
 #   1. NM 0 offers gpu-milli 2000 (two GPUs of group nvl), NM 1 gpu-milli 1000;
-#   2. a 2-GPU same-group container runs on NM 0 and sees CUDA_VISIBLE_DEVICES=0,1;
+#   2. a 2-GPU same-group container runs on NM 0 and gets GPUs 0 and 1
+#      (NVIDIA_VISIBLE_DEVICES=0,1, CUDA_VISIBLE_DEVICES=0,1);
 #   3. a device given to two NMs, and auto beside another NM's GPUs, are refused naming why.
 # Exits 77 (skipped, saying why) when not root. Every wait is bounded.
 # Usage: dev_gpus_test.sh WEFT
@@ -40,10 +41,10 @@ print(" ".join(sorted(str(int(n.get("capability", {}).get("values", {}).get("gpu
 
 # ---- 2. Two GPUs of one group.
 if timeout 120 "$weft" app run-shell --num-containers 1 --gpu-milli 2000 --gpu-same-group \
-  --memory-mb 128 --command "echo \$CUDA_VISIBLE_DEVICES >$tmp/pair.txt" --wait \
+  --memory-mb 128 --command "echo \$NVIDIA_VISIBLE_DEVICES \$CUDA_VISIBLE_DEVICES >$tmp/pair.txt" --wait \
   >"$tmp/pair.out" 2>&1; then
-  [[ "$(cat "$tmp/pair.txt")" == "0,1" ]] && ok "a same-group 2-GPU container saw 0,1" ||
-    bad "CUDA_VISIBLE_DEVICES '$(cat "$tmp/pair.txt")'"
+  [[ "$(cat "$tmp/pair.txt")" == "0,1 0,1" ]] && ok "a same-group 2-GPU container got GPUs 0,1" ||
+    bad "NVIDIA_ and CUDA_VISIBLE_DEVICES '$(cat "$tmp/pair.txt")'"
 else
   bad "the 2-GPU app: $(cat "$tmp/pair.out")"
 fi

@@ -4,8 +4,9 @@
 # `nvidia-smi -q -x`, and a `topo -m` with two NVLink pairs, 0-1 and 2-3) and fake GPU device
 # nodes made with mknod (the numbers of /dev/zero, full, random and urandom). Checks:
 #   1. the node registers 4 GPUs, gpu-milli 4000 and topology groups g0 g0 g2 g2;
-#   2. a container given 1 of the 4 sees only it in CUDA_VISIBLE_DEVICES, opens its node and
-#      gets "Operation not permitted" opening the 3 others;
+#   2. a container given 1 of the 4 sees only it: NVIDIA_VISIBLE_DEVICES names it, and
+#      CUDA_VISIBLE_DEVICES=0 (CUDA numbers the GPUs a container may open from 0); it opens its
+#      node and gets "Operation not permitted" opening the 3 others;
 #   3. a long container's GPU survives an NM kill -9 and restart: the node reports it held by
 #      that container again, a 2-GPU same-group container gets the NVLink pair the held GPU
 #      is not in, and 3 new whole-GPU containers get the 3 other GPUs;
@@ -99,10 +100,11 @@ wait_for() {
   return 1
 }
 
-# The probe a container runs: its CUDA_VISIBLE_DEVICES, then each fake GPU opened read-write.
+# The probe a container runs: its CUDA_ and NVIDIA_VISIBLE_DEVICES, then each fake GPU opened
+# read-write.
 probe() {  # OUT-FILE
   local out=$1
-  echo "echo \"CUDA_VISIBLE_DEVICES=\$CUDA_VISIBLE_DEVICES\" >$out; for d in $tmp/dev/nvidia*; do if (exec 3<>\$d) 2>$out.err; then echo \"\$d ok\"; else echo \"\$d \$(sed 's/.*: //' $out.err)\"; fi; done >>$out"
+  echo "echo \"CUDA_VISIBLE_DEVICES=\$CUDA_VISIBLE_DEVICES\" >$out; echo \"NVIDIA_VISIBLE_DEVICES=\$NVIDIA_VISIBLE_DEVICES\" >>$out; for d in $tmp/dev/nvidia*; do if (exec 3<>\$d) 2>$out.err; then echo \"\$d ok\"; else echo \"\$d \$(sed 's/.*: //' $out.err)\"; fi; done >>$out"
 }
 
 start_rm
@@ -128,9 +130,11 @@ if timeout 120 "$weft" app run-shell --num-containers 1 --gpu-milli 1000 --memor
 else
   bad "1-GPU app: $(cat "$tmp/run1.out")"
 fi
-mine=$(sed -n 's/^CUDA_VISIBLE_DEVICES=//p' "$tmp/one.txt" 2>/dev/null)
+mine=$(sed -n 's/^NVIDIA_VISIBLE_DEVICES=//p' "$tmp/one.txt" 2>/dev/null)
+cuda=$(sed -n 's/^CUDA_VISIBLE_DEVICES=//p' "$tmp/one.txt" 2>/dev/null)
+[[ "$cuda" == "0" ]] && ok "CUDA_VISIBLE_DEVICES=0" || bad "CUDA_VISIBLE_DEVICES '$cuda'"
 if [[ "$mine" =~ ^[0-3]$ ]]; then
-  ok "CUDA_VISIBLE_DEVICES=$mine"
+  ok "NVIDIA_VISIBLE_DEVICES=$mine"
   for i in 0 1 2 3; do
     line=$(grep "nvidia$i " "$tmp/one.txt")
     if [[ $i -eq $mine ]]; then
@@ -141,12 +145,12 @@ if [[ "$mine" =~ ^[0-3]$ ]]; then
     fi
   done
 else
-  bad "CUDA_VISIBLE_DEVICES '$mine' ($(cat "$tmp/one.txt" 2>/dev/null))"
+  bad "NVIDIA_VISIBLE_DEVICES '$mine' ($(cat "$tmp/one.txt" 2>/dev/null))"
 fi
 
 # ---- 3. NM kill -9 and restart with a long container holding a GPU.
 timeout 30 "$weft" app run-shell --num-containers 1 --gpu-milli 1000 --memory-mb 128 \
-  --command "echo \$CUDA_VISIBLE_DEVICES >$tmp/long.txt; sleep 600" >"$tmp/run2.out" 2>&1 &
+  --command "echo \$NVIDIA_VISIBLE_DEVICES >$tmp/long.txt; sleep 600" >"$tmp/run2.out" 2>&1 &
 long_client=$!
 held_before() { grep -qE "^container_[A-Za-z0-9_]+ .*gpu:[0-3]=1000" <<<"$(node_status)"; }
 if wait_for 60 held_before; then
@@ -167,7 +171,7 @@ if wait_for 60 held_before; then
     ok "the restarted NM restored $long_id's devices" || bad "no container_devices_restored log"
   # Two GPUs of one topology group: the NVLink pair without the held GPU.
   if timeout 120 "$weft" app run-shell --num-containers 1 --gpu-milli 2000 --gpu-same-group \
-    --memory-mb 128 --command "echo \$CUDA_VISIBLE_DEVICES >$tmp/pair.txt" --wait \
+    --memory-mb 128 --command "echo \$NVIDIA_VISIBLE_DEVICES >$tmp/pair.txt" --wait \
     >"$tmp/run-pair.out" 2>&1; then
     pair=$(cat "$tmp/pair.txt")
     want_pair=$([[ $long_gpu -lt 2 ]] && echo "2,3" || echo "0,1")
@@ -178,7 +182,7 @@ if wait_for 60 held_before; then
   fi
   # Three more whole GPUs: the three others, never the held one.
   if timeout 120 "$weft" app run-shell --num-containers 3 --gpu-milli 1000 --memory-mb 128 \
-    --command "echo \$CUDA_VISIBLE_DEVICES >>$tmp/three.txt; sleep 3" --wait \
+    --command "echo \$NVIDIA_VISIBLE_DEVICES >>$tmp/three.txt; sleep 3" --wait \
     >"$tmp/run3.out" 2>&1; then
     got=$(sort "$tmp/three.txt" | tr '\n' ' ')
     want=$(for i in 0 1 2 3; do [[ $i -ne $long_gpu ]] && echo $i; done | tr '\n' ' ')

@@ -82,7 +82,9 @@ absl::Status NodeManager::AssignDevices(const security::ContainerTokenData& toke
     for (const DeviceShare& share : *shares) {
       if (share.type == plugin->type()) mine.push_back(share);
     }
-    for (auto& [name, value] : plugin->ContainerEnv(mine)) spec->env[name] = value;
+    for (auto& [name, value] : plugin->ContainerEnv(mine, device_isolation_)) {
+      spec->env[name] = value;
+    }
   }
   return absl::OkStatus();
 }

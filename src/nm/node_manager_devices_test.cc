@@ -181,12 +181,12 @@ TEST_F(NodeManagerDevicesTest, GivesTheTokensDevicesAndRefusesWhatItCannot) {
   ASSERT_TRUE(WaitCompleted("container_1_0001_01_000006").has_value());
   EXPECT_EQ(ReadLog("container_1_0001_01_000006"), "0 0=500\n");
   EXPECT_EQ(ReadLog("container_1_0001_01_000001"), "1|1|1=1000\n");
-  // A container without devices sees none.
+  // A container without devices sees none (no isolation here: CUDA_VISIBLE_DEVICES is empty).
   EXPECT_EQ(StartWith("container_1_0001_01_000008", {}, 0,
                       "echo \"[${CUDA_VISIBLE_DEVICES-unset}]\""),
             "");
   ASSERT_TRUE(WaitCompleted("container_1_0001_01_000008").has_value());
-  EXPECT_EQ(ReadLog("container_1_0001_01_000008"), "[unset]\n");
+  EXPECT_EQ(ReadLog("container_1_0001_01_000008"), "[]\n");
   // The half GPU 0 freed is given again.
   EXPECT_EQ(StartWith("container_1_0001_01_000009", {"gpu:0=500"}, 500, "true"), "");
 }
@@ -209,8 +209,8 @@ class SwitchablePlugin : public DevicePlugin {
     }
     return out;
   }
-  std::map<std::string, std::string> ContainerEnv(
-      const std::vector<DeviceShare>&) const override {
+  std::map<std::string, std::string> ContainerEnv(const std::vector<DeviceShare>&,
+                                                  bool) const override {
     return {};
   }
   std::atomic<bool> gpu1_failed{false};
@@ -293,18 +293,20 @@ TEST_F(NodeManagerDevicesTest, AHungHealthDiscoveryDoesNotStopHeartbeats) {
 TEST_F(NodeManagerDevicesTest, CgroupDeniesTheGpusNotGiven) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (mknod, cgroups)";
   StartNm(Options(FourGpus(true), /*use_cgroups=*/true));
-  // Opens every fake GPU node: "ok" or the shell's error for each.
-  std::string probe;
+  // Its CUDA and NVIDIA variables, then opens every fake GPU node: "ok" or "denied" for each.
+  std::string probe = "echo \"$CUDA_VISIBLE_DEVICES|$NVIDIA_VISIBLE_DEVICES\"; ";
   for (int i = 0; i < 4; ++i) {
     absl::StrAppend(&probe, "if (exec 3<", dev_dir_, "/nvidia", i, ") 2>/dev/null; then echo ", i,
                     ":ok; else echo ", i, ":denied; fi; ");
   }
   EXPECT_EQ(StartWith("container_1_0001_01_000001", {"gpu:1=1000"}, 1000, probe), "");
   ASSERT_TRUE(WaitCompleted("container_1_0001_01_000001").has_value());
-  EXPECT_EQ(ReadLog("container_1_0001_01_000001"), "0:denied\n1:ok\n2:denied\n3:denied\n");
+  // CUDA sees only GPU 1, as its device 0.
+  EXPECT_EQ(ReadLog("container_1_0001_01_000001"), "0|1\n0:denied\n1:ok\n2:denied\n3:denied\n");
   EXPECT_EQ(StartWith("container_1_0001_01_000002", {}, 0, probe), "");
   ASSERT_TRUE(WaitCompleted("container_1_0001_01_000002").has_value());
-  EXPECT_EQ(ReadLog("container_1_0001_01_000002"), "0:denied\n1:denied\n2:denied\n3:denied\n");
+  EXPECT_EQ(ReadLog("container_1_0001_01_000002"),
+            "|\n0:denied\n1:denied\n2:denied\n3:denied\n");
 }
 
 }  // namespace

@@ -35,8 +35,10 @@ class DevicePlugin {
 
   // The environment variables a container holding `shares` (all of this type, sorted by
   // index) gets; empty `shares`: what a container holding none of these devices gets.
-  virtual std::map<std::string, std::string> ContainerEnv(
-      const std::vector<DeviceShare>& shares) const = 0;
+  // `isolated`: the container can open only its own devices (its cgroup denies the others),
+  // so what enumerates the devices it can open (CUDA) sees only those, numbered from 0.
+  virtual std::map<std::string, std::string> ContainerEnv(const std::vector<DeviceShare>& shares,
+                                                          bool isolated) const = 0;
 };
 
 }  // namespace weft::nm

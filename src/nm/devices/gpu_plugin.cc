@@ -270,21 +270,27 @@ absl::StatusOr<std::vector<v1::Device>> GpuPlugin::Discover() {
   return devices;
 }
 
-std::map<std::string, std::string> GpuPlugin::ContainerEnv(
-    const std::vector<DeviceShare>& shares) const {
+std::map<std::string, std::string> GpuPlugin::ContainerEnv(const std::vector<DeviceShare>& shares,
+                                                            bool isolated) const {
   std::map<std::string, std::string> env;
-  if (shares.empty()) return env;
+  if (shares.empty()) {
+    if (!isolated) env["CUDA_VISIBLE_DEVICES"] = "";
+    return env;
+  }
   std::vector<DeviceShare> sorted = shares;
   std::sort(sorted.begin(), sorted.end(),
             [](const DeviceShare& a, const DeviceShare& b) { return a.index < b.index; });
   std::vector<int32_t> indexes;
   std::vector<std::string> milli;
+  std::vector<int32_t> ordinals;  // what CUDA calls them when it sees only these
   for (const DeviceShare& share : sorted) {
+    ordinals.push_back(static_cast<int32_t>(indexes.size()));
     indexes.push_back(share.index);
     milli.push_back(absl::StrCat(share.index, "=", share.milli));
   }
-  env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(indexes, ",");
-  env["NVIDIA_VISIBLE_DEVICES"] = env["CUDA_VISIBLE_DEVICES"];
+  env["NVIDIA_VISIBLE_DEVICES"] = absl::StrJoin(indexes, ",");
+  env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(isolated ? ordinals : indexes, ",");
+  env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
   env["WEFT_GPU_SHARES"] = absl::StrJoin(milli, ",");
   return env;
 }

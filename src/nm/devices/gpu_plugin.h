@@ -84,11 +84,14 @@ class GpuPlugin final : public DevicePlugin {
   // them together. Errors: nvidia-smi -q -x could not run, exited non-zero (its stderr in the
   // message) or printed what ParseNvidiaSmiXml refuses.
   absl::StatusOr<std::vector<v1::Device>> Discover() override;
-  // CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES: the indexes, comma-separated, in
-  // increasing order; WEFT_GPU_SHARES: "index=milli,..." (e.g. "0=500"). Without shares: none
-  // of them (the container's cgroup denies every GPU).
-  std::map<std::string, std::string> ContainerEnv(
-      const std::vector<DeviceShare>& shares) const override;
+  // NVIDIA_VISIBLE_DEVICES: the node's indexes of the GPUs, comma-separated, increasing;
+  // WEFT_GPU_SHARES: "index=milli,..." (e.g. "2=500"); CUDA_DEVICE_ORDER=PCI_BUS_ID;
+  // CUDA_VISIBLE_DEVICES: isolated, "0,...,k-1" (CUDA numbers the k GPUs the cgroup lets it
+  // open from 0, as under Slurm's ConstrainDevices and LSF's GPU enforcement), else the node's
+  // indexes. Without shares: isolated, nothing (the cgroup denies every GPU), else
+  // CUDA_VISIBLE_DEVICES="" (CUDA then uses none).
+  std::map<std::string, std::string> ContainerEnv(const std::vector<DeviceShare>& shares,
+                                                  bool isolated) const override;
 
  private:
   v1::Device Describe(int32_t index, const std::string& path) const;

@@ -207,13 +207,23 @@ TEST(GpuPluginTest, ListModeAndContainerEnv) {
   EXPECT_EQ((*devices)[1].topology_group(), "g0");
   EXPECT_TRUE((*devices)[1].healthy());
 
-  EXPECT_THAT(plugin.ContainerEnv({}), IsEmpty());
+  // Isolated (the cgroup lets it open only its GPUs): CUDA numbers them from 0.
+  EXPECT_THAT(plugin.ContainerEnv({}, /*isolated=*/true), IsEmpty());
   std::map<std::string, std::string> env =
-      plugin.ContainerEnv({{"gpu", 10, 1000}, {"gpu", 2, 1000}});
-  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "2,10");
+      plugin.ContainerEnv({{"gpu", 10, 1000}, {"gpu", 2, 1000}}, /*isolated=*/true);
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "0,1");
+  EXPECT_EQ(env["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
   EXPECT_EQ(env["NVIDIA_VISIBLE_DEVICES"], "2,10");
   EXPECT_EQ(env["WEFT_GPU_SHARES"], "2=1000,10=1000");
-  EXPECT_EQ(plugin.ContainerEnv({{"gpu", 0, 500}})["WEFT_GPU_SHARES"], "0=500");
+  EXPECT_EQ(plugin.ContainerEnv({{"gpu", 3, 500}}, true)["CUDA_VISIBLE_DEVICES"], "0");
+  // Not isolated: CUDA sees every GPU, so the node's indexes, and none without shares.
+  env = plugin.ContainerEnv({{"gpu", 10, 1000}, {"gpu", 2, 1000}}, /*isolated=*/false);
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "2,10");
+  EXPECT_EQ(env["NVIDIA_VISIBLE_DEVICES"], "2,10");
+  EXPECT_EQ(plugin.ContainerEnv({{"gpu", 0, 500}}, false)["WEFT_GPU_SHARES"], "0=500");
+  env = plugin.ContainerEnv({}, /*isolated=*/false);
+  ASSERT_EQ(env.count("CUDA_VISIBLE_DEVICES"), 1u);
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "");
 }
 
 }  // namespace
