@@ -149,6 +149,35 @@ void AddTlsFlags(CLI::App* cmd, TlsFlags* flags) {
   cmd->add_option("--tls-key", flags->key, "this daemon's private key (PEM)");
 }
 
+void AddHttpLimitFlags(CLI::App* cmd, web::HttpLimits* limits) {
+  cmd->add_option("--http-max-connections", limits->max_connections,
+                  "web server: connections open at once (at the limit an idle or slow one is "
+                  "closed to make room, else the new one gets 503)")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()))
+      ->capture_default_str();
+  cmd->add_option("--http-max-connections-per-ip", limits->max_connections_per_ip,
+                  "web server: connections open at once from one client address (IPv6: its /64; "
+                  "0 = no limit); raise it behind a reverse proxy")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()))
+      ->capture_default_str();
+  cmd->add_option("--http-header-timeout-ms", limits->header_timeout_ms,
+                  "web server: a request's line and headers must arrive within this, ms")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()))
+      ->capture_default_str();
+  cmd->add_option("--http-body-timeout-ms", limits->body_timeout_ms,
+                  "web server: a request's body must arrive within this after its headers, ms")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()))
+      ->capture_default_str();
+  cmd->add_option("--http-idle-timeout-ms", limits->idle_timeout_ms,
+                  "web server: a kept-alive connection is closed after this long idle, ms")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()))
+      ->capture_default_str();
+  cmd->add_option("--http-write-timeout-ms", limits->write_timeout_ms,
+                  "web server: a client must take a response within this, ms")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()))
+      ->capture_default_str();
+}
+
 absl::StatusOr<security::TlsFiles> LoadTlsFlags(const TlsFlags& flags, absl::string_view role) {
   const int given = !flags.ca.empty() + !flags.cert.empty() + !flags.key.empty();
   if (given == 0)

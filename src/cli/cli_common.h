@@ -19,6 +19,7 @@
 #include "common/rm_failover.h"
 #include "google/protobuf/message.h"
 #include "security/tls.h"
+#include "web/http_server.h"
 #include "weft/v1/admin.grpc.pb.h"
 #include "weft/v1/client.grpc.pb.h"
 
@@ -96,6 +97,13 @@ struct TlsFlags {
   std::string key;
 };
 void AddTlsFlags(CLI::App* cmd, TlsFlags* flags);
+
+// A daemon's web server limits: --http-max-connections, --http-max-connections-per-ip (0: no
+// per-address limit; raise it behind a reverse proxy, whose address every client has) and the
+// request deadlines --http-header-timeout-ms, --http-body-timeout-ms, --http-idle-timeout-ms
+// and --http-write-timeout-ms (web/http_server.h). A value out of range is refused naming
+// the flag.
+void AddHttpLimitFlags(CLI::App* cmd, web::HttpLimits* limits);
 // The three files, checked to fit together (security/tls.h LoadTlsFiles). A daemon runs only
 // with TLS: FailedPrecondition, saying how to make them, when none is given; InvalidArgument
 // when only some are; the loader's errors (naming the file) otherwise.

@@ -85,5 +85,31 @@ TEST(CliCommonTest, FiniteNumberValidatorNamesTheFlag) {
   EXPECT_EQ(goal_s, 30);
 }
 
+TEST(CliCommonTest, HttpLimitFlagsSetTheLimitsAndRefuseBadValuesNamingTheFlag) {
+  CLI::App app;
+  web::HttpLimits limits;
+  AddHttpLimitFlags(&app, &limits);
+  std::vector<std::string> args = {"--http-max-connections-per-ip", "0",
+                                   "--http-idle-timeout-ms",        "250",
+                                   "--http-max-connections",        "1000"};
+  std::reverse(args.begin(), args.end());  // CLI11 takes argv's vector reversed
+  app.parse(args);
+  EXPECT_EQ(limits.max_connections_per_ip, 0);  // no per-address limit
+  EXPECT_EQ(limits.idle_timeout_ms, 250);
+  EXPECT_EQ(limits.max_connections, 1000);
+  EXPECT_EQ(limits.header_timeout_ms, web::HttpServerOptions{}.header_timeout_ms);  // default
+  for (const char* flag : {"--http-max-connections", "--http-header-timeout-ms",
+                           "--http-body-timeout-ms", "--http-write-timeout-ms"}) {
+    app.clear();
+    std::vector<std::string> bad = {"0", flag};
+    try {
+      app.parse(bad);
+      ADD_FAILURE() << flag << " 0 accepted";
+    } catch (const CLI::ValidationError& e) {
+      EXPECT_THAT(std::string(e.what()), HasSubstr(absl::StrCat(flag, ": Value 0 not in range 1")));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace weft::cli

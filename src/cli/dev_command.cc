@@ -69,6 +69,7 @@ struct DevFlags {
   int http_port = 8088;
   bool http_port_given = false;  // --http-port on the command line: no fallback when taken
   bool http_enable_writes = false;
+  web::HttpLimits http_limits;  // the RM's web server (with --subclusters: the RMs' and router's)
   bool http_private_view = false;  // REST reads per the view ACLs (default: all for everyone)
 };
 
@@ -132,6 +133,7 @@ int RunDevFederation(const DevFlags& flags, const RmFlags& rm_flags, const NmFla
   if (o.use_cgroups && geteuid() != 0) o.use_cgroups = false;  // DevCluster warns as well
   o.router_port = flags.rm_port;
   o.router_http_port = flags.http_port_given ? flags.http_port : 8089;
+  o.http_limits = flags.http_limits;
   BlockTerminationSignals();
   auto fed = DevFederation::Start(std::move(o));
   if (!fed.ok()) return PrintError(fed.status().message());
@@ -198,6 +200,7 @@ int RunDev(const DevFlags& flags) {
   rm_flags.http_port = flags.http_port;
   rm_flags.http_enable_writes = flags.http_enable_writes;
   rm_flags.http_anonymous_view = !flags.http_private_view;
+  rm_flags.http_limits = flags.http_limits;
   rm_flags.log_aggregation_dir = DevCluster::LogAggregationDir(data_dir.string());
   auto rm_options = MakeRmServerOptions(rm_flags);
   if (!rm_options.ok()) return PrintError(rm_options.status().message());
@@ -361,6 +364,7 @@ void AddDevCommand(CLI::App& app, int* exit_code) {
                       "port of the web UI, REST API (/ws/v1/cluster) and /metrics (0 = any free "
                       "port; when the default is taken, a free one is used)")
           ->capture_default_str();
+  AddHttpLimitFlags(cmd, &f->http_limits);
   AddUserAuthFlags(cmd, &f->user_auth);
   AddHistoryFlags(cmd, &f->user_auth);
   cmd->add_option("--secret-file", f->secret_file,

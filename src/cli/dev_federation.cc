@@ -87,6 +87,7 @@ absl::StatusOr<std::unique_ptr<DevFederation>> DevFederation::Start(DevFederatio
     auth = rm_options->auth;
     auto web_options = MakeRmWebOptions(r);
     if (!web_options.ok()) return web_options.status();
+    web_options->limits = o.http_limits;
     auto cluster = DevCluster::Start(*std::move(rm_options), o.use_cgroups, dir.string(),
                                      "weft dev", tls_dir);
     if (!cluster.ok())
@@ -134,6 +135,7 @@ absl::StatusOr<std::unique_ptr<DevFederation>> DevFederation::Start(DevFederatio
   federation::RouterServer* rs = f->router_.get();
   federation::RouterWebOptions wo;
   wo.port = o.router_http_port;
+  wo.limits = o.http_limits;
   auto web = federation::RouterWebServer::Start(
       &rs->router(), [rs](const rm::Presented& p) { return rs->Authenticate(p); }, wo);
   if (!web.ok() && o.router_http_port != 0) {

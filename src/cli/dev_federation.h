@@ -33,6 +33,7 @@ struct DevFederationOptions {
   bool use_cgroups = true;
   int router_port = 8032;          // the CLI's default RM address: clients reach the router
   int router_http_port = 8089;     // YARN's router web port; 0 = any
+  web::HttpLimits http_limits;     // the router's and the RMs' web servers
   int64_t heartbeat_ms = 1000;     // sub-cluster membership heartbeats
   int64_t membership_expiry_ms = 10000;
   int64_t gpg_interval_ms = 5000;

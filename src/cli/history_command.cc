@@ -49,6 +49,7 @@ struct HistoryFlags {
   std::string store;
   std::string bind_host = "127.0.0.1";
   int http_port = 8188;
+  web::HttpLimits http_limits;
   bool anonymous_view = false;
   std::vector<std::string> admins;
   std::string scheduler_config;
@@ -148,6 +149,7 @@ int RunHistory(const HistoryFlags& f) {
   web::HttpServerOptions http;
   http.bind_host = f.bind_host;
   http.port = f.http_port;
+  f.http_limits.ApplyTo(&http);
   auto server = web::HttpServer::Start(http, [api](const web::HttpRequest& req) {
     return web::HistoryApi::Handles(req) ? api->Handle(req) : Ui(req);
   });
@@ -404,6 +406,7 @@ void AddHistoryCommand(CLI::App& app, int* exit_code) {
       "Run the application history server (YARN's Timeline Server REST API for finished apps)");
   cmd->add_option("--store", f->store,
                   "the history store: memory, sqlite:/abs/path or postgresql://...");
+  AddHttpLimitFlags(cmd, &f->http_limits);
   cmd->add_option("--http-port", f->http_port, "the REST API and page's port (YARN's 8188)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));

@@ -399,6 +399,7 @@ int RunNm(const NmFlags& flags, int64_t federation_fence_ms) {
   web::NmWebOptions web_options = MakeNmWebOptions(*options, flags.admins);
   web_options.bind_host = flags.bind_host;
   web_options.port = flags.http_port;
+  web_options.limits = flags.http_limits;
   auto http = web::NmWebServer::Start(web_options, &registry);
   if (!http.ok())
     return PrintError(absl::StrCat("starting the web server: ", http.status().message()));
@@ -487,6 +488,7 @@ void AddNmCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--http-port", f->http_port,
                   "port of /metrics and container logs (0 = any free port)")
       ->capture_default_str();
+  AddHttpLimitFlags(cmd, &f->http_limits);
   cmd->add_option("--log-aggregation-dir", f->log_aggregation_dir,
                   "copy a finished application's container logs to "
                   "DIR/<user>/logs/<app>/<node>/<container>/ before they are deleted here (the "

@@ -51,6 +51,7 @@ struct NmFlags {
   // The NM's web server (/metrics, container logs; YARN's 8042); 0 = a free port. `weft nm`
   // only: `weft dev` gives each NM a free port.
   int http_port = 8042;
+  web::HttpLimits http_limits;  // `weft nm` only, like http_port
   // Whom containers run as (nm/container_user.h): "app-user" or "nm-user"; and who may.
   std::string run_containers_as = "app-user";
   int64_t min_user_id = 1000;

@@ -220,6 +220,7 @@ void AddHttpFlags(CLI::App* cmd, RmFlags* flags) {
                 "let anonymous REST readers and the web UI see every app's details "
                 "(diagnostics, AM logs, attempts); otherwise only its owner, its queue's admins, "
                 "cluster admins and its view ACL's users do (docs/security.md)");
+  AddHttpLimitFlags(cmd, &flags->http_limits);
   cmd->add_option("--log-aggregation-dir", flags->log_aggregation_dir,
                   "where NodeManagers aggregate finished apps' container logs (their "
                   "--log-aggregation-dir): served at /ws/v1/cluster/apps/ID/logs to readers the "
@@ -289,6 +290,7 @@ absl::StatusOr<web::RmWebOptions> MakeRmWebOptions(const RmFlags& flags) {
   options.port = flags.http_port;
   options.writes_enabled = flags.http_enable_writes;
   options.anonymous_view = flags.http_anonymous_view;
+  options.limits = flags.http_limits;
   if (!flags.log_aggregation_dir.empty())
     options.log_aggregation_dir =
         std::filesystem::absolute(flags.log_aggregation_dir).lexically_normal().string();

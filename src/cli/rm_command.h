@@ -44,6 +44,7 @@ struct RmFlags {
   bool http_enable_writes = false;
   // REST reads: every app's details for everyone (true), or per the view ACLs (rest_api.h).
   bool http_anonymous_view = false;
+  web::HttpLimits http_limits;  // --http-max-connections, ... (AddHttpLimitFlags)
   std::string log_aggregation_dir;  // aggregated container logs served over REST; "" = off
   // Users who may act as others (--user), cluster admins besides the RM's own user, and the
   // munged socket ("" = $WEFT_MUNGE_SOCKET, else libmunge's default).

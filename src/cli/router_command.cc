@@ -100,6 +100,7 @@ int RunRouter(const RouterFlags& flags) {
   web_options.bind_host = flags.bind_host;
   web_options.port = flags.http_port;
   web_options.writes_enabled = flags.http_enable_writes;
+  web_options.limits = flags.http_limits;
   federation::RouterServer* s = server->get();
   auto http = federation::RouterWebServer::Start(
       &s->router(), [s](const rm::Presented& p) { return s->Authenticate(p); }, web_options);
@@ -149,6 +150,7 @@ void AddRouterCommand(CLI::App& app, int* exit_code) {
                   "port of the federation page, REST API (/ws/v1/cluster, "
                   "/ws/v1/federation/subclusters) and /metrics (0 = any free port)")
       ->capture_default_str();
+  AddHttpLimitFlags(cmd, &f->http_limits);
   cmd->add_flag("--http-enable-writes", f->http_enable_writes,
                 "take YARN's REST writes (POST /ws/v1/cluster/apps/new-application, POST "
                 "/ws/v1/cluster/apps, PUT /ws/v1/cluster/apps/{id}/state) from writers "

@@ -23,6 +23,7 @@ struct RouterFlags {
   // REST writes (new-application, submit, kill) by MUNGE-authenticated writers; off = 403.
   bool http_enable_writes = false;
   int http_port = 8089;  // YARN's yarn.router.webapp.address port; 0 = any free port
+  web::HttpLimits http_limits;
   // The router's TLS material: a directory laid out as `weft certs` makes it (ca.pem,
   // router-<id>.pem, router-<id>.key), or the three files.
   std::string tls_dir;

@@ -49,6 +49,28 @@ struct HttpServerOptions {
   int max_connections_per_ip = 32;
 };
 
+// The connection limits and deadlines an operator sets on a daemon's web server (the
+// --http-max-connections, --http-max-connections-per-ip and --http-*-timeout-ms flags of
+// `weft rm|nm|dev|router|history serve`); the defaults are HttpServerOptions'.
+struct HttpLimits {
+  int max_connections = HttpServerOptions{}.max_connections;
+  int max_connections_per_ip = HttpServerOptions{}.max_connections_per_ip;  // <= 0: none
+  int header_timeout_ms = HttpServerOptions{}.header_timeout_ms;
+  int body_timeout_ms = HttpServerOptions{}.body_timeout_ms;
+  int idle_timeout_ms = HttpServerOptions{}.idle_timeout_ms;
+  int write_timeout_ms = HttpServerOptions{}.write_timeout_ms;
+
+  // Copies these six into `options`.
+  void ApplyTo(HttpServerOptions* options) const {
+    options->max_connections = max_connections;
+    options->max_connections_per_ip = max_connections_per_ip;
+    options->header_timeout_ms = header_timeout_ms;
+    options->body_timeout_ms = body_timeout_ms;
+    options->idle_timeout_ms = idle_timeout_ms;
+    options->write_timeout_ms = write_timeout_ms;
+  }
+};
+
 // Listens on bind_host:port and serves every method and path through `handler`. A handler
 // that throws gets a 500 with a JSON error body; requests refused before the handler
 // (malformed: 400; body over max_body_bytes: 413; target too long: 414; head too large: 431;

@@ -24,6 +24,7 @@ struct NmWebOptions {
   std::string node_id;
   // Log files are served up to this many bytes (their end, when longer and no start is given).
   size_t max_log_bytes = 4 << 20;
+  HttpLimits limits;  // connections and deadlines (--http-* flags)
 
   // Who reads logs. Null: MUNGE, as the RM's REST API (a fresh credential in header
   // X-Weft-Munge-Credential, sealed with payload "weft-client", decoded by the munged at

@@ -41,6 +41,7 @@ struct RmWebOptions {
   // Serve the application history page at /applicationhistory (when more_routes serves the
   // history API it reads).
   bool history_page = false;
+  HttpLimits limits;  // connections and deadlines (--http-* flags)
 };
 
 // Serves, on its own threads:

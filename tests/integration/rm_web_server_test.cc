@@ -308,6 +308,43 @@ TEST(RmWebServerStartTest, ATakenPortIsReported) {
   EXPECT_THAT(std::string(second.status().message()), HasSubstr("--http-port 0"));
 }
 
+// The operator's limits (--http-max-connections-per-ip, ...) reach the server: with one
+// connection per address, an idle connection is closed to make room for a new client's request
+// from the same address (with the default 32 it would stay open).
+TEST(RmWebServerStartTest, OperatorLimitsReachTheServer) {
+  rm::RmServerOptions o;
+  o.auth.mode = rm::UserAuthentication::kDeclared;
+  o.launcher = std::make_unique<NoLauncher>();
+  auto rm = rm::RmServer::Start(std::move(o));
+  ASSERT_TRUE(rm.ok());
+  RmWebOptions w;
+  w.port = 0;
+  w.limits.max_connections_per_ip = 1;
+  auto web = RmWebServer::Start(rm->get(), w);
+  ASSERT_TRUE(web.ok()) << web.status();
+  const int idle = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(idle, 0);
+  absl::Cleanup close_idle = [idle] { close(idle); };
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  a.sin_port = htons(static_cast<uint16_t>((*web)->port()));
+  ASSERT_EQ(connect(idle, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  httplib::Client client("127.0.0.1", (*web)->port());
+  client.set_read_timeout(10, 0);
+  auto r = client.Get("/ws/v1/cluster/info");
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 200);
+  // The idle one was closed without an answer: end of stream, well before the default 10 s
+  // header deadline would close it (bounded: 3 s).
+  timeval tv{3, 0};
+  ASSERT_EQ(setsockopt(idle, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+  char byte = 0;
+  EXPECT_EQ(recv(idle, &byte, 1, 0), 0);
+  (*web)->Stop();
+  (*rm)->Shutdown();
+}
+
 TEST(NmWebServerTest, MetricsAndContainerLogs) {
   char dir_template[] = "/tmp/weft-nm-web-XXXXXX";
   ASSERT_NE(mkdtemp(dir_template), nullptr);

@@ -28,6 +28,7 @@ struct RouterWebOptions {
   // the router, by writers authenticated as ClientService authenticates them (MUNGE, the admin
   // secret); refused with 403 when false.
   bool writes_enabled = false;
+  web::HttpLimits limits;  // connections and deadlines (--http-* flags)
 };
 
 // Authenticates what a REST call presented (RouterServer::Authenticate).
