@@ -278,12 +278,17 @@ TEST_F(RmWebServerTest, SlowClientsDoNotDelayReads) {
   for (int fd : slow) close(fd);
 }
 
-TEST(RmWebServerStartTest, WritesWithoutASecretAreAConfigurationError) {
+// An RM that believes declared users and launches nothing, for the web server's start tests.
+absl::StatusOr<std::unique_ptr<rm::RmServer>> StartDeclaredRm() {
   rm::RmServerOptions o;
   o.auth.mode = rm::UserAuthentication::kDeclared;
   o.launcher = std::make_unique<NoLauncher>();
-  auto rm = rm::RmServer::Start(std::move(o));
-  ASSERT_TRUE(rm.ok());
+  return rm::RmServer::Start(std::move(o));
+}
+
+TEST(RmWebServerStartTest, WritesWithoutASecretAreAConfigurationError) {
+  auto rm = StartDeclaredRm();
+  ASSERT_TRUE(rm.ok()) << rm.status();
   RmWebOptions w;
   w.port = 0;
   w.writes_enabled = true;
@@ -293,11 +298,8 @@ TEST(RmWebServerStartTest, WritesWithoutASecretAreAConfigurationError) {
 }
 
 TEST(RmWebServerStartTest, ATakenPortIsReported) {
-  rm::RmServerOptions o;
-  o.auth.mode = rm::UserAuthentication::kDeclared;
-  o.launcher = std::make_unique<NoLauncher>();
-  auto rm = rm::RmServer::Start(std::move(o));
-  ASSERT_TRUE(rm.ok());
+  auto rm = StartDeclaredRm();
+  ASSERT_TRUE(rm.ok()) << rm.status();
   RmWebOptions w;
   w.port = 0;
   auto first = RmWebServer::Start(rm->get(), w);
@@ -312,11 +314,8 @@ TEST(RmWebServerStartTest, ATakenPortIsReported) {
 // connection per address, an idle connection is closed to make room for a new client's request
 // from the same address (with the default 32 it would stay open).
 TEST(RmWebServerStartTest, OperatorLimitsReachTheServer) {
-  rm::RmServerOptions o;
-  o.auth.mode = rm::UserAuthentication::kDeclared;
-  o.launcher = std::make_unique<NoLauncher>();
-  auto rm = rm::RmServer::Start(std::move(o));
-  ASSERT_TRUE(rm.ok());
+  auto rm = StartDeclaredRm();
+  ASSERT_TRUE(rm.ok()) << rm.status();
   RmWebOptions w;
   w.port = 0;
   w.limits.max_connections_per_ip = 1;
