@@ -146,6 +146,20 @@ class FakeRm final : public v1::TrackerService::CallbackService {
     return -1;
   }
 
+  // Waits (kWait at most) until an acknowledged heartbeat reports the container completed;
+  // returns that status (nullopt, with a test failure, when none came).
+  std::optional<v1::ContainerStatus> WaitCompleted(const std::string& container_id) {
+    std::optional<v1::ContainerStatus> result;
+    bool ok = WaitUntil([&](FakeRm& rm) {
+      int i = rm.CompletedIndex(container_id);
+      if (i < 0) return false;
+      result = *FindStatus(rm.heartbeats_[i], container_id, v1::CONTAINER_COMPLETE);
+      return true;
+    });
+    EXPECT_TRUE(ok) << "no completed status of " << container_id << " reached the RM";
+    return result;
+  }
+
   // Fields below are guarded by mu_ (use With/WaitUntil).
   std::vector<v1::RegisterNodeManagerRequest> registrations_;
   std::vector<v1::NodeHeartbeatRequest> heartbeats_;

@@ -325,17 +325,9 @@ class NmRecoveryTestBase : public ::testing::Test {
     return pid;
   }
 
-  // Waits until a heartbeat the RM acknowledged reports the container completed; returns it.
+  // FakeRm::WaitCompleted.
   std::optional<v1::ContainerStatus> WaitCompleted(const std::string& id) {
-    std::optional<v1::ContainerStatus> result;
-    bool ok = rm_->WaitUntil([&](FakeRm& rm) {
-      int i = rm.CompletedIndex(id);
-      if (i < 0) return false;
-      result = *FindStatus(rm.heartbeats_[i], id, v1::CONTAINER_COMPLETE);
-      return true;
-    });
-    EXPECT_TRUE(ok) << "no completed status of " << id << " reached the RM";
-    return result;
+    return rm_->WaitCompleted(id);
   }
 
   // The status of `id` in the last registration (running or completed), or nullopt.

@@ -81,17 +81,9 @@ class NmTestFixture : public ::testing::Test {
         absl::StrCat("127.0.0.1:", nm_->port()), grpc::InsecureChannelCredentials()));
   }
 
-  // Waits until a heartbeat the RM acknowledged reports the container completed; returns it.
+  // FakeRm::WaitCompleted.
   std::optional<v1::ContainerStatus> WaitCompleted(const std::string& container_id) {
-    std::optional<v1::ContainerStatus> result;
-    bool ok = rm_->WaitUntil([&](FakeRm& rm) {
-      int i = rm.CompletedIndex(container_id);
-      if (i < 0) return false;
-      result = *FindStatus(rm.heartbeats_[i], container_id, v1::CONTAINER_COMPLETE);
-      return true;
-    });
-    EXPECT_TRUE(ok) << "no completed status of " << container_id << " reached the RM";
-    return result;
+    return rm_->WaitCompleted(container_id);
   }
 
   // The container's log file `name` ("" when there is none).
