@@ -10,6 +10,7 @@
 #   3. a long container's GPU survives an NM kill -9 and restart: the node reports it held by
 #      that container again, a 2-GPU same-group container gets the NVLink pair the held GPU
 #      is not in, and 3 new whole-GPU containers get the 3 other GPUs;
+#   3b. --gpus-allowed 1,3 offers GPUs 1 and 3 only (and is refused without --gpus auto);
 #   4. on a node with 1 fake GPU, two 500-milli containers run on GPU 0 together.
 # Needs root (mknod, cgroups) and a cgroup v1 devices controller or cgroup v2: exits 77
 # (skipped) saying why otherwise. Every wait is bounded.
@@ -198,6 +199,23 @@ kill -TERM "$long_client" 2>/dev/null
 for app in $(timeout 10 "$weft" app list 2>/dev/null | grep -oE "application_[0-9_]+"); do
   timeout 10 "$weft" app kill "$app" >/dev/null 2>&1
 done
+
+# ---- 3b. Only some of nvidia-smi's GPUs (--gpus-allowed).
+out=$("$weft" nm --rm "$rm_address" --gpus none --gpus-allowed 1 2>&1) &&
+  bad "--gpus-allowed without --gpus auto was accepted"
+grep -q "needs --gpus auto" <<<"$out" && ok "--gpus-allowed without --gpus auto is refused" ||
+  bad "--gpus-allowed with --gpus none: $out"
+stop "$nm_pid"
+start_nm --gpus auto --gpus-allowed 1,3 --nvidia-smi "$tmp/nvidia-smi" --gpu-device-dir "$tmp/dev"
+wait_running || bad "the NM with --gpus-allowed did not register"
+two_allowed() { node_status | grep -q "gpu-milli=2000"; }
+if wait_for 30 two_allowed; then
+  listed=$(node_status | grep -oE "^gpu:[0-9]+" | tr '\n' ' ')
+  [[ "$listed" == "gpu:1 gpu:3 " ]] && ok "--gpus-allowed 1,3: the node offers GPUs 1 and 3 only" ||
+    bad "--gpus-allowed 1,3: GPUs '$listed'"
+else
+  bad "--gpus-allowed 1,3: no gpu-milli=2000 in $(node_status)"
+fi
 
 # ---- 4. Two halves of one GPU: the NM again, with GPU 0 only.
 stop "$nm_pid"

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -178,11 +179,22 @@ absl::StatusOr<nm::NodeManagerOptions> MakeNodeManagerOptions(const NmFlags& fla
       (flags.link_mbps != 0 || flags.network_containers_mbps != 0))
     return absl::InvalidArgumentError(
         "--link-mbps and --network-containers-mbps need --network-interface");
+  if (!flags.gpus_allowed.empty() && flags.gpus != "auto")
+    return absl::InvalidArgumentError(
+        absl::StrCat("--gpus-allowed needs --gpus auto (got --gpus '", flags.gpus,
+                     "'; a list names the node's GPUs itself)"));
   if (flags.gpus != "none") {
     nm::GpuPluginOptions gpu;
     if (flags.gpus == "auto") {
       gpu.nvidia_smi = flags.nvidia_smi;
       gpu.device_dir = flags.gpu_device_dir;
+      if (!flags.gpus_allowed.empty()) {
+        absl::StatusOr<std::set<int32_t>> allowed = nm::ParseGpuIndexes(flags.gpus_allowed);
+        if (!allowed.ok())
+          return absl::InvalidArgumentError(absl::StrCat(
+              "--gpus-allowed '", flags.gpus_allowed, "': ", allowed.status().message()));
+        gpu.allowed = *std::move(allowed);
+      }
     } else {
       absl::StatusOr<std::vector<nm::GpuListEntry>> list = nm::ParseGpuList(flags.gpus);
       if (!list.ok())
@@ -321,6 +333,9 @@ void AddGpuFlags(CLI::App* cmd, NmFlags* f) {
   cmd->add_option("--gpu-device-dir", f->gpu_device_dir,
                   "where --gpus auto finds the device node of minor N (DIR/nvidiaN)")
       ->capture_default_str();
+  cmd->add_option("--gpus-allowed", f->gpus_allowed,
+                  "with --gpus auto: only these GPUs (indexes, e.g. 0,2) are the NodeManager's; "
+                  "one nvidia-smi does not report stays unhealthy (default: all)");
   cmd->add_option("--gpu-health-interval-s", f->gpu_health_interval_s,
                   "how often the GPUs are discovered again for their health, s (0 = only at "
                   "start)")

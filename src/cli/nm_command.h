@@ -47,6 +47,7 @@ struct NmFlags {
   std::string gpus = "none";
   std::string nvidia_smi = "nvidia-smi";
   std::string gpu_device_dir = "/dev";
+  std::string gpus_allowed;  // --gpus auto: only these indexes, "0,2" ("" = all)
   int64_t gpu_health_interval_s = 30;
   // The NM's web server (/metrics, container logs; YARN's 8042); 0 = a free port. `weft nm`
   // only: `weft dev` gives each NM a free port.

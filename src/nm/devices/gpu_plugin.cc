@@ -107,6 +107,22 @@ absl::StatusOr<std::vector<NvidiaSmiGpu>> ParseNvidiaSmiXml(absl::string_view xm
   return gpus;
 }
 
+absl::StatusOr<std::set<int32_t>> ParseGpuIndexes(absl::string_view text) {
+  std::set<int32_t> indexes;
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    item = absl::StripAsciiWhitespace(item);
+    int32_t index = 0;
+    if (!absl::SimpleAtoi(item, &index) || index < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("GPU index '", item, "' is not a number >= 0 (want e.g. 0,2)"));
+    }
+    if (!indexes.insert(index).second) {
+      return absl::InvalidArgumentError(absl::StrCat("GPU index ", index, " is given twice"));
+    }
+  }
+  return indexes;
+}
+
 absl::StatusOr<std::vector<GpuListEntry>> ParseGpuList(absl::string_view text) {
   std::vector<GpuListEntry> entries;
   std::set<int32_t> indexes;
@@ -256,8 +272,11 @@ absl::StatusOr<std::vector<v1::Device>> GpuPlugin::Discover() {
       log::Warn("gpu_topology_unknown", {{"error", found.status()}});
     }
   }
+  std::set<int32_t> reported;
   for (size_t i = 0; i < gpus->size(); ++i) {
     const NvidiaSmiGpu& gpu = (*gpus)[i];
+    reported.insert(gpu.minor_number);
+    if (!options_.allowed.empty() && !options_.allowed.contains(gpu.minor_number)) continue;
     v1::Device device = Describe(
         gpu.minor_number, absl::StrCat(options_.device_dir, "/nvidia", gpu.minor_number));
     device.set_uuid(gpu.uuid);
@@ -267,6 +286,15 @@ absl::StatusOr<std::vector<v1::Device>> GpuPlugin::Discover() {
     if (!gpu.fault.empty()) device.set_healthy(false);
     devices.push_back(std::move(device));
   }
+  // An allowed GPU nvidia-smi does not report: the NM's, but unusable until it is seen.
+  for (int32_t index : options_.allowed) {
+    if (reported.contains(index)) continue;
+    v1::Device device = Describe(index, absl::StrCat(options_.device_dir, "/nvidia", index));
+    device.set_healthy(false);
+    devices.push_back(std::move(device));
+  }
+  std::sort(devices.begin(), devices.end(),
+            [](const v1::Device& a, const v1::Device& b) { return a.index() < b.index(); });
   return devices;
 }
 

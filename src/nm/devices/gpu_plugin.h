@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,7 +56,15 @@ struct GpuPluginOptions {
   std::vector<GpuListEntry> list;
   // auto: the device node of minor number N is <device_dir>/nvidiaN.
   std::string device_dir = "/dev";
+  // auto: only these GPUs (by index, the minor number) are the NM's; empty = every GPU
+  // nvidia-smi reports (YARN's allowed-gpu-devices). One nvidia-smi does not report is kept,
+  // unhealthy, as a listed GPU whose node is missing is.
+  std::set<int32_t> allowed;
 };
+
+// "0,2,5" -> {0, 2, 5}. Errors (InvalidArgument): an item that is not a number >= 0, an index
+// given twice, an empty list.
+absl::StatusOr<std::set<int32_t>> ParseGpuIndexes(absl::string_view text);
 
 // What the plugin needs of the system, injectable for tests.
 struct GpuPluginEnv {

@@ -154,6 +154,35 @@ TEST(GpuPluginTest, AutoDiscoversFromNvidiaSmiWithNumbersFromStat) {
   }
 }
 
+TEST(GpuPluginTest, AllowedGpusOnlyAndOneNotReportedStaysUnhealthy) {
+  GpuPluginOptions options;
+  options.device_dir = "/tmp/fakedev";
+  options.allowed = {1, 3, 7};
+  GpuPlugin plugin(options, FakeEnv(DevicesTestdata("h100-4gpu.xml"),
+                                    {{"/tmp/fakedev/nvidia1", {1, 7}},
+                                     {"/tmp/fakedev/nvidia3", {1, 9}},
+                                     {"/tmp/fakedev/nvidia7", {1, 8}}},
+                                    nullptr, DevicesTestdata("h100-4gpu-topo.txt")));
+  absl::StatusOr<std::vector<v1::Device>> devices = plugin.Discover();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  ASSERT_EQ(devices->size(), 3u);
+  EXPECT_EQ((*devices)[0].index(), 1);
+  EXPECT_TRUE((*devices)[0].healthy());
+  EXPECT_EQ((*devices)[0].model(), "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ((*devices)[0].topology_group(), "g0");  // groups come from every GPU's links
+  EXPECT_EQ((*devices)[1].index(), 3);
+  EXPECT_EQ((*devices)[1].topology_group(), "g2");
+  // GPU 7: its node exists, but nvidia-smi does not report it.
+  EXPECT_EQ((*devices)[2].index(), 7);
+  EXPECT_FALSE((*devices)[2].healthy());
+
+  EXPECT_THAT(*ParseGpuIndexes("2, 0"), ElementsAre(0, 2));
+  for (const char* bad : {"", "x", "-1", "1,1", "0,,2"}) {
+    EXPECT_EQ(ParseGpuIndexes(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_THAT(ParseGpuIndexes("1,1").status().message(), HasSubstr("GPU index 1 is given twice"));
+}
+
 TEST(GpuPluginTest, WithoutTopologyTheGpusAreStillDiscovered) {
   GpuPluginOptions options;
   options.device_dir = "/tmp/fakedev";
