@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,15 @@ namespace weft::nm::testing {
 inline constexpr int64_t kHeartbeatMs = 20;
 inline constexpr int64_t kHourMs = 3'600'000;
 inline const absl::Duration kWait = absl::Seconds(30);
+
+// Serves `service` (a FakeRm, or one in front of it) on 127.0.0.1, on a port the kernel picks
+// (stored in *port); null when it could not be started.
+inline std::unique_ptr<grpc::Server> ServeOnLoopback(grpc::Service* service, int* port) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), port);
+  builder.RegisterService(service);
+  return builder.BuildAndStart();
+}
 
 inline const v1::ContainerStatus* FindStatus(const v1::NodeHeartbeatRequest& heartbeat,
                                              absl::string_view container_id,

@@ -117,10 +117,7 @@ class FederationFenceTest : public ::testing::Test {
     loop_.Start();
     rm_ = std::make_unique<FakeRm>(loop_.NowMs());
     switched_ = std::make_unique<SwitchedRm>(rm_.get());
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &rm_port_);
-    builder.RegisterService(switched_.get());
-    rm_server_ = builder.BuildAndStart();
+    rm_server_ = testing::ServeOnLoopback(switched_.get(), &rm_port_);
     ASSERT_NE(rm_server_, nullptr);
     static std::atomic<int> counter{0};
     work_root_ = std::filesystem::path(::testing::TempDir()) /

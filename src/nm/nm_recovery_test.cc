@@ -142,10 +142,7 @@ class NmRecoveryTestBase : public ::testing::Test {
     ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
     loop_.Start();
     rm_ = std::make_unique<FakeRm>(loop_.NowMs());
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &rm_port_);
-    builder.RegisterService(rm_.get());
-    rm_server_ = builder.BuildAndStart();
+    rm_server_ = testing::ServeOnLoopback(rm_.get(), &rm_port_);
     ASSERT_NE(rm_server_, nullptr);
     work_root_ = std::filesystem::path(::testing::TempDir()) /
                  absl::StrCat("weft_nm_recovery_test_", getpid(), "_", counter++);

@@ -36,10 +36,7 @@ class NmTestFixture : public ::testing::Test {
   void SetUp() override {
     loop_.Start();
     rm_ = std::make_unique<FakeRm>(loop_.NowMs());
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &rm_port_);
-    builder.RegisterService(rm_.get());
-    rm_server_ = builder.BuildAndStart();
+    rm_server_ = ServeOnLoopback(rm_.get(), &rm_port_);
     ASSERT_NE(rm_server_, nullptr);
     ASSERT_NE(rm_port_, 0);
     static std::atomic<int> counter{0};

@@ -511,10 +511,8 @@ TEST_F(NodeManagerTest, AStandbyRmLeadsTheNmToTheActive) {
   const std::string active = absl::StrCat("127.0.0.1:", rm_port_);
   StandbyTracker standby(active);
   int standby_port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &standby_port);
-  builder.RegisterService(&standby);
-  std::unique_ptr<grpc::Server> standby_server = builder.BuildAndStart();
+  std::unique_ptr<grpc::Server> standby_server =
+      testing::ServeOnLoopback(&standby, &standby_port);
   ASSERT_NE(standby_server, nullptr);
   NodeManagerOptions options = Options();
   options.rm_tracker_address = absl::StrCat("127.0.0.1:", standby_port, ",", active);
@@ -534,10 +532,7 @@ TEST_F(NodeManagerTest, WhenTheActiveDiesTheNmRegistersWithTheNextRm) {
     return 0;
   });
   int port2 = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port2);
-  builder.RegisterService(&rm2);
-  std::unique_ptr<grpc::Server> server2 = builder.BuildAndStart();
+  std::unique_ptr<grpc::Server> server2 = testing::ServeOnLoopback(&rm2, &port2);
   ASSERT_NE(server2, nullptr);
   NodeManagerOptions options = Options();
   options.rm_tracker_address = absl::StrCat("127.0.0.1:", rm_port_, ",127.0.0.1:", port2);
