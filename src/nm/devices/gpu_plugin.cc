@@ -202,9 +202,9 @@ v1::Device GpuPlugin::Describe(int32_t index, const std::string& path) const {
   return device;
 }
 
-absl::StatusOr<std::vector<std::string>> GpuPlugin::Groups(
-    const std::vector<NvidiaSmiGpu>& gpus) const {
-  const std::vector<std::string> argv = {options_.nvidia_smi, "topo", "-m"};
+absl::StatusOr<std::string> GpuPlugin::RunNvidiaSmi(const std::vector<std::string>& args) const {
+  std::vector<std::string> argv = {options_.nvidia_smi};
+  argv.insert(argv.end(), args.begin(), args.end());
   absl::StatusOr<CommandResult> result = env_.run(argv);
   if (!result.ok()) {
     return absl::Status(result.status().code(), absl::StrCat("running ", CommandLine(argv), ": ",
@@ -215,8 +215,14 @@ absl::StatusOr<std::vector<std::string>> GpuPlugin::Groups(
         absl::StrCat(CommandLine(argv), " exited with ", result->exit_code, ": ",
                      absl::StripAsciiWhitespace(result->stderr_text)));
   }
-  absl::StatusOr<std::vector<std::vector<std::string>>> links =
-      ParseNvidiaSmiTopo(result->stdout_text);
+  return std::move(result->stdout_text);
+}
+
+absl::StatusOr<std::vector<std::string>> GpuPlugin::Groups(
+    const std::vector<NvidiaSmiGpu>& gpus) const {
+  absl::StatusOr<std::string> topo = RunNvidiaSmi({"topo", "-m"});
+  if (!topo.ok()) return topo.status();
+  absl::StatusOr<std::vector<std::vector<std::string>>> links = ParseNvidiaSmiTopo(*topo);
   if (!links.ok()) return links.status();
   if (links->size() != gpus.size()) {
     return absl::FailedPreconditionError(absl::StrCat("nvidia-smi topo -m shows ", links->size(),
@@ -246,32 +252,36 @@ absl::StatusOr<std::vector<v1::Device>> GpuPlugin::Discover() {
     }
     return devices;
   }
-  const std::vector<std::string> argv = {options_.nvidia_smi, "-q", "-x"};
-  absl::StatusOr<CommandResult> result = env_.run(argv);
-  if (!result.ok()) {
-    return absl::Status(result.status().code(),
-                        absl::StrCat("discovering GPUs: running ", CommandLine(argv), ": ",
-                                     result.status().message()));
+  absl::StatusOr<std::string> xml = RunNvidiaSmi({"-q", "-x"});
+  if (!xml.ok()) {
+    return absl::Status(xml.status().code(),
+                        absl::StrCat("discovering GPUs: ", xml.status().message()));
   }
-  if (result->exit_code != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("discovering GPUs: ", CommandLine(argv), " exited with ", result->exit_code,
-                     ": ", absl::StripAsciiWhitespace(result->stderr_text)));
-  }
-  absl::StatusOr<std::vector<NvidiaSmiGpu>> gpus = ParseNvidiaSmiXml(result->stdout_text);
+  absl::StatusOr<std::vector<NvidiaSmiGpu>> gpus = ParseNvidiaSmiXml(*xml);
   if (!gpus.ok()) {
-    return absl::Status(gpus.status().code(), absl::StrCat("discovering GPUs: ", CommandLine(argv),
-                                                           ": ", gpus.status().message()));
+    return absl::Status(gpus.status().code(),
+                        absl::StrCat("discovering GPUs: ",
+                                     CommandLine({options_.nvidia_smi, "-q", "-x"}), ": ",
+                                     gpus.status().message()));
   }
-  std::vector<std::string> groups(gpus->size());
-  if (gpus->size() >= 2) {
-    absl::StatusOr<std::vector<std::string>> found = Groups(*gpus);
-    if (found.ok()) {
-      groups = *std::move(found);
-    } else {
-      log::Warn("gpu_topology_unknown", {{"error", found.status()}});
+  // The topology is the hardware's: learned again only when nvidia-smi reports another set of
+  // GPUs (numbers and minors), so a health check runs topo -m only then, and a topo -m that
+  // fails later does not take the groups away.
+  std::vector<std::pair<int32_t, int32_t>> gpu_set;
+  for (const NvidiaSmiGpu& gpu : *gpus) gpu_set.emplace_back(gpu.smi_index, gpu.minor_number);
+  if (gpu_set != topology_gpus_) {
+    topology_gpus_ = gpu_set;
+    topology_groups_.assign(gpus->size(), "");
+    if (gpus->size() >= 2) {
+      absl::StatusOr<std::vector<std::string>> found = Groups(*gpus);
+      if (found.ok()) {
+        topology_groups_ = *std::move(found);
+      } else {
+        log::Warn("gpu_topology_unknown", {{"error", found.status()}});
+      }
     }
   }
+  const std::vector<std::string>& groups = topology_groups_;
   std::set<int32_t> reported;
   for (size_t i = 0; i < gpus->size(); ++i) {
     const NvidiaSmiGpu& gpu = (*gpus)[i];

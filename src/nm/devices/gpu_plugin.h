@@ -9,6 +9,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -88,9 +89,10 @@ class GpuPlugin final : public DevicePlugin {
   explicit GpuPlugin(GpuPluginOptions options, GpuPluginEnv env = GpuPluginEnv::Real());
   std::string type() const override { return "gpu"; }
   // auto: with two GPUs or more, `nvidia-smi topo -m` gives their topology groups
-  // (TopologyGroups); when it fails or disagrees with -q -x the groups stay "" and a warning
-  // says why (gpu_topology_unknown): the GPUs are usable, only gpu_same_group asks cannot use
-  // them together. Errors: nvidia-smi -q -x could not run, exited non-zero (its stderr in the
+  // (TopologyGroups), run at the first discovery and again only when nvidia-smi reports another
+  // set of GPUs; when it fails or disagrees with -q -x the groups stay "" and a warning says why
+  // (gpu_topology_unknown): the GPUs are usable, only gpu_same_group asks cannot use them
+  // together. Errors: nvidia-smi -q -x could not run, exited non-zero (its stderr in the
   // message) or printed what ParseNvidiaSmiXml refuses.
   absl::StatusOr<std::vector<v1::Device>> Discover() override;
   // NVIDIA_VISIBLE_DEVICES: the node's indexes of the GPUs, comma-separated, increasing;
@@ -104,11 +106,18 @@ class GpuPlugin final : public DevicePlugin {
 
  private:
   v1::Device Describe(int32_t index, const std::string& path) const;
+  // `nvidia-smi ARGS...`'s stdout; errors name the command and say why (it could not run, or
+  // exited non-zero with its stderr).
+  absl::StatusOr<std::string> RunNvidiaSmi(const std::vector<std::string>& args) const;
   // The topology group of each of `gpus` (same order); an error says why there are none.
   absl::StatusOr<std::vector<std::string>> Groups(const std::vector<NvidiaSmiGpu>& gpus) const;
 
   const GpuPluginOptions options_;
   const GpuPluginEnv env_;
+  // auto: the GPUs (nvidia-smi number, minor) whose topology groups_ holds, same order.
+  // Discover's own (never called twice at once; ContainerEnv does not read them).
+  std::vector<std::pair<int32_t, int32_t>> topology_gpus_;
+  std::vector<std::string> topology_groups_;
 };
 
 }  // namespace weft::nm

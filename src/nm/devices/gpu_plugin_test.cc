@@ -3,6 +3,7 @@
 #include "nm/devices/gpu_plugin.h"
 
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -152,6 +153,52 @@ TEST(GpuPluginTest, AutoDiscoversFromNvidiaSmiWithNumbersFromStat) {
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ((*devices)[i].topology_group(), i < 2 ? "g0" : "g2") << i;
   }
+  // A health check of the same GPUs runs -q -x only: the topology is kept.
+  devices = plugin.Discover();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  EXPECT_EQ(ran.size(), 3u);
+  EXPECT_EQ(ran.back(), (std::vector<std::string>{"/opt/fake/nvidia-smi", "-q", "-x"}));
+  EXPECT_EQ((*devices)[3].topology_group(), "g2");
+}
+
+TEST(GpuPluginTest, TopologyIsLearnedAgainWhenTheGpusChange) {
+  GpuPluginOptions options;
+  options.device_dir = "/tmp/fakedev";
+  // What the fake nvidia-smi prints; the test changes it between discoveries.
+  auto xml = std::make_shared<std::string>(DevicesTestdata("h100-4gpu.xml"));
+  auto topo = std::make_shared<std::string>(DevicesTestdata("h100-4gpu-topo.txt"));
+  auto topo_runs = std::make_shared<int>(0);
+  GpuPluginEnv env = FakeEnv("", {});
+  env.run = [xml, topo, topo_runs](
+                const std::vector<std::string>& argv) -> absl::StatusOr<CommandResult> {
+    CommandResult result;
+    if (argv[1] == "topo") {
+      ++*topo_runs;
+      result.stdout_text = *topo;
+      if (topo->empty()) result.exit_code = 2;
+    } else {
+      result.stdout_text = *xml;
+    }
+    return result;
+  };
+  GpuPlugin plugin(options, env);
+  ASSERT_TRUE(plugin.Discover().ok());
+  EXPECT_EQ(*topo_runs, 1);
+  // topo -m now fails, the GPUs are the same: not run, the groups stay.
+  topo->clear();
+  absl::StatusOr<std::vector<v1::Device>> devices = plugin.Discover();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  EXPECT_EQ(*topo_runs, 1);
+  EXPECT_EQ((*devices)[0].topology_group(), "g0");
+  // GPU 3 is gone from nvidia-smi: another set, so topo -m runs again (and fails: no groups).
+  const size_t last_gpu = xml->rfind("<gpu id=");
+  ASSERT_NE(last_gpu, std::string::npos);
+  xml->erase(last_gpu, xml->find("</gpu>", last_gpu) + 6 - last_gpu);
+  devices = plugin.Discover();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  EXPECT_EQ(*topo_runs, 2);
+  ASSERT_EQ(devices->size(), 3u);
+  EXPECT_EQ((*devices)[0].topology_group(), "");
 }
 
 TEST(GpuPluginTest, AllowedGpusOnlyAndOneNotReportedStaysUnhealthy) {
