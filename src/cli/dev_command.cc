@@ -2,19 +2,18 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
-#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
-#include "absl/strings/ascii.h"
 #include "cli/cli_common.h"
 #include "cli/daemon_config.h"
 #include "cli/dev_cluster.h"
@@ -56,13 +55,11 @@ struct DevFlags {
   std::string scheduler_config;
   // --nm-labels L0,L1,...: NM i's node label ("" or a missing entry: none).
   std::string nm_labels;
-  // --nm-gpus S0;S1;...: NM i's `weft nm --gpus` (none, auto or a list; missing: none), and
-  // the nvidia-smi and device directory `auto` uses.
+  // --nm-gpus S0;S1;...: NM i's `weft nm --gpus` (none, auto or a list; missing: none); the
+  // nvidia-smi and device directory `auto` uses are network's.
   std::string nm_gpus;
-  std::string nvidia_smi = "nvidia-smi";
-  std::string gpu_device_dir = "/dev";
   bool no_cgroups = false;
-  NmFlags network;  // only the network_* and container-user fields
+  NmFlags network;  // only the network_*, container-user and nvidia-smi/device-dir fields
   std::vector<std::string> resource_limits;
   std::string secret_file;
   RmFlags user_auth;  // only proxy_users, admins, munge_socket and the history_* fields
@@ -282,8 +279,6 @@ int RunDev(const DevFlags& flags) {
     const std::string label = static_cast<size_t>(i) < nm_labels.size() ? nm_labels[i] : "";
     NmFlags per_nm = flags.network;
     per_nm.gpus = (*gpu_specs)[static_cast<size_t>(i)];
-    per_nm.nvidia_smi = flags.nvidia_smi;
-    per_nm.gpu_device_dir = flags.gpu_device_dir;
     if (auto nm = (*cluster)->AddNode(flags.node_resources, &per_nm, label); !nm.ok())
       return PrintError(absl::StrCat("NodeManager ", i, ": ", nm.status().message()));
   }
@@ -348,9 +343,9 @@ void AddDevCommand(CLI::App& app, int* exit_code) {
                   "GPUs of the NodeManagers, S0;S1;...: NM i gets `weft nm --gpus Si` (none, "
                   "auto or index:path[@group],...; missing entries: none). A device goes to one "
                   "NM; auto to one NM only (docs/gpu-nm.md)");
-  cmd->add_option("--nvidia-smi", f->nvidia_smi, "the nvidia-smi --nm-gpus auto runs")
+  cmd->add_option("--nvidia-smi", f->network.nvidia_smi, "the nvidia-smi --nm-gpus auto runs")
       ->capture_default_str();
-  cmd->add_option("--gpu-device-dir", f->gpu_device_dir,
+  cmd->add_option("--gpu-device-dir", f->network.gpu_device_dir,
                   "where --nm-gpus auto finds the device node of minor N (DIR/nvidiaN)")
       ->capture_default_str();
   cmd->add_flag("--no-cgroups", f->no_cgroups,
