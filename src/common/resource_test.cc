@@ -112,12 +112,6 @@ TEST(ResourceTypeRegistryTest, NormalizeRejectsNeverClamps) {
   EXPECT_FALSE(reg.SetLimits("vcores", 0, 4, 0).ok());
 }
 
-}  // namespace
-}  // namespace weft
-
-namespace weft {
-namespace {
-
 TEST(ResourceTypeRegistryTest, GpuMilliIsAShareOfOneGpuOrWholeGpus) {
   ResourceTypeRegistry reg;
   for (const char* ok : {"gpu-milli=1", "gpu-milli=999", "gpu-milli=1000", "gpu-milli=3000"}) {
