@@ -41,14 +41,7 @@ EOF
 
 "$weft" rm --config "$cfg" >"$tmp/rm.out" 2>"$tmp/rm.err" &
 rm_pid=$!
-rm_address=""
-for _ in $(seq 1 300); do
-  rm_address=$(sed -n 's/.*ResourceManager listening on \([0-9.]*:[0-9]*\).*/\1/p' "$tmp/rm.out")
-  [[ -n "$rm_address" ]] && break
-  kill -0 "$rm_pid" 2>/dev/null || break
-  sleep 0.1
-done
-if [[ -z "$rm_address" ]]; then
+if ! wait_rm_address "$tmp/rm.out" "$rm_pid"; then
   echo "FAIL: weft rm --config did not start"; cat "$tmp/rm.out" "$tmp/rm.err"; exit 1
 fi
 ok "weft rm --config alone started on $rm_address"

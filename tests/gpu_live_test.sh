@@ -61,14 +61,7 @@ start_rm() {
     --tls-cert "$tmp/pki/rm-rm1.pem" --tls-key "$tmp/pki/rm-rm1.key" \
     --secret-file "$tmp/secret" >"$tmp/rm.out" 2>"$tmp/rm.err" &
   rm_pid=$!
-  rm_address=""
-  for _ in $(seq 1 300); do
-    rm_address=$(sed -n 's/.*ResourceManager listening on \([0-9.]*:[0-9]*\).*/\1/p' "$tmp/rm.out")
-    [[ -n "$rm_address" ]] && break
-    kill -0 "$rm_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if [[ -z "$rm_address" ]]; then
+  if ! wait_rm_address "$tmp/rm.out" "$rm_pid"; then
     echo "FAIL: weft rm did not start"; cat "$tmp/rm.out" "$tmp/rm.err"; exit 1
   fi
   export WEFT_RM=$rm_address WEFT_TLS_CA=$tmp/pki/ca.pem WEFT_SECRET_FILE=$tmp/secret

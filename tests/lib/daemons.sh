@@ -6,6 +6,9 @@
 #   ok MSG / bad MSG    report a check; bad makes the test fail (fail=1).
 #   stop PID            SIGTERM, up to 10 s, then SIGKILL; returns when it is gone.
 #   free_port           prints a free TCP port on 127.0.0.1.
+#   wait_rm_address OUT PID
+#                       waits (bounded: 30 s) until `weft rm` (PID, its stdout in OUT) prints
+#                       its address: sets rm_address; returns 1 when the RM exited or never did.
 tmp=$(mktemp -d)
 chmod 711 "$tmp"
 fail=0
@@ -29,4 +32,15 @@ daemons_cleanup() {
 trap daemons_cleanup EXIT
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+wait_rm_address() {
+  local out=$1 pid=$2
+  rm_address=""
+  for _ in $(seq 1 300); do
+    rm_address=$(sed -n 's/.*ResourceManager listening on \([0-9.]*:[0-9]*\).*/\1/p' "$out")
+    [[ -n "$rm_address" ]] && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
 }
