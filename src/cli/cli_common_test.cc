@@ -97,7 +97,7 @@ TEST(CliCommonTest, HttpLimitFlagsSetTheLimitsAndRefuseBadValuesNamingTheFlag) {
   EXPECT_EQ(limits.max_connections_per_ip, 0);  // no per-address limit
   EXPECT_EQ(limits.idle_timeout_ms, 250);
   EXPECT_EQ(limits.max_connections, 1000);
-  EXPECT_EQ(limits.header_timeout_ms, web::HttpServerOptions{}.header_timeout_ms);  // default
+  EXPECT_EQ(limits.header_timeout_ms, web::HttpLimits{}.header_timeout_ms);  // default
   for (const char* flag : {"--http-max-connections", "--http-header-timeout-ms",
                            "--http-body-timeout-ms", "--http-write-timeout-ms"}) {
     app.clear();

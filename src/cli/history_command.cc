@@ -149,7 +149,7 @@ int RunHistory(const HistoryFlags& f) {
   web::HttpServerOptions http;
   http.bind_host = f.bind_host;
   http.port = f.http_port;
-  f.http_limits.ApplyTo(&http);
+  http.limits = f.http_limits;
   auto server = web::HttpServer::Start(http, [api](const web::HttpRequest& req) {
     return web::HistoryApi::Handles(req) ? api->Handle(req) : Ui(req);
   });

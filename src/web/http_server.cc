@@ -240,12 +240,13 @@ HttpServer::Impl::Impl(HttpServerOptions options, HttpHandler handler, int liste
       listen_fd_(listen_fd),
       epoll_fd_(epoll_fd),
       wake_fd_(wake_fd) {
-  HttpResponse total = JsonError(503, absl::StrCat("the server has ", options_.max_connections,
+  const HttpLimits& limits = options_.limits;
+  HttpResponse total = JsonError(503, absl::StrCat("the server has ", limits.max_connections,
                                                    " connections open, its limit; retry later"));
   total.headers.emplace_back("Retry-After", "1");
   refuse_total_ = SerializeResponse(total, false, false, 0);
   HttpResponse client =
-      JsonError(503, absl::StrCat("this client has ", options_.max_connections_per_ip,
+      JsonError(503, absl::StrCat("this client has ", limits.max_connections_per_ip,
                                   " connections open, the limit for one address; retry later"));
   client.headers.emplace_back("Retry-After", "1");
   refuse_client_ = SerializeResponse(client, false, false, 0);
@@ -321,8 +322,8 @@ void HttpServer::Impl::WorkerLoop() {
       absl::MutexLock l(&mu_);
       keep_alive = keep_alive && !stopping_;
     }
-    std::string bytes =
-        SerializeResponse(response, request.method == "HEAD", keep_alive, options_.idle_timeout_ms);
+    std::string bytes = SerializeResponse(response, request.method == "HEAD", keep_alive,
+                                          options_.limits.idle_timeout_ms);
     {
       absl::MutexLock l(&mu_);
       handled_.push_back(Handled{job.connection, std::move(bytes), !keep_alive});
@@ -381,14 +382,14 @@ void HttpServer::Impl::AcceptAll() {
     std::string client = ClientKey(addr);
     auto over_client_limit = [&] {
       auto from_client = per_client_.find(client);
-      return options_.max_connections_per_ip > 0 && from_client != per_client_.end() &&
-             from_client->second >= options_.max_connections_per_ip;
+      return options_.limits.max_connections_per_ip > 0 && from_client != per_client_.end() &&
+             from_client->second >= options_.limits.max_connections_per_ip;
     };
     if (over_client_limit() && !EvictOldestUnfinished(&client)) {
       Refuse(fd, refuse_client_);
       continue;
     }
-    if (static_cast<int>(connections_.size()) >= options_.max_connections &&
+    if (static_cast<int>(connections_.size()) >= options_.limits.max_connections &&
         !EvictOldestUnfinished(nullptr)) {
       Refuse(fd, refuse_total_);
       continue;
@@ -396,7 +397,7 @@ void HttpServer::Impl::AcceptAll() {
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     auto c = std::make_unique<Connection>(next_id_++, fd, client, limits_);
-    c->deadline = Clock::now() + Ms(options_.header_timeout_ms);
+    c->deadline = Clock::now() + Ms(options_.limits.header_timeout_ms);
     c->interest = EPOLLIN;
     epoll_event ev{};
     ev.events = c->interest;
@@ -473,11 +474,11 @@ void HttpServer::Impl::ProcessInput(Connection& c) {
     case HttpRequestParser::Result::kNeedMore:
       if (c.idle && c.parser.started()) {
         c.idle = false;
-        c.deadline = DeadlineIn(Ms(options_.header_timeout_ms));
+        c.deadline = DeadlineIn(Ms(options_.limits.header_timeout_ms));
       }
       if (!c.in_body && c.parser.reading_body()) {
         c.in_body = true;
-        c.deadline = DeadlineIn(Ms(options_.body_timeout_ms));
+        c.deadline = DeadlineIn(Ms(options_.limits.body_timeout_ms));
         if (c.parser.TakeExpectContinue()) {
           c.out += "HTTP/1.1 100 Continue\r\n\r\n";
           Flush(c);
@@ -523,7 +524,7 @@ void HttpServer::Impl::Respond(Connection& c, const std::string& response, bool 
   c.state = Connection::State::kWriting;
   c.close_after_write = close;
   c.out += response;
-  c.deadline = DeadlineIn(Ms(options_.write_timeout_ms));
+  c.deadline = DeadlineIn(Ms(options_.limits.write_timeout_ms));
   Flush(c);
 }
 
@@ -568,7 +569,7 @@ void HttpServer::Impl::AfterResponse(Connection& c) {
   c.state = Connection::State::kReading;
   c.idle = true;
   c.in_body = false;
-  c.deadline = DeadlineIn(Ms(options_.idle_timeout_ms));
+  c.deadline = DeadlineIn(Ms(options_.limits.idle_timeout_ms));
   UpdateInterest(c);
   if (c.parser.buffered() > 0) ProcessInput(c);  // a pipelined request
   // A client that sent its last request and then shut its side down: nothing more comes.
@@ -691,11 +692,12 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
   const std::string& host = options.bind_host;
   if (options.port < 0 || options.port > 65535)
     return absl::InvalidArgumentError(absl::StrCat("HTTP port ", options.port, " is not a port"));
-  const std::pair<const char*, int> positive[] = {{"header_timeout_ms", options.header_timeout_ms},
-                                                  {"body_timeout_ms", options.body_timeout_ms},
-                                                  {"idle_timeout_ms", options.idle_timeout_ms},
-                                                  {"write_timeout_ms", options.write_timeout_ms},
-                                                  {"max_connections", options.max_connections}};
+  const HttpLimits& limits = options.limits;
+  const std::pair<const char*, int> positive[] = {{"header_timeout_ms", limits.header_timeout_ms},
+                                                  {"body_timeout_ms", limits.body_timeout_ms},
+                                                  {"idle_timeout_ms", limits.idle_timeout_ms},
+                                                  {"write_timeout_ms", limits.write_timeout_ms},
+                                                  {"max_connections", limits.max_connections}};
   for (const auto& [name, value] : positive)
     if (value <= 0)
       return absl::InvalidArgumentError(

@@ -15,17 +15,10 @@
 
 namespace weft::web {
 
-struct HttpServerOptions {
-  std::string bind_host = "127.0.0.1";  // any other address is an explicit choice
-  int port = 0;                         // 0: a free port the kernel picks (see port())
-  // Larger request bodies are refused with 413 and a JSON error before the handler runs.
-  size_t max_body_bytes = 1 << 20;
-  int threads = 8;  // handlers run at once (slow clients hold no thread); <= 0: 1
-  // A longer request target is refused with 414, a larger request head (request line and
-  // headers) with 431.
-  size_t max_uri_bytes = 8192;
-  size_t max_header_bytes = 64 * 1024;
-
+// A web server's connection limits and whole-request deadlines: what an operator sets on a
+// daemon's web server (the --http-max-connections, --http-max-connections-per-ip and
+// --http-*-timeout-ms flags of `weft rm|nm|dev|router|history serve`).
+struct HttpLimits {
   // Whole-request deadlines, in ms; a connection that misses one is closed without an answer.
   // A connection's first request line and headers must arrive within header_timeout_ms of
   // its accept, a later request's within header_timeout_ms of its first byte.
@@ -49,26 +42,17 @@ struct HttpServerOptions {
   int max_connections_per_ip = 32;
 };
 
-// The connection limits and deadlines an operator sets on a daemon's web server (the
-// --http-max-connections, --http-max-connections-per-ip and --http-*-timeout-ms flags of
-// `weft rm|nm|dev|router|history serve`); the defaults are HttpServerOptions'.
-struct HttpLimits {
-  int max_connections = HttpServerOptions{}.max_connections;
-  int max_connections_per_ip = HttpServerOptions{}.max_connections_per_ip;  // <= 0: none
-  int header_timeout_ms = HttpServerOptions{}.header_timeout_ms;
-  int body_timeout_ms = HttpServerOptions{}.body_timeout_ms;
-  int idle_timeout_ms = HttpServerOptions{}.idle_timeout_ms;
-  int write_timeout_ms = HttpServerOptions{}.write_timeout_ms;
-
-  // Copies these six into `options`.
-  void ApplyTo(HttpServerOptions* options) const {
-    options->max_connections = max_connections;
-    options->max_connections_per_ip = max_connections_per_ip;
-    options->header_timeout_ms = header_timeout_ms;
-    options->body_timeout_ms = body_timeout_ms;
-    options->idle_timeout_ms = idle_timeout_ms;
-    options->write_timeout_ms = write_timeout_ms;
-  }
+struct HttpServerOptions {
+  std::string bind_host = "127.0.0.1";  // any other address is an explicit choice
+  int port = 0;                         // 0: a free port the kernel picks (see port())
+  // Larger request bodies are refused with 413 and a JSON error before the handler runs.
+  size_t max_body_bytes = 1 << 20;
+  int threads = 8;  // handlers run at once (slow clients hold no thread); <= 0: 1
+  // A longer request target is refused with 414, a larger request head (request line and
+  // headers) with 431.
+  size_t max_uri_bytes = 8192;
+  size_t max_header_bytes = 64 * 1024;
+  HttpLimits limits;
 };
 
 // Listens on bind_host:port and serves every method and path through `handler`. A handler

@@ -257,7 +257,7 @@ class Slowloris {
 // within 1 s (before and after the slow clients send more).
 TEST_F(HttpServerTest, SlowlorisClientsDoNotDelayAGet) {
   HttpServerOptions o;
-  o.max_connections_per_ip = 0;  // all from 127.0.0.1 here: only the pool's design is tested
+  o.limits.max_connections_per_ip = 0;  // all from 127.0.0.1 here: only the pool's design is tested
   Start(o);
   Slowloris slow(server_->port(), 64);
   ASSERT_EQ(slow.connected(), 64u);
@@ -292,7 +292,7 @@ TEST_F(HttpServerTest, SlowlorisFromOneAddressDoesNotStarveAnother) {
 
 TEST_F(HttpServerTest, HeadersDribbledPastTheHeaderDeadlineAreClosed) {
   HttpServerOptions o;
-  o.header_timeout_ms = 300;
+  o.limits.header_timeout_ms = 300;
   Start(o);
   auto c = Connect();
   ASSERT_NE(c, nullptr);
@@ -313,7 +313,7 @@ TEST_F(HttpServerTest, HeadersDribbledPastTheHeaderDeadlineAreClosed) {
 
 TEST_F(HttpServerTest, ASilentConnectionIsClosedAtTheHeaderDeadline) {
   HttpServerOptions o;
-  o.header_timeout_ms = 300;
+  o.limits.header_timeout_ms = 300;
   Start(o);
   auto c = Connect();
   ASSERT_NE(c, nullptr);
@@ -325,7 +325,7 @@ TEST_F(HttpServerTest, ASilentConnectionIsClosedAtTheHeaderDeadline) {
 
 TEST_F(HttpServerTest, ABodyDribbledPastTheBodyDeadlineIsClosed) {
   HttpServerOptions o;
-  o.body_timeout_ms = 300;
+  o.limits.body_timeout_ms = 300;
   Start(o);
   auto c = Connect();
   ASSERT_NE(c, nullptr);
@@ -344,7 +344,7 @@ TEST_F(HttpServerTest, ABodyDribbledPastTheBodyDeadlineIsClosed) {
 
 TEST_F(HttpServerTest, KeepAliveServesSeveralRequestsThenTheIdleTimeoutCloses) {
   HttpServerOptions o;
-  o.idle_timeout_ms = 300;
+  o.limits.idle_timeout_ms = 300;
   Start(o);
   auto c = Connect();
   ASSERT_NE(c, nullptr);
@@ -381,7 +381,7 @@ TEST_F(HttpServerTest, SlowlorisFromTheSameAddressDoesNotLockOutAPromptClient) {
 
 TEST_F(HttpServerTest, OverThePerClientLimitTheOldestUnfinishedConnectionMakesRoom) {
   HttpServerOptions o;
-  o.max_connections_per_ip = 3;
+  o.limits.max_connections_per_ip = 3;
   Start(o);
   std::vector<std::unique_ptr<Client>> held;
   for (int i = 0; i < 3; ++i) {
@@ -398,7 +398,7 @@ TEST_F(HttpServerTest, OverThePerClientLimitTheOldestUnfinishedConnectionMakesRo
 
 TEST_F(HttpServerTest, OverThePerClientLimitWithEveryConnectionBusyTheNewOneIsRefused) {
   HttpServerOptions o;
-  o.max_connections_per_ip = 3;
+  o.limits.max_connections_per_ip = 3;
   Start(o);
   std::vector<std::unique_ptr<Client>> busy;
   for (int i = 0; i < 3; ++i) {
@@ -429,8 +429,8 @@ TEST_F(HttpServerTest, OverThePerClientLimitWithEveryConnectionBusyTheNewOneIsRe
 
 TEST_F(HttpServerTest, OverTheTotalLimitSlowConnectionsMakeRoomBusyOnesDoNot) {
   HttpServerOptions o;
-  o.max_connections = 4;
-  o.max_connections_per_ip = 0;
+  o.limits.max_connections = 4;
+  o.limits.max_connections_per_ip = 0;
   Start(o);
   std::vector<std::unique_ptr<Client>> busy;
   for (const char* source : {"127.0.0.1", "127.0.0.1", "127.0.0.2"}) {
@@ -620,7 +620,7 @@ TEST(HttpServerStartTest, ATakenPortIsUnavailableAndOptionsAreChecked) {
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(second.status().message()), HasSubstr("--http-port 0"));
   o.port = 0;
-  o.header_timeout_ms = 0;
+  o.limits.header_timeout_ms = 0;
   EXPECT_EQ(HttpServer::Start(o, [](const HttpRequest&) { return HttpResponse(); }).status().code(),
             absl::StatusCode::kInvalidArgument);
 }

@@ -78,7 +78,7 @@ absl::StatusOr<std::unique_ptr<NmWebServer>> NmWebServer::Start(NmWebOptions opt
   http.port = options.port;
   http.threads = 4;
   http.max_body_bytes = 4096;
-  options.limits.ApplyTo(&http);
+  http.limits = options.limits;
   auto server = HttpServer::Start(http, [options, metrics](const HttpRequest& r) {
     return HandleRequest(options, *metrics, r);
   });

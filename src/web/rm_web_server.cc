@@ -163,7 +163,7 @@ absl::StatusOr<std::unique_ptr<RmWebServer>> RmWebServer::Start(rm::RmServer* rm
   http.bind_host = s->options_.bind_host;
   http.port = s->options_.port;
   http.max_body_bytes = s->options_.max_body_bytes;
-  s->options_.limits.ApplyTo(&http);
+  http.limits = s->options_.limits;
   RmWebServer* self = s.get();
   auto server = HttpServer::Start(http, [self](const HttpRequest& r) { return self->Handle(r); });
   if (!server.ok()) return server.status();

@@ -116,7 +116,7 @@ absl::StatusOr<std::unique_ptr<RouterWebServer>> RouterWebServer::Start(
   web::HttpServerOptions http;
   http.bind_host = s->options_.bind_host;
   http.port = s->options_.port;
-  s->options_.limits.ApplyTo(&http);
+  http.limits = s->options_.limits;
   auto server = web::HttpServer::Start(
       http, [p = s.get()](const HttpRequest& req) { return p->Handle(req); });
   if (!server.ok()) return server.status();
