@@ -121,3 +121,39 @@ function(weft_use_pch target)
     target_precompile_headers(${target} REUSE_FROM weft_pch)
   endif()
 endfunction()
+
+# weft_link_static_archives(REGEX): every imported library target of this directory whose name
+# matches REGEX is linked from its static archive instead: lib<name>.a beside the shared
+# library the package config names (Debian's -dev packages ship both); a missing archive is an
+# error that names it. Header-only (INTERFACE) targets have nothing to link. Call after the
+# find_package() calls that import the targets.
+function(weft_link_static_archives regex)
+  get_property(targets DIRECTORY PROPERTY IMPORTED_TARGETS)
+  set(switched 0)
+  foreach(target IN LISTS targets)
+    if(NOT target MATCHES "${regex}")
+      continue()
+    endif()
+    get_target_property(type ${target} TYPE)
+    if(NOT type MATCHES "^(SHARED|UNKNOWN)_LIBRARY$")
+      continue()
+    endif()
+    foreach(property IMPORTED_LOCATION IMPORTED_LOCATION_NONE IMPORTED_LOCATION_RELEASE
+                     IMPORTED_LOCATION_DEBUG)
+      get_target_property(location ${target} ${property})
+      if(NOT location)
+        continue()
+      endif()
+      string(REGEX REPLACE "\\.so(\\.[0-9.]*)?$" ".a" archive "${location}")
+      if(archive STREQUAL location OR NOT EXISTS "${archive}")
+        message(FATAL_ERROR "WEFT_STATIC_GRPC: no static archive for ${target} beside "
+                            "${location} (its -dev package ships one; or -DWEFT_STATIC_GRPC=OFF)")
+      endif()
+      set_target_properties(${target} PROPERTIES ${property} "${archive}")
+      math(EXPR switched "${switched} + 1")
+    endforeach()
+  endforeach()
+  if(switched EQUAL 0)
+    message(FATAL_ERROR "WEFT_STATIC_GRPC: no imported library matches '${regex}'")
+  endif()
+endfunction()

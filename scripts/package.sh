@@ -109,8 +109,9 @@ printf 'Source: weft\n\nPackage: weft\nArchitecture: any\n' >"$wrappers/src/debi
 shlibs=$(cd "$wrappers/src" && dpkg-shlibdeps -O -e"$root/usr/bin/weft" 2>/dev/null |
   sed -n 's/^shlibs:Depends=//p')
 [[ -n "$shlibs" ]] || { echo "package.sh: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
-# adduser: postinst makes the weft user.
-depends="adduser, $shlibs"
+# adduser: postinst makes the weft user. libpq5: weft opens libpq with dlopen when a store is
+# on PostgreSQL (store/libpq.h), which dpkg-shlibdeps cannot see.
+depends="adduser, libpq5, $shlibs"
 size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
 sed -e "s|@VERSION@|$version|" -e "s|@ARCH@|$arch|" -e "s|@INSTALLED_SIZE@|$size|" \
   -e "s|@DEPENDS@|$depends|" "$pkg/control.in" >"$root/DEBIAN/control"

@@ -48,7 +48,9 @@ fi
 [[ "$(dpkg-deb -f "$deb" Version)" == "$version" ]] && ok "Version: $version (CMake's)" ||
   bad "Version: $(dpkg-deb -f "$deb" Version), CMake's $version"
 dpkg-deb -f "$deb" Depends | grep -q 'libc6' && dpkg-deb -f "$deb" Depends | grep -q adduser &&
-  ok "Depends from dpkg-shlibdeps, and adduser" || bad "Depends: $(dpkg-deb -f "$deb" Depends)"
+  dpkg-deb -f "$deb" Depends | grep -qw libpq5 &&
+  ok "Depends from dpkg-shlibdeps, adduser, and libpq5 (opened with dlopen)" ||
+  bad "Depends: $(dpkg-deb -f "$deb" Depends)"
 dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' >"$work/contents"
 missing=()
 for path in /usr/bin/weft /usr/libexec/weft/weft-container-monitor /etc/weft/weft.yaml \

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "store/libpq.h"
 
 namespace weft::store::pg {
 
@@ -50,6 +51,9 @@ absl::StatusCode CodeForSqlState(absl::string_view state) {
 
 absl::Status CheckUri(absl::string_view uri, absl::string_view name) {
   const std::string redacted = RedactPostgresUri(uri);
+  if (absl::Status loaded = LoadLibpq(); !loaded.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(name, " '", redacted, "': ", loaded.message()));
+  }
   char* error = nullptr;
   PQconninfoOption* options = PQconninfoParse(std::string(uri).c_str(), &error);
   if (options == nullptr) {
@@ -81,6 +85,10 @@ Connection::Connection(std::string uri, Options options)
 Connection::~Connection() { PQfinish(conn_); }
 
 absl::Status Connection::Connect() {
+  if (absl::Status loaded = LoadLibpq(); !loaded.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(options_.store, " '", redacted_uri_, "': ", loaded.message()));
+  }
   if (conn_ == nullptr) {
     // The URI's own connect_timeout, if any, overrides the default (later values win).
     const char* keywords[] = {"connect_timeout", "dbname", nullptr};

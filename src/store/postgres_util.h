@@ -34,7 +34,8 @@ absl::StatusCode CodeForSqlState(absl::string_view state);
 // connects: InvalidArgument "<name> '<redacted uri>': ..." (`name` e.g. "federation store URI")
 // when libpq cannot parse it, or when it holds a password, which every local user could read
 // in the daemon's command line (/proc/PID/cmdline); the password belongs in a passfile
-// (?passfile=PATH, mode 0600) or ~/.pgpass.
+// (?passfile=PATH, mode 0600) or ~/.pgpass. FailedPrecondition when libpq cannot be loaded
+// (store/libpq.h); Connection::Connect() says the same.
 absl::Status CheckUri(absl::string_view uri, absl::string_view name);
 
 struct ResultDeleter {

@@ -3,6 +3,10 @@
 // suites (federation/store, history) run the rest against real PostgreSQL servers.
 #include "store/postgres_util.h"
 
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -80,6 +84,28 @@ TEST(PostgresUtilTest, AnUnreachableServerIsUnavailableNamingTheStoreAndTheOpera
   EXPECT_THAT(std::string(s.message()),
               StartsWith("test store 'postgresql://postgres@127.0.0.1:1/weft'"));
   EXPECT_THAT(s.message(), HasSubstr("(reading)"));
+}
+
+// A fresh process (the threadsafe death test style re-runs the test program) whose libpq cannot
+// be loaded: the URI check and a connection name the flag, the URI and why.
+TEST(PostgresUtilDeathTest, WithoutLibpqTheUriAndTheConnectionSayWhy) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("WEFT_LIBPQ", "/no/such/libpq.so.5", 1);
+        absl::Status checked = CheckUri("postgresql://weft:pw@db/fed", "--history-store");
+        Connection conn("postgresql://db/fed", {.store = "history store"});
+        absl::Status connected = conn.Connect();
+        fprintf(stderr, "%s\n%s\n", checked.ToString().c_str(), connected.ToString().c_str());
+        _exit(checked.code() == absl::StatusCode::kFailedPrecondition &&
+                      connected.code() == absl::StatusCode::kFailedPrecondition
+                  ? 3
+                  : 4);
+      },
+      ::testing::ExitedWithCode(3),
+      "--history-store 'postgresql://weft:\\*\\*\\*@db/fed': PostgreSQL's client library "
+      "'/no/such/libpq.so.5' cannot be loaded.*history store 'postgresql://db/fed': "
+      "PostgreSQL's client library");
 }
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include "common/errors.h"
 #include "absl/time/clock.h"
 #include "common/free_port.h"
+#include "store/libpq.h"
 
 namespace weft::federation {
 namespace {
@@ -256,6 +257,7 @@ absl::Status TestPostgres::Launch() {
 }
 
 absl::Status TestPostgres::WaitReady() {
+  if (absl::Status loaded = store::LoadLibpq(); !loaded.ok()) return loaded;
   const absl::Time deadline = absl::Now() + options_.start_timeout;
   const std::string conninfo = absl::StrCat("host=127.0.0.1 port=", port_,
                                             " user=postgres dbname=postgres connect_timeout=5");
