@@ -7,8 +7,8 @@
 # right final state and resource-seconds, no record names an unknown app, and the RM holds at
 # most --max-completed-apps (50) finished apps at the end. Prints the harness's summary line.
 # Bounded: the harness bounds every wait (--timeout-s 600) and stops every process it started.
-# 370-455 s on a 2-core VM in 2026-11-28's sessions, 385 s in CI (160 s when first measured;
-# experiments/history/README.md says where the time goes).
+# 267 s on a 2-core VM since weft starts faster (d07dbb3); 370-455 s before, 385 s in CI
+# (experiments/history/README.md says where the time goes).
 # Usage: history_chaos_test.sh WEFT [SOURCE_DIR]. Exit 77 (skipped, saying why) only when not
 # root or PostgreSQL's server binaries are missing (scripts/install-deps.sh installs them).
 set -uo pipefail
