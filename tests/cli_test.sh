@@ -289,6 +289,12 @@ ha_refused "must be an absolute path like /weft" --ha-id rm1 --ha-zk 127.0.0.1:2
   --ha-zk-root weft
 ha_refused "--ha-zk and --ha-rm-addresses need --ha-id" --ha-zk 127.0.0.1:2181
 
+# A refused RM leaves no state store directory behind (it is made when the store opens).
+if "$weft" rm --port 0 --state-store "$tmp/rm-refused/state/rm.db" >"$tmp/refused.out" 2>&1; then
+  bad "weft rm without TLS started"
+elif [[ -e $tmp/rm-refused ]]; then bad "a refused weft rm made $tmp/rm-refused"
+else ok "a refused weft rm left its --state-store directory unmade"; fi
+
 # A standalone RM: it runs only with TLS, from certificates `weft certs` makes.
 if "$weft" rm --port 0 --state-store "" >"$tmp/notls.out" 2>&1; then
   bad "weft rm started without TLS"

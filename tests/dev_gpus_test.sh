@@ -4,7 +4,8 @@
 #   1. NM 0 offers gpu-milli 2000 (two GPUs of group nvl), NM 1 gpu-milli 1000;
 #   2. a 2-GPU same-group container runs on NM 0 and gets GPUs 0 and 1
 #      (NVIDIA_VISIBLE_DEVICES=0,1, CUDA_VISIBLE_DEVICES=0,1);
-#   3. a device given to two NMs, and auto beside another NM's GPUs, are refused naming why.
+#   3. a device given to two NMs, and auto beside another NM's GPUs, are refused naming why,
+#      and leave no --data-dir behind.
 # Exits 77 (skipped, saying why) when not root. Every wait is bounded.
 # Usage: dev_gpus_test.sh WEFT
 set -uo pipefail
@@ -26,6 +27,8 @@ out=$(timeout 30 "$weft" dev --nodes 2 --rm-port 0 --http-port 0 --data-dir "$tm
   --nm-gpus "auto;0:$tmp/dev/nvidia0" 2>&1) && bad "auto beside a list was accepted"
 grep -q "'auto' gives a NodeManager every GPU" <<<"$out" && ok "auto beside another NM's GPUs is refused" ||
   bad "auto: $out"
+[[ ! -e $tmp/bad ]] && ok "the refused runs left no --data-dir behind" ||
+  bad "a refused weft dev made its --data-dir $tmp/bad"
 
 # ---- 1. The GPUs of each NM.
 dev_start --nodes 2 --rm-port 0 --http-port 0 --data-dir "$tmp/data" \

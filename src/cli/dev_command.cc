@@ -170,10 +170,6 @@ int RunDev(const DevFlags& flags) {
     return PrintError(
         absl::StrCat("--subclusters ", flags.subclusters, " must be between 1 and 20"));
   std::filesystem::path data_dir = std::filesystem::absolute(flags.data_dir).lexically_normal();
-  // The RM's state store, the CA's key and the NMs' records live here: 0711 (container users
-  // traverse it to their own work dirs), and one that others can read is refused.
-  if (absl::Status s = EnsurePrivateDirectory(data_dir.string(), "--data-dir", 0711); !s.ok())
-    return PrintError(s.message());
 
   RmFlags rm_flags;
   rm_flags.port = flags.rm_port;
@@ -255,6 +251,11 @@ int RunDev(const DevFlags& flags) {
   nm_flags.container_user_namespaces = flags.network.container_user_namespaces;
   if (auto check = MakeNodeManagerOptions(nm_flags); !check.ok())
     return PrintError(check.status().message());
+  // Every flag is checked: only now is anything written. The RM's state store, the CA's key and
+  // the NMs' records live here: 0711 (container users traverse it to their own work dirs), and
+  // one that others can read is refused.
+  if (absl::Status s = EnsurePrivateDirectory(data_dir.string(), "--data-dir", 0711); !s.ok())
+    return PrintError(s.message());
   if (flags.subclusters > 1) return RunDevFederation(flags, rm_flags, nm_flags, data_dir);
 
   BlockTerminationSignals();

@@ -184,11 +184,16 @@ absl::StatusOr<rm::RmServerOptions> MakeRmServerOptions(const RmFlags& flags) {
     return absl::InvalidArgumentError("--ha-zk and --ha-rm-addresses need --ha-id");
   if (!flags.state_store.empty()) {
     std::filesystem::path path = std::filesystem::absolute(flags.state_store).lexically_normal();
-    // Created 0700; an existing one others can read is refused (common/private_files.h).
-    if (absl::Status s = EnsurePrivateDirectory(path.parent_path().string(),
-                                                "--state-store: state store directory");
-        !s.ok())
-      return s;
+    // An existing directory that others can read is refused now (common/private_files.h; it is
+    // left as it is). A missing one is created 0700 when the RM opens its store, not here: a
+    // command refused for another flag leaves nothing behind.
+    std::error_code ec;
+    if (std::filesystem::exists(path.parent_path(), ec)) {
+      if (absl::Status s = EnsurePrivateDirectory(path.parent_path().string(),
+                                                  "--state-store: state store directory");
+          !s.ok())
+        return s;
+    }
     options.state_store_path = path.string();
   }
   return options;
