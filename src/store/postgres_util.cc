@@ -52,7 +52,8 @@ absl::StatusCode CodeForSqlState(absl::string_view state) {
 absl::Status CheckUri(absl::string_view uri, absl::string_view name) {
   const std::string redacted = RedactPostgresUri(uri);
   if (absl::Status loaded = LoadLibpq(); !loaded.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(name, " '", redacted, "': ", loaded.message()));
+    return absl::FailedPreconditionError(
+        absl::StrCat(name, " '", redacted, "': ", loaded.message()));
   }
   char* error = nullptr;
   PQconninfoOption* options = PQconninfoParse(std::string(uri).c_str(), &error);

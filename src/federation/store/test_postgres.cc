@@ -87,6 +87,8 @@ std::string DescribeExit(int wstatus) {
 absl::StatusOr<std::unique_ptr<TestPostgres>> TestPostgres::Start() { return Start(Options()); }
 
 absl::StatusOr<std::unique_ptr<TestPostgres>> TestPostgres::Start(Options options) {
+  // Readiness is asked through libpq: without it no server is started.
+  if (absl::Status loaded = store::LoadLibpq(); !loaded.ok()) return loaded;
   absl::StatusOr<std::string> bin_dir = FindBinDir(options.bin_dir);
   if (!bin_dir.ok()) return bin_dir.status();
   options.bin_dir = *bin_dir;
@@ -257,7 +259,6 @@ absl::Status TestPostgres::Launch() {
 }
 
 absl::Status TestPostgres::WaitReady() {
-  if (absl::Status loaded = store::LoadLibpq(); !loaded.ok()) return loaded;
   const absl::Time deadline = absl::Now() + options_.start_timeout;
   const std::string conninfo = absl::StrCat("host=127.0.0.1 port=", port_,
                                             " user=postgres dbname=postgres connect_timeout=5");
