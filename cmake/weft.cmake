@@ -1,28 +1,203 @@
 # Helpers that declare a library, a test or a benchmark in one line.
 #
 #   weft_test(resource_test SOURCES resource_test.cc DEPS weft_common)
+#   weft_test(app_manager_test SOURCES app_manager_test.cc DEPS weft_rm PROGRAM rm_tests)
 #   weft_bench(scheduler_bench SOURCES scheduler_bench.cc DEPS weft_scheduler)
 #
-# Tests are GoogleTest programs registered with CTest under their own name;
-# LABELS (optional) tag them, e.g. `unit` or `integration`.
-
+# Tests are GoogleTest programs registered with CTest under their own name; LABELS (optional)
+# tag them, e.g. `unit` or `integration`; TIMEOUT is in seconds (300 by default).
+#
+# PROGRAM (optional) puts the test's files into one GoogleTest program shared with the other
+# tests of this directory that name the same PROGRAM (made at the end of the directory's
+# CMakeLists.txt), and CTest runs that program with a --gtest_filter of the test suites those
+# files define (TEST, TEST_F, TEST_P, TYPED_TEST, TYPED_TEST_P), so each test keeps its name,
+# labels and timeout. With WEFT_UNITY the program's files compile as one translation unit: the
+# Weft and generated headers they share are parsed once instead of once per test, and two
+# files defining the same name fail to compile instead of linking one definition for both. A
+# suite defined by two tests of one program is a configure error. DEFINITIONS (compile
+# definitions) and TARGET_DEPENDS (targets to build first, e.g. a helper program the test
+# starts) apply to the test's program, or to its own target without PROGRAM.
+#
+# With WEFT_SANITIZED_TESTS (the README's test command, scripts/test.sh), a test that the
+# sanitizer build tree named there also builds is not built again here: CTest runs that tree's
+# program, under AddressSanitizer + UBSan, with the label `sanitized` added. The target is still
+# declared (not built by default) so that a CMakeLists may add its compile definitions.
 function(weft_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
-  add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
-  weft_use_pch(${name} TEST)
-  weft_use_unity(${name})
-  weft_test_flags(${name})
-  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src)
-  add_test(NAME ${name} COMMAND ${name})
+  cmake_parse_arguments(ARG "" "TIMEOUT;PROGRAM"
+    "SOURCES;DEPS;LABELS;DEFINITIONS;TARGET_DEPENDS" ${ARGN})
+  set_property(GLOBAL APPEND PROPERTY WEFT_TEST_NAMES ${name})
+  set(sanitized OFF)
+  if(name IN_LIST WEFT_SANITIZED_TEST_NAMES)
+    set(sanitized ON)
+  endif()
+  set(arguments "")
+  if(ARG_PROGRAM)
+    set(program ${ARG_PROGRAM})
+    weft_gtest_filter(filter ${name} ${program} ${ARG_SOURCES})
+    set(arguments "--gtest_filter=${filter}")
+    get_property(members DIRECTORY PROPERTY WEFT_PROGRAM_${program}_TESTS)
+    if(NOT members)
+      cmake_language(EVAL CODE
+        "cmake_language(DEFER CALL weft_make_test_program [[${program}]])")
+    endif()
+    set_property(DIRECTORY APPEND PROPERTY WEFT_PROGRAM_${program}_TESTS ${name})
+    set_property(DIRECTORY APPEND PROPERTY WEFT_PROGRAM_${program}_SOURCES ${ARG_SOURCES})
+    set_property(DIRECTORY APPEND PROPERTY WEFT_PROGRAM_${program}_DEPS ${ARG_DEPS})
+    set_property(DIRECTORY APPEND PROPERTY WEFT_PROGRAM_${program}_SANITIZED ${sanitized})
+    set_property(DIRECTORY APPEND PROPERTY WEFT_PROGRAM_${program}_DEFINITIONS
+      ${ARG_DEFINITIONS})
+    set_property(DIRECTORY APPEND PROPERTY WEFT_PROGRAM_${program}_TARGET_DEPENDS
+      ${ARG_TARGET_DEPENDS})
+  else()
+    set(program ${name})
+    weft_test_executable(${name} ${sanitized} "${ARG_SOURCES}" "${ARG_DEPS}"
+      "${ARG_DEFINITIONS}" "${ARG_TARGET_DEPENDS}")
+  endif()
+  set(command ${program})
+  set(binary_dir ${PROJECT_BINARY_DIR})
+  set(environment "")
+  if(sanitized)
+    file(RELATIVE_PATH relative ${PROJECT_BINARY_DIR} ${CMAKE_CURRENT_BINARY_DIR})
+    set(command ${WEFT_SANITIZED_TESTS}/${relative}/${program})
+    set(binary_dir ${WEFT_SANITIZED_TESTS})
+    list(APPEND ARG_LABELS sanitized)
+  endif()
+  if(sanitized OR WEFT_SANITIZE)
+    set(environment ";${WEFT_SANITIZER_ENVIRONMENT}")
+  endif()
+  add_test(NAME ${name} COMMAND ${command} ${arguments})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
-  if(NOT ARG_LABELS)
-    set(ARG_LABELS unit)
+  if(NOT ARG_LABELS OR ARG_LABELS STREQUAL "sanitized")
+    list(PREPEND ARG_LABELS unit)
   endif()
   set_tests_properties(${name} PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}"
-    ENVIRONMENT "WEFT_SOURCE_DIR=${PROJECT_SOURCE_DIR};WEFT_BINARY_DIR=${PROJECT_BINARY_DIR}")
+    ENVIRONMENT
+    "WEFT_SOURCE_DIR=${PROJECT_SOURCE_DIR};WEFT_BINARY_DIR=${binary_dir}${environment}")
+endfunction()
+
+# weft_test_executable(target sanitized sources deps definitions target_depends): a GoogleTest
+# program; with sanitized ON it is declared but not built by default (the sanitizer build's
+# copy runs instead).
+function(weft_test_executable target sanitized sources deps definitions target_depends)
+  if(sanitized)
+    add_executable(${target} EXCLUDE_FROM_ALL ${sources})
+  else()
+    add_executable(${target} ${sources})
+  endif()
+  target_link_libraries(${target} PRIVATE ${deps} GTest::gtest GTest::gmock GTest::gtest_main)
+  weft_use_pch(${target} TEST)
+  weft_use_unity(${target})
+  weft_test_flags(${target})
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  if(definitions)
+    target_compile_definitions(${target} PRIVATE ${definitions})
+  endif()
+  if(target_depends)
+    add_dependencies(${target} ${target_depends})
+  endif()
+endfunction()
+
+# weft_gtest_filter(out test program sources...): the --gtest_filter value that selects the
+# suites the sources define, however GoogleTest names them (Suite.Test, Suite/0.Test for typed
+# tests, Prefix/Suite.Test/0 and Prefix/Suite/0.Test for parameterised ones). An error names a
+# file that defines no suite, and a suite another test of the same program already defines.
+function(weft_gtest_filter out test program)
+  set(patterns "")
+  foreach(source ${ARGN})
+    set(path ${source})
+    if(NOT IS_ABSOLUTE "${path}")
+      set(path ${CMAKE_CURRENT_SOURCE_DIR}/${source})
+    endif()
+    set(word "[A-Za-z0-9_]+")
+    file(STRINGS "${path}" lines
+      REGEX "^[ \t]*(TEST|TEST_F|TEST_P|TYPED_TEST|TYPED_TEST_P)[ \t]*\\([ \t]*${word}")
+    set(suites "")
+    foreach(line ${lines})
+      string(REGEX REPLACE "^[ \t]*[A-Z_]+[ \t]*\\([ \t]*(${word}).*$" "\\1" suite "${line}")
+      list(APPEND suites ${suite})
+    endforeach()
+    list(REMOVE_DUPLICATES suites)
+    if(NOT suites)
+      message(FATAL_ERROR "${test} (PROGRAM ${program}): ${source} defines no test suite "
+        "(TEST, TEST_F, TEST_P, TYPED_TEST or TYPED_TEST_P at the start of a line)")
+    endif()
+    foreach(suite ${suites})
+      get_property(owner DIRECTORY PROPERTY WEFT_PROGRAM_${program}_SUITE_${suite})
+      if(owner AND NOT owner STREQUAL test)
+        message(FATAL_ERROR "${test} (PROGRAM ${program}): its test suite ${suite} is also "
+          "${owner}'s; a suite must belong to one test of a program (rename one)")
+      endif()
+      set_property(DIRECTORY PROPERTY WEFT_PROGRAM_${program}_SUITE_${suite} ${test})
+      list(APPEND patterns "${suite}.*" "${suite}/*" "*/${suite}.*" "*/${suite}/*")
+    endforeach()
+  endforeach()
+  list(JOIN patterns ":" filter)
+  set(${out} "${filter}" PARENT_SCOPE)
+endfunction()
+
+# weft_make_test_program(program): the GoogleTest program of the tests that name it (called at
+# the end of their directory's CMakeLists.txt). Its files compile as one unity batch.
+function(weft_make_test_program program)
+  get_property(tests DIRECTORY PROPERTY WEFT_PROGRAM_${program}_TESTS)
+  get_property(sources DIRECTORY PROPERTY WEFT_PROGRAM_${program}_SOURCES)
+  get_property(deps DIRECTORY PROPERTY WEFT_PROGRAM_${program}_DEPS)
+  get_property(sanitized DIRECTORY PROPERTY WEFT_PROGRAM_${program}_SANITIZED)
+  get_property(definitions DIRECTORY PROPERTY WEFT_PROGRAM_${program}_DEFINITIONS)
+  get_property(target_depends DIRECTORY PROPERTY WEFT_PROGRAM_${program}_TARGET_DEPENDS)
+  list(REMOVE_DUPLICATES deps)
+  list(REMOVE_DUPLICATES sanitized)
+  list(LENGTH sanitized kinds)
+  if(kinds GREATER 1)
+    message(FATAL_ERROR "PROGRAM ${program} (${tests}): the sanitizer build tree "
+      "${WEFT_SANITIZED_TESTS} builds some of its tests but not all")
+  endif()
+  weft_test_executable(${program} ${sanitized} "${sources}" "${deps}" "${definitions}"
+    "${target_depends}")
+  if(WEFT_UNITY)
+    set_target_properties(${program} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 0)
+  endif()
+endfunction()
+
+# weft_sanitized_tests(): reads the test list of the sanitizer build tree WEFT_SANITIZED_TESTS
+# names (written by weft_write_test_list there) into WEFT_SANITIZED_TEST_NAMES, and keeps that
+# tree built with this one (a custom target of ALL runs its build). An error names a tree that
+# is missing, not configured, or not a sanitizer build. Call before any weft_test.
+function(weft_sanitized_tests)
+  if(NOT WEFT_SANITIZED_TESTS)
+    return()
+  endif()
+  set(dir ${WEFT_SANITIZED_TESTS})
+  if(NOT IS_ABSOLUTE "${dir}" OR NOT EXISTS "${dir}/CMakeCache.txt")
+    message(FATAL_ERROR "WEFT_SANITIZED_TESTS=${dir}: not an absolute path to a configured "
+      "build tree (configure it first: scripts/build.sh --sanitize)")
+  endif()
+  load_cache("${dir}" READ_WITH_PREFIX other_ WEFT_SANITIZE CMAKE_HOME_DIRECTORY)
+  if(NOT other_WEFT_SANITIZE)
+    message(FATAL_ERROR "WEFT_SANITIZED_TESTS=${dir}: that tree is not a sanitizer build "
+      "(WEFT_SANITIZE is not ON in its CMakeCache.txt)")
+  endif()
+  if(NOT other_CMAKE_HOME_DIRECTORY STREQUAL PROJECT_SOURCE_DIR)
+    message(FATAL_ERROR "WEFT_SANITIZED_TESTS=${dir}: that tree builds "
+      "${other_CMAKE_HOME_DIRECTORY}, not ${PROJECT_SOURCE_DIR}")
+  endif()
+  if(NOT EXISTS "${dir}/weft-tests.txt")
+    message(FATAL_ERROR "WEFT_SANITIZED_TESTS=${dir}: it has no weft-tests.txt (configure it "
+      "again with this source tree)")
+  endif()
+  file(STRINGS "${dir}/weft-tests.txt" names)
+  set(WEFT_SANITIZED_TEST_NAMES ${names} PARENT_SCOPE)
+  add_custom_target(weft_sanitized_tests ALL COMMAND ${CMAKE_COMMAND} --build "${dir}"
+    COMMENT "Building the sanitizer build's tests in ${dir}" USES_TERMINAL)
+endfunction()
+
+# weft_write_test_list(): writes every weft_test's name, one per line, to weft-tests.txt in the
+# build tree (what weft_sanitized_tests reads). Call after the last weft_test.
+function(weft_write_test_list)
+  get_property(names GLOBAL PROPERTY WEFT_TEST_NAMES)
+  list(JOIN names "\n" text)
+  file(WRITE ${PROJECT_BINARY_DIR}/weft-tests.txt "${text}\n")
 endfunction()
 
 # weft_test_flags(target): with WEFT_TEST_O0, the target's own files compile at -O0 (the last

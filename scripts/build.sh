@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Configures and builds Weft with CMake + Ninja.
-#   scripts/build.sh [--sanitize | --main] [BUILD_DIR]
+#   scripts/build.sh [--sanitize | --main | --sanitized-tests SANITIZER_BUILD_DIR] [BUILD_DIR]
 # --sanitize builds the libraries and their unit tests with AddressSanitizer +
 # UndefinedBehaviorSanitizer (no benchmarks, no weft binary and its end-to-end tests) into
 # build-asan by default; --main only what scripts/run-main.sh runs (the weft binary and the
-# container monitor), not the tests; otherwise everything into build/.
+# container monitor), not the tests; otherwise everything into build/. --sanitized-tests (what
+# scripts/test.sh uses) builds everything except the tests that the sanitizer build at the
+# absolute path SANITIZER_BUILD_DIR builds: build/'s CTest runs those programs from there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sanitize=OFF
@@ -13,7 +15,11 @@ bench=ON
 cli=ON
 dir=build
 targets=()
-if [ "${1:-}" = "--main" ]; then
+sanitized_tests=
+if [ "${1:-}" = "--sanitized-tests" ]; then
+  sanitized_tests=${2:?"--sanitized-tests needs the sanitizer build's absolute path"}
+  shift 2
+elif [ "${1:-}" = "--main" ]; then
   targets=(weft weft-container-monitor)
   shift
 elif [ "${1:-}" = "--sanitize" ]; then
@@ -35,5 +41,6 @@ flags=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG")
 if [ "$sanitize" = ON ]; then flags=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1"); fi
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${flags[@]}" \
   -DWEFT_WERROR=ON -DWEFT_UNITY=ON -DWEFT_SANITIZE=$sanitize -DWEFT_STATIC_GRPC=$static_grpc \
-  -DWEFT_BUILD_BENCH=$bench -DWEFT_BUILD_CLI=$cli >/dev/null
+  -DWEFT_BUILD_BENCH=$bench -DWEFT_BUILD_CLI=$cli -DWEFT_SANITIZED_TESTS="$sanitized_tests" \
+  >/dev/null
 ninja -C "$dir" "${targets[@]}"

@@ -468,14 +468,14 @@ TEST(MonitorFilesTest, LogsDroppedFileParses) {
 // ---- Real processes.
 
 // The content of `path`, "" when it cannot be read.
-std::string Slurp(const std::string& path) { return ReadFile(path).value_or(""); }
+std::string SlurpFile(const std::string& path) { return ReadFile(path).value_or(""); }
 
 // How long PollUntil (common/test_poll.h) waits unless a test says otherwise.
 constexpr absl::Duration kPollTimeout = absl::Seconds(5);
 
 // True once `pid` has exited: gone, or a zombie waiting for its new parent to reap it.
 bool ProcessGone(pid_t pid) {
-  std::string stat = Slurp(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat = SlurpFile(absl::StrCat("/proc/", pid, "/stat"));
   size_t paren = stat.rfind(") ");
   if (stat.empty() || paren == std::string::npos) return true;
   char state = stat[paren + 2];
@@ -540,8 +540,8 @@ class ContainerExecutorTest : public ::testing::Test {
 
   // The cgroup path of `pid` for `controller` as /proc/<pid>/cgroup shows it ("" if none).
   std::string CgroupOf(pid_t pid, absl::string_view controller) {
-    for (absl::string_view line :
-         absl::StrSplit(Slurp(absl::StrCat("/proc/", pid, "/cgroup")), '\n', absl::SkipEmpty())) {
+    for (absl::string_view line : absl::StrSplit(SlurpFile(absl::StrCat("/proc/", pid, "/cgroup")),
+                                                 '\n', absl::SkipEmpty())) {
       std::vector<absl::string_view> parts = absl::StrSplit(line, absl::MaxSplits(':', 2));
       if (parts.size() != 3) continue;
       std::vector<absl::string_view> controllers = absl::StrSplit(parts[1], ',');
@@ -587,10 +587,10 @@ TEST_F(ContainerExecutorTest, RunsCommandWithItsEnvironmentAndCapturesOutput) {
   EXPECT_FALSE(exit->killed_by_signal);
   EXPECT_FALSE(exit->oom_killed);
   EXPECT_EQ(exit->diagnostics, "Container exited with code 3");
-  EXPECT_EQ(Slurp(spec.log_dir + "/stdout"),
+  EXPECT_EQ(SlurpFile(spec.log_dir + "/stdout"),
             absl::StrCat("hello\nid=container_1 foo=bar baz leak=unset\npwd=", spec.work_dir,
                          " logs=", spec.log_dir, "\n", spec.work_dir, "\n"));
-  EXPECT_EQ(Slurp(spec.log_dir + "/stderr"), "err\n");
+  EXPECT_EQ(SlurpFile(spec.log_dir + "/stderr"), "err\n");
   if (cgroups_ != nullptr) {
     EXPECT_FALSE(std::filesystem::exists(cgroups_->Path("memory", "container_1")))
         << "the cgroup is destroyed after reaping";
@@ -613,7 +613,7 @@ TEST_F(ContainerExecutorTest, TheProgramGetsTheConventionalUmaskNotTheDaemons) {
   std::optional<ContainerExit> exit = ReapUntilExit("container_umask");
   ASSERT_TRUE(exit.has_value()) << "no exit within 5 s";
   EXPECT_EQ(exit->exit_code, 0);
-  EXPECT_EQ(Slurp(spec.log_dir + "/stdout"), "0022\n");
+  EXPECT_EQ(SlurpFile(spec.log_dir + "/stdout"), "0022\n");
 }
 
 TEST_F(ContainerExecutorTest, MissingBinaryFailsLaunchWithAClearMessage) {
@@ -716,7 +716,7 @@ TEST_F(ContainerExecutorTest, ProcessRunsInItsCgroupWithItsLimits) {
   std::string first;
   EXPECT_TRUE(PollUntil(
       [&] {
-        first = Slurp(spec.work_dir + "/cgroup.txt");
+        first = SlurpFile(spec.work_dir + "/cgroup.txt");
         return absl::StrContains(first, want);
       },
       kPollTimeout))
@@ -727,9 +727,9 @@ TEST_F(ContainerExecutorTest, ProcessRunsInItsCgroupWithItsLimits) {
     EXPECT_TRUE(absl::EndsWith(CgroupOf(*pid, "cpu"), want)) << CgroupOf(*pid, "cpu");
   }
   const std::string memory_dir = cgroups_->Path("memory", "container_9");
-  EXPECT_EQ(
-      Slurp(memory_dir + (cgroups_->version() == "v1" ? "/memory.limit_in_bytes" : "/memory.max")),
-      "67108864\n");
+  EXPECT_EQ(SlurpFile(memory_dir +
+                      (cgroups_->version() == "v1" ? "/memory.limit_in_bytes" : "/memory.max")),
+            "67108864\n");
 
   executor_->Stop("container_9", 0);
   std::optional<ContainerExit> exit = ReapUntilExit("container_9");
@@ -836,9 +836,9 @@ TEST_F(ContainerExecutorTest, MonitoredContainerRecordsHowItEnded) {
   EXPECT_EQ(exit->exit_code, 7);
   EXPECT_FALSE(exit->status_lost);
   EXPECT_EQ(exit->diagnostics, "Container exited with code 7");
-  EXPECT_EQ(Slurp(spec.state_dir + "/exit_code"), "exit 7\n");
-  EXPECT_EQ(Slurp(spec.state_dir + "/pid"), absl::StrCat(*pid, "\n"));
-  EXPECT_EQ(Slurp(spec.log_dir + "/stdout"), "out\n");
+  EXPECT_EQ(SlurpFile(spec.state_dir + "/exit_code"), "exit 7\n");
+  EXPECT_EQ(SlurpFile(spec.state_dir + "/pid"), absl::StrCat(*pid, "\n"));
+  EXPECT_EQ(SlurpFile(spec.log_dir + "/stdout"), "out\n");
   struct stat st;
   ASSERT_EQ(stat(spec.state_dir.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u) << "the container's user must not forge its exit";
@@ -851,7 +851,7 @@ TEST_F(ContainerExecutorTest, MonitoredContainerRecordsHowItEnded) {
   ASSERT_TRUE(exit.has_value());
   EXPECT_TRUE(exit->killed_by_signal);
   EXPECT_EQ(exit->exit_code, 128 + SIGTERM);
-  EXPECT_EQ(Slurp(killed.state_dir + "/exit_code"), "signal 15\n");
+  EXPECT_EQ(SlurpFile(killed.state_dir + "/exit_code"), "signal 15\n");
 
   // A failing hook starts nothing.
   LaunchSpec refused = Spec("container_22", {"/bin/sh", "-c", "touch ran"});
@@ -898,9 +898,9 @@ TEST_F(ContainerExecutorTest, MonitorProgramRecordsHowItEndedWithManyDescriptors
   ASSERT_TRUE(exit.has_value());
   EXPECT_EQ(exit->exit_code, 7);
   EXPECT_FALSE(exit->status_lost);
-  EXPECT_EQ(Slurp(spec.state_dir + "/exit_code"), "exit 7\n");
-  EXPECT_EQ(Slurp(spec.state_dir + "/pid"), absl::StrCat(*pid, "\n"));
-  EXPECT_EQ(Slurp(spec.log_dir + "/stdout"), "out\n");
+  EXPECT_EQ(SlurpFile(spec.state_dir + "/exit_code"), "exit 7\n");
+  EXPECT_EQ(SlurpFile(spec.state_dir + "/pid"), absl::StrCat(*pid, "\n"));
+  EXPECT_EQ(SlurpFile(spec.log_dir + "/stdout"), "out\n");
   ASSERT_FALSE(failed.ok());
   EXPECT_THAT(failed.status().message(),
               HasSubstr("launching container_25: exec '/no/such/program': No such file"));
@@ -937,15 +937,15 @@ TEST_F(ContainerExecutorTest, MonitorAndContainerShareTheCgroupsAndTheOomPrefere
               Contains("container_24"));
   // The monitor gives up its OOM preference only with CAP_SYS_RESOURCE (bit 24 of CapEff).
   uint64_t caps = 0;
-  for (absl::string_view line : absl::StrSplit(Slurp("/proc/self/status"), '\n')) {
+  for (absl::string_view line : absl::StrSplit(SlurpFile("/proc/self/status"), '\n')) {
     if (absl::ConsumePrefix(&line, "CapEff:")) {
       (void)absl::SimpleHexAtoi(absl::StripAsciiWhitespace(line), &caps);
     }
   }
-  EXPECT_EQ(Slurp(absl::StrCat("/proc/", monitor, "/oom_score_adj")),
-            (caps >> 24) & 1 ? "-1000\n" : Slurp("/proc/self/oom_score_adj"));
-  EXPECT_EQ(Slurp(absl::StrCat("/proc/", *pid, "/oom_score_adj")),
-            Slurp("/proc/self/oom_score_adj"));
+  EXPECT_EQ(SlurpFile(absl::StrCat("/proc/", monitor, "/oom_score_adj")),
+            (caps >> 24) & 1 ? "-1000\n" : SlurpFile("/proc/self/oom_score_adj"));
+  EXPECT_EQ(SlurpFile(absl::StrCat("/proc/", *pid, "/oom_score_adj")),
+            SlurpFile("/proc/self/oom_score_adj"));
   // Each leads its own session: a signal to the container's group spares the monitor.
   EXPECT_EQ(getsid(monitor), monitor);
   EXPECT_EQ(getsid(*pid), *pid);
@@ -953,7 +953,7 @@ TEST_F(ContainerExecutorTest, MonitorAndContainerShareTheCgroupsAndTheOomPrefere
   std::optional<ContainerExit> exit = ReapUntilExit("container_24");
   ASSERT_TRUE(exit.has_value());
   EXPECT_EQ(exit->exit_code, 128 + SIGKILL);
-  EXPECT_EQ(Slurp(spec.state_dir + "/exit_code"), "signal 9\n");
+  EXPECT_EQ(SlurpFile(spec.state_dir + "/exit_code"), "signal 9\n");
 }
 
 // Adoption: the monitor is spawned here directly (as an earlier NM did) and handed over.
@@ -1098,12 +1098,12 @@ TEST_F(ContainerExecutorTest, LogLimitKeepsAtMostTheLimitOfAHugeOutputOnDisk) {
     ASSERT_EQ(stat((spec.log_dir + "/stdout").c_str(), &st), 0);
     EXPECT_LE(st.st_size, kLimit);
     EXPECT_LE(static_cast<int64_t>(st.st_blocks) * 512, kLimit + 64 * 1024) << "allocated";
-    const std::string out = Slurp(spec.log_dir + "/stdout");
+    const std::string out = SlurpFile(spec.log_dir + "/stdout");
     EXPECT_TRUE(absl::StartsWith(out, "[weft: ")) << out.substr(0, 200);
     EXPECT_THAT(out.substr(0, 200), HasSubstr("earlier bytes of this log were dropped: over the "
                                               "1048576-byte container log limit]\n"));
     EXPECT_TRUE(absl::EndsWith(out, "xxx\nlast-line\n")) << "the newest output is kept";
-    EXPECT_EQ(Slurp(spec.log_dir + "/stderr"), "err\n");
+    EXPECT_EQ(SlurpFile(spec.log_dir + "/stderr"), "err\n");
     EXPECT_THAT(exit->diagnostics, HasSubstr("stdout truncated: its oldest 19"));
     EXPECT_THAT(exit->diagnostics,
                 HasSubstr("MB dropped, over the log limit of 1 MB (--container-log-limit-mb)"));
@@ -1136,11 +1136,11 @@ TEST_F(ContainerExecutorTest, UserNamespacesAreRefusedUnlessAllowed) {
       ASSERT_TRUE(executor_->Launch(spec).ok());
       std::optional<ContainerExit> exit = ReapUntilExit(id);
       ASSERT_TRUE(exit.has_value());
-      const std::string out = Slurp(spec.log_dir + "/stdout");
+      const std::string out = SlurpFile(spec.log_dir + "/stdout");
       if (deny) {
         EXPECT_THAT(out, Not(HasSubstr("unshare-ok")));
         EXPECT_THAT(out, Not(HasSubstr("python-ok")));
-        EXPECT_THAT(Slurp(spec.log_dir + "/stderr"), HasSubstr("Operation not permitted"));
+        EXPECT_THAT(SlurpFile(spec.log_dir + "/stderr"), HasSubstr("Operation not permitted"));
       } else {
         EXPECT_THAT(out, HasSubstr("unshare-ok"));
       }
@@ -1185,13 +1185,13 @@ TEST_F(ContainerExecutorTest, ForkBombStopsAtItsPidsLimitAndTheNodeGoesOn) {
   spec.limits.pids_max = kPidsMax;
   ASSERT_TRUE(executor_->Launch(spec).ok());
   const std::string group = cgroups_->Path("pids", "container_bomb");
-  EXPECT_EQ(Slurp(group + "/pids.max"), absl::StrCat(kPidsMax, "\n"));
+  EXPECT_EQ(SlurpFile(group + "/pids.max"), absl::StrCat(kPidsMax, "\n"));
   ASSERT_TRUE(PollUntil([&] { return cgroups_->PidsLimitHits("container_bomb").value_or(0) > 0; },
                         absl::Seconds(20)))
       << "the bomb never reached its limit";
   int64_t current = 0;
-  ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(Slurp(group + "/pids.current")),
-                               &current));
+  ASSERT_TRUE(
+      absl::SimpleAtoi(absl::StripAsciiWhitespace(SlurpFile(group + "/pids.current")), &current));
   EXPECT_LE(current, kPidsMax);
 
   // The node can still start work beside it.
@@ -1201,7 +1201,7 @@ TEST_F(ContainerExecutorTest, ForkBombStopsAtItsPidsLimitAndTheNodeGoesOn) {
   std::optional<ContainerExit> exit = ReapUntilExit("container_after_bomb");
   ASSERT_TRUE(exit.has_value());
   EXPECT_EQ(exit->exit_code, 0);
-  EXPECT_EQ(Slurp(other.log_dir + "/stdout"), "fine\n");
+  EXPECT_EQ(SlurpFile(other.log_dir + "/stdout"), "fine\n");
 
   executor_->Stop("container_bomb", 0);
   exit = ReapUntilExit("container_bomb", 20000);
@@ -1270,7 +1270,7 @@ TEST_F(ContainerExecutorTest, WithoutCgroupsStopLeavesNoProcessAndFreesItsPort) 
   }
   ASSERT_TRUE(PollUntil([&] { return std::filesystem::exists(spec.work_dir + "/listening"); },
                         kPollTimeout))
-      << Slurp(spec.log_dir + "/stderr");
+      << SlurpFile(spec.log_dir + "/stderr");
   EXPECT_FALSE(CanListenOn(port)) << "the container listens on " << port;
 
   constexpr int64_t kGraceMs = 200;

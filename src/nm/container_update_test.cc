@@ -42,7 +42,7 @@ using testing::FindStatus;
 
 constexpr char kApp[] = "application_1_0001";
 
-bool IsRoot() { return geteuid() == 0; }
+bool RunningAsRoot() { return geteuid() == 0; }
 
 std::string ReadFirstWord(const std::string& path) {
   std::ifstream in(path);
@@ -68,7 +68,7 @@ class ContainerUpdateTest : public testing::NmTestFixture {
 
   // Skips (saying why) unless this is root with a memory and a cpu controller; starts the NM.
   bool StartNmWithCgroups() {
-    if (!IsRoot()) {
+    if (!RunningAsRoot()) {
       skip_reason_ = "needs root to create cgroups";
       return false;
     }

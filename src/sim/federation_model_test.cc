@@ -28,7 +28,7 @@ Job MapJob(std::string id, int64_t submit_ms, int64_t maps, int64_t map_ms) {
 }
 
 // 6 nodes of 8 vcores on 3 racks; with 3 sub-clusters, 2 nodes (16 containers) each.
-SimOptions Options(int sub_clusters, int replicas = 0) {
+SimOptions FederationOptions(int sub_clusters, int replicas = 0) {
   SimOptions o;
   o.nodes = *UniformCluster(6, Resource::Of(8192, 8), 3);
   o.scheduler = scheduler::DefaultSchedulerConfig();
@@ -41,7 +41,7 @@ SimOptions Options(int sub_clusters, int replicas = 0) {
 TEST(SimFederationTest, JobLargerThanOneSubClusterSpansAndFinishes) {
   Workload w;
   w.jobs.push_back(MapJob("big", 0, 40, 10000));  // 40 maps + AM > 16 containers of a home
-  auto fed = RunSimulation(w, Options(3));
+  auto fed = RunSimulation(w, FederationOptions(3));
   ASSERT_TRUE(fed.ok()) << fed.status();
   const JobResult& j = fed->job_results[0];
   ASSERT_GE(j.finish_ms, 0);
@@ -60,7 +60,7 @@ TEST(SimFederationTest, JobLargerThanOneSubClusterSpansAndFinishes) {
   EXPECT_LE(j.finish_ms, 13000);
 
   // Kept home, it runs in waves of 15 on its 2 nodes.
-  SimOptions home_only = Options(3);
+  SimOptions home_only = FederationOptions(3);
   home_only.federation.amrm_policy = "home-only";
   auto home = RunSimulation(w, home_only);
   ASSERT_TRUE(home.ok()) << home.status();
@@ -71,7 +71,7 @@ TEST(SimFederationTest, JobLargerThanOneSubClusterSpansAndFinishes) {
 TEST(SimFederationTest, LocalityAsksGoWhereTheirNodesAre) {
   Workload w;
   for (int i = 0; i < 6; ++i) w.jobs.push_back(MapJob("j" + std::to_string(i), i * 1000, 12, 8000));
-  auto r = RunSimulation(w, Options(3, /*replicas=*/3));
+  auto r = RunSimulation(w, FederationOptions(3, /*replicas=*/3));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->jobs_failed, 0);
   for (const JobResult& j : r->job_results) EXPECT_GE(j.finish_ms, 0) << j.id;
@@ -86,7 +86,7 @@ TEST(SimFederationTest, OneSubClusterIsTheMonolithicRun) {
   for (int i = 0; i < 8; ++i) {
     w.jobs.push_back(MapJob("j" + std::to_string(i), i * 3000, 10 + 7 * i, 5000 + 1000 * i));
   }
-  SimOptions mono = Options(1, 3);
+  SimOptions mono = FederationOptions(1, 3);
   SimOptions one = mono;
   one.federation.router_policy = "uniform";  // irrelevant with one sub-cluster
   one.federation.amrm_policy = "broadcast";
@@ -119,7 +119,7 @@ TEST(SimFederationTest, OneSubClusterIsTheMonolithicRun) {
 TEST(SimFederationTest, SameSeedSameRun) {
   Workload w;
   for (int i = 0; i < 10; ++i) w.jobs.push_back(MapJob("j" + std::to_string(i), i * 500, 9, 4000));
-  SimOptions o = Options(3, 3);
+  SimOptions o = FederationOptions(3, 3);
   o.federation.router_policy = "uniform";
   auto a = RunSimulation(w, o);
   auto b = RunSimulation(w, o);
@@ -135,7 +135,7 @@ TEST(SimFederationTest, SameSeedSameRun) {
 TEST(SimFederationTest, RejectRouterPolicyFailsEveryJobNamingTheQueue) {
   Workload w;
   w.jobs.push_back(MapJob("j", 0, 2, 1000));
-  SimOptions o = Options(2);
+  SimOptions o = FederationOptions(2);
   o.federation.router_policy = "reject";
   auto r = RunSimulation(w, o);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -153,7 +153,7 @@ TEST(SimFederationTest, StaleSnapshotsMakeLoadBasedHerdUnlessItCountsItsPlacemen
     w.jobs.push_back(MapJob("j" + std::to_string(i), 100 + 10 * i, 4, 20000));
   }
   for (bool in_flight : {false, true}) {
-    SimOptions o = Options(3);
+    SimOptions o = FederationOptions(3);
     o.federation.amrm_policy = "home-only";  // a job runs where it is homed
     o.federation.heartbeat_ms = 10000;
     o.federation.cache_ttl_ms = 10000;
@@ -185,7 +185,7 @@ TEST(SimFederationTest, StaleSnapshotsMakeLoadBasedHerdUnlessItCountsItsPlacemen
 TEST(SimFederationTest, LiveLoadHerdsTooWithoutInFlightAccounting) {
   Workload w;
   for (int i = 0; i < 6; ++i) w.jobs.push_back(MapJob("j" + std::to_string(i), 100, 2, 5000));
-  SimOptions o = Options(3);
+  SimOptions o = FederationOptions(3);
   o.federation.amrm_policy = "home-only";
   o.federation.heartbeat_ms = 0;
   o.federation.cache_ttl_ms = 0;
@@ -202,7 +202,7 @@ TEST(SimFederationTest, LiveLoadHerdsTooWithoutInFlightAccounting) {
 TEST(SimFederationTest, AppsPerRmCountUnmanagedAms) {
   Workload w;
   w.jobs.push_back(MapJob("big", 0, 40, 10000));  // spans all three sub-clusters
-  auto r = RunSimulation(w, Options(3));
+  auto r = RunSimulation(w, FederationOptions(3));
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->jobs_spanning, 1);
   int64_t homed = 0, uams = 0;
@@ -228,7 +228,7 @@ TEST(SimFederationTest, AppsPerRmCountUnmanagedAms) {
     EXPECT_EQ(sc["apps_peak"], 1);
   }
   // Kept home: no UAMs.
-  SimOptions home_only = Options(3);
+  SimOptions home_only = FederationOptions(3);
   home_only.federation.amrm_policy = "home-only";
   auto h = RunSimulation(w, home_only);
   ASSERT_TRUE(h.ok()) << h.status();
@@ -238,7 +238,7 @@ TEST(SimFederationTest, AppsPerRmCountUnmanagedAms) {
 TEST(SimFederationTest, StoreLatencyDelaysTheSubmissionTwice) {
   Workload w;
   w.jobs.push_back(MapJob("j", 0, 2, 1000));
-  SimOptions o = Options(3);
+  SimOptions o = FederationOptions(3);
   o.federation.store_latency_ms = 3000;  // the home write and its read-back: 6 s
   auto r = RunSimulation(w, o);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -254,7 +254,7 @@ TEST(SimFederationTest, DeferredSubmissionToAMissingQueueFailsTheJob) {
   Workload w;
   w.jobs.push_back(MapJob("j", 0, 2, 1000));
   w.jobs[0].queue = "nope";
-  SimOptions o = Options(3);
+  SimOptions o = FederationOptions(3);
   o.federation.store_latency_ms = 50;
   auto r = RunSimulation(w, o);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -266,7 +266,7 @@ TEST(SimFederationTest, DeferredSubmissionToAMissingQueueFailsTheJob) {
 TEST(SimFederationTest, UamLaunchTimeDelaysContainersInSecondaries) {
   Workload w;
   w.jobs.push_back(MapJob("big", 0, 40, 10000));
-  SimOptions o = Options(3);
+  SimOptions o = FederationOptions(3);
   o.federation.uam_launch_ms = 0;
   auto fast = RunSimulation(w, o);
   o.federation.uam_launch_ms = 8000;
@@ -303,7 +303,7 @@ TEST(SimFederationTest, BadOptionsAreRefused) {
        "monolithic cluster only"},
   };
   for (const Case& c : cases) {
-    SimOptions o = Options(1);
+    SimOptions o = FederationOptions(1);
     c.set(o);
     auto r = RunSimulation(w, o);
     ASSERT_FALSE(r.ok()) << c.want;

@@ -26,7 +26,7 @@ using testing::MakeContainer;
 
 constexpr char kHome[] = "sc-home";
 constexpr char kOther[] = "sc-two";
-constexpr char kHomeRm[] = "home-rm:8032";
+constexpr char kFederationHomeRm[] = "home-rm:8032";
 constexpr char kOtherRm[] = "two-rm:8032";
 constexpr int64_t kNow = 1'700'000'000'000;
 
@@ -36,7 +36,7 @@ class FederationInterceptorTest : public ::testing::Test {
     auto store = federation::OpenFederationStore("memory:");
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
-    for (auto [id, rm] : {std::pair{kHome, kHomeRm}, std::pair{kOther, kOtherRm}}) {
+    for (auto [id, rm] : {std::pair{kHome, kFederationHomeRm}, std::pair{kOther, kOtherRm}}) {
       v1::SubClusterInfo info;
       info.set_sub_cluster_id(id);
       info.set_rm_address(rm);
@@ -57,7 +57,7 @@ class FederationInterceptorTest : public ::testing::Test {
     attempt_.attempt_id = "appattempt_1_0001_000001";
     attempt_.user = "alice";
     attempt_.am_container_id = "container_e0_1_0001_01_000001";
-    attempt_.home_rm_address = kHomeRm;
+    attempt_.home_rm_address = kFederationHomeRm;
     attempt_.amrm_token.set_identifier("home-token");
     env_.rpc = &rpc_;
     env_.federation = view_.get();
@@ -101,8 +101,8 @@ class FederationInterceptorTest : public ::testing::Test {
 };
 
 TEST_F(FederationInterceptorTest, RegistersWithTheHomeOnly) {
-  EXPECT_EQ(rpc_.rm(kHomeRm).registrations.size(), 1u);
-  EXPECT_EQ(rpc_.rm(kHomeRm).tokens_used.back(), "home-token");
+  EXPECT_EQ(rpc_.rm(kFederationHomeRm).registrations.size(), 1u);
+  EXPECT_EQ(rpc_.rm(kFederationHomeRm).tokens_used.back(), "home-token");
   EXPECT_TRUE(rpc_.rm(kOtherRm).registrations.empty());
 }
 
@@ -129,11 +129,11 @@ TEST_F(FederationInterceptorTest, ASecondaryGetsAnUnmanagedAmAndTheRepliesAreMer
   // Broadcast: the whole ask to each.
   ASSERT_EQ(two.allocates.size(), 1u);
   EXPECT_EQ(two.allocates[0].asks(0).num_containers(), 4);
-  EXPECT_EQ(rpc_.rm(kHomeRm).allocates.back().asks(0).num_containers(), 4);
+  EXPECT_EQ(rpc_.rm(kFederationHomeRm).allocates.back().asks(0).num_containers(), 4);
 
   // Both allocate; each container keeps its own sub-cluster's token.
   v1::AllocateResponse home_reply, two_reply;
-  *home_reply.add_allocated_containers() = MakeContainer("c-home-1", "h1:1", kHomeRm);
+  *home_reply.add_allocated_containers() = MakeContainer("c-home-1", "h1:1", kFederationHomeRm);
   (*home_reply.mutable_available_resources()->mutable_values())["memory-mb"] = 1000;
   home_reply.set_num_cluster_nodes(2);
   home_reply.add_diagnostics("home note");
@@ -144,7 +144,7 @@ TEST_F(FederationInterceptorTest, ASecondaryGetsAnUnmanagedAmAndTheRepliesAreMer
   two_reply.add_diagnostics("two note");
   two_reply.mutable_preemption()->add_strict_containers()->set_container_id("c-two-0");
   two_reply.mutable_preemption()->set_deadline_ms(99);
-  rpc_.rm(kHomeRm).replies.push_back(home_reply);
+  rpc_.rm(kFederationHomeRm).replies.push_back(home_reply);
   rpc_.rm(kOtherRm).replies.push_back(two_reply);
   reply = Allocate({});
   ASSERT_TRUE(reply.ok()) << reply.status();
@@ -172,7 +172,7 @@ TEST_F(FederationInterceptorTest, ASecondaryGetsAnUnmanagedAmAndTheRepliesAreMer
   reply = Allocate({}, {"c-two-2", "c-home-1"});
   ASSERT_TRUE(reply.ok());
   EXPECT_THAT(rpc_.rm(kOtherRm).allocates.back().releases(), ElementsAre("c-two-2"));
-  EXPECT_THAT(rpc_.rm(kHomeRm).allocates.back().releases(), ElementsAre("c-home-1"));
+  EXPECT_THAT(rpc_.rm(kFederationHomeRm).allocates.back().releases(), ElementsAre("c-home-1"));
   ASSERT_EQ(reply->completed_containers_size(), 1);
   EXPECT_EQ(reply->completed_containers(0).container_id(), "c-two-1");
   EXPECT_FALSE(fi_->container_sub_clusters().contains("c-two-1"));
@@ -180,19 +180,19 @@ TEST_F(FederationInterceptorTest, ASecondaryGetsAnUnmanagedAmAndTheRepliesAreMer
 
 TEST_F(FederationInterceptorTest, TheAmsSequenceIsTheProxysOwn) {
   v1::AllocateResponse home_reply;
-  *home_reply.add_allocated_containers() = MakeContainer("c1", "h1:1", kHomeRm);
-  rpc_.rm(kHomeRm).replies.push_back(home_reply);
+  *home_reply.add_allocated_containers() = MakeContainer("c1", "h1:1", kFederationHomeRm);
+  rpc_.rm(kFederationHomeRm).replies.push_back(home_reply);
   auto first = Allocate({MakeAsk(1)});
   ASSERT_TRUE(first.ok());
   // The reply was lost: the AM sends the same id and gets the same reply, no new RM call.
-  const size_t calls = rpc_.rm(kHomeRm).allocates.size();
+  const size_t calls = rpc_.rm(kFederationHomeRm).allocates.size();
   v1::AllocateRequest retry;
   retry.set_response_id(0);
   auto again = fi_->Allocate(retry);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->response_id(), first->response_id());
   EXPECT_EQ(again->allocated_containers_size(), 1);
-  EXPECT_EQ(rpc_.rm(kHomeRm).allocates.size(), calls);
+  EXPECT_EQ(rpc_.rm(kFederationHomeRm).allocates.size(), calls);
   // Any other id: resync.
   retry.set_response_id(7);
   auto resync = fi_->Allocate(retry);
@@ -225,7 +225,7 @@ TEST_F(FederationInterceptorTest, AFailingSecondaryIsSkippedAndItsChangesKept) {
   rpc_.rm(kOtherRm).fail_allocates = 1;
   reply = Allocate({MakeAsk(3)});
   ASSERT_TRUE(reply.ok());
-  EXPECT_EQ(rpc_.rm(kHomeRm).allocates.back().asks(0).num_containers(), 3);
+  EXPECT_EQ(rpc_.rm(kFederationHomeRm).allocates.back().asks(0).num_containers(), 3);
   reply = Allocate({});
   ASSERT_TRUE(reply.ok());
   // The call that failed, then the heartbeat's own (empty) one.
@@ -247,8 +247,8 @@ TEST_F(FederationInterceptorTest, ASecondaryDownLongerThanTheTimeoutIsDroppedAnd
   *there.add_allocated_containers() = MakeContainer("c-two-2", "t1:1", kOtherRm);
   rpc_.rm(kOtherRm).replies.push_back(there);
   v1::AllocateResponse here;
-  *here.add_allocated_containers() = MakeContainer("c-home-1", "h1:1", kHomeRm);
-  rpc_.rm(kHomeRm).replies.push_back(here);
+  *here.add_allocated_containers() = MakeContainer("c-home-1", "h1:1", kFederationHomeRm);
+  rpc_.rm(kFederationHomeRm).replies.push_back(here);
   auto reply = Allocate({MakeAsk(4)});
   ASSERT_TRUE(reply.ok()) << reply.status();
   ASSERT_EQ(reply->allocated_containers_size(), 3);
@@ -279,7 +279,7 @@ TEST_F(FederationInterceptorTest, ASecondaryDownLongerThanTheTimeoutIsDroppedAnd
   reply = Allocate({MakeAsk(5)});
   ASSERT_TRUE(reply.ok());
   EXPECT_EQ(rpc_.rm(kOtherRm).allocates.size(), calls);
-  EXPECT_EQ(rpc_.rm(kHomeRm).allocates.back().asks(0).num_containers(), 5);
+  EXPECT_EQ(rpc_.rm(kFederationHomeRm).allocates.back().asks(0).num_containers(), 5);
   // Each lost container reached the AM once.
   EXPECT_THAT(reply->completed_containers(), IsEmpty());
 }
@@ -300,7 +300,7 @@ TEST_F(FederationInterceptorTest, WhatADroppedSecondaryHeldIsAskedOfTheOthers) {
         if (ask.resource_name() == "*") n = ask.num_containers();
     return n;
   };
-  const int32_t at_home = held(kHomeRm);
+  const int32_t at_home = held(kFederationHomeRm);
   const int32_t there = held(kOtherRm);
   ASSERT_GT(there, 0);
   ASSERT_EQ(at_home + there, 4);
@@ -310,10 +310,10 @@ TEST_F(FederationInterceptorTest, WhatADroppedSecondaryHeldIsAskedOfTheOthers) {
   now_ += 10000;
   auto reply = Allocate({});  // dropped here
   ASSERT_TRUE(reply.ok()) << reply.status();
-  EXPECT_EQ(held(kHomeRm), at_home);
+  EXPECT_EQ(held(kFederationHomeRm), at_home);
   reply = Allocate({});  // the home hears of the rest
   ASSERT_TRUE(reply.ok()) << reply.status();
-  EXPECT_EQ(held(kHomeRm), 4);
+  EXPECT_EQ(held(kFederationHomeRm), 4);
 }
 
 TEST_F(FederationInterceptorTest, WhatARmAllocatedIsTakenOffItsAsksSoTheSameCountIsSentAgain) {
@@ -327,14 +327,14 @@ TEST_F(FederationInterceptorTest, WhatARmAllocatedIsTakenOffItsAsksSoTheSameCoun
   ASSERT_EQ(reply->allocated_containers_size(), 2);
   // The secondary's RM now holds 0 of that ask: stating 2 again reaches it (the home still
   // holds its 2: nothing new to tell it).
-  const size_t home_calls = rpc_.rm(kHomeRm).allocates.size();
+  const size_t home_calls = rpc_.rm(kFederationHomeRm).allocates.size();
   reply = Allocate({MakeAsk(2)});
   ASSERT_TRUE(reply.ok());
   const v1::AllocateRequest& last = rpc_.rm(kOtherRm).allocates.back();
   ASSERT_EQ(last.asks_size(), 1);
   EXPECT_EQ(last.asks(0).num_containers(), 2);
-  ASSERT_GT(rpc_.rm(kHomeRm).allocates.size(), home_calls);
-  EXPECT_EQ(rpc_.rm(kHomeRm).allocates.back().asks_size(), 0);
+  ASSERT_GT(rpc_.rm(kFederationHomeRm).allocates.size(), home_calls);
+  EXPECT_EQ(rpc_.rm(kFederationHomeRm).allocates.back().asks_size(), 0);
 }
 
 TEST_F(FederationInterceptorTest, TheHomesFailureIsTheAmsAndSecondaryRepliesWait) {
@@ -342,7 +342,7 @@ TEST_F(FederationInterceptorTest, TheHomesFailureIsTheAmsAndSecondaryRepliesWait
   v1::AllocateResponse two_reply;
   *two_reply.add_allocated_containers() = MakeContainer("c-two", "t1:1", kOtherRm);
   rpc_.rm(kOtherRm).replies.push_back(two_reply);
-  rpc_.rm(kHomeRm).fail_allocates = 1;
+  rpc_.rm(kFederationHomeRm).fail_allocates = 1;
   auto failed = Allocate({});
   EXPECT_TRUE(absl::IsUnavailable(failed.status())) << failed.status();
   EXPECT_THAT(std::string(failed.status().message()), HasSubstr("home sub-cluster 'sc-home'"));
@@ -357,7 +357,7 @@ TEST_F(FederationInterceptorTest, AsksMovedAwayAreCancelled) {
   ASSERT_TRUE(Allocate({MakeAsk(4)}).ok());
   SetPolicy("home-only");
   ASSERT_TRUE(Allocate({MakeAsk(3)}).ok());
-  EXPECT_EQ(rpc_.rm(kHomeRm).allocates.back().asks(0).num_containers(), 3);
+  EXPECT_EQ(rpc_.rm(kFederationHomeRm).allocates.back().asks(0).num_containers(), 3);
   ASSERT_EQ(rpc_.rm(kOtherRm).allocates.back().asks_size(), 1);
   EXPECT_EQ(rpc_.rm(kOtherRm).allocates.back().asks(0).num_containers(), 0);
 }
@@ -391,7 +391,7 @@ TEST_F(FederationInterceptorTest, FinishUnregistersEveryUamThenTheHome) {
   EXPECT_TRUE(done->is_unregistered());
   ASSERT_EQ(rpc_.rm(kOtherRm).finishes.size(), 1u);
   EXPECT_EQ(rpc_.rm(kOtherRm).finishes[0].final_status(), v1::FINAL_SUCCEEDED);
-  EXPECT_EQ(rpc_.rm(kHomeRm).finishes.size(), 1u);
+  EXPECT_EQ(rpc_.rm(kFederationHomeRm).finishes.size(), 1u);
   fi_->Shutdown(AttemptEnd::kApplicationEnded);
   EXPECT_THAT(rpc_.rm(kOtherRm).kills, IsEmpty());
 }
@@ -424,7 +424,7 @@ TEST_F(FederationInterceptorTest, AnAttemptThatEndsWhileTheAppRunsKeepsItsUams) 
 
 TEST_F(FederationInterceptorTest, AnAttemptThatEndsWithItsAppKilledKillsItsUams) {
   ASSERT_TRUE(Allocate({MakeAsk(4)}).ok());
-  rpc_.rm(kHomeRm).states["application_1_0001"] = v1::APP_KILLED;
+  rpc_.rm(kFederationHomeRm).states["application_1_0001"] = v1::APP_KILLED;
   fi_->Shutdown(AttemptEnd::kAttemptEnded);
   EXPECT_THAT(rpc_.rm(kOtherRm).kills, ElementsAre("application_1_0001"));
 }
@@ -466,7 +466,7 @@ TEST_F(FederationInterceptorTest, ARecoveredAttemptResyncsItsAmAndReattachesItsU
   EXPECT_EQ(two.submissions.size(), 1u);
   EXPECT_EQ(two.registrations.size(), 2u);
   EXPECT_EQ(two.registrations.back().host(), "am-host");
-  EXPECT_EQ(rpc_.rm(kHomeRm).registrations.size(), 3u);  // SetUp's fi_, the first, again
+  EXPECT_EQ(rpc_.rm(kFederationHomeRm).registrations.size(), 3u);  // SetUp's fi_, the first, again
   response_id_ = 0;
   auto reply = Allocate({MakeAsk(4)}, {"c-two-1"});
   ASSERT_TRUE(reply.ok()) << reply.status();
@@ -525,7 +525,7 @@ TEST_F(FederationInterceptorTest, WithoutAUsableSubClusterEverythingGoesHome) {
   ASSERT_TRUE(store_->DeregisterSubCluster(kHome, v1::SC_LOST).ok());
   auto reply = Allocate({MakeAsk(4)});
   ASSERT_TRUE(reply.ok());
-  EXPECT_EQ(rpc_.rm(kHomeRm).allocates.back().asks(0).num_containers(), 4);
+  EXPECT_EQ(rpc_.rm(kFederationHomeRm).allocates.back().asks(0).num_containers(), 4);
   EXPECT_TRUE(rpc_.rm(kOtherRm).submissions.empty());
 }
 

@@ -11,18 +11,18 @@ namespace {
 using ::testing::HasSubstr;
 using namespace ::weft::scheduler::testing;  // NOLINT
 
-constexpr int64_t kGb = 1024;
+constexpr int64_t kMbPerGb = 1024;
 
 std::unique_ptr<Scheduler> WithNode(const std::string& yaml, int64_t gb = 100) {
   auto s = MakeScheduler(yaml, "capacity");
-  EXPECT_TRUE(s->AddNode({"n1", "/r1", Resource::Of(gb * kGb, gb)}).ok());
+  EXPECT_TRUE(s->AddNode({"n1", "/r1", Resource::Of(gb * kMbPerGb, gb)}).ok());
   return s;
 }
 
 void Want(Scheduler* s, AppId id, const std::string& queue, const std::string& user = "u",
           int n = 1000) {
   ASSERT_TRUE(s->AddApp(App(id, queue, user), 0).ok());
-  ASSERT_TRUE(s->UpdateRequests(id, Asks({Ask(n, Resource::Of(1 * kGb, 1))})).ok());
+  ASSERT_TRUE(s->UpdateRequests(id, Asks({Ask(n, Resource::Of(1 * kMbPerGb, 1))})).ok());
 }
 
 TEST(CapacityPolicyTest, GuaranteesSplitTheClusterUnderContention) {
@@ -46,7 +46,7 @@ queues:
 )");
   Want(s.get(), 1, "a");
   EXPECT_EQ(CountFor(s->Schedule(0), 1), 60);
-  EXPECT_EQ(s->FindQueue("a")->limit[kMemoryMb], 60 * kGb);
+  EXPECT_EQ(s->FindQueue("a")->limit[kMemoryMb], 60 * kMbPerGb);
 }
 
 TEST(CapacityPolicyTest, UserLimitFactorCapsOneUser) {
@@ -68,7 +68,7 @@ queues: {root: {children: {a: {capacity: 10, maximum-am-resource-percent: 20}, b
 )");
   for (AppId id = 1; id <= 4; ++id) {
     AppSpec a = App(id, "a");
-    a.am_resource = Resource::Of(1 * kGb, 1);
+    a.am_resource = Resource::Of(1 * kMbPerGb, 1);
     ASSERT_TRUE(s->AddApp(a, 0).ok());
   }
   // 20% of a's 10 GB guarantee = 2 GB: two AMs.
@@ -78,7 +78,7 @@ queues: {root: {children: {a: {capacity: 10, maximum-am-resource-percent: 20}, b
       "queues: {root: {children: {a: {capacity: 1, maximum-am-resource-percent: 1}, b: {capacity: "
       "99}}}}");
   AppSpec a = App(1, "a");
-  a.am_resource = Resource::Of(4 * kGb, 1);
+  a.am_resource = Resource::Of(4 * kMbPerGb, 1);
   ASSERT_TRUE(tiny->AddApp(a, 0).ok());
   EXPECT_EQ(tiny->Schedule(0).allocations.size(), 1u);
 }
@@ -122,7 +122,7 @@ preemption: {enabled: true, starvation-timeout-ms: 10, grace-period-ms: 10, thre
 queues: {root: {children: {a: {capacity: 50, user-limit-factor: 2}, b: {capacity: 50, user-limit-factor: 2}}}}
 )",
                          "capacity");
-  ASSERT_TRUE(s->AddNode({"n1", "/r1", Resource::Of(10 * kGb, 10)}).ok());
+  ASSERT_TRUE(s->AddNode({"n1", "/r1", Resource::Of(10 * kMbPerGb, 10)}).ok());
   Want(s.get(), 1, "a");
   ASSERT_EQ(s->Schedule(0).allocations.size(), 10u);
   Want(s.get(), 2, "b");
