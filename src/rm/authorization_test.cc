@@ -9,14 +9,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-Caller User(const std::string& name, std::vector<std::string> groups = {}) {
-  Caller c;
-  c.user = name;
-  c.real_user = name;
-  c.groups = std::move(groups);
-  return c;
-}
-
 RmOptions WithQueues(absl::string_view yaml) {
   RmOptions o = RmHarness::DefaultOptions();
   auto config = scheduler::ParseSchedulerConfig(yaml, o.registry, "acl.yaml");
@@ -53,21 +45,21 @@ queues:
       dev: {}
 )"));
   absl::Status st;
-  EXPECT_NE(Submit(h, User("alice"), "prod", &st), "") << st;
-  EXPECT_NE(Submit(h, User("bob", {"etl"}), "root.prod", &st), "") << st;  // by group
-  EXPECT_NE(Submit(h, User("olga", {"ops"}), "dev", &st), "") << st;  // root's admins submit
-  EXPECT_EQ(Submit(h, User("mallory"), "prod", &st), "");
+  EXPECT_NE(Submit(h, CallerFor("alice"), "prod", &st), "") << st;
+  EXPECT_NE(Submit(h, CallerFor("bob", {"etl"}), "root.prod", &st), "") << st;  // by group
+  EXPECT_NE(Submit(h, CallerFor("olga", {"ops"}), "dev", &st), "") << st;  // root's admins submit
+  EXPECT_EQ(Submit(h, CallerFor("mallory"), "prod", &st), "");
   EXPECT_EQ(st.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_THAT(st.message(), HasSubstr("user 'mallory' may not submit applications to queue 'prod'"));
-  EXPECT_EQ(Submit(h, User("alice"), "dev", &st), "");
+  EXPECT_EQ(Submit(h, CallerFor("alice"), "dev", &st), "");
   EXPECT_EQ(st.code(), absl::StatusCode::kPermissionDenied);
   // Refused submissions leave nothing behind.
   EXPECT_EQ(h.rm().ListApplications({}).applications_size(), 3);
   // A cluster admin submits anywhere; an unknown queue is reported as such, not as an ACL.
-  Caller admin = User("root");
+  Caller admin = CallerFor("root");
   admin.admin = true;
   EXPECT_NE(Submit(h, admin, "dev", &st), "") << st;
-  EXPECT_EQ(Submit(h, User("alice"), "nosuch", &st), "");
+  EXPECT_EQ(Submit(h, CallerFor("alice"), "nosuch", &st), "");
   EXPECT_NE(st.code(), absl::StatusCode::kPermissionDenied) << st;
 }
 
@@ -80,22 +72,22 @@ queues:
       dev: {}
 )"));
   absl::Status st;
-  const std::string app = Submit(h, User("alice"), "prod", &st);
+  const std::string app = Submit(h, CallerFor("alice"), "prod", &st);
   ASSERT_NE(app, "") << st;
-  const std::string dev_app = Submit(h, User("alice"), "dev", &st);
+  const std::string dev_app = Submit(h, CallerFor("alice"), "dev", &st);
   ASSERT_NE(dev_app, "") << st;
   // By default no one administers a queue: bob may not kill alice's apps.
-  st = h.rm().KillApplication(app, "", User("bob"));
+  st = h.rm().KillApplication(app, "", CallerFor("bob"));
   EXPECT_EQ(st.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_THAT(st.message(), HasSubstr("user 'bob' may not modify application"));
   EXPECT_NE(h.rm().GetApplication(app)->state(), v1::APP_KILLED);
   // carol administers prod, not dev.
-  EXPECT_EQ(h.rm().KillApplication(dev_app, "", User("carol")).code(),
+  EXPECT_EQ(h.rm().KillApplication(dev_app, "", CallerFor("carol")).code(),
             absl::StatusCode::kPermissionDenied);
-  EXPECT_TRUE(h.rm().KillApplication(app, "", User("carol")).ok());
+  EXPECT_TRUE(h.rm().KillApplication(app, "", CallerFor("carol")).ok());
   EXPECT_EQ(h.rm().GetApplication(app)->state(), v1::APP_KILLED);
   // The owner kills their own.
-  EXPECT_TRUE(h.rm().KillApplication(dev_app, "", User("alice")).ok());
+  EXPECT_TRUE(h.rm().KillApplication(dev_app, "", CallerFor("alice")).ok());
 }
 
 TEST_F(AuthorizationTest, AppDetailsAreForItsOwnerAdminsAndViewAcl) {
@@ -108,26 +100,26 @@ TEST_F(AuthorizationTest, AppDetailsAreForItsOwnerAdminsAndViewAcl) {
   ctx.set_queue("prod");
   ctx.mutable_am_container_spec()->add_command("sleep 100");
   ctx.set_view_acl("bob,b@d");
-  absl::Status st = h.rm().SubmitApplication(ctx, User("alice"));
+  absl::Status st = h.rm().SubmitApplication(ctx, CallerFor("alice"));
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("view ACL"));
   ctx.set_view_acl("bob");
-  ASSERT_TRUE(h.rm().SubmitApplication(ctx, User("alice")).ok());
+  ASSERT_TRUE(h.rm().SubmitApplication(ctx, CallerFor("alice")).ok());
   h.loop.Advance(200);  // the AM container is allocated: the app has an AM host
   const std::string app = id->application_id();
   for (const std::string viewer : {"alice", "bob", "carol"}) {
-    auto report = h.rm().GetApplication(app, User(viewer));
+    auto report = h.rm().GetApplication(app, CallerFor(viewer));
     ASSERT_TRUE(report.ok());
     EXPECT_NE(report->am_host(), "N/A") << viewer;
-    EXPECT_TRUE(h.rm().GetApplicationAttempts(app, User(viewer)).ok()) << viewer;
+    EXPECT_TRUE(h.rm().GetApplicationAttempts(app, CallerFor(viewer)).ok()) << viewer;
   }
-  auto hidden = h.rm().GetApplication(app, User("mallory"));
+  auto hidden = h.rm().GetApplication(app, CallerFor("mallory"));
   ASSERT_TRUE(hidden.ok());
   EXPECT_EQ(hidden->user(), "alice");
   EXPECT_EQ(hidden->am_host(), "N/A");
   EXPECT_EQ(hidden->diagnostics(), "N/A");
-  EXPECT_EQ(h.rm().ListApplications({}, User("mallory")).applications(0).am_host(), "N/A");
-  EXPECT_EQ(h.rm().GetApplicationAttempts(app, User("mallory")).status().code(),
+  EXPECT_EQ(h.rm().ListApplications({}, CallerFor("mallory")).applications(0).am_host(), "N/A");
+  EXPECT_EQ(h.rm().GetApplicationAttempts(app, CallerFor("mallory")).status().code(),
             absl::StatusCode::kPermissionDenied);
 }
 

@@ -17,6 +17,15 @@
 
 namespace weft::rm {
 
+// A caller authenticated as `name` and acting as itself (no proxy, not an admin).
+inline Caller CallerFor(const std::string& name, std::vector<std::string> groups = {}) {
+  Caller c;
+  c.user = name;
+  c.real_user = name;
+  c.groups = std::move(groups);
+  return c;
+}
+
 class FakeLauncher : public AmLauncher {
  public:
   void Launch(const std::string& node_id, const v1::StartContainerRequest& request,

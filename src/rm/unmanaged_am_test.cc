@@ -11,13 +11,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-Caller Submitter(const std::string& name) {
-  Caller c;
-  c.user = name;
-  c.real_user = name;
-  return c;
-}
-
 // Submits an unmanaged app for `caller`; "" when refused (the status in `status`).
 std::string SubmitUnmanaged(RmHarness& h, const Caller& caller, absl::Status* status = nullptr) {
   auto id = h.rm().NewApplication();
@@ -36,22 +29,22 @@ std::string SubmitUnmanaged(RmHarness& h, const Caller& caller, absl::Status* st
 TEST(UnmanagedAmTest, NoAmContainerIsStartedAndOnlyItsOwnerGetsTheToken) {
   RmHarness h;
   h.AddNode("h1:1");
-  const std::string app = SubmitUnmanaged(h, Submitter("alice"));
+  const std::string app = SubmitUnmanaged(h, CallerFor("alice"));
   ASSERT_FALSE(app.empty());
   h.loop.Advance(500);  // scheduling passes: nothing to allocate for it
   EXPECT_TRUE(h.launcher.launches.empty());
 
-  auto owner = h.rm().GetApplication(app, Submitter("alice"));
+  auto owner = h.rm().GetApplication(app, CallerFor("alice"));
   ASSERT_TRUE(owner.ok()) << owner.status();
   EXPECT_TRUE(owner->unmanaged_am());
   EXPECT_EQ(owner->current_attempt(), 1);
   EXPECT_FALSE(owner->amrm_token().identifier().empty());
   EXPECT_EQ(owner->amrm_token().kind(), "AMRMToken");
   // Neither another user nor a list carries it.
-  auto other = h.rm().GetApplication(app, Submitter("bob"));
+  auto other = h.rm().GetApplication(app, CallerFor("bob"));
   ASSERT_TRUE(other.ok());
   EXPECT_TRUE(other->amrm_token().identifier().empty());
-  v1::ListApplicationsResponse listed = h.rm().ListApplications({}, Submitter("alice"));
+  v1::ListApplicationsResponse listed = h.rm().ListApplications({}, CallerFor("alice"));
   ASSERT_EQ(listed.applications_size(), 1);
   EXPECT_TRUE(listed.applications(0).amrm_token().identifier().empty());
 
@@ -73,7 +66,7 @@ TEST(UnmanagedAmTest, NoAmContainerIsStartedAndOnlyItsOwnerGetsTheToken) {
   v1::FinishApplicationMasterRequest fin;
   fin.set_final_status(v1::FINAL_SUCCEEDED);
   ASSERT_TRUE(h.rm().FinishApplicationMaster(token, fin).ok());
-  auto done = h.rm().GetApplication(app, Submitter("alice"));
+  auto done = h.rm().GetApplication(app, CallerFor("alice"));
   EXPECT_EQ(done->state(), v1::APP_FINISHED);
   EXPECT_TRUE(done->amrm_token().identifier().empty());  // ended: no token any more
 }
@@ -83,7 +76,7 @@ TEST(UnmanagedAmTest, AnAmThatNeverRegistersFailsTheAppWithoutAnotherAttempt) {
   o.am_expiry_ms = 1000;
   RmHarness h(o);
   h.AddNode("h1:1");
-  const std::string app = SubmitUnmanaged(h, Submitter("alice"));
+  const std::string app = SubmitUnmanaged(h, CallerFor("alice"));
   ASSERT_FALSE(app.empty());
   h.loop.Advance(2000);
   auto report = h.rm().GetApplication(app);
@@ -101,7 +94,7 @@ TEST(UnmanagedAmTest, AmSizingIsRefusedAndChangesNothing) {
   ctx.set_unmanaged_am(true);
   ctx.mutable_am_sizing()->set_enabled(true);
   ctx.mutable_am_sizing()->set_input_bytes(1 << 30);
-  absl::Status s = h.rm().SubmitApplication(ctx, Submitter("alice"));
+  absl::Status s = h.rm().SubmitApplication(ctx, CallerFor("alice"));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("unmanaged AM"));
   EXPECT_EQ(h.rm().ListApplications({}).applications_size(), 0);
@@ -110,8 +103,8 @@ TEST(UnmanagedAmTest, AmSizingIsRefusedAndChangesNothing) {
 TEST(UnmanagedAmTest, ARestartedRmKeepsTheAttemptAndTheAmRegistersAgain) {
   RmHarness h;
   h.AddNode("h1:1");
-  const std::string app = SubmitUnmanaged(h, Submitter("alice"));
-  const v1::Token token = h.rm().GetApplication(app, Submitter("alice"))->amrm_token();
+  const std::string app = SubmitUnmanaged(h, CallerFor("alice"));
+  const v1::Token token = h.rm().GetApplication(app, CallerFor("alice"))->amrm_token();
   ASSERT_TRUE(h.rm().RegisterApplicationMaster(token, {}).ok());
 
   h.Restart();
@@ -120,7 +113,7 @@ TEST(UnmanagedAmTest, ARestartedRmKeepsTheAttemptAndTheAmRegistersAgain) {
   auto resync = h.rm().Allocate(token, {});
   ASSERT_TRUE(resync.ok()) << resync.status();
   EXPECT_EQ(resync->am_command(), v1::AM_RESYNC);
-  auto report = h.rm().GetApplication(app, Submitter("alice"));
+  auto report = h.rm().GetApplication(app, CallerFor("alice"));
   ASSERT_TRUE(report.ok());
   EXPECT_EQ(report->current_attempt(), 1);
   EXPECT_FALSE(report->amrm_token().identifier().empty());
@@ -140,7 +133,7 @@ TEST(UnmanagedAmTest, ReportsNameTheSubCluster) {
   o.sub_cluster_id = "sc-2";
   RmHarness h(o);
   h.AddNode("h1:1");
-  const std::string app = SubmitUnmanaged(h, Submitter("alice"));
+  const std::string app = SubmitUnmanaged(h, CallerFor("alice"));
   EXPECT_EQ(h.rm().GetApplication(app)->sub_cluster_id(), "sc-2");
   v1::ListNodesResponse nodes = h.rm().ListNodes({});
   ASSERT_EQ(nodes.nodes_size(), 1);
@@ -152,14 +145,14 @@ TEST(UnmanagedAmTest, ASubClusterTakesIdsOfOtherRmsAndOnlyThen) {
   ctx.set_application_id("application_1700000000000_0042");  // another RM's timestamp
   ctx.mutable_am_container_spec()->add_command("true");
   RmHarness plain;
-  EXPECT_EQ(plain.rm().SubmitApplication(ctx, Submitter("alice")).code(),
+  EXPECT_EQ(plain.rm().SubmitApplication(ctx, CallerFor("alice")).code(),
             absl::StatusCode::kNotFound);
   RmOptions o = RmHarness::DefaultOptions();
   o.sub_cluster_id = "sc-1";
   o.cluster_timestamp_ms = 1800000000000;
   RmHarness federated(o);
   federated.AddNode("h1:1");
-  ASSERT_TRUE(federated.rm().SubmitApplication(ctx, Submitter("alice")).ok());
+  ASSERT_TRUE(federated.rm().SubmitApplication(ctx, CallerFor("alice")).ok());
   federated.loop.Advance(200);
   ASSERT_EQ(federated.launcher.launches.size(), 1u);
   EXPECT_EQ(federated.launcher.launches[0].second.launch_context().environment().at(
@@ -170,12 +163,12 @@ TEST(UnmanagedAmTest, ASubClusterTakesIdsOfOtherRmsAndOnlyThen) {
                           "application_1700000000000_42", "application_1700000000000_0042x"}) {
     v1::ApplicationSubmissionContext c = ctx;
     c.set_application_id(bad);
-    EXPECT_EQ(federated.rm().SubmitApplication(c, Submitter("alice")).code(),
+    EXPECT_EQ(federated.rm().SubmitApplication(c, CallerFor("alice")).code(),
               absl::StatusCode::kNotFound)
         << bad;
   }
   // The same id twice: refused.
-  EXPECT_EQ(federated.rm().SubmitApplication(ctx, Submitter("alice")).code(),
+  EXPECT_EQ(federated.rm().SubmitApplication(ctx, CallerFor("alice")).code(),
             absl::StatusCode::kAlreadyExists);
 }
 
