@@ -1,5 +1,6 @@
 #include "common/rm_failover.h"
 
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -85,6 +86,7 @@ void SetFastReconnectArgs(grpc::ChannelArguments* args) {
   args->SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kRmReconnectInitialBackoffMs);
   args->SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kRmMinConnectTimeoutMs);
   args->SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kRmReconnectMaxBackoffMs);
+  args->SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, INT_MAX);
 }
 
 grpc::ChannelArguments FastReconnectChannelArgs() {

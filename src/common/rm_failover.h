@@ -46,7 +46,9 @@ inline constexpr int kRmReconnectMaxBackoffMs = 1000;
 // run) with gRPC's own UNAVAILABLE; 2 s still leaves an unreachable RM quickly.
 inline constexpr int kRmMinConnectTimeoutMs = 2000;
 // Sets the values above on `args` (GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
-// GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, GRPC_ARG_MAX_RECONNECT_BACKOFF_MS).
+// GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, GRPC_ARG_MAX_RECONNECT_BACKOFF_MS), and turns gRPC's
+// keepalive pings off (GRPC_ARG_KEEPALIVE_TIME_MS = INT_MAX): each call's deadline is how a
+// client finds an RM gone, and a keepalive timer is cancelled and re-armed on every read.
 void SetFastReconnectArgs(grpc::ChannelArguments* args);
 // A fresh ChannelArguments with SetFastReconnectArgs applied.
 grpc::ChannelArguments FastReconnectChannelArgs();

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/rm_failover.h"
 #include "nlohmann/json.hpp"
 #include "security/tls.h"
 #include "weft/v1/tracker.grpc.pb.h"
@@ -311,8 +312,8 @@ absl::StatusOr<NmSimReport> RunNmSim(const NmSimOptions& o) {
       if (!files.ok())
         return absl::Status(files.status().code(), absl::StrCat("nm-sim: TLS of node ", n.id, ": ",
                                                                 files.status().message()));
-      grpc::ChannelArguments args;
-      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own
+      grpc::ChannelArguments args = FastReconnectChannelArgs();  // as the NM's own channel
+      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);        // a connection of its own
       channel =
           grpc::CreateCustomChannel(o.rm_address, security::TlsChannelCredentials(*files), args);
     }

@@ -22,6 +22,17 @@ struct StartedGrpcServer {
   int port = 0;  // the port it listens on (the one chosen when 0 was asked for)
 };
 
+// How long a server keeps a connection that carries no call (60 min): NMs heartbeat every
+// second, AMs allocate every few, so only a vanished or idle client's connection is closed.
+inline constexpr int kServerMaxConnectionIdleMs = 60 * 60 * 1000;
+
+// The connection settings of every Weft gRPC server (StartGrpcServer sets them): no keepalive
+// pings (a connection without a call for `max_connection_idle_ms` is closed instead), no
+// server-side deadline timer per call (the client's deadline still cancels the call, and the
+// server sees the cancellation), no channelz.
+void SetServerConnectionArgs(grpc::ServerBuilder* builder,
+                             int max_connection_idle_ms = kServerMaxConnectionIdleMs);
+
 // Listens on `bind_host`:`port` (0: a free port) with `tls` (from LoadTlsFiles; nullopt:
 // plaintext, for development) and serves `services`, which must outlive the server.
 // Unavailable naming `what` and the address when the port cannot be bound.

@@ -1,0 +1,119 @@
+// Copyright Weft authors.
+#include "security/grpc_server.h"
+
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "common/test_poll.h"
+#include "gtest/gtest.h"
+
+namespace weft::security {
+namespace {
+
+// Answers "/weft.test.Conn/Echo" with its request at once; "/weft.test.Conn/Hang" never
+// answers, and notes when the call is cancelled.
+class ConnService : public grpc::CallbackGenericService {
+ public:
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
+    return new Reactor(this, ctx->method() == "/weft.test.Conn/Hang");
+  }
+  absl::Notification hang_cancelled;
+
+ private:
+  class Reactor : public grpc::ServerGenericBidiReactor {
+   public:
+    Reactor(ConnService* service, bool hang) : service_(service), hang_(hang) {
+      StartRead(&request_);
+    }
+    void OnReadDone(bool ok) override {
+      if (!ok) {
+        Finish(grpc::Status::OK);
+      } else if (!hang_) {
+        StartWriteAndFinish(&request_, grpc::WriteOptions(), grpc::Status::OK);
+      }
+    }
+    void OnCancel() override {
+      if (!hang_) return;
+      service_->hang_cancelled.Notify();
+      Finish(grpc::Status::CANCELLED);
+    }
+    void OnDone() override { delete this; }
+
+   private:
+    ConnService* service_;
+    bool hang_;
+    grpc::ByteBuffer request_;
+  };
+};
+
+class ServerConnectionArgsTest : public ::testing::Test {
+ protected:
+  void StartServer(int max_connection_idle_ms) {
+    grpc::ServerBuilder builder;
+    SetServerConnectionArgs(&builder, max_connection_idle_ms);
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterCallbackGenericService(&service_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    ASSERT_GT(port_, 0);
+    channel_ =
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port_), grpc::InsecureChannelCredentials());
+  }
+  void TearDown() override {
+    if (server_ != nullptr) server_->Shutdown();
+  }
+
+  grpc::Status Call(const std::string& method, std::chrono::milliseconds deadline) {
+    grpc::GenericStub stub(channel_);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+    grpc::Slice slice("ping");
+    grpc::ByteBuffer request(&slice, 1);
+    grpc::ByteBuffer response;
+    grpc::Status status;
+    absl::Notification done;
+    stub.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &response, [&](grpc::Status s) {
+      status = std::move(s);
+      done.Notify();
+    });
+    done.WaitForNotification();
+    return status;
+  }
+
+  ConnService service_;  // outlives server_
+  std::unique_ptr<grpc::Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  int port_ = 0;
+};
+
+// The server keeps no deadline timer of its own: the client's deadline still ends the call,
+// and the server still learns that it was cancelled (so a handler does not wait forever).
+TEST_F(ServerConnectionArgsTest, AClientsDeadlineStillCancelsTheServersCall) {
+  StartServer(kServerMaxConnectionIdleMs);
+  grpc::Status status = Call("/weft.test.Conn/Hang", std::chrono::milliseconds(200));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+  EXPECT_TRUE(service_.hang_cancelled.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  // The connection itself is still good.
+  EXPECT_TRUE(Call("/weft.test.Conn/Echo", std::chrono::seconds(30)).ok());
+}
+
+// Instead of keepalive pings, a connection without calls is closed by the server (GOAWAY):
+// the client's channel leaves READY, and its next call connects again.
+TEST_F(ServerConnectionArgsTest, AConnectionWithoutCallsIsClosedAfterTheIdleTime) {
+  StartServer(/*max_connection_idle_ms=*/300);
+  ASSERT_TRUE(Call("/weft.test.Conn/Echo", std::chrono::seconds(30)).ok());
+  EXPECT_TRUE(
+      PollUntil([&] { return channel_->GetState(false) != GRPC_CHANNEL_READY; }, absl::Seconds(30)))
+      << "the idle connection was not closed";
+  EXPECT_TRUE(Call("/weft.test.Conn/Echo", std::chrono::seconds(30)).ok());
+}
+
+}  // namespace
+}  // namespace weft::security
