@@ -21,6 +21,9 @@ void SetServerConnectionArgs(grpc::ServerBuilder* builder, int max_connection_id
   builder->AddChannelArgument(GRPC_ARG_ENABLE_DEADLINE_CHECKS, 0);
   // No channelz service is served, so its per-call counters and socket registry are not kept.
   builder->AddChannelArgument(GRPC_ARG_ENABLE_CHANNELZ, 0);
+  // Each TLS connection keeps a buffer of this size for the records it sends (16 KiB by
+  // default); a bigger message goes out in more records.
+  builder->AddChannelArgument(GRPC_ARG_TSI_MAX_FRAME_SIZE, kServerTlsMaxFrameBytes);
 }
 
 absl::StatusOr<StartedGrpcServer> StartGrpcServer(absl::string_view what,

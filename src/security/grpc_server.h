@@ -26,10 +26,15 @@ struct StartedGrpcServer {
 // second, AMs allocate every few, so only a vanished or idle client's connection is closed.
 inline constexpr int kServerMaxConnectionIdleMs = 60 * 60 * 1000;
 
+// The largest TLS record a server sends, bytes of its frame (gRPC's default: 16 KiB). NM
+// heartbeats and their replies are a few hundred bytes to a few KiB, and the buffer is kept per
+// connection: 4 KiB saves the RM about 10 KiB per NM (docs/performance.md).
+inline constexpr int kServerTlsMaxFrameBytes = 4096;
+
 // The connection settings of every Weft gRPC server (StartGrpcServer sets them): no keepalive
 // pings (a connection without a call for `max_connection_idle_ms` is closed instead), no
 // server-side deadline timer per call (the client's deadline still cancels the call, and the
-// server sees the cancellation), no channelz.
+// server sees the cancellation), no channelz, TLS records of at most kServerTlsMaxFrameBytes.
 void SetServerConnectionArgs(grpc::ServerBuilder* builder,
                              int max_connection_idle_ms = kServerMaxConnectionIdleMs);
 

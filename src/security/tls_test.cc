@@ -20,6 +20,7 @@
 #include "common/files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "security/grpc_server.h"
 
 namespace weft::security {
 namespace {
@@ -410,7 +411,7 @@ TEST_F(TlsIssueTest, PeerIdentityKeepsEachCertificatesOwnIdentity) {
 }
 
 // A service answering any method with the caller's PeerIdentity() as text, or its error as
-// the call's status.
+// the call's status; "/weft.test.WhoAmI/Echo" answers an identified caller with its request.
 class WhoAmIService : public grpc::CallbackGenericService {
  public:
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
@@ -420,7 +421,8 @@ class WhoAmIService : public grpc::CallbackGenericService {
  private:
   class Reactor : public grpc::ServerGenericBidiReactor {
    public:
-    explicit Reactor(grpc::GenericCallbackServerContext* ctx) {
+    explicit Reactor(grpc::GenericCallbackServerContext* ctx)
+        : echo_(ctx->method() == "/weft.test.WhoAmI/Echo") {
       absl::StatusOr<DaemonIdentity> id = PeerIdentity(*ctx);
       if (id.ok()) {
         grpc::Slice slice(id->ToString());
@@ -433,7 +435,7 @@ class WhoAmIService : public grpc::CallbackGenericService {
     }
     void OnReadDone(bool ok) override {
       if (ok && status_.ok()) {
-        StartWriteAndFinish(&response_, grpc::WriteOptions(), status_);
+        StartWriteAndFinish(echo_ ? &request_ : &response_, grpc::WriteOptions(), status_);
       } else {
         Finish(status_);
       }
@@ -441,6 +443,7 @@ class WhoAmIService : public grpc::CallbackGenericService {
     void OnDone() override { delete this; }
 
    private:
+    const bool echo_;  // answers with the request itself
     grpc::ByteBuffer request_;
     grpc::ByteBuffer response_;
     grpc::Status status_;
@@ -474,6 +477,7 @@ class TlsGrpcTest : public ::testing::Test {
 
   void StartServer(ClientCertMode mode) {
     grpc::ServerBuilder builder;
+    SetServerConnectionArgs(&builder);  // as every Weft server (security/grpc_server.h)
     builder.AddListeningPort(
         "127.0.0.1:0",
         MutualTlsServerCredentials(Files("ca", DaemonRole::kResourceManager, "rm"), mode), &port_);
@@ -484,21 +488,23 @@ class TlsGrpcTest : public ::testing::Test {
     ASSERT_GT(port_, 0);
   }
 
-  // One call to the server; returns its status and stores the reply in *reply.
-  grpc::Status Call(const std::shared_ptr<grpc::ChannelCredentials>& creds, std::string* reply) {
+  // One call of `method` to the server with `request`; returns its status and stores the reply
+  // in *reply.
+  grpc::Status Call(const std::shared_ptr<grpc::ChannelCredentials>& creds, std::string* reply,
+                    const std::string& method = "/weft.test.WhoAmI/Call",
+                    const std::string& request_text = "ping") {
     grpc::GenericStub stub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port_), creds));
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    grpc::Slice slice("ping");
+    grpc::Slice slice(request_text);
     grpc::ByteBuffer request(&slice, 1);
     grpc::ByteBuffer response;
     grpc::Status status;
     absl::Notification done;
-    stub.UnaryCall(&ctx, "/weft.test.WhoAmI/Call", grpc::StubOptions(), &request, &response,
-                   [&](grpc::Status s) {
-                     status = std::move(s);
-                     done.Notify();
-                   });
+    stub.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &response, [&](grpc::Status s) {
+      status = std::move(s);
+      done.Notify();
+    });
     done.WaitForNotification();
     reply->clear();
     std::vector<grpc::Slice> slices;
@@ -522,6 +528,20 @@ TEST_F(TlsGrpcTest, TheServerSeesTheClientCertificatesIdentity) {
       Call(TlsChannelCredentials(Files("ca", DaemonRole::kNodeManager, "node-1")), &reply);
   ASSERT_TRUE(status.ok()) << status.error_code() << ": " << status.error_message();
   EXPECT_EQ(reply, "nm/node-1");
+}
+
+// A server sends TLS records of at most kServerTlsMaxFrameBytes: a message of 1 MiB crosses
+// in many of them, whole, both ways.
+TEST_F(TlsGrpcTest, AMessageLargerThanATlsFrameCrossesWhole) {
+  StartServer(ClientCertMode::kRequireAndVerify);
+  std::string big(1 << 20, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + i % 23);
+  std::string reply;
+  grpc::Status status = Call(TlsChannelCredentials(Files("ca", DaemonRole::kNodeManager, "node-1")),
+                             &reply, "/weft.test.WhoAmI/Echo", big);
+  ASSERT_TRUE(status.ok()) << status.error_code() << ": " << status.error_message();
+  EXPECT_EQ(reply.size(), big.size());
+  EXPECT_TRUE(reply == big);
 }
 
 TEST_F(TlsGrpcTest, RequestIfPresentAdmitsCallersWithoutCertificates) {
