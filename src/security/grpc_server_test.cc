@@ -13,6 +13,7 @@
 #include "absl/synchronization/notification.h"
 #include "common/test_poll.h"
 #include "gtest/gtest.h"
+#include "security/test_generic_call.h"
 
 namespace weft::security {
 namespace {
@@ -71,20 +72,8 @@ class ServerConnectionArgsTest : public ::testing::Test {
   }
 
   grpc::Status Call(const std::string& method, std::chrono::milliseconds deadline) {
-    grpc::GenericStub stub(channel_);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + deadline);
-    grpc::Slice slice("ping");
-    grpc::ByteBuffer request(&slice, 1);
-    grpc::ByteBuffer response;
-    grpc::Status status;
-    absl::Notification done;
-    stub.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &response, [&](grpc::Status s) {
-      status = std::move(s);
-      done.Notify();
-    });
-    done.WaitForNotification();
-    return status;
+    std::string reply;
+    return GenericUnaryCall(channel_, method, "ping", deadline, &reply);
   }
 
   ConnService service_;  // outlives server_

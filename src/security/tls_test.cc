@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "security/grpc_server.h"
+#include "security/test_generic_call.h"
 
 namespace weft::security {
 namespace {
@@ -493,26 +494,8 @@ class TlsGrpcTest : public ::testing::Test {
   grpc::Status Call(const std::shared_ptr<grpc::ChannelCredentials>& creds, std::string* reply,
                     const std::string& method = "/weft.test.WhoAmI/Call",
                     const std::string& request_text = "ping") {
-    grpc::GenericStub stub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port_), creds));
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    grpc::Slice slice(request_text);
-    grpc::ByteBuffer request(&slice, 1);
-    grpc::ByteBuffer response;
-    grpc::Status status;
-    absl::Notification done;
-    stub.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &response, [&](grpc::Status s) {
-      status = std::move(s);
-      done.Notify();
-    });
-    done.WaitForNotification();
-    reply->clear();
-    std::vector<grpc::Slice> slices;
-    if (status.ok() && response.Dump(&slices).ok()) {
-      for (const grpc::Slice& s : slices)
-        reply->append(reinterpret_cast<const char*>(s.begin()), s.size());
-    }
-    return status;
+    return GenericUnaryCall(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port_), creds), method,
+                            request_text, std::chrono::seconds(30), reply);
   }
 
   TempDir tmp_;
