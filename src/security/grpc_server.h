@@ -23,7 +23,8 @@ struct StartedGrpcServer {
 };
 
 // How long a server keeps a connection that carries no call (60 min): NMs heartbeat every
-// second, AMs allocate every few, so only a vanished or idle client's connection is closed.
+// second, AMs allocate every few seconds, so only a vanished or idle client's connection is
+// closed.
 inline constexpr int kServerMaxConnectionIdleMs = 60 * 60 * 1000;
 
 // The largest TLS record a server sends, bytes of its frame (gRPC's default: 16 KiB). NM

@@ -2,7 +2,6 @@
 #include "security/grpc_server.h"
 
 #include <grpcpp/generic/async_generic_service.h>
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>

@@ -3,7 +3,6 @@
 
 #include <grpc/grpc_security_constants.h>
 #include <grpcpp/generic/async_generic_service.h>
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -16,7 +15,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "common/files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
