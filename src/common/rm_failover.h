@@ -48,7 +48,10 @@ inline constexpr int kRmMinConnectTimeoutMs = 2000;
 // Sets the values above on `args` (GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
 // GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, GRPC_ARG_MAX_RECONNECT_BACKOFF_MS), and turns gRPC's
 // keepalive pings off (GRPC_ARG_KEEPALIVE_TIME_MS = INT_MAX): each call's deadline is how a
-// client finds an RM gone, and a keepalive timer is cancelled and re-armed on every read.
+// client finds an RM gone, and a keepalive timer is cancelled and re-armed on every read. It
+// also turns off what costs every call and serves no RM client: bandwidth-delay-product
+// pings (GRPC_ARG_HTTP2_BDP_PROBE; a PING and its ACK with about every other heartbeat) and
+// channelz's per-call counters (GRPC_ARG_ENABLE_CHANNELZ).
 void SetFastReconnectArgs(grpc::ChannelArguments* args);
 // A fresh ChannelArguments with SetFastReconnectArgs applied.
 grpc::ChannelArguments FastReconnectChannelArgs();

@@ -24,6 +24,10 @@ void SetServerConnectionArgs(grpc::ServerBuilder* builder, int max_connection_id
   // Each TLS connection keeps a buffer of this size for the records it sends (16 KiB by
   // default); a bigger message goes out in more records.
   builder->AddChannelArgument(GRPC_ARG_TSI_MAX_FRAME_SIZE, kServerTlsMaxFrameBytes);
+  // No bandwidth-delay-product probing: it sent a PING (and its peer an ACK) along with about
+  // every other small call, doubling the TLS records and syscalls of a heartbeat on both ends.
+  // Each stream keeps gRPC's fixed 64 KiB window instead, ample for the RM's and NM's calls.
+  builder->AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
 }
 
 absl::StatusOr<StartedGrpcServer> StartGrpcServer(absl::string_view what,

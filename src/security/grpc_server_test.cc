@@ -1,15 +1,21 @@
 // Copyright Weft authors.
 #include "security/grpc_server.h"
 
+#include <grpc/grpc.h>
+#include <grpc/support/log.h>
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/rm_failover.h"
 #include "common/test_poll.h"
 #include "gtest/gtest.h"
 #include "security/test_generic_call.h"
@@ -101,6 +107,35 @@ TEST_F(ServerConnectionArgsTest, AConnectionWithoutCallsIsClosedAfterTheIdleTime
       PollUntil([&] { return channel_->GetState(false) != GRPC_CHANNEL_READY; }, absl::Seconds(30)))
       << "the idle connection was not closed";
   EXPECT_TRUE(Call("/weft.test.Conn/Echo", std::chrono::seconds(30)).ok());
+}
+
+// gRPC's log lines of its BDP estimator ("bdp[...]:start ..." when it sends a ping), counted;
+// errors still go to stderr (gRPC declares no way back to its own log function).
+std::atomic<int> bdp_log_lines{0};
+void CountBdpLines(gpr_log_func_args* args) {
+  if (std::strncmp(args->message, "bdp[", 4) == 0) {
+    bdp_log_lines.fetch_add(1);
+  } else if (args->severity >= GPR_LOG_SEVERITY_ERROR) {
+    std::fprintf(stderr, "E %s:%d] %s\n", args->file, args->line, args->message);
+  }
+}
+
+// Neither the RM's servers nor its clients (SetFastReconnectArgs) probe the bandwidth-delay
+// product: with it on, gRPC sends a PING on about every other small call and the peer answers
+// it, which doubled the writes of a heartbeat (each one a TLS record and a syscall) on both
+// ends. The window stays at gRPC's fixed default (64 KiB per stream), plenty for heartbeats.
+TEST_F(ServerConnectionArgsTest, NeitherEndProbesTheBandwidthDelayProduct) {
+  grpc_tracer_set_enabled("bdp_estimator", 1);
+  gpr_set_log_verbosity(GPR_LOG_SEVERITY_DEBUG);
+  gpr_set_log_function(CountBdpLines);
+  StartServer(kServerMaxConnectionIdleMs);
+  channel_ = grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port_),
+                                       grpc::InsecureChannelCredentials(),
+                                       FastReconnectChannelArgs());
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(Call("/weft.test.Conn/Echo", std::chrono::seconds(30)).ok());
+  gpr_set_log_verbosity(GPR_LOG_SEVERITY_ERROR);
+  grpc_tracer_set_enabled("bdp_estimator", 0);
+  EXPECT_EQ(bdp_log_lines.load(), 0) << "gRPC sent bandwidth-delay-product pings";
 }
 
 }  // namespace
