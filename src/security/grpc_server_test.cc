@@ -120,21 +120,35 @@ void CountBdpLines(gpr_log_func_args* args) {
   }
 }
 
+// Turns gRPC's BDP-estimator trace on and sends its lines to CountBdpLines while alive.
+class CountingBdpLines {
+ public:
+  CountingBdpLines() {
+    grpc_tracer_set_enabled("bdp_estimator", 1);
+    gpr_set_log_verbosity(GPR_LOG_SEVERITY_DEBUG);
+    gpr_set_log_function(CountBdpLines);
+  }
+  ~CountingBdpLines() {
+    gpr_set_log_verbosity(GPR_LOG_SEVERITY_ERROR);  // gRPC's default
+    grpc_tracer_set_enabled("bdp_estimator", 0);
+  }
+  CountingBdpLines(const CountingBdpLines&) = delete;
+  CountingBdpLines& operator=(const CountingBdpLines&) = delete;
+};
+
 // Neither the RM's servers nor its clients (SetFastReconnectArgs) probe the bandwidth-delay
-// product: with it on, gRPC sends a PING on about every other small call and the peer answers
-// it, which doubled the writes of a heartbeat (each one a TLS record and a syscall) on both
-// ends. The window stays at gRPC's fixed default (64 KiB per stream), plenty for heartbeats.
+// product: with it on, gRPC sends PINGs along with small calls, which the peer answers (under
+// 10,000 heartbeats/s, one with about every other heartbeat: twice the TLS records and syscalls
+// of a heartbeat on both ends). Each stream keeps gRPC's fixed 64 KiB window instead.
 TEST_F(ServerConnectionArgsTest, NeitherEndProbesTheBandwidthDelayProduct) {
-  grpc_tracer_set_enabled("bdp_estimator", 1);
-  gpr_set_log_verbosity(GPR_LOG_SEVERITY_DEBUG);
-  gpr_set_log_function(CountBdpLines);
+  CountingBdpLines counting;
   StartServer(kServerMaxConnectionIdleMs);
   channel_ = grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port_),
                                        grpc::InsecureChannelCredentials(),
                                        FastReconnectChannelArgs());
-  for (int i = 0; i < 50; ++i) ASSERT_TRUE(Call("/weft.test.Conn/Echo", std::chrono::seconds(30)).ok());
-  gpr_set_log_verbosity(GPR_LOG_SEVERITY_ERROR);
-  grpc_tracer_set_enabled("bdp_estimator", 0);
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(Call("/weft.test.Conn/Echo", std::chrono::seconds(30)).ok()) << "call " << i;
+  }
   EXPECT_EQ(bdp_log_lines.load(), 0) << "gRPC sent bandwidth-delay-product pings";
 }
 
