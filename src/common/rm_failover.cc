@@ -88,7 +88,7 @@ void SetFastReconnectArgs(grpc::ChannelArguments* args) {
   args->SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kRmReconnectMaxBackoffMs);
   args->SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, INT_MAX);
   args->SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);  // a PING with about every other call otherwise
-  args->SetInt(GRPC_ARG_ENABLE_CHANNELZ, 0);  // no per-call counters nobody reads
+  args->SetInt(GRPC_ARG_ENABLE_CHANNELZ, 0);  // per-call counters that nothing reads
 }
 
 grpc::ChannelArguments FastReconnectChannelArgs() {
