@@ -2,8 +2,9 @@
 # Issue 29: `weft bench rm --nm-processes 2` runs its simulated NMs in two `weft bench nm-sim`
 # children over mutual TLS. A short run heartbeats near the nominal rate (at least half of it:
 # CI machines are slow and busy), allocates containers, has no RPC errors, reports the RM loop's
-# time per heartbeat, and leaves no nm-sim process behind. Bad --nm-processes values fail with
-# an error naming the flag.
+# time per heartbeat, and leaves no nm-sim process behind. The simulated NMs heartbeat one
+# interval after each reply by default (--nm-schedule after-reply, as NMs do). Bad
+# --nm-processes and --nm-schedule values fail with an error naming the flag.
 # Usage: bench_nm_processes_test.sh WEFT
 set -uo pipefail
 weft=$1
@@ -32,6 +33,7 @@ nodes, interval_ms = int(sys.argv[2]), int(sys.argv[3])
 nominal = nodes * 1000.0 / interval_ms
 checks = [
     ("nm_processes == 2", r["nm_processes"] == 2),
+    (f"nm_schedule {r['nm_schedule']!r} == 'after-reply'", r["nm_schedule"] == "after-reply"),
     ("tls", r["tls"] is True),
     (f"heartbeats_per_s {r['heartbeats_per_s']:.1f} >= 50% of {nominal:.0f}",
      r["heartbeats_per_s"] >= 0.5 * nominal),
@@ -76,6 +78,8 @@ expect_error() {
 expect_error "--nm-processes 5 must be between 0 and --nodes (4)" rm --nodes 4 --nm-processes 5 --seconds 1
 expect_error "--nm-processes -1 must be between 0 and --nodes" rm --nodes 4 --nm-processes -1 --seconds 1
 expect_error "--rm" nm-sim --nodes 2 --seconds 1
+expect_error "--nm-schedule: unknown NM heartbeat schedule 'sometimes'" rm --nodes 4 --nm-schedule sometimes --seconds 1
+expect_error "--nm-schedule: unknown NM heartbeat schedule 'Fixed'" nm-sim --rm 127.0.0.1:1 --nodes 1 --nm-schedule Fixed --seconds 1
 # A TLS directory without the CA: the error names the node and the file.
 expect_error "TLS of node sim-node-00000:8041: CA file" nm-sim --rm 127.0.0.1:1 --nodes 1 --seconds 1 --tls-dir "$tmp"
 if [[ -n "$(leftover)" ]]; then

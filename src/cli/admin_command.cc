@@ -124,8 +124,8 @@ int NodeAttributes(const NodeAttributesFlags& f) {
     const size_t eq = mapping.find('=');
     const size_t colon = mapping.substr(0, eq).rfind(':');
     if (colon == absl::string_view::npos || colon == 0)
-      return PrintError(absl::StrCat("'", mapping, "' is not NODE:ATTRIBUTE", removing ? "" : "=VALUE",
-                                     "[,...]"));
+      return PrintError(absl::StrCat("'", mapping, "' is not NODE:ATTRIBUTE",
+                                     removing ? "" : "=VALUE", "[,...]"));
     v1::NodeAttributesMapping* m = req.add_mappings();
     m->set_node(std::string(mapping.substr(0, colon)));
     for (absl::string_view kv : absl::StrSplit(mapping.substr(colon + 1), ',', absl::SkipEmpty())) {
@@ -374,11 +374,13 @@ struct BenchFlags {
   rm::RmBenchOptions o;
   bool json = false;
   double seconds = 30;
+  std::string nm_schedule = rm::SimNmScheduleName(rm::SimNmSchedule::kAfterReply);
 };
 
 struct NmSimFlags {
   rm::NmSimOptions o;
   bool json = false;
+  std::string schedule = rm::SimNmScheduleName(rm::SimNmSchedule::kAfterReply);
   double seconds = 30;
   int64_t memory_mb = 65536;
   int64_t vcores = 32;
@@ -390,6 +392,10 @@ struct NmSimFlags {
 int RunNmSimCommand(const NmSimFlags& f) {
   rm::NmSimOptions o = f.o;
   o.duration_ms = static_cast<int64_t>(f.seconds * 1000);
+  absl::StatusOr<rm::SimNmSchedule> schedule = rm::ParseSimNmSchedule(f.schedule);
+  if (!schedule.ok())
+    return PrintError(absl::StrCat("--nm-schedule: ", schedule.status().message()));
+  o.schedule = *schedule;
   o.node_capability = Resource::Of(f.memory_mb, f.vcores);
   if (f.parent_control) {
     o.control_fd = 0;
@@ -490,6 +496,12 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--nodes", f->o.nodes, "simulated NMs")->capture_default_str();
   cmd->add_option("--heartbeat-ms", f->o.heartbeat_interval_ms, "NM heartbeat interval")
       ->capture_default_str();
+  cmd->add_option(
+         "--nm-schedule", f->nm_schedule,
+         "when a simulated NM sends its next heartbeat: after-reply (one interval after each "
+         "reply, as Weft's and YARN's NMs do) or fixed (a fixed timetable; a node late "
+         "by its reply sends at once, so a backlog does not drain)")
+      ->capture_default_str();
   cmd->add_option("--apps", f->o.apps, "simulated AMs")->capture_default_str();
   cmd->add_option("--containers-per-app", f->o.containers_per_app,
                   "containers each AM keeps asked for or running")
@@ -520,6 +532,12 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->callback([f, exit_code] {
     rm::RmBenchOptions o = f->o;
     o.duration_ms = static_cast<int64_t>(f->seconds * 1000);
+    absl::StatusOr<rm::SimNmSchedule> schedule = rm::ParseSimNmSchedule(f->nm_schedule);
+    if (!schedule.ok()) {
+      *exit_code = PrintError(absl::StrCat("--nm-schedule: ", schedule.status().message()));
+      return;
+    }
+    o.nm_schedule = *schedule;
     if (o.nm_processes < 0 || o.nm_processes > o.nodes) {
       *exit_code = PrintError(absl::StrCat("--nm-processes ", o.nm_processes,
                                            " must be between 0 and --nodes (", o.nodes, ")"));
@@ -546,6 +564,12 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
                   "node ids are sim-node-NNNNN:8041 numbered from this (racks of 40)")
       ->capture_default_str();
   sim->add_option("--heartbeat-ms", n->o.heartbeat_interval_ms, "NM heartbeat interval")
+      ->capture_default_str();
+  sim->add_option(
+         "--nm-schedule", n->schedule,
+         "when a simulated NM sends its next heartbeat: after-reply (one interval after each "
+         "reply, as Weft's and YARN's NMs do) or fixed (a fixed timetable; a node late "
+         "by its reply sends at once, so a backlog does not drain)")
       ->capture_default_str();
   sim->add_option("--seconds", n->seconds, "measured duration, from when all have registered")
       ->capture_default_str()

@@ -34,8 +34,24 @@ int64_t ThreadCpuNanos() {
   return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
 }
 
-void LoopWork::Record(const char* kind, int64_t started_cpu_ns, int64_t allocations) {
-  const int64_t ns = std::max<int64_t>(0, ThreadCpuNanos() - started_cpu_ns);
+LoopWork::LoopWork(metrics::Registry* registry, int64_t window_ns)
+    : registry_(registry), window_ns_(window_ns) {}
+
+int64_t LoopWork::Now() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+void LoopWork::Record(const char* kind, int64_t started_ns, int64_t allocations) {
+  const int64_t now = Now();
+  const int64_t ns = std::max<int64_t>(0, now - started_ns);
+  if (window_start_cpu_ns_ < 0) {
+    // The first event on the loop thread opens the first window at its start (its CPU time
+    // taken to be its wall time): this object may have been made on another thread.
+    window_start_ns_ = started_ns;
+    window_start_cpu_ns_ = ThreadCpuNanos() - ns;
+  }
   Slot& slot = slots_[kind];
   if (slot.seconds == nullptr) {
     slot.seconds = registry_->GetCounter(
@@ -48,13 +64,34 @@ void LoopWork::Record(const char* kind, int64_t started_cpu_ns, int64_t allocati
                               "Events of each kind of work the RM loop ran.", {{"work", kind}});
   }
   ++slot.totals.count;
-  slot.totals.nanos += ns;
-  slot.seconds->Increment(static_cast<double>(ns) / 1e9);
+  slot.window_wall_ns += ns;
+  window_wall_ns_ += ns;
   slot.events->Increment();
   pass_allocations_ += allocations;
+  if (now - window_start_ns_ >= window_ns_) CloseWindow(now);
 }
 
-LoopStats LoopWork::Snapshot(int64_t busy_nanos) const {
+void LoopWork::CloseWindow(int64_t now_ns) {
+  const int64_t cpu = ThreadCpuNanos();
+  const double scale = window_wall_ns_ > 0
+                           ? std::min(1.0, static_cast<double>(cpu - window_start_cpu_ns_) /
+                                               static_cast<double>(window_wall_ns_))
+                           : 1.0;
+  for (auto& [kind, slot] : slots_) {
+    if (slot.window_wall_ns == 0) continue;
+    const auto charged =
+        static_cast<int64_t>(static_cast<double>(slot.window_wall_ns) * std::max(0.0, scale));
+    slot.totals.nanos += charged;
+    slot.seconds->Increment(static_cast<double>(charged) / 1e9);
+    slot.window_wall_ns = 0;
+  }
+  window_wall_ns_ = 0;
+  window_start_ns_ = now_ns;
+  window_start_cpu_ns_ = cpu;
+}
+
+LoopStats LoopWork::Snapshot(int64_t busy_nanos) {
+  if (window_start_cpu_ns_ >= 0) CloseWindow(Now());
   LoopStats s;
   s.busy_nanos = busy_nanos;
   // The same name may come from two literals (two addresses): their totals add up.

@@ -2,6 +2,7 @@
 #include "rm/loop_work.h"
 
 #include <chrono>
+#include <thread>
 
 #include "common/metrics.h"
 #include "gtest/gtest.h"
@@ -9,21 +10,29 @@
 namespace weft::rm {
 namespace {
 
+// An event that keeps this thread busy for `cpu_ns` of its CPU time, recorded as `kind`.
+void BusyEvent(LoopWork& work, const char* kind, int64_t cpu_ns, int64_t allocations = 0) {
+  const int64_t started = LoopWork::Now();
+  const int64_t until = ThreadCpuNanos() + cpu_ns;
+  while (ThreadCpuNanos() < until) {
+  }
+  work.Record(kind, started, allocations);
+}
+
 TEST(LoopWorkTest, EventsAndTimeByKindAndPassAllocations) {
   metrics::Registry registry;
   LoopWork work(&registry);
   const LoopStats empty = work.Snapshot(0);
-  const int64_t long_ago = ThreadCpuNanos() - 2'000'000;  // 2 ms of this thread's CPU ago
-  work.Record("TrackerService/NodeHeartbeat", long_ago);
-  work.Record("TrackerService/NodeHeartbeat", long_ago);
-  work.Record(kPassWork, long_ago, /*allocations=*/4);
+  BusyEvent(work, "TrackerService/NodeHeartbeat", 2'000'000);  // 2 ms of this thread's CPU
+  BusyEvent(work, "TrackerService/NodeHeartbeat", 2'000'000);
+  BusyEvent(work, kPassWork, 2'000'000, /*allocations=*/4);
   const LoopStats after = work.Snapshot(123);
   EXPECT_EQ(after.busy_nanos, 123);
   ASSERT_EQ(after.work.count("TrackerService/NodeHeartbeat"), 1u);
   EXPECT_EQ(after.work.at("TrackerService/NodeHeartbeat").count, 2);
   EXPECT_GE(after.work.at("TrackerService/NodeHeartbeat").nanos, 4'000'000);
   EXPECT_EQ(after.pass_allocations, 4);
-  // Each began at least 2 ms of CPU ago: >= 2000 µs per event, the pass's shared over 4 containers.
+  // Each took at least 2 ms of CPU: >= 2000 µs per event, the pass's shared over 4 containers.
   EXPECT_GE(after.MicrosPerEvent(empty, "TrackerService/NodeHeartbeat"), 2000);
   EXPECT_GE(after.PassMicrosPerAllocation(empty), 500);
   EXPECT_EQ(after.MicrosPerEvent(empty, "AmService/Allocate"), 0);            // none ran
@@ -43,9 +52,28 @@ TEST(LoopWorkTest, SameNameFromTwoLiteralsAddsUp) {
   LoopWork work(&registry);
   static const char kA[] = "AmService/Allocate";
   static const char kB[] = "AmService/Allocate";
-  work.Record(kA, ThreadCpuNanos());
-  work.Record(kB, ThreadCpuNanos());
+  work.Record(kA, LoopWork::Now());
+  work.Record(kB, LoopWork::Now());
   EXPECT_EQ(work.Snapshot(0).work.at("AmService/Allocate").count, 2);
+}
+
+// An event's time is the thread's CPU time, not its wall time: 50 ms without the CPU (here
+// asleep; on a busy host, descheduled) are not charged, 2 ms busy are. Windows of 1 ms, so each
+// event closes its own.
+TEST(LoopWorkTest, TimeWithoutTheCpuIsNotCharged) {
+  metrics::Registry registry;
+  LoopWork work(&registry, /*window_ns=*/1'000'000);
+  work.Record("open", LoopWork::Now());  // the first window opens here
+  const LoopStats before = work.Snapshot(0);
+  const int64_t started = LoopWork::Now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  work.Record("AmService/Allocate", started);
+  BusyEvent(work, "TrackerService/NodeHeartbeat", 2'000'000);
+  const LoopStats after = work.Snapshot(0);
+  EXPECT_LT(after.MicrosPerEvent(before, "AmService/Allocate"), 10'000);  // not the 50 ms
+  EXPECT_GE(after.MicrosPerEvent(before, "TrackerService/NodeHeartbeat"), 2'000);
+  EXPECT_LE(after.MicrosPerEvent(before, "TrackerService/NodeHeartbeat"),
+            static_cast<double>(LoopWork::Now() - started) / 1000);  // never over its wall time
 }
 
 }  // namespace

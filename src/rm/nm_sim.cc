@@ -128,6 +128,7 @@ v1::NodeHeartbeatRequest SimNmProtocol::Heartbeat(std::chrono::steady_clock::tim
 void SimNmProtocol::Heard(const v1::NodeHeartbeatResponse& reply) {
   response_id = reply.response_id();
   if (reply.has_container_key()) key_id = reply.container_key().key_id();
+  if (reply.next_heartbeat_interval_ms() > 0) told_interval_ms = reply.next_heartbeat_interval_ms();
 }
 
 // One heartbeat in flight: what gRPC's callback API needs alive until it calls back.
@@ -139,8 +140,9 @@ struct SimNmHeartbeats::Call {
   v1::NodeHeartbeatResponse resp;
 };
 
-SimNmHeartbeats::SimNmHeartbeats(std::vector<SimNmNode>* nodes, std::chrono::milliseconds interval)
-    : nodes_(*nodes), interval_(interval) {
+SimNmHeartbeats::SimNmHeartbeats(std::vector<SimNmNode>* nodes, std::chrono::milliseconds interval,
+                                 SimNmSchedule schedule)
+    : nodes_(*nodes), interval_(interval), schedule_(schedule) {
   const auto now = Clock::now();
   const auto n = static_cast<int64_t>(nodes_.size());
   for (int64_t i = 0; i < n; ++i) due_.emplace(now + interval_ * i / n, static_cast<size_t>(i));
@@ -207,13 +209,22 @@ void SimNmHeartbeats::Send(size_t index, Clock::time_point due) {
 }
 
 // On a gRPC thread, when a heartbeat's reply (or error) arrives: the node hears it, the call is
-// measured when sent within the interval, and the node is due again one interval after its last
-// time, or now when that has passed.
+// measured when sent within the interval, and the node is due again by its schedule: one
+// interval from now (after-reply; the interval the RM told it, if any), or one interval after
+// its last time, or now when that has passed (fixed).
 void SimNmHeartbeats::Done(Call* call, bool ok, Clock::time_point sent) {
   std::unique_ptr<Call> owned(call);
   const auto now = Clock::now();
-  if (ok) nodes_[call->index].Heard(call->resp);
-  const auto next = std::max(call->due + interval_, now);
+  SimNmNode& node = nodes_[call->index];
+  if (ok) node.Heard(call->resp);
+  Clock::time_point next;
+  if (schedule_ == SimNmSchedule::kFixed) {
+    next = std::max(call->due + interval_, now);
+  } else {
+    // Written on this node's calls only, one at a time: no lock needed.
+    next = now + (node.told_interval_ms > 0 ? std::chrono::milliseconds(node.told_interval_ms)
+                                            : interval_);
+  }
   {
     std::lock_guard<std::mutex> l(mu_);
     if (measuring_ && sent >= from_ && sent < to_) {
@@ -360,7 +371,8 @@ absl::StatusOr<NmSimReport> RunNmSim(const NmSimOptions& o) {
   // Heartbeat from now on (spread over one interval, as real NMs would be); measure from
   // "start", or from now when standalone.
   const auto duration = std::chrono::milliseconds(o.duration_ms);
-  SimNmHeartbeats heartbeats(&nodes, std::chrono::milliseconds(o.heartbeat_interval_ms));
+  SimNmHeartbeats heartbeats(&nodes, std::chrono::milliseconds(o.heartbeat_interval_ms),
+                             o.schedule);
   StartTime start;
   std::atomic<bool> parent_gone{false}, stop_reader{false};
   std::thread reader;

@@ -48,6 +48,9 @@ struct SimNmProtocol {
   std::string id;
   int32_t response_id = 0;
   int32_t key_id = 0;  // the container key it knows, told to the RM as a real NM does
+  // The interval the RM last told it (NodeHeartbeatResponse.next_heartbeat_interval_ms, the
+  // adaptive intervals of rm/heartbeat_interval.h), ms; 0 while it told none.
+  int64_t told_interval_ms = 0;
   // Containers placed on it: (finish time on the steady clock, container id).
   std::vector<std::pair<std::chrono::steady_clock::time_point, std::string>> running;
 
@@ -58,7 +61,8 @@ struct SimNmProtocol {
   // The heartbeat to send at `now`: healthy, and every container of `running` due by then as
   // COMPLETE (taken out of `running`, in the order they were added).
   v1::NodeHeartbeatRequest Heartbeat(std::chrono::steady_clock::time_point now);
-  // Keeps what a heartbeat reply tells the NM: the response id, and the keys when sent.
+  // Keeps what a heartbeat reply tells the NM: the response id, the keys and the next interval
+  // when sent.
   void Heard(const v1::NodeHeartbeatResponse& reply);
 };
 
@@ -80,19 +84,19 @@ struct SimNmTally {
   std::vector<double> latencies_ms;
 };
 
-// Heartbeats simulated NMs as real NMs do, each on its own schedule: one heartbeat every
-// interval, never two of a node's in flight at once (a reply later than the next one's time
-// sends that one at once, on reply). Calls go through gRPC's callback API, so thousands can be
-// in flight from one thread: the load is set by the nodes' schedule, not by how many threads
-// the simulator has (a synchronous caller with T threads sends at most T / latency per second,
-// which a saturated RM's latency then lowers: the simulator, not the RM, would be measured).
+// Heartbeats simulated NMs, each on its own schedule (SimNmSchedule), never two of a node's in
+// flight at once. Calls go through gRPC's callback API, so thousands can be in flight from one
+// thread: the load is set by the nodes' schedule, not by how many threads the simulator has (a
+// synchronous caller with T threads sends at most T / latency per second, which a saturated
+// RM's latency then lowers: the simulator, not the RM, would be measured).
 // Thread-safe: Measure and Stop from any thread.
 class SimNmHeartbeats {
  public:
   using Clock = std::chrono::steady_clock;
   // Starts heartbeating every node of `nodes` (registered, each with its stub), the first
   // heartbeats spread over one interval from now. `nodes` outlives this.
-  SimNmHeartbeats(std::vector<SimNmNode>* nodes, std::chrono::milliseconds interval);
+  SimNmHeartbeats(std::vector<SimNmNode>* nodes, std::chrono::milliseconds interval,
+                  SimNmSchedule schedule);
   ~SimNmHeartbeats();  // Stop()s
   SimNmHeartbeats(const SimNmHeartbeats&) = delete;
   SimNmHeartbeats& operator=(const SimNmHeartbeats&) = delete;
@@ -116,6 +120,7 @@ class SimNmHeartbeats {
 
   std::vector<SimNmNode>& nodes_;
   const std::chrono::milliseconds interval_;
+  const SimNmSchedule schedule_;
   std::mutex mu_;
   std::condition_variable wake_;  // the sender: a node due earlier than it sleeps to; stopping
   std::condition_variable idle_;  // Stop: the last call in flight ended
@@ -134,6 +139,7 @@ struct NmSimOptions {
   int32_t nodes = 1000;     // simulated NMs in this process
   int32_t first_index = 0;  // they are SimNodeId(first_index) .. SimNodeId(first_index+nodes-1)
   int64_t heartbeat_interval_ms = 1000;
+  SimNmSchedule schedule = SimNmSchedule::kAfterReply;
   int64_t duration_ms = 30000;  // measured interval, from "start" (or from registration)
   int32_t threads = 4;          // threads registering the nodes (heartbeats: SimNmHeartbeats)
   Resource node_capability = Resource::Of(65536, 32);

@@ -1,7 +1,8 @@
 // SimNmHeartbeats against a TrackerService that answers late: the simulated nodes keep their
-// own schedule whatever the RM's latency (the load is the nodes', not the simulator's threads'),
-// a node never has two heartbeats in flight, hears each reply before its next heartbeat, and
-// Stop waits for the calls in flight.
+// own schedule whatever the RM's latency (the load is the nodes', not the simulator's threads'):
+// a fixed timetable, or one interval after each reply (the one the RM told, if it told one) as
+// NMs do; a node never has two heartbeats in flight, hears each reply before its next
+// heartbeat, and Stop waits for the calls in flight.
 #include "rm/nm_sim.h"
 
 #include <grpcpp/grpcpp.h>
@@ -31,8 +32,10 @@ using Clock = std::chrono::steady_clock;
 class SlowTracker final : public v1::TrackerService::CallbackService {
  public:
   // `status`: what every heartbeat is answered with.
-  explicit SlowTracker(std::chrono::milliseconds delay, grpc::Status status = grpc::Status::OK)
-      : delay_(delay), status_(std::move(status)) {
+  // `told_interval_ms`: the next_heartbeat_interval_ms every reply carries (0: none).
+  explicit SlowTracker(std::chrono::milliseconds delay, grpc::Status status = grpc::Status::OK,
+                       int64_t told_interval_ms = 0)
+      : delay_(delay), status_(std::move(status)), told_interval_ms_(told_interval_ms) {
     answerer_ = std::thread([this] { Answer(); });
   }
   ~SlowTracker() override { Stop(); }
@@ -59,6 +62,7 @@ class SlowTracker final : public v1::TrackerService::CallbackService {
     if (last != last_response_id_.end() && req->response_id() != last->second) ++out_of_order_;
     last_response_id_[node] = req->response_id() + 1;
     resp->set_response_id(req->response_id() + 1);
+    if (told_interval_ms_ > 0) resp->set_next_heartbeat_interval_ms(told_interval_ms_);
     ++received_;
     pending_.push_back({Clock::now() + delay_, reactor, node});
     cv_.notify_all();
@@ -110,6 +114,7 @@ class SlowTracker final : public v1::TrackerService::CallbackService {
 
   const std::chrono::milliseconds delay_;
   const grpc::Status status_;
+  const int64_t told_interval_ms_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Pending> pending_;  // in arrival order, so in due order
@@ -125,8 +130,8 @@ class SlowTracker final : public v1::TrackerService::CallbackService {
 class SimNmHeartbeatsTest : public ::testing::Test {
  protected:
   void StartServer(std::chrono::milliseconds delay, int32_t nodes,
-                   grpc::Status status = grpc::Status::OK) {
-    tracker_ = std::make_unique<SlowTracker>(delay, std::move(status));
+                   grpc::Status status = grpc::Status::OK, int64_t told_interval_ms = 0) {
+    tracker_ = std::make_unique<SlowTracker>(delay, std::move(status), told_interval_ms);
     grpc::ServerBuilder b;
     int port = 0;
     b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -157,17 +162,17 @@ class SimNmHeartbeatsTest : public ::testing::Test {
   std::vector<SimNmNode> nodes_;
 };
 
-// 200 nodes every 100 ms against an RM answering in 50 ms: 2,000 heartbeats a second offered,
-// about 100 in flight at once. A synchronous sender with T threads would send at most T / 50 ms
-// (80 a second with 4); the driver sends them on the nodes' schedule.
+// 200 nodes every 100 ms against an RM answering in 50 ms, on a fixed timetable: 2,000
+// heartbeats a second offered, about 100 in flight at once. A synchronous sender with T threads
+// would send at most T / 50 ms (80 a second with 4); the driver sends them on the nodes'
+// schedule, so more than one interval + reply time (1,333 a second) would allow.
 TEST_F(SimNmHeartbeatsTest, TheNodesScheduleSetsTheLoadNotTheRmsLatency) {
   StartServer(std::chrono::milliseconds(50), 200);
-  SimNmHeartbeats hb(&nodes_, std::chrono::milliseconds(100));
+  SimNmHeartbeats hb(&nodes_, std::chrono::milliseconds(100), SimNmSchedule::kFixed);
   hb.Measure(Clock::now(), std::chrono::seconds(1));
   std::this_thread::sleep_for(std::chrono::milliseconds(1200));
   SimNmTally t = hb.Stop();
-  // Nominal 2,000 in the measured second; half of it is far above what threads could send.
-  EXPECT_GT(t.heartbeats, 1000);
+  EXPECT_GT(t.heartbeats, 1500);
   EXPECT_LE(t.heartbeats, 2000 + 200);  // one per node per interval at most (+ one each)
   EXPECT_EQ(t.errors, 0);
   EXPECT_EQ(static_cast<int64_t>(t.latencies_ms.size()), t.heartbeats);
@@ -176,11 +181,41 @@ TEST_F(SimNmHeartbeatsTest, TheNodesScheduleSetsTheLoadNotTheRmsLatency) {
   EXPECT_EQ(tracker_->out_of_order(), 0);  // each reply heard before the next heartbeat
 }
 
-// An RM slower than the interval: each node sends its next heartbeat on the reply (never two
-// at once), so a node sends one per reply time, not one per interval.
+// The same nodes and RM as NMs schedule them: one interval after each reply, so each node sends
+// one per 150 ms (1,333 a second in all), not one per 100 ms, and still never two at once.
+TEST_F(SimNmHeartbeatsTest, AfterReplyANodeWaitsOneIntervalAfterEachReply) {
+  StartServer(std::chrono::milliseconds(50), 200);
+  SimNmHeartbeats hb(&nodes_, std::chrono::milliseconds(100), SimNmSchedule::kAfterReply);
+  hb.Measure(Clock::now(), std::chrono::seconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  SimNmTally t = hb.Stop();
+  EXPECT_GT(t.heartbeats, 1000);
+  EXPECT_LE(t.heartbeats, 1333 + 200);  // one per node per 150 ms at most (+ one each)
+  EXPECT_EQ(t.errors, 0);
+  for (double ms : t.latencies_ms) EXPECT_GE(ms, 45.0);
+  EXPECT_EQ(tracker_->max_in_flight(), 1);
+  EXPECT_EQ(tracker_->out_of_order(), 0);
+}
+
+// After-reply, a node takes the interval the RM tells it (adaptive heartbeat intervals): told
+// 400 ms with 10 ms replies, 20 nodes send about 3 each in a second, not the 9 that their
+// configured 100 ms would give.
+TEST_F(SimNmHeartbeatsTest, AfterReplyANodeTakesTheIntervalTheRmTellsIt) {
+  StartServer(std::chrono::milliseconds(10), 20, grpc::Status::OK, /*told_interval_ms=*/400);
+  SimNmHeartbeats hb(&nodes_, std::chrono::milliseconds(100), SimNmSchedule::kAfterReply);
+  hb.Measure(Clock::now(), std::chrono::seconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  SimNmTally t = hb.Stop();
+  EXPECT_GE(t.heartbeats, 20);      // each node's first
+  EXPECT_LE(t.heartbeats, 20 * 4);  // at most one per 410 ms after it (+ one)
+  EXPECT_EQ(tracker_->max_in_flight(), 1);
+}
+
+// An RM slower than the interval, on a fixed timetable: each node sends its next heartbeat on
+// the reply (never two at once), so a node sends one per reply time, not one per interval.
 TEST_F(SimNmHeartbeatsTest, ALateReplyDelaysTheNodesNextHeartbeatNeverOverlapsIt) {
   StartServer(std::chrono::milliseconds(250), 20);
-  SimNmHeartbeats hb(&nodes_, std::chrono::milliseconds(50));
+  SimNmHeartbeats hb(&nodes_, std::chrono::milliseconds(50), SimNmSchedule::kFixed);
   hb.Measure(Clock::now(), std::chrono::seconds(1));
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   SimNmTally t = hb.Stop();
@@ -198,7 +233,7 @@ TEST_F(SimNmHeartbeatsTest, RefusedHeartbeatsAreCountedAsErrors) {
   StartServer(std::chrono::milliseconds(10), 20,
               grpc::Status(grpc::StatusCode::UNAVAILABLE, "the RM is down"));
   nodes_[0].running.emplace_back(Clock::now(), "container_1");  // due at the first heartbeat
-  SimNmHeartbeats hb(&nodes_, std::chrono::milliseconds(100));
+  SimNmHeartbeats hb(&nodes_, std::chrono::milliseconds(100), SimNmSchedule::kAfterReply);
   hb.Measure(Clock::now() - std::chrono::seconds(1), std::chrono::seconds(2));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   SimNmTally t = hb.Stop();
@@ -212,7 +247,7 @@ TEST_F(SimNmHeartbeatsTest, RefusedHeartbeatsAreCountedAsErrors) {
 // touched), and sends nothing after.
 TEST_F(SimNmHeartbeatsTest, StopWaitsForTheCallsInFlight) {
   StartServer(std::chrono::milliseconds(300), 50);
-  SimNmHeartbeats hb(&nodes_, std::chrono::milliseconds(100));
+  SimNmHeartbeats hb(&nodes_, std::chrono::milliseconds(100), SimNmSchedule::kFixed);
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
   EXPECT_GT(tracker_->unanswered(), 0u);
   SimNmTally t = hb.Stop();

@@ -356,6 +356,19 @@ class NmSimChildren {
 
 }  // namespace
 
+const char* SimNmScheduleName(SimNmSchedule schedule) {
+  return schedule == SimNmSchedule::kFixed ? "fixed" : "after-reply";
+}
+
+absl::StatusOr<SimNmSchedule> ParseSimNmSchedule(const std::string& name) {
+  if (name == "after-reply") return SimNmSchedule::kAfterReply;
+  if (name == "fixed") return SimNmSchedule::kFixed;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown NM heartbeat schedule '", name,
+      "': 'after-reply' (one interval after each reply, as NMs do) or 'fixed' (a fixed "
+      "timetable, a late node's next heartbeat sent on reply)"));
+}
+
 std::string RmBenchReport::ToJson() const {
   auto lat = [](const LatencyMs& l) {
     return nlohmann::json{
@@ -364,6 +377,7 @@ std::string RmBenchReport::ToJson() const {
   nlohmann::json j{{"nodes", nodes},
                    {"apps", apps},
                    {"nm_processes", nm_processes},
+                   {"nm_schedule", nm_schedule},
                    {"tls", tls},
                    {"duration_s", duration_s},
                    {"heartbeats_per_s", heartbeats_per_s},
@@ -487,7 +501,8 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   // (counted from before the registrations, a large cluster's would all be overdue at once).
   std::optional<SimNmHeartbeats> heartbeat_driver;
   if (!nodes.empty())
-    heartbeat_driver.emplace(&nodes, std::chrono::milliseconds(o.heartbeat_interval_ms));
+    heartbeat_driver.emplace(&nodes, std::chrono::milliseconds(o.heartbeat_interval_ms),
+                             o.nm_schedule);
   if (processes) {
     // The binary by its own name (for ps), not "/proc/self/exe".
     std::error_code ec;
@@ -507,6 +522,8 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
           absl::StrCat(first[k]),
           "--heartbeat-ms",
           absl::StrCat(o.heartbeat_interval_ms),
+          "--nm-schedule",
+          SimNmScheduleName(o.nm_schedule),
           "--seconds",
           absl::StrCat(static_cast<double>(o.duration_ms) / 1000.0),
           "--threads",
@@ -688,6 +705,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   r.nodes = o.nodes;
   r.apps = o.apps;
   r.nm_processes = o.nm_processes;
+  r.nm_schedule = SimNmScheduleName(o.nm_schedule);
   r.tls = tls.has_value();
   r.duration_s = secs;
   r.heartbeats_per_s = processes ? child_heartbeats_per_s

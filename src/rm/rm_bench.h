@@ -11,9 +11,30 @@
 
 namespace weft::rm {
 
+// When a simulated node sends its next heartbeat.
+enum class SimNmSchedule {
+  // As Weft's NM (NodeManager::OnHeartbeatReply) and YARN's NodeStatusUpdater: one interval
+  // after the reply to the last one, the interval being the one the RM last told it (adaptive
+  // intervals) or else the configured one. A node sends one per interval + reply time, so a
+  // slow RM sees the rate fall by its latency, and a backlog drains.
+  kAfterReply,
+  // On a fixed timetable, one every interval from the node's first, whatever the RM's replies
+  // say; a reply later than the next one's time sends that one at once, on reply. Harsher than
+  // real NMs: a backlog keeps every node's next heartbeat due at once, so it lasts as long as
+  // the RM serves no faster than the nominal rate.
+  kFixed,
+};
+
+// "after-reply" or "fixed".
+const char* SimNmScheduleName(SimNmSchedule schedule);
+absl::StatusOr<SimNmSchedule> ParseSimNmSchedule(const std::string& name);
+
 struct RmBenchOptions {
   int32_t nodes = 5000;  // simulated NMs, each heartbeating every interval
   int64_t heartbeat_interval_ms = 1000;
+  // When a simulated NM sends its next heartbeat: by default as NMs do, one
+  // interval after each reply.
+  SimNmSchedule nm_schedule = SimNmSchedule::kAfterReply;
   int32_t apps = 100;                  // simulated AMs
   int32_t containers_per_app = 100;    // each AM keeps this many containers asked or running
   int64_t container_run_ms = 2000;     // a container "runs" this long on its simulated node
@@ -46,6 +67,7 @@ LatencyMs SummarizeLatencies(std::vector<double> ms);
 struct RmBenchReport {
   int32_t nodes = 0, apps = 0;
   int32_t nm_processes = 0;  // RmBenchOptions::nm_processes
+  std::string nm_schedule;   // RmBenchOptions::nm_schedule, by name (SimNmScheduleName)
   bool tls = false;          // the RM served mutual TLS (with nm_processes > 0)
   double duration_s = 0;
   double heartbeats_per_s = 0;

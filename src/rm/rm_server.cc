@@ -40,23 +40,18 @@ class RmServer::PassMetrics final : public PassObserver {
                                    metrics::LatencyBuckets())),
         passes_(registry->GetCounter("weft_rm_scheduler_passes_total",
                                      "Scheduling passes the RM ran.")) {}
-  void BeforePass() override {
-    start_ = std::chrono::steady_clock::now();
-    start_cpu_ns_ = ThreadCpuNanos();
-  }
+  void BeforePass() override { start_ns_ = LoopWork::Now(); }
   void AfterPass(int64_t allocations) override {
-    duration_->Observe(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+    duration_->Observe(static_cast<double>(LoopWork::Now() - start_ns_) / 1e9);
     passes_->Increment();
-    loop_work_->Record(kPassWork, start_cpu_ns_, allocations);
+    loop_work_->Record(kPassWork, start_ns_, allocations);
   }
 
  private:
   LoopWork* loop_work_;
   metrics::Histogram* duration_;
   metrics::Counter* passes_;
-  std::chrono::steady_clock::time_point start_;
-  int64_t start_cpu_ns_ = 0;  // the loop thread's CPU time (rm/loop_work.h)
+  int64_t start_ns_ = 0;  // LoopWork::Now() when the pass began
 };
 
 void RmServer::RecordRpc(const char* method, std::chrono::steady_clock::time_point start,
