@@ -34,8 +34,10 @@ int64_t ThreadCpuNanos() {
   return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
 }
 
-LoopWork::LoopWork(metrics::Registry* registry, int64_t window_ns)
-    : registry_(registry), window_ns_(window_ns) {}
+LoopWork::LoopWork(metrics::Registry* registry, int64_t window_ns, int64_t sample_every)
+    : registry_(registry),
+      window_ns_(window_ns),
+      sample_every_(std::max<int64_t>(1, sample_every)) {}
 
 int64_t LoopWork::Now() {
   timespec t{};
@@ -43,15 +45,21 @@ int64_t LoopWork::Now() {
   return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
 }
 
-void LoopWork::Record(const char* kind, int64_t started_ns, int64_t allocations) {
+LoopWork::Start LoopWork::Begin() {
+  Start s;
+  if (begun_++ % sample_every_ == 0) s.cpu_ns = ThreadCpuNanos();
+  s.wall_ns = Now();
+  return s;
+}
+
+void LoopWork::Record(const char* kind, Start started, int64_t allocations) {
   const int64_t now = Now();
-  const int64_t ns = std::max<int64_t>(0, now - started_ns);
-  if (window_start_cpu_ns_ < 0) {
-    // The first event on the loop thread opens the first window at its start (its CPU time
-    // taken to be its wall time): this object may have been made on another thread.
-    window_start_ns_ = started_ns;
-    window_start_cpu_ns_ = ThreadCpuNanos() - ns;
+  const int64_t ns = std::max<int64_t>(0, now - started.wall_ns);
+  if (started.cpu_ns >= 0) {
+    sampled_wall_ns_ += ns;
+    sampled_cpu_ns_ += std::max<int64_t>(0, ThreadCpuNanos() - started.cpu_ns);
   }
+  if (window_start_ns_ < 0) window_start_ns_ = started.wall_ns;
   Slot& slot = slots_[kind];
   if (slot.seconds == nullptr) {
     slot.seconds = registry_->GetCounter(
@@ -65,33 +73,28 @@ void LoopWork::Record(const char* kind, int64_t started_ns, int64_t allocations)
   }
   ++slot.totals.count;
   slot.window_wall_ns += ns;
-  window_wall_ns_ += ns;
   slot.events->Increment();
   pass_allocations_ += allocations;
   if (now - window_start_ns_ >= window_ns_) CloseWindow(now);
 }
 
 void LoopWork::CloseWindow(int64_t now_ns) {
-  const int64_t cpu = ThreadCpuNanos();
-  const double scale = window_wall_ns_ > 0
-                           ? std::min(1.0, static_cast<double>(cpu - window_start_cpu_ns_) /
-                                               static_cast<double>(window_wall_ns_))
-                           : 1.0;
+  if (sampled_wall_ns_ > 0)
+    scale_ =
+        std::min(1.0, static_cast<double>(sampled_cpu_ns_) / static_cast<double>(sampled_wall_ns_));
   for (auto& [kind, slot] : slots_) {
     if (slot.window_wall_ns == 0) continue;
-    const auto charged =
-        static_cast<int64_t>(static_cast<double>(slot.window_wall_ns) * std::max(0.0, scale));
+    const auto charged = static_cast<int64_t>(static_cast<double>(slot.window_wall_ns) * scale_);
     slot.totals.nanos += charged;
     slot.seconds->Increment(static_cast<double>(charged) / 1e9);
     slot.window_wall_ns = 0;
   }
-  window_wall_ns_ = 0;
+  sampled_wall_ns_ = sampled_cpu_ns_ = 0;
   window_start_ns_ = now_ns;
-  window_start_cpu_ns_ = cpu;
 }
 
 LoopStats LoopWork::Snapshot(int64_t busy_nanos) {
-  if (window_start_cpu_ns_ >= 0) CloseWindow(Now());
+  CloseWindow(Now());
   LoopStats s;
   s.busy_nanos = busy_nanos;
   // The same name may come from two literals (two addresses): their totals add up.

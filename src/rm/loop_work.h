@@ -45,29 +45,37 @@ inline constexpr char kPassWork[] = "pass";
 // a paravirtualised VM, against ~30 ns for the steady clock's vDSO read.
 int64_t ThreadCpuNanos();
 
-// The accounting itself. Record runs on the loop thread only; Snapshot copies what was
-// recorded (call it on the loop too). Each kind also feeds the counters
+// The accounting itself. Begin and Record run on the loop thread only; Snapshot copies what
+// was recorded (call it on the loop too). Each kind also feeds the counters
 // weft_rm_loop_seconds_total{work} and weft_rm_loop_work_total{work}.
 //
 // How an event's CPU time is measured without two CPU-clock system calls per event (they were
-// 3% of the RM's CPU at 10,000 heartbeats/s): each event is timed on the steady clock (Now),
-// and the thread's CPU clock is read once per window of at least `window_ns` of wall time. The
-// events recorded in a window are charged their wall time scaled by the thread's CPU time over
-// the window divided by the events' wall time in it, at most 1. A thread never descheduled
-// during its events is charged their wall time (its CPU time, then); one that lost its core
-// for half of them, half of it. The thread's CPU outside recorded events (unrecorded tasks,
-// the loop's own locking and waking) counts in the numerator too, so on a busy host the
-// scaling errs toward charging more, never more than the wall time.
+// 3% of the RM's CPU at 10,000 heartbeats/s): every event is timed on the steady clock, and one
+// in `sample_every` also on the thread's CPU clock. The events recorded in a window of at least
+// `window_ns` are charged their wall time scaled by the sampled events' CPU time over their
+// wall time in that window (at most 1; the last window's scale when none was sampled). An event
+// that lost its core for half its time is charged half of it, as CPU time would; and only the
+// events' own spans are compared, not the thread's wake-ups between them.
 class LoopWork {
  public:
   static constexpr int64_t kWindowNanos = 10'000'000;  // 10 ms
+  static constexpr int64_t kSampleEvery = 8;
 
-  explicit LoopWork(metrics::Registry* registry, int64_t window_ns = kWindowNanos);
-  // The clock Record takes events' starts on: the steady clock, ns.
+  // When an event began: the steady clock, and the thread's CPU clock when sampled (else -1).
+  struct Start {
+    int64_t wall_ns = 0;
+    int64_t cpu_ns = -1;
+  };
+
+  explicit LoopWork(metrics::Registry* registry, int64_t window_ns = kWindowNanos,
+                    int64_t sample_every = kSampleEvery);
+  // The steady clock, ns.
   static int64_t Now();
-  // One event of `kind` (a string literal: kinds are keyed by address) that began at
-  // `started_ns` (Now()); `allocations` only for passes.
-  void Record(const char* kind, int64_t started_ns, int64_t allocations = 0);
+  // Marks the start of an event, to Record when it ends.
+  Start Begin();
+  // One event of `kind` (a string literal: kinds are keyed by address) begun at `started`;
+  // `allocations` only for passes.
+  void Record(const char* kind, Start started, int64_t allocations = 0);
   // Charges the window so far (see above), then copies the totals.
   LoopStats Snapshot(int64_t busy_nanos);
 
@@ -83,13 +91,14 @@ class LoopWork {
 
   metrics::Registry* registry_;
   const int64_t window_ns_;
+  const int64_t sample_every_;
   absl::flat_hash_map<const char*, Slot> slots_;
   int64_t pass_allocations_ = 0;
-  // The current window's start on the steady clock and the thread's CPU clock then; -1 until
-  // the first Record.
-  int64_t window_start_ns_ = -1;
-  int64_t window_start_cpu_ns_ = -1;
-  int64_t window_wall_ns_ = 0;  // all events' wall time in the window
+  int64_t begun_ = 0;             // events begun, for sampling
+  int64_t window_start_ns_ = -1;  // steady clock; -1 until the first Record
+  int64_t sampled_wall_ns_ = 0;   // the sampled events' wall and CPU time in the window
+  int64_t sampled_cpu_ns_ = 0;
+  double scale_ = 1.0;  // the last window's CPU / wall
 };
 
 }  // namespace weft::rm

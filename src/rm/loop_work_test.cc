@@ -12,7 +12,7 @@ namespace {
 
 // An event that keeps this thread busy for `cpu_ns` of its CPU time, recorded as `kind`.
 void BusyEvent(LoopWork& work, const char* kind, int64_t cpu_ns, int64_t allocations = 0) {
-  const int64_t started = LoopWork::Now();
+  const LoopWork::Start started = work.Begin();
   const int64_t until = ThreadCpuNanos() + cpu_ns;
   while (ThreadCpuNanos() < until) {
   }
@@ -52,20 +52,19 @@ TEST(LoopWorkTest, SameNameFromTwoLiteralsAddsUp) {
   LoopWork work(&registry);
   static const char kA[] = "AmService/Allocate";
   static const char kB[] = "AmService/Allocate";
-  work.Record(kA, LoopWork::Now());
-  work.Record(kB, LoopWork::Now());
+  work.Record(kA, work.Begin());
+  work.Record(kB, work.Begin());
   EXPECT_EQ(work.Snapshot(0).work.at("AmService/Allocate").count, 2);
 }
 
 // An event's time is the thread's CPU time, not its wall time: 50 ms without the CPU (here
 // asleep; on a busy host, descheduled) are not charged, 2 ms busy are. Windows of 1 ms, so each
-// event closes its own.
+// event closes its own, and every event sampled.
 TEST(LoopWorkTest, TimeWithoutTheCpuIsNotCharged) {
   metrics::Registry registry;
-  LoopWork work(&registry, /*window_ns=*/1'000'000);
-  work.Record("open", LoopWork::Now());  // the first window opens here
+  LoopWork work(&registry, /*window_ns=*/1'000'000, /*sample_every=*/1);
   const LoopStats before = work.Snapshot(0);
-  const int64_t started = LoopWork::Now();
+  const LoopWork::Start started = work.Begin();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   work.Record("AmService/Allocate", started);
   BusyEvent(work, "TrackerService/NodeHeartbeat", 2'000'000);
@@ -73,7 +72,24 @@ TEST(LoopWorkTest, TimeWithoutTheCpuIsNotCharged) {
   EXPECT_LT(after.MicrosPerEvent(before, "AmService/Allocate"), 10'000);  // not the 50 ms
   EXPECT_GE(after.MicrosPerEvent(before, "TrackerService/NodeHeartbeat"), 2'000);
   EXPECT_LE(after.MicrosPerEvent(before, "TrackerService/NodeHeartbeat"),
-            static_cast<double>(LoopWork::Now() - started) / 1000);  // never over its wall time
+            static_cast<double>(LoopWork::Now() - started.wall_ns) / 1000);  // <= its wall time
+}
+
+// Events not sampled are charged at the sampled ones' ratio of CPU to wall time in their
+// window: sampling every second event, a sampled 40 ms sleep (ratio ~0) makes the busy
+// unsampled event after it, in the same window, cost ~0 too. The ratio is the thread's, shared
+// by the events around it, not each event's own.
+TEST(LoopWorkTest, UnsampledEventsTakeTheirWindowsRatio) {
+  metrics::Registry registry;
+  LoopWork work(&registry, /*window_ns=*/30'000'000, /*sample_every=*/2);
+  const LoopStats before = work.Snapshot(0);
+  LoopWork::Start sleep = work.Begin();  // sampled
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  work.Record("sleep", sleep);
+  BusyEvent(work, "busy", 2'000'000);  // not sampled; this Record closes the window
+  const LoopStats after = work.Snapshot(0);
+  EXPECT_LT(after.MicrosPerEvent(before, "busy"), 1'000);
+  EXPECT_LT(after.MicrosPerEvent(before, "sleep"), 10'000);
 }
 
 }  // namespace

@@ -40,18 +40,18 @@ class RmServer::PassMetrics final : public PassObserver {
                                    metrics::LatencyBuckets())),
         passes_(registry->GetCounter("weft_rm_scheduler_passes_total",
                                      "Scheduling passes the RM ran.")) {}
-  void BeforePass() override { start_ns_ = LoopWork::Now(); }
+  void BeforePass() override { start_ = loop_work_->Begin(); }
   void AfterPass(int64_t allocations) override {
-    duration_->Observe(static_cast<double>(LoopWork::Now() - start_ns_) / 1e9);
+    duration_->Observe(static_cast<double>(LoopWork::Now() - start_.wall_ns) / 1e9);
     passes_->Increment();
-    loop_work_->Record(kPassWork, start_ns_, allocations);
+    loop_work_->Record(kPassWork, start_, allocations);
   }
 
  private:
   LoopWork* loop_work_;
   metrics::Histogram* duration_;
   metrics::Counter* passes_;
-  int64_t start_ns_ = 0;  // LoopWork::Now() when the pass began
+  LoopWork::Start start_;  // when the pass began
 };
 
 void RmServer::RecordRpc(const char* method, std::chrono::steady_clock::time_point start,

@@ -70,7 +70,7 @@ class RmServer::Calls {
                            grpc::CallbackServerContext* ctx, grpc::ServerUnaryReactor* reactor,
                            Resp* resp, Fn fn) {
     s->loop_.Post([s, method, start, ctx, reactor, resp, fn = std::move(fn)]() mutable {
-      const int64_t on_loop = LoopWork::Now();
+      const LoopWork::Start on_loop = s->loop_work_.Begin();
       if (!s->rm_) {
         grpc::Status st = s->StandbyStatus(ctx);
         s->RecordRpc(method, start, static_cast<absl::StatusCode>(st.error_code()));
