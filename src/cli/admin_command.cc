@@ -370,17 +370,35 @@ int Failover(const HaFlags& f) {
                                  f.timeout_s, " s: ", Summary(last)));
 }
 
+// `--nm-schedule` of `bench rm` and `bench nm-sim`, into `value` (its default shown), for
+// NmScheduleFlag to parse.
+void AddNmScheduleOption(CLI::App* cmd, std::string* value) {
+  cmd->add_option("--nm-schedule", *value,
+                  "when a simulated NM sends its next heartbeat: after-reply (one interval after "
+                  "each reply, as Weft's and YARN's NMs do) or fixed (a fixed timetable; a node "
+                  "late by its reply sends at once, so a backlog does not drain)")
+      ->capture_default_str();
+}
+
+// The schedule `--nm-schedule` names, or an error naming the flag.
+absl::StatusOr<rm::SimNmSchedule> NmScheduleFlag(const std::string& value) {
+  absl::StatusOr<rm::SimNmSchedule> schedule = rm::ParseSimNmSchedule(value);
+  if (!schedule.ok())
+    return absl::InvalidArgumentError(absl::StrCat("--nm-schedule: ", schedule.status().message()));
+  return schedule;
+}
+
 struct BenchFlags {
   rm::RmBenchOptions o;
   bool json = false;
   double seconds = 30;
-  std::string nm_schedule = rm::SimNmScheduleName(rm::SimNmSchedule::kAfterReply);
+  std::string nm_schedule = rm::SimNmScheduleName(o.nm_schedule);
 };
 
 struct NmSimFlags {
   rm::NmSimOptions o;
   bool json = false;
-  std::string schedule = rm::SimNmScheduleName(rm::SimNmSchedule::kAfterReply);
+  std::string schedule = rm::SimNmScheduleName(o.schedule);
   double seconds = 30;
   int64_t memory_mb = 65536;
   int64_t vcores = 32;
@@ -392,9 +410,8 @@ struct NmSimFlags {
 int RunNmSimCommand(const NmSimFlags& f) {
   rm::NmSimOptions o = f.o;
   o.duration_ms = static_cast<int64_t>(f.seconds * 1000);
-  absl::StatusOr<rm::SimNmSchedule> schedule = rm::ParseSimNmSchedule(f.schedule);
-  if (!schedule.ok())
-    return PrintError(absl::StrCat("--nm-schedule: ", schedule.status().message()));
+  absl::StatusOr<rm::SimNmSchedule> schedule = NmScheduleFlag(f.schedule);
+  if (!schedule.ok()) return PrintError(schedule.status().message());
   o.schedule = *schedule;
   o.node_capability = Resource::Of(f.memory_mb, f.vcores);
   if (f.parent_control) {
@@ -496,12 +513,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--nodes", f->o.nodes, "simulated NMs")->capture_default_str();
   cmd->add_option("--heartbeat-ms", f->o.heartbeat_interval_ms, "NM heartbeat interval")
       ->capture_default_str();
-  cmd->add_option(
-         "--nm-schedule", f->nm_schedule,
-         "when a simulated NM sends its next heartbeat: after-reply (one interval after each "
-         "reply, as Weft's and YARN's NMs do) or fixed (a fixed timetable; a node late "
-         "by its reply sends at once, so a backlog does not drain)")
-      ->capture_default_str();
+  AddNmScheduleOption(cmd, &f->nm_schedule);
   cmd->add_option("--apps", f->o.apps, "simulated AMs")->capture_default_str();
   cmd->add_option("--containers-per-app", f->o.containers_per_app,
                   "containers each AM keeps asked for or running")
@@ -532,9 +544,9 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->callback([f, exit_code] {
     rm::RmBenchOptions o = f->o;
     o.duration_ms = static_cast<int64_t>(f->seconds * 1000);
-    absl::StatusOr<rm::SimNmSchedule> schedule = rm::ParseSimNmSchedule(f->nm_schedule);
+    absl::StatusOr<rm::SimNmSchedule> schedule = NmScheduleFlag(f->nm_schedule);
     if (!schedule.ok()) {
-      *exit_code = PrintError(absl::StrCat("--nm-schedule: ", schedule.status().message()));
+      *exit_code = PrintError(schedule.status().message());
       return;
     }
     o.nm_schedule = *schedule;
@@ -565,12 +577,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   sim->add_option("--heartbeat-ms", n->o.heartbeat_interval_ms, "NM heartbeat interval")
       ->capture_default_str();
-  sim->add_option(
-         "--nm-schedule", n->schedule,
-         "when a simulated NM sends its next heartbeat: after-reply (one interval after each "
-         "reply, as Weft's and YARN's NMs do) or fixed (a fixed timetable; a node late "
-         "by its reply sends at once, so a backlog does not drain)")
-      ->capture_default_str();
+  AddNmScheduleOption(sim, &n->schedule);
   sim->add_option("--seconds", n->seconds, "measured duration, from when all have registered")
       ->capture_default_str()
       ->check(FiniteNumberValidator("seconds", 0, kMaxFlagSeconds));

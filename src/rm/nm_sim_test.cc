@@ -156,6 +156,16 @@ class SimNmHeartbeatsTest : public ::testing::Test {
     if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   }
 
+  // Heartbeats the nodes every `interval` by `schedule` for `run`, measuring the first second,
+  // and returns what was measured.
+  SimNmTally MeasureFirstSecond(std::chrono::milliseconds interval, SimNmSchedule schedule,
+                                std::chrono::milliseconds run) {
+    SimNmHeartbeats hb(&nodes_, interval, schedule);
+    hb.Measure(Clock::now(), std::chrono::seconds(1));
+    std::this_thread::sleep_for(run);
+    return hb.Stop();
+  }
+
   std::unique_ptr<SlowTracker> tracker_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::TrackerService::Stub> stub_;
@@ -168,10 +178,8 @@ class SimNmHeartbeatsTest : public ::testing::Test {
 // schedule, so more than one interval + reply time (1,333 a second) would allow.
 TEST_F(SimNmHeartbeatsTest, TheNodesScheduleSetsTheLoadNotTheRmsLatency) {
   StartServer(std::chrono::milliseconds(50), 200);
-  SimNmHeartbeats hb(&nodes_, std::chrono::milliseconds(100), SimNmSchedule::kFixed);
-  hb.Measure(Clock::now(), std::chrono::seconds(1));
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
-  SimNmTally t = hb.Stop();
+  SimNmTally t = MeasureFirstSecond(std::chrono::milliseconds(100), SimNmSchedule::kFixed,
+                                    std::chrono::milliseconds(1200));
   EXPECT_GT(t.heartbeats, 1500);
   EXPECT_LE(t.heartbeats, 2000 + 200);  // one per node per interval at most (+ one each)
   EXPECT_EQ(t.errors, 0);
@@ -185,10 +193,8 @@ TEST_F(SimNmHeartbeatsTest, TheNodesScheduleSetsTheLoadNotTheRmsLatency) {
 // one per 150 ms (1,333 a second in all), not one per 100 ms, and still never two at once.
 TEST_F(SimNmHeartbeatsTest, AfterReplyANodeWaitsOneIntervalAfterEachReply) {
   StartServer(std::chrono::milliseconds(50), 200);
-  SimNmHeartbeats hb(&nodes_, std::chrono::milliseconds(100), SimNmSchedule::kAfterReply);
-  hb.Measure(Clock::now(), std::chrono::seconds(1));
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
-  SimNmTally t = hb.Stop();
+  SimNmTally t = MeasureFirstSecond(std::chrono::milliseconds(100), SimNmSchedule::kAfterReply,
+                                    std::chrono::milliseconds(1200));
   EXPECT_GT(t.heartbeats, 1000);
   EXPECT_LE(t.heartbeats, 1333 + 200);  // one per node per 150 ms at most (+ one each)
   EXPECT_EQ(t.errors, 0);
@@ -202,10 +208,8 @@ TEST_F(SimNmHeartbeatsTest, AfterReplyANodeWaitsOneIntervalAfterEachReply) {
 // configured 100 ms would give.
 TEST_F(SimNmHeartbeatsTest, AfterReplyANodeTakesTheIntervalTheRmTellsIt) {
   StartServer(std::chrono::milliseconds(10), 20, grpc::Status::OK, /*told_interval_ms=*/400);
-  SimNmHeartbeats hb(&nodes_, std::chrono::milliseconds(100), SimNmSchedule::kAfterReply);
-  hb.Measure(Clock::now(), std::chrono::seconds(1));
-  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-  SimNmTally t = hb.Stop();
+  SimNmTally t = MeasureFirstSecond(std::chrono::milliseconds(100), SimNmSchedule::kAfterReply,
+                                    std::chrono::milliseconds(1100));
   EXPECT_GE(t.heartbeats, 20);      // each node's first
   EXPECT_LE(t.heartbeats, 20 * 4);  // at most one per 410 ms after it (+ one)
   EXPECT_EQ(tracker_->max_in_flight(), 1);
@@ -215,10 +219,8 @@ TEST_F(SimNmHeartbeatsTest, AfterReplyANodeTakesTheIntervalTheRmTellsIt) {
 // the reply (never two at once), so a node sends one per reply time, not one per interval.
 TEST_F(SimNmHeartbeatsTest, ALateReplyDelaysTheNodesNextHeartbeatNeverOverlapsIt) {
   StartServer(std::chrono::milliseconds(250), 20);
-  SimNmHeartbeats hb(&nodes_, std::chrono::milliseconds(50), SimNmSchedule::kFixed);
-  hb.Measure(Clock::now(), std::chrono::seconds(1));
-  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-  SimNmTally t = hb.Stop();
+  SimNmTally t = MeasureFirstSecond(std::chrono::milliseconds(50), SimNmSchedule::kFixed,
+                                    std::chrono::milliseconds(1100));
   EXPECT_EQ(tracker_->max_in_flight(), 1);
   EXPECT_EQ(tracker_->out_of_order(), 0);
   // At most one per node per 250 ms reply (4 in the second, +1 started before its end), far
