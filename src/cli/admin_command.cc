@@ -540,6 +540,10 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
                   "threads that finish the calls the RM loop answered (-1 = a quarter of the "
                   "cores, 0 = the loop itself)")
       ->capture_default_str();
+  cmd->add_option("--heartbeat-batch-ms", f->o.heartbeat_batch_ms,
+                  "NM heartbeats reach the RM loop in batches gathered over this many ms (0 = "
+                  "each at once; 0..100)")
+      ->capture_default_str();
   cmd->add_flag("--json", f->json, "print JSON");
   cmd->callback([f, exit_code] {
     rm::RmBenchOptions o = f->o;

@@ -378,6 +378,7 @@ std::string RmBenchReport::ToJson() const {
                    {"apps", apps},
                    {"nm_processes", nm_processes},
                    {"nm_schedule", nm_schedule},
+                   {"heartbeat_batch_ms", heartbeat_batch_ms},
                    {"tls", tls},
                    {"duration_s", duration_s},
                    {"heartbeats_per_s", heartbeats_per_s},
@@ -455,6 +456,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   so.rm.heartbeat_interval_ms = o.heartbeat_interval_ms;
   so.rm.pass_interval_ms = 50;
   so.call_finishers = o.call_finishers;
+  so.heartbeat_batch_ms = o.heartbeat_batch_ms;
   // Long enough for the registration phase: an NM-sim child's nodes heartbeat only once all of
   // them have registered, which over TLS at 10,000 nodes can take minutes on a small host; a
   // node the RM marked LOST meanwhile would measure its recovery, not the RM.
@@ -706,6 +708,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   r.apps = o.apps;
   r.nm_processes = o.nm_processes;
   r.nm_schedule = SimNmScheduleName(o.nm_schedule);
+  r.heartbeat_batch_ms = o.heartbeat_batch_ms;
   r.tls = tls.has_value();
   r.duration_s = secs;
   r.heartbeats_per_s = processes ? child_heartbeats_per_s

@@ -50,7 +50,8 @@ struct RmBenchOptions {
   // are killed and reaped whatever way this returns, and die with the thread that called
   // RunRmBench (PR_SET_PDEATHSIG): call it from a thread that outlives the run.
   int32_t nm_processes = 0;
-  int call_finishers = -1;  // RmServerOptions::call_finishers of the RM under test
+  int call_finishers = -1;     // RmServerOptions::call_finishers of the RM under test
+  int heartbeat_batch_ms = 1;  // RmServerOptions::heartbeat_batch_ms of the RM under test
   std::string nm_sim_binary = "/proc/self/exe";  // a `weft` binary
   Resource node_capability = Resource::Of(65536, 32);
   Resource container = Resource::Of(1024, 1);
@@ -66,9 +67,10 @@ LatencyMs SummarizeLatencies(std::vector<double> ms);
 
 struct RmBenchReport {
   int32_t nodes = 0, apps = 0;
-  int32_t nm_processes = 0;  // RmBenchOptions::nm_processes
-  std::string nm_schedule;   // RmBenchOptions::nm_schedule, by name (SimNmScheduleName)
-  bool tls = false;          // the RM served mutual TLS (with nm_processes > 0)
+  int32_t nm_processes = 0;    // RmBenchOptions::nm_processes
+  std::string nm_schedule;     // RmBenchOptions::nm_schedule, by name (SimNmScheduleName)
+  int heartbeat_batch_ms = 0;  // RmBenchOptions::heartbeat_batch_ms
+  bool tls = false;            // the RM served mutual TLS (with nm_processes > 0)
   double duration_s = 0;
   double heartbeats_per_s = 0;
   LatencyMs heartbeat;

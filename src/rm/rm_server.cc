@@ -266,8 +266,9 @@ class RmServer::Services : public RmServer::Calls {
       const char* method = "TrackerService/NodeHeartbeat";
       if (absl::Status st = CheckNode(ctx, req->node_id()); !st.ok())
         return Refuse(method, ctx, st);
-      return OnLoop(s_, method, ctx, resp,
-                    [req](ResourceManager& rm) { return rm.NodeHeartbeat(*req); });
+      grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+      s_->AddHeartbeat({std::chrono::steady_clock::now(), ctx, reactor, req, resp});
+      return reactor;
     }
 
    private:
@@ -470,6 +471,9 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
       s->claim_checkers_.back()->Start();
     }
   }
+  if (s->options_.heartbeat_batch_ms < 0 || s->options_.heartbeat_batch_ms > 100)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "heartbeat batch ", s->options_.heartbeat_batch_ms, " ms must be 0 (none) .. 100 ms"));
   if (s->options_.call_finishers < -1 || s->options_.call_finishers > 64)
     return absl::InvalidArgumentError(absl::StrCat("call finishers ", s->options_.call_finishers,
                                                    " must be -1 (auto), 0 (the loop) .. 64"));
@@ -532,6 +536,54 @@ void RmServer::WaitOnLoop(const std::function<void()>& fn) {
     done.Notify();
   });
   done.WaitForNotification();
+}
+
+void RmServer::AddHeartbeat(PendingHeartbeat heartbeat) {
+  absl::MutexLock l(&heartbeats_mu_);
+  heartbeats_.push_back(heartbeat);
+  if (heartbeat_drain_scheduled_) return;
+  heartbeat_drain_scheduled_ = true;
+  if (options_.heartbeat_batch_ms == 0) {
+    loop_.Post([this] { DrainHeartbeats(); });
+  } else {
+    loop_.Schedule(options_.heartbeat_batch_ms, [this] { DrainHeartbeats(); });
+  }
+}
+
+void RmServer::DrainHeartbeats() {
+  static constexpr char kMethod[] = "TrackerService/NodeHeartbeat";
+  std::vector<PendingHeartbeat> batch;
+  {
+    absl::MutexLock l(&heartbeats_mu_);
+    batch.swap(heartbeats_);
+    heartbeat_drain_scheduled_ = false;
+  }
+  // Each reply's status; the replies themselves are in the calls' responses.
+  std::vector<grpc::Status> statuses;
+  statuses.reserve(batch.size());
+  for (const PendingHeartbeat& h : batch) {
+    const LoopWork::Start on_loop = loop_work_.Begin();
+    if (!rm_) {
+      statuses.push_back(StandbyStatus(h.ctx));
+      continue;
+    }
+    absl::StatusOr<v1::NodeHeartbeatResponse> r = rm_->NodeHeartbeat(*h.request);
+    if (r.ok()) *h.response = *std::move(r);
+    statuses.push_back(ToGrpc(r.status()));
+    loop_work_.Record(kMethod, on_loop);
+  }
+  // Encoding the replies and writing them happen on a finisher (without finishers, here).
+  auto finish = [this, batch = std::move(batch), statuses = std::move(statuses)] {
+    for (size_t i = 0; i < batch.size(); ++i) {
+      RecordRpc(kMethod, batch[i].start, static_cast<absl::StatusCode>(statuses[i].error_code()));
+      batch[i].reactor->Finish(statuses[i]);
+    }
+  };
+  if (ThreadEventLoop* finisher = NextFinisher()) {
+    finisher->Post(std::move(finish));
+  } else {
+    finish();
+  }
 }
 
 LoopStats RmServer::LoopStatistics() {

@@ -27,8 +27,14 @@
 namespace grpc {
 class CallbackServerContext;
 class Server;
+class ServerUnaryReactor;
 class Status;
-}
+}  // namespace grpc
+
+namespace weft::v1 {
+class NodeHeartbeatRequest;
+class NodeHeartbeatResponse;
+}  // namespace weft::v1
 
 namespace weft::rm {
 
@@ -37,6 +43,12 @@ struct RmServerOptions {
   // Threads that finish the calls the RM loop answered (the reply's encoding and socket write);
   // -1 = a quarter of the cores (1..4), 0 = the loop finishes them itself.
   int call_finishers = -1;
+  // NM heartbeats reach the loop in batches: the first heartbeat of a batch schedules one loop
+  // task this many ms later (0..100), the heartbeats arriving meanwhile join it, and their
+  // replies go to one finisher as one task. At 10,000 heartbeats/s that is one wake-up of the
+  // loop and of a finisher per ms rather than two per heartbeat; each heartbeat waits up to
+  // this long (+1 ms, the loop's timer resolution) more. 0: each heartbeat is posted at once.
+  int heartbeat_batch_ms = 1;
   std::string bind_host = "127.0.0.1";  // any other address is an explicit choice
   int port = 0;                         // ClientService, AmService, TrackerService, AdminService
   std::string state_store_path;         // SQLite file; "" = in memory (state lost on exit)
@@ -80,9 +92,9 @@ struct RmServerOptions {
 
 // This RM's part in HA, for the web server and GetServiceState.
 struct HaStatus {
-  bool enabled = false;             // false: no HA, always active
-  bool active = false;              // serving as the active now
-  std::string rm_id;                // HaOptions::rm_id
+  bool enabled = false;              // false: no HA, always active
+  bool active = false;               // serving as the active now
+  std::string rm_id;                 // HaOptions::rm_id
   std::optional<LeaderInfo> leader;  // the active as last seen (this RM's own when active)
 };
 
@@ -135,6 +147,20 @@ class RmServer {
                  absl::StatusCode code);
   // Runs `fn` on the loop and waits for it to finish (not from the loop).
   void WaitOnLoop(const std::function<void()>& fn);
+  // A NodeHeartbeat call whose node was checked, waiting for the loop
+  // (RmServerOptions::heartbeat_batch_ms).
+  struct PendingHeartbeat {
+    std::chrono::steady_clock::time_point start;  // when it arrived
+    grpc::CallbackServerContext* ctx;
+    grpc::ServerUnaryReactor* reactor;
+    const v1::NodeHeartbeatRequest* request;
+    v1::NodeHeartbeatResponse* response;
+  };
+  // Thread-safe: joins the batch, scheduling the batch's loop task when it is the first.
+  void AddHeartbeat(PendingHeartbeat heartbeat);
+  // On the loop: answers every heartbeat of the batch, then hands their replies to one
+  // finisher as one task.
+  void DrainHeartbeats();
   // Creates the ResourceManager over `store_` on the loop (recovering what the store holds).
   absl::Status CreateRm();
   // What AMs are told (WEFT_RM_ADDRESS): every HA RM's address, else this one's.
@@ -186,6 +212,9 @@ class RmServer {
   ThreadEventLoop& NextClaimChecker() {
     return *claim_checkers_[next_checker_.fetch_add(1) % claim_checkers_.size()];
   }
+  absl::Mutex heartbeats_mu_;
+  std::vector<PendingHeartbeat> heartbeats_ ABSL_GUARDED_BY(heartbeats_mu_);  // the batch
+  bool heartbeat_drain_scheduled_ ABSL_GUARDED_BY(heartbeats_mu_) = false;
   mutable absl::Mutex ha_mu_;
   bool active_ ABSL_GUARDED_BY(ha_mu_) = false;  // rm_ exists (set on the loop)
 };
