@@ -579,11 +579,7 @@ void RmServer::DrainHeartbeats() {
       batch[i].reactor->Finish(statuses[i]);
     }
   };
-  if (ThreadEventLoop* finisher = NextFinisher()) {
-    finisher->Post(std::move(finish));
-  } else {
-    finish();
-  }
+  HandToFinisher(std::move(finish));
 }
 
 LoopStats RmServer::LoopStatistics() {

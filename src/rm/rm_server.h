@@ -201,11 +201,15 @@ class RmServer {
   // reply's encoding and socket write), so that the loop does not; round robin.
   std::vector<std::unique_ptr<ThreadEventLoop>> finishers_;
   std::atomic<uint64_t> next_finisher_{0};
-  // The next finisher; null when there are none (call_finishers = 0: the loop finishes).
-  ThreadEventLoop* NextFinisher() {
-    if (finishers_.empty()) return nullptr;
-    return finishers_[next_finisher_.fetch_add(1, std::memory_order_relaxed) % finishers_.size()]
-        .get();
+  // Runs `finish` (replies' encoding and socket writes) on the next finisher, round robin, or
+  // here when there are none (call_finishers = 0: the loop finishes).
+  void HandToFinisher(Task finish) {
+    if (finishers_.empty()) {
+      std::move(finish)();
+      return;
+    }
+    finishers_[next_finisher_.fetch_add(1, std::memory_order_relaxed) % finishers_.size()]->Post(
+        std::move(finish));
   }
   std::vector<std::unique_ptr<ThreadEventLoop>> claim_checkers_;
   std::atomic<uint64_t> next_checker_{0};

@@ -87,11 +87,7 @@ class RmServer::Calls {
           s->RecordRpc(method, start, code);
           reactor->Finish(status);
         };
-        if (ThreadEventLoop* finisher = s->NextFinisher()) {
-          finisher->Post(std::move(finish));
-        } else {
-          finish();
-        }
+        s->HandToFinisher(std::move(finish));
       });
       // The call's own loop time (a reply given later, e.g. a parked Allocate answered by a
       // pass, counts in the work that gives it).

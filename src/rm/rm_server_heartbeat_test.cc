@@ -3,7 +3,6 @@
 // heartbeat waits for its batch, and an RM shut down while a batch waits still answers it.
 #include <grpcpp/grpcpp.h>
 
-#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
