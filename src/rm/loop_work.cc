@@ -45,9 +45,10 @@ int64_t LoopWork::Now() {
   return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
 }
 
-LoopWork::Start LoopWork::Begin() {
+LoopWork::Start LoopWork::Begin(bool own_cpu) {
   Start s;
-  if (begun_++ % sample_every_ == 0) s.cpu_ns = ThreadCpuNanos();
+  s.own_cpu = own_cpu;
+  if (own_cpu || begun_++ % sample_every_ == 0) s.cpu_ns = ThreadCpuNanos();
   s.wall_ns = Now();
   return s;
 }
@@ -55,9 +56,13 @@ LoopWork::Start LoopWork::Begin() {
 void LoopWork::Record(const char* kind, Start started, int64_t allocations) {
   const int64_t now = Now();
   const int64_t ns = std::max<int64_t>(0, now - started.wall_ns);
+  int64_t cpu_ns = -1;  // this event's own CPU time when sampled
   if (started.cpu_ns >= 0) {
-    sampled_wall_ns_ += ns;
-    sampled_cpu_ns_ += std::max<int64_t>(0, ThreadCpuNanos() - started.cpu_ns);
+    cpu_ns = std::clamp<int64_t>(ThreadCpuNanos() - started.cpu_ns, 0, ns);
+    if (!started.own_cpu) {
+      sampled_wall_ns_ += ns;
+      sampled_cpu_ns_ += cpu_ns;
+    }
   }
   if (window_start_ns_ < 0) window_start_ns_ = started.wall_ns;
   Slot& slot = slots_[kind];
@@ -72,7 +77,12 @@ void LoopWork::Record(const char* kind, Start started, int64_t allocations) {
                               "Events of each kind of work the RM loop ran.", {{"work", kind}});
   }
   ++slot.totals.count;
-  slot.window_wall_ns += ns;
+  if (cpu_ns >= 0) {
+    slot.totals.nanos += cpu_ns;
+    slot.seconds->Increment(static_cast<double>(cpu_ns) / 1e9);
+  } else {
+    slot.window_wall_ns += ns;
+  }
   slot.events->Increment();
   pass_allocations_ += allocations;
   if (now - window_start_ns_ >= window_ns_) CloseWindow(now);

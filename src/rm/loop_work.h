@@ -61,18 +61,22 @@ class LoopWork {
   static constexpr int64_t kWindowNanos = 10'000'000;  // 10 ms
   static constexpr int64_t kSampleEvery = 8;
 
-  // When an event began: the steady clock, and the thread's CPU clock when sampled (else -1).
+  // When an event began: the steady clock, and the thread's CPU clock when sampled (else -1);
+  // own_cpu for an event begun with kOwnCpu.
   struct Start {
     int64_t wall_ns = 0;
     int64_t cpu_ns = -1;
+    bool own_cpu = false;
   };
+  // Begin's argument for an event always charged its own CPU time (see above).
+  static constexpr bool kOwnCpu = true;
 
   explicit LoopWork(metrics::Registry* registry, int64_t window_ns = kWindowNanos,
                     int64_t sample_every = kSampleEvery);
   // The steady clock, ns.
   static int64_t Now();
-  // Marks the start of an event, to Record when it ends.
-  Start Begin();
+  // Marks the start of an event, to Record when it ends; with kOwnCpu, always sampled.
+  Start Begin(bool own_cpu = false);
   // One event of `kind` (a string literal: kinds are keyed by address) begun at `started`;
   // `allocations` only for passes.
   void Record(const char* kind, Start started, int64_t allocations = 0);
@@ -82,7 +86,7 @@ class LoopWork {
  private:
   struct Slot {
     LoopWorkTotals totals;
-    int64_t window_wall_ns = 0;  // this kind's events' wall time in the current window
+    int64_t window_wall_ns = 0;  // this kind's unsampled events' wall time in this window
     metrics::Counter* seconds = nullptr;
     metrics::Counter* events = nullptr;
   };

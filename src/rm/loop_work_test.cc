@@ -92,5 +92,32 @@ TEST(LoopWorkTest, UnsampledEventsTakeTheirWindowsRatio) {
   EXPECT_LT(after.MicrosPerEvent(before, "sleep"), 10'000);
 }
 
+// An event begun with kOwnCpu is charged its own CPU time, whatever the window's scale, and
+// does not move that scale. Here the short busy events around it set a scale of ~1; a pass
+// that is 2 ms busy and 40 ms without its core (asleep here) is charged ~2 ms, not its 42 ms
+// of wall time at the window's scale. And it does not lower the scale of the unsampled busy
+// event in its window (sample_every 2: the first busy event is sampled, the second is not).
+TEST(LoopWorkTest, AnOwnCpuEventIsChargedItsOwnCpuTime) {
+  metrics::Registry registry;
+  LoopWork work(&registry, /*window_ns=*/1'000'000'000, /*sample_every=*/2);
+  const LoopStats before = work.Snapshot(0);
+  BusyEvent(work, "TrackerService/NodeHeartbeat", 2'000'000);  // sampled: scale ~1
+  const LoopWork::Start pass = work.Begin(LoopWork::kOwnCpu);
+  EXPECT_TRUE(pass.own_cpu);
+  EXPECT_GE(pass.cpu_ns, 0);
+  const int64_t until = ThreadCpuNanos() + 2'000'000;
+  while (ThreadCpuNanos() < until) {
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  work.Record(kPassWork, pass, /*allocations=*/2);
+  BusyEvent(work, "TrackerService/NodeHeartbeat", 2'000'000);  // not sampled
+  const LoopStats after = work.Snapshot(0);
+  EXPECT_GE(after.MicrosPerEvent(before, kPassWork), 2'000);
+  EXPECT_LT(after.MicrosPerEvent(before, kPassWork), 20'000);  // not the ~42 ms span
+  EXPECT_GE(after.PassMicrosPerAllocation(before), 1'000);
+  // Both heartbeats charged ~2 ms: the pass's ratio (~0.05) was not the window's.
+  EXPECT_GE(after.MicrosPerEvent(before, "TrackerService/NodeHeartbeat"), 1'500);
+}
+
 }  // namespace
 }  // namespace weft::rm

@@ -40,7 +40,7 @@ class RmServer::PassMetrics final : public PassObserver {
                                    metrics::LatencyBuckets())),
         passes_(registry->GetCounter("weft_rm_scheduler_passes_total",
                                      "Scheduling passes the RM ran.")) {}
-  void BeforePass() override { start_ = loop_work_->Begin(); }
+  void BeforePass() override { start_ = loop_work_->Begin(LoopWork::kOwnCpu); }
   void AfterPass(int64_t allocations) override {
     duration_->Observe(static_cast<double>(LoopWork::Now() - start_.wall_ns) / 1e9);
     passes_->Increment();
