@@ -392,6 +392,7 @@ struct BenchFlags {
   rm::RmBenchOptions o;
   bool json = false;
   double seconds = 30;
+  double warmup_seconds = 0;
   std::string nm_schedule = rm::SimNmScheduleName(o.nm_schedule);
 };
 
@@ -525,6 +526,12 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--seconds", f->seconds, "measured duration")
       ->capture_default_str()
       ->check(FiniteNumberValidator("seconds", 0, kMaxFlagSeconds));
+  cmd->add_option("--warmup-seconds", f->warmup_seconds,
+                  "run the apps and nodes this long before measuring, so that the figures are "
+                  "the steady state's (at least one heartbeat interval plus --container-ms), "
+                  "not the first fill of an empty cluster")
+      ->capture_default_str()
+      ->check(FiniteNumberValidator("warmup-seconds", 0, kMaxFlagSeconds));
   cmd->add_option(
          "--threads", f->o.client_threads,
          "threads driving the simulated AMs (and registering the nodes in each NM process; "
@@ -548,6 +555,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->callback([f, exit_code] {
     rm::RmBenchOptions o = f->o;
     o.duration_ms = static_cast<int64_t>(f->seconds * 1000);
+    o.warmup_ms = static_cast<int64_t>(f->warmup_seconds * 1000);
     absl::StatusOr<rm::SimNmSchedule> schedule = NmScheduleFlag(f->nm_schedule);
     if (!schedule.ok()) {
       *exit_code = PrintError(schedule.status().message());

@@ -563,8 +563,9 @@ void AppManager::FinishApp(RmApp& app, AppEvent event, FinalStatus final_status,
   if (!app.attempts.empty()) DropCompletions(app.current());  // no AM will read them
   ReleaseContainers(app);
   // Its NMs delete its work dirs once its containers there have exited.
-  for (const std::string& node : app.ran_nodes) {
-    ctx_->nodes->AddAppCleanup(node, app.record.app_id);
+  for (const scheduler::NodeId node : app.ran_nodes) {
+    if (const scheduler::NodeState* n = ctx_->scheduler->node(node))
+      ctx_->nodes->AddAppCleanup(n->name, app.record.app_id);
   }
   app.ran_nodes.clear();
   federation_.Forget(app.record.app_id);
@@ -616,7 +617,7 @@ void AppManager::EvictFinished() {
                                  {"kept", static_cast<int64_t>(finished_.size())}});
 }
 
-void AppManager::ContainerAllocated(const RmApp& handle, const std::string& node,
+void AppManager::ContainerAllocated(const RmApp& handle, scheduler::NodeId node,
                                     v1::Container container, bool is_am) {
   RmApp& app = Own(handle);
   app.ran_nodes.insert(node);
@@ -628,7 +629,7 @@ void AppManager::ContainerAllocated(const RmApp& handle, const std::string& node
   if (ctx_->am_service != nullptr) ctx_->am_service->NotifyNews(app.record.app_id);
 }
 
-void AppManager::ContainerRecovered(const RmApp& handle, const std::string& node,
+void AppManager::ContainerRecovered(const RmApp& handle, scheduler::NodeId node,
                                     v1::Container container, bool is_am) {
   RmApp& app = Own(handle);
   app.ran_nodes.insert(node);

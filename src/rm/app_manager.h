@@ -76,8 +76,10 @@ struct RmApp {
   int64_t completed_containers = 0;  // its containers that ended since this RM started
   // Nodes that were given one of its containers (YARN's ranNodes): told to clean the app up
   // (its work dirs) when it ends. Not stored: an app that ended before an RM restart is not
-  // cleaned up by the new RM.
-  absl::flat_hash_set<std::string> ran_nodes;
+  // cleaned up by the new RM. By the scheduler's node id (never reused: a node that left keeps
+  // its id and name), not by name: at 50,000 NMs an app's containers land mostly on nodes it
+  // has not used, and a name set allocated a string on each.
+  absl::flat_hash_set<scheduler::NodeId> ran_nodes;
   RmAttempt& current() { return attempts.back(); }
   const RmAttempt& current() const { return attempts.back(); }
 };
@@ -166,7 +168,7 @@ class AppManager {
   // From the container tracker. Container `container` of the app's current attempt was
   // allocated on `node`: an AM container goes to AmContainerAllocated, any other waits for the
   // AM's next Allocate.
-  void ContainerAllocated(const RmApp& app, const std::string& node, v1::Container container,
+  void ContainerAllocated(const RmApp& app, scheduler::NodeId node, v1::Container container,
                           bool is_am);
   // A resource update of one of its containers was granted (ContainerTracker::Resized): its
   // AM gets it in its next Allocate reply.
@@ -177,7 +179,7 @@ class AppManager {
   // Its container on `node` was recovered after an RM restart (`container` describes it): the
   // AM container marks the attempt's AM recovered; another is handed to an AM that registered
   // again already (containers_from_previous_attempts).
-  void ContainerRecovered(const RmApp& app, const std::string& node, v1::Container container,
+  void ContainerRecovered(const RmApp& app, scheduler::NodeId node, v1::Container container,
                           bool is_am);
   // A container of its current attempt completed: its status waits for the AM.
   void ContainerCompleted(const RmApp& app, RmCompletion done);

@@ -140,7 +140,7 @@ void ContainerTracker::Allocated(const scheduler::Allocation& a) {
   v1::Container proto = Proto(c, node_id, *app, a.resource, a.priority, a.allocation_request_id);
   by_name_[c.name] = a.container;
   containers_[a.container] = std::move(c);
-  ctx_->apps->ContainerAllocated(*app, node_id, std::move(proto), a.is_am);
+  ctx_->apps->ContainerAllocated(*app, a.node, std::move(proto), a.is_am);
 }
 
 RmContainer ContainerTracker::Remove(ContainerId id, const Resource& resource,
@@ -307,7 +307,7 @@ absl::Status ContainerTracker::RecoverOnce(const std::string& node_id, const std
   c.version = std::max(0, version);
   c.tags = std::move(tags);
   c.devices = ctx_->scheduler->ContainerDevices(id);  // as reported, or as the core chose
-  ctx_->apps->ContainerRecovered(*app, node_id, Proto(c, node_id, *app, resource, 0, 0), is_am);
+  ctx_->apps->ContainerRecovered(*app, node, Proto(c, node_id, *app, resource, 0, 0), is_am);
   log::Info("container_recovered", {{"container", name},
                                     {"node", node_id},
                                     {"resource", ctx_->registry().Format(resource)},

@@ -381,6 +381,7 @@ std::string RmBenchReport::ToJson() const {
                    {"heartbeat_batch_ms", heartbeat_batch_ms},
                    {"tls", tls},
                    {"duration_s", duration_s},
+                   {"warmup_s", warmup_s},
                    {"heartbeats_per_s", heartbeats_per_s},
                    {"heartbeat_latency", lat(heartbeat)},
                    {"allocate_latency", lat(allocate)},
@@ -429,6 +430,9 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
       o.heartbeat_interval_ms < 1)
     return absl::InvalidArgumentError(
         "bench rm: nodes, threads, duration and interval must be >= 1");
+  if (o.warmup_ms < 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("bench rm: warm-up ", o.warmup_ms, " ms must be >= 0"));
   if (o.nm_processes < 0 || o.nm_processes > o.nodes)
     return absl::InvalidArgumentError(absl::StrCat("bench rm: --nm-processes ", o.nm_processes,
                                                    " must be between 0 and ", "--nodes (", o.nodes,
@@ -582,13 +586,11 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   }
 
   // Drive: the nodes heartbeat on their own schedule (SimNmHeartbeats, here or in the
-  // children); each client thread drives a slice of the AMs.
-  const LoopStats loop_before = (*server)->LoopStatistics();
-  const double cpu_before = ProcessCpuSeconds();
-  const auto t0 = Clock::now();
+  // children); each client thread drives a slice of the AMs. The measured interval starts at
+  // t0, after the warm-up.
+  const auto t0 = Clock::now() + std::chrono::milliseconds(o.warmup_ms);
   const auto duration = std::chrono::milliseconds(o.duration_ms);
   if (heartbeat_driver) heartbeat_driver->Measure(t0, duration);
-  for (size_t k = 0; k < children.size(); ++k) children.Send(k, "start\n");
   const auto deadline = t0 + duration;
   std::mutex merge_mu;
   std::vector<double> hb_lat, alloc_lat, am_lat;
@@ -636,15 +638,16 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
         ask->set_num_containers(std::max(0, o.containers_per_app - am.held));
         v1::AllocateResponse resp;
         auto c0 = Clock::now();
+        const bool measured = c0 >= t0;
         grpc::Status s = am_stub->Allocate(&ctx, req, &resp);
-        my_alloc.push_back(MsSince(c0));
+        if (measured) my_alloc.push_back(MsSince(c0));
         if (!s.ok()) {
-          ++errors;
+          if (measured) ++errors;
           continue;
         }
         am.response_id = resp.response_id();
         am.held += resp.allocated_containers_size() - resp.completed_containers_size();
-        allocated += resp.allocated_containers_size();
+        if (measured) allocated += resp.allocated_containers_size();
         auto finish = Clock::now() + std::chrono::milliseconds(o.container_run_ms);
         for (const v1::Container& c : resp.allocated_containers()) {
           auto it = node_index.find(c.node_id());
@@ -671,6 +674,10 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   };
   std::vector<std::thread> threads;
   for (int32_t t = 0; t < o.client_threads; ++t) threads.emplace_back(worker, t);
+  std::this_thread::sleep_until(t0);
+  const LoopStats loop_before = (*server)->LoopStatistics();
+  const double cpu_before = ProcessCpuSeconds();
+  for (size_t k = 0; k < children.size(); ++k) children.Send(k, "start\n");
   for (auto& t : threads) t.join();
   // The measured interval ends here (its figures are read before waiting for calls in flight
   // and for the children's reports).
@@ -711,6 +718,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   r.heartbeat_batch_ms = o.heartbeat_batch_ms;
   r.tls = tls.has_value();
   r.duration_s = secs;
+  r.warmup_s = static_cast<double>(o.warmup_ms) / 1000.0;
   r.heartbeats_per_s = processes ? child_heartbeats_per_s
                                  : static_cast<double>(tally.heartbeats) /
                                        std::chrono::duration<double>(duration).count();

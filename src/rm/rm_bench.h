@@ -40,6 +40,12 @@ struct RmBenchOptions {
   int64_t container_run_ms = 2000;     // a container "runs" this long on its simulated node
   int64_t allocate_interval_ms = 200;  // between an AM's Allocate calls
   int64_t duration_ms = 30000;         // measured time, after all nodes registered
+  // Before the measured time: the apps are submitted and the AMs and NMs run this long
+  // unmeasured, so that what is measured is the steady state, not the first fill of an empty
+  // cluster (at 50,000 NMs and 25 s heartbeats, 12 s from submission see the AMs start and
+  // their first 10,000 containers placed, and almost no container end). The submit -> AM
+  // registered latencies count every AM, warm-up included.
+  int64_t warmup_ms = 0;
   int32_t client_threads = 4;  // threads driving the simulated AMs (the NMs: SimNmHeartbeats)
   // 0: the simulated NMs are threads of this process, over plaintext gRPC. K > 0: they run in K
   // child processes, `<nm_sim_binary> bench nm-sim` (rm/nm_sim.h), the nodes split between
@@ -72,6 +78,7 @@ struct RmBenchReport {
   int heartbeat_batch_ms = 0;  // RmBenchOptions::heartbeat_batch_ms
   bool tls = false;            // the RM served mutual TLS (with nm_processes > 0)
   double duration_s = 0;
+  double warmup_s = 0;  // RmBenchOptions::warmup_ms, s
   double heartbeats_per_s = 0;
   LatencyMs heartbeat;
   LatencyMs allocate;
