@@ -5,17 +5,23 @@
 namespace weft::rm {
 namespace {
 
-// A small run: the harness works and the RM allocates under it. Figures are measured by
-// `weft bench rm`, never asserted here.
-TEST(RmBenchTest, SmallRunAllocatesAndHeartbeats) {
+// 20 NMs heartbeating every 100 ms, 4 AMs keeping 10 containers each, 2 client threads.
+RmBenchOptions SmallCluster() {
   RmBenchOptions o;
   o.nodes = 20;
   o.apps = 4;
   o.containers_per_app = 10;
-  o.container_run_ms = 200;
   o.heartbeat_interval_ms = 100;
-  o.duration_ms = 2000;
   o.client_threads = 2;
+  return o;
+}
+
+// A small run: the harness works and the RM allocates under it. Figures are measured by
+// `weft bench rm`, never asserted here.
+TEST(RmBenchTest, SmallRunAllocatesAndHeartbeats) {
+  RmBenchOptions o = SmallCluster();
+  o.container_run_ms = 200;
+  o.duration_ms = 2000;
   auto r = RunRmBench(o);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->rpc_errors, 0);
@@ -30,15 +36,10 @@ TEST(RmBenchTest, SmallRunAllocatesAndHeartbeats) {
 // allocated in the warm-up (40 of them, well within 1.5 s), so the measured second allocates
 // none; without the warm-up it would count all 40. Every AM's registration still counts.
 TEST(RmBenchTest, TheWarmUpIsNotMeasured) {
-  RmBenchOptions o;
-  o.nodes = 20;
-  o.apps = 4;
-  o.containers_per_app = 10;
+  RmBenchOptions o = SmallCluster();
   o.container_run_ms = 600000;
-  o.heartbeat_interval_ms = 100;
   o.warmup_ms = 1500;
   o.duration_ms = 1000;
-  o.client_threads = 2;
   auto r = RunRmBench(o);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->rpc_errors, 0);
