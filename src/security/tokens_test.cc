@@ -3,6 +3,7 @@
 
 #include <random>
 #include <string>
+#include <thread>
 
 #include "absl/strings/escaping.h"
 #include "gtest/gtest.h"
@@ -44,6 +45,24 @@ TEST(HmacSha256Test, MatchesRfc4231TestCase2) {
 TEST(HmacSha256Test, MatchesRfc4231TestCase1) {
   EXPECT_EQ(absl::BytesToHexString(HmacSha256(std::string(20, '\x0b'), "Hi There")),
             "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+}
+
+// Each thread reuses one HMAC context, setting the key per call: keys that alternate on one
+// thread, another thread, and an empty key (the one-shot path) each give their own MAC.
+TEST(HmacSha256Test, KeysAlternatingOnOneThreadAndOthersEachGiveTheirOwnMac) {
+  const std::string jefe = "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843";
+  const std::string hi = "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7";
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(absl::BytesToHexString(HmacSha256("Jefe", "what do ya want for nothing?")), jefe);
+    EXPECT_EQ(absl::BytesToHexString(HmacSha256(std::string(20, '\x0b'), "Hi There")), hi);
+    EXPECT_EQ(absl::BytesToHexString(HmacSha256("", "")),
+              "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad");
+  }
+  std::string other;
+  std::thread t(
+      [&] { other = absl::BytesToHexString(HmacSha256("Jefe", "what do ya want for nothing?")); });
+  t.join();
+  EXPECT_EQ(other, jefe);
 }
 
 TEST(TokenCodecTest, ContainerIdentifierRoundTripsExactly) {
