@@ -71,10 +71,6 @@ absl::Status Parse(absl::string_view in, char expected_kind, absl::string_view w
 // Identifier strings are untrusted until the signature is checked; keep them printable.
 std::string Printable(absl::string_view s) { return absl::CHexEscape(s); }
 
-}  // namespace
-
-namespace {
-
 // This thread's HMAC-SHA256 context, its digest set once. OpenSSL 3's one-shot HMAC() fetches
 // the HMAC algorithm and SHA-256 by name on every call (EVP_Q_mac): about 1.7 µs of each
 // container the RM allocates (its token). Setting a key re-initialises the context.
