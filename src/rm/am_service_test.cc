@@ -246,6 +246,64 @@ TEST(AmServiceLongPollTest, ACompletionInAHeartbeatAnswersTheHeldCall) {
   EXPECT_EQ(h.rm().parked_allocates(), 0u);
 }
 
+// Counts the RM's scheduling passes.
+class PassCounter : public PassObserver {
+ public:
+  void BeforePass() override {}
+  void AfterPass(int64_t /*allocations*/) override { ++passes; }
+  int64_t passes = 0;
+};
+
+// Freed capacity hastens a pass only while demand waits for it. With every ask placed, a
+// completion leaves the next pass to the timer; with asks left over, the pass runs
+// min_pass_gap_ms after the completion and places one on what it freed.
+TEST(AmServiceLongPollTest, ACompletionHastensAPassOnlyWhileDemandWaits) {
+  PassCounter counter;
+  RmOptions o = SlowTimerOptions();
+  o.pass_observer = &counter;
+  RmHarness h(o);
+  h.AddNode("h1:1", 16384, 16);
+  h.Submit();
+  h.loop.Advance(600000);
+  v1::Token t = h.RegisterAm();
+  v1::AllocateRequest ask;
+  *ask.add_asks() = AnyAsk(1);
+  ASSERT_TRUE(h.rm().Allocate(t, ask).ok());
+  h.loop.Advance(RmOptions().min_pass_gap_ms);
+  v1::AllocateRequest poll;
+  poll.set_response_id(1);
+  auto got = h.rm().Allocate(t, poll);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->allocated_containers_size(), 1);
+  // Nothing waits: the completion runs no pass.
+  int64_t passes = counter.passes;
+  h.Heartbeat("h1:1", {{got->allocated_containers(0).container_id(), 0}});
+  h.loop.Advance(10 * RmOptions().min_pass_gap_ms);
+  EXPECT_EQ(counter.passes, passes);
+
+  // 20 asked for, fewer fit beside the AM: the rest wait, and a completion places one.
+  v1::AllocateRequest more;
+  more.set_response_id(2);
+  *more.add_asks() = AnyAsk(20);
+  ASSERT_TRUE(h.rm().Allocate(t, more).ok());
+  h.loop.Advance(RmOptions().min_pass_gap_ms);
+  v1::AllocateRequest poll2;
+  poll2.set_response_id(3);
+  got = h.rm().Allocate(t, poll2);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_GT(got->allocated_containers_size(), 0);
+  ASSERT_LT(got->allocated_containers_size(), 20);
+  passes = counter.passes;
+  h.Heartbeat("h1:1", {{got->allocated_containers(0).container_id(), 0}});
+  h.loop.Advance(RmOptions().min_pass_gap_ms);
+  EXPECT_EQ(counter.passes, passes + 1);
+  v1::AllocateRequest poll3;
+  poll3.set_response_id(4);
+  got = h.rm().Allocate(t, poll3);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->allocated_containers_size(), 1);
+}
+
 TEST(AmServiceLongPollTest, NothingNewEndsTheWaitEmptyAndANewerCallVoidsTheHeldOne) {
   RmHarness h;
   h.AddNode("h1:1", 16384, 16);

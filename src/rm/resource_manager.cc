@@ -140,6 +140,9 @@ int64_t ResourceManager::FinishedAppsForgotten() const { return apps_->evicted()
 
 void ResourceManager::SchedulePass(bool prompt) {
   if (shutting_down_) return;
+  // Freed capacity or new demand hastens the pass only while some demand waits for it: with
+  // none waiting (new asks already placed, a cancel), the early pass would place nothing.
+  if (prompt && !scheduler_->DemandWaits()) prompt = false;
   const int64_t now = ctx_.NowMs();
   const int64_t due = prompt ? std::max(now, last_pass_ms_ + options_.min_pass_gap_ms)
                              : now + options_.pass_interval_ms;
@@ -186,7 +189,7 @@ void ResourceManager::RunPass() {
   if (options_.pass_observer)
     options_.pass_observer->AfterPass(static_cast<int64_t>(allocations.size()));
   last_pass_ms_ = ctx_.NowMs();
-  if (scheduler_->FindQueue("root")->pending.AnyPositive()) SchedulePass();
+  if (scheduler_->DemandWaits()) SchedulePass();
 }
 
 // ---------------------------------------------------------------------------------------------

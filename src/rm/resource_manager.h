@@ -173,8 +173,8 @@ class ResourceManager {
   ResourceManager(RmOptions options, EventLoop* loop, store::StateStore* store,
                   AmLauncher* launcher, security::SecretSource* secrets);
 
-  // Asks for a pass pass_interval_ms from now, or (`prompt`) min_pass_gap_ms after the last
-  // pass ended, unless one is due sooner already.
+  // Asks for a pass pass_interval_ms from now, or (`prompt`, while Scheduler::DemandWaits)
+  // min_pass_gap_ms after the last pass ended, unless one is due sooner already.
   void SchedulePass(bool prompt = false);
   void RunPass();
   // Creates the history and its sampler (Create validated their options).

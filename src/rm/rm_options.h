@@ -55,7 +55,8 @@ struct RmOptions {
   int64_t pass_interval_ms = 100;        // between scheduling passes while demand is pending
   // Event-driven scheduling: a heartbeat that frees resources (completed containers) or an
   // Allocate that adds demand runs a pass this soon after the previous one ended, ms, instead of
-  // waiting for the pass timer. Bounds the passes events can cause to 1000/min_pass_gap_ms a
+  // waiting for the pass timer, if some demand waits unplaced then (with none, the early pass
+  // would place nothing). Bounds the passes events can cause to 1000/min_pass_gap_ms a
   // second, however many NMs heartbeat.
   int64_t min_pass_gap_ms = 5;
   // Long-poll Allocate (AllocateRequest.wait_ms): the longest the RM holds one call, ms, and

@@ -197,6 +197,11 @@ class Scheduler {
   const Resource& cluster_total() const { return view_.total; }
   const ClusterView& view() const { return view_; }
   Resource cluster_allocated() const { return root_->usage; }
+  // Whether demand waits for capacity: containers asked for and not placed, or container
+  // increases not granted yet. Freed capacity is worth an early pass only then.
+  bool DemandWaits() const {
+    return root_->pending.AnyPositive() || !apps_with_increases_.empty();
+  }
   int num_nodes() const { return live_nodes_; }
   const NodeState* node(NodeId id) const;
   NodeId FindNode(absl::string_view name) const;  // -1 when not live
