@@ -122,6 +122,9 @@ struct SimAm {
   bool registered = false;
   int32_t response_id = 0;
   int32_t held = 0;  // containers received and not yet completed
+  // Containers its last ask left the RM to allocate, less those received since: the RM's own
+  // outstanding count for the ask, as far as the AM can know it.
+  int32_t outstanding = 0;
   Clock::time_point next_allocate;
 };
 
@@ -629,13 +632,21 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
         }
         v1::AllocateRequest req;
         req.set_response_id(am.response_id);
-        v1::ResourceRequest* ask = req.add_asks();
-        ask->set_priority(1);
-        ask->set_resource_name("*");
-        ask->set_relax_locality(true);
-        (*ask->mutable_capability()->mutable_values())["memory-mb"] = o.container[kMemoryMb];
-        (*ask->mutable_capability()->mutable_values())["vcores"] = o.container[kVcores];
-        ask->set_num_containers(std::max(0, o.containers_per_app - am.held));
+        // An ask sets the RM's outstanding count; it does not add to it. Sent while containers
+        // of the last ask may be allocated and not yet received, it would ask for those again,
+        // and the AM would come to hold more than it keeps asked for. So the AM asks again only
+        // once all it asked for has arrived (as AMRMClient users avoid over-allocation), and
+        // an Allocate without an ask only collects.
+        if (am.outstanding == 0 && am.held < o.containers_per_app) {
+          v1::ResourceRequest* ask = req.add_asks();
+          ask->set_priority(1);
+          ask->set_resource_name("*");
+          ask->set_relax_locality(true);
+          (*ask->mutable_capability()->mutable_values())["memory-mb"] = o.container[kMemoryMb];
+          (*ask->mutable_capability()->mutable_values())["vcores"] = o.container[kVcores];
+          am.outstanding = o.containers_per_app - am.held;
+          ask->set_num_containers(am.outstanding);
+        }
         v1::AllocateResponse resp;
         auto c0 = Clock::now();
         const bool measured = c0 >= t0;
@@ -643,10 +654,13 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
         if (measured) my_alloc.push_back(MsSince(c0));
         if (!s.ok()) {
           if (measured) ++errors;
+          // The ask is sent again (it sets the count, so one that did arrive is not doubled).
+          if (req.asks_size() > 0) am.outstanding = 0;
           continue;
         }
         am.response_id = resp.response_id();
         am.held += resp.allocated_containers_size() - resp.completed_containers_size();
+        am.outstanding = std::max(0, am.outstanding - resp.allocated_containers_size());
         if (measured) allocated += resp.allocated_containers_size();
         auto finish = Clock::now() + std::chrono::milliseconds(o.container_run_ms);
         for (const v1::Container& c : resp.allocated_containers()) {

@@ -50,6 +50,20 @@ TEST(RmBenchTest, TheWarmUpIsNotMeasured) {
   EXPECT_NE(r->ToJson().find("\"warmup_s\": 1.5"), std::string::npos) << r->ToJson();
 }
 
+// An ask sets the RM's outstanding count. A simulated AM that asked again before receiving
+// what its last ask got would be given those containers twice over; each AM here asks for 10
+// containers that never end, so the cluster (room for far more) hands out exactly 40.
+TEST(RmBenchTest, AnAmIsNeverGivenMoreThanItKeepsAskedFor) {
+  RmBenchOptions o = SmallCluster();
+  o.container_run_ms = 600000;
+  o.duration_ms = 2000;
+  auto r = RunRmBench(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->rpc_errors, 0);
+  EXPECT_EQ(r->submit_to_am_running.count, 4);
+  EXPECT_EQ(r->containers_allocated, 40);
+}
+
 TEST(RmBenchTest, BadOptionsAreRefused) {
   RmBenchOptions o;
   o.nodes = 0;
