@@ -563,10 +563,10 @@ void AppManager::FinishApp(RmApp& app, AppEvent event, FinalStatus final_status,
   if (!app.attempts.empty()) DropCompletions(app.current());  // no AM will read them
   ReleaseContainers(app);
   // Its NMs delete its work dirs once its containers there have exited.
-  for (const scheduler::NodeId node : app.ran_nodes) {
+  app.ran_nodes.ForEach([&](scheduler::NodeId node) {
     if (const scheduler::NodeState* n = ctx_->scheduler->node(node))
       ctx_->nodes->AddAppCleanup(n->name, app.record.app_id);
-  }
+  });
   app.ran_nodes.clear();
   federation_.Forget(app.record.app_id);
   held_launches_.erase(app.record.app_id);

@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/status/statusor.h"
+#include "common/dense_id_set.h"
 #include "common/resource.h"
 #include "rm/am_mailbox.h"
 #include "rm/app_lifecycle.h"
@@ -78,8 +79,10 @@ struct RmApp {
   // (its work dirs) when it ends. Not stored: an app that ended before an RM restart is not
   // cleaned up by the new RM. By the scheduler's node id (never reused: a node that left keeps
   // its id and name), not by name: at 50,000 NMs an app's containers land mostly on nodes it
-  // has not used, and a name set allocated a string on each.
-  absl::flat_hash_set<scheduler::NodeId> ran_nodes;
+  // has not used, and a name set allocated a string on each. A bitmap, not a hash set: an
+  // app's set there grows toward every node, and the hash set's inserts and rehashes cost an
+  // allocation more the larger the cluster.
+  DenseIdSet ran_nodes;
   RmAttempt& current() { return attempts.back(); }
   const RmAttempt& current() const { return attempts.back(); }
 };
