@@ -62,32 +62,30 @@ void NodeTracker::StartExpiry() {
                                        [this] { CheckExpiry(); });
 }
 
-const RmNode* NodeTracker::Find(const std::string& node_id) const {
-  auto it = nodes_.find(node_id);
-  return it == nodes_.end() ? nullptr : &it->second;
+RmNode* NodeTracker::Lookup(absl::string_view id) const {
+  auto it = by_id_.find(id);
+  return it == by_id_.end() ? nullptr : it->second;
 }
 
+const RmNode* NodeTracker::Find(const std::string& node_id) const { return Lookup(node_id); }
+
 void NodeTracker::AddAppCleanup(const std::string& node_id, const std::string& app_id) {
-  auto it = nodes_.find(node_id);
-  if (it != nodes_.end()) it->second.apps_to_cleanup.push_back(app_id);
+  if (RmNode* node = Lookup(node_id)) node->apps_to_cleanup.push_back(app_id);
 }
 
 void NodeTracker::AddRemoval(const std::string& node_id, const std::string& name) {
   // Not before the container's history record is durable (HistoryRecorder sends it then).
   if (!ctx_->history->MayRemove(node_id, name)) return;
-  auto it = nodes_.find(node_id);
-  if (it != nodes_.end()) it->second.to_remove.push_back(name);
+  if (RmNode* node = Lookup(node_id)) node->to_remove.push_back(name);
 }
 
 void NodeTracker::AddContainerUpdate(const std::string& node_id, const std::string& name,
                                      int32_t version, const v1::Token& token) {
-  auto it = nodes_.find(node_id);
-  if (it != nodes_.end()) it->second.updates[name] = {version, token};
+  if (RmNode* node = Lookup(node_id)) node->updates[name] = {version, token};
 }
 
 void NodeTracker::AddCleanup(const std::string& node_id, const std::string& name) {
-  auto it = nodes_.find(node_id);
-  if (it != nodes_.end()) it->second.to_cleanup.push_back(name);
+  if (RmNode* node = Lookup(node_id)) node->to_cleanup.push_back(name);
 }
 
 void NodeTracker::LoseContainers(const std::string& node_id, int32_t exit_status,
@@ -254,7 +252,10 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
     }
   }
   auto [slot, added] = nodes_.try_emplace(id);
-  if (added) ++nodes_in_state_[slot->second.state];
+  if (added) {
+    ++nodes_in_state_[slot->second.state];
+    by_id_.emplace(slot->first, &slot->second);
+  }
   RmNode& node = slot->second;
   node.registration = req;
   largest_stale_ = true;  // a node may register again with another capability
@@ -341,13 +342,13 @@ absl::StatusOr<v1::NodeHeartbeatResponse> NodeTracker::NodeHeartbeat(
     const v1::NodeHeartbeatRequest& req) {
   v1::NodeHeartbeatResponse resp;
   resp.set_next_heartbeat_interval_ms(ctx_->options->heartbeat_interval_ms);
-  auto it = nodes_.find(req.node_id());
-  if (it == nodes_.end() || it->second.state == v1::NODE_LOST) {
+  RmNode* found = Lookup(req.node_id());
+  if (found == nullptr || found->state == v1::NODE_LOST) {
     resp.set_action(v1::NODE_ACTION_RESYNC);
     resp.set_diagnostics("unknown node: register again");
     return resp;
   }
-  RmNode& node = it->second;
+  RmNode& node = *found;
   if (node.state == v1::NODE_DECOMMISSIONED) {
     resp.set_action(v1::NODE_ACTION_SHUTDOWN);
     return resp;
