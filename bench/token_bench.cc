@@ -9,6 +9,7 @@
 #include <string>
 
 #include "benchmark/benchmark.h"
+#include "security/test_util.h"
 #include "security/tokens.h"
 
 namespace weft::security {
@@ -21,14 +22,7 @@ void BM_HmacSha256(benchmark::State& state) {
 BENCHMARK(BM_HmacSha256);
 
 void BM_IssueContainerToken(benchmark::State& state) {
-  ContainerTokenData d;
-  d.container_id = "container_e3_1700000000000_0001_01_000002";
-  d.node_id = "sim-node-00007:8041";
-  d.user = "alice";
-  d.resource = "memory-mb=1024,vcores=1";
-  d.expiry_ms = 600000;
-  d.rm_epoch = 3;
-  d.app_id = "application_1700000000000_0001";
+  const ContainerTokenData d = SampleContainer();
   MasterKey key;
   key.id = 1;
   key.secret = std::string(32, 's');

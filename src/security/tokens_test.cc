@@ -7,26 +7,13 @@
 
 #include "absl/strings/escaping.h"
 #include "gtest/gtest.h"
+#include "security/test_util.h"
 
 namespace weft::security {
 namespace {
 
 constexpr int64_t kTokenRollMs = 1000;
 constexpr int64_t kTokenLifetimeMs = 10000;
-
-ContainerTokenData SampleContainer() {
-  ContainerTokenData d;
-  d.container_id = "container_e3_1700000000000_0001_01_000002";
-  d.node_id = "node7.example.com:8041";
-  d.user = "alice";
-  d.resource = "memory-mb=1024,vcores=1";
-  d.expiry_ms = 600000;
-  d.master_key_id = 1;
-  d.rm_epoch = 3;
-  d.app_id = "application_1700000000000_0001";
-  d.view_acl = "bob ops";  // the NM checks container-log reads against it
-  return d;
-}
 
 AmRmTokenData SampleAmRm(int64_t expiry_ms) {
   AmRmTokenData d;
