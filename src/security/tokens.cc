@@ -71,12 +71,24 @@ absl::Status Parse(absl::string_view in, char expected_kind, absl::string_view w
 // Identifier strings are untrusted until the signature is checked; keep them printable.
 std::string Printable(absl::string_view s) { return absl::CHexEscape(s); }
 
-// This thread's HMAC-SHA256 context, its digest set once. OpenSSL 3's one-shot HMAC() fetches
-// the HMAC algorithm and SHA-256 by name on every call (EVP_Q_mac): about 1.7 µs of each
-// container the RM allocates (its token). Setting a key re-initialises the context.
-EVP_MAC_CTX* ThreadHmacSha256() {
-  struct Context {
-    EVP_MAC_CTX* ctx = nullptr;
+// This thread's HMAC-SHA256 context, its digest set once, and the key it was last given.
+// OpenSSL 3's one-shot HMAC() fetches the HMAC algorithm and SHA-256 by name on every call
+// (EVP_Q_mac): about 1.7 µs of each container the RM allocates (its token). Setting a key
+// hashes its inner and outer pads again; a call with the key the context already holds only
+// restarts from the inner pad's state (HMAC_Init_ex with no key), which is what nearly every
+// call sees: a master key signs every token for hours.
+struct HmacContext {
+  EVP_MAC_CTX* ctx = nullptr;
+  std::string key;  // the key ctx holds (a copy of a secret: wiped when replaced or freed)
+};
+
+void WipeKey(std::string* key) {
+  if (!key->empty()) OPENSSL_cleanse(key->data(), key->size());
+  key->clear();
+}
+
+HmacContext* ThreadHmacSha256() {
+  struct Context : HmacContext {
     Context() {
       EVP_MAC* mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
       if (mac == nullptr) return;
@@ -91,10 +103,25 @@ EVP_MAC_CTX* ThreadHmacSha256() {
         ctx = nullptr;
       }
     }
-    ~Context() { EVP_MAC_CTX_free(ctx); }
+    ~Context() {
+      WipeKey(&key);
+      EVP_MAC_CTX_free(ctx);
+    }
   };
   thread_local Context context;
-  return context.ctx;
+  return &context;
+}
+
+// Readies the context to MAC under `key` (not empty), keyed again only for a different key.
+bool InitHmac(HmacContext* c, absl::string_view key) {
+  if (c->key.size() == key.size() && CRYPTO_memcmp(c->key.data(), key.data(), key.size()) == 0)
+    return EVP_MAC_init(c->ctx, nullptr, 0, nullptr) == 1;
+  WipeKey(&c->key);  // a failed keying leaves no key that a later call could take as set
+  if (EVP_MAC_init(c->ctx, reinterpret_cast<const unsigned char*>(key.data()), key.size(),
+                   nullptr) != 1)
+    return false;
+  c->key.assign(key.data(), key.size());
+  return true;
 }
 
 }  // namespace
@@ -106,11 +133,9 @@ std::string HmacSha256(absl::string_view key, absl::string_view message) {
              "HMAC key too long");
   const auto* data = reinterpret_cast<const unsigned char*>(message.data());
   bool ok;
-  if (EVP_MAC_CTX* ctx = ThreadHmacSha256(); ctx != nullptr && !key.empty()) {
-    ok = EVP_MAC_init(ctx, reinterpret_cast<const unsigned char*>(key.data()), key.size(),
-                      nullptr) == 1 &&
-         EVP_MAC_update(ctx, data, message.size()) == 1 &&
-         EVP_MAC_final(ctx, digest, &digest_len, sizeof(digest)) == 1;
+  if (HmacContext* c = ThreadHmacSha256(); c->ctx != nullptr && !key.empty()) {
+    ok = InitHmac(c, key) && EVP_MAC_update(c->ctx, data, message.size()) == 1 &&
+         EVP_MAC_final(c->ctx, digest, &digest_len, sizeof(digest)) == 1;
   } else {  // an empty key (EVP_MAC_init would keep the last one) or no context
     unsigned int len = 0;
     ok = HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), data, message.size(), digest,

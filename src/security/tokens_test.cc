@@ -34,6 +34,24 @@ TEST(HmacSha256Test, MatchesRfc4231TestCase1) {
             "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
 }
 
+// The context keeps the key it was last given and only restarts for the same key: one key
+// for several messages in a row, then keys that differ from it only in the last byte or in
+// length, then the first key again, each give the MAC of their own key (Python's hmac module).
+TEST(HmacSha256Test, ARepeatedKeyAndKeysNearItEachGiveTheirOwnMac) {
+  const std::string nothing = "what do ya want for nothing?";
+  const std::string jefe = "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843";
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(absl::BytesToHexString(HmacSha256("Jefe", nothing)), jefe);
+    EXPECT_EQ(absl::BytesToHexString(HmacSha256("Jefe", "Hi There")),
+              "6bfb115ca30df3be0dfdffe79a51cbee88186db55acc287af148d7ff6220f92e");
+  }
+  EXPECT_EQ(absl::BytesToHexString(HmacSha256("Jefd", nothing)),
+            "f8d53118ce0680a281eda49c53a20bf1332f9440d35b08e3545dfb8877dde5a6");
+  EXPECT_EQ(absl::BytesToHexString(HmacSha256("Jef", nothing)),
+            "89630a7f7bb95aced9efa60255f18a10e7d378665751be11dd40bb9594158c29");
+  EXPECT_EQ(absl::BytesToHexString(HmacSha256("Jefe", nothing)), jefe);
+}
+
 // Each thread reuses one HMAC context, setting the key per call: keys that alternate on one
 // thread, another thread, and an empty key (the one-shot path) each give their own MAC.
 TEST(HmacSha256Test, KeysAlternatingOnOneThreadAndOthersEachGiveTheirOwnMac) {
