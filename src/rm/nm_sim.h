@@ -31,7 +31,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/resource.h"
-#include "rm/rm_bench.h"
+#include "rm/bench_types.h"
 #include "weft/v1/tracker.grpc.pb.h"
 
 namespace weft::rm {

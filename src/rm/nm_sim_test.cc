@@ -261,19 +261,5 @@ TEST_F(SimNmHeartbeatsTest, StopWaitsForTheCallsInFlight) {
   EXPECT_EQ(hb.Stop().heartbeats, 0);  // idempotent
 }
 
-// The schedule's names round-trip; any other name is refused, naming it and both choices.
-TEST(SimNmScheduleTest, NamesRoundTripAndAnUnknownOneIsRefused) {
-  for (SimNmSchedule s : {SimNmSchedule::kAfterReply, SimNmSchedule::kFixed}) {
-    absl::StatusOr<SimNmSchedule> parsed = ParseSimNmSchedule(SimNmScheduleName(s));
-    ASSERT_TRUE(parsed.ok()) << parsed.status();
-    EXPECT_EQ(*parsed, s);
-  }
-  EXPECT_STREQ(SimNmScheduleName(SimNmSchedule::kFixed), "fixed");
-  absl::StatusOr<SimNmSchedule> bad = ParseSimNmSchedule("Fixed");
-  ASSERT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(bad.status().message().find("'Fixed'"), std::string::npos) << bad.status();
-  EXPECT_NE(bad.status().message().find("'after-reply'"), std::string::npos) << bad.status();
-}
-
 }  // namespace
 }  // namespace weft::rm

@@ -70,21 +70,6 @@ double ProcessCpuSeconds() {
 
 }  // namespace
 
-LatencyMs SummarizeLatencies(std::vector<double> v) {
-  LatencyMs l;
-  l.count = static_cast<int64_t>(v.size());
-  if (v.empty()) return l;
-  std::sort(v.begin(), v.end());
-  auto at = [&](double p) {
-    size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1));
-    return v[i];
-  };
-  l.p50 = at(0.50);
-  l.p99 = at(0.99);
-  l.max = v.back();
-  return l;
-}
-
 namespace {
 
 // Connections the simulated nodes of this process share (see RunRmBench).
@@ -358,19 +343,6 @@ class NmSimChildren {
 };
 
 }  // namespace
-
-const char* SimNmScheduleName(SimNmSchedule schedule) {
-  return schedule == SimNmSchedule::kFixed ? "fixed" : "after-reply";
-}
-
-absl::StatusOr<SimNmSchedule> ParseSimNmSchedule(const std::string& name) {
-  if (name == "after-reply") return SimNmSchedule::kAfterReply;
-  if (name == "fixed") return SimNmSchedule::kFixed;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown NM heartbeat schedule '", name,
-      "': 'after-reply' (one interval after each reply, as NMs do) or 'fixed' (a fixed "
-      "timetable, a late node's next heartbeat sent on reply)"));
-}
 
 std::string RmBenchReport::ToJson() const {
   auto lat = [](const LatencyMs& l) {

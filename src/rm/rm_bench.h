@@ -8,26 +8,9 @@
 
 #include "absl/status/statusor.h"
 #include "common/resource.h"
+#include "rm/bench_types.h"
 
 namespace weft::rm {
-
-// When a simulated node sends its next heartbeat.
-enum class SimNmSchedule {
-  // As Weft's NM (NodeManager::OnHeartbeatReply) and YARN's NodeStatusUpdater: one interval
-  // after the reply to the last one, the interval being the one the RM last told it (adaptive
-  // intervals) or else the configured one. A node sends one per interval + reply time, so a
-  // slow RM sees the rate fall by its latency, and a backlog drains.
-  kAfterReply,
-  // On a fixed timetable, one every interval from the node's first, whatever the RM's replies
-  // say; a reply later than the next one's time sends that one at once, on reply. Harsher than
-  // real NMs: a backlog keeps every node's next heartbeat due at once, so it lasts as long as
-  // the RM serves no faster than the nominal rate.
-  kFixed,
-};
-
-// "after-reply" or "fixed".
-const char* SimNmScheduleName(SimNmSchedule schedule);
-absl::StatusOr<SimNmSchedule> ParseSimNmSchedule(const std::string& name);
 
 struct RmBenchOptions {
   int32_t nodes = 5000;  // simulated NMs, each heartbeating every interval
@@ -62,14 +45,6 @@ struct RmBenchOptions {
   Resource node_capability = Resource::Of(65536, 32);
   Resource container = Resource::Of(1024, 1);
 };
-
-struct LatencyMs {
-  double p50 = 0, p99 = 0, max = 0;
-  int64_t count = 0;
-};
-
-// Percentiles of latencies, ms (p50 and p99 the nearest-rank values below).
-LatencyMs SummarizeLatencies(std::vector<double> ms);
 
 struct RmBenchReport {
   int32_t nodes = 0, apps = 0;

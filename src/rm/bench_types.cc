@@ -1,0 +1,39 @@
+// Copyright Weft authors.
+#include "rm/bench_types.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace weft::rm {
+
+const char* SimNmScheduleName(SimNmSchedule schedule) {
+  return schedule == SimNmSchedule::kFixed ? "fixed" : "after-reply";
+}
+
+absl::StatusOr<SimNmSchedule> ParseSimNmSchedule(const std::string& name) {
+  if (name == "after-reply") return SimNmSchedule::kAfterReply;
+  if (name == "fixed") return SimNmSchedule::kFixed;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown NM heartbeat schedule '", name,
+      "': 'after-reply' (one interval after each reply, as NMs do) or 'fixed' (a fixed "
+      "timetable, a late node's next heartbeat sent on reply)"));
+}
+
+LatencyMs SummarizeLatencies(std::vector<double> v) {
+  LatencyMs l;
+  l.count = static_cast<int64_t>(v.size());
+  if (v.empty()) return l;
+  std::sort(v.begin(), v.end());
+  auto at = [&](double p) {
+    size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1));
+    return v[i];
+  };
+  l.p50 = at(0.50);
+  l.p99 = at(0.99);
+  l.max = v.back();
+  return l;
+}
+
+}  // namespace weft::rm
