@@ -2,7 +2,6 @@
 #include "rm/bench_types.h"
 
 #include <algorithm>
-#include <utility>
 
 #include "absl/strings/str_cat.h"
 
