@@ -2,9 +2,9 @@
 # Issue 29: `weft bench rm --nm-processes 2` runs its simulated NMs in two `weft bench nm-sim`
 # children over mutual TLS. A short run heartbeats near the nominal rate (at least half of it:
 # CI machines are slow and busy), allocates containers, has no RPC errors, reports the RM loop's
-# time per heartbeat, and leaves no nm-sim process behind. The simulated NMs heartbeat one
-# interval after each reply by default (--nm-schedule after-reply, as NMs do). Bad
-# --nm-processes and --nm-schedule values fail with an error naming the flag.
+# time per heartbeat and the children's send lags, and leaves no nm-sim process behind. The
+# simulated NMs heartbeat one interval after each reply by default (--nm-schedule after-reply,
+# as NMs do). Bad --nm-processes and --nm-schedule values fail with an error naming the flag.
 # Usage: bench_nm_processes_test.sh WEFT
 set -uo pipefail
 weft=$1
@@ -43,6 +43,11 @@ checks = [
     (f"loop_us_per_heartbeat {r['loop_us_per_heartbeat']} > 0", r["loop_us_per_heartbeat"] > 0),
     (f"heartbeat_latency count {r['heartbeat_latency']['count']} > 0",
      r["heartbeat_latency"]["count"] > 0),
+    # every child's send lags reach the report, one per heartbeat measured
+    (f"heartbeat_send_lag count {r['heartbeat_send_lag']['count']} == heartbeat_latency count",
+     r["heartbeat_send_lag"]["count"] == r["heartbeat_latency"]["count"]),
+    (f"heartbeat_send_lag mean_ms {r['heartbeat_send_lag']['mean_ms']} >= 0",
+     r["heartbeat_send_lag"]["mean_ms"] >= 0),
 ]
 bad = [name for name, ok in checks if not ok]
 for name, ok in checks:

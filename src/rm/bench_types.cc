@@ -25,6 +25,9 @@ LatencyMs SummarizeLatencies(std::vector<double> v) {
   l.count = static_cast<int64_t>(v.size());
   if (v.empty()) return l;
   std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += x;
+  l.mean = sum / static_cast<double>(v.size());
   auto at = [&](double p) {
     size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1));
     return v[i];
@@ -33,6 +36,11 @@ LatencyMs SummarizeLatencies(std::vector<double> v) {
   l.p99 = at(0.99);
   l.max = v.back();
   return l;
+}
+
+nlohmann::json LatencyJson(const LatencyMs& l) {
+  return nlohmann::json{{"p50_ms", l.p50},   {"p99_ms", l.p99},    {"max_ms", l.max},
+                        {"mean_ms", l.mean}, {"count", l.count}};
 }
 
 }  // namespace weft::rm

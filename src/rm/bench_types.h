@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
 
 namespace weft::rm {
 
@@ -32,11 +33,14 @@ absl::StatusOr<SimNmSchedule> ParseSimNmSchedule(const std::string& name);
 
 struct LatencyMs {
   double p50 = 0, p99 = 0, max = 0;
+  double mean = 0;
   int64_t count = 0;
 };
 
-// Percentiles of latencies, ms (p50 and p99 the nearest-rank values below).
+// Percentiles of latencies, ms (p50 and p99 the nearest-rank values below), and their mean.
 LatencyMs SummarizeLatencies(std::vector<double> ms);
+// As the bench reports print it: {"p50_ms", "p99_ms", "max_ms", "mean_ms", "count"}.
+nlohmann::json LatencyJson(const LatencyMs& latency);
 
 }  // namespace weft::rm
 

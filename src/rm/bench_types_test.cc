@@ -26,7 +26,7 @@ TEST(SimNmScheduleTest, NamesRoundTripAndAnUnknownOneIsRefused) {
 }
 
 // Nearest-rank percentiles below: p50 of 1..100 is the 50th value, p99 the 99th; the samples
-// need not come sorted; no samples give zeros and a count of 0.
+// need not come sorted; the mean is of all of them; no samples give zeros and a count of 0.
 TEST(SummarizeLatenciesTest, NearestRankPercentilesOfUnsortedSamples) {
   std::vector<double> ms;
   for (int i = 100; i >= 1; --i) ms.push_back(i);
@@ -35,10 +35,13 @@ TEST(SummarizeLatenciesTest, NearestRankPercentilesOfUnsortedSamples) {
   EXPECT_EQ(l.p50, 50);
   EXPECT_EQ(l.p99, 99);
   EXPECT_EQ(l.max, 100);
+  EXPECT_DOUBLE_EQ(l.mean, 50.5);
+  EXPECT_EQ(SummarizeLatencies({1, 1, 1, 9}).mean, 3);  // not the median
   const LatencyMs none = SummarizeLatencies({});
   EXPECT_EQ(none.count, 0);
   EXPECT_EQ(none.p50, 0);
   EXPECT_EQ(none.max, 0);
+  EXPECT_EQ(none.mean, 0);
 }
 
 }  // namespace

@@ -88,6 +88,14 @@ void ReadControl(int fd, std::map<std::string, SimNmNode*> by_id, StartTime* sta
   }
 }
 
+// Samples rounded to the µs: shorter text, the same figures.
+std::vector<double> MicrosecondPrecision(const std::vector<double>& ms) {
+  std::vector<double> out(ms.size());
+  std::transform(ms.begin(), ms.end(), out.begin(),
+                 [](double x) { return std::round(x * 1000) / 1000; });
+  return out;
+}
+
 }  // namespace
 
 std::string SimNodeId(int32_t index) { return absl::StrFormat("sim-node-%05d:%d", index, 8041); }
@@ -198,9 +206,10 @@ void SimNmHeartbeats::Run() {
 void SimNmHeartbeats::Send(size_t index, Clock::time_point due) {
   SimNmNode& n = nodes_[index];
   auto* call = new Call{index, due, {}, {}, {}};
-  const auto sent = Clock::now();
+  Clock::time_point sent;  // after the lock: a wait for it is the simulator's (send lag)
   {
     std::lock_guard<std::mutex> l(n.mu);
+    sent = Clock::now();
     call->req = n.Heartbeat(sent);
   }
   call->ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
@@ -235,6 +244,8 @@ void SimNmHeartbeats::Done(Call* call, bool ok, Clock::time_point sent) {
         ++tally_.errors;
       }
       tally_.latencies_ms.push_back(std::chrono::duration<double, std::milli>(now - sent).count());
+      tally_.send_lags_ms.push_back(
+          std::chrono::duration<double, std::milli>(sent - call->due).count());
     }
     due_.emplace(next, call->index);
     // Notified under the lock: once in_flight_ is 0, Stop may return and this object go.
@@ -249,18 +260,13 @@ std::string NmSimReport::ToJson(bool samples) const {
                    {"duration_s", duration_s},
                    {"heartbeats", heartbeats},
                    {"heartbeats_per_s", heartbeats_per_s},
-                   {"heartbeat_latency",
-                    {{"p50_ms", heartbeat.p50},
-                     {"p99_ms", heartbeat.p99},
-                     {"max_ms", heartbeat.max},
-                     {"count", heartbeat.count}}},
+                   {"heartbeat_latency", LatencyJson(heartbeat)},
+                   {"heartbeat_send_lag", LatencyJson(send_lag)},
                    {"rpc_errors", rpc_errors},
                    {"containers_completed", containers_completed}};
   if (!samples) return j.dump(2);
-  std::vector<double> us_precision(heartbeat_samples_ms.size());  // shorter text, same figures
-  std::transform(heartbeat_samples_ms.begin(), heartbeat_samples_ms.end(), us_precision.begin(),
-                 [](double ms) { return std::round(ms * 1000) / 1000; });
-  j["heartbeat_samples_ms"] = std::move(us_precision);
+  j["heartbeat_samples_ms"] = MicrosecondPrecision(heartbeat_samples_ms);
+  j["send_lag_samples_ms"] = MicrosecondPrecision(send_lag_samples_ms);
   return j.dump();
 }
 
@@ -279,22 +285,26 @@ absl::StatusOr<NmSimReport> NmSimReport::FromJson(const std::string& json) {
     r.containers_completed = j.at("containers_completed").get<int64_t>();
     if (j.contains("heartbeat_samples_ms"))
       r.heartbeat_samples_ms = j.at("heartbeat_samples_ms").get<std::vector<double>>();
+    if (j.contains("send_lag_samples_ms"))
+      r.send_lag_samples_ms = j.at("send_lag_samples_ms").get<std::vector<double>>();
   } catch (const nlohmann::json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("an nm-sim report: ", e.what()));
   }
   r.heartbeat = SummarizeLatencies(r.heartbeat_samples_ms);
+  r.send_lag = SummarizeLatencies(r.send_lag_samples_ms);
   return r;
 }
 
 std::string NmSimReport::ToText() const {
   return absl::StrFormat(
       "weft bench nm-sim: %d simulated NMs (%s .. %s), %.1f s measured\n"
-      "  heartbeats: %d, %.0f/s, latency p50 %.2f ms, p99 %.2f ms, max %.2f ms\n"
+      "  heartbeats: %d, %.0f/s, latency p50 %.2f ms, p99 %.2f ms, max %.2f ms, mean %.2f ms\n"
+      "  sent late by (this simulator's own delay): mean %.2f ms, p99 %.2f ms\n"
       "  containers reported complete: %d\n"
       "  RPC errors: %d\n",
       nodes, SimNodeId(first_index), SimNodeId(first_index + nodes - 1), duration_s, heartbeats,
-      heartbeats_per_s, heartbeat.p50, heartbeat.p99, heartbeat.max, containers_completed,
-      rpc_errors);
+      heartbeats_per_s, heartbeat.p50, heartbeat.p99, heartbeat.max, heartbeat.mean,
+      send_lag.mean, send_lag.p99, containers_completed, rpc_errors);
 }
 
 absl::StatusOr<NmSimReport> RunNmSim(const NmSimOptions& o) {
@@ -406,6 +416,8 @@ absl::StatusOr<NmSimReport> RunNmSim(const NmSimOptions& o) {
   r.containers_completed = tally.completed;
   r.heartbeat = SummarizeLatencies(tally.latencies_ms);
   r.heartbeat_samples_ms = std::move(tally.latencies_ms);
+  r.send_lag = SummarizeLatencies(tally.send_lags_ms);
+  r.send_lag_samples_ms = std::move(tally.send_lags_ms);
   return r;
 }
 

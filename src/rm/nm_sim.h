@@ -75,13 +75,17 @@ struct SimNmNode : SimNmProtocol {
 };
 
 // What SimNmHeartbeats measured: the heartbeats sent within the measured interval, those that
-// failed, the containers they reported COMPLETE (of those that succeeded), and each one's
-// latency, ms.
+// failed, the containers they reported COMPLETE (of those that succeeded), each one's latency,
+// and how late each was sent, ms. The send lag runs from the time the node's schedule set to
+// the send: the simulator's own delay (its sender thread busy or waiting for a core), which
+// lowers the rate offered without being the RM's doing. Under after-reply a node sends one
+// heartbeat per interval + latency + send lag.
 struct SimNmTally {
   int64_t heartbeats = 0;
   int64_t errors = 0;
   int64_t completed = 0;
   std::vector<double> latencies_ms;
+  std::vector<double> send_lags_ms;
 };
 
 // Heartbeats simulated NMs, each on its own schedule (SimNmSchedule), never two of a node's in
@@ -162,13 +166,16 @@ struct NmSimReport {
   int64_t heartbeats = 0;  // sent within it
   double heartbeats_per_s = 0;
   LatencyMs heartbeat;
+  LatencyMs send_lag;                // SimNmTally::send_lags_ms
   int64_t rpc_errors = 0;            // failed heartbeats within it
   int64_t containers_completed = 0;  // reported COMPLETE within it
-  // Every measured heartbeat's latency, ms (only kept with `samples`), so that the parent can
-  // compute percentiles over all its children.
+  // Every measured heartbeat's latency and send lag, ms (only kept with `samples`), so that the
+  // parent can compute percentiles over all its children.
   std::vector<double> heartbeat_samples_ms;
+  std::vector<double> send_lag_samples_ms;
 
-  // JSON; with `samples`, on one line with "heartbeat_samples_ms" (for the parent).
+  // JSON; with `samples`, on one line with "heartbeat_samples_ms" and "send_lag_samples_ms"
+  // (for the parent).
   std::string ToJson(bool samples) const;
   static absl::StatusOr<NmSimReport> FromJson(const std::string& json);
   std::string ToText() const;

@@ -7,6 +7,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -184,7 +185,9 @@ TEST_F(SimNmHeartbeatsTest, TheNodesScheduleSetsTheLoadNotTheRmsLatency) {
   EXPECT_LE(t.heartbeats, 2000 + 200);  // one per node per interval at most (+ one each)
   EXPECT_EQ(t.errors, 0);
   EXPECT_EQ(static_cast<int64_t>(t.latencies_ms.size()), t.heartbeats);
+  EXPECT_EQ(t.send_lags_ms.size(), t.latencies_ms.size());
   for (double ms : t.latencies_ms) EXPECT_GE(ms, 45.0);  // answered after the RM's delay
+  for (double ms : t.send_lags_ms) EXPECT_GE(ms, 0.0);   // never sent before it was due
   EXPECT_EQ(tracker_->max_in_flight(), 1);
   EXPECT_EQ(tracker_->out_of_order(), 0);  // each reply heard before the next heartbeat
 }
@@ -227,6 +230,29 @@ TEST_F(SimNmHeartbeatsTest, ALateReplyDelaysTheNodesNextHeartbeatNeverOverlapsIt
   // below the 20 per node an interval of 50 ms would send.
   EXPECT_LE(t.heartbeats, 20 * 5);
   EXPECT_GE(t.heartbeats, 20);
+}
+
+// A simulator held up while a heartbeat is due (here the node's lock, held for 300 ms, as by
+// whoever places a container on it) sends it late: that shows as the heartbeat's send lag, not
+// as its latency, which is the RM's.
+TEST_F(SimNmHeartbeatsTest, ASimulatorHeldUpShowsAsSendLagNotAsLatency) {
+  StartServer(std::chrono::milliseconds(5), 1);
+  SimNmHeartbeats hb(&nodes_, std::chrono::milliseconds(50), SimNmSchedule::kAfterReply);
+  hb.Measure(Clock::now(), std::chrono::seconds(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  {
+    std::lock_guard<std::mutex> l(nodes_[0].mu);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  SimNmTally t = hb.Stop();
+  ASSERT_GE(t.heartbeats, 4);
+  ASSERT_EQ(t.send_lags_ms.size(), t.latencies_ms.size());
+  const size_t late = static_cast<size_t>(
+      std::max_element(t.send_lags_ms.begin(), t.send_lags_ms.end()) - t.send_lags_ms.begin());
+  EXPECT_GE(t.send_lags_ms[late], 240.0);  // due within the first 50 ms held, sent after
+  EXPECT_LT(t.latencies_ms[late], 200.0);  // the RM answered it in about 5 ms
+  for (double ms : t.send_lags_ms) EXPECT_GE(ms, 0.0);
 }
 
 // An RM that refuses every heartbeat: each is counted as an error (its completions as not

@@ -345,10 +345,6 @@ class NmSimChildren {
 }  // namespace
 
 std::string RmBenchReport::ToJson() const {
-  auto lat = [](const LatencyMs& l) {
-    return nlohmann::json{
-        {"p50_ms", l.p50}, {"p99_ms", l.p99}, {"max_ms", l.max}, {"count", l.count}};
-  };
   nlohmann::json j{{"nodes", nodes},
                    {"apps", apps},
                    {"nm_processes", nm_processes},
@@ -358,11 +354,12 @@ std::string RmBenchReport::ToJson() const {
                    {"duration_s", duration_s},
                    {"warmup_s", warmup_s},
                    {"heartbeats_per_s", heartbeats_per_s},
-                   {"heartbeat_latency", lat(heartbeat)},
-                   {"allocate_latency", lat(allocate)},
+                   {"heartbeat_latency", LatencyJson(heartbeat)},
+                   {"heartbeat_send_lag", LatencyJson(heartbeat_send_lag)},
+                   {"allocate_latency", LatencyJson(allocate)},
                    {"containers_allocated", containers_allocated},
                    {"containers_allocated_per_s", containers_allocated_per_s},
-                   {"submit_to_am_running", lat(submit_to_am_running)},
+                   {"submit_to_am_running", LatencyJson(submit_to_am_running)},
                    {"rpc_errors", rpc_errors},
                    {"loop_busy_fraction", loop_busy_fraction},
                    {"loop_us_per_heartbeat", loop_us_per_heartbeat},
@@ -383,7 +380,8 @@ std::string RmBenchReport::ToText() const {
                        : "NMs in this process over plaintext";
   return absl::StrFormat(
       "weft bench rm: %d simulated NMs, %d AMs, %.1f s measured (%s)\n"
-      "  heartbeats: %.0f/s, latency p50 %.2f ms, p99 %.2f ms, max %.2f ms\n"
+      "  heartbeats: %.0f/s, latency p50 %.2f ms, p99 %.2f ms, max %.2f ms, mean %.2f ms\n"
+      "  heartbeats sent late by (the simulator's own delay): mean %.2f ms, p99 %.2f ms\n"
       "  allocate:   latency p50 %.2f ms, p99 %.2f ms (%d calls)\n"
       "  containers: %d allocated to AMs, %.0f/s\n"
       "  submit -> AM registered: p50 %.1f ms, p99 %.1f ms (%d apps)\n"
@@ -393,7 +391,8 @@ std::string RmBenchReport::ToText() const {
       "  memory: %.0f MiB resident, %.2f KiB per NM\n"
       "  process CPU: %.2f s per s (the RM and the AMs%s)\n",
       nodes, apps, duration_s, where, heartbeats_per_s, heartbeat.p50, heartbeat.p99, heartbeat.max,
-      allocate.p50, allocate.p99, allocate.count, containers_allocated, containers_allocated_per_s,
+      heartbeat.mean, heartbeat_send_lag.mean, heartbeat_send_lag.p99, allocate.p50, allocate.p99,
+      allocate.count, containers_allocated, containers_allocated_per_s,
       submit_to_am_running.p50, submit_to_am_running.p99, submit_to_am_running.count, rpc_errors,
       100 * loop_busy_fraction, loop_us_per_heartbeat, loop_us_per_allocate, loop_us_per_allocation,
       passes_per_s, loop_us_per_pass, rm_rss_mb, rss_kb_per_nm, process_cpu_per_s,
@@ -674,6 +673,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   SimNmTally tally;
   if (heartbeat_driver) tally = heartbeat_driver->Stop();
   hb_lat = std::move(tally.latencies_ms);
+  std::vector<double> hb_lag = std::move(tally.send_lags_ms);
   errors += tally.errors;
 
   // The children's reports: their heartbeats, over the same interval (from "start").
@@ -692,6 +692,8 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
     completed += report->containers_completed;
     hb_lat.insert(hb_lat.end(), report->heartbeat_samples_ms.begin(),
                   report->heartbeat_samples_ms.end());
+    hb_lag.insert(hb_lag.end(), report->send_lag_samples_ms.begin(),
+                  report->send_lag_samples_ms.end());
   }
   if (absl::Status s = children.WaitAll(std::chrono::seconds(10)); !s.ok()) return s;
   (*server)->Shutdown();
@@ -709,6 +711,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
                                  : static_cast<double>(tally.heartbeats) /
                                        std::chrono::duration<double>(duration).count();
   r.heartbeat = SummarizeLatencies(std::move(hb_lat));
+  r.heartbeat_send_lag = SummarizeLatencies(std::move(hb_lag));
   r.allocate = SummarizeLatencies(std::move(alloc_lat));
   r.containers_allocated = allocated.load();
   r.containers_allocated_per_s = static_cast<double>(allocated.load()) / secs;

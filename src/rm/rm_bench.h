@@ -56,6 +56,11 @@ struct RmBenchReport {
   double warmup_s = 0;  // RmBenchOptions::warmup_ms, s
   double heartbeats_per_s = 0;
   LatencyMs heartbeat;
+  // How late the simulated NMs sent their heartbeats (SimNmTally::send_lags_ms): under
+  // after-reply each node sends one per interval + heartbeat latency + send lag, so a send lag
+  // is load the simulator failed to offer (its threads busy, or waiting for a core it shares
+  // with the RM), not the RM's latency.
+  LatencyMs heartbeat_send_lag;
   LatencyMs allocate;
   double containers_allocated_per_s = 0;  // containers handed to AMs, per second
   int64_t containers_allocated = 0;
