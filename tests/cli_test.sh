@@ -288,6 +288,8 @@ ha_refused "no ZooKeeper given" --ha-id rm1
 ha_refused "must be an absolute path like /weft" --ha-id rm1 --ha-zk 127.0.0.1:2181 \
   --ha-zk-root weft
 ha_refused "--ha-zk and --ha-rm-addresses need --ha-id" --ha-zk 127.0.0.1:2181
+# So is a loop poll outside -1..1,000,000 µs.
+ha_refused "--loop-poll-us: loop poll -2 µs must be -1 (never sleep)" --loop-poll-us -2
 
 # A refused RM leaves no state store directory behind (it is made when the store opens).
 if "$weft" rm --port 0 --state-store "$tmp/rm-refused/state/rm.db" >"$tmp/refused.out" 2>&1; then

@@ -551,6 +551,10 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
                   "NM heartbeats reach the RM loop in batches gathered over this many ms (0 = "
                   "each at once; 0..100)")
       ->capture_default_str();
+  cmd->add_option("--loop-poll-us", f->o.loop_poll_us,
+                  "the RM loop, out of work, polls this many µs before it sleeps (0 = sleeps at "
+                  "once, -1 = never sleeps: it keeps a core)")
+      ->capture_default_str();
   cmd->add_flag("--json", f->json, "print JSON");
   cmd->callback([f, exit_code] {
     rm::RmBenchOptions o = f->o;

@@ -96,6 +96,9 @@ absl::StatusOr<rm::RmServerOptions> MakeRmServerOptions(const RmFlags& flags) {
     return absl::InvalidArgumentError(absl::StrCat("--port ", flags.port, " is not a port"));
   if (flags.nm_expiry_ms <= 0 || flags.am_expiry_ms <= 0)
     return absl::InvalidArgumentError("--nm-expiry-ms and --am-expiry-ms must be > 0");
+  if (absl::Status s = rm::ValidateLoopPoll(flags.loop_poll_us); !s.ok())
+    return absl::InvalidArgumentError(absl::StrCat("--loop-poll-us: ", s.message()));
+  options.loop_poll_us = flags.loop_poll_us;
   options.rm.nm_expiry_ms = flags.nm_expiry_ms;
   options.rm.am_expiry_ms = flags.am_expiry_ms;
   options.rm.heartbeat_interval_ms = flags.nm_heartbeat_ms;
@@ -488,6 +491,11 @@ void AddRmCommand(CLI::App& app, int* exit_code) {
                   "heartbeats 20% less often")
       ->capture_default_str()
       ->group("NodeManager heartbeats");
+  cmd->add_option("--loop-poll-us", f->loop_poll_us,
+                  "the RM loop, out of work, polls (spins) this many µs before it sleeps: its "
+                  "caches stay warm for the next event, at the price of a core's time; -1 = "
+                  "never sleeps (a core kept for the loop), 0 = sleeps at once")
+      ->capture_default_str();
   AddUserAuthFlags(cmd, f.get());
   cmd->add_option("--secret-file", f->secret_file,
                   "require clients (ClientService, AdminService) to present this file's secret");

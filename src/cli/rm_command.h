@@ -33,6 +33,8 @@ struct RmFlags {
   int64_t nm_heartbeat_max_ms = 1000;
   double nm_heartbeat_speedup = 1.0;
   double nm_heartbeat_slowdown = 1.0;
+  // rm::RmServerOptions::loop_poll_us: the loop, out of work, polls this long before sleeping.
+  int64_t loop_poll_us = 0;
   // A file whose contents (trailing whitespace dropped) clients must present; "" = none.
   std::string secret_file;
   // Per-container allocation limits, "NAME:MIN:MAX[:INCREMENT]" each, e.g. the seed's

@@ -12,6 +12,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace weft {
 
@@ -67,7 +68,12 @@ class ThreadEventLoop final : public EventLoop {
  public:
   ThreadEventLoop() = default;
   ~ThreadEventLoop() override;
-  void Start();
+  // With `poll` > 0 the thread, out of work, polls for new work (spinning on its core) for up
+  // to that long before it sleeps; absl::InfiniteDuration(): it never sleeps, and keeps a core.
+  // A sleeping thread's core runs other threads, which leave its caches and TLB cold for the
+  // next task; a polling one keeps them, at the price of the core (a server's RM loop may; see
+  // docs/performance.md). Zero (the default): it sleeps at once.
+  void Start(absl::Duration poll = absl::ZeroDuration());
   void Stop();
 
   int64_t NowMs() const override;
@@ -79,9 +85,17 @@ class ThreadEventLoop final : public EventLoop {
   // Nanoseconds the loop's thread has spent running tasks since Start (steady clock), for
   // its busy fraction; readable from any thread.
   int64_t BusyNanos() const { return busy_ns_.load(std::memory_order_relaxed); }
+  // How many times the thread has gone to sleep for want of work since Start; readable from
+  // any thread.
+  int64_t Sleeps() const { return sleeps_.load(std::memory_order_relaxed); }
 
  private:
   void Run();
+  // Out of work, with the next timer due in `wait_ms` (> 0): spins without mu_ until the timer
+  // is due, the poll ends, or a task is posted, a timer scheduled or Stop called (changes_
+  // moves). False only when the poll ended first (the caller then sleeps). Called, and
+  // returns, with mu_ held.
+  bool Poll(int64_t wait_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   absl::CondVar cv_;
@@ -90,6 +104,11 @@ class ThreadEventLoop final : public EventLoop {
   std::thread thread_;
   std::thread::id loop_thread_;
   std::atomic<int64_t> busy_ns_{0};
+  std::atomic<int64_t> sleeps_{0};
+  absl::Duration poll_ = absl::ZeroDuration();  // set by Start before the thread runs
+  // Bumped (under mu_) by every Post, Schedule and Stop, so that a polling thread sees new
+  // work without taking mu_.
+  std::atomic<uint64_t> changes_{0};
 };
 
 // For tests: nothing runs until the test says so, and time moves only when it is advanced.

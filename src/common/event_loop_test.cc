@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "common/test_poll.h"
 #include "gtest/gtest.h"
 
 namespace weft {
@@ -138,6 +139,53 @@ TEST(ThreadEventLoopTest, BusyNanosCountsTimeSpentInTasks) {
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
   loop.Stop();  // the batch's time is added once the batch has run
   EXPECT_GE(loop.BusyNanos(), 20'000'000);
+}
+
+// Out of work, a loop started without polling sleeps (and Sleeps counts it).
+TEST(ThreadEventLoopTest, WithoutPollingALoopOutOfWorkSleeps) {
+  ThreadEventLoop loop;
+  loop.Start();
+  absl::Notification ran;
+  loop.Post([&] { ran.Notify(); });
+  ASSERT_TRUE(ran.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_TRUE(PollUntil([&] { return loop.Sleeps() >= 1; }, absl::Seconds(10)));
+  loop.Stop();
+}
+
+// A loop that polls for ever never sleeps: it sees posted tasks and due timers by spinning,
+// and Stop still ends it.
+TEST(ThreadEventLoopTest, ALoopPollingForEverNeverSleeps) {
+  ThreadEventLoop loop;
+  loop.Start(absl::InfiniteDuration());
+  std::atomic<int> ran{0};
+  absl::Notification timed;
+  loop.Schedule(30, [&] { timed.Notify(); });
+  for (int i = 0; i < 20; ++i) {
+    loop.Post([&] { ++ran; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ASSERT_TRUE(timed.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_TRUE(PollUntil([&] { return ran.load() == 20; }, absl::Seconds(10)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // out of work, no timer
+  EXPECT_EQ(loop.Sleeps(), 0);
+  loop.Stop();
+  EXPECT_EQ(loop.Sleeps(), 0);
+}
+
+// A bounded poll ends in a sleep once nothing arrives, and the loop still wakes for work
+// posted and timers scheduled afterwards.
+TEST(ThreadEventLoopTest, ABoundedPollEndsInSleep) {
+  ThreadEventLoop loop;
+  loop.Start(absl::Milliseconds(5));
+  EXPECT_TRUE(PollUntil([&] { return loop.Sleeps() >= 1; }, absl::Seconds(10)));
+  absl::Notification posted, timed;
+  loop.Post([&] { posted.Notify(); });
+  loop.Schedule(10, [&] { timed.Notify(); });
+  EXPECT_TRUE(posted.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_TRUE(timed.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  const int64_t after = loop.Sleeps();
+  EXPECT_TRUE(PollUntil([&] { return loop.Sleeps() > after; }, absl::Seconds(10)));
+  loop.Stop();
 }
 
 }  // namespace

@@ -350,6 +350,7 @@ std::string RmBenchReport::ToJson() const {
                    {"nm_processes", nm_processes},
                    {"nm_schedule", nm_schedule},
                    {"heartbeat_batch_ms", heartbeat_batch_ms},
+                   {"loop_poll_us", loop_poll_us},
                    {"tls", tls},
                    {"duration_s", duration_s},
                    {"warmup_s", warmup_s},
@@ -435,6 +436,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   so.rm.pass_interval_ms = 50;
   so.call_finishers = o.call_finishers;
   so.heartbeat_batch_ms = o.heartbeat_batch_ms;
+  so.loop_poll_us = o.loop_poll_us;
   // Long enough for the registration phase: an NM-sim child's nodes heartbeat only once all of
   // them have registered, which over TLS at 10,000 nodes can take minutes on a small host; a
   // node the RM marked LOST meanwhile would measure its recovery, not the RM.
@@ -704,6 +706,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   r.nm_processes = o.nm_processes;
   r.nm_schedule = SimNmScheduleName(o.nm_schedule);
   r.heartbeat_batch_ms = o.heartbeat_batch_ms;
+  r.loop_poll_us = o.loop_poll_us;
   r.tls = tls.has_value();
   r.duration_s = secs;
   r.warmup_s = static_cast<double>(o.warmup_ms) / 1000.0;

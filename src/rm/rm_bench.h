@@ -41,6 +41,7 @@ struct RmBenchOptions {
   int32_t nm_processes = 0;
   int call_finishers = -1;     // RmServerOptions::call_finishers of the RM under test
   int heartbeat_batch_ms = 1;  // RmServerOptions::heartbeat_batch_ms of the RM under test
+  int64_t loop_poll_us = 0;    // RmServerOptions::loop_poll_us of the RM under test
   std::string nm_sim_binary = "/proc/self/exe";  // a `weft` binary
   Resource node_capability = Resource::Of(65536, 32);
   Resource container = Resource::Of(1024, 1);
@@ -51,6 +52,7 @@ struct RmBenchReport {
   int32_t nm_processes = 0;    // RmBenchOptions::nm_processes
   std::string nm_schedule;     // RmBenchOptions::nm_schedule, by name (SimNmScheduleName)
   int heartbeat_batch_ms = 0;  // RmBenchOptions::heartbeat_batch_ms
+  int64_t loop_poll_us = 0;    // RmBenchOptions::loop_poll_us
   bool tls = false;            // the RM served mutual TLS (with nm_processes > 0)
   double duration_s = 0;
   double warmup_s = 0;  // RmBenchOptions::warmup_ms, s

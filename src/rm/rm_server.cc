@@ -410,6 +410,12 @@ class RmServer::Services : public RmServer::Calls {
   Admin admin;
 };
 
+absl::Status ValidateLoopPoll(int64_t loop_poll_us) {
+  if (loop_poll_us >= -1 && loop_poll_us <= 1'000'000) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "loop poll ", loop_poll_us, " µs must be -1 (never sleep), 0 (sleep at once) .. 1000000"));
+}
+
 absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions options) {
   std::unique_ptr<RmServer> s(new RmServer());
   s->options_ = std::move(options);
@@ -474,6 +480,8 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
   if (s->options_.heartbeat_batch_ms < 0 || s->options_.heartbeat_batch_ms > 100)
     return absl::InvalidArgumentError(absl::StrCat(
         "heartbeat batch ", s->options_.heartbeat_batch_ms, " ms must be 0 (none) .. 100 ms"));
+  if (absl::Status s_poll = ValidateLoopPoll(s->options_.loop_poll_us); !s_poll.ok())
+    return s_poll;
   if (s->options_.call_finishers < -1 || s->options_.call_finishers > 64)
     return absl::InvalidArgumentError(absl::StrCat("call finishers ", s->options_.call_finishers,
                                                    " must be -1 (auto), 0 (the loop) .. 64"));
@@ -487,7 +495,9 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
     s->finishers_.push_back(std::make_unique<ThreadEventLoop>());
     s->finishers_.back()->Start();
   }
-  s->loop_.Start();
+  s->loop_.Start(s->options_.loop_poll_us < 0
+                     ? absl::InfiniteDuration()
+                     : absl::Microseconds(s->options_.loop_poll_us));
   // Best effort: the name only lets `top -H`, perf and gdb tell the RM loop's thread apart.
   s->loop_.Post([] { pthread_setname_np(pthread_self(), "weft-rm-loop"); });
   if (!s->options_.ha.has_value()) {

@@ -38,6 +38,9 @@ class NodeHeartbeatResponse;
 
 namespace weft::rm {
 
+// RmServerOptions::loop_poll_us: InvalidArgument, naming the value, outside -1..1,000,000.
+absl::Status ValidateLoopPoll(int64_t loop_poll_us);
+
 struct RmServerOptions {
   RmOptions rm;
   // Threads that finish the calls the RM loop answered (the reply's encoding and socket write);
@@ -49,6 +52,11 @@ struct RmServerOptions {
   // loop and of a finisher per ms rather than two per heartbeat; each heartbeat waits up to
   // this long (+1 ms, the loop's timer resolution) more. 0: each heartbeat is posted at once.
   int heartbeat_batch_ms = 1;
+  // The RM loop's thread, out of work, polls for new work this many µs before it sleeps
+  // (ThreadEventLoop::Start): 0 sleeps at once; -1 never sleeps, keeping a core for the loop
+  // (on a server with cores to spare: its events then cost less, docs/performance.md); at
+  // most 1,000,000.
+  int64_t loop_poll_us = 0;  // ValidateLoopPoll checks it
   std::string bind_host = "127.0.0.1";  // any other address is an explicit choice
   int port = 0;                         // ClientService, AmService, TrackerService, AdminService
   std::string state_store_path;         // SQLite file; "" = in memory (state lost on exit)

@@ -1,6 +1,7 @@
 // Copyright Weft authors. NodeHeartbeat calls reach the RM loop in batches
 // (RmServerOptions::heartbeat_batch_ms): every heartbeat of a batch gets its own answer, a
 // heartbeat waits for its batch, and an RM shut down while a batch waits still answers it.
+// Also the loop's polling (RmServerOptions::loop_poll_us).
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
@@ -23,8 +24,9 @@ namespace {
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 
-RmServerOptions Options(int batch_ms) {
+RmServerOptions Options(int batch_ms, int64_t loop_poll_us = 0) {
   RmServerOptions o;
+  o.loop_poll_us = loop_poll_us;
   o.auth.mode = UserAuthentication::kDeclared;
   o.launcher = std::make_unique<FakeLauncher>();
   o.heartbeat_batch_ms = batch_ms;
@@ -77,8 +79,8 @@ class Heartbeats {
 
 class RmServerHeartbeatTest : public ::testing::Test {
  protected:
-  void Start(int batch_ms, int nodes) {
-    auto rm = RmServer::Start(Options(batch_ms));
+  void Start(int batch_ms, int nodes, int64_t loop_poll_us = 0) {
+    auto rm = RmServer::Start(Options(batch_ms, loop_poll_us));
     ASSERT_TRUE(rm.ok()) << rm.status();
     rm_ = *std::move(rm);
     rm_->RunOnLoop([&](ResourceManager& rm) {
@@ -143,6 +145,33 @@ TEST_F(RmServerHeartbeatTest, ShutdownAnswersTheBatchWaiting) {
   for (const auto& c : hb.Wait()) {
     EXPECT_TRUE(c->status.ok()) << c->status.error_message();
     EXPECT_EQ(c->response.response_id(), 1);
+  }
+}
+
+// A loop that never sleeps (-1) or polls a while (500 µs) serves as one that sleeps at once.
+TEST_F(RmServerHeartbeatTest, APollingLoopAnswersAsASleepingOne) {
+  for (int64_t poll_us : {-1, 500}) {
+    Start(/*batch_ms=*/1, 5, poll_us);
+    std::vector<std::string> nodes;
+    for (int i = 0; i < 5; ++i) nodes.push_back(Node(i));
+    for (int round = 1; round <= 3; ++round) {
+      Heartbeats hb(stub_.get(), nodes);
+      for (const auto& c : hb.Wait()) {
+        ASSERT_TRUE(c->status.ok()) << poll_us << ": " << c->status.error_message();
+        EXPECT_EQ(c->response.response_id(), round) << poll_us;
+      }
+    }
+    rm_->Shutdown();
+    rm_.reset();
+  }
+}
+
+TEST(RmServerHeartbeatOptionsTest, ALoopPollOutsideMinusOneToOneSecondIsRefused) {
+  for (int64_t bad : {int64_t{-2}, int64_t{1'000'001}}) {
+    auto rm = RmServer::Start(Options(1, bad));
+    ASSERT_FALSE(rm.ok()) << bad;
+    EXPECT_EQ(rm.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(rm.status().message(), HasSubstr(absl::StrCat("loop poll ", bad, " µs")));
   }
 }
 
