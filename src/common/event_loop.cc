@@ -60,7 +60,8 @@ void ThreadEventLoop::Start(absl::Duration poll) {
   absl::MutexLock l(&mu_);
   if (thread_.joinable()) return;
   stopping_ = false;
-  poll_ = std::max(poll, absl::ZeroDuration());
+  // A poll of a day or more is for ever (a steady-clock deadline that far out could overflow).
+  poll_ = poll >= absl::Hours(24) ? absl::InfiniteDuration() : std::max(poll, absl::ZeroDuration());
   thread_ = std::thread([this] { Run(); });
   loop_thread_ = thread_.get_id();
 }
