@@ -148,10 +148,14 @@ void ThreadEventLoop::Run() {
     if (ran_timer || !batch.empty()) continue;
     if (stopping_) break;
     const int64_t next = queue_.NextDeadline();
-    int64_t wait_ms = next == INT64_MAX ? 1000 : std::max<int64_t>(0, next - now);
+    // Until the next timer as of `at_ms` (a second when there is none: a re-check, not a need).
+    auto wait_from = [next](int64_t at_ms) {
+      return next == INT64_MAX ? int64_t{1000} : std::max<int64_t>(0, next - at_ms);
+    };
+    int64_t wait_ms = wait_from(now);
     if (poll_ > absl::ZeroDuration() && wait_ms > 0) {
       if (Poll(wait_ms)) continue;
-      wait_ms = next == INT64_MAX ? 1000 : std::max<int64_t>(0, next - NowMs());
+      wait_ms = wait_from(NowMs());  // the poll took some of it
     }
     sleeps_.fetch_add(1, std::memory_order_relaxed);
     cv_.WaitWithTimeout(&mu_, absl::Milliseconds(wait_ms));
