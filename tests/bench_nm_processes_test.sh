@@ -2,7 +2,7 @@
 # Issue 29: `weft bench rm --nm-processes 2` runs its simulated NMs in two `weft bench nm-sim`
 # children over mutual TLS. A short run heartbeats near the nominal rate (at least half of it:
 # CI machines are slow and busy), allocates containers, has no RPC errors, reports the RM loop's
-# time per heartbeat and the children's send lags, and leaves no nm-sim process behind. The
+# time per heartbeat and the children's send lags and CPU, and leaves no nm-sim process behind. The
 # simulated NMs heartbeat one interval after each reply by default (--nm-schedule after-reply,
 # as NMs do). Bad --nm-processes and --nm-schedule values fail with an error naming the flag.
 # Usage: bench_nm_processes_test.sh WEFT
@@ -27,7 +27,7 @@ if [[ $rc -ne 0 ]]; then
 else
   cat "$tmp/out.json"
   if ! python3 - "$tmp/out.json" $nodes $heartbeat_ms <<'EOF'; then
-import json, sys
+import json, os, sys
 r = json.load(open(sys.argv[1]))
 nodes, interval_ms = int(sys.argv[2]), int(sys.argv[3])
 nominal = nodes * 1000.0 / interval_ms
@@ -48,6 +48,9 @@ checks = [
      r["heartbeat_send_lag"]["count"] == r["heartbeat_latency"]["count"]),
     (f"heartbeat_send_lag mean_ms {r['heartbeat_send_lag']['mean_ms']} >= 0",
      r["heartbeat_send_lag"]["mean_ms"] >= 0),
+    # the children's CPU reaches the report: some, and no more than every core of the machine
+    (f"0 < nm_processes_cpu_per_s {r['nm_processes_cpu_per_s']} <= {os.cpu_count()} cores",
+     0 < r["nm_processes_cpu_per_s"] <= os.cpu_count()),
 ]
 bad = [name for name, ok in checks if not ok]
 for name, ok in checks:

@@ -1,6 +1,8 @@
 // Copyright Weft authors.
 #include "rm/bench_types.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -41,6 +43,13 @@ LatencyMs SummarizeLatencies(std::vector<double> v) {
 nlohmann::json LatencyJson(const LatencyMs& l) {
   return nlohmann::json{{"p50_ms", l.p50},   {"p99_ms", l.p99},    {"max_ms", l.max},
                         {"mean_ms", l.mean}, {"count", l.count}};
+}
+
+double ProcessCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return s(u.ru_utime) + s(u.ru_stime);
 }
 
 }  // namespace weft::rm

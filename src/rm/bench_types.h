@@ -42,6 +42,9 @@ LatencyMs SummarizeLatencies(std::vector<double> ms);
 // As the bench reports print it: {"p50_ms", "p99_ms", "max_ms", "mean_ms", "count"}.
 nlohmann::json LatencyJson(const LatencyMs& latency);
 
+// CPU time (user + system, every thread) this process has used so far, s (getrusage).
+double ProcessCpuSeconds();
+
 }  // namespace weft::rm
 
 #endif  // WEFT_RM_BENCH_TYPES_H_

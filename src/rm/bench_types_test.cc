@@ -1,7 +1,9 @@
 // Copyright Weft authors.
-// The vocabulary `weft bench rm` and its simulated NMs share: the heartbeat schedule's names
-// and the latency summary.
+// The vocabulary `weft bench rm` and its simulated NMs share: the heartbeat schedule's names,
+// the latency summary and the process's CPU time.
 #include "rm/bench_types.h"
+
+#include <time.h>
 
 #include <string>
 #include <vector>
@@ -42,6 +44,22 @@ TEST(SummarizeLatenciesTest, NearestRankPercentilesOfUnsortedSamples) {
   EXPECT_EQ(none.p50, 0);
   EXPECT_EQ(none.max, 0);
   EXPECT_EQ(none.mean, 0);
+}
+
+// The process's CPU time grows by at least what one of its threads spent: 50 ms of this
+// thread's own CPU clock, however long the machine takes to give it that.
+TEST(ProcessCpuSecondsTest, GrowsByTheCpuAThreadSpends) {
+  auto thread_cpu_s = [] {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+  };
+  const double before = ProcessCpuSeconds();
+  const double thread_from = thread_cpu_s();
+  volatile uint64_t spin = 0;
+  while (thread_cpu_s() - thread_from < 0.05) spin = spin + 1;
+  // getrusage counts in microseconds, the thread clock in nanoseconds: 1 ms of slack.
+  EXPECT_GE(ProcessCpuSeconds() - before, 0.049);
 }
 
 }  // namespace

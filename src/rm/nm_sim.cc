@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -263,7 +264,8 @@ std::string NmSimReport::ToJson(bool samples) const {
                    {"heartbeat_latency", LatencyJson(heartbeat)},
                    {"heartbeat_send_lag", LatencyJson(send_lag)},
                    {"rpc_errors", rpc_errors},
-                   {"containers_completed", containers_completed}};
+                   {"containers_completed", containers_completed},
+                   {"process_cpu_per_s", process_cpu_per_s}};
   if (!samples) return j.dump(2);
   j["heartbeat_samples_ms"] = MicrosecondPrecision(heartbeat_samples_ms);
   j["send_lag_samples_ms"] = MicrosecondPrecision(send_lag_samples_ms);
@@ -283,6 +285,7 @@ absl::StatusOr<NmSimReport> NmSimReport::FromJson(const std::string& json) {
     r.heartbeats_per_s = j.at("heartbeats_per_s").get<double>();
     r.rpc_errors = j.at("rpc_errors").get<int64_t>();
     r.containers_completed = j.at("containers_completed").get<int64_t>();
+    r.process_cpu_per_s = j.at("process_cpu_per_s").get<double>();
     if (j.contains("heartbeat_samples_ms"))
       r.heartbeat_samples_ms = j.at("heartbeat_samples_ms").get<std::vector<double>>();
     if (j.contains("send_lag_samples_ms"))
@@ -301,10 +304,11 @@ std::string NmSimReport::ToText() const {
       "  heartbeats: %d, %.0f/s, latency p50 %.2f ms, p99 %.2f ms, max %.2f ms, mean %.2f ms\n"
       "  sent late by (this simulator's own delay): mean %.2f ms, p99 %.2f ms\n"
       "  containers reported complete: %d\n"
-      "  RPC errors: %d\n",
+      "  RPC errors: %d\n"
+      "  process CPU: %.2f s per s\n",
       nodes, SimNodeId(first_index), SimNodeId(first_index + nodes - 1), duration_s, heartbeats,
       heartbeats_per_s, heartbeat.p50, heartbeat.p99, heartbeat.max, heartbeat.mean,
-      send_lag.mean, send_lag.p99, containers_completed, rpc_errors);
+      send_lag.mean, send_lag.p99, containers_completed, rpc_errors, process_cpu_per_s);
 }
 
 absl::StatusOr<NmSimReport> RunNmSim(const NmSimOptions& o) {
@@ -397,9 +401,15 @@ absl::StatusOr<NmSimReport> RunNmSim(const NmSimOptions& o) {
     start.Set(now);
     started(now);
   }
-  // Until the measured interval ends (or the parent goes).
-  while (!parent_gone.load() && !(start.started() && Clock::now() >= start.get() + duration))
+  // Until the measured interval ends (or the parent goes). The process's CPU is read within
+  // 10 ms of the interval's start and at its end.
+  std::optional<std::pair<Clock::time_point, double>> cpu_from;
+  while (!parent_gone.load() && !(start.started() && Clock::now() >= start.get() + duration)) {
+    if (!cpu_from && start.started()) cpu_from.emplace(Clock::now(), ProcessCpuSeconds());
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const double cpu_to = ProcessCpuSeconds();
+  const Clock::time_point cpu_to_time = Clock::now();
   SimNmTally tally = heartbeats.Stop();
   stop_reader.store(true);
   if (reader.joinable()) reader.join();
@@ -414,6 +424,10 @@ absl::StatusOr<NmSimReport> RunNmSim(const NmSimOptions& o) {
   r.heartbeats_per_s = static_cast<double>(r.heartbeats) / r.duration_s;
   r.rpc_errors = tally.errors;
   r.containers_completed = tally.completed;
+  if (cpu_from && cpu_to_time > cpu_from->first)
+    r.process_cpu_per_s =
+        (cpu_to - cpu_from->second) /
+        std::chrono::duration<double>(cpu_to_time - cpu_from->first).count();
   r.heartbeat = SummarizeLatencies(tally.latencies_ms);
   r.heartbeat_samples_ms = std::move(tally.latencies_ms);
   r.send_lag = SummarizeLatencies(tally.send_lags_ms);

@@ -169,6 +169,9 @@ struct NmSimReport {
   LatencyMs send_lag;                // SimNmTally::send_lags_ms
   int64_t rpc_errors = 0;            // failed heartbeats within it
   int64_t containers_completed = 0;  // reported COMPLETE within it
+  // This process's CPU time (user + system) over the measured interval per second of it: what
+  // the simulator costs the host it shares with the RM under test.
+  double process_cpu_per_s = 0;
   // Every measured heartbeat's latency and send lag, ms (only kept with `samples`), so that the
   // parent can compute percentiles over all its children.
   std::vector<double> heartbeat_samples_ms;

@@ -2,7 +2,7 @@
 // own schedule whatever the RM's latency (the load is the nodes', not the simulator's threads'):
 // a fixed timetable, or one interval after each reply (the one the RM told, if it told one) as
 // NMs do; a node never has two heartbeats in flight, hears each reply before its next
-// heartbeat, and Stop waits for the calls in flight.
+// heartbeat, and Stop waits for the calls in flight. Also the report a child sends its parent.
 #include "rm/nm_sim.h"
 
 #include <grpcpp/grpcpp.h>
@@ -287,6 +287,40 @@ TEST_F(SimNmHeartbeatsTest, StopWaitsForTheCallsInFlight) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(tracker_->received(), received);
   EXPECT_EQ(hb.Stop().heartbeats, 0);  // idempotent
+}
+
+// What a child reports reaches the parent whole, its CPU included; a report without its CPU
+// (another build's) is refused, naming the field.
+TEST(NmSimReportTest, TheChildsReportRoundTripsAndOneWithoutItsCpuIsRefused) {
+  NmSimReport r;
+  r.nodes = 3;
+  r.first_index = 7;
+  r.duration_s = 2;
+  r.heartbeats = 6;
+  r.heartbeats_per_s = 3;
+  r.rpc_errors = 1;
+  r.containers_completed = 4;
+  r.process_cpu_per_s = 0.25;
+  r.heartbeat_samples_ms = {1, 2};
+  r.send_lag_samples_ms = {0.5, 0.5};
+  absl::StatusOr<NmSimReport> back = NmSimReport::FromJson(r.ToJson(/*samples=*/true));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->nodes, 3);
+  EXPECT_EQ(back->heartbeats, 6);
+  EXPECT_EQ(back->rpc_errors, 1);
+  EXPECT_EQ(back->containers_completed, 4);
+  EXPECT_DOUBLE_EQ(back->process_cpu_per_s, 0.25);
+  EXPECT_DOUBLE_EQ(back->heartbeat.mean, 1.5);
+  EXPECT_NE(r.ToText().find("process CPU: 0.25 s per s"), std::string::npos) << r.ToText();
+
+  std::string without = r.ToJson(/*samples=*/true);
+  const size_t at = without.find(",\"process_cpu_per_s\":0.25");
+  ASSERT_NE(at, std::string::npos) << without;
+  without.erase(at, std::string(",\"process_cpu_per_s\":0.25").size());
+  absl::StatusOr<NmSimReport> refused = NmSimReport::FromJson(without);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("process_cpu_per_s"), std::string::npos)
+      << refused.status();
 }
 
 }  // namespace

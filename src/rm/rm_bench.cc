@@ -6,7 +6,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -58,14 +57,6 @@ double ResidentMiB() {
       return static_cast<double>(kb) / 1024.0;
   }
   return 0;
-}
-
-// CPU time (user + system) this process has used, s.
-double ProcessCpuSeconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
-  return s(u.ru_utime) + s(u.ru_stime);
 }
 
 }  // namespace
@@ -371,6 +362,7 @@ std::string RmBenchReport::ToJson() const {
                    {"rm_rss_mb", rm_rss_mb},
                    {"rss_kb_per_nm", rss_kb_per_nm},
                    {"process_cpu_per_s", process_cpu_per_s},
+                   {"nm_processes_cpu_per_s", nm_processes_cpu_per_s},
                    {"containers_completed", containers_completed}};
   return j.dump(2);
 }
@@ -390,14 +382,17 @@ std::string RmBenchReport::ToText() const {
       "  RM loop: %.0f%% busy; %.1f us per heartbeat, %.1f us per Allocate, %.1f us per "
       "container allocated; %.1f passes/s, %.1f us each\n"
       "  memory: %.0f MiB resident, %.2f KiB per NM\n"
-      "  process CPU: %.2f s per s (the RM and the AMs%s)\n",
+      "  process CPU: %.2f s per s (the RM and the AMs%s)%s\n",
       nodes, apps, duration_s, where, heartbeats_per_s, heartbeat.p50, heartbeat.p99, heartbeat.max,
       heartbeat.mean, heartbeat_send_lag.mean, heartbeat_send_lag.p99, allocate.p50, allocate.p99,
       allocate.count, containers_allocated, containers_allocated_per_s,
       submit_to_am_running.p50, submit_to_am_running.p99, submit_to_am_running.count, rpc_errors,
       100 * loop_busy_fraction, loop_us_per_heartbeat, loop_us_per_allocate, loop_us_per_allocation,
       passes_per_s, loop_us_per_pass, rm_rss_mb, rss_kb_per_nm, process_cpu_per_s,
-      nm_processes > 0 ? "" : ", and the NMs");
+      nm_processes > 0 ? "" : ", and the NMs",
+      nm_processes > 0
+          ? absl::StrFormat("; the NM-sim processes %.2f s per s", nm_processes_cpu_per_s)
+          : "");
 }
 
 absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
@@ -680,6 +675,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
 
   // The children's reports: their heartbeats, over the same interval (from "start").
   double child_heartbeats_per_s = 0;
+  double nm_cpu_per_s = 0;
   int64_t completed = 0;
   const auto reports_by = deadline + std::chrono::minutes(2);
   for (size_t k = 0; k < children.size(); ++k) {
@@ -692,6 +688,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
     child_heartbeats_per_s += report->heartbeats_per_s;
     errors += report->rpc_errors;
     completed += report->containers_completed;
+    nm_cpu_per_s += report->process_cpu_per_s;
     hb_lat.insert(hb_lat.end(), report->heartbeat_samples_ms.begin(),
                   report->heartbeat_samples_ms.end());
     hb_lag.insert(hb_lag.end(), report->send_lag_samples_ms.begin(),
@@ -731,6 +728,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   r.rm_rss_mb = rss_mb;
   r.rss_kb_per_nm = (rss_mb - rss_before_mb) * 1024 / o.nodes;
   r.process_cpu_per_s = cpu_s / secs;
+  r.nm_processes_cpu_per_s = nm_cpu_per_s;
   return r;
 }
 

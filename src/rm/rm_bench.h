@@ -87,6 +87,9 @@ struct RmBenchReport {
   // CPU time this process used over the measured interval (getrusage, user + system) per
   // second of it: the RM and the simulated AMs, plus the NMs without nm_processes.
   double process_cpu_per_s = 0;
+  // The same for the NM-sim children together (each over its own measured interval; only with
+  // nm_processes): on a host they share with the RM, what the load generator took.
+  double nm_processes_cpu_per_s = 0;
   // Containers the simulated NMs reported complete (counted by the NM-sim children; only with
   // nm_processes).
   int64_t containers_completed = 0;
