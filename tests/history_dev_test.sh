@@ -2,8 +2,9 @@
 # Application history end to end on `weft dev` (issue 31): apps run, their records reach the
 # history store through the RM's outbox, and the RM's web port serves them at
 # /ws/v1/applicationhistory (YARN's AHS API) and the history page; `weft app list --finished`
-# and `weft accounting report` read them; containers carry the usage their NM measured; and the
-# RM keeps only --max-completed-apps finished apps while the history keeps every one.
+# and `weft accounting report` read them; containers carry the usage their NM measured; the
+# RM keeps only --max-completed-apps finished apps while the history keeps every one; and
+# `weft app status` of an app the RM forgot answers from the history server.
 # Usage: history_dev_test.sh WEFT
 set -uo pipefail
 weft=${1:?usage: history_dev_test.sh WEFT}
@@ -94,6 +95,24 @@ rm_finished=$(curl -sf --max-time 5 "http://$web/ws/v1/cluster/apps?states=FINIS
   bad "the RM holds $rm_finished finished apps, want 2"
 curl -sf --max-time 5 "http://$web/ws/v1/applicationhistory/apps/${ids[0]}" >/dev/null &&
   ok "the forgotten ${ids[0]} is still in the history" || bad "${ids[0]} is not in the history"
+# `weft app status` of the forgotten app answers from the history server (as YARN's client asks
+# its history service), as a table and as the server's JSON; an app neither knows is an error
+# naming both.
+status() { timeout 20 "$weft" app status "$@"; }
+if status "${ids[0]}" >"$tmp/status" 2>&1 && grep -q "^State: *FINISHED" "$tmp/status" &&
+    grep -q "^Final-Status: *SUCCEEDED" "$tmp/status" &&
+    grep -q "^From: *the history server at http://$web" "$tmp/status"; then
+  ok "app status of the forgotten ${ids[0]}: from the history server"
+else bad "app status of the forgotten ${ids[0]}: $(cat "$tmp/status")"; fi
+status --json "${ids[0]}" >"$tmp/status.json" 2>&1
+if [[ $(jq -r .appId <"$tmp/status.json") == "${ids[0]}" ]]; then
+  ok "app status --json of the forgotten app: the history server's JSON"
+else bad "app status --json of the forgotten app: $(cat "$tmp/status.json")"; fi
+unknown=application_1_9999
+if ! status "$unknown" >/dev/null 2>"$tmp/err" && [[ $(wc -l <"$tmp/err") -eq 1 ]] &&
+    grep -q "not found by the RM, and the history server at http://$web answered 404" "$tmp/err"
+then ok "app status $unknown: $(cat "$tmp/err")"
+else bad "app status $unknown: $(cat "$tmp/err")"; fi
 
 # /metrics: the outbox drained, the finished apps held.
 for _ in $(seq 1 50); do

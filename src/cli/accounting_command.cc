@@ -98,8 +98,8 @@ int Report(const ReportFlags& f) {
     std::cout << std::flush;
     return 0;
   }
-  std::cout << "Applications finished " << FormatHistoryTime(*since) << " - "
-            << FormatHistoryTime(until_ms) << ", by " << f.by;
+  std::cout << "Applications finished " << FormatTimeMs(*since) << " - "
+            << FormatTimeMs(until_ms) << ", by " << f.by;
   if (!report.value("complete", true)) std::cout << " (your own line only: you are not an admin)";
   std::cout << "\n";
   PrintTable(rows);

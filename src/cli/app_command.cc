@@ -70,11 +70,6 @@ bool Succeeded(const v1::ApplicationReport& r) {
   return r.state() == v1::APP_FINISHED && r.final_status() == v1::FINAL_SUCCEEDED;
 }
 
-std::string FormatTimeMs(int64_t ms) {
-  if (ms <= 0) return "-";
-  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(ms), absl::LocalTimeZone());
-}
-
 // Parses "RUNNING,FINISHED" (or APP_RUNNING, any case) into states.
 absl::StatusOr<std::vector<v1::ApplicationState>> ParseStates(const std::string& text) {
   std::vector<v1::ApplicationState> states;
@@ -488,11 +483,14 @@ struct IdFlags {
   std::string app_id;
   double timeout_s = 0;
   std::string diagnostics;
+  std::string history;  // `app status`: asked when the RM does not know the app
 };
 
 int Status(const IdFlags& f) {
   RmClient client(f.common.rm_address, f.common.user);
   auto r = client.GetApplication(f.app_id);
+  if (r.status().code() == absl::StatusCode::kNotFound)
+    return FinishedAppStatus(f.history, f.app_id, f.common.json, r.status());
   if (!r.ok()) return PrintError(r.status().message());
   if (f.common.json) {
     std::cout << ToJson(*r) << std::endl;
@@ -660,9 +658,12 @@ void AddAppCommand(CLI::App& app, int* exit_code) {
   }
   {
     auto f = std::make_shared<IdFlags>();
-    CLI::App* cmd = group->add_subcommand("status", "Show one application's report");
+    CLI::App* cmd = group->add_subcommand(
+        "status", "Show one application's report (from the history server when the RM no longer "
+                  "holds it)");
     AddCommonFlags(cmd, &f->common, /*with_user_flag=*/false);
     cmd->add_option("ID", f->app_id, "application id")->required();
+    AddHistoryOption(cmd, &f->history);
     cmd->callback([f, exit_code] { *exit_code = Status(*f); });
   }
   {

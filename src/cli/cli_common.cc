@@ -384,6 +384,11 @@ std::string ToJson(const google::protobuf::Message& message) {
   return out;
 }
 
+std::string FormatTimeMs(int64_t ms) {
+  if (ms <= 0) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(ms), absl::LocalTimeZone());
+}
+
 std::string FormatResource(const v1::Resource& resource) {
   std::vector<std::string> parts;
   auto value = [&](const std::string& name) -> int64_t {

@@ -214,6 +214,9 @@ std::string ToJson(const google::protobuf::Message& message);
 // other non-zero types by name.
 std::string FormatResource(const v1::Resource& resource);
 
+// `ms` since the epoch in local time, "2026-11-20 10:00:00"; "-" for 0 or less (not set).
+std::string FormatTimeMs(int64_t ms);
+
 // Prints `rows` (the first is the header) as left-aligned columns separated by two spaces.
 // A row may be shorter than the header; its last cell then runs on without widening the
 // column it starts in. Every cell goes through EscapeForTerminal (common/terminal_text.h):

@@ -238,11 +238,6 @@ std::string FormatDurationMs(int64_t ms) {
 
 }  // namespace
 
-std::string FormatHistoryTime(int64_t ms) {
-  if (ms <= 0) return "-";
-  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(ms), absl::LocalTimeZone());
-}
-
 std::string DefaultHistoryAddress() {
   const char* env = std::getenv("WEFT_HISTORY_ADDRESS");
   if (env != nullptr && *env != '\0') return env;
@@ -389,13 +384,59 @@ int ListFinishedApps(const FinishedListFlags& f) {
   for (const nlohmann::json& a : j->value("app", nlohmann::json::array())) {
     rows.push_back({a.value("appId", ""), a.value("name", ""), a.value("user", ""),
                     a.value("queue", ""), a.value("appState", ""), a.value("finalAppStatus", ""),
-                    FormatHistoryTime(a.value("startedTime", int64_t{0})),
-                    FormatHistoryTime(a.value("finishedTime", int64_t{0})),
+                    FormatTimeMs(a.value("startedTime", int64_t{0})),
+                    FormatTimeMs(a.value("finishedTime", int64_t{0})),
                     FormatDurationMs(a.value("elapsedTime", int64_t{0})),
                     num(a.value("memorySeconds", nlohmann::json())),
                     num(a.value("vcoreSeconds", nlohmann::json()))});
   }
   PrintTable(rows);
+  return 0;
+}
+
+int FinishedAppStatus(const std::string& history, const std::string& app_id, bool json,
+                      const absl::Status& rm_error) {
+  absl::StatusOr<nlohmann::json> j = HistoryGet(
+      history, absl::StrCat(web::HistoryApi::kPrefix, "/apps/", web::PercentEncode(app_id)));
+  if (!j.ok() && j.status().code() == absl::StatusCode::kNotFound)
+    return PrintError(absl::StrCat(rm_error.message(), " by the RM, and ", j.status().message()));
+  if (!j.ok())
+    return PrintError(absl::StrCat(rm_error.message(), " by the RM, and the history server could "
+                                   "not be asked: ", j.status().message()));
+  if (!j->is_object()) return PrintError(absl::StrCat("the history server answered for ", app_id,
+                                                      " with JSON that is not an object"));
+  if (json) {
+    std::cout << j->dump() << std::endl;
+    return 0;
+  }
+  auto text = [&](const char* key) {
+    const nlohmann::json& v = j->value(key, nlohmann::json());
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_number_integer()) return absl::StrCat(v.get<int64_t>());
+    return std::string("-");
+  };
+  auto time = [&](const char* key) {
+    const nlohmann::json& v = j->value(key, nlohmann::json());
+    return FormatTimeMs(v.is_number_integer() ? v.get<int64_t>() : 0);
+  };
+  PrintTable({
+      {"Application-Id:", text("appId")},
+      {"Name:", text("name")},
+      {"User:", text("user")},
+      {"Queue:", text("queue")},
+      {"Priority:", text("priority")},
+      {"State:", text("appState")},
+      {"Final-Status:", text("finalAppStatus")},
+      {"Attempt:", text("currentAppAttemptId")},
+      {"AM-Host:", text("host")},
+      {"Submitted:", time("submittedTime")},
+      {"Started:", time("startedTime")},
+      {"Finished:", time("finishedTime")},
+      {"Aggregate-Resource-Allocation:", text("aggregateResourceAllocation")},
+      {"Diagnostics:", text("diagnosticsInfo")},
+      {"From:", absl::StrCat("the history server at ", history,
+                             " (the RM no longer holds this application)")},
+  });
   return 0;
 }
 

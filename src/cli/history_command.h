@@ -39,9 +39,6 @@ absl::StatusOr<nlohmann::json> HistoryGet(const std::string& address, const std:
 absl::StatusOr<int64_t> ParseTimeFlag(absl::string_view flag, absl::string_view text,
                                       int64_t now_ms);
 
-// `ms` (since the epoch) in local time, "2026-11-20 10:00:00"; "-" for 0.
-std::string FormatHistoryTime(int64_t ms);
-
 // `weft app list --finished`: the finished apps the history server has, newest first, as a
 // table or (json) the server's JSON. `states`: "FINISHED,FAILED" etc. ("" = all); `since`:
 // ParseTimeFlag's forms ("" = all time). Returns the exit code.
@@ -55,6 +52,15 @@ struct FinishedListFlags {
   bool json = false;
 };
 int ListFinishedApps(const FinishedListFlags& flags);
+
+// `weft app status ID` for an app the RM does not hold (it ended and was forgotten, or its RM's
+// state is gone): the history server's record of it, as a table or (json) the server's JSON.
+// YARN's client does the same (YarnClient asks the history service on
+// ApplicationNotFoundException). `rm_error` is the RM's NotFound; when the history server does
+// not know the app either, or cannot be asked, the error printed joins both answers. Returns the
+// exit code.
+int FinishedAppStatus(const std::string& history, const std::string& app_id, bool json,
+                      const absl::Status& rm_error);
 
 }  // namespace weft::cli
 
