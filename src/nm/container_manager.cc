@@ -83,11 +83,7 @@ absl::Status NodeManager::StartOne(const v1::StartContainerRequest& request,
 
   // A restarted NM serves before its registration has brought the RM's container keys: a
   // start now is not refused for good (that would fail an AM's attempt) but asked again later.
-  if (verifier_.key_count() == 0) {
-    return absl::UnavailableError(
-        "this NodeManager has no container master keys yet (it has not registered with the "
-        "ResourceManager since it started); try again");
-  }
+  if (absl::Status s = CheckKeysFor(request.container_token()); !s.ok()) return s;
   absl::StatusOr<security::ContainerTokenData> token = verifier_.VerifyStart(
       security::Token{request.container_token().identifier(), request.container_token().password()},
       node_id_, loop_->NowMs());
@@ -268,6 +264,23 @@ absl::Status NodeManager::InterceptAmLaunch(const security::ContainerTokenData& 
   return absl::OkStatus();
 }
 
+absl::Status NodeManager::CheckKeysFor(const v1::Token& token) {
+  if (verifier_.key_count() == 0) {
+    return absl::UnavailableError(
+        "this NodeManager has no container master keys yet (it has not registered with the "
+        "ResourceManager since it started); try again");
+  }
+  if (keys_heard_) return absl::OkStatus();
+  absl::StatusOr<security::ContainerTokenData> unverified =
+      security::DecodeContainerToken(token.identifier());
+  if (!unverified.ok() || verifier_.HoldsKey(unverified->master_key_id, loop_->NowMs()))
+    return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat(
+      "this NodeManager restarted with the container master keys it kept, not key ",
+      unverified->master_key_id, ", and has not registered with the ResourceManager since; "
+      "try again"));
+}
+
 std::vector<std::string> NodeManager::CgroupDirsOf(const std::string& container_id) const {
   std::vector<std::string> dirs;
   if (cgroups_ == nullptr) return dirs;
@@ -389,11 +402,7 @@ absl::Status NodeManager::UpdateOne(const v1::Token& token_proto, absl::string_v
       unverified.ok()) {
     *container_id = unverified->container_id;
   }
-  if (verifier_.key_count() == 0) {
-    return absl::UnavailableError(
-        "this NodeManager has no container master keys yet (it has not registered with the "
-        "ResourceManager since it started); try again");
-  }
+  if (absl::Status s = CheckKeysFor(token_proto); !s.ok()) return s;
   absl::StatusOr<security::ContainerTokenData> token = verifier_.VerifyUpdate(
       security::Token{token_proto.identifier(), token_proto.password()}, node_id_, loop_->NowMs());
   if (!token.ok()) return token.status();

@@ -259,6 +259,9 @@ absl::Status NodeManager::RecoverContainers() {
     }
     // Those that ended while no NM watched: their exit files are there already.
     for (const ContainerExit& exit : executor_->Reap()) OnContainerExit(exit);
+    // The keys kept for this node id. After the records above: a start or update under them
+    // is checked against every container recorded here (its token is spent).
+    RestoreKeys();
   }
   if (absl::Status s = state_->SetValue(kNodeIdKey, node_id_); !s.ok()) {
     log::Error("nm_state_write_failed", {{"node", node_id_}, {"error", s}});

@@ -1021,6 +1021,55 @@ TEST_F(NmFencingTest, AStartBeforeTheFirstRegistrationIsUnavailableNotRefused) {
   EXPECT_THAT(response.failed(0).message(), HasSubstr("no container master keys yet"));
 }
 
+TEST_F(NmFencingTest, ARestartedNmVerifiesWithTheKeysItKeptBeforeItRegisters) {
+  // The first NM hears the RM's keys and is killed with -9; the second, on the same work root
+  // and port, cannot reach any RM. It starts a container under the key it kept, stops a
+  // running one its predecessor started, and answers a token under a key it never held with
+  // Unavailable (the RM may have rolled its keys meanwhile), not with a refusal.
+  StartChildNm();
+  const std::string running = "container_e1_1_0001_01_000041";
+  ASSERT_TRUE(StartContainer(running, "echo $$ > pid; exec sleep 30"));
+  const pid_t pid = ContainerPid(running);
+  KillChildNm();
+  NodeManagerOptions options = Options(port_);
+  options.rm_tracker_address = "127.0.0.1:1";  // no RM: it never registers
+  absl::StatusOr<std::unique_ptr<NodeManager>> nm = NodeManager::Start(options, &loop_);
+  ASSERT_TRUE(nm.ok()) << nm.status();
+  nm_ = *std::move(nm);
+  ASSERT_EQ(nm_->node_id(), node_id_);
+  Connect();
+
+  const std::string id = "container_e1_1_0001_01_000042";
+  ASSERT_TRUE(StartContainer(id, "exit 0"));
+  EXPECT_THAT(StopContainer(running).succeeded(), ElementsAre(running));
+  EXPECT_TRUE(PollUntil([&] { return ProcessGone(pid); }, kPollTimeout));
+  // A replay of the first start is still refused: its container is recorded here.
+  v1::StartContainersRequest replay;
+  v1::StartContainerRequest* again = replay.add_requests();
+  *again->mutable_container_token() = rm_->IssueToken(TokenData(running));
+  again->mutable_launch_context()->add_command("true");
+  v1::StartContainersResponse replayed;
+  grpc::ClientContext replay_context;
+  ASSERT_TRUE(stub_->StartContainers(&replay_context, replay, &replayed).ok());
+  ASSERT_EQ(replayed.failed_size(), 1) << replayed.DebugString();
+  EXPECT_THAT(replayed.failed(0).message(), HasSubstr("already started here"));
+
+  security::MasterKey unknown = rm_->current_key();
+  unknown.id += 100;
+  const std::string later = "container_e1_1_0001_01_000043";
+  v1::StartContainersRequest request;
+  v1::StartContainerRequest* one = request.add_requests();
+  *one->mutable_container_token() = rm_->IssueToken(TokenData(later), unknown);
+  one->mutable_launch_context()->add_command("true");
+  v1::StartContainersResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(stub_->StartContainers(&context, request, &response).ok());
+  ASSERT_EQ(response.failed_size(), 1) << response.DebugString();
+  EXPECT_THAT(response.failed(0).message(), HasSubstr("UNAVAILABLE"));
+  EXPECT_THAT(response.failed(0).message(),
+              HasSubstr(absl::StrCat("not key ", unknown.id, ", and has not registered")));
+}
+
 TEST_F(NmFencingTest, ASecondNmOnTheSameWorkRootIsRefused) {
   StartFirstNm();
   absl::StatusOr<std::unique_ptr<NodeManager>> second = NodeManager::Start(Options(0), &loop_);

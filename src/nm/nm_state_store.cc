@@ -45,6 +45,8 @@ using store::sqlite::Text;
 constexpr int kSchemaVersion = 6;
 
 constexpr char kTokenKeyValue[] = "amrmproxy_token_key";
+constexpr char kContainerKeyValue[] = "container_key_current";
+constexpr char kNextContainerKeyValue[] = "container_key_next";
 
 constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS containers (
@@ -564,23 +566,53 @@ absl::StatusOr<std::vector<amrmproxy::AttemptState>> NmStateStore::LoadAttempts(
   return states;
 }
 
-absl::StatusOr<std::optional<std::string>> NmStateStore::GetTokenKey() {
-  absl::MutexLock lock(&mu_);
-  absl::StatusOr<std::optional<std::string>> hex = GetValueLocked(kTokenKeyValue);
+absl::StatusOr<std::optional<std::string>> NmStateStore::GetBytesLocked(absl::string_view key,
+                                                                     absl::string_view what) {
+  absl::StatusOr<std::optional<std::string>> hex = GetValueLocked(key);
   if (!hex.ok() || !hex->has_value()) return hex;
   const std::string& text = **hex;
   if (text.size() % 2 != 0 || !std::all_of(text.begin(), text.end(), [](char c) {
         return absl::ascii_isxdigit(static_cast<unsigned char>(c));
       })) {
-    return absl::DataLossError(
-        absl::StrCat("the AMRMProxy's token key in ", path_, " is not hexadecimal"));
+    return absl::DataLossError(absl::StrCat(what, " in ", path_, " is not hexadecimal"));
   }
   return std::optional<std::string>(absl::HexStringToBytes(text));
+}
+
+absl::StatusOr<std::optional<std::string>> NmStateStore::GetTokenKey() {
+  absl::MutexLock lock(&mu_);
+  return GetBytesLocked(kTokenKeyValue, "the AMRMProxy's token key");
 }
 
 absl::Status NmStateStore::SetTokenKey(absl::string_view key) {
   absl::MutexLock lock(&mu_);
   return SetValueLocked(kTokenKeyValue, absl::BytesToHexString(key));
+}
+
+absl::StatusOr<std::optional<std::pair<std::string, std::string>>>
+NmStateStore::GetContainerKeys() {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<std::optional<std::string>> current =
+      GetBytesLocked(kContainerKeyValue, "the current container master key");
+  if (!current.ok()) return current.status();
+  absl::StatusOr<std::optional<std::string>> next =
+      GetBytesLocked(kNextContainerKeyValue, "the next container master key");
+  if (!next.ok()) return next.status();
+  if (!current->has_value() || !next->has_value())
+    return std::optional<std::pair<std::string, std::string>>();
+  return std::optional<std::pair<std::string, std::string>>(
+      std::make_pair(**std::move(current), **std::move(next)));
+}
+
+absl::Status NmStateStore::SetContainerKeys(absl::string_view current, absl::string_view next) {
+  absl::MutexLock lock(&mu_);
+  return InTransaction("writing the container master keys",
+                       [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+    if (absl::Status s = SetValueLocked(kContainerKeyValue, absl::BytesToHexString(current));
+        !s.ok())
+      return s;
+    return SetValueLocked(kNextContainerKeyValue, absl::BytesToHexString(next));
+  });
 }
 
 }  // namespace weft::nm

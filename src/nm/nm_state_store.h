@@ -141,6 +141,16 @@ class NmStateStore final : public amrmproxy::AmrmProxyStateStore {
   absl::StatusOr<std::optional<std::string>> GetTokenKey() override;
   absl::Status SetTokenKey(absl::string_view key) override;
 
+  // The container master keys the RM last gave this NM, current and next (each a
+  // v1::MasterKey's encoding; hex-encoded under the values "container_key_current" and
+  // "container_key_next", written in one transaction), so that a restarted NM verifies
+  // container tokens before it has registered again (YARN's NM recovery keeps them too). The
+  // store file is readable by the NM's user alone (0600, and SQLite gives its WAL the same
+  // mode). nullopt until both are written; DataLoss naming the key when a value is not
+  // hexadecimal.
+  absl::StatusOr<std::optional<std::pair<std::string, std::string>>> GetContainerKeys();
+  absl::Status SetContainerKeys(absl::string_view current, absl::string_view next);
+
   // Removes every record, application, value and AMRMProxy attempt.
   absl::Status Clear();
 
@@ -156,6 +166,10 @@ class NmStateStore final : public amrmproxy::AmrmProxyStateStore {
   absl::StatusOr<std::optional<std::string>> GetValueLocked(absl::string_view key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SetValueLocked(absl::string_view key, absl::string_view value)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A value written hex-encoded, decoded; DataLoss naming `what` when it is not hexadecimal.
+  absl::StatusOr<std::optional<std::string>> GetBytesLocked(absl::string_view key,
+                                                            absl::string_view what)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;

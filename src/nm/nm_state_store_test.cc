@@ -231,6 +231,40 @@ TEST_F(NmStateStoreTest, AmrmProxyAttemptsAndTheTokenKeySurviveReopening) {
   EXPECT_FALSE((*store)->GetTokenKey()->has_value());
 }
 
+// The container master keys survive reopening as written (bytes, not text), the file stays
+// the NM's alone, a value that is not hexadecimal is DataLoss naming the key, and Clear drops
+// them.
+TEST_F(NmStateStoreTest, TheContainerKeysSurviveReopening) {
+  const std::string current("cur\0rent\xff", 9), next("next\x01", 5);
+  {
+    absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->GetContainerKeys().ok());
+    EXPECT_FALSE((*store)->GetContainerKeys()->has_value());
+    ASSERT_TRUE((*store)->SetContainerKeys("old", "older").ok());
+    ASSERT_TRUE((*store)->SetContainerKeys(current, next).ok());
+  }
+  EXPECT_EQ(std::filesystem::status(path_).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<std::optional<std::pair<std::string, std::string>>> kept =
+      (*store)->GetContainerKeys();
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  ASSERT_TRUE(kept->has_value());
+  EXPECT_EQ((*kept)->first, current);
+  EXPECT_EQ((*kept)->second, next);
+
+  ASSERT_TRUE((*store)->SetValue("container_key_next", "not hex").ok());
+  kept = (*store)->GetContainerKeys();
+  EXPECT_EQ(kept.status().code(), absl::StatusCode::kDataLoss) << kept.status();
+  EXPECT_THAT(kept.status().message(), HasSubstr("the next container master key"));
+  ASSERT_TRUE((*store)->Clear().ok());
+  kept = (*store)->GetContainerKeys();
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_FALSE(kept->has_value());
+}
+
 TEST_F(NmStateStoreTest, AFileThatIsNotADatabaseIsDataLossAndLeavesNoLock) {
   std::ofstream(path_) << std::string(4096, 'x');
   absl::StatusOr<std::unique_ptr<NmStateStore>> store = NmStateStore::Open(path_);

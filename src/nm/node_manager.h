@@ -377,8 +377,17 @@ class NodeManager {
                    const std::string& active_hint, int64_t usual_ms);
   // A tracker stub for rm_failover_->current().
   void ConnectTracker();
+  // Learns the container master keys an RM reply carries, and keeps them in the state store
+  // when they changed (a restarted NM verifies with them before it registers again).
   void UpdateKeys(bool has_current, const v1::MasterKey& current, bool has_next,
                   const v1::MasterKey& next);
+  // At recovery: the keys the state store kept, if any (not heard from an RM: keys_heard_
+  // stays false). A kept key that does not parse is logged and skipped.
+  void RestoreKeys();
+  // Before keys_heard_, a token under a key this NM does not hold unexpired may be under one
+  // rolled while it was down: Unavailable (asked again later) rather than refused for good.
+  // OK otherwise (VerifyStart and VerifyUpdate then judge the token).
+  absl::Status CheckKeysFor(const v1::Token& token);
   void StopAllContainers(int exit_status, absl::string_view reason);
   // Reads the containers' class counters into net_stats_, and each running container's total
   // into its record (no-op without traffic control).
@@ -514,6 +523,10 @@ class NodeManager {
   bool shutting_down_ = false;
   int32_t last_response_id_ = 0;
   int32_t last_key_id_ = 0;
+  // An RM reply has brought keys since this NM started (only restored ones until then).
+  bool keys_heard_ = false;
+  // The current and next keys the state store holds (ids 0: none).
+  std::pair<security::MasterKey, security::MasterKey> stored_keys_;
   int64_t rm_epoch_ = 0;  // from the last registration
   int64_t heartbeat_interval_ms_ = 1000;
   std::optional<TimerId> rm_timer_;

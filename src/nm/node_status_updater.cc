@@ -37,6 +37,14 @@ struct RmCall {
   Response response;
 };
 
+security::MasterKey FromProto(const v1::MasterKey& key) {
+  security::MasterKey out;
+  out.id = key.key_id();
+  out.secret = key.secret();
+  out.expires_ms = key.expires_ms();
+  return out;
+}
+
 void ToProto(const Resource& r, v1::Resource* out) {
   auto& values = *out->mutable_values();
   values["memory-mb"] = r[kMemoryMb];
@@ -181,17 +189,43 @@ int64_t NodeManager::FailOver(absl::string_view event, const grpc::Status& statu
 void NodeManager::UpdateKeys(bool has_current, const v1::MasterKey& current, bool has_next,
                              const v1::MasterKey& next) {
   if (!has_current && !has_next) return;
-  auto convert = [](const v1::MasterKey& key) {
-    security::MasterKey out;
-    out.id = key.key_id();
-    out.secret = key.secret();
-    out.expires_ms = key.expires_ms();
-    return out;
-  };
-  security::MasterKey cur = convert(has_current ? current : next);
-  security::MasterKey nxt = convert(has_next ? next : current);
+  const v1::MasterKey& current_proto = has_current ? current : next;
+  const v1::MasterKey& next_proto = has_next ? next : current;
+  security::MasterKey cur = FromProto(current_proto);
+  security::MasterKey nxt = FromProto(next_proto);
   verifier_.UpdateKeys(cur, nxt);
+  keys_heard_ = true;
   last_key_id_ = cur.id;
+  if (cur == stored_keys_.first && nxt == stored_keys_.second) return;
+  // Kept for a restart; failing to keep them costs only the wait for the next registration.
+  if (absl::Status s = state_->SetContainerKeys(current_proto.SerializeAsString(),
+                                                next_proto.SerializeAsString());
+      s.ok()) {
+    stored_keys_ = {cur, nxt};
+  } else {
+    log::Warn("container_keys_not_stored", {{"node", node_id_}, {"error", s}});
+  }
+}
+
+void NodeManager::RestoreKeys() {
+  absl::StatusOr<std::optional<std::pair<std::string, std::string>>> kept =
+      state_->GetContainerKeys();
+  if (!kept.ok()) {
+    log::Warn("container_keys_not_restored", {{"node", node_id_}, {"error", kept.status()}});
+    return;
+  }
+  if (!kept->has_value()) return;
+  v1::MasterKey current, next;
+  if (!current.ParseFromString((*kept)->first) || !next.ParseFromString((*kept)->second)) {
+    log::Warn("container_keys_not_restored",
+              {{"node", node_id_}, {"error", "a kept key does not parse"}});
+    return;
+  }
+  stored_keys_ = {FromProto(current), FromProto(next)};
+  verifier_.UpdateKeys(stored_keys_.first, stored_keys_.second);
+  last_key_id_ = current.key_id();
+  log::Info("container_keys_restored",
+            {{"node", node_id_}, {"current", current.key_id()}, {"next", next.key_id()}});
 }
 
 void NodeManager::SendRegister() {

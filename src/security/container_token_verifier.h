@@ -79,6 +79,11 @@ class ContainerTokenVerifier {
   // Number of keys / started container ids currently remembered (includes entries that have
   // expired but have not been dropped yet).
   size_t key_count() const { return keys_.size(); }
+  // Whether key `id` is known and unexpired at `now_ms` (a token under it may verify).
+  bool HoldsKey(int32_t id, int64_t now_ms) const {
+    auto it = keys_.find(id);
+    return it != keys_.end() && now_ms < it->second.expires_ms;
+  }
   size_t started_count() const { return started_.size(); }
 
  private:

@@ -141,6 +141,16 @@ TEST_F(ContainerTokenVerifierTest, RefusesUnknownMasterKey) {
       absl::StrCat("container token for container_9: unknown master key ", other.next().id));
 }
 
+// HoldsKey: the current and next keys a heartbeat brought, until each one's expiry; no other.
+TEST_F(ContainerTokenVerifierTest, HoldsTheKeysItWasGivenUntilTheyExpire) {
+  const MasterKey current = rm_keys_.current(), next = rm_keys_.next();
+  EXPECT_TRUE(nm_.HoldsKey(current.id, 0));
+  EXPECT_TRUE(nm_.HoldsKey(next.id, 0));
+  EXPECT_FALSE(nm_.HoldsKey(next.id + 1, 0));
+  EXPECT_TRUE(nm_.HoldsKey(current.id, current.expires_ms - 1));
+  EXPECT_FALSE(nm_.HoldsKey(current.id, current.expires_ms));
+}
+
 TEST_F(ContainerTokenVerifierTest, RefusesExpiredToken) {
   EXPECT_TRUE(nm_.VerifyStart(Issue("container_2", 5000), kNode, 4999).ok());
   const Token t = Issue("container_1", 5000);
