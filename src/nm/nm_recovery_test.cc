@@ -283,6 +283,20 @@ class NmRecoveryTestBase : public ::testing::Test {
     return response.succeeded_size() == 1 && response.succeeded(0) == id;
   }
 
+  // One StartContainers call with `token` and the command `true`; the call itself must
+  // succeed (each container's failure is in the response).
+  v1::StartContainersResponse TryStart(const v1::Token& token) {
+    v1::StartContainersRequest request;
+    v1::StartContainerRequest* one = request.add_requests();
+    *one->mutable_container_token() = token;
+    one->mutable_launch_context()->add_command("true");
+    v1::StartContainersResponse response;
+    grpc::ClientContext context;
+    grpc::Status status = stub_->StartContainers(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return response;
+  }
+
   v1::StopContainersResponse StopContainer(const std::string& id) {
     v1::StopContainersRequest request;
     request.add_container_ids(id);
@@ -1007,14 +1021,7 @@ TEST_F(NmFencingTest, AStartBeforeTheFirstRegistrationIsUnavailableNotRefused) {
   port_ = nm_->port();
   Connect();
   const std::string id = "container_e1_1_0001_01_000031";
-  v1::StartContainersRequest request;
-  v1::StartContainerRequest* one = request.add_requests();
-  *one->mutable_container_token() = rm_->IssueToken(TokenData(id));
-  one->mutable_launch_context()->add_command("true");
-  v1::StartContainersResponse response;
-  grpc::ClientContext context;
-  grpc::Status status = stub_->StartContainers(&context, request, &response);
-  ASSERT_TRUE(status.ok()) << status.error_message();
+  const v1::StartContainersResponse response = TryStart(rm_->IssueToken(TokenData(id)));
   ASSERT_EQ(response.failed_size(), 1) << response.DebugString();
   EXPECT_EQ(response.failed(0).container_id(), id);
   EXPECT_THAT(response.failed(0).message(), HasSubstr("UNAVAILABLE"));
@@ -1044,26 +1051,14 @@ TEST_F(NmFencingTest, ARestartedNmVerifiesWithTheKeysItKeptBeforeItRegisters) {
   EXPECT_THAT(StopContainer(running).succeeded(), ElementsAre(running));
   EXPECT_TRUE(PollUntil([&] { return ProcessGone(pid); }, kPollTimeout));
   // A replay of the first start is still refused: its container is recorded here.
-  v1::StartContainersRequest replay;
-  v1::StartContainerRequest* again = replay.add_requests();
-  *again->mutable_container_token() = rm_->IssueToken(TokenData(running));
-  again->mutable_launch_context()->add_command("true");
-  v1::StartContainersResponse replayed;
-  grpc::ClientContext replay_context;
-  ASSERT_TRUE(stub_->StartContainers(&replay_context, replay, &replayed).ok());
+  const v1::StartContainersResponse replayed = TryStart(rm_->IssueToken(TokenData(running)));
   ASSERT_EQ(replayed.failed_size(), 1) << replayed.DebugString();
   EXPECT_THAT(replayed.failed(0).message(), HasSubstr("already started here"));
 
   security::MasterKey unknown = rm_->current_key();
   unknown.id += 100;
-  const std::string later = "container_e1_1_0001_01_000043";
-  v1::StartContainersRequest request;
-  v1::StartContainerRequest* one = request.add_requests();
-  *one->mutable_container_token() = rm_->IssueToken(TokenData(later), unknown);
-  one->mutable_launch_context()->add_command("true");
-  v1::StartContainersResponse response;
-  grpc::ClientContext context;
-  ASSERT_TRUE(stub_->StartContainers(&context, request, &response).ok());
+  const v1::StartContainersResponse response =
+      TryStart(rm_->IssueToken(TokenData("container_e1_1_0001_01_000043"), unknown));
   ASSERT_EQ(response.failed_size(), 1) << response.DebugString();
   EXPECT_THAT(response.failed(0).message(), HasSubstr("UNAVAILABLE"));
   EXPECT_THAT(response.failed(0).message(),
