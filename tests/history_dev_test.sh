@@ -96,18 +96,19 @@ rm_finished=$(curl -sf --max-time 5 "http://$web/ws/v1/cluster/apps?states=FINIS
 curl -sf --max-time 5 "http://$web/ws/v1/applicationhistory/apps/${ids[0]}" >/dev/null &&
   ok "the forgotten ${ids[0]} is still in the history" || bad "${ids[0]} is not in the history"
 # `weft app status` of the forgotten app answers from the history server (as YARN's client asks
-# its history service), as a table and as the server's JSON; an app neither knows is an error
-# naming both.
+# its history service), as a table and as the same JSON report as the RM's; an app neither
+# knows is an error naming both.
 status() { timeout 20 "$weft" app status "$@"; }
 if status "${ids[0]}" >"$tmp/status" 2>&1 && grep -q "^State: *FINISHED" "$tmp/status" &&
     grep -q "^Final-Status: *SUCCEEDED" "$tmp/status" &&
     grep -q "^From: *the history server at http://$web" "$tmp/status"; then
   ok "app status of the forgotten ${ids[0]}: from the history server"
 else bad "app status of the forgotten ${ids[0]}: $(cat "$tmp/status")"; fi
-status --json "${ids[0]}" >"$tmp/status.json" 2>&1
-if [[ $(jq -r .appId <"$tmp/status.json") == "${ids[0]}" ]]; then
-  ok "app status --json of the forgotten app: the history server's JSON"
-else bad "app status --json of the forgotten app: $(cat "$tmp/status.json")"; fi
+status --json "${ids[0]}" >"$tmp/status.json" 2>"$tmp/status.err"
+report=$(jq -r '.applicationId + " " + .state + " " + .finalStatus' <"$tmp/status.json")
+if [[ $report == "${ids[0]} APP_FINISHED FINAL_SUCCEEDED" ]] &&
+    grep -q "from the history server" "$tmp/status.err"; then ok "app status --json of the forgotten app: the RM's report shape, from the history server"
+else bad "app status --json of the forgotten app: $(cat "$tmp/status.json" "$tmp/status.err")"; fi
 unknown=application_1_9999
 if ! status "$unknown" >/dev/null 2>"$tmp/err" && [[ $(wc -l <"$tmp/err") -eq 1 ]] &&
     grep -q "not found by the RM, and the history server at http://$web answered 404" "$tmp/err"

@@ -488,15 +488,35 @@ struct IdFlags {
 
 int Status(const IdFlags& f) {
   RmClient client(f.common.rm_address, f.common.user);
-  auto r = client.GetApplication(f.app_id);
-  if (r.status().code() == absl::StatusCode::kNotFound)
-    return FinishedAppStatus(f.history, f.app_id, f.common.json, r.status());
+  absl::StatusOr<v1::ApplicationReport> r = client.GetApplication(f.app_id);
+  // An app the RM does not hold: the history server's record, as YARN's client falls back.
+  std::string from;
+  if (r.status().code() == absl::StatusCode::kNotFound) {
+    absl::StatusOr<v1::ApplicationReport> finished = FinishedAppReport(f.history, f.app_id);
+    if (!finished.ok()) {
+      return PrintError(absl::StrCat(
+          r.status().message(), " by the RM, and ",
+          finished.status().code() == absl::StatusCode::kNotFound
+              ? ""
+              : "the history server could not tell: ",
+          finished.status().message()));
+    }
+    r = std::move(finished);
+    from = absl::StrCat("the history server at ", f.history,
+                        " (the RM no longer holds this application)");
+  }
   if (!r.ok()) return PrintError(r.status().message());
   if (f.common.json) {
     std::cout << ToJson(*r) << std::endl;
+    if (!from.empty()) std::cerr << "weft: from " << from << std::endl;
     return 0;
   }
-  PrintTable({
+  std::string am_resource = FormatResource(r->am_resource());
+  std::string am_sizing = r->am_sizing_decisions().empty()
+                              ? "by the client"
+                              : absl::StrJoin(r->am_sizing_decisions(), " | ");
+  if (!from.empty()) am_resource = am_sizing = "-";  // not in the history's record
+  std::vector<std::vector<std::string>> rows = {
       {"Application-Id:", r->application_id()},
       {"Name:", r->name()},
       {"User:", r->user()},
@@ -509,16 +529,16 @@ int Status(const IdFlags& f) {
       {"AM-Host:", r->am_host().empty() ? "-" : r->am_host()},
       {"Running-Containers:", absl::StrCat(r->running_containers())},
       {"Allocated:", FormatResource(r->allocated())},
-      {"AM-Resource:", FormatResource(r->am_resource())},
-      {"AM-Sizing:", r->am_sizing_decisions().empty()
-                         ? "by the client"
-                         : absl::StrJoin(r->am_sizing_decisions(), " | ")},
+      {"AM-Resource:", am_resource},
+      {"AM-Sizing:", am_sizing},
       {"Goal:", r->completion_goal_ms() > 0 ? FormatTimeMs(r->completion_goal_ms()) : "-"},
       {"Submitted:", FormatTimeMs(r->submit_time_ms())},
       {"Started:", FormatTimeMs(r->start_time_ms())},
       {"Finished:", FormatTimeMs(r->finish_time_ms())},
       {"Diagnostics:", r->diagnostics()},
-  });
+  };
+  if (!from.empty()) rows.push_back({"From:", from});
+  PrintTable(rows);
   return 0;
 }
 

@@ -394,50 +394,58 @@ int ListFinishedApps(const FinishedListFlags& f) {
   return 0;
 }
 
-int FinishedAppStatus(const std::string& history, const std::string& app_id, bool json,
-                      const absl::Status& rm_error) {
+absl::StatusOr<v1::ApplicationReport> FinishedAppReport(const std::string& history,
+                                                        const std::string& app_id) {
   absl::StatusOr<nlohmann::json> j = HistoryGet(
       history, absl::StrCat(web::HistoryApi::kPrefix, "/apps/", web::PercentEncode(app_id)));
-  if (!j.ok() && j.status().code() == absl::StatusCode::kNotFound)
-    return PrintError(absl::StrCat(rm_error.message(), " by the RM, and ", j.status().message()));
-  if (!j.ok())
-    return PrintError(absl::StrCat(rm_error.message(), " by the RM, and the history server could "
-                                   "not be asked: ", j.status().message()));
-  if (!j->is_object()) return PrintError(absl::StrCat("the history server answered for ", app_id,
-                                                      " with JSON that is not an object"));
-  if (json) {
-    std::cout << j->dump() << std::endl;
-    return 0;
-  }
+  if (!j.ok()) return j.status();
+  auto bad = [&](absl::string_view what) {
+    return absl::DataLossError(absl::StrCat("the history server's record of ", app_id, ": ", what));
+  };
+  if (!j->is_object()) return bad("not a JSON object");
   auto text = [&](const char* key) {
-    const nlohmann::json& v = j->value(key, nlohmann::json());
-    if (v.is_string()) return v.get<std::string>();
-    if (v.is_number_integer()) return absl::StrCat(v.get<int64_t>());
-    return std::string("-");
+    auto it = j->find(key);
+    return it != j->end() && it->is_string() ? it->get<std::string>() : std::string();
   };
-  auto time = [&](const char* key) {
-    const nlohmann::json& v = j->value(key, nlohmann::json());
-    return FormatTimeMs(v.is_number_integer() ? v.get<int64_t>() : 0);
+  auto number = [&](const char* key) {
+    auto it = j->find(key);
+    return it != j->end() && it->is_number_integer() ? it->get<int64_t>() : int64_t{0};
   };
-  PrintTable({
-      {"Application-Id:", text("appId")},
-      {"Name:", text("name")},
-      {"User:", text("user")},
-      {"Queue:", text("queue")},
-      {"Priority:", text("priority")},
-      {"State:", text("appState")},
-      {"Final-Status:", text("finalAppStatus")},
-      {"Attempt:", text("currentAppAttemptId")},
-      {"AM-Host:", text("host")},
-      {"Submitted:", time("submittedTime")},
-      {"Started:", time("startedTime")},
-      {"Finished:", time("finishedTime")},
-      {"Aggregate-Resource-Allocation:", text("aggregateResourceAllocation")},
-      {"Diagnostics:", text("diagnosticsInfo")},
-      {"From:", absl::StrCat("the history server at ", history,
-                             " (the RM no longer holds this application)")},
-  });
-  return 0;
+  v1::ApplicationReport r;
+  r.set_application_id(text("appId"));
+  if (r.application_id() != app_id) return bad(absl::StrCat("appId '", r.application_id(), "'"));
+  r.set_name(text("name"));
+  r.set_user(text("user"));
+  r.set_queue(text("queue"));
+  r.set_priority(static_cast<int32_t>(number("priority")));
+  absl::StatusOr<v1::ApplicationState> state = store::ParseAppState(text("appState"));
+  if (!state.ok()) return bad(state.status().message());
+  r.set_state(*state);
+  absl::StatusOr<v1::FinalApplicationStatus> final_status =
+      store::ParseFinalStatus(text("finalAppStatus"));
+  if (!final_status.ok()) return bad(final_status.status().message());
+  r.set_final_status(*final_status);
+  r.set_diagnostics(text("diagnosticsInfo"));
+  if (auto it = j->find("progress"); it != j->end() && it->is_number())
+    r.set_progress(static_cast<float>(it->get<double>() / 100));
+  r.set_submit_time_ms(number("submittedTime"));
+  r.set_start_time_ms(number("startedTime"));
+  r.set_finish_time_ms(number("finishedTime"));
+  // appattempt_<cluster ts>_<seq>_<attempt>
+  const std::string attempt = text("currentAppAttemptId");
+  int32_t attempt_number = 0;
+  if (size_t at = attempt.rfind('_'); at != std::string::npos &&
+                                      absl::SimpleAtoi(attempt.substr(at + 1), &attempt_number))
+    r.set_current_attempt(attempt_number);
+  r.set_am_host(text("host"));
+  if (auto it = j->find("resourceSeconds"); it != j->end() && it->is_object()) {
+    for (const auto& [type, value] : it->items())
+      if (value.is_number_integer())
+        (*r.mutable_resource_seconds()->mutable_values())[type] = value.get<int64_t>();
+  }
+  if (auto it = j->find("unmanagedApplication"); it != j->end() && it->is_boolean())
+    r.set_unmanaged_am(it->get<bool>());
+  return r;
 }
 
 void AddHistoryCommand(CLI::App& app, int* exit_code) {

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
+#include "weft/v1/common.pb.h"
 
 namespace weft::cli {
 
@@ -53,14 +54,13 @@ struct FinishedListFlags {
 };
 int ListFinishedApps(const FinishedListFlags& flags);
 
-// `weft app status ID` for an app the RM does not hold (it ended and was forgotten, or its RM's
-// state is gone): the history server's record of it, as a table or (json) the server's JSON.
-// YARN's client does the same (YarnClient asks the history service on
-// ApplicationNotFoundException). `rm_error` is the RM's NotFound; when the history server does
-// not know the app either, or cannot be asked, the error printed joins both answers. Returns the
-// exit code.
-int FinishedAppStatus(const std::string& history, const std::string& app_id, bool json,
-                      const absl::Status& rm_error);
+// For `weft app status ID` when the RM does not hold the app (it ended and was forgotten, or
+// its RM's state is gone): the history server's record of it as the RM would report it, as
+// YARN's client asks its history service on ApplicationNotFoundException. Errors: HistoryGet's
+// (NotFound when the server does not know it either), DataLoss naming what in the record does
+// not fit a report (a state it cannot parse, another app's id).
+absl::StatusOr<v1::ApplicationReport> FinishedAppReport(const std::string& history,
+                                                        const std::string& app_id);
 
 }  // namespace weft::cli
 
