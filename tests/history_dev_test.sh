@@ -4,7 +4,8 @@
 # /ws/v1/applicationhistory (YARN's AHS API) and the history page; `weft app list --finished`
 # and `weft accounting report` read them; containers carry the usage their NM measured; the
 # RM keeps only --max-completed-apps finished apps while the history keeps every one; and
-# `weft app status` of an app the RM forgot answers from the history server.
+# `weft app status` of an app the RM forgot answers from the history server (and shows a hostile
+# server's record escaped, or refuses it when it cannot be a report).
 # Usage: history_dev_test.sh WEFT
 set -uo pipefail
 weft=${1:?usage: history_dev_test.sh WEFT}
@@ -114,6 +115,47 @@ if ! status "$unknown" >/dev/null 2>"$tmp/err" && [[ $(wc -l <"$tmp/err") -eq 1 
     grep -q "not found by the RM, and the history server at http://$web answered 404" "$tmp/err"
 then ok "app status $unknown: $(cat "$tmp/err")"
 else bad "app status $unknown: $(cat "$tmp/err")"; fi
+
+# A history server that answers what a report cannot hold (a fake one: the real one cannot be
+# made to): terminal escapes in a name are shown escaped; a record of another app, or with a
+# state no app has, is refused naming what (exit 1), not shown.
+cat >"$tmp/fake_history.py" <<'PY'
+import http.server, json
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        app = self.path.rsplit("/", 1)[-1]
+        rec = {"appId": app, "name": "\x1b[31mred\nFake-Row: x", "user": "u", "queue": "q",
+               "appState": "FINISHED", "finalAppStatus": "SUCCEEDED"}
+        if app.endswith("_0002"): rec["appId"] = "application_9_9999"
+        if app.endswith("_0003"): rec["appState"] = "EXPLODED"
+        body = json.dumps(rec).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args): pass
+server = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(server.server_port, flush=True)
+server.serve_forever()
+PY
+python3 "$tmp/fake_history.py" >"$tmp/fake_port" &
+fake=$!
+for _ in $(seq 1 50); do [[ -s $tmp/fake_port ]] && break; sleep 0.1; done
+fake_url="http://127.0.0.1:$(cat "$tmp/fake_port")"
+if status application_1_0001 --history "$fake_url" >"$tmp/fake_status" 2>&1 &&
+    ! grep -q $'\x1b' "$tmp/fake_status" && ! grep -q '^Fake-Row' "$tmp/fake_status" &&
+    grep '^Name:' "$tmp/fake_status" | grep -qF '\x1b[31mred\nFake-Row: x'; then
+  ok "a hostile history record's name is shown escaped"
+else bad "hostile name: $(cat -v "$tmp/fake_status")"; fi
+if ! status application_1_0002 --history "$fake_url" >/dev/null 2>"$tmp/err" &&
+    grep -q "names another application, 'application_9_9999'" "$tmp/err"
+then ok "a record of another app is refused: $(cat "$tmp/err")"
+else bad "a record of another app: $(cat "$tmp/err")"; fi
+if ! status application_1_0003 --history "$fake_url" >/dev/null 2>"$tmp/err" &&
+    grep -q "'EXPLODED' is not an application state" "$tmp/err"
+then ok "a record with an unknown state is refused: $(cat "$tmp/err")"
+else bad "a record with an unknown state: $(cat "$tmp/err")"; fi
+kill "$fake" 2>/dev/null
 
 # /metrics: the outbox drained, the finished apps held.
 for _ in $(seq 1 50); do

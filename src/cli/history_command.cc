@@ -413,7 +413,8 @@ absl::StatusOr<v1::ApplicationReport> FinishedAppReport(const std::string& histo
   };
   v1::ApplicationReport r;
   r.set_application_id(text("appId"));
-  if (r.application_id() != app_id) return bad(absl::StrCat("appId '", r.application_id(), "'"));
+  if (r.application_id() != app_id)
+    return bad(absl::StrCat("it names another application, '", r.application_id(), "'"));
   r.set_name(text("name"));
   r.set_user(text("user"));
   r.set_queue(text("queue"));
