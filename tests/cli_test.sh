@@ -77,10 +77,13 @@ fi
 timeout 10 "$weft" app list --state KILLED | grep -q "$id" && ok "app list --state KILLED" ||
   bad "app list --state KILLED does not show $id"
 
-# Errors: one line on stderr, exit code 1.
-timeout 10 "$weft" app status application_0_0000 >"$tmp/out" 2>"$tmp/err"
+# Errors: one line on stderr, exit code 1. With no history server named (no --history, no
+# $WEFT_HISTORY_ADDRESS), an app the RM does not hold is not looked for anywhere else.
+timeout 10 env -u WEFT_HISTORY_ADDRESS "$weft" app status application_0_0000 >"$tmp/out" \
+  2>"$tmp/err"
 rc=$?
-if [[ $rc -eq 1 && $(wc -l <"$tmp/err") -eq 1 ]] && grep -q '^weft: .*not found' "$tmp/err"; then
+if [[ $rc -eq 1 && $(wc -l <"$tmp/err") -eq 1 ]] && grep -q '^weft: .*not found' "$tmp/err" &&
+    grep -q "give --history URL" "$tmp/err"; then
   ok "app status application_0_0000 -> $(cat "$tmp/err")"
 else
   bad "app status application_0_0000: rc $rc, stderr: $(cat "$tmp/err")"

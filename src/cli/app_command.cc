@@ -7,6 +7,7 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -483,7 +484,11 @@ struct IdFlags {
   std::string app_id;
   double timeout_s = 0;
   std::string diagnostics;
-  std::string history;  // `app status`: asked when the RM does not know the app
+  // `app status`: the history server asked when the RM does not know the app; "" = none (then
+  // $WEFT_HISTORY_ADDRESS, if set). Never a default address: the CLI's credential goes only
+  // where the user said a history server is, as YARN asks its history service only when
+  // configured.
+  std::string history;
 };
 
 int Status(const IdFlags& f) {
@@ -491,8 +496,15 @@ int Status(const IdFlags& f) {
   absl::StatusOr<v1::ApplicationReport> r = client.GetApplication(f.app_id);
   // An app the RM does not hold: the history server's record, as YARN's client falls back.
   std::string from;
+  const char* env = std::getenv("WEFT_HISTORY_ADDRESS");
+  const std::string history = !f.history.empty() ? f.history : env != nullptr ? env : "";
+  if (r.status().code() == absl::StatusCode::kNotFound && history.empty()) {
+    return PrintError(absl::StrCat(r.status().message(),
+                                   " (give --history URL or set WEFT_HISTORY_ADDRESS to ask the "
+                                   "history server for an application the RM no longer holds)"));
+  }
   if (r.status().code() == absl::StatusCode::kNotFound) {
-    absl::StatusOr<v1::ApplicationReport> finished = FinishedAppReport(f.history, f.app_id);
+    absl::StatusOr<v1::ApplicationReport> finished = FinishedAppReport(history, f.app_id);
     if (!finished.ok()) {
       return PrintError(absl::StrCat(
           r.status().message(), " by the RM, and ",
@@ -502,7 +514,7 @@ int Status(const IdFlags& f) {
           finished.status().message()));
     }
     r = std::move(finished);
-    from = absl::StrCat("the history server at ", f.history,
+    from = absl::StrCat("the history server at ", history,
                         " (the RM no longer holds this application)");
   }
   if (!r.ok()) return PrintError(r.status().message());
@@ -683,7 +695,9 @@ void AddAppCommand(CLI::App& app, int* exit_code) {
                   "holds it)");
     AddCommonFlags(cmd, &f->common, /*with_user_flag=*/false);
     cmd->add_option("ID", f->app_id, "application id")->required();
-    AddHistoryOption(cmd, &f->history);
+    cmd->add_option("--history", f->history,
+                    "when the RM no longer holds the app, ask this history server, "
+                    "http://HOST:PORT (default $WEFT_HISTORY_ADDRESS; none when unset)");
     cmd->callback([f, exit_code] { *exit_code = Status(*f); });
   }
   {
