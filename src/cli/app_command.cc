@@ -7,7 +7,6 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -496,8 +495,7 @@ int Status(const IdFlags& f) {
   absl::StatusOr<v1::ApplicationReport> r = client.GetApplication(f.app_id);
   // An app the RM does not hold: the history server's record, as YARN's client falls back.
   std::string from;
-  const char* env = std::getenv("WEFT_HISTORY_ADDRESS");
-  const std::string history = !f.history.empty() ? f.history : env != nullptr ? env : "";
+  const std::string history = !f.history.empty() ? f.history : ConfiguredHistoryAddress();
   if (r.status().code() == absl::StatusCode::kNotFound && history.empty()) {
     return PrintError(absl::StrCat(r.status().message(),
                                    " (give --history URL or set WEFT_HISTORY_ADDRESS to ask the "

@@ -238,9 +238,14 @@ std::string FormatDurationMs(int64_t ms) {
 
 }  // namespace
 
-std::string DefaultHistoryAddress() {
+std::string ConfiguredHistoryAddress() {
   const char* env = std::getenv("WEFT_HISTORY_ADDRESS");
-  if (env != nullptr && *env != '\0') return env;
+  return env != nullptr ? env : "";
+}
+
+std::string DefaultHistoryAddress() {
+  std::string configured = ConfiguredHistoryAddress();
+  if (!configured.empty()) return configured;
   return "http://127.0.0.1:8188";
 }
 

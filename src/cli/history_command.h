@@ -19,7 +19,9 @@ namespace weft::cli {
 
 void AddHistoryCommand(CLI::App& app, int* exit_code);
 
-// The history server readers ask without --history: $WEFT_HISTORY_ADDRESS, else
+// The history server the environment names: $WEFT_HISTORY_ADDRESS, "" when unset or empty.
+std::string ConfiguredHistoryAddress();
+// The history server readers ask without --history: ConfiguredHistoryAddress(), else
 // "http://127.0.0.1:8188" (YARN's Timeline Server port).
 std::string DefaultHistoryAddress();
 // Adds `--history URL` (defaulting to DefaultHistoryAddress()) to `cmd`.
