@@ -562,9 +562,28 @@ int Kill(const IdFlags& f) {
                                          " from the CLI")
                           : f.diagnostics);
   v1::KillApplicationResponse resp;
-  // Killing is idempotent (a final application's kill is OK): a retry after a failover is safe.
-  if (absl::Status s = client.Call(&v1::ClientService::Stub::KillApplication, req, &resp); !s.ok())
-    return PrintError(s.message());
+  // Killing is idempotent (a final application's kill is OK): a retry after a failover is safe,
+  // and so is asking again until the kill completed (a federated app's, once its home record
+  // says it ended), as YARN's client does.
+  const absl::Time start = absl::Now();
+  bool told = false;
+  while (true) {
+    if (absl::Status s = client.Call(&v1::ClientService::Stub::KillApplication, req, &resp);
+        !s.ok())
+      return PrintError(s.message());
+    if (resp.kill_completed()) break;
+    const double elapsed_s = absl::ToDoubleSeconds(absl::Now() - start);
+    if (f.timeout_s > 0 && elapsed_s >= f.timeout_s)
+      return PrintError(absl::StrCat(
+          "the RM took the kill of ", f.app_id, " but it has not completed after ", f.timeout_s,
+          " s: its end waits to be written into its home record in the federation store; run "
+          "the kill again, or see `weft app status`"));
+    if (!told && !f.common.json) {
+      std::cerr << "waiting for " << EscapeForTerminal(f.app_id) << " to be killed" << std::endl;
+      told = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
   if (f.common.json) {
     std::cout << ToJson(resp) << std::endl;
   } else {
@@ -704,6 +723,11 @@ void AddAppCommand(CLI::App& app, int* exit_code) {
     AddCommonFlags(cmd, &f->common);
     cmd->add_option("ID", f->app_id, "application id")->required();
     cmd->add_option("--diagnostics", f->diagnostics, "why (recorded in the app's diagnostics)");
+    f->timeout_s = 60;
+    cmd->add_option("--timeout-s", f->timeout_s,
+                    "give up waiting for the kill to complete after this long (0 = never)")
+        ->capture_default_str()
+        ->check(FiniteNumberValidator("seconds", 0, kMaxFlagSeconds));
     cmd->callback([f, exit_code] { *exit_code = Kill(*f); });
   }
   {

@@ -186,4 +186,36 @@ std::vector<std::string> FederationLease::Checked(const FederationHomesCheck& ch
   return seen;
 }
 
+bool FederationEnds::Add(const std::string& app_id, End end) {
+  if (!pending_.try_emplace(app_id, std::move(end)).second) return false;
+  to_write_.insert(app_id);
+  return true;
+}
+
+const FederationEnds::End* FederationEnds::Find(const std::string& app_id) const {
+  auto it = pending_.find(app_id);
+  return it == pending_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::pair<std::string, int64_t>> FederationEnds::TakeToWrite() {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const std::string& id : to_write_) {
+    auto it = pending_.find(id);
+    if (it != pending_.end()) out.emplace_back(id, it->second.ended_ms);
+  }
+  to_write_.clear();
+  return out;
+}
+
+void FederationEnds::Retry(const std::string& app_id) {
+  if (pending_.contains(app_id)) to_write_.insert(app_id);
+}
+
+std::optional<FederationEnds::End> FederationEnds::Take(const std::string& app_id) {
+  to_write_.erase(app_id);
+  auto node = pending_.extract(app_id);
+  if (node.empty()) return std::nullopt;
+  return std::move(node.mapped());
+}
+
 }  // namespace weft::rm

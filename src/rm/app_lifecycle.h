@@ -10,8 +10,10 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -122,6 +124,9 @@ class FederationLease {
   bool Stale(int64_t now_ms) const;
   // Whether a new attempt of the app must wait for the next check.
   bool MustHold(const std::string& app_id, bool federation_uam, int64_t now_ms) const;
+  // Whether the last check found the app without a home record (submitted to this RM
+  // directly): not federated. An app no check has seen yet counts as federated.
+  bool WithoutHome(const std::string& app_id) const { return no_home_.contains(app_id); }
   void Hold(const std::string& app_id) { held_.insert(app_id); }
   // The app ended (or is gone): not held any more.
   void Forget(const std::string& app_id) { held_.erase(app_id); }
@@ -139,6 +144,41 @@ class FederationLease {
   int64_t renewed_ms_ = -1;
   std::set<std::string> no_home_;  // as of the last check
   std::set<std::string> held_;
+};
+
+// The ends of this sub-cluster's federated apps that wait to be written into their home
+// records (YARN's FINAL_SAVING, with the federation store as the store): an app killed or
+// failed here stays in its last live state, and is reported so, until its home record says it
+// ended. The GPG resubmits only apps whose record does not say so, so without this an app that
+// a client saw end, and whose sub-cluster was lost before the GPG's next sweep, would run again
+// elsewhere. (An AM's unregistration is written before the RM takes it: federation_fencing.h.)
+// The first end wins; a second (a kill of a failing app) changes nothing. Pure;
+// thread-compatible.
+class FederationEnds {
+ public:
+  struct End {
+    AppEvent event = AppEvent::kKilled;
+    FinalStatus final_status = v1::FINAL_KILLED;
+    std::string diagnostics;
+    int64_t ended_ms = 0;  // when the RM ended it (loop clock), written as finished_ms
+  };
+
+  // Adds the end of `app_id`, to be written; false (nothing changes) when one waits already.
+  bool Add(const std::string& app_id, End end);
+  // The end waiting for `app_id`, or nullptr.
+  const End* Find(const std::string& app_id) const;
+  // The ends to write now, (app id, ended_ms), each handed out once until Retry.
+  std::vector<std::pair<std::string, int64_t>> TakeToWrite();
+  // The write of `app_id`'s end failed for a reason that passes: handed out again.
+  void Retry(const std::string& app_id);
+  // Whether an end waits to be written (or rewritten): someone must call TakeToWrite.
+  bool HasToWrite() const { return !to_write_.empty(); }
+  // Removes the end of `app_id` (it was written, or the app ended otherwise) and returns it.
+  std::optional<End> Take(const std::string& app_id);
+
+ private:
+  std::map<std::string, End> pending_;
+  std::set<std::string> to_write_;
 };
 
 }  // namespace weft::rm

@@ -44,7 +44,10 @@ int32_t CountedAttempts(const RmApp& app) {
 AppManager::AppManager(RmContext* ctx)
     : ctx_(ctx), federation_(ctx->options->federation_fence_ms) {}
 
-AppManager::~AppManager() { ctx_->loop->Cancel(retry_timer_); }
+AppManager::~AppManager() {
+  ctx_->loop->Cancel(retry_timer_);
+  ctx_->loop->Cancel(end_retry_timer_);
+}
 
 const RmApp* AppManager::Find(const std::string& app_id) const {
   auto it = apps_.find(app_id);
@@ -393,8 +396,9 @@ absl::Status AppManager::KillApplication(const std::string& app_id,
   if (app == nullptr)
     return absl::NotFoundError(absl::StrCat("application '", app_id, "' not found"));
   if (IsFinal(app->state)) return absl::OkStatus();  // idempotent, as YARN
-  FinishApp(*app, AppEvent::kKilled, v1::FINAL_KILLED,
-            diagnostics.empty() ? "Application killed by user." : diagnostics);
+  EndApp(*app, AppEvent::kKilled, v1::FINAL_KILLED,
+         diagnostics.empty() ? "Application killed by user." : diagnostics);
+  if (EndPending(app_id)) return absl::OkStatus();  // ends once its home record says so
   if (unpersisted_.contains(app_id))
     return absl::UnavailableError(absl::StrCat(
         "application ", app_id,
@@ -501,15 +505,17 @@ void AppManager::AttemptFailed(const RmApp& handle, const std::string& diagnosti
 bool AppManager::FailIfAttemptsUsedUp(RmApp& app, absl::string_view last) {
   const int32_t failed = CountedAttempts(app);
   if (failed < app.record.max_attempts) return false;
-  FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
+  EndApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
             absl::StrCat("Application failed ", failed, " time(s) (max attempts ",
                          app.record.max_attempts, "); last attempt: ", last));
   return true;
 }
 
 void AppManager::StartNextAttempt(RmApp& app) {
+  // Killed while its attempt ran, the kill waiting for its home record: no new attempt.
+  if (EndPending(app.record.app_id)) return;
   if (absl::Status s = StartAttempt(app); !s.ok()) {
-    FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
+    EndApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
               absl::StrCat("cannot start a new attempt: ", s.message()));
     return;
   }
@@ -533,7 +539,8 @@ void AppManager::FederationHomesChecked(const FederationHomesCheck& check) {
     RmApp* app = FindMutable(id);
     if (app == nullptr || IsFinal(app->state)) continue;
     log::Warn("app_homed_elsewhere_killed", {{"app", id}, {"why", diagnostics}});
-    KillApplication(id, diagnostics).IgnoreError();  // Unavailable: killed, write retried
+    // A copy: its end is not its app's, and is not written into the home record.
+    FinishApp(*app, AppEvent::kKilled, v1::FINAL_KILLED, diagnostics);
   }
   for (const std::string& id : seen) {
     RmApp* app = FindMutable(id);
@@ -570,6 +577,7 @@ void AppManager::FinishApp(RmApp& app, AppEvent event, FinalStatus final_status,
   app.ran_nodes.clear();
   federation_.Forget(app.record.app_id);
   held_launches_.erase(app.record.app_id);
+  ends_.Take(app.record.app_id);
   app.final_status = final_status;
   app.record.diagnostics = diagnostics;
   app.record.finish_ms = ctx_->NowMs();

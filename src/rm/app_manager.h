@@ -112,8 +112,12 @@ class AppManager {
   // scheduler, and stores the app before returning OK.
   absl::Status SubmitApplication(const v1::ApplicationSubmissionContext& context,
                                  const std::string& user);
-  // Idempotent for ended apps. NotFound for unknown ids.
+  // Idempotent for ended apps. NotFound for unknown ids. A federated app's kill waits for its
+  // home record first (FederationEnds): OK, and the app is not final yet (EndPending).
   absl::Status KillApplication(const std::string& app_id, const std::string& diagnostics);
+  // Whether the app's kill or failure waits to be written into its home record
+  // (FederationEnds); the app ends once it is.
+  bool EndPending(const std::string& app_id) const { return ends_.Find(app_id) != nullptr; }
   absl::StatusOr<v1::ApplicationReport> GetApplication(const std::string& app_id) const;
   // The AMRM token of an unmanaged app's live attempt, for its submitter; nullopt for other
   // apps and ended ones. The caller checks who may have it.
@@ -258,6 +262,18 @@ class AppManager {
   // A check saw held `app` homed here (or without a home): its next attempt starts, or its
   // held AM is launched (an AM container's launch; an unmanaged AM's token).
   void ReleaseHeld(RmApp& app);
+  // Ends the app as FinishApp does, unless this RM writes federated apps' ends into their home
+  // records (RmOptions::record_end_at_home) and the app counts as federated: then its end
+  // waits in ends_, its write is started (WriteEnds), and the app ends when it succeeds
+  // (EndWritten). For a kill or failure decided here; an AM's unregistration (written before
+  // the RM takes it) and the kill of a copy homed elsewhere call FinishApp.
+  void EndApp(RmApp& app, AppEvent event, FinalStatus final_status,
+              const std::string& diagnostics);
+  // Hands every end waiting in ends_ to RmOptions::record_end_at_home.
+  void WriteEnds();
+  // The write of `app_id`'s end answered `written`: the app ends (OK), is killed as a copy
+  // whose app moved (FailedPrecondition), or its write is retried after store_retry_ms.
+  void EndWritten(const std::string& app_id, const absl::Status& written);
   // Ends the app in `event`'s state and releases its containers.
   void FinishApp(RmApp& app, AppEvent event, FinalStatus final_status,
                  const std::string& diagnostics);
@@ -308,6 +324,8 @@ class AppManager {
   };
   std::map<std::string, HeldLaunch> held_launches_;
   TimerId retry_timer_ = 0;
+  FederationEnds ends_;         // kills and failures waiting for their home records
+  TimerId end_retry_timer_ = 0;  // the next WriteEnds after a failed write
   // Expires with this object: callbacks from other threads (AM launches) that post back to the
   // loop hold a weak_ptr to it and do nothing once the RM is gone (an HA RM that stepped down
   // destroys its ResourceManager while launches may still answer).

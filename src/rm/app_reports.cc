@@ -25,6 +25,11 @@ v1::ApplicationReport AppManager::Report(const RmApp& app) const {
   r.set_state(app.state);
   r.set_final_status(app.final_status);
   r.set_diagnostics(app.record.diagnostics);
+  if (const FederationEnds::End* end = ends_.Find(app.record.app_id))
+    r.set_diagnostics(absl::StrCat("Ending as ", AppStateName(NextAppState(app.state, end->event)
+                                                                  .value_or(v1::APP_KILLED)),
+                                   " once its home record in the federation store says so: ",
+                                   end->diagnostics));
   r.set_submit_time_ms(app.record.submit_ms);
   r.set_start_time_ms(app.record.start_ms);
   r.set_finish_time_ms(app.record.finish_ms);

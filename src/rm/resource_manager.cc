@@ -247,6 +247,10 @@ absl::Status ResourceManager::KillApplication(const std::string& app_id,
                   : diagnostics);
 }
 
+bool ResourceManager::AppEndPending(const std::string& app_id) const {
+  return apps_->EndPending(app_id);
+}
+
 absl::Status ResourceManager::CheckModifyAccess(const std::string& app_id,
                                                 const Caller& caller) const {
   absl::StatusOr<v1::ApplicationReport> app = apps_->GetApplication(app_id);

@@ -76,6 +76,9 @@ class ResourceManager {
                                  const Caller& caller);
   absl::Status KillApplication(const std::string& app_id, const std::string& diagnostics,
                                const Caller& caller);
+  // Whether the app's kill or failure waits to be written into its home record in the
+  // federation store (app_lifecycle.h FederationEnds): it is not final yet.
+  bool AppEndPending(const std::string& app_id) const;
   // OK when `caller` may modify (kill, move, reprioritise) the app; NotFound, PermissionDenied.
   absl::Status CheckModifyAccess(const std::string& app_id, const Caller& caller) const;
   // Reads as `caller` sees them (rm/app_acls.h): the details of an app it may not view are

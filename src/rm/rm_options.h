@@ -46,6 +46,14 @@ struct RmOptions {
   // the containers of an app's home and of its unmanaged AMs in other sub-clusters (one
   // application id) never share an id. Null: the RM's own epoch (one cluster).
   std::function<absl::StatusOr<int64_t>(int64_t own_epoch)> federation_epoch;
+  // Federation: writes that app `app_id` ended at `ended_ms` (ms since the Unix epoch) into
+  // its home record (rm/federation_fencing.h RecordEndAtHome), off the loop, and calls `done`
+  // with the result from any thread. A federated app killed or failed here is reported in its
+  // last live state until that write succeeds (app_lifecycle.h FederationEnds). Null: ends
+  // are not written (one cluster, or a sub-cluster without a federation store).
+  std::function<void(const std::string& app_id, int64_t ended_ms,
+                     std::function<void(absl::Status)> done)>
+      record_end_at_home;
   int64_t heartbeat_interval_ms = 1000;  // told to NMs
   // Each NM's interval scaled by its CPU utilization against the cluster's (YARN-10475); the
   // RM tells every NM its next interval in each heartbeat reply.

@@ -107,7 +107,7 @@ absl::Status AppManager::RecoverAttempt(const RmApp& handle) {
     if (FailIfAttemptsUsedUp(app, app.attempts.empty() ? "none" : app.current().diagnostics))
       return absl::OkStatus();
     if (absl::Status s = StartAttempt(app); !s.ok()) {
-      FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
+      EndApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
                 absl::StrCat("The ResourceManager restarted; a new attempt could not start: ",
                              s.message()));
       return absl::OkStatus();
@@ -128,7 +128,7 @@ absl::Status AppManager::RecoverAttempt(const RmApp& handle) {
   }
   if (admitted.ok()) admitted = AdmitAttempt(app, app.current(), /*ask_for_am=*/!has_am);
   if (!admitted.ok()) {
-    FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
+    EndApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
               absl::StrCat("The ResourceManager restarted and could not admit ",
                            app.current().attempt_id, " again: ", admitted.message()));
     return absl::OkStatus();
@@ -161,7 +161,7 @@ absl::Status AppManager::RecoverAttempt(const RmApp& handle) {
 
 absl::Status AppManager::RecoverUnmanagedAttempt(RmApp& app, RmAttempt& at) {
   if (absl::Status s = AdmitAttempt(app, at, /*ask_for_am=*/false); !s.ok()) {
-    FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
+    EndApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
               absl::StrCat("The ResourceManager restarted and could not admit ", at.attempt_id,
                            " again: ", s.message()));
     return absl::OkStatus();
@@ -213,7 +213,7 @@ void AppManager::AmContainersMissing(const std::string& node_id,
     at.am_node.clear();
     at.recovered = false;
     if (absl::Status s = AdmitAttempt(app, at, /*ask_for_am=*/true); !s.ok()) {
-      FinishApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
+      EndApp(app, AppEvent::kFailed, v1::FINAL_FAILED,
                 absl::StrCat(why, "; asking for it again failed: ", s.message()));
       continue;
     }

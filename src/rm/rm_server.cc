@@ -155,7 +155,9 @@ class RmServer::Services : public RmServer::Calls {
             absl::Status st = rm.KillApplication(req->application_id(), req->diagnostics(), c);
             if (!st.ok()) return st;
             v1::KillApplicationResponse out;
-            out.set_kill_completed(true);
+            // Not yet while a federated app's end waits for its home record: the client asks
+            // again, as YARN's YarnClient does until isKillCompleted.
+            out.set_kill_completed(!rm.AppEndPending(req->application_id()));
             return out;
           },
           NoReader<v1::KillApplicationResponse>());
@@ -476,6 +478,19 @@ absl::StatusOr<std::unique_ptr<RmServer>> RmServer::Start(RmServerOptions option
       s->claim_checkers_.push_back(std::make_unique<ThreadEventLoop>());
       s->claim_checkers_.back()->Start();
     }
+  }
+  if (s->options_.federation_store != nullptr && !s->options_.rm.sub_cluster_id.empty() &&
+      !s->options_.rm.record_end_at_home) {
+    // A kill or failure of a federated app is written into its home record (on a claim
+    // checker thread) before the app ends: app_lifecycle.h FederationEnds.
+    s->options_.rm.record_end_at_home = [srv = s.get()](const std::string& app_id,
+                                                        int64_t ended_ms,
+                                                        std::function<void(absl::Status)> done) {
+      srv->NextClaimChecker().Post([srv, app_id, ended_ms, done = std::move(done)] {
+        done(RecordEndAtHome(*srv->options_.federation_store, app_id,
+                             srv->options_.rm.sub_cluster_id, ended_ms));
+      });
+    };
   }
   if (s->options_.heartbeat_batch_ms < 0 || s->options_.heartbeat_batch_ms > 100)
     return absl::InvalidArgumentError(absl::StrCat(
