@@ -248,7 +248,15 @@ TEST_F(FederationRouterTest, GetListAndKillGoThroughTheRouterToTheHome) {
   v1::KillApplicationRequest kill;
   kill.set_application_id(apps[0]);
   v1::KillApplicationResponse killed;
-  grpc::Status st = client->KillApplication(Ctx().get(), kill, &killed);
+  grpc::Status st;
+  // As YARN's client does: asked again until the kill completed (a home RM with a federation
+  // store completes it once the app's home record says it ended; these RMs have none).
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        st = client->KillApplication(Ctx().get(), kill, &killed);
+        return !st.ok() || killed.kill_completed();
+      },
+      absl::Seconds(10), absl::Milliseconds(20)));
   ASSERT_TRUE(st.ok()) << st.error_message();
   v1::GetApplicationRequest get;
   get.set_application_id(apps[0]);

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/test_poll.h"
 #include "federation/store/federation_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -446,6 +447,56 @@ TEST_F(FederationRmServerTest, AnAmsEndIsRecordedAtItsHomeAndAFencedCopysIsRefus
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_GT(store_->GetApplicationHomeSubCluster(app_a_)->finished_ms(), 0);
   EXPECT_EQ(StateOf(0, app_a_), v1::APP_FINISHED);
+}
+
+// A kill at an app's home is written into its home record before it completes, so that the
+// GPG never resubmits an app its user killed (were the sub-cluster lost right after); a copy
+// whose app moved away is killed without touching the record; a refused kill writes nothing.
+TEST_F(FederationRmServerTest, AKillIsRecordedAtTheAppsHomeBeforeItCompletes) {
+  // Kills as `user` through the router at sub-cluster `sc` until it completed (as YARN's
+  // client asks again); the last answer.
+  auto kill = [&](int sc, const std::string& user, const std::string& app) {
+    grpc::Status s;
+    v1::KillApplicationResponse resp;
+    PollUntil(
+        [&] {
+          grpc::ClientContext ctx;
+          ActFor(&ctx, user);
+          v1::KillApplicationRequest req;
+          req.set_application_id(app);
+          s = Client(sc, router_)->KillApplication(&ctx, req, &resp);
+          return !s.ok() || resp.kill_completed();
+        },
+        absl::Seconds(10), absl::Milliseconds(10));
+    EXPECT_TRUE(!s.ok() || resp.kill_completed()) << "the kill never completed";
+    return s;
+  };
+  // Bob may not kill alice's app: refused before anything is written.
+  grpc::Status s = kill(0, "bob", app_a_);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  EXPECT_EQ(store_->GetApplicationHomeSubCluster(app_a_)->finished_ms(), 0);
+  EXPECT_NE(StateOf(0, app_a_), v1::APP_KILLED);
+  // Alice's kill at its home: the record says it ended, then the app does.
+  s = kill(0, "alice", app_a_);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_GT(store_->GetApplicationHomeSubCluster(app_a_)->finished_ms(), 0);
+  EXPECT_EQ(StateOf(0, app_a_), v1::APP_KILLED);
+  // B moved to sc1 while its copy in sc2 ran on: that copy is killed as a copy, and the
+  // record (B's, at its new home) keeps saying it runs.
+  absl::StatusOr<v1::ApplicationHomeSubCluster> b = store_->GetApplicationHomeSubCluster(app_b_);
+  ASSERT_TRUE(b.ok()) << b.status();
+  b->set_home_sub_cluster_id("sc1");
+  ASSERT_TRUE(store_->UpdateApplicationHomeSubCluster(*b).ok());
+  s = kill(1, "bob", app_b_);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(StateOf(1, app_b_), v1::APP_KILLED);
+  v1::ApplicationReport report;
+  rms_[1]->RunOnLoop([&](ResourceManager& rm) { report = *rm.GetApplication(app_b_); });
+  EXPECT_THAT(report.diagnostics(), HasSubstr("homed at sub-cluster 'sc1' now"));
+  b = store_->GetApplicationHomeSubCluster(app_b_);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->finished_ms(), 0);
+  EXPECT_EQ(b->home_sub_cluster_id(), "sc1");
 }
 
 }  // namespace
