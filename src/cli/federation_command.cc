@@ -320,10 +320,11 @@ void AddFederationCommand(CLI::App& app, int* exit_code) {
       ->check(FiniteNumberValidator("", 0, 1));
   set->add_option("--resubmit-on-loss", f->resubmit,
                   "resubmit apps of a LOST home sub-cluster elsewhere: true or false. Relies "
-                  "on every NM running `weft nm --federation-fence-ms N` with N + the NM "
-                  "heartbeat interval < the GPG's --membership-expiry-ms - the RMs' "
-                  "--federation-heartbeat-ms, so a stopped RM's containers are dead before the "
-                  "app runs elsewhere")
+                  "on every NM running `weft nm --federation-fence-ms N` with the RMs' "
+                  "--federation-heartbeat-ms < N and N + the NM heartbeat interval < the GPG's "
+                  "--membership-expiry-ms - the RMs' --federation-heartbeat-ms, so that the "
+                  "containers of a stopped RM, or of one cut off from the federation store, are "
+                  "dead before the app runs elsewhere")
       ->check(CLI::IsMember({"true", "false"}));
   set->callback([f, exit_code] { *exit_code = SetPolicy(*f); });
   CLI::App* del = policy->add_subcommand("delete", "Delete a queue's own policies");

@@ -518,12 +518,14 @@ void AddNmCommand(CLI::App& app, int* exit_code) {
   AddAmrmProxyFlags(cmd, f.get());
   auto fence_ms = std::make_shared<int64_t>(0);
   cmd->add_option("--federation-fence-ms", *fence_ms,
-                  "federation: with no answer from the RM for this long, kill every container "
-                  "here (reported when the RM answers again), so that a silent RM's containers "
-                  "are gone before the GPG resubmits their apps elsewhere. 0 = off. With "
-                  "`weft gpg` resubmitting on loss it must hold: this + the NM heartbeat "
+                  "federation: with no answer from the RM for this long, or none since the RM "
+                  "last renewed its lease in the federation store, kill every container here "
+                  "(reported when the RM answers again), so that the containers of a silent RM, "
+                  "or of one cut off from the store, are gone before the GPG resubmits their "
+                  "apps elsewhere. 0 = off. With `weft gpg` resubmitting on loss it must hold: "
+                  "the RM's --federation-heartbeat-ms < this, and this + the NM heartbeat "
                   "interval (the RM's) < the GPG's --membership-expiry-ms - the RM's "
-                  "--federation-heartbeat-ms (e.g. 30000 - 5000: below 24000 with 1 s "
+                  "--federation-heartbeat-ms (e.g. 30000 - 5000: 5000 < N < 24000 with 1 s "
                   "heartbeats)")
       ->capture_default_str();
   AddDaemonConfig(cmd);  // --config: every flag may also be set in weft.yaml's section

@@ -14,6 +14,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/event_loop.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -44,13 +46,23 @@ class SwitchedRm final : public v1::TrackerService::CallbackService {
       grpc::CallbackServerContext* context, const v1::RegisterNodeManagerRequest* request,
       v1::RegisterNodeManagerResponse* response) override {
     if (grpc::ServerUnaryReactor* r = Intercept(context, nullptr)) return r;
+    AddLease(response);
     return rm_->RegisterNodeManager(context, request, response);
   }
   grpc::ServerUnaryReactor* NodeHeartbeat(grpc::CallbackServerContext* context,
                                           const v1::NodeHeartbeatRequest* request,
                                           v1::NodeHeartbeatResponse* response) override {
     if (grpc::ServerUnaryReactor* r = Intercept(context, request)) return r;
+    AddLease(response);
     return rm_->NodeHeartbeat(context, request, response);
+  }
+
+  // Answers as a federation sub-cluster's RM that last renewed its lease at `renewed` and
+  // renews it every `renewal_ms` (tracker.proto federation_lease_*); nullopt: as none.
+  void SetLease(std::optional<absl::Time> renewed, int64_t renewal_ms) {
+    absl::MutexLock lock(&mu_);
+    lease_renewed_ = renewed;
+    lease_renewal_ms_ = renewal_ms;
   }
 
   void Set(Mode mode) {
@@ -79,6 +91,10 @@ class SwitchedRm final : public v1::TrackerService::CallbackService {
     mu_.AwaitWithTimeout(absl::Condition(&seen), kWait);
     return found;
   }
+  size_t unanswered() {
+    absl::MutexLock lock(&mu_);
+    return unanswered_calls_;
+  }
   // Waits (up to kWait) until at least `n` calls went unanswered.
   bool WaitUnanswered(size_t n) {
     absl::MutexLock lock(&mu_);
@@ -87,6 +103,13 @@ class SwitchedRm final : public v1::TrackerService::CallbackService {
   }
 
  private:
+  template <typename Response>
+  void AddLease(Response* response) {
+    absl::MutexLock lock(&mu_);
+    if (!lease_renewed_.has_value()) return;
+    response->set_federation_lease_age_ms(absl::ToInt64Milliseconds(absl::Now() - *lease_renewed_));
+    response->set_federation_lease_renewal_ms(lease_renewal_ms_);
+  }
   // The reactor of a call the switch answers itself, or null to forward it.
   grpc::ServerUnaryReactor* Intercept(grpc::CallbackServerContext* context,
                                       const v1::NodeHeartbeatRequest* heartbeat) {
@@ -109,6 +132,8 @@ class SwitchedRm final : public v1::TrackerService::CallbackService {
   std::vector<grpc::ServerUnaryReactor*> held_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::NodeHeartbeatRequest> unanswered_ ABSL_GUARDED_BY(mu_);
   size_t unanswered_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<absl::Time> lease_renewed_ ABSL_GUARDED_BY(mu_);
+  int64_t lease_renewal_ms_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 class FederationFenceTest : public ::testing::Test {
@@ -232,6 +257,56 @@ TEST_F(FederationFenceTest, WithoutAFenceContainersOutliveASilentRm) {
   EXPECT_EQ(response.statuses(0).state(), v1::CONTAINER_RUNNING);
 }
 
+// An RM that answers every heartbeat but last renewed its federation lease longer ago than
+// the fence (it cannot reach the federation store, and the GPG may declare its sub-cluster
+// LOST): its NM kills its containers as for a silent RM, and reports them; a renewed lease
+// lifts the fence.
+TEST_F(FederationFenceTest, AnRmThatAnswersWithAStaleLeaseHasItsContainersKilled) {
+  switched_->SetLease(absl::Now(), /*renewal_ms=*/100);
+  StartNm(/*fence_ms=*/400);
+  const std::string id = "container_e1_1_0001_01_000003";
+  StartSleeper(id);
+  // No renewal from here on: the age grows past 400 ms while every heartbeat is answered.
+  switched_->SetLease(absl::Now(), /*renewal_ms=*/100);
+  const size_t answered_before = rm_->With([](FakeRm& rm) { return rm.heartbeats_.size(); });
+  ASSERT_TRUE(
+      rm_->WaitUntil([&](FakeRm& rm) { return rm.CompletedIndex(id, answered_before) >= 0; }))
+      << "the container outlived a lease older than the fence";
+  rm_->With([&](FakeRm& rm) {
+    const v1::ContainerStatus* s = FindStatus(
+        rm.heartbeats_[rm.CompletedIndex(id, answered_before)], id, v1::CONTAINER_COMPLETE);
+    EXPECT_EQ(s->exit_status(), v1::CONTAINER_EXIT_ABORTED);
+    EXPECT_THAT(s->diagnostics(), HasSubstr("last renewed its federation lease"));
+    EXPECT_THAT(s->diagnostics(), HasSubstr("federation fence 400 ms"));
+  });
+  EXPECT_EQ(switched_->unanswered(), 0u);  // every call was answered
+  // Renewed again: a container started now runs on.
+  switched_->SetLease(absl::Now() + absl::Hours(1), /*renewal_ms=*/100);  // age 0 from now on
+  const size_t lifted = rm_->With([](FakeRm& rm) { return rm.heartbeats_.size(); });
+  ASSERT_TRUE(rm_->WaitUntil([&](FakeRm& rm) { return rm.heartbeats_.size() >= lifted + 3; }));
+  const std::string next = "container_e1_1_0001_01_000004";
+  StartSleeper(next);
+  const size_t seen = rm_->With([](FakeRm& rm) { return rm.heartbeats_.size(); });
+  ASSERT_TRUE(rm_->WaitUntil([&](FakeRm& rm) { return rm.heartbeats_.size() >= seen + 40; }));
+  rm_->With([&](FakeRm& rm) {
+    EXPECT_NE(FindStatus(rm.heartbeats_.back(), next, v1::CONTAINER_RUNNING), nullptr);
+  });
+}
+
+// A lease renewed less often than the fence cannot run the fence (it would fire between two
+// renewals of a healthy RM): the NM says so and fences on unanswered calls only.
+TEST_F(FederationFenceTest, ALeaseRenewedLessOftenThanTheFenceIsNotUsed) {
+  switched_->SetLease(absl::Now(), /*renewal_ms=*/5000);
+  StartNm(/*fence_ms=*/400);
+  const std::string id = "container_e1_1_0001_01_000005";
+  StartSleeper(id);
+  const size_t seen = rm_->With([](FakeRm& rm) { return rm.heartbeats_.size(); });
+  ASSERT_TRUE(rm_->WaitUntil([&](FakeRm& rm) { return rm.heartbeats_.size() >= seen + 40; }));
+  rm_->With([&](FakeRm& rm) {
+    EXPECT_NE(FindStatus(rm.heartbeats_.back(), id, v1::CONTAINER_RUNNING), nullptr);
+  });
+}
+
 TEST(RmAnswerFenceTest, ExpiresAfterTheFenceAndShortensCallsToIt) {
   internal::RmAnswerFence off(0);
   off.Start(0);
@@ -254,6 +329,35 @@ TEST(RmAnswerFenceTest, ExpiresAfterTheFenceAndShortensCallsToIt) {
   EXPECT_FALSE(fence.Answered(1600));
   EXPECT_FALSE(fence.Expired(2600));
   EXPECT_TRUE(fence.Expired(2601));
+}
+
+TEST(RmAnswerFenceTest, RunsFromTheRmsLeaseWhenItIsRenewedMoreOftenThanTheFence) {
+  using Lease = internal::RmAnswerFence::Lease;
+  internal::RmAnswerFence fence(1000);
+  fence.Start(0);
+  EXPECT_TRUE(fence.Usable(Lease{0, 999}));
+  EXPECT_FALSE(fence.Usable(Lease{0, 1000}));
+  EXPECT_FALSE(fence.Usable(Lease{0, 0}));  // renewal not known yet
+  // Sent at 500, answered at 520, renewed 300 ms before the reply: from 200 at the latest.
+  EXPECT_FALSE(fence.Answered(520, 500, Lease{300, 250}));
+  EXPECT_TRUE(fence.from_lease());
+  EXPECT_EQ(fence.last_answer_ms(), 200);
+  EXPECT_FALSE(fence.Expired(1200));
+  EXPECT_TRUE(fence.Expired(1201));
+  // An answer whose lease is older than the fence fences: nothing is lifted.
+  EXPECT_TRUE(fence.Fire());
+  EXPECT_FALSE(fence.Answered(3000, 2990, Lease{1500, 250}));
+  EXPECT_TRUE(fence.Expired(3000));
+  EXPECT_TRUE(fence.fenced());
+  // Renewed again: lifted.
+  EXPECT_TRUE(fence.Answered(3100, 3090, Lease{10, 250}));
+  EXPECT_FALSE(fence.fenced());
+  // An unusable lease counts the answer itself.
+  EXPECT_FALSE(fence.Answered(4000, 3990, Lease{5000, 1000}));
+  EXPECT_FALSE(fence.from_lease());
+  EXPECT_EQ(fence.last_answer_ms(), 4000);
+  EXPECT_TRUE(fence.FirstUnusableLease());
+  EXPECT_FALSE(fence.FirstUnusableLease());
 }
 
 }  // namespace

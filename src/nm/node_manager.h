@@ -519,6 +519,7 @@ class NodeManager {
   bool registered_ = false;             // heartbeating (not registering)
   int64_t rm_timer_due_ms_ = 0;         // when rm_timer_ fires, loop clock
   int64_t last_heartbeat_sent_ms_ = 0;  // loop clock
+  int64_t rm_call_sent_ms_ = 0;         // the RM call in flight (register or heartbeat) was sent
   bool rm_shutdown_ = false;            // the RM said NODE_ACTION_SHUTDOWN
   bool shutting_down_ = false;
   int32_t last_response_id_ = 0;

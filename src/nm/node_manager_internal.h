@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -68,14 +70,36 @@ class RmAnswerFence {
   void Start(int64_t now_ms) {
     if (last_answer_ms_ < 0) last_answer_ms_ = now_ms;
   }
-  // The RM answered (any reply, RESYNC included). Returns true when this lifts a fence that
-  // had fired.
-  bool Answered(int64_t now_ms) {
-    last_answer_ms_ = now_ms;
+  // A federation sub-cluster RM's lease, as its reply says (tracker.proto): how long before
+  // the reply it last renewed it in the federation store, and how often it does (0: unknown).
+  struct Lease {
+    int64_t age_ms = 0;
+    int64_t renewal_ms = 0;
+  };
+  // Whether the fence can run from `lease`: its renewal is known and shorter than the fence
+  // (otherwise the fence would fire between two renewals of a healthy RM).
+  bool Usable(const Lease& lease) const {
+    return lease.renewal_ms > 0 && lease.renewal_ms < fence_ms_;
+  }
+  // The RM answered (any reply, RESYNC included) a call sent at `sent_ms`. With a usable
+  // lease the fence runs from the lease's renewal (at the latest sent_ms - its age), so that an
+  // RM that answers but cannot reach the federation store (the GPG may declare its sub-cluster
+  // LOST and run its apps elsewhere) fences the NM as a silent RM does; otherwise from now.
+  // Returns true when this lifts a fence that had fired (never while the lease is too old:
+  // then Expired holds).
+  bool Answered(int64_t now_ms, int64_t sent_ms = 0, std::optional<Lease> lease = std::nullopt) {
+    from_lease_ = lease.has_value() && Usable(*lease);
+    last_answer_ms_ =
+        from_lease_ ? std::min(now_ms, sent_ms - std::max<int64_t>(0, lease->age_ms)) : now_ms;
+    if (Expired(now_ms)) return false;
     const bool lifted = fenced_;
     fenced_ = false;
     return lifted;
   }
+  // Whether the last answer counted from its RM's lease (Answered).
+  bool from_lease() const { return from_lease_; }
+  // True the first time it is called: the caller says once that a lease is not usable.
+  bool FirstUnusableLease() { return !std::exchange(warned_unusable_, true); }
   // Whether the fence has passed at `now_ms`: no answer for longer than fence_ms.
   bool Expired(int64_t now_ms) const {
     return enabled() && last_answer_ms_ >= 0 && now_ms - last_answer_ms_ > fence_ms_;
@@ -99,6 +123,8 @@ class RmAnswerFence {
   int64_t fence_ms_;
   int64_t last_answer_ms_ = -1;  // -1: not started
   bool fenced_ = false;
+  bool from_lease_ = false;
+  bool warned_unusable_ = false;
 };
 
 // A COMPLETE status for `id` (application history, issue 31; common.proto's ContainerStatus):

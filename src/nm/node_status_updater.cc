@@ -55,6 +55,12 @@ void ToProto(const Resource& r, v1::Resource* out) {
 }
 
 std::string FenceReason(const internal::RmAnswerFence& fence, int64_t now_ms) {
+  if (fence.from_lease())
+    return absl::StrCat(
+        "Container killed: the ResourceManager answers but last renewed its federation lease ",
+        now_ms - fence.last_answer_ms(), " ms ago (federation fence ", fence.fence_ms(),
+        " ms; it cannot reach the federation store): its sub-cluster may be declared lost and "
+        "the application run elsewhere");
   return absl::StrCat(
       "Container killed: no answer from the ResourceManager for ", now_ms - fence.last_answer_ms(),
       " ms (federation fence ", fence.fence_ms(),
@@ -85,12 +91,33 @@ std::optional<std::string> CheckFence(internal::RmAnswerFence* fence, int64_t no
   return FenceReason(*fence, now_ms);
 }
 
-// After an RM call answered: the fence restarts; logs when that lifts a fence that fired.
+// A federation sub-cluster RM's lease, as its reply (tracker.proto) says; nullopt without.
+template <typename Reply>
+std::optional<internal::RmAnswerFence::Lease> LeaseOf(const Reply& reply) {
+  if (!reply.has_federation_lease_age_ms()) return std::nullopt;
+  return internal::RmAnswerFence::Lease{reply.federation_lease_age_ms(),
+                                        reply.federation_lease_renewal_ms()};
+}
+
+// After an RM call sent at `sent_ms` answered: the fence restarts, from the RM's federation
+// lease when the reply names one it can run from (RmAnswerFence::Answered); logs when that
+// lifts a fence that fired, and once when the RM renews its lease less often than the fence.
 void FenceAnswered(internal::RmAnswerFence* fence, int64_t now_ms, const std::string& node,
-                   const std::string& rm) {
+                   const std::string& rm, int64_t sent_ms,
+                   std::optional<internal::RmAnswerFence::Lease> lease) {
   if (fence == nullptr) return;
+  if (lease.has_value() && lease->renewal_ms > 0 && !fence->Usable(*lease) &&
+      fence->FirstUnusableLease())
+    log::Error("federation_fence_shorter_than_lease_renewal",
+               {{"node", node},
+                {"rm", rm},
+                {"fence_ms", fence->fence_ms()},
+                {"rm_lease_renewal_ms", lease->renewal_ms},
+                {"note", "weft nm --federation-fence-ms must be longer than the RM's "
+                         "--federation-heartbeat-ms: this NM fences only on unanswered calls, "
+                         "not on an RM that answers but cannot reach the federation store"}});
   const int64_t silent_ms = fence->last_answer_ms() < 0 ? 0 : now_ms - fence->last_answer_ms();
-  if (fence->Answered(now_ms))
+  if (fence->Answered(now_ms, sent_ms, lease))
     log::Info("federation_fence_lifted",
               {{"node", node},
                {"rm", rm},
@@ -277,6 +304,7 @@ void NodeManager::SendRegister() {
       std::chrono::milliseconds(RmCallDeadlineMs(federation_fence(), loop_->NowMs())));
   if (!BeginRmCall(&call->context)) return;
   rm_call_in_flight_ = true;
+  rm_call_sent_ms_ = loop_->NowMs();
   tracker_->async()->RegisterNodeManager(
       &call->context, &call->request, &call->response, [this, call](grpc::Status status) {
         std::string hint = status.ok() ? "" : ActiveRmHint(call->context);
@@ -301,7 +329,13 @@ void NodeManager::OnRegisterReply(const grpc::Status& status, const std::string&
                /*register_again=*/true);
     return;
   }
-  FenceAnswered(federation_fence(), loop_->NowMs(), node_id_, rm_failover_->current());
+  FenceAnswered(federation_fence(), loop_->NowMs(), node_id_, rm_failover_->current(),
+                rm_call_sent_ms_, LeaseOf(reply));
+  // An RM that answers with a lease too old (it cannot reach the federation store).
+  if (std::optional<std::string> why =
+          CheckFence(federation_fence(), loop_->NowMs(), node_id_, rm_failover_->current(),
+                     RunningCount(containers_)))
+    StopAllContainers(v1::CONTAINER_EXIT_ABORTED, *why);
   last_failover_ = RmFailoverAction::kNone;
   if (reply.action() == v1::NODE_ACTION_SHUTDOWN) {
     log::Error("register_refused", {{"rm", rm_failover_->current()},
@@ -371,6 +405,7 @@ void NodeManager::SendHeartbeat() {
   if (!BeginRmCall(&call->context)) return;
   rm_call_in_flight_ = true;
   last_heartbeat_sent_ms_ = loop_->NowMs();
+  rm_call_sent_ms_ = last_heartbeat_sent_ms_;
   tracker_->async()->NodeHeartbeat(
       &call->context, &call->request, &call->response, [this, call](grpc::Status status) {
         std::string hint = status.ok() ? "" : ActiveRmHint(call->context);
@@ -401,7 +436,13 @@ void NodeManager::OnHeartbeatReply(const grpc::Status& status, const std::string
                /*register_again=*/false);
     return;
   }
-  FenceAnswered(federation_fence(), loop_->NowMs(), node_id_, rm_failover_->current());
+  FenceAnswered(federation_fence(), loop_->NowMs(), node_id_, rm_failover_->current(),
+                rm_call_sent_ms_, LeaseOf(reply));
+  // An RM that answers with a lease too old (it cannot reach the federation store).
+  if (std::optional<std::string> why =
+          CheckFence(federation_fence(), loop_->NowMs(), node_id_, rm_failover_->current(),
+                     RunningCount(containers_)))
+    StopAllContainers(v1::CONTAINER_EXIT_ABORTED, *why);
   last_failover_ = RmFailoverAction::kNone;
   if (reply.response_id() == request.response_id() + 1) {
     for (const v1::ContainerStatus& sent : request.container_statuses()) {

@@ -171,6 +171,7 @@ bool FederationLease::MustHold(const std::string& app_id, bool federation_uam,
 
 std::vector<std::string> FederationLease::Checked(const FederationHomesCheck& check) {
   if (check.fence_ms > 0) fence_ms_ = check.fence_ms;
+  if (check.interval_ms > 0) interval_ms_ = check.interval_ms;
   renewed_ms_ = std::max(renewed_ms_, check.heartbeat_ms);
   no_home_ = check.no_home;
   std::vector<std::string> seen;

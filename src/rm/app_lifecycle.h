@@ -94,6 +94,8 @@ struct FederationHomesCheck {
   // How long the lease lasts, ms (> 0): past heartbeat_ms + fence_ms without a new check, new
   // attempts of federated apps wait (FederationLease).
   int64_t fence_ms = 0;
+  // How often the heartbeater checks, ms (its interval); 0 = not said.
+  int64_t interval_ms = 0;
   std::set<std::string> homed_here;  // home record found, naming where this copy may run
   std::set<std::string> no_home;     // no home record (submitted to the RM directly)
   // Apps whose home record names another sub-cluster: app id -> the diagnostics they are
@@ -137,11 +139,14 @@ class FederationLease {
 
   int64_t fence_ms() const { return fence_ms_; }
   int64_t renewed_ms() const { return renewed_ms_; }  // -1 before the first check
+  // How often checks come, as the last one said, ms; 0 = not said.
+  int64_t interval_ms() const { return interval_ms_; }
   const std::set<std::string>& held() const { return held_; }
 
  private:
   int64_t fence_ms_;
   int64_t renewed_ms_ = -1;
+  int64_t interval_ms_ = 0;
   std::set<std::string> no_home_;  // as of the last check
   std::set<std::string> held_;
 };

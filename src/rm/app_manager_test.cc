@@ -376,6 +376,34 @@ TEST(AppManagerTest, AFederatedAppsNewAttemptWaitsForAHomesCheckWhileTheLeaseIsS
   EXPECT_TRUE(h.rm().federation_lease().held().empty());
 }
 
+// The RM tells its NMs how old its federation lease is, so that their federation fence runs
+// from its last renewal in the federation store, not from its last answer (an RM that answers
+// but cannot reach the store fences its NMs as a silent one does).
+TEST(AppManagerTest, NodesHearHowOldTheRmsFederationLeaseIs) {
+  RmHarness h(SubClusterOptions(/*fence_ms=*/1000));
+  h.loop.Advance(250);
+  absl::StatusOr<v1::RegisterNodeManagerResponse> registered =
+      h.rm().RegisterNode(NodeRequest("h1:1", 8192, 8));
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  ASSERT_TRUE(registered->has_federation_lease_age_ms());
+  EXPECT_EQ(registered->federation_lease_age_ms(), 250);  // from its start, before any check
+  EXPECT_EQ(registered->federation_lease_renewal_ms(), 0);  // not known before a check
+  FederationHomesCheck check = Check(h.rm().NowMs(), {});
+  check.interval_ms = 500;
+  h.rm().FederationHomesChecked(check);
+  h.loop.Advance(300);
+  v1::NodeHeartbeatResponse beat = h.Heartbeat("h1:1");
+  ASSERT_TRUE(beat.has_federation_lease_age_ms());
+  EXPECT_EQ(beat.federation_lease_age_ms(), 300);
+  EXPECT_EQ(beat.federation_lease_renewal_ms(), 500);
+  h.loop.Advance(5000);  // no check since: the age grows, whatever the RM answers
+  EXPECT_EQ(h.Heartbeat("h1:1").federation_lease_age_ms(), 5300);
+  // Outside a federation there is no lease to tell.
+  RmHarness plain;
+  plain.AddNode("h2:1");
+  EXPECT_FALSE(plain.Heartbeat("h2:1").has_federation_lease_age_ms());
+}
+
 TEST(AppManagerTest, AHeldAppTheCheckFindsHomedElsewhereIsKilledWithoutANewAttempt) {
   RmHarness h(SubClusterOptions());
   h.AddNode("h1:1");

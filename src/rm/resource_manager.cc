@@ -426,14 +426,37 @@ absl::Status ResourceManager::SetNodeAttributes(const v1::NodeAttributesRequest&
 // ---------------------------------------------------------------------------------------------
 // TrackerService and AmService
 
+std::optional<int64_t> ResourceManager::FederationLeaseAgeMs() const {
+  const FederationLease& lease = apps_->federation_lease();
+  if (options_.sub_cluster_id.empty() || lease.fence_ms() <= 0) return std::nullopt;
+  // Before its first check the RM's start counts as a renewal: a sub-cluster RM starts only
+  // after claiming its epoch in the federation store.
+  const int64_t renewed_ms = lease.renewed_ms() >= 0 ? lease.renewed_ms() : ctx_.started_ms;
+  return std::max<int64_t>(0, NowMs() - renewed_ms);
+}
+
 absl::StatusOr<v1::RegisterNodeManagerResponse> ResourceManager::RegisterNode(
     const v1::RegisterNodeManagerRequest& req) {
-  return nodes_->RegisterNode(req);
+  absl::StatusOr<v1::RegisterNodeManagerResponse> r = nodes_->RegisterNode(req);
+  if (r.ok()) {
+    if (std::optional<int64_t> age = FederationLeaseAgeMs()) {
+      r->set_federation_lease_age_ms(*age);
+      r->set_federation_lease_renewal_ms(apps_->federation_lease().interval_ms());
+    }
+  }
+  return r;
 }
 
 absl::StatusOr<v1::NodeHeartbeatResponse> ResourceManager::NodeHeartbeat(
     const v1::NodeHeartbeatRequest& req) {
-  return nodes_->NodeHeartbeat(req);
+  absl::StatusOr<v1::NodeHeartbeatResponse> r = nodes_->NodeHeartbeat(req);
+  if (r.ok()) {
+    if (std::optional<int64_t> age = FederationLeaseAgeMs()) {
+      r->set_federation_lease_age_ms(*age);
+      r->set_federation_lease_renewal_ms(apps_->federation_lease().interval_ms());
+    }
+  }
+  return r;
 }
 
 absl::StatusOr<v1::RegisterApplicationMasterResponse> ResourceManager::RegisterApplicationMaster(

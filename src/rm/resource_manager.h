@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,11 @@ class ResourceManager {
   // a token that does not verify or names an attempt that no longer runs.
   absl::StatusOr<FederationApp> FederationAppOfAmToken(const v1::Token& token);
   const FederationLease& federation_lease() const;
+  // A federation sub-cluster's RM (its lease's fence known): how long ago, ms, it last renewed
+  // its federation lease (its start before the first check), told to its NMs for their
+  // federation fence (tracker.proto NodeHeartbeatResponse.federation_lease_age_ms); nullopt
+  // outside a federation.
+  std::optional<int64_t> FederationLeaseAgeMs() const;
 
   // AdminService. RefreshQueues re-reads RmOptions::scheduler_config_path; an invalid file is
   // refused with the reason and the configuration in force stays. Decommissioned nodes lose

@@ -231,6 +231,7 @@ absl::Status SubClusterHeartbeater::CheckAndFence(int64_t heartbeat_ms) {
   }
   check->heartbeat_ms = heartbeat_ms;
   check->fence_ms = FenceMs(options_);
+  check->interval_ms = options_.heartbeat_interval_ms;
   for (const auto& [app, why] : check->homed_elsewhere)
     log::Warn("federation_app_homed_elsewhere",
               {{"sub_cluster", options_.sub_cluster_id}, {"app", app}, {"why", why}});
