@@ -6,7 +6,9 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -130,6 +132,27 @@ void OnVoid(int rc, const void* data) {
   PendingCall& call = *ref->call;
   absl::MutexLock lock(&call.mu);
   call.rcs[ref->index] = rc;
+  --call.remaining;
+}
+
+// An ACL read (zoo_aget_acl): whether it lets anyone in, and its version.
+void OnAcl(int rc, struct ACL_vector* acl, struct Stat* stat, const void* data) {
+  std::unique_ptr<RequestRef> ref(static_cast<RequestRef*>(const_cast<void*>(data)));
+  PendingCall& call = *ref->call;
+  absl::MutexLock lock(&call.mu);
+  call.rcs[ref->index] = rc;
+  if (rc == ZOK) {
+    ZkClient::Node& node = call.nodes[ref->index];
+    node.exists = true;
+    // Reused fields: `data` "open" when an entry is world:anyone; `version` the ACL's version.
+    for (int32_t i = 0; acl != nullptr && i < acl->count; ++i) {
+      const struct Id& id = acl->data[i].id;
+      if (id.scheme != nullptr && id.id != nullptr && std::string_view(id.scheme) == "world" &&
+          std::string_view(id.id) == "anyone")
+        node.data = "open";
+    }
+    if (stat != nullptr) node.version = stat->aversion;
+  }
   --call.remaining;
 }
 
@@ -516,6 +539,130 @@ absl::StatusOr<ZkClient::MultiResult> ZkClient::Multi(const std::vector<Op>& ops
                                                     "' failed: ", Describe(rc)));
   }
   return result;
+}
+
+absl::StatusOr<int64_t> ZkClient::CloseOpenAcls(absl::Span<const std::string> paths,
+                                                 absl::Time deadline) {
+  if (paths.empty()) return 0;
+  // The ACLs first, then a set for each open one, at the version read.
+  auto read = std::make_shared<PendingCall>(paths.size());
+  {
+    absl::MutexLock lock(&read->mu);
+    read->nodes.resize(paths.size());
+  }
+  for (size_t i = 0; i < paths.size(); ++i) {
+    auto* ref = new RequestRef{read, i};
+    int rc = zoo_aget_acl(handle_, paths[i].c_str(), &OnAcl, ref);
+    if (rc != ZOK) {
+      delete ref;
+      absl::MutexLock lock(&read->mu);
+      read->rcs[i] = rc;
+      --read->remaining;
+    }
+  }
+  if (!AwaitCall(*read, deadline))
+    return absl::UnavailableError(absl::StrCat("reading the ACLs of ", paths.size(),
+                                               " nodes: no answer from ZooKeeper '", connect_,
+                                               "' by the deadline: ", Describe(ZOPERATIONTIMEOUT)));
+  std::vector<std::pair<std::string, int32_t>> open;  // path, ACL version
+  {
+    absl::MutexLock lock(&read->mu);
+    for (size_t i = 0; i < paths.size(); ++i) {
+      const int rc = read->rcs[i];
+      if (rc == ZNONODE) continue;  // deleted meanwhile
+      if (rc != ZOK)
+        return absl::Status(CodeForZk(rc), absl::StrCat("reading the ACL of ", paths[i], " from '",
+                                                        connect_, "': ", Describe(rc)));
+      if (read->nodes[i].data == "open") open.emplace_back(paths[i], read->nodes[i].version);
+    }
+  }
+  if (open.empty()) return 0;
+  auto set = std::make_shared<PendingCall>(open.size());
+  for (size_t i = 0; i < open.size(); ++i) {
+    auto* ref = new RequestRef{set, i};
+    int rc = zoo_aset_acl(handle_, open[i].first.c_str(), open[i].second, &ZOO_CREATOR_ALL_ACL,
+                          &OnVoid, ref);
+    if (rc != ZOK) {
+      delete ref;
+      absl::MutexLock lock(&set->mu);
+      set->rcs[i] = rc;
+      --set->remaining;
+    }
+  }
+  if (!AwaitCall(*set, deadline))
+    return absl::UnavailableError(absl::StrCat("closing the ACLs of ", open.size(),
+                                               " nodes: no answer from ZooKeeper '", connect_,
+                                               "' by the deadline: ", Describe(ZOPERATIONTIMEOUT)));
+  absl::MutexLock lock(&set->mu);
+  int64_t closed = 0;
+  for (size_t i = 0; i < open.size(); ++i) {
+    const int rc = set->rcs[i];
+    if (rc == ZNONODE) continue;
+    if (rc == ZBADVERSION)
+      return absl::AbortedError(absl::StrCat("closing the ACL of ", open[i].first, " on '",
+                                             connect_, "': its ACL changed meanwhile"));
+    if (rc != ZOK)
+      return absl::Status(CodeForZk(rc), absl::StrCat("closing the ACL of ", open[i].first,
+                                                      " on '", connect_, "': ", Describe(rc)));
+    ++closed;
+  }
+  return closed;
+}
+
+absl::StatusOr<int64_t> ZkClient::CloseOpenAclsUnder(const std::string& root,
+                                                     absl::Time deadline) {
+  if (digest_auth_.empty())
+    return absl::FailedPreconditionError(
+        absl::StrCat("closing the ACLs under ", root, " on '", connect_,
+                     "': this client has no digest credential to close them to"));
+  if (absl::Status s = CheckSendable(); !s.ok()) return s;
+  // The whole tree, level by level; then closed from the leaves up, the root last, so that a
+  // closed root means every node below was closed (or created closed): nothing to walk.
+  std::vector<std::vector<std::string>> levels = {{root}};
+  while (!levels.back().empty()) {
+    const std::vector<std::string>& level = levels.back();
+    if (levels.size() == 1) {
+      auto call = std::make_shared<PendingCall>(1);
+      {
+        absl::MutexLock lock(&call->mu);
+        call->nodes.resize(1);
+      }
+      auto* ref = new RequestRef{call, 0};
+      if (int rc = zoo_aget_acl(handle_, root.c_str(), &OnAcl, ref); rc != ZOK) {
+        delete ref;
+        return absl::Status(CodeForZk(rc), absl::StrCat("reading the ACL of ", root, " from '",
+                                                        connect_, "': ", Describe(rc)));
+      }
+      if (!AwaitCall(*call, deadline))
+        return absl::UnavailableError(absl::StrCat("reading the ACL of ", root,
+                                                   ": no answer from ZooKeeper '", connect_,
+                                                   "' by the deadline"));
+      absl::MutexLock lock(&call->mu);
+      if (call->rcs[0] == ZNONODE || (call->rcs[0] == ZOK && call->nodes[0].data != "open"))
+        return 0;
+      if (call->rcs[0] != ZOK)
+        return absl::Status(CodeForZk(call->rcs[0]),
+                            absl::StrCat("reading the ACL of ", root, " from '", connect_,
+                                         "': ", Describe(call->rcs[0])));
+    }
+    absl::StatusOr<std::vector<std::optional<std::vector<std::string>>>> children =
+        GetChildren(level, deadline);
+    if (!children.ok()) return children.status();
+    std::vector<std::string> next;
+    for (size_t i = 0; i < level.size(); ++i) {
+      if (!(*children)[i].has_value()) continue;
+      for (const std::string& name : *(*children)[i])
+        next.push_back(level[i] == "/" ? "/" + name : absl::StrCat(level[i], "/", name));
+    }
+    levels.push_back(std::move(next));
+  }
+  int64_t closed = 0;
+  for (auto level = levels.rbegin(); level != levels.rend(); ++level) {
+    absl::StatusOr<int64_t> n = CloseOpenAcls(*level, deadline);
+    if (!n.ok()) return n.status();
+    closed += *n;
+  }
+  return closed;
 }
 
 }  // namespace weft::store::zk

@@ -150,6 +150,16 @@ class ZkClient {
   // jute.maxbuffer counts it (paths include this client's chroot).
   size_t RequestBytes(const std::vector<Op>& ops) const;
 
+  // Closes the nodes an earlier Weft created open: every node at or below `root` whose ACL lets
+  // anyone in (world:anyone) gets the creator-only ACL of this session's digest credential, as
+  // the nodes this client creates have. Lists the tree one level at a time, each level's
+  // requests pipelined, and closes it from the leaves up, `root` last: a `root` that is not open
+  // (closed by a finished walk, or created closed) is not walked. Returns how many nodes it
+  // closed. FailedPrecondition without a digest
+  // credential; PermissionDenied when a node cannot be listed or changed (closed to another
+  // credential); Unavailable past `deadline`; Aborted when a node's ACL changed during the walk.
+  absl::StatusOr<int64_t> CloseOpenAclsUnder(const std::string& root, absl::Time deadline);
+
   // "<zerror(rc)>" plus, for connection problems, the connection state and the C client's last
   // error about these servers, e.g. "connection loss (state CONNECTING; last client error:
   // ... Connection refused ...)".
@@ -160,6 +170,9 @@ class ZkClient {
 
   // Starts a new session (a new handle), closing the old one.
   absl::Status NewHandle();
+  // CloseOpenAclsUnder's work on one level: closes the open nodes among `paths` (a missing one
+  // is skipped) and returns how many.
+  absl::StatusOr<int64_t> CloseOpenAcls(absl::Span<const std::string> paths, absl::Time deadline);
   // The C client's watcher: records session state changes.
   // Unavailable unless the session can take requests (exists and has not expired).
   absl::Status CheckSendable() const;

@@ -215,6 +215,23 @@ absl::Status ZkBackend::Init() {
     return absl::OkStatus();
   });
   if (!status.ok()) return Prefixed(status, "taking over the fence");
+  // Nodes an earlier Weft created open to everyone (master keys among them) are closed to this
+  // store's credential before the RM serves from them.
+  if (!options_.auth.empty()) {
+    int64_t closed = 0;
+    status = Retrying(Deadline(), [&]() -> absl::Status {
+      absl::StatusOr<int64_t> n = client_->CloseOpenAclsUnder(options_.root, Deadline());
+      if (!n.ok()) return n.status();
+      closed += *n;
+      return absl::OkStatus();
+    });
+    if (!status.ok()) return Prefixed(status, "closing the ACLs an earlier Weft left open");
+    if (closed > 0)
+      weft::log::Warn("state_store_acls_closed",
+                      {{"store", Description()},
+                       {"nodes", closed},
+                       {"why", "created open to everyone by an earlier Weft"}});
+  }
   if (legacy_format_) {
     if (absl::Status s = Migrate(); !s.ok()) return s;
   }

@@ -166,6 +166,48 @@ TEST_F(ZkStoreTest, WithACredentialNodesAreTheRmsAlone) {
   ASSERT_NE(MustOpen(options), nullptr);
 }
 
+// A store an earlier Weft created open to everyone (no credential): the first active RM with a
+// credential closes every node to it before serving - master keys, apps and the layout - and
+// says how many; a store whose root is closed is not walked again.
+TEST_F(ZkStoreTest, NodesAnEarlierWeftLeftOpenAreClosedByTheNextActiveRm) {
+  {
+    std::unique_ptr<StateStore> open = MustOpen(Options("rm-old"));  // no credential
+    ASSERT_NE(open, nullptr);
+    ASSERT_TRUE(open->PutMasterKey(FullMasterKey("container", 7)).ok());
+    ASSERT_TRUE(open->PutApplication(FullApplication("app_1")).ok());
+  }
+  std::unique_ptr<ZkClient> stranger = MustConnect(server().connect_string());
+  ASSERT_NE(stranger, nullptr);
+  ASSERT_TRUE(ReadNode(*stranger, root_ + "/keys/container.7").has_value());  // open: readable
+  ZkStoreOptions options = Options("rm-new");
+  options.auth = server().auth();
+  std::unique_ptr<StateStore> store = MustOpen(options);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(MustLoad(*store).apps.size(), 1u);
+  for (const std::string& path :
+       {root_, root_ + "/keys/container.7", root_ + "/apps/app_1", root_ + "/epoch"}) {
+    absl::Status denied = stranger->Get({path}, absl::Now() + absl::Seconds(30)).status();
+    EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied) << path << ": " << denied;
+  }
+  absl::StatusOr<ZkClient::MultiResult> forged = stranger->Multi(
+      {Op::Set(root_ + "/keys/container.7", "forged")}, absl::Now() + absl::Seconds(30));
+  EXPECT_TRUE(!forged.ok() || forged->rc == ZNOAUTH) << "a stranger rewrote a master key";
+  // Closed: the next walk has nothing to do, and the store works as before.
+  absl::StatusOr<std::unique_ptr<ZkClient>> rm =
+      ZkClient::Create(server().connect_string(), 10000, server().auth());
+  ASSERT_TRUE(rm.ok()) << rm.status();
+  ASSERT_TRUE((*rm)->Connect(absl::Now() + absl::Seconds(30)).ok());
+  absl::StatusOr<int64_t> again = (*rm)->CloseOpenAclsUnder(root_, absl::Now() + absl::Seconds(30));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, 0);
+  EXPECT_EQ(ReadNode(**rm, root_ + "/keys/container.7"),
+            EncodeMasterKey(FullMasterKey("container", 7)));
+  ASSERT_TRUE(store->PutApplication(FullApplication("app_2")).ok());
+  // Without a credential there is nothing to close to.
+  EXPECT_EQ(stranger->CloseOpenAclsUnder(root_, absl::Now() + absl::Seconds(30)).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
 TEST_F(ZkStoreTest, AMalformedCredentialIsRefused) {
   for (const char* bad : {"no-colon", ":password", "user:", "user:pass\nword"}) {
     absl::Status s = ZkClient::Create(server().connect_string(), 10000, bad).status();

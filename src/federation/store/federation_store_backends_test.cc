@@ -142,6 +142,45 @@ TEST(ZkFederationStoreTest, RecordsAreProtosAtTheDocumentedPaths) {
   EXPECT_THAT(token, EqualsProto(Token(12)));
 }
 
+// A federation store an earlier Weft wrote open to everyone: opening it with the credential
+// closes its nodes to that credential before anything is served from them.
+TEST(ZkFederationStoreTest, NodesAnEarlierWeftLeftOpenAreClosedWhenTheStoreOpens) {
+  ASSERT_NE(ZooKeeperServer(), nullptr);
+  // Under a root of its own: the shared one is closed to the credential by the other tests.
+  const std::string root = "/earlier-weft/federation";
+  const std::string uri = absl::StrCat("zk://", ZooKeeperServer()->connect_string(), root,
+                                       "?auth-file=", ZooKeeperServer()->auth_file());
+  auto open = Value(store::zk::ZkClient::Create(ZooKeeperServer()->connect_string(), 10000));
+  ASSERT_NE(open, nullptr);
+  ASSERT_OK(open->Connect(absl::Now() + absl::Seconds(10)));
+  std::vector<std::string> layout;
+  for (size_t slash = root.find('/', 1); slash != std::string::npos;
+       slash = root.find('/', slash + 1))
+    layout.push_back(root.substr(0, slash));
+  layout.push_back(root);
+  layout.push_back(root + "/apps");
+  for (const std::string& path : layout) {
+    auto created = Value(open->Multi({store::zk::ZkClient::Op::Create(path, "")},
+                                     absl::Now() + absl::Seconds(10)));
+    ASSERT_TRUE(created.rc == ZOK || created.rc == ZNODEEXISTS) << path << ": " << created.rc;
+  }
+  const std::string app = root + "/apps/app_1";
+  auto created = Value(open->Multi(
+      {store::zk::ZkClient::Op::Create(app, AppHome("app_1", "sc.1").SerializeAsString())},
+      absl::Now() + absl::Seconds(10)));
+  ASSERT_EQ(created.rc, ZOK);
+  ASSERT_OK(open->Get({app}, absl::Now() + absl::Seconds(10)).status());  // open: readable
+
+  auto store = Value(OpenFederationStore(uri));
+  ASSERT_NE(store, nullptr);
+  for (const std::string& path : {root, root + "/apps", app}) {
+    absl::Status denied = open->Get({path}, absl::Now() + absl::Seconds(10)).status();
+    EXPECT_TRUE(absl::IsPermissionDenied(denied)) << path << ": " << denied;
+  }
+  auto home = Value(store->GetApplicationHomeSubCluster("app_1"));
+  EXPECT_EQ(home.home_sub_cluster_id(), "sc.1");
+}
+
 TEST(ZkFederationStoreTest, ACredentialIsRequiredAndMustBePrivate) {
   store::TestZooKeeper* server = ZooKeeperServer();
   ASSERT_NE(server, nullptr);

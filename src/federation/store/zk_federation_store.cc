@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/log.h"
 #include "store/zk_names.h"
 
 namespace weft::federation {
@@ -60,6 +61,25 @@ absl::StatusOr<std::unique_ptr<ZkFederationStore>> ZkFederationStore::Open(const
       store->Retrying("opening", [&](bool, absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
                                      store->mu_) { return store->EnsureLayout(deadline); });
   if (!s.ok()) return s;
+  // Nodes an earlier Weft created open to everyone are closed to this store's credential.
+  if (!options.auth.empty()) {
+    int64_t closed = 0;
+    s = store->Retrying("closing the ACLs an earlier Weft left open",
+                        [&](bool, absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+                            store->mu_) -> absl::Status {
+                          absl::StatusOr<int64_t> n =
+                              store->client_->CloseOpenAclsUnder(options.root, deadline);
+                          if (!n.ok()) return n.status();
+                          closed += *n;
+                          return absl::OkStatus();
+                        });
+    if (!s.ok()) return s;
+    if (closed > 0)
+      weft::log::Warn("federation_store_acls_closed",
+                      {{"store", store->Describe()},
+                       {"nodes", closed},
+                       {"why", "created open to everyone by an earlier Weft"}});
+  }
   return store;
 }
 
