@@ -313,9 +313,19 @@ TEST(AmrmProxyWithoutFederationTest, AnAmRunsUnchangedThroughTheDefaultChain) {
   // The AM records the RM address it was given, then runs.
   const std::string seen = (dir / "am_rm_address").string();
   sub.mutable_context()->mutable_am_container_spec()->add_command(
-      absl::StrCat("echo \"$WEFT_RM_ADDRESS\" > ", seen, "; exec ", WEFT_SHELL_AM, " 3 0 'true'"));
+      absl::StrCat("echo \"$WEFT_RM_ADDRESS\" > ", seen, "; exec ", WEFT_SHELL_AM, " 3 0 'sleep 1'"));
   v1::SubmitApplicationResponse submitted;
   ASSERT_TRUE(client->SubmitApplication(&c2, sub, &submitted).ok());
+  // The AM long-polls (its poll interval as wait_ms) through the proxy, which passes the poll
+  // on to the RM: the RM holds the AM's call while it has nothing new for it.
+  size_t parked = 0;
+  PollUntil(
+      [&] {
+        (*rm)->RunOnLoop([&](rm::ResourceManager& r) { parked = r.parked_allocates(); });
+        return parked > 0;
+      },
+      absl::Seconds(30), absl::Milliseconds(2));
+  EXPECT_GT(parked, 0u) << "no Allocate from the proxy was ever held as a long poll";
   v1::GetApplicationResponse resp;
   PollUntil(
       [&] {

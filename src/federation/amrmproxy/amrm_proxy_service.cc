@@ -93,10 +93,15 @@ class AmrmProxyService::Service final : public v1::AmService::CallbackService {
   grpc::ServerUnaryReactor* Allocate(grpc::CallbackServerContext* context,
                                      const v1::AllocateRequest* request,
                                      v1::AllocateResponse* response) override {
-    return Handle(context, [request, response](RequestInterceptor& chain) {
-      // No long poll through the proxy: its chain calls the RMs synchronously, and a held call
-      // would hold a worker and the other sub-clusters' replies. The AM waits its poll interval.
+    return Handle(context, [proxy = proxy_, request, response](RequestInterceptor& chain) {
       if (request->wait_ms() == 0) return Into(chain.Allocate(*request), response);
+      // A long poll holds this worker while the RM holds the call: only while another worker
+      // stays free (AmrmProxyOptions::worker_threads); otherwise answered at once.
+      if (proxy->TakeLongPollSlot()) {
+        absl::Status s = Into(chain.Allocate(*request), response);
+        proxy->ReturnLongPollSlot();
+        return s;
+      }
       v1::AllocateRequest now = *request;
       now.set_wait_ms(0);
       return Into(chain.Allocate(now), response);
@@ -363,6 +368,14 @@ absl::StatusOr<std::shared_ptr<AmrmProxyService::Entry>> AmrmProxyService::Authe
         "attempt ", *attempt, " is not served by this AMRMProxy (it ended or never ran here)"));
   }
   return it->second;
+}
+
+bool AmrmProxyService::TakeLongPollSlot() {
+  int held = long_polls_.load();
+  while (held < options_.worker_threads - 1) {
+    if (long_polls_.compare_exchange_weak(held, held + 1)) return true;
+  }
+  return false;
 }
 
 bool AmrmProxyService::Run(std::function<void()> task) {

@@ -9,6 +9,7 @@
 #include <grpcpp/security/credentials.h>
 
 #include <cstdint>
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <map>
@@ -49,7 +50,11 @@ struct AmrmProxyOptions {
   // InterceptorEnvironment::secondary_timeout_ms: a secondary failing this long is dropped.
   int64_t secondary_timeout_ms = 15000;
 
-  // Threads running the AMs' calls (each blocks while its call is at the RMs).
+  // Threads running the AMs' calls (each blocks while its call is at the RMs). An AM's long poll
+  // (AllocateRequest.wait_ms) goes to its home RM while fewer than worker_threads - 1 are held
+  // there, so that one worker stays free for the other AMs' calls; past that it is answered at
+  // once (back-pressure, as the RM's max_parked_allocates). A long poll reaches a home RM only
+  // while the app has no secondary sub-cluster (their replies would wait for it).
   int worker_threads = 4;
   int64_t rm_call_timeout_ms = 10'000;
   // Talks to the RMs; null = gRPC with the credentials given to Create(). Tests inject fakes.
@@ -133,6 +138,9 @@ class AmrmProxyService {
   absl::StatusOr<std::shared_ptr<Entry>> Authenticate(const v1::Token& token);
   // Queues `task` for a worker; false after Shutdown().
   bool Run(std::function<void()> task);
+  // Takes one of the worker_threads - 1 long-poll slots; false when all are held.
+  bool TakeLongPollSlot();
+  void ReturnLongPollSlot() { long_polls_.fetch_sub(1); }
   void WorkerLoop();
   void Remove(std::vector<std::shared_ptr<Entry>> entries, AttemptEnd end, const std::string& why);
   // A chain for `attempt` (with a fresh seed).
@@ -158,6 +166,7 @@ class AmrmProxyService {
   std::multimap<std::string, std::shared_ptr<Entry>> ended_ ABSL_GUARDED_BY(mu_);
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> workers_;
+  std::atomic<int> long_polls_{0};  // AM calls held at an RM now (TakeLongPollSlot)
 };
 
 }  // namespace weft::amrmproxy

@@ -350,7 +350,8 @@ absl::StatusOr<v1::AllocateResponse> FederationInterceptor::Call(
   return reply;
 }
 
-FederationInterceptor::Outcome FederationInterceptor::Heartbeat(Session& session, float progress) {
+FederationInterceptor::Outcome FederationInterceptor::Heartbeat(Session& session, float progress,
+                                                                int64_t wait_ms) {
   Outcome out;
   if (!session.home && !session.uam->registered) {
     const bool wants = std::any_of(session.pending_asks.begin(), session.pending_asks.end(),
@@ -393,6 +394,7 @@ FederationInterceptor::Outcome FederationInterceptor::Heartbeat(Session& session
   v1::AllocateRequest request;
   request.set_response_id(session.last_response_id);
   request.set_progress(progress);
+  request.set_wait_ms(wait_ms);
   for (auto& [key, ask] : session.pending_asks) *request.add_asks() = std::move(ask);
   for (std::string& id : session.releases) request.add_releases(std::move(id));
   for (std::string& node : session.blacklist_additions) request.add_blacklist_additions(node);
@@ -583,7 +585,9 @@ absl::StatusOr<v1::AllocateResponse> FederationInterceptor::Allocate(
                              }));
   }
   Session& home = sessions_.at(home_id_);
-  Outcome home_outcome = Heartbeat(home, request.progress());
+  // The AM's long poll goes to its home only while no secondary's reply would wait for it.
+  Outcome home_outcome =
+      Heartbeat(home, request.progress(), secondaries.empty() ? request.wait_ms() : 0);
   v1::AllocateResponse merged;
   for (auto& [session, future] : secondaries) {
     Outcome outcome = future.get();

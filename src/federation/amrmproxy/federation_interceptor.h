@@ -121,7 +121,8 @@ class FederationInterceptor final : public RequestInterceptor {
   // One heartbeat of one session: launches its UAM when needed, re-sends an unanswered call,
   // then sends its pending changes. Touches only `session` and its UAM (runs in parallel with
   // other sessions).
-  Outcome Heartbeat(Session& session, float progress);
+  // `wait_ms` > 0: its new call is a long poll (AllocateRequest.wait_ms).
+  Outcome Heartbeat(Session& session, float progress, int64_t wait_ms = 0);
   absl::StatusOr<v1::AllocateResponse> Call(Session& session, const v1::AllocateRequest& request);
   // Registers `session` again after its RM's AM_RESYNC.
   absl::StatusOr<v1::RegisterApplicationMasterResponse> Reregister(Session& session);

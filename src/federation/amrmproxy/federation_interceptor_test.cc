@@ -370,6 +370,27 @@ TEST_F(FederationInterceptorTest, HomeOnlyNeverStartsAUam) {
   EXPECT_TRUE(rpc_.rm(kOtherRm).allocates.empty());
 }
 
+// An AM's long poll (wait_ms) reaches its home RM while the app has no secondary; once one
+// is in use the home answers at once, so that the secondary's reply never waits for it.
+TEST_F(FederationInterceptorTest, ALongPollReachesTheHomeOnlyWhileNoSecondaryIsInUse) {
+  SetPolicy("home-only");
+  v1::AllocateRequest poll;
+  poll.set_response_id(response_id_);
+  poll.set_wait_ms(2000);
+  auto reply = fi_->Allocate(poll);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  response_id_ = reply->response_id();
+  EXPECT_EQ(rpc_.rm(kFederationHomeRm).allocates.back().wait_ms(), 2000);
+  SetPolicy("broadcast");
+  ASSERT_TRUE(Allocate({MakeAsk(4)}).ok());  // the secondary's UAM starts
+  ASSERT_FALSE(rpc_.rm(kOtherRm).allocates.empty());
+  poll.set_response_id(response_id_);
+  reply = fi_->Allocate(poll);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(rpc_.rm(kFederationHomeRm).allocates.back().wait_ms(), 0);
+  EXPECT_EQ(rpc_.rm(kOtherRm).allocates.back().wait_ms(), 0);
+}
+
 TEST_F(FederationInterceptorTest, ARestartedSecondaryGetsItsWholeShareAgain) {
   ASSERT_TRUE(Allocate({MakeAsk(4)}).ok());
   rpc_.rm(kOtherRm).resync_next = true;

@@ -92,7 +92,14 @@ absl::StatusOr<v1::RegisterApplicationMasterResponse> GrpcSubClusterRpc::Registe
 absl::StatusOr<v1::AllocateResponse> GrpcSubClusterRpc::Allocate(
     const std::string& rm, const v1::Token& token, const v1::AllocateRequest& request) {
   v1::AllocateResponse response;
-  absl::Status s = Call("Allocate", rm, TokenSetup(token),
+  // A long poll: the RM may hold the call up to wait_ms before it answers.
+  auto setup = [&token, &request, this](grpc::ClientContext* c) {
+    TokenSetup(token)(c);
+    if (request.wait_ms() > 0)
+      c->set_deadline(std::chrono::system_clock::now() +
+                      std::chrono::milliseconds(options_.call_timeout_ms + request.wait_ms()));
+  };
+  absl::Status s = Call("Allocate", rm, setup,
                         [&](const std::shared_ptr<grpc::Channel>& ch, grpc::ClientContext* c) {
                           return v1::AmService::NewStub(ch)->Allocate(c, request, &response);
                         });
