@@ -310,7 +310,8 @@ void AddFederationCommand(CLI::App& app, int* exit_code) {
   store_flag(set);
   set->add_option("--queue", f->queue, "the queue, or *")->capture_default_str();
   set->add_option("--router-policy", f->router_policy,
-                  "uniform, hashing, weighted-random, priority, locality, load-based or reject");
+                  "uniform, hashing, weighted-random, priority, locality, load-based, power-of-two or "
+                  "reject");
   set->add_option("--amrm-policy", f->amrm_policy, "home-only, broadcast or locality-multicast");
   set->add_option("--router-weights", f->router_weights,
                   "SUB_CLUSTER=WEIGHT,... (- for none: every sub-cluster weighs 1)");

@@ -276,6 +276,56 @@ TEST(LoadBasedRouterPolicyTest, InFlightAppsCountAtLeastTheSnapshotsMeanAppSize)
   EXPECT_EQ(internal::InFlightMemoryMb(ctx, t.active[0]), 1024);
 }
 
+// Two candidates drawn, the freer one chosen: the most loaded of three is never the home, the
+// least loaded is when drawn (2 in 3), the middle one when drawn with the most loaded (1 in 3).
+TEST(PowerOfTwoRouterPolicyTest, TheFreerOfTwoDrawnByWeightAndNeverTheMostLoaded) {
+  TestContext t({}, 7);
+  t.active = {Info("a", 10100), Info("b", 10000), Info("c", 9900)};
+  auto n = Shares(*Router("power-of-two"), t, 6000);
+  EXPECT_EQ(n.count("c"), 0u);
+  EXPECT_NEAR(n["a"] / 6000.0, 2.0 / 3, 0.04);
+  EXPECT_NEAR(n["b"] / 6000.0, 1.0 / 3, 0.04);
+  // One candidate left (the others excluded or weighing 0): that one.
+  PolicyContext ctx = t.ctx();
+  EXPECT_EQ(*Router("power-of-two")->ChooseHome(AppIn("q"), ctx, {"a", "b"}), "c");
+  (*t.config.mutable_router_weights())["a"] = 0;
+  (*t.config.mutable_router_weights())["b"] = 0;
+  (*t.config.mutable_router_weights())["c"] = 1;
+  ctx = t.ctx();
+  EXPECT_EQ(*Router("power-of-two")->ChooseHome(AppIn("q"), ctx, {}), "c");
+  // In-flight placements count as load, as for load-based.
+  TestContext f({}, 7);
+  f.active = {Info("a", 10000), Info("b", 9000)};
+  f.with_in_flight = true;
+  f.in_flight["a"] = {2, 2048};
+  EXPECT_EQ(Shares(*Router("power-of-two"), f, 200)["b"], 200);
+}
+
+// Thirty routers, each with its own ledger, place one app each against the same stale snapshot
+// (what "in-flight accounting covers one router's own placements" means): load-based sends all
+// thirty to the sub-cluster that looked least loaded; power-of-two spreads them.
+TEST(PowerOfTwoRouterPolicyTest, RoutersWithStaleSnapshotsDoNotHerd) {
+  for (const char* name : {"load-based", "power-of-two"}) {
+    TestContext t({}, 11);
+    t.active = {Info("a", 10100), Info("b", 10000), Info("c", 10000), Info("d", 10000)};
+    std::map<std::string, int> homes;
+    for (int router = 0; router < 30; ++router) {
+      InFlightLedger own;
+      PolicyContext ctx = t.ctx();
+      ctx.in_flight = &own.Outstanding(ctx.active);
+      auto home = Router(name)->ChooseHome(AppIn("q"), ctx, {});
+      ASSERT_TRUE(home.ok()) << home.status();
+      ++homes[*home];
+    }
+    if (std::string(name) == "load-based") {
+      EXPECT_EQ(homes, (std::map<std::string, int>{{"a", 30}}));
+    } else {
+      EXPECT_GE(homes.size(), 3u) << name;
+      EXPECT_LT(homes["a"], 25) << name;
+    }
+  }
+}
+
 // Nine submissions read against one snapshot (nothing heartbeats in between): without in-flight
 // accounting all nine go to the sub-cluster that looked least loaded; with a ledger they spread.
 TEST(LoadBasedRouterPolicyTest, OneStaleSnapshotHerdsWithoutInFlightAndSpreadsWithIt) {

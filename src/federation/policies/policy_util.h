@@ -62,6 +62,7 @@ std::unique_ptr<RouterPolicy> NewWeightedRandomRouterPolicy();
 std::unique_ptr<RouterPolicy> NewPriorityRouterPolicy();
 std::unique_ptr<RouterPolicy> NewLocalityRouterPolicy();
 std::unique_ptr<RouterPolicy> NewLoadBasedRouterPolicy();
+std::unique_ptr<RouterPolicy> NewPowerOfTwoRouterPolicy();
 std::unique_ptr<RouterPolicy> NewRejectRouterPolicy();
 std::unique_ptr<AmrmPolicy> NewHomeOnlyAmrmPolicy();
 std::unique_ptr<AmrmPolicy> NewBroadcastAmrmPolicy();

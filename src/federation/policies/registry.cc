@@ -22,6 +22,7 @@ const Factories<RouterPolicy>& RouterFactories() {
       {"priority", internal::NewPriorityRouterPolicy},
       {"locality", internal::NewLocalityRouterPolicy},
       {"load-based", internal::NewLoadBasedRouterPolicy},
+      {"power-of-two", internal::NewPowerOfTwoRouterPolicy},
       {"reject", internal::NewRejectRouterPolicy},
   };
   return *factories;

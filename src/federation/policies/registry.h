@@ -13,7 +13,8 @@
 
 namespace weft::federation {
 
-// "uniform", "hashing", "weighted-random", "priority", "locality", "load-based", "reject".
+// "uniform", "hashing", "weighted-random", "priority", "locality", "load-based",
+// "power-of-two", "reject".
 std::vector<std::string> RouterPolicyNames();
 // "home-only", "broadcast", "locality-multicast".
 std::vector<std::string> AmrmPolicyNames();

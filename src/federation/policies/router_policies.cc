@@ -130,6 +130,45 @@ class LoadBasedRouterPolicy final : public RouterPolicy {
   }
 };
 
+// The power of two choices (Mitzenmacher; Sparrow's probes): two distinct candidates drawn by
+// router weight, and the home the one with more available memory-mb (less in-flight
+// placements, as load-based); a tie goes to the first drawn. Not in YARN. Several routers
+// whose load snapshots are equally stale, each knowing only its own in-flight placements, do
+// not all choose the one sub-cluster that looks least loaded (load-based's herd): the most
+// loaded of the candidates is never chosen, and the others in proportion to how often they
+// win a pair.
+class PowerOfTwoRouterPolicy final : public RouterPolicy {
+ public:
+  absl::string_view name() const override { return "power-of-two"; }
+  absl::StatusOr<std::string> ChooseHome(const v1::ApplicationSubmissionContext& app,
+                                         const PolicyContext& ctx,
+                                         absl::Span<const std::string> exclude) const override {
+    Candidates c = RouterCandidates(ctx, exclude);
+    if (c.empty()) return NothingToChoose(app.queue(), "no eligible sub-cluster");
+    absl::StatusOr<std::string> first = PickWeighted(ctx, c, app.queue());
+    if (!first.ok() || c.size() == 1) return first;
+    Candidates rest;
+    const v1::SubClusterInfo* one = nullptr;
+    for (const v1::SubClusterInfo* info : c) {
+      if (info->sub_cluster_id() == *first) {
+        one = info;
+      } else {
+        rest.push_back(info);
+      }
+    }
+    absl::StatusOr<std::string> second = PickWeighted(ctx, rest, app.queue());
+    if (!second.ok() || one == nullptr) return first;
+    const v1::SubClusterInfo* two = nullptr;
+    for (const v1::SubClusterInfo* info : rest)
+      if (info->sub_cluster_id() == *second) two = info;
+    if (two == nullptr) return first;
+    auto free_mb = [&](const v1::SubClusterInfo* info) {
+      return MemoryMb(info->available()) - InFlightMemoryMb(ctx, *info);
+    };
+    return free_mb(two) > free_mb(one) ? *second : *first;
+  }
+};
+
 // YARN's RejectRouterPolicy: refuses every submission to the queue.
 class RejectRouterPolicy final : public RouterPolicy {
  public:
@@ -161,6 +200,9 @@ std::unique_ptr<RouterPolicy> NewLocalityRouterPolicy() {
 }
 std::unique_ptr<RouterPolicy> NewLoadBasedRouterPolicy() {
   return std::make_unique<LoadBasedRouterPolicy>();
+}
+std::unique_ptr<RouterPolicy> NewPowerOfTwoRouterPolicy() {
+  return std::make_unique<PowerOfTwoRouterPolicy>();
 }
 std::unique_ptr<RouterPolicy> NewRejectRouterPolicy() {
   return std::make_unique<RejectRouterPolicy>();

@@ -37,7 +37,8 @@ bool IsSubClusterUsable(const v1::SubClusterInfo& info, int64_t now_ms, int64_t 
 
 // The policy names a configuration may use (policies/registry.h makes them).
 inline constexpr absl::string_view kRouterPolicyNames[] = {
-    "uniform", "hashing", "weighted-random", "priority", "locality", "load-based", "reject"};
+    "uniform", "hashing", "weighted-random", "priority",
+    "locality", "load-based", "power-of-two", "reject"};
 inline constexpr absl::string_view kAmrmPolicyNames[] = {"home-only", "broadcast",
                                                          "locality-multicast"};
 
