@@ -363,6 +363,10 @@ class NodeManager {
   void OnRegisterReply(const grpc::Status& status, const std::string& active_hint,
                        const v1::RegisterNodeManagerResponse& reply);
   void SendHeartbeat();
+  // The RM answered the call in flight (sent at rm_call_sent_ms_), with `lease` when it is a
+  // federation sub-cluster's RM: the federation fence restarts from that answer or lease, and
+  // fires at once when the lease is older than the fence (its containers are killed).
+  void FenceOnRmAnswer(std::optional<internal::RmAnswerFence::Lease> lease);
   void OnHeartbeatReply(const grpc::Status& status, const std::string& active_hint,
                         const v1::NodeHeartbeatRequest& request,
                         const v1::NodeHeartbeatResponse& reply);

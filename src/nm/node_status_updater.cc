@@ -315,6 +315,16 @@ void NodeManager::SendRegister() {
       });
 }
 
+void NodeManager::FenceOnRmAnswer(std::optional<internal::RmAnswerFence::Lease> lease) {
+  FenceAnswered(federation_fence(), loop_->NowMs(), node_id_, rm_failover_->current(),
+                rm_call_sent_ms_, lease);
+  // An RM that answers with a lease too old (it cannot reach the federation store).
+  if (std::optional<std::string> why =
+          CheckFence(federation_fence(), loop_->NowMs(), node_id_, rm_failover_->current(),
+                     RunningCount(containers_)))
+    StopAllContainers(v1::CONTAINER_EXIT_ABORTED, *why);
+}
+
 void NodeManager::OnRegisterReply(const grpc::Status& status, const std::string& active_hint,
                                   const v1::RegisterNodeManagerResponse& reply) {
   rm_call_in_flight_ = false;
@@ -329,13 +339,7 @@ void NodeManager::OnRegisterReply(const grpc::Status& status, const std::string&
                /*register_again=*/true);
     return;
   }
-  FenceAnswered(federation_fence(), loop_->NowMs(), node_id_, rm_failover_->current(),
-                rm_call_sent_ms_, LeaseOf(reply));
-  // An RM that answers with a lease too old (it cannot reach the federation store).
-  if (std::optional<std::string> why =
-          CheckFence(federation_fence(), loop_->NowMs(), node_id_, rm_failover_->current(),
-                     RunningCount(containers_)))
-    StopAllContainers(v1::CONTAINER_EXIT_ABORTED, *why);
+  FenceOnRmAnswer(LeaseOf(reply));
   last_failover_ = RmFailoverAction::kNone;
   if (reply.action() == v1::NODE_ACTION_SHUTDOWN) {
     log::Error("register_refused", {{"rm", rm_failover_->current()},
@@ -436,13 +440,7 @@ void NodeManager::OnHeartbeatReply(const grpc::Status& status, const std::string
                /*register_again=*/false);
     return;
   }
-  FenceAnswered(federation_fence(), loop_->NowMs(), node_id_, rm_failover_->current(),
-                rm_call_sent_ms_, LeaseOf(reply));
-  // An RM that answers with a lease too old (it cannot reach the federation store).
-  if (std::optional<std::string> why =
-          CheckFence(federation_fence(), loop_->NowMs(), node_id_, rm_failover_->current(),
-                     RunningCount(containers_)))
-    StopAllContainers(v1::CONTAINER_EXIT_ABORTED, *why);
+  FenceOnRmAnswer(LeaseOf(reply));
   last_failover_ = RmFailoverAction::kNone;
   if (reply.response_id() == request.response_id() + 1) {
     for (const v1::ContainerStatus& sent : request.container_statuses()) {

@@ -60,10 +60,16 @@ std::string AmContainer(RmHarness& h, const std::string& app, int attempt) {
              : "";
 }
 
-TEST(AppEndsTest, AKilledFederatedAppEndsOnlyOnceItsHomeRecordSaysSo) {
+// A federation sub-cluster's RM with one node, its ends written by `w`.
+class AppEndsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { h.AddNode("h1:1"); }
+
   EndWriter w;
-  RmHarness h(WritingOptions(&w));
-  h.AddNode("h1:1");
+  RmHarness h{WritingOptions(&w)};
+};
+
+TEST_F(AppEndsTest, AKilledFederatedAppEndsOnlyOnceItsHomeRecordSaysSo) {
   const std::string app = h.Submit();
   h.loop.Advance(200);
   ASSERT_EQ(StateOf(h, app), v1::APP_ACCEPTED);
@@ -92,10 +98,7 @@ TEST(AppEndsTest, AKilledFederatedAppEndsOnlyOnceItsHomeRecordSaysSo) {
   EXPECT_EQ(StateOf(h, app), v1::APP_KILLED);
 }
 
-TEST(AppEndsTest, AWriteThatFailsIsRetriedAndTheAppLivesOnMeanwhile) {
-  EndWriter w;
-  RmHarness h(WritingOptions(&w));
-  h.AddNode("h1:1");
+TEST_F(AppEndsTest, AWriteThatFailsIsRetriedAndTheAppLivesOnMeanwhile) {
   const std::string app = h.Submit();
   h.loop.Advance(200);
   ASSERT_TRUE(h.rm().KillApplication(app, "").ok());
@@ -113,10 +116,7 @@ TEST(AppEndsTest, AWriteThatFailsIsRetriedAndTheAppLivesOnMeanwhile) {
   EXPECT_EQ(w.requests.size(), 2u);
 }
 
-TEST(AppEndsTest, ACopyWhoseAppMovedIsKilledAsAFencedCopy) {
-  EndWriter w;
-  RmHarness h(WritingOptions(&w));
-  h.AddNode("h1:1");
+TEST_F(AppEndsTest, ACopyWhoseAppMovedIsKilledAsAFencedCopy) {
   const std::string app = h.Submit();
   h.loop.Advance(200);
   ASSERT_TRUE(h.rm().KillApplication(app, "").ok());
@@ -131,10 +131,7 @@ TEST(AppEndsTest, ACopyWhoseAppMovedIsKilledAsAFencedCopy) {
   EXPECT_EQ(w.requests.size(), 1u);
 }
 
-TEST(AppEndsTest, AnAppWhoseAttemptsAreUsedUpFailsOnceItsEndIsWritten) {
-  EndWriter w;
-  RmHarness h(WritingOptions(&w));
-  h.AddNode("h1:1");
+TEST_F(AppEndsTest, AnAppWhoseAttemptsAreUsedUpFailsOnceItsEndIsWritten) {
   const std::string app = h.Submit();
   h.loop.Advance(200);
   // Its AMs fail until no attempt is left.
@@ -160,10 +157,7 @@ TEST(AppEndsTest, AnAppWhoseAttemptsAreUsedUpFailsOnceItsEndIsWritten) {
   EXPECT_EQ(h.rm().GetApplicationAttempts(app)->attempts_size(), attempt);
 }
 
-TEST(AppEndsTest, AKillWaitingForItsRecordStartsNoNewAttemptWhenItsAmFails) {
-  EndWriter w;
-  RmHarness h(WritingOptions(&w));
-  h.AddNode("h1:1");
+TEST_F(AppEndsTest, AKillWaitingForItsRecordStartsNoNewAttemptWhenItsAmFails) {
   const std::string app = h.Submit();
   h.loop.Advance(200);
   const std::string am = AmContainer(h, app, 0);
@@ -177,10 +171,7 @@ TEST(AppEndsTest, AKillWaitingForItsRecordStartsNoNewAttemptWhenItsAmFails) {
   EXPECT_EQ(StateOf(h, app), v1::APP_KILLED);
 }
 
-TEST(AppEndsTest, AppsWithoutAHomeRecordAndUnregisteringAmsEndAtOnce) {
-  EndWriter w;
-  RmHarness h(WritingOptions(&w));
-  h.AddNode("h1:1");
+TEST_F(AppEndsTest, AppsWithoutAHomeRecordAndUnregisteringAmsEndAtOnce) {
   const std::string direct = h.Submit();
   const std::string homed = h.Submit();
   FederationHomesCheck check;
@@ -208,10 +199,7 @@ TEST(AppEndsTest, AppsWithoutAHomeRecordAndUnregisteringAmsEndAtOnce) {
   EXPECT_TRUE(w.requests.empty());
 }
 
-TEST(AppEndsTest, AnEndNotWrittenBeforeTheRmDiesIsWrittenByTheNextOne) {
-  EndWriter w;
-  RmHarness h(WritingOptions(&w));
-  h.AddNode("h1:1");
+TEST_F(AppEndsTest, AnEndNotWrittenBeforeTheRmDiesIsWrittenByTheNextOne) {
   const std::string app = h.Submit();
   h.loop.Advance(200);
   int attempt = 0;

@@ -435,28 +435,24 @@ std::optional<int64_t> ResourceManager::FederationLeaseAgeMs() const {
   return std::max<int64_t>(0, NowMs() - renewed_ms);
 }
 
-absl::StatusOr<v1::RegisterNodeManagerResponse> ResourceManager::RegisterNode(
-    const v1::RegisterNodeManagerRequest& req) {
-  absl::StatusOr<v1::RegisterNodeManagerResponse> r = nodes_->RegisterNode(req);
-  if (r.ok()) {
-    if (std::optional<int64_t> age = FederationLeaseAgeMs()) {
-      r->set_federation_lease_age_ms(*age);
-      r->set_federation_lease_renewal_ms(apps_->federation_lease().interval_ms());
-    }
+template <typename Reply>
+absl::StatusOr<Reply> ResourceManager::WithFederationLease(absl::StatusOr<Reply> r) const {
+  if (!r.ok()) return r;
+  if (std::optional<int64_t> age = FederationLeaseAgeMs()) {
+    r->set_federation_lease_age_ms(*age);
+    r->set_federation_lease_renewal_ms(apps_->federation_lease().interval_ms());
   }
   return r;
 }
 
+absl::StatusOr<v1::RegisterNodeManagerResponse> ResourceManager::RegisterNode(
+    const v1::RegisterNodeManagerRequest& req) {
+  return WithFederationLease(nodes_->RegisterNode(req));
+}
+
 absl::StatusOr<v1::NodeHeartbeatResponse> ResourceManager::NodeHeartbeat(
     const v1::NodeHeartbeatRequest& req) {
-  absl::StatusOr<v1::NodeHeartbeatResponse> r = nodes_->NodeHeartbeat(req);
-  if (r.ok()) {
-    if (std::optional<int64_t> age = FederationLeaseAgeMs()) {
-      r->set_federation_lease_age_ms(*age);
-      r->set_federation_lease_renewal_ms(apps_->federation_lease().interval_ms());
-    }
-  }
-  return r;
+  return WithFederationLease(nodes_->NodeHeartbeat(req));
 }
 
 absl::StatusOr<v1::RegisterApplicationMasterResponse> ResourceManager::RegisterApplicationMaster(

@@ -188,6 +188,10 @@ class ResourceManager {
   void RunPass();
   // Creates the history and its sampler (Create validated their options).
   void StartHistory();
+  // A NodeManager's reply `r` with the RM's federation lease (FederationLeaseAgeMs and its
+  // renewal interval) when this RM is a federation sub-cluster's.
+  template <typename Reply>
+  absl::StatusOr<Reply> WithFederationLease(absl::StatusOr<Reply> r) const;
 
   RmOptions options_;
   RmContext ctx_;

@@ -97,13 +97,21 @@ struct RequestRef {
   size_t index;
 };
 
-void OnData(int rc, const char* value, int value_len, const struct Stat* stat, const void* data) {
+// Completes one request of its call (`data`, its RequestRef): records `rc`, lets
+// `fill(call, index)` copy the answer when it is ZOK (under the call's lock), and counts it.
+template <typename Fill>
+void Complete(const void* data, int rc, Fill fill) {
   std::unique_ptr<RequestRef> ref(static_cast<RequestRef*>(const_cast<void*>(data)));
   PendingCall& call = *ref->call;
   absl::MutexLock lock(&call.mu);
   call.rcs[ref->index] = rc;
-  if (rc == ZOK) {
-    ZkClient::Node& node = call.nodes[ref->index];
+  if (rc == ZOK) fill(call, ref->index);
+  --call.remaining;
+}
+
+void OnData(int rc, const char* value, int value_len, const struct Stat* stat, const void* data) {
+  Complete(data, rc, [&](PendingCall& call, size_t index) {
+    ZkClient::Node& node = call.nodes[index];
     node.exists = true;
     if (value != nullptr && value_len > 0) node.data.assign(value, value_len);
     if (stat != nullptr) {
@@ -111,40 +119,27 @@ void OnData(int rc, const char* value, int value_len, const struct Stat* stat, c
       node.num_children = stat->numChildren;
       node.ephemeral_owner = stat->ephemeralOwner;
     }
-  }
-  --call.remaining;
+  });
 }
 
 void OnStrings(int rc, const struct String_vector* strings, const void* data) {
-  std::unique_ptr<RequestRef> ref(static_cast<RequestRef*>(const_cast<void*>(data)));
-  PendingCall& call = *ref->call;
-  absl::MutexLock lock(&call.mu);
-  call.rcs[ref->index] = rc;
-  if (rc == ZOK && strings != nullptr) {
-    std::vector<std::string>& names = call.children[ref->index];
+  Complete(data, rc, [&](PendingCall& call, size_t index) {
+    if (strings == nullptr) return;
+    std::vector<std::string>& names = call.children[index];
     for (int32_t i = 0; i < strings->count; ++i) names.emplace_back(strings->data[i]);
-  }
-  --call.remaining;
+  });
 }
 
 void OnVoid(int rc, const void* data) {
-  std::unique_ptr<RequestRef> ref(static_cast<RequestRef*>(const_cast<void*>(data)));
-  PendingCall& call = *ref->call;
-  absl::MutexLock lock(&call.mu);
-  call.rcs[ref->index] = rc;
-  --call.remaining;
+  Complete(data, rc, [](PendingCall&, size_t) {});
 }
 
-// An ACL read (zoo_aget_acl): whether it lets anyone in, and its version.
+// An ACL read (zoo_aget_acl): whether it lets anyone in, and its version. Node's fields are
+// reused: `data` "open" when an entry is world:anyone, `version` the ACL's version.
 void OnAcl(int rc, struct ACL_vector* acl, struct Stat* stat, const void* data) {
-  std::unique_ptr<RequestRef> ref(static_cast<RequestRef*>(const_cast<void*>(data)));
-  PendingCall& call = *ref->call;
-  absl::MutexLock lock(&call.mu);
-  call.rcs[ref->index] = rc;
-  if (rc == ZOK) {
-    ZkClient::Node& node = call.nodes[ref->index];
+  Complete(data, rc, [&](PendingCall& call, size_t index) {
+    ZkClient::Node& node = call.nodes[index];
     node.exists = true;
-    // Reused fields: `data` "open" when an entry is world:anyone; `version` the ACL's version.
     for (int32_t i = 0; acl != nullptr && i < acl->count; ++i) {
       const struct Id& id = acl->data[i].id;
       if (id.scheme != nullptr && id.id != nullptr && std::string_view(id.scheme) == "world" &&
@@ -152,8 +147,22 @@ void OnAcl(int rc, struct ACL_vector* acl, struct Stat* stat, const void* data) 
         node.data = "open";
     }
     if (stat != nullptr) node.version = stat->aversion;
+  });
+}
+
+// Sends request i of `call`, for i in [0, n), with `send(i, ref)` (a C client call taking `ref`
+// as its completion's data); a request not sent gets no completion, so its rc is recorded here.
+template <typename Send>
+void SendEach(const std::shared_ptr<PendingCall>& call, size_t n, Send send) {
+  for (size_t i = 0; i < n; ++i) {
+    auto* ref = new RequestRef{call, i};
+    if (int rc = send(i, ref); rc != ZOK) {
+      delete ref;
+      absl::MutexLock lock(&call->mu);
+      call->rcs[i] = rc;
+      --call->remaining;
+    }
   }
-  --call.remaining;
 }
 
 // Waits for every completion of `call` until `deadline`. False if the deadline passed first.
@@ -373,16 +382,9 @@ absl::StatusOr<std::vector<ZkClient::Node>> ZkClient::Get(absl::Span<const std::
     absl::MutexLock lock(&call->mu);
     call->nodes.resize(paths.size());
   }
-  for (size_t i = 0; i < paths.size(); ++i) {
-    auto* ref = new RequestRef{call, i};
-    int rc = zoo_aget(handle_, paths[i].c_str(), /*watch=*/0, &OnData, ref);
-    if (rc != ZOK) {  // Not sent: no completion will come.
-      delete ref;
-      absl::MutexLock lock(&call->mu);
-      call->rcs[i] = rc;
-      --call->remaining;
-    }
-  }
+  SendEach(call, paths.size(), [&](size_t i, RequestRef* ref) {
+    return zoo_aget(handle_, paths[i].c_str(), /*watch=*/0, &OnData, ref);
+  });
   if (!AwaitCall(*call, deadline)) {
     return absl::UnavailableError(absl::StrCat(
         "reading ", paths.size() == 1 ? paths[0] : absl::StrCat(paths.size(), " nodes"),
@@ -408,16 +410,9 @@ absl::StatusOr<std::vector<std::optional<std::vector<std::string>>>> ZkClient::G
     absl::MutexLock lock(&call->mu);
     call->children.resize(paths.size());
   }
-  for (size_t i = 0; i < paths.size(); ++i) {
-    auto* ref = new RequestRef{call, i};
-    int rc = zoo_aget_children(handle_, paths[i].c_str(), /*watch=*/0, &OnStrings, ref);
-    if (rc != ZOK) {
-      delete ref;
-      absl::MutexLock lock(&call->mu);
-      call->rcs[i] = rc;
-      --call->remaining;
-    }
-  }
+  SendEach(call, paths.size(), [&](size_t i, RequestRef* ref) {
+    return zoo_aget_children(handle_, paths[i].c_str(), /*watch=*/0, &OnStrings, ref);
+  });
   if (!AwaitCall(*call, deadline)) {
     return absl::UnavailableError(absl::StrCat(
         "listing ", paths.size() == 1 ? paths[0] : absl::StrCat(paths.size(), " nodes"),
@@ -541,54 +536,46 @@ absl::StatusOr<ZkClient::MultiResult> ZkClient::Multi(const std::vector<Op>& ops
   return result;
 }
 
-absl::StatusOr<int64_t> ZkClient::CloseOpenAcls(absl::Span<const std::string> paths,
-                                                 absl::Time deadline) {
-  if (paths.empty()) return 0;
-  // The ACLs first, then a set for each open one, at the version read.
-  auto read = std::make_shared<PendingCall>(paths.size());
+absl::StatusOr<std::vector<std::optional<int32_t>>> ZkClient::OpenAcls(
+    absl::Span<const std::string> paths, absl::Time deadline) {
+  auto call = std::make_shared<PendingCall>(paths.size());
   {
-    absl::MutexLock lock(&read->mu);
-    read->nodes.resize(paths.size());
+    absl::MutexLock lock(&call->mu);
+    call->nodes.resize(paths.size());
   }
-  for (size_t i = 0; i < paths.size(); ++i) {
-    auto* ref = new RequestRef{read, i};
-    int rc = zoo_aget_acl(handle_, paths[i].c_str(), &OnAcl, ref);
-    if (rc != ZOK) {
-      delete ref;
-      absl::MutexLock lock(&read->mu);
-      read->rcs[i] = rc;
-      --read->remaining;
-    }
-  }
-  if (!AwaitCall(*read, deadline))
+  SendEach(call, paths.size(), [&](size_t i, RequestRef* ref) {
+    return zoo_aget_acl(handle_, paths[i].c_str(), &OnAcl, ref);
+  });
+  if (!AwaitCall(*call, deadline))
     return absl::UnavailableError(absl::StrCat("reading the ACLs of ", paths.size(),
                                                " nodes: no answer from ZooKeeper '", connect_,
                                                "' by the deadline: ", Describe(ZOPERATIONTIMEOUT)));
-  std::vector<std::pair<std::string, int32_t>> open;  // path, ACL version
-  {
-    absl::MutexLock lock(&read->mu);
-    for (size_t i = 0; i < paths.size(); ++i) {
-      const int rc = read->rcs[i];
-      if (rc == ZNONODE) continue;  // deleted meanwhile
-      if (rc != ZOK)
-        return absl::Status(CodeForZk(rc), absl::StrCat("reading the ACL of ", paths[i], " from '",
-                                                        connect_, "': ", Describe(rc)));
-      if (read->nodes[i].data == "open") open.emplace_back(paths[i], read->nodes[i].version);
-    }
+  absl::MutexLock lock(&call->mu);
+  std::vector<std::optional<int32_t>> open(paths.size());
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const int rc = call->rcs[i];
+    if (rc == ZNONODE) continue;  // deleted meanwhile
+    if (rc != ZOK)
+      return absl::Status(CodeForZk(rc), absl::StrCat("reading the ACL of ", paths[i], " from '",
+                                                      connect_, "': ", Describe(rc)));
+    if (call->nodes[i].data == "open") open[i] = call->nodes[i].version;
   }
+  return open;
+}
+
+absl::StatusOr<int64_t> ZkClient::CloseOpenAcls(absl::Span<const std::string> paths,
+                                                 absl::Time deadline) {
+  absl::StatusOr<std::vector<std::optional<int32_t>>> acls = OpenAcls(paths, deadline);
+  if (!acls.ok()) return acls.status();
+  std::vector<std::pair<std::string, int32_t>> open;  // path, ACL version
+  for (size_t i = 0; i < paths.size(); ++i)
+    if ((*acls)[i].has_value()) open.emplace_back(paths[i], *(*acls)[i]);
   if (open.empty()) return 0;
   auto set = std::make_shared<PendingCall>(open.size());
-  for (size_t i = 0; i < open.size(); ++i) {
-    auto* ref = new RequestRef{set, i};
-    int rc = zoo_aset_acl(handle_, open[i].first.c_str(), open[i].second, &ZOO_CREATOR_ALL_ACL,
-                          &OnVoid, ref);
-    if (rc != ZOK) {
-      delete ref;
-      absl::MutexLock lock(&set->mu);
-      set->rcs[i] = rc;
-      --set->remaining;
-    }
-  }
+  SendEach(set, open.size(), [&](size_t i, RequestRef* ref) {
+    return zoo_aset_acl(handle_, open[i].first.c_str(), open[i].second, &ZOO_CREATOR_ALL_ACL,
+                        &OnVoid, ref);
+  });
   if (!AwaitCall(*set, deadline))
     return absl::UnavailableError(absl::StrCat("closing the ACLs of ", open.size(),
                                                " nodes: no answer from ZooKeeper '", connect_,
@@ -616,35 +603,15 @@ absl::StatusOr<int64_t> ZkClient::CloseOpenAclsUnder(const std::string& root,
         absl::StrCat("closing the ACLs under ", root, " on '", connect_,
                      "': this client has no digest credential to close them to"));
   if (absl::Status s = CheckSendable(); !s.ok()) return s;
+  // A root that is not open (or missing): a walk finished, or the store was created closed.
+  absl::StatusOr<std::vector<std::optional<int32_t>>> root_acl = OpenAcls({root}, deadline);
+  if (!root_acl.ok()) return root_acl.status();
+  if (!(*root_acl)[0].has_value()) return 0;
   // The whole tree, level by level; then closed from the leaves up, the root last, so that a
-  // closed root means every node below was closed (or created closed): nothing to walk.
+  // closed root means every node below was closed.
   std::vector<std::vector<std::string>> levels = {{root}};
   while (!levels.back().empty()) {
     const std::vector<std::string>& level = levels.back();
-    if (levels.size() == 1) {
-      auto call = std::make_shared<PendingCall>(1);
-      {
-        absl::MutexLock lock(&call->mu);
-        call->nodes.resize(1);
-      }
-      auto* ref = new RequestRef{call, 0};
-      if (int rc = zoo_aget_acl(handle_, root.c_str(), &OnAcl, ref); rc != ZOK) {
-        delete ref;
-        return absl::Status(CodeForZk(rc), absl::StrCat("reading the ACL of ", root, " from '",
-                                                        connect_, "': ", Describe(rc)));
-      }
-      if (!AwaitCall(*call, deadline))
-        return absl::UnavailableError(absl::StrCat("reading the ACL of ", root,
-                                                   ": no answer from ZooKeeper '", connect_,
-                                                   "' by the deadline"));
-      absl::MutexLock lock(&call->mu);
-      if (call->rcs[0] == ZNONODE || (call->rcs[0] == ZOK && call->nodes[0].data != "open"))
-        return 0;
-      if (call->rcs[0] != ZOK)
-        return absl::Status(CodeForZk(call->rcs[0]),
-                            absl::StrCat("reading the ACL of ", root, " from '", connect_,
-                                         "': ", Describe(call->rcs[0])));
-    }
     absl::StatusOr<std::vector<std::optional<std::vector<std::string>>>> children =
         GetChildren(level, deadline);
     if (!children.ok()) return children.status();

@@ -170,6 +170,10 @@ class ZkClient {
 
   // Starts a new session (a new handle), closing the old one.
   absl::Status NewHandle();
+  // For each of `paths`, its ACL's version when the ACL lets anyone in; nullopt when it does
+  // not, or the node is missing. Pipelined like Get().
+  absl::StatusOr<std::vector<std::optional<int32_t>>> OpenAcls(absl::Span<const std::string> paths,
+                                                              absl::Time deadline);
   // CloseOpenAclsUnder's work on one level: closes the open nodes among `paths` (a missing one
   // is skipped) and returns how many.
   absl::StatusOr<int64_t> CloseOpenAcls(absl::Span<const std::string> paths, absl::Time deadline);

@@ -48,8 +48,8 @@ RmState MustLoad(StateStore& store) {
   return state.ok() ? *std::move(state) : RmState{};
 }
 
-std::unique_ptr<ZkClient> MustConnect(const std::string& connect) {
-  absl::StatusOr<std::unique_ptr<ZkClient>> client = ZkClient::Create(connect, 10000);
+std::unique_ptr<ZkClient> MustConnect(const std::string& connect, const std::string& auth = "") {
+  absl::StatusOr<std::unique_ptr<ZkClient>> client = ZkClient::Create(connect, 10000, auth);
   EXPECT_TRUE(client.ok()) << client.status();
   if (!client.ok()) return nullptr;
   absl::Status s = (*client)->Connect(absl::Now() + absl::Seconds(30));
@@ -70,6 +70,20 @@ void MustCommit(ZkClient& client, const std::vector<Op>& ops) {
   absl::StatusOr<ZkClient::MultiResult> r = client.Multi(ops, absl::Now() + absl::Seconds(30));
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->rc, ZOK) << zerror(r->rc) << " at op " << r->failed_op;
+}
+
+// A client without the store's credential (`who`) can neither read `paths` nor rewrite the
+// master key at `key`.
+void ExpectLockedOut(ZkClient& stranger, const std::vector<std::string>& paths,
+                     const std::string& key, const std::string& who) {
+  for (const std::string& path : paths) {
+    absl::Status denied = stranger.Get({path}, absl::Now() + absl::Seconds(30)).status();
+    EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied)
+        << "'" << who << "' read " << path << ": " << denied;
+  }
+  absl::StatusOr<ZkClient::MultiResult> forged =
+      stranger.Multi({Op::Set(key, "forged")}, absl::Now() + absl::Seconds(30));
+  EXPECT_TRUE(!forged.ok() || forged->rc == ZNOAUTH) << "'" << who << "' rewrote a master key";
 }
 
 bool IsFenced(const absl::Status& s) {
@@ -146,14 +160,7 @@ TEST_F(ZkStoreTest, WithACredentialNodesAreTheRmsAlone) {
         ZkClient::Create(server().connect_string(), 10000, credential);
     ASSERT_TRUE(stranger.ok()) << stranger.status();
     ASSERT_TRUE((*stranger)->Connect(absl::Now() + absl::Seconds(30)).ok());
-    for (const std::string& path : secrets) {
-      absl::Status denied = (*stranger)->Get({path}, absl::Now() + absl::Seconds(30)).status();
-      EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied)
-          << "'" << credential << "' read " << path << ": " << denied;
-    }
-    absl::StatusOr<ZkClient::MultiResult> forged = (*stranger)->Multi(
-        {Op::Set(root_ + "/keys/container.7", "forged")}, absl::Now() + absl::Seconds(30));
-    EXPECT_TRUE(!forged.ok() || forged->rc == ZNOAUTH) << "a stranger rewrote a master key";
+    ExpectLockedOut(**stranger, secrets, root_ + "/keys/container.7", credential);
   }
   absl::StatusOr<std::unique_ptr<ZkClient>> rm =
       ZkClient::Create(server().connect_string(), 10000, server().auth());
@@ -184,23 +191,16 @@ TEST_F(ZkStoreTest, NodesAnEarlierWeftLeftOpenAreClosedByTheNextActiveRm) {
   std::unique_ptr<StateStore> store = MustOpen(options);
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(MustLoad(*store).apps.size(), 1u);
-  for (const std::string& path :
-       {root_, root_ + "/keys/container.7", root_ + "/apps/app_1", root_ + "/epoch"}) {
-    absl::Status denied = stranger->Get({path}, absl::Now() + absl::Seconds(30)).status();
-    EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied) << path << ": " << denied;
-  }
-  absl::StatusOr<ZkClient::MultiResult> forged = stranger->Multi(
-      {Op::Set(root_ + "/keys/container.7", "forged")}, absl::Now() + absl::Seconds(30));
-  EXPECT_TRUE(!forged.ok() || forged->rc == ZNOAUTH) << "a stranger rewrote a master key";
+  ExpectLockedOut(*stranger,
+                  {root_, root_ + "/keys/container.7", root_ + "/apps/app_1", root_ + "/epoch"},
+                  root_ + "/keys/container.7", "no credential");
   // Closed: the next walk has nothing to do, and the store works as before.
-  absl::StatusOr<std::unique_ptr<ZkClient>> rm =
-      ZkClient::Create(server().connect_string(), 10000, server().auth());
-  ASSERT_TRUE(rm.ok()) << rm.status();
-  ASSERT_TRUE((*rm)->Connect(absl::Now() + absl::Seconds(30)).ok());
-  absl::StatusOr<int64_t> again = (*rm)->CloseOpenAclsUnder(root_, absl::Now() + absl::Seconds(30));
+  std::unique_ptr<ZkClient> rm = MustConnect(server().connect_string(), server().auth());
+  ASSERT_NE(rm, nullptr);
+  absl::StatusOr<int64_t> again = rm->CloseOpenAclsUnder(root_, absl::Now() + absl::Seconds(30));
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(*again, 0);
-  EXPECT_EQ(ReadNode(**rm, root_ + "/keys/container.7"),
+  EXPECT_EQ(ReadNode(*rm, root_ + "/keys/container.7"),
             EncodeMasterKey(FullMasterKey("container", 7)));
   ASSERT_TRUE(store->PutApplication(FullApplication("app_2")).ok());
   // Without a credential there is nothing to close to.
