@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 namespace weft::adaptcont {
@@ -71,7 +72,19 @@ absl::StatusOr<AmSizingOutcome> SizeAmContainer(const AdaptContConfig& config,
   }
   in.cluster_max_allocation = {max[kMemoryMb], max[kVcores]};
   in.previous_attempt = job.previous_attempt;
+  if (const scheduler::QueueNode* q = scheduler.FindQueue(job.queue); q != nullptr && q->is_leaf()) {
+    if (std::optional<Resource> limit = scheduler.AmLimit(*q))
+      in.queue_am_limit = AmResource{(*limit)[kMemoryMb], (*limit)[kVcores]};
+  }
   absl::StatusOr<AmSizingDecision> decision = DecideAmSize(config, in);
+  if (!decision.ok() && in.queue_am_limit.has_value() &&
+      absl::IsFailedPrecondition(decision.status())) {
+    // The queue's AM limit leaves no room for the smallest AM. The scheduler starts a queue's
+    // first AM whatever its limit (SchedulingPolicy::AmLimit), so the AM is sized without that
+    // ceiling rather than refused.
+    in.queue_am_limit.reset();
+    decision = DecideAmSize(config, in);
+  }
   if (!decision.ok()) return decision.status();
   absl::StatusOr<Resource> am = registry.Normalize(decision->AsResource());
   if (!am.ok()) return am.status();

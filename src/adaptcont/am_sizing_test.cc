@@ -62,6 +62,33 @@ TEST(AmSizingTest, TheQueueLimitBindsTheHeadroom) {
   EXPECT_LE(small->decision.wave_size, big->decision.wave_size);
 }
 
+constexpr const char* kAmLimitedQueues = R"(
+policy: capacity
+queues:
+  root:
+    children:
+      tight: {capacity: 50, maximum-capacity: 50, maximum-am-resource-percent: 0.2}
+      tiny: {capacity: 50, maximum-capacity: 50, maximum-am-resource-percent: 0.01}
+)";
+
+// The queue's AM limit (its maximum-am-resource-percent of the queue) is a ceiling on the AM,
+// as seed 002 has it; where no AM would fit under it, the AM is sized without it, since the
+// scheduler starts a queue's first AM whatever its limit.
+TEST(AmSizingTest, TheQueuesAmLimitIsACeilingUnlessNoAmFitsUnderIt) {
+  auto s = Cluster(64, Resource::Of(8192, 64), kAmLimitedQueues);  // 512 GB, 4096 vcores
+  auto tight = SizeAmContainer(DefaultAdaptContConfig(), *s, Job("tight", 5000));
+  ASSERT_TRUE(tight.ok()) << tight.status();
+  ASSERT_TRUE(tight->input.queue_am_limit.has_value());
+  EXPECT_EQ(tight->input.queue_am_limit->memory_mb, 524);  // 0.2% of its 256 GB
+  EXPECT_THAT(tight->decision.Explanation(), HasSubstr("ceiling 524 MB (queue AM limit)"));
+  EXPECT_LE(tight->decision.AsResource()[kMemoryMb], 524);
+  auto tiny = SizeAmContainer(DefaultAdaptContConfig(), *s, Job("tiny", 5000));
+  ASSERT_TRUE(tiny.ok()) << tiny.status();
+  EXPECT_FALSE(tiny->input.queue_am_limit.has_value());  // 26 MB: no AM fits under it
+  EXPECT_THAT(tiny->decision.Explanation(), ::testing::Not(HasSubstr("queue AM limit")));
+  EXPECT_GT(tiny->decision.AsResource()[kMemoryMb], tight->decision.AsResource()[kMemoryMb]);
+}
+
 TEST(AmSizingTest, WhatTheClusterHasFreeBindsTheHeadroom) {
   auto s = Cluster(1, Resource::Of(8192, 8));
   scheduler::AppSpec hog;

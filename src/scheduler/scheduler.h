@@ -215,6 +215,11 @@ class Scheduler {
   const std::vector<QueueNode*>& queues() const { return queue_list_; }
   // By leaf name, or by path for any queue; nullptr when unknown.
   const QueueNode* FindQueue(absl::string_view name) const;
+  // The most the AM containers of leaf `leaf` may hold together now, as the policy computes it
+  // (SchedulingPolicy::AmLimit); nullopt = no limit. AdaptCont's queue AM limit input.
+  std::optional<Resource> AmLimit(const QueueNode& leaf) const {
+    return policy_->AmLimit(leaf, view_);
+  }
   // The queue's capacities for reports, as the policy computes them (SchedulingPolicy::
   // Capacities) down the path from root, whose are all 100.
   QueueCapacities Capacities(const QueueNode& queue) const;
