@@ -142,9 +142,12 @@ int ListHomes(const FederationFlags& f) {
     }
     return 0;
   }
-  std::vector<std::vector<std::string>> rows = {{"APPLICATION", "HOME", "QUEUE", "USER"}};
+  // ENDED: when its home record says it ended (finished_ms, written by its RM before the app
+  // ends, or by the GPG); such an app is never resubmitted.
+  std::vector<std::vector<std::string>> rows = {{"APPLICATION", "HOME", "QUEUE", "USER", "ENDED"}};
   for (const v1::ApplicationHomeSubCluster& h : *homes)
-    rows.push_back({h.application_id(), h.home_sub_cluster_id(), h.queue(), h.user()});
+    rows.push_back({h.application_id(), h.home_sub_cluster_id(), h.queue(), h.user(),
+                    FormatTimeMs(h.finished_ms())});
   PrintTable(rows);
   return 0;
 }
