@@ -354,6 +354,23 @@ fi
 kill -TERM "$rm_pid" 2>/dev/null
 wait "$rm_pid" 2>/dev/null
 
+# `weft web login` names what is wrong: a bad --rm-http, a web server that cannot be reached
+# (its sign-in against a live RM is in web_ui_test).
+if "$weft" web login --rm-http "no-port" >/dev/null 2>"$tmp/w.err"; then
+  bad "weft web login --rm-http no-port succeeded"
+else
+  grep -q "'no-port' is not HOST:PORT" "$tmp/w.err" && ok "web login: a bad --rm-http is named" ||
+    bad "web login bad address: $(cat "$tmp/w.err")"
+fi
+closed=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+if "$weft" web login --rm-http "127.0.0.1:$closed" >"$tmp/w.out" 2>"$tmp/w.err"; then
+  bad "weft web login against a closed port succeeded: $(cat "$tmp/w.out")"
+else
+  grep -q "cannot reach the RM's web server at http://127.0.0.1:$closed" "$tmp/w.err" &&
+    ok "web login: an unreachable web server is named" ||
+    bad "web login unreachable: $(cat "$tmp/w.err")"
+fi
+
 if [[ $fail -ne 0 ]]; then
   echo "--- weft dev output"; cat "$tmp/dev.out"; tail -30 "$tmp/dev.err"
 fi

@@ -118,5 +118,44 @@ page nodes /cluster/nodes "127.0.0.1:" "RUNNING" "Healthy" "network-mbps used / 
   "vcores used / capacity"
 page scheduler /cluster/scheduler "Scheduler" "fair policy" "root" "default" "guaranteed"
 
+# Browser sign-in (docs/web.md): `weft web login` (MUNGE) prints a single-use link; the page
+# that opens it shows who it is signed in as, and the link is then used up.
+if timeout 30 "$weft" web login --rm-http "$web" >"$tmp/login.out" 2>"$tmp/login.err"; then
+  link=$(head -1 "$tmp/login.out")
+  me=$(id -un)
+  if [[ "$link" == "http://$web/cluster#sign-in="* ]]; then
+    ok "weft web login printed a link: ${link%%#*}#sign-in=..."
+    if timeout 60 "${chrome[@]}" --dump-dom "$link" >"$tmp/signed-in.html" 2>"$tmp/signed-in.err" &&
+      grep -q "<span id=\"who\" class=\"who\"><span>$me </span><button" "$tmp/signed-in.html"; then
+      ok "the page that opened the link is signed in as $me"
+    else
+      bad "signed-in page: $(grep -o '<span id="who".\{0,200\}' "$tmp/signed-in.html")"
+    fi
+    code=$(curl -s -o "$tmp/again.json" -w '%{http_code}' -X POST \
+      -H "X-Weft-Sign-In-Ticket: ${link##*#sign-in=}" "http://$web/ws/v1/cluster/session")
+    [[ "$code" == 401 ]] && ok "the link works once (again: 401)" ||
+      bad "the link opened again: $code $(cat "$tmp/again.json")"
+  else
+    bad "weft web login printed no link: $(cat "$tmp/login.out" "$tmp/login.err")"
+  fi
+  # The same browser (its profile keeps the origin's localStorage) stays signed in; another is
+  # anonymous.
+  if timeout 60 "${chrome[@]}" --dump-dom "http://$web/cluster/apps" >"$tmp/again.html" \
+    2>/dev/null && grep -q "<span id=\"who\" class=\"who\"><span>$me </span>" "$tmp/again.html"; then
+    ok "the signed-in browser stays signed in on its next page"
+  else
+    bad "next page: $(grep -o '<span id="who".\{0,200\}' "$tmp/again.html")"
+  fi
+  if timeout 60 "${chrome[@]/--user-data-dir=*/--user-data-dir=$tmp/profile2}" --dump-dom \
+    "http://$web/cluster" >"$tmp/anon.html" 2>/dev/null &&
+    grep -q '<span id="who" class="who"><span title="[^"]*">anonymous</span>' "$tmp/anon.html"; then
+    ok "a browser without a session is anonymous"
+  else
+    bad "anonymous page: $(grep -o '<span id="who".\{0,200\}' "$tmp/anon.html")"
+  fi
+else
+  bad "weft web login: $(cat "$tmp/login.out" "$tmp/login.err")"
+fi
+
 if [[ $fail -eq 0 ]]; then echo "PASS (screenshots in $shots)"; else
   echo "--- weft dev output"; cat "$tmp/dev.out"; tail -20 "$tmp/dev.err"; exit 1; fi

@@ -336,15 +336,7 @@ bool IsFinal(v1::ApplicationState state) {
 
 int Logs(const LogsFlags& in) {
   LogsFlags flags = in;
-  if (flags.rm_http.empty()) {
-    const char* env = std::getenv("WEFT_RM_HTTP");
-    if (env != nullptr && *env != '\0') {
-      flags.rm_http = env;
-    } else {
-      const std::string first = flags.rm_address.substr(0, flags.rm_address.find(','));
-      flags.rm_http = absl::StrCat(first.substr(0, first.rfind(':')), ":8088");
-    }
-  }
+  flags.rm_http = RmHttpAddress(flags.rm_http, flags.rm_address);
   RmClient client(flags.rm_address, "");
   absl::StatusOr<v1::ApplicationReport> app = client.GetApplication(flags.app_id);
   if (!app.ok()) return PrintError(app.status().message());

@@ -64,6 +64,14 @@ void AddRmOption(CLI::App* cmd, std::string* rm_address) {
       ->check(RmAddressListValidator());
 }
 
+std::string RmHttpAddress(const std::string& flag, const std::string& rm_address) {
+  if (!flag.empty()) return flag;
+  const char* env = std::getenv("WEFT_RM_HTTP");
+  if (env != nullptr && *env != '\0') return env;
+  const std::string first = rm_address.substr(0, rm_address.find(','));
+  return absl::StrCat(first.substr(0, first.rfind(':')), ":8088");
+}
+
 int PrintError(absl::string_view message) {
   std::cerr << "weft: " << EscapeForTerminal(message) << std::endl;
   return 1;

@@ -48,6 +48,9 @@ absl::StatusOr<std::string> ClientSecret();
 // Adds `--rm HOST:PORT[,HOST:PORT...]` (defaulting to DefaultRmAddress()) to `cmd`: one RM,
 // or the RMs of an HA cluster (common/rm_failover.h), checked by ParseRmAddresses.
 void AddRmOption(CLI::App* cmd, std::string* rm_address);
+// The RM's web server, HOST:PORT, for commands that read it (`weft app logs`, `weft web
+// login`): `flag` when set, else $WEFT_RM_HTTP, else the first RM of `rm_address` on port 8088.
+std::string RmHttpAddress(const std::string& flag, const std::string& rm_address);
 // A CLI11 check of an RM address list (ParseRmAddresses's error when it is bad).
 CLI::Validator RmAddressListValidator();
 

@@ -25,6 +25,7 @@
 #include "cli/router_command.h"
 #include "cli/sim_command.h"
 #include "cli/transfer_command.h"
+#include "cli/web_command.h"
 #include "common/log.h"
 #include "common/private_files.h"
 
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
   weft::cli::AddFederationCommand(app, &exit_code);
   weft::cli::AddConfigCommand(app, &exit_code);
   weft::cli::AddHistoryCommand(app, &exit_code);
+  weft::cli::AddWebCommand(app, &exit_code);
   weft::cli::AddAccountingCommand(app, &exit_code);
   weft::cli::AddCompletionCommand(app, &exit_code);  // hidden; walks the tree built above
   // The daemons' log threshold (common/log.h), accepted before or after the subcommand

@@ -271,6 +271,8 @@ void AddHistoryRoutes(const RmFlags& flags, rm::RmServer* rm,
   web::HistoryApiOptions api;
   api.authenticate = [rm](const rm::Presented& presented) { return rm->Authenticate(presented); };
   api.anonymous_view = options->anonymous_view;
+  if (options->sessions == nullptr) options->sessions = std::make_shared<web::WebSessions>();
+  api.sessions = options->sessions.get();  // one browser sign-in for the UI and history
   api.queue_config = [web] {
     web::RmWebServer* w = web->load();
     return w != nullptr ? w->QueueConfig() : scheduler::SchedulerConfig{};

@@ -216,7 +216,10 @@ bool HistoryApi::Handles(const HttpRequest& req) {
 }
 
 absl::StatusOr<rm::Caller> HistoryApi::Reader(const HttpRequest& req, HttpResponse* refusal) const {
-  if (!PresentsCredential(req)) return rm::Caller{};  // anonymous
+  if (!PresentsCredential(req)) {
+    if (std::optional<rm::Caller> c = SessionReader(req, options_.sessions)) return *std::move(c);
+    return rm::Caller{};  // anonymous
+  }
   absl::StatusOr<rm::Presented> presented = PresentedOf(req);
   if (!presented.ok()) {
     *refusal = JsonError(400, presented.status().message());

@@ -15,6 +15,7 @@
 #include "rm/client_auth.h"
 #include "scheduler/config.h"
 #include "web/http.h"
+#include "web/web_sessions.h"
 #include "web/yarn_json.h"
 
 namespace weft::web {
@@ -26,6 +27,9 @@ struct HistoryApiOptions {
   // any of them is anonymous (user ""). Errors become 401 (Unauthenticated) or 403. Null: every
   // reader that presents a credential is refused (401).
   std::function<absl::StatusOr<rm::Caller>(const rm::Presented&)> authenticate;
+  // Browser sessions (web/web_sessions.h, the RM web server's), not owned; null = none. A
+  // reader without a MUNGE credential or secret is its X-Weft-Session header's session's caller.
+  const WebSessions* sessions = nullptr;
   // Who may see an app's details (diagnostics, AM host, tracking URL, usage, attempts,
   // containers), as docs/security.md "Viewing an app": false: its owner, its queue's
   // administrators (queue_config), cluster admins and the users and groups of its view ACL;

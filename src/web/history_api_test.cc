@@ -137,9 +137,10 @@ class HistoryApiTest : public ::testing::Test {
 
   // The "credential" names the user (the real one is MUNGE's, tested in rm/); "root" is a
   // cluster admin.
-  HistoryApi Api(bool anonymous_view = false) {
+  HistoryApi Api(bool anonymous_view = false, const WebSessions* sessions = nullptr) {
     HistoryApiOptions o;
     o.anonymous_view = anonymous_view;
+    o.sessions = sessions;
     o.started_ms = 42;
     o.authenticate = [](const rm::Presented& p) -> absl::StatusOr<rm::Caller> {
       static const std::set<std::string> kKnown = {"alice", "bob", "carol", "dave", "root", "erin"};
@@ -426,6 +427,26 @@ TEST_F(HistoryApiTest, ViewAcls) {
   HistoryApi open = Api(/*anonymous_view=*/true);
   EXPECT_EQ(Body(open.Handle(Req(app)))["diagnosticsInfo"], "bob's secret stack trace");
   EXPECT_EQ(open.Handle(Req(attempts)).status, 200);
+}
+
+// A browser signed in to the RM's UI (web/web_sessions.h) reads history as its user.
+TEST_F(HistoryApiTest, ABrowsersSessionReadsAsItsUser) {
+  WebSessions sessions;
+  rm::Caller bob;
+  bob.user = "bob";
+  bob.real_user = "bob";
+  const std::string id = *sessions.Redeem(*sessions.IssueTicket(bob));
+  HistoryApi api = Api(/*anonymous_view=*/false, &sessions);
+  const std::string app = std::string(kBase) + "/apps/" + kApp2;  // bob's
+  HttpRequest r = Req(app);
+  EXPECT_EQ(Body(api.Handle(r))["diagnosticsInfo"], "N/A");
+  r.headers["x-weft-session"] = id;
+  EXPECT_EQ(Body(api.Handle(r))["diagnosticsInfo"], "bob's secret stack trace");
+  r.path = app + "/appattempts";
+  EXPECT_EQ(api.Handle(r).status, 200);
+  // An ended (or unknown) session is anonymous, not an error.
+  sessions.End(id);
+  ExpectError(api.Handle(r), 403, "may not view the attempts");
 }
 
 TEST_F(HistoryApiTest, AccountingByUserAndQueue) {

@@ -167,6 +167,7 @@ HttpResponse RestApi::Handle(const HttpRequest& req) const {
   if (!path_parts.ok()) return refusal;
   const std::vector<std::string>& parts = *path_parts;
 
+  if (parts.size() == 1 && parts[0] == "session") return Session(req);
   // Writes: POST apps/new-application, POST apps, PUT apps/{id}/state.
   if (IsWrite(req, parts)) return Write(req, parts);
   if (req.method != "GET" && req.method != "HEAD") {
@@ -391,7 +392,10 @@ absl::StatusOr<rm::Caller> RestApi::Authenticate(const HttpRequest& req,
 }
 
 absl::StatusOr<rm::Caller> RestApi::Reader(const HttpRequest& req, HttpResponse* refusal) const {
-  if (!PresentsCredential(req)) return rm::Caller{};  // anonymous
+  if (!PresentsCredential(req)) {
+    if (std::optional<rm::Caller> c = SessionReader(req, options_.sessions)) return *std::move(c);
+    return rm::Caller{};  // anonymous
+  }
   return Authenticate(req, refusal);
 }
 
@@ -412,6 +416,56 @@ Json RestApi::VisibleAppJson(const ClusterSnapshot& s, const v1::ApplicationRepo
   j["amContainerLogs"] = "N/A";
   j["amHostHttpAddress"] = "N/A";
   return j;
+}
+
+HttpResponse RestApi::Session(const HttpRequest& req) const {
+  auto no_store = [](HttpResponse r) {
+    r.headers.emplace_back("Cache-Control", "no-store");
+    return r;
+  };
+  WebSessions* sessions = options_.sessions;
+  const std::string session = req.Header(kSessionHeader);
+  if (req.method == "GET" || req.method == "HEAD") {
+    HttpResponse refusal;
+    absl::StatusOr<rm::Caller> reader = Reader(req, &refusal);
+    if (!reader.ok()) return refusal;
+    Json j = {{"signedIn", !reader->user.empty()}, {"signInServed", sessions != nullptr}};
+    if (!reader->user.empty()) j["user"] = reader->user;
+    if (!PresentsCredential(req) && sessions != nullptr && !session.empty()) {
+      if (int64_t expires = sessions->ExpiresMs(session); expires > 0) j["expiresMs"] = expires;
+    }
+    return no_store(JsonOk({{"session", j}}));
+  }
+  if (req.method == "DELETE") {  // sign-out
+    if (sessions != nullptr && !session.empty()) sessions->End(session);
+    return no_store(JsonOk({{"session", {{"signedIn", false}}}}));
+  }
+  if (req.method != "POST") return MethodNotAllowed(req, "GET, POST, DELETE");
+  if (sessions == nullptr)
+    return JsonError(404, "this server does not sign in browsers (no session store)");
+  if (const std::string ticket = req.Header(kSignInTicketHeader); !ticket.empty()) {
+    absl::StatusOr<std::string> id = sessions->Redeem(ticket);
+    if (!id.ok()) return AuthenticationRefusal(id.status());
+    absl::StatusOr<rm::Caller> caller = sessions->Find(*id);
+    return no_store(JsonOk({{"session",
+                             {{"id", *id},
+                              {"signedIn", true},
+                              {"user", caller.ok() ? caller->user : ""},
+                              {"expiresMs", sessions->ExpiresMs(*id)}}}}));
+  }
+  // A sign-in link only for a MUNGE credential or the secret, never for a session.
+  HttpResponse refusal;
+  absl::StatusOr<rm::Caller> caller = Authenticate(req, &refusal);
+  if (!caller.ok()) return refusal;
+  absl::StatusOr<std::string> ticket = sessions->IssueTicket(*caller);
+  if (!ticket.ok())
+    return JsonError(HttpStatusOf(ticket.status().code()), ticket.status().message());
+  return no_store(JsonOk(
+      {{"signIn",
+        {{"user", caller->user},
+         {"url", absl::StrCat(BaseUrl(req), "/cluster#sign-in=", *ticket)},
+         {"expiresInSeconds", sessions->options().ticket_ttl_ms / 1000},
+         {"sessionSeconds", sessions->options().session_ttl_ms / 1000}}}}));
 }
 
 HttpResponse RestApi::Write(const HttpRequest& req, const std::vector<std::string>& parts) const {

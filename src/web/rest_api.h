@@ -14,6 +14,7 @@
 #include "rm/client_auth.h"
 #include "web/http.h"
 #include "web/snapshot.h"
+#include "web/web_sessions.h"
 #include "web/yarn_json.h"
 #include "web/yarn_json_decode.h"  // ParseSubmission, for callers of the REST API
 #include "weft/v1/client.pb.h"
@@ -65,6 +66,11 @@ struct RestApiOptions {
   std::string http_address;
   // Larger bodies get 413.
   size_t max_body_bytes = 1 << 20;
+  // Browser sessions (web/web_sessions.h), not owned; null = no browser sign-in (the session
+  // resource answers 404 to POST). A reader that presents no MUNGE credential or secret is the
+  // caller of the live session its X-Weft-Session header names, else anonymous. A session
+  // only reads: it never authenticates a write or a new sign-in link.
+  WebSessions* sessions = nullptr;
   // Where NMs aggregate finished apps' container logs (weft rm --log-aggregation-dir;
   // nm/log_aggregator.h), served at GET apps/{id}/logs[?containerid=C&filename=F[&start=N]]
   // (web/container_logs.h) to authenticated readers who may view the app, even with
@@ -76,7 +82,11 @@ struct RestApiOptions {
 // read it, as /metrics), /apps (states, state, finalStatus,
 // queue, user, limit, startedTimeBegin/End, finishedTimeBegin/End), /apps/{id},
 // /apps/{id}/appattempts, /apps/{id}/state, /nodes (states, state), /nodes/{id}; and the
-// writes above. Every error is a JSON body (YARN's RemoteException shape) with 400 (malformed
+// writes above. Weft's browser sign-in (docs/web.md): GET /session (who this reader is);
+// POST /session by a MUNGE- or secret-authenticated caller: a single-use link, base URL +
+// "/cluster#sign-in=TICKET" (a fragment: browsers never send it to a server); POST /session
+// with header X-Weft-Sign-In-Ticket: redeems it, answering the session id; DELETE /session: ends
+// the X-Weft-Session header's session. Every error is a JSON body (YARN's RemoteException shape) with 400 (malformed
 // request, body or id), 401 (missing or wrong secret), 403 (writes disabled), 404 (unknown
 // path, app or node), 405 (method), 413 (body too large) or 415 (not JSON), or the RM's error.
 // Thread-safe: reads only use the snapshot they get from `snapshots`.
@@ -96,10 +106,11 @@ class RestApi {
   HttpResponse Get(const HttpRequest& request, const ClusterSnapshot& s,
                    const std::vector<std::string>& parts) const;
   HttpResponse Write(const HttpRequest& request, const std::vector<std::string>& parts) const;
+  HttpResponse Session(const HttpRequest& request) const;
   // The writer of `request`, or the 400/401/403 response refusing it.
   absl::StatusOr<rm::Caller> Authenticate(const HttpRequest& request, HttpResponse* refusal) const;
-  // The reader of `request`: anonymous (user "") when it presents no credential, else as
-  // Authenticate().
+  // The reader of `request`: as Authenticate() when it presents a header credential, else its
+  // live session's caller, else anonymous (user "").
   absl::StatusOr<rm::Caller> Reader(const HttpRequest& request, HttpResponse* refusal) const;
   // Whether `reader` may see `app`'s details (anonymous_view, rm/app_acls.h).
   bool MayView(const ClusterSnapshot& s, const v1::ApplicationReport& app,

@@ -506,5 +506,87 @@ TEST_F(RestApiTest, HandleWriteAnswersOnlyWritesAndNeedsNoSnapshot) {
   ExpectError(*refused, 403, "writes are off here");
 }
 
+// Browser sign-in: a MUNGE credential gets a single-use link; the session its ticket opens reads
+// as that user (view ACLs apply), never writes, and never makes another link.
+TEST_F(RestApiTest, ABrowsersSessionReadsAsItsUserButNeverWritesOrSignsIn) {
+  WebSessions sessions;
+  RestApiOptions o;
+  o.writes_enabled = true;
+  o.anonymous_view = false;
+  o.sessions = &sessions;
+  o.authenticate = [](const rm::Presented& p) -> absl::StatusOr<rm::Caller> {
+    if (p.munge_credential != "alice" && p.munge_credential != "mallory")
+      return absl::UnauthenticatedError("bad credential");
+    rm::Caller c;
+    c.user = p.munge_credential;
+    c.real_user = c.user;
+    return c;
+  };
+  RestApi api(o, &c_.snapshots_, &writer_);
+  // Anyone may ask who they are; a browser without a session is no one.
+  Json who = Body(api.Handle(Req("GET", "/ws/v1/cluster/session")))["session"];
+  EXPECT_EQ(who["signedIn"], false);
+  EXPECT_EQ(who["signInServed"], true);
+  // A sign-in link needs a MUNGE credential (or the secret).
+  ExpectError(api.Handle(Req("POST", "/ws/v1/cluster/session")), 401, "bad credential");
+  HttpRequest ask = Req("POST", "/ws/v1/cluster/session");
+  ask.headers["x-weft-munge-credential"] = "forged";
+  ExpectError(api.Handle(ask), 401, "bad credential");
+  ask.headers["x-weft-munge-credential"] = "alice";
+  HttpResponse link = api.Handle(ask);
+  ASSERT_EQ(link.status, 200) << link.body;
+  const Json sign_in = Body(link)["signIn"];
+  EXPECT_EQ(sign_in["user"], "alice");
+  const std::string url = sign_in["url"];
+  const std::string prefix = "http://rm.example:8088/cluster#sign-in=";
+  ASSERT_EQ(url.rfind(prefix, 0), 0u) << url;
+  // The page redeems the ticket: once.
+  HttpRequest redeem = Req("POST", "/ws/v1/cluster/session");
+  redeem.headers["x-weft-sign-in-ticket"] = url.substr(prefix.size());
+  HttpResponse opened = api.Handle(redeem);
+  ASSERT_EQ(opened.status, 200) << opened.body;
+  const std::string session = Body(opened)["session"]["id"];
+  EXPECT_EQ(Body(opened)["session"]["user"], "alice");
+  ExpectError(api.Handle(redeem), 401, "not valid");
+
+  auto as_browser = [&](HttpRequest r) {
+    r.headers["x-weft-session"] = session;
+    return api.Handle(r);
+  };
+  who = Body(as_browser(Req("GET", "/ws/v1/cluster/session")))["session"];
+  EXPECT_EQ(who["signedIn"], true);
+  EXPECT_EQ(who["user"], "alice");
+  EXPECT_GT(who["expiresMs"].get<int64_t>(), 0);
+  // Alice's app in full, with its attempts, as her browser.
+  const std::string path = "/ws/v1/cluster/apps/" + c_.running_;
+  EXPECT_EQ(Body(api.Handle(Req("GET", path)))["app"]["diagnostics"], "N/A");
+  EXPECT_NE(Body(as_browser(Req("GET", path)))["app"]["amHostHttpAddress"], "N/A");
+  EXPECT_EQ(as_browser(Req("GET", path + "/appattempts")).status, 200);
+  // A session reads only: no write and no new link.
+  ExpectError(as_browser(Req("PUT", path + "/state", {}, R"({"state":"KILLED"})")), 401,
+              "bad credential");
+  ExpectError(as_browser(Req("POST", "/ws/v1/cluster/apps/new-application")), 401,
+              "bad credential");
+  ExpectError(as_browser(Req("POST", "/ws/v1/cluster/session")), 401, "bad credential");
+  // A MUNGE credential wins over the session: mallory's reads as mallory.
+  HttpRequest both = Req("GET", path + "/appattempts");
+  both.headers["x-weft-munge-credential"] = "mallory";
+  EXPECT_EQ(as_browser(both).status, 403);
+  // Sign-out ends the session; the browser is anonymous again.
+  ASSERT_EQ(as_browser(Req("DELETE", "/ws/v1/cluster/session")).status, 200);
+  EXPECT_EQ(Body(as_browser(Req("GET", "/ws/v1/cluster/session")))["session"]["signedIn"], false);
+  EXPECT_EQ(Body(as_browser(Req("GET", path)))["app"]["diagnostics"], "N/A");
+  ExpectError(api.Handle(Req("PATCH", "/ws/v1/cluster/session")), 405, "PATCH");
+}
+
+TEST_F(RestApiTest, WithoutASessionStoreNoBrowserSignsIn) {
+  RestApi api = Api(false, "s3cret");
+  HttpRequest ask = Req("POST", "/ws/v1/cluster/session");
+  ask.headers["x-weft-secret"] = "s3cret";
+  ExpectError(api.Handle(ask), 404, "does not sign in browsers");
+  EXPECT_EQ(Body(api.Handle(Req("GET", "/ws/v1/cluster/session")))["session"]["signInServed"],
+            false);
+}
+
 }  // namespace
 }  // namespace weft::web

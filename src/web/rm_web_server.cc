@@ -157,6 +157,8 @@ absl::StatusOr<std::unique_ptr<RmWebServer>> RmWebServer::Start(rm::RmServer* rm
   api.authenticate = [rm](const rm::Presented& presented) { return rm->Authenticate(presented); };
   api.max_body_bytes = s->options_.max_body_bytes;
   api.log_aggregation_dir = s->options_.log_aggregation_dir;
+  if (s->options_.sessions == nullptr) s->options_.sessions = std::make_shared<WebSessions>();
+  api.sessions = s->options_.sessions.get();
   s->api_ = std::make_unique<RestApi>(api, &s->shared_->snapshots, s->writer_.get());
   s->Refresh();  // the first snapshot, before any request
   HttpServerOptions http;

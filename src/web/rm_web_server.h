@@ -16,6 +16,7 @@
 #include "web/http_server.h"
 #include "web/rest_api.h"
 #include "web/snapshot.h"
+#include "web/web_sessions.h"
 
 namespace weft::web {
 
@@ -42,6 +43,9 @@ struct RmWebOptions {
   // history API it reads).
   bool history_page = false;
   HttpLimits limits;  // connections and deadlines (--http-* flags)
+  // Browser sign-in (web/web_sessions.h; docs/web.md): shared with more_routes' history API so
+  // one session reads both. Null = the server makes its own with the default lifetimes.
+  std::shared_ptr<WebSessions> sessions;
 };
 
 // Serves, on its own threads:

@@ -49,7 +49,11 @@ async function load() {
   history.replaceState(null, "", "?" + q.toString());
   setStatus("loading…");
   try {
-    const r = await fetch(API + "/apps?" + q.toString(), { headers: { Accept: "application/json" } });
+    // The RM UI's sign-in (weft.js), when this page is served by the RM.
+    const headers = { Accept: "application/json" };
+    const session = localStorage.getItem("weft-session");
+    if (session) headers["X-Weft-Session"] = session;
+    const r = await fetch(API + "/apps?" + q.toString(), { headers });
     const body = await r.json();
     if (!r.ok) throw new Error((body.RemoteException && body.RemoteException.message) || r.status);
     const rows = (body.app || []).map((a) => {

@@ -103,8 +103,52 @@ function unitOf(name, unit) { return UNITS[name] || unit || ""; }
 
 // ---- Data -------------------------------------------------------------------------------
 
+// Browser sign-in (docs/web.md): `weft web login` prints /cluster#sign-in=TICKET; this page
+// trades the ticket for a session id, kept in this origin's localStorage (never a cookie, which
+// every port of the host would receive) and sent in a header with every read.
+const SESSION_KEY = "weft-session";
+
+function headers(extra) {
+  const h = Object.assign({ Accept: "application/json" }, extra || {});
+  const session = localStorage.getItem(SESSION_KEY);
+  if (session) h["X-Weft-Session"] = session;
+  return h;
+}
+
+async function signInFromLink() {
+  const m = /^#sign-in=([A-Za-z0-9_-]+)$/.exec(location.hash);
+  if (!m) return;
+  history.replaceState(null, "", location.pathname + location.search);  // the ticket is used up
+  const r = await fetch(API + "/session", {
+    method: "POST", headers: { Accept: "application/json", "X-Weft-Sign-In-Ticket": m[1] } });
+  const body = await r.json().catch(() => null);
+  if (r.ok && body && body.session && body.session.id) {
+    localStorage.setItem(SESSION_KEY, body.session.id);
+  } else {
+    const msg = body && body.RemoteException ? body.RemoteException.message : r.statusText;
+    setStatus("sign-in failed: " + msg, true);
+  }
+}
+
+async function showWho() {
+  const who = document.getElementById("who");
+  const s = (await api("/session").catch(() => null) || {}).session || {};
+  who.replaceChildren();
+  if (s.signedIn) {
+    who.append(h("span", {}, s.user + " "), h("button", { type: "button", onclick: async () => {
+      await fetch(API + "/session", { method: "DELETE", headers: headers() }).catch(() => {});
+      localStorage.removeItem(SESSION_KEY);
+      location.reload();
+    } }, "sign out"));
+  } else {
+    if (localStorage.getItem(SESSION_KEY)) localStorage.removeItem(SESSION_KEY);  // expired
+    who.append(h("span", { title: "run `weft web login` and open the link it prints to see " +
+                                   "your apps' details" }, "anonymous"));
+  }
+}
+
 async function api(path) {
-  const r = await fetch(API + path, { headers: { Accept: "application/json" } });
+  const r = await fetch(API + path, { headers: headers() });
   const body = await r.json().catch(() => null);
   if (!r.ok) {
     const msg = body && body.RemoteException ? body.RemoteException.message : r.statusText;
@@ -657,8 +701,11 @@ document.addEventListener("DOMContentLoaded", () => {
       go(a.getAttribute("href"));
     };
   }
-  show(location.pathname);
-  timer = setInterval(refresh, REFRESH_MS);
+  signInFromLink().finally(() => {
+    showWho();
+    show(location.pathname);
+    timer = setInterval(refresh, REFRESH_MS);
+  });
   api("/info").then((i) => {
     document.getElementById("version").textContent = i.clusterInfo.resourceManagerVersion;
   }).catch(() => {});

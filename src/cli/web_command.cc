@@ -1,0 +1,87 @@
+// Copyright Weft authors.
+#include "cli/web_command.h"
+
+#include <httplib.h>
+
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "cli/cli_common.h"
+#include "nlohmann/json.hpp"
+#include "security/munge.h"
+
+namespace weft::cli {
+namespace {
+
+// How long the sign-in request may take, s.
+constexpr int kLoginTimeoutS = 30;
+
+struct LoginFlags {
+  std::string rm_address;
+  std::string rm_http;
+};
+
+// POST /ws/v1/cluster/session with a fresh MUNGE credential: the RM answers a single-use link
+// that signs a browser in as this user.
+int Login(const LoginFlags& flags) {
+  const std::string host_port = RmHttpAddress(flags.rm_http, flags.rm_address);
+  const size_t colon = host_port.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(host_port.substr(colon + 1), &port) ||
+      port <= 0 || port > 65535)
+    return PrintError(absl::StrCat("--rm-http '", host_port, "' is not HOST:PORT"));
+  std::string host = host_port.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  absl::StatusOr<std::string> credential =
+      security::MungeEncode(security::MungeSocketFromEnvironment(), security::kClientMungePayload);
+  if (!credential.ok()) return PrintError(credential.status().message());
+  httplib::Client client(host, port);
+  client.set_connection_timeout(kLoginTimeoutS, 0);
+  client.set_read_timeout(kLoginTimeoutS, 0);
+  httplib::Headers headers = {{"X-Weft-Munge-Credential", *credential}};
+  httplib::Result res = client.Post("/ws/v1/cluster/session", headers, "", "application/json");
+  if (!res)
+    return PrintError(absl::StrCat("cannot reach the RM's web server at http://", host_port, ": ",
+                                   httplib::to_string(res.error()), " (is --rm-http right?)"));
+  nlohmann::json j = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
+  if (res->status != 200) {
+    std::string message = res->body.substr(0, 200);
+    if (j.is_object() && j.contains("RemoteException") && j["RemoteException"].is_object())
+      message = j["RemoteException"].value("message", message);
+    return PrintError(absl::StrCat("http://", host_port, " refused the sign-in (HTTP ",
+                                   res->status, "): ", message));
+  }
+  if (!j.is_object() || !j.contains("signIn") || !j["signIn"].is_object() ||
+      !j["signIn"].contains("url") || !j["signIn"]["url"].is_string())
+    return PrintError(absl::StrCat("http://", host_port, " answered no sign-in link"));
+  const nlohmann::json& in = j["signIn"];
+  std::cerr << "Open this link in your browser within " << in.value("expiresInSeconds", 0)
+            << " s to sign it in as " << in.value("user", std::string("?"))
+            << " (it works once; the session lasts " << in.value("sessionSeconds", 0) / 3600
+            << " h, or until you sign out or the RM restarts):" << std::endl;
+  std::cout << in["url"].get<std::string>() << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+void AddWebCommand(CLI::App& app, int* exit_code) {
+  CLI::App* group = app.add_subcommand("web", "The RM's web UI");
+  group->require_subcommand(1);
+  auto f = std::make_shared<LoginFlags>();
+  CLI::App* login = group->add_subcommand(
+      "login",
+      "Print a single-use link that signs your browser in to the RM's web UI as you "
+      "(authenticated by MUNGE), so that it shows your apps' details and logs");
+  AddRmOption(login, &f->rm_address);
+  login->add_option("--rm-http", f->rm_http,
+                    "the RM's web server, HOST:PORT (default: $WEFT_RM_HTTP, else the --rm host "
+                    "on port 8088)");
+  login->callback([f, exit_code] { *exit_code = Login(*f); });
+}
+
+}  // namespace weft::cli
