@@ -22,6 +22,7 @@ class MemoryBackend final : public StateBackend {
     for (const auto& [id, app] : apps_) state.apps.push_back(app);
     for (const auto& [key, attempt] : attempts_) state.attempts.push_back(attempt);
     for (const auto& [key, master_key] : keys_) state.keys.push_back(master_key);
+    for (const auto& [node, record] : node_admin_) state.node_admin.push_back(record);
     return state;
   }
 
@@ -67,6 +68,10 @@ class MemoryBackend final : public StateBackend {
       keys_[{put->key.purpose, put->key.key_id}] = put->key;
     } else if (const auto* remove = std::get_if<RemoveMasterKeyOp>(&op)) {
       keys_.erase({remove->purpose, remove->key_id});
+    } else if (const auto* put = std::get_if<PutNodeAdminOp>(&op)) {
+      node_admin_[put->node.node] = put->node;
+    } else if (const auto* remove = std::get_if<RemoveNodeAdminOp>(&op)) {
+      node_admin_.erase(remove->node);
     }
   }
 
@@ -74,6 +79,7 @@ class MemoryBackend final : public StateBackend {
   std::map<std::string, ApplicationRecord> apps_;
   std::map<AttemptKey, AttemptRecord> attempts_;
   std::map<AttemptKey, MasterKeyRecord> keys_;
+  std::map<std::string, NodeAdminRecord> node_admin_;
 };
 
 }  // namespace

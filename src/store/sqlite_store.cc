@@ -21,6 +21,7 @@
 #include "common/private_files.h"
 #include "store/sqlite_util.h"
 #include "store/state_backend.h"
+#include "store/state_records.h"
 
 namespace weft::store {
 namespace {
@@ -36,7 +37,18 @@ using sqlite::StatementPtr;
 using sqlite::Text;
 
 // Version of the schema below. Bump it, and teach Open() to migrate, when the schema changes.
-constexpr int64_t kSchemaVersion = 1;
+// 2 added node_admin (kMigrateToVersion2).
+constexpr int64_t kSchemaVersion = 2;
+
+// Admin decisions about nodes (store::NodeAdminRecord), each its encoded StoredNodeAdmin.
+constexpr const char* kCreateNodeAdmin = R"sql(
+CREATE TABLE IF NOT EXISTS node_admin (
+  node TEXT NOT NULL PRIMARY KEY,
+  record BLOB NOT NULL
+);
+)sql";
+// A version 1 store becomes version 2 in the transaction that checks it.
+constexpr const char* kMigrateToVersion2 = "UPDATE schema_version SET version = 2";
 
 // Table definitions. Text columns hold TEXT values and byte columns BLOB values; ReadAll()
 // rejects anything else. Attempts go away with their application (the store also deletes them
@@ -108,6 +120,11 @@ constexpr const char* kPutMasterKey = R"sql(
 INSERT OR REPLACE INTO master_keys (purpose, key_id, secret, created_ms, expires_ms)
 VALUES (?1, ?2, ?3, ?4, ?5)
 )sql";
+
+constexpr const char* kPutNodeAdmin =
+    "INSERT OR REPLACE INTO node_admin (node, record) VALUES (?1, ?2)";
+constexpr const char* kDeleteNodeAdmin = "DELETE FROM node_admin WHERE node = ?1";
+constexpr const char* kLoadNodeAdmin = "SELECT node, record FROM node_admin ORDER BY node";
 
 constexpr const char* kBumpEpoch =
     "INSERT INTO epoch (id, value) VALUES (0, 1) ON CONFLICT (id) DO UPDATE SET value = value + 1";
@@ -241,10 +258,10 @@ class SqliteBackend final : public StateBackend {
   sqlite3* db_ = nullptr;
   std::string last_error_;
   StatementPtr begin_, begin_read_, commit_, rollback_;
-  StatementPtr put_application_, put_attempt_, put_master_key_;
-  StatementPtr delete_application_, delete_attempts_, delete_master_key_;
+  StatementPtr put_application_, put_attempt_, put_master_key_, put_node_admin_;
+  StatementPtr delete_application_, delete_attempts_, delete_master_key_, delete_node_admin_;
   StatementPtr bump_epoch_, get_epoch_;
-  StatementPtr load_applications_, load_attempts_, load_master_keys_;
+  StatementPtr load_applications_, load_attempts_, load_master_keys_, load_node_admin_;
 };
 
 absl::Status SqliteBackend::Init() {
@@ -304,6 +321,9 @@ absl::Status SqliteBackend::Init() {
       {&load_applications_, kLoadApplications},
       {&load_attempts_, kLoadAttempts},
       {&load_master_keys_, kLoadMasterKeys},
+      {&put_node_admin_, kPutNodeAdmin},
+      {&delete_node_admin_, kDeleteNodeAdmin},
+      {&load_node_admin_, kLoadNodeAdmin},
   };
   for (auto& [stmt, sql] : statements) {
     absl::StatusOr<StatementPtr> prepared = Prepare(sql, /*persistent=*/true);
@@ -331,6 +351,7 @@ absl::Status SqliteBackend::CheckOrCreateSchema() {
 
     if (tables.empty()) {  // A new database.
       if (s = Exec(kCreateTables, "creating tables"); !s.ok()) return s;
+      if (s = Exec(kCreateNodeAdmin, "creating tables"); !s.ok()) return s;
       return Exec(absl::StrCat("INSERT INTO schema_version (version) VALUES (", kSchemaVersion, ")")
                       .c_str(),
                   "creating tables");
@@ -359,6 +380,10 @@ absl::Status SqliteBackend::CheckOrCreateSchema() {
       return absl::FailedPreconditionError(absl::StrCat(
           "state store '", path_, "': schema version ", versions[0],
           " is newer than this binary supports (", kSchemaVersion, "); use a newer weft"));
+    }
+    if (versions[0] == 1) {  // before node_admin
+      if (s = Exec(kCreateNodeAdmin, "migrating to schema version 2"); !s.ok()) return s;
+      return Exec(kMigrateToVersion2, "migrating to schema version 2");
     }
     if (versions[0] != kSchemaVersion) {
       return absl::FailedPreconditionError(
@@ -444,7 +469,7 @@ absl::StatusOr<RmState> SqliteBackend::ReadAll() {
     });
     if (!s.ok()) return s;
 
-    return ForEachRow(load_master_keys_.get(), "loading master keys", [&](sqlite3_stmt* row) {
+    s = ForEachRow(load_master_keys_.get(), "loading master keys", [&](sqlite3_stmt* row) {
       RowReader r(row, "master_keys");
       MasterKeyRecord key;
       key.purpose = r.Bytes(0);
@@ -454,6 +479,21 @@ absl::StatusOr<RmState> SqliteBackend::ReadAll() {
       key.expires_ms = r.Int64(4);
       if (!r.problem().empty()) return corrupt(absl::StrCat("master key: ", r.problem()));
       state.keys.push_back(std::move(key));
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+
+    return ForEachRow(load_node_admin_.get(), "loading node admin", [&](sqlite3_stmt* row) {
+      RowReader r(row, "node_admin");
+      const std::string node = r.Bytes(0);
+      const std::string record = r.Bytes(1, /*want_blob=*/true);
+      if (!r.problem().empty()) return corrupt(absl::StrCat("node admin: ", r.problem()));
+      absl::StatusOr<NodeAdminRecord> decoded = DecodeNodeAdmin(record);
+      if (!decoded.ok())
+        return corrupt(absl::StrCat("node '", node, "': ", decoded.status().message()));
+      if (decoded->node != node)
+        return corrupt(absl::StrCat("node admin row '", node, "' holds node '", decoded->node, "'"));
+      state.node_admin.push_back(*std::move(decoded));
       return absl::OkStatus();
     });
   }();
@@ -521,6 +561,10 @@ absl::Status SqliteBackend::Apply(absl::string_view what, const StateOp& op, boo
   } else if (const auto* remove = std::get_if<RemoveMasterKeyOp>(&op)) {
     rc = Run(delete_master_key_.get(), {Text(remove->purpose), Int(remove->key_id)});
     if (rc == SQLITE_DONE && sqlite3_changes(db_) == 0) return precondition_failed();
+  } else if (const auto* put = std::get_if<PutNodeAdminOp>(&op)) {
+    rc = Run(put_node_admin_.get(), {Text(put->node.node), Blob(EncodeNodeAdmin(put->node))});
+  } else if (const auto* remove = std::get_if<RemoveNodeAdminOp>(&op)) {
+    rc = Run(delete_node_admin_.get(), {Text(remove->node)});
   }
   return rc == SQLITE_DONE ? absl::OkStatus() : Error(what, rc);
 }
@@ -545,7 +589,8 @@ absl::Status SqliteBackend::Close() {
     for (StatementPtr* stmt :
          {&begin_, &begin_read_, &commit_, &rollback_, &put_application_, &put_attempt_,
           &put_master_key_, &delete_application_, &delete_attempts_, &delete_master_key_,
-          &bump_epoch_, &get_epoch_, &load_applications_, &load_attempts_, &load_master_keys_}) {
+          &bump_epoch_, &get_epoch_, &load_applications_, &load_attempts_, &load_master_keys_,
+          &put_node_admin_, &delete_node_admin_, &load_node_admin_}) {
       stmt->reset();
     }
     int rc = Check(sqlite3_close(db_));

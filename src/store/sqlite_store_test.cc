@@ -277,11 +277,11 @@ TEST_F(SqliteStoreTest, NewerOrUnknownSchemaVersionIsRejected) {
     ASSERT_NE(store, nullptr);
     ASSERT_TRUE(store->PutApplication(FullApplication("app_1")).ok());
   }
-  RawExec(path_, "UPDATE schema_version SET version = 2");
+  RawExec(path_, "UPDATE schema_version SET version = 3");
   absl::StatusOr<std::unique_ptr<StateStore>> store = OpenSqliteStore(path_);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(store.status().message(),
-              HasSubstr("schema version 2 is newer than this binary supports (1)"));
+              HasSubstr("schema version 3 is newer than this binary supports (2)"));
 
   RawExec(path_, "UPDATE schema_version SET version = 0");
   store = OpenSqliteStore(path_);
@@ -297,6 +297,27 @@ TEST_F(SqliteStoreTest, NewerOrUnknownSchemaVersionIsRejected) {
   store = OpenSqliteStore(path_);
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_THAT(MustLoad(**store).apps, ElementsAre(FullApplication("app_1")));
+}
+
+// A store written before node admin records (schema version 1) is migrated when it opens: its
+// records stay, and it takes node admin records afterwards.
+TEST_F(SqliteStoreTest, AVersionOneStoreIsMigratedToVersionTwo) {
+  {
+    std::unique_ptr<StateStore> store = MustOpen();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->PutApplication(FullApplication("app_1")).ok());
+  }
+  RawExec(path_, "DROP TABLE node_admin; UPDATE schema_version SET version = 1");
+  std::unique_ptr<StateStore> store = MustOpen();
+  ASSERT_NE(store, nullptr);
+  EXPECT_THAT(MustLoad(*store).apps, ElementsAre(FullApplication("app_1")));
+  const NodeAdminRecord node{"host-a", true, {{"gpu", "a100"}}};
+  ASSERT_TRUE(store->PutNodeAdmin(node).ok());
+  EXPECT_THAT(MustLoad(*store).node_admin, ElementsAre(node));
+  store.reset();
+  store = MustOpen();  // and it stays version 2
+  ASSERT_NE(store, nullptr);
+  EXPECT_THAT(MustLoad(*store).node_admin, ElementsAre(node));
 }
 
 // A failure of the second statement inside SQL (here a trigger that aborts every insert into

@@ -35,6 +35,9 @@ class BackedStateStore final : public StateStore {
               [](const MasterKeyRecord& a, const MasterKeyRecord& b) {
                 return std::tie(a.purpose, a.key_id) < std::tie(b.purpose, b.key_id);
               });
+    std::sort(
+        state->node_admin.begin(), state->node_admin.end(),
+        [](const NodeAdminRecord& a, const NodeAdminRecord& b) { return a.node < b.node; });
     return state;
   }
 
@@ -92,6 +95,22 @@ class BackedStateStore final : public StateStore {
         absl::NotFoundError(absl::StrCat("master key ", purpose, "/", key_id, " is not stored")));
   }
 
+  absl::Status PutNodeAdmin(const NodeAdminRecord& node) override {
+    if (closed_) return Closed();
+    if (absl::Status s = ValidateNodeAdminRecord(node); !s.ok()) return s;
+    return Commit(absl::StrCat("storing the admin record of node '", node.node, "'"),
+                  {PutNodeAdminOp{node}}, absl::OkStatus());
+  }
+
+  absl::Status RemoveNodeAdmin(absl::string_view node) override {
+    if (closed_) return Closed();
+    NodeAdminRecord probe;
+    probe.node = std::string(node);
+    if (absl::Status s = ValidateNodeAdminRecord(probe); !s.ok()) return s;
+    return Commit(absl::StrCat("removing the admin record of node '", node, "'"),
+                  {RemoveNodeAdminOp{std::string(node)}}, absl::OkStatus());
+  }
+
   absl::Status Close() override {
     if (closed_) return absl::OkStatus();
     closed_ = true;
@@ -131,6 +150,9 @@ absl::Status ValidateStoredState(absl::string_view description, const RmState& s
   }
   for (const MasterKeyRecord& key : state.keys) {
     if (absl::Status s = ValidateMasterKeyRecord(key); !s.ok()) return Invalid(description, s);
+  }
+  for (const NodeAdminRecord& node : state.node_admin) {
+    if (absl::Status s = ValidateNodeAdminRecord(node); !s.ok()) return Invalid(description, s);
   }
   if (state.epoch < 0) {
     return absl::DataLossError(

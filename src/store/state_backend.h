@@ -41,8 +41,14 @@ struct RemoveMasterKeyOp {
   std::string purpose;  // precondition: (purpose, key_id) is stored
   int32_t key_id = 0;
 };
+struct PutNodeAdminOp {
+  NodeAdminRecord node;  // inserted, or replaces the stored one
+};
+struct RemoveNodeAdminOp {
+  std::string node;  // no precondition: removing what is not stored changes nothing
+};
 using StateOp = std::variant<PutApplicationOp, PutAttemptOp, RemoveApplicationOp, PutMasterKeyOp,
-                             RemoveMasterKeyOp>;
+                             RemoveMasterKeyOp, PutNodeAdminOp, RemoveNodeAdminOp>;
 
 // A back-end's primitives. The StateStore returned by NewBackedStateStore() calls them only
 // while open and one at a time, with records that passed the Validate*Record() checks.

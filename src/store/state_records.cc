@@ -3,6 +3,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 namespace weft::store {
 namespace {
@@ -61,6 +63,14 @@ v1::StoredMasterKey ToProto(const MasterKeyRecord& key) {
   return p;
 }
 
+v1::StoredNodeAdmin ToProto(const NodeAdminRecord& node) {
+  v1::StoredNodeAdmin p;
+  p.set_node(node.node);
+  p.set_decommissioned(node.decommissioned);
+  for (const auto& [k, v] : node.attributes) (*p.mutable_attributes())[k] = v;
+  return p;
+}
+
 ApplicationRecord FromProto(const v1::StoredApplication& p) {
   ApplicationRecord app;
   app.app_id = p.app_id();
@@ -103,6 +113,14 @@ MasterKeyRecord FromProto(const v1::StoredMasterKey& p) {
   return key;
 }
 
+NodeAdminRecord FromProto(const v1::StoredNodeAdmin& p) {
+  NodeAdminRecord node;
+  node.node = p.node();
+  node.decommissioned = p.decommissioned();
+  for (const auto& [k, v] : p.attributes()) node.attributes[k] = v;
+  return node;
+}
+
 std::string EncodeApplication(const ApplicationRecord& app) {
   return ToProto(app).SerializeAsString();
 }
@@ -110,6 +128,18 @@ std::string EncodeAttempt(const AttemptRecord& attempt) {
   return ToProto(attempt).SerializeAsString();
 }
 std::string EncodeMasterKey(const MasterKeyRecord& key) { return ToProto(key).SerializeAsString(); }
+std::string EncodeNodeAdmin(const NodeAdminRecord& node) {
+  // Deterministic: map entries sorted by key, so that equal records give equal bytes.
+  const v1::StoredNodeAdmin p = ToProto(node);
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    p.SerializeToCodedStream(&coded);
+  }
+  return out;
+}
 std::string EncodeEpoch(int64_t epoch) {
   v1::StoredEpoch p;
   p.set_epoch(epoch);
@@ -130,6 +160,12 @@ absl::StatusOr<AttemptRecord> DecodeAttempt(absl::string_view data) {
 
 absl::StatusOr<MasterKeyRecord> DecodeMasterKey(absl::string_view data) {
   absl::StatusOr<v1::StoredMasterKey> p = Parse<v1::StoredMasterKey>(data, "master key");
+  if (!p.ok()) return p.status();
+  return FromProto(*p);
+}
+
+absl::StatusOr<NodeAdminRecord> DecodeNodeAdmin(absl::string_view data) {
+  absl::StatusOr<v1::StoredNodeAdmin> p = Parse<v1::StoredNodeAdmin>(data, "node admin");
   if (!p.ok()) return p.status();
   return FromProto(*p);
 }

@@ -18,9 +18,11 @@ namespace weft::store {
 v1::StoredApplication ToProto(const ApplicationRecord& app);
 v1::StoredAttempt ToProto(const AttemptRecord& attempt);
 v1::StoredMasterKey ToProto(const MasterKeyRecord& key);
+v1::StoredNodeAdmin ToProto(const NodeAdminRecord& node);
 ApplicationRecord FromProto(const v1::StoredApplication& proto);
 AttemptRecord FromProto(const v1::StoredAttempt& proto);
 MasterKeyRecord FromProto(const v1::StoredMasterKey& proto);
+NodeAdminRecord FromProto(const v1::StoredNodeAdmin& proto);
 
 // The serialized proto. Equal records give equal bytes. The result of the three record
 // encoders never starts with byte 0x01 (their first field, never empty for a valid record, is
@@ -28,6 +30,7 @@ MasterKeyRecord FromProto(const v1::StoredMasterKey& proto);
 std::string EncodeApplication(const ApplicationRecord& app);
 std::string EncodeAttempt(const AttemptRecord& attempt);
 std::string EncodeMasterKey(const MasterKeyRecord& key);
+std::string EncodeNodeAdmin(const NodeAdminRecord& node);
 std::string EncodeEpoch(int64_t epoch);
 
 // Parse what the Encode* functions wrote (fields they do not know are ignored). DataLoss
@@ -36,6 +39,7 @@ std::string EncodeEpoch(int64_t epoch);
 absl::StatusOr<ApplicationRecord> DecodeApplication(absl::string_view data);
 absl::StatusOr<AttemptRecord> DecodeAttempt(absl::string_view data);
 absl::StatusOr<MasterKeyRecord> DecodeMasterKey(absl::string_view data);
+absl::StatusOr<NodeAdminRecord> DecodeNodeAdmin(absl::string_view data);
 // Also DataLoss for a negative epoch.
 absl::StatusOr<int64_t> DecodeEpoch(absl::string_view data);
 

@@ -86,6 +86,21 @@ absl::Status ValidateMasterKeyPurpose(absl::string_view purpose) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateNodeAdminRecord(const NodeAdminRecord& node) {
+  if (node.node.empty()) return absl::InvalidArgumentError("node admin record: node is empty");
+  if (node.node.size() > 255 || node.node.find('/') != std::string::npos ||
+      node.node.find('\0') != std::string::npos)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node admin record: node '", node.node.substr(0, 64),
+        "' is not a node id or host name (at most 255 bytes, no '/' or NUL)"));
+  for (const auto& [key, value] : node.attributes) {
+    if (key.empty())
+      return absl::InvalidArgumentError(
+          absl::StrCat("node admin record of '", node.node, "': an attribute name is empty"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateMasterKeyRecord(const MasterKeyRecord& key) {
   if (absl::Status s = ValidateMasterKeyPurpose(key.purpose); !s.ok()) return s;
   if (key.secret.empty()) {

@@ -5,6 +5,7 @@
 #define WEFT_STORE_STATE_STORE_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -69,12 +70,25 @@ struct MasterKeyRecord {
   friend bool operator==(const MasterKeyRecord&, const MasterKeyRecord&) = default;
 };
 
+// What an admin decided about one node (AdminService RefreshNodes and NodeAttributes); the key
+// is `node`. A node with neither is not stored.
+struct NodeAdminRecord {
+  std::string node;  // a node id or host name; non-empty, at most 255 bytes, no '/'
+  bool decommissioned = false;
+  // Attributes set centrally, winning over the NM's; "" = the NM's value is removed. Keys are
+  // non-empty.
+  std::map<std::string, std::string> attributes;
+
+  friend bool operator==(const NodeAdminRecord&, const NodeAdminRecord&) = default;
+};
+
 // Everything a store holds, as returned by StateStore::Load().
 struct RmState {
   int64_t epoch = 0;                    // 0 until BumpEpoch() is first called
   std::vector<ApplicationRecord> apps;  // sorted by app_id (bytewise)
   std::vector<AttemptRecord> attempts;  // sorted by (app_id, attempt_id)
   std::vector<MasterKeyRecord> keys;    // sorted by (purpose, key_id)
+  std::vector<NodeAdminRecord> node_admin;  // sorted by node
 
   friend bool operator==(const RmState&, const RmState&) = default;
 };
@@ -86,6 +100,7 @@ absl::Status ValidateApplicationRecord(const ApplicationRecord& app);
 absl::Status ValidateAttemptRecord(const AttemptRecord& attempt);
 absl::Status ValidateMasterKeyRecord(const MasterKeyRecord& key);
 absl::Status ValidateMasterKeyPurpose(absl::string_view purpose);
+absl::Status ValidateNodeAdminRecord(const NodeAdminRecord& node);
 // Both records, and that the attempt belongs to the application (equal app_id).
 absl::Status ValidateApplicationAndAttempt(const ApplicationRecord& app,
                                            const AttemptRecord& attempt);
@@ -138,6 +153,12 @@ class StateStore {
 
   // Removes one key. InvalidArgument for an unknown purpose; NotFound if it is not stored.
   virtual absl::Status RemoveMasterKey(absl::string_view purpose, int32_t key_id) = 0;
+
+  // Inserts the node's admin record, or replaces the stored one with the same node.
+  virtual absl::Status PutNodeAdmin(const NodeAdminRecord& node) = 0;
+
+  // Removes the node's admin record; OK when none is stored.
+  virtual absl::Status RemoveNodeAdmin(absl::string_view node) = 0;
 
   // Releases the store's resources (files, locks). Idempotent. Destroying a store without
   // calling Close() closes it and drops any error.

@@ -371,6 +371,34 @@ TYPED_TEST(StateStoreTest, MasterKeysAreReplacedAndRemoved) {
   EXPECT_THAT(this->MustLoad().keys, ElementsAre(key));
 }
 
+// Admin decisions about nodes (decommissioned, attributes set centrally) survive a restart.
+TYPED_TEST(StateStoreTest, NodeAdminRecordsAreReplacedRemovedAndSortedByNode) {
+  NodeAdminRecord a{"host-b.example:8041", false, {{"gpu", "a100"}, {"rack", ""}}};
+  NodeAdminRecord b{"host-a.example", true, {}};
+  ASSERT_TRUE(this->store_->PutNodeAdmin(a).ok());
+  ASSERT_TRUE(this->store_->PutNodeAdmin(b).ok());
+  EXPECT_THAT(this->MustLoad().node_admin, ElementsAre(b, a));
+  a.attributes = {{"gpu", "h100"}};
+  a.decommissioned = true;
+  ASSERT_TRUE(this->store_->PutNodeAdmin(a).ok());
+  EXPECT_THAT(this->MustLoad().node_admin, ElementsAre(b, a));
+  ASSERT_TRUE(this->store_->RemoveNodeAdmin(b.node).ok());
+  ASSERT_TRUE(this->store_->RemoveNodeAdmin(b.node).ok());  // not stored: nothing to do
+  ASSERT_TRUE(this->store_->RemoveNodeAdmin("never-stored").ok());
+  EXPECT_THAT(this->MustLoad().node_admin, ElementsAre(a));
+  // Bad records name what is wrong and change nothing.
+  for (NodeAdminRecord bad : {NodeAdminRecord{"", true, {}},
+                              NodeAdminRecord{"a/b", true, {}},
+                              NodeAdminRecord{std::string(256, 'h'), true, {}},
+                              NodeAdminRecord{"host-c", false, {{"", "x"}}}}) {
+    absl::Status s = this->store_->PutNodeAdmin(bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad.node;
+    EXPECT_THAT(s.message(), HasSubstr("node"));
+  }
+  EXPECT_EQ(this->store_->RemoveNodeAdmin("").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(this->MustLoad().node_admin, ElementsAre(a));
+}
+
 TYPED_TEST(StateStoreTest, CallsAfterCloseFail) {
   ASSERT_TRUE(this->store_->PutApplication(FullApplication("app_1")).ok());
   ASSERT_TRUE(this->store_->Close().ok());

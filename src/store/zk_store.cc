@@ -101,6 +101,7 @@ class ZkBackend final : public StateBackend {
         keys_(options_.root + "/keys"),
         epoch_(options_.root + "/epoch"),
         fence_(options_.root + "/fence"),
+        node_admin_(options_.root + "/node-admin"),
         client_(std::move(client)) {}
   ~ZkBackend() override { Close().IgnoreError(); }
 
@@ -161,6 +162,9 @@ class ZkBackend final : public StateBackend {
   std::string KeyPath(absl::string_view purpose, int32_t key_id) const {
     return absl::StrCat(keys_, "/", KeyNodeName(purpose, key_id));
   }
+  std::string NodeAdminPath(absl::string_view node) const {
+    return absl::StrCat(node_admin_, "/", zk::EscapeNodeName(node));
+  }
 
   absl::Status EnsureLayout(absl::Time deadline);
   // Rewrites a format-1 store as format 2 (see kRootMarker); called by Init() after it took the
@@ -175,6 +179,8 @@ class ZkBackend final : public StateBackend {
 
   const ZkStoreOptions options_;
   const std::string apps_, keys_, epoch_, fence_;
+  // Admin records of nodes; made by the first put (stores written before it have none).
+  const std::string node_admin_;
   std::unique_ptr<ZkClient> client_;  // null once closed
   int32_t fence_version_ = -1;        // the fence's version this store set; -1: read-only
   bool opened_ = false;               // Init() succeeded
@@ -493,17 +499,23 @@ absl::StatusOr<RmState> ZkBackend::LoadOnce(std::vector<Op>* rewrites) {
   RmState state;
   // Round 1: what exists.
   absl::StatusOr<std::vector<std::optional<std::vector<std::string>>>> lists =
-      client_->GetChildren({apps_, keys_}, Deadline());
+      client_->GetChildren({apps_, keys_, node_admin_}, Deadline());
   if (!lists.ok()) return lists.status();
   if (!(*lists)[0].has_value()) return Corrupt(apps_, "missing");
   if (!(*lists)[1].has_value()) return Corrupt(keys_, "missing");
-  std::vector<std::string> app_paths, key_paths;
+  std::vector<std::string> app_paths, key_paths, node_admin_paths;
   for (const std::string& name : *(*lists)[0]) app_paths.push_back(absl::StrCat(apps_, "/", name));
   for (const std::string& name : *(*lists)[1]) key_paths.push_back(absl::StrCat(keys_, "/", name));
+  if ((*lists)[2].has_value()) {  // absent until the first node admin record
+    for (const std::string& name : *(*lists)[2])
+      node_admin_paths.push_back(absl::StrCat(node_admin_, "/", name));
+  }
 
-  // Round 2: the applications, their attempts' names, the keys and the epoch.
+  // Round 2: the applications, their attempts' names, the keys, the node admin records and the
+  // epoch.
   std::vector<std::string> reads = app_paths;
   reads.insert(reads.end(), key_paths.begin(), key_paths.end());
+  reads.insert(reads.end(), node_admin_paths.begin(), node_admin_paths.end());
   reads.push_back(epoch_);
   const absl::Time deadline = Deadline();
   absl::StatusOr<std::vector<ZkClient::Node>> nodes = client_->Get(reads, deadline);
@@ -562,6 +574,19 @@ absl::StatusOr<RmState> ZkBackend::LoadOnce(std::vector<Op>* rewrites) {
     rewrite(path, EncodeMasterKey(*key), node.version);
     state.keys.push_back(*std::move(key));
   }
+  for (size_t i = 0; i < node_admin_paths.size(); ++i) {
+    const ZkClient::Node& node = (*nodes)[app_paths.size() + key_paths.size() + i];
+    if (!node.exists) continue;
+    const std::string& path = node_admin_paths[i];
+    absl::StatusOr<NodeAdminRecord> record = DecodeNodeAdmin(node.data);
+    if (!record.ok()) return Corrupt(path, record.status().message());
+    if (NodeAdminPath(record->node) != path) {
+      return Corrupt(path, absl::StrCat("holds the admin record of node '",
+                                        absl::CHexEscape(record->node), "', which belongs at ",
+                                        NodeAdminPath(record->node)));
+    }
+    state.node_admin.push_back(*std::move(record));
+  }
 
   // Round 3: the attempts.
   absl::StatusOr<std::vector<ZkClient::Node>> attempts = client_->Get(attempt_paths, Deadline());
@@ -619,10 +644,12 @@ absl::StatusOr<bool> ZkBackend::Commit(absl::string_view what, const std::vector
   // put (a create or a set, as the node is found) and each key removal.
   struct Write {
     std::string path;
-    std::optional<std::string> data;  // nullopt: delete the node, which must exist
+    std::optional<std::string> data;  // nullopt: delete the node
+    bool must_exist = true;           // for a delete: false = nothing to do when it is gone
   };
   std::vector<std::string> required;
   std::vector<Write> writes;
+  bool puts_node_admin = false;  // the parent node-admin node is made when missing
   for (const StateOp& op : ops) {
     if (const auto* put = std::get_if<PutApplicationOp>(&op)) {
       writes.push_back({AppPath(put->app.app_id), EncodeApplication(put->app)});
@@ -634,6 +661,11 @@ absl::StatusOr<bool> ZkBackend::Commit(absl::string_view what, const std::vector
       writes.push_back({KeyPath(put->key.purpose, put->key.key_id), EncodeMasterKey(put->key)});
     } else if (const auto* remove = std::get_if<RemoveMasterKeyOp>(&op)) {
       writes.push_back({KeyPath(remove->purpose, remove->key_id), std::nullopt});
+    } else if (const auto* put = std::get_if<PutNodeAdminOp>(&op)) {
+      writes.push_back({NodeAdminPath(put->node.node), EncodeNodeAdmin(put->node)});
+      puts_node_admin = true;
+    } else if (const auto* remove = std::get_if<RemoveNodeAdminOp>(&op)) {
+      writes.push_back({NodeAdminPath(remove->node), std::nullopt, /*must_exist=*/false});
     } else {
       return absl::InternalError(absl::StrCat(what, ": a removal of an application not alone"));
     }
@@ -641,10 +673,12 @@ absl::StatusOr<bool> ZkBackend::Commit(absl::string_view what, const std::vector
   std::vector<Op> largest;  // the largest transaction the plan below can make
   std::vector<std::string> reads = required;
   for (const std::string& path : required) largest.push_back(Op::Check(path, -1));
+  if (puts_node_admin) largest.push_back(Op::Create(node_admin_, ""));
   for (const Write& write : writes) {
     largest.push_back(write.data ? Op::Create(write.path, *write.data) : Op::Delete(write.path));
     reads.push_back(write.path);
   }
+  if (puts_node_admin) reads.push_back(node_admin_);
   if (absl::Status s = CheckSize(what, largest); !s.ok()) return s;
   bool missing = false;
   absl::Status status =
@@ -660,6 +694,8 @@ absl::StatusOr<bool> ZkBackend::Commit(absl::string_view what, const std::vector
           }
           plan.ops.push_back(Op::Check(required[i], -1));
         }
+        if (puts_node_admin && !nodes->back().exists)
+          plan.ops.push_back(Op::Create(node_admin_, ""));
         for (size_t i = 0; i < writes.size(); ++i) {
           const Write& write = writes[i];
           const bool exists = (*nodes)[required.size() + i].exists;
@@ -668,6 +704,8 @@ absl::StatusOr<bool> ZkBackend::Commit(absl::string_view what, const std::vector
                                       : Op::Create(write.path, *write.data));
           } else if (exists) {
             plan.ops.push_back(Op::Delete(write.path));
+          } else if (!write.must_exist) {
+            continue;  // already gone: nothing to remove
           } else if (!resuming) {  // Gone, unless this call's own earlier transaction deleted it.
             missing = true;
             plan.ops.clear();
