@@ -472,10 +472,54 @@ absl::StatusOr<v1::NodeHeartbeatResponse> NodeTracker::NodeHeartbeat(
   return resp;
 }
 
+absl::Status NodeTracker::StoreAdmin(
+    const std::set<std::string>& names, const std::set<std::string>& decommissioned,
+    const std::map<std::string, std::map<std::string, std::string>>& attributes) const {
+  std::vector<store::NodeAdminRecord> put;
+  std::vector<std::string> remove;
+  for (const std::string& name : names) {
+    store::NodeAdminRecord r;
+    r.node = name;
+    r.decommissioned = decommissioned.contains(name);
+    if (auto it = attributes.find(name); it != attributes.end()) r.attributes = it->second;
+    if (!r.decommissioned && r.attributes.empty()) {
+      remove.push_back(name);
+    } else {
+      put.push_back(std::move(r));
+    }
+  }
+  absl::Status s = ctx_->store->UpdateNodeAdmin(put, remove);
+  if (s.ok() || absl::IsInvalidArgument(s)) return s;
+  return absl::Status(s.code(), absl::StrCat("nothing changed: the state store could not keep ",
+                                             "the decision: ", s.message()));
+}
+
+void NodeTracker::RestoreAdmin(const std::vector<store::NodeAdminRecord>& records) {
+  for (const store::NodeAdminRecord& r : records) {
+    if (r.decommissioned) decommissioned_.insert(r.node);
+    if (!r.attributes.empty()) admin_attributes_[r.node] = r.attributes;
+  }
+  if (!records.empty())
+    log::Info("node_admin_recovered",
+              {{"nodes", static_cast<int64_t>(records.size())},
+               {"decommissioned", static_cast<int64_t>(decommissioned_.size())}});
+}
+
 absl::Status NodeTracker::RefreshNodes(const v1::RefreshNodesRequest& req) {
+  std::set<std::string> names;
   for (const std::string& name : req.decommission()) {
     if (name.empty()) return absl::InvalidArgumentError("empty node name to decommission");
+    names.insert(name);
   }
+  for (const std::string& name : req.recommission()) {
+    if (name.empty()) return absl::InvalidArgumentError("empty node name to recommission");
+    names.insert(name);
+  }
+  // The store first: an answer of OK means an RM restart or failover keeps the decision.
+  std::set<std::string> next = decommissioned_;
+  for (const std::string& name : req.decommission()) next.insert(name);
+  for (const std::string& name : req.recommission()) next.erase(name);
+  if (absl::Status s = StoreAdmin(names, next, admin_attributes_); !s.ok()) return s;
   for (const std::string& name : req.decommission()) {
     decommissioned_.insert(name);
     for (auto& [id, node] : nodes_) {
@@ -537,8 +581,16 @@ absl::Status NodeTracker::SetNodeAttributes(const v1::NodeAttributesRequest& req
     }
     targets.emplace_back(found, &m);
   }
+  // What the admin attributes become, written to the store before anything changes here.
+  std::map<std::string, std::map<std::string, std::string>> next;
+  std::set<std::string> ids;
   for (const auto& [id, m] : targets) {
-    std::map<std::string, std::string>& admin = admin_attributes_[id];
+    ids.insert(id);
+    if (!next.contains(id)) {
+      auto it = admin_attributes_.find(id);
+      next[id] = it == admin_attributes_.end() ? std::map<std::string, std::string>{} : it->second;
+    }
+    std::map<std::string, std::string>& admin = next[id];
     if (req.operation() == v1::NodeAttributesRequest::REPLACE) {
       // Exactly these: every reported key not named is hidden ("" = removed).
       admin.clear();
@@ -546,6 +598,10 @@ absl::Status NodeTracker::SetNodeAttributes(const v1::NodeAttributesRequest& req
     }
     for (const auto& [k, v] : m->attributes())
       admin[k] = req.operation() == v1::NodeAttributesRequest::REMOVE ? "" : v;
+  }
+  if (absl::Status s = StoreAdmin(ids, decommissioned_, next); !s.ok()) return s;
+  for (const std::string& id : ids) {
+    admin_attributes_[id] = next[id];
     const scheduler::NodeAttributes effective = EffectiveAttributes(id, reported_attributes_[id]);
     if (absl::Status s = ctx_->scheduler->SetNodeAttributes(id, effective); !s.ok()) return s;
     log::Info("node_attributes_set", {{"node", id}, {"attributes", effective.size()}});

@@ -18,6 +18,7 @@
 #include "common/resource.h"
 #include "rm/node_lifecycle.h"
 #include "rm/rm_context.h"
+#include "store/state_store.h"
 #include "weft/v1/admin.pb.h"
 #include "absl/container/flat_hash_map.h"
 #include "weft/v1/client.pb.h"
@@ -74,12 +75,16 @@ class NodeTracker {
   absl::StatusOr<v1::NodeHeartbeatResponse> NodeHeartbeat(const v1::NodeHeartbeatRequest& req);
 
   // AdminService: decommissioned nodes lose their containers at once and are told to shut
-  // down; recommissioned ones may register again. InvalidArgument for an empty name (nothing
-  // changes).
+  // down; recommissioned ones may register again. The decision is written to the state store
+  // first (store::NodeAdminRecord), so an RM restart or failover keeps it. InvalidArgument for
+  // an empty name, the store's error when it cannot be written (nothing changes either way).
   absl::Status RefreshNodes(const v1::RefreshNodesRequest& req);
   // AdminService/NodeAttributes: the centrally set attributes of running nodes, all mappings
-  // or none. They are kept (in memory) and win over what the node's NM reports.
+  // or none. They are written to the state store first, and win over what the node's NM
+  // reports (also after an RM restart, once the node registers again).
   absl::Status SetNodeAttributes(const v1::NodeAttributesRequest& req);
+  // Recovery: the admin decisions a state store kept (before any node registers).
+  void RestoreAdmin(const std::vector<store::NodeAdminRecord>& records);
 
   // Starts the liveness timer: nodes silent for nm_expiry_ms become LOST.
   void StartExpiry();
@@ -125,6 +130,11 @@ class NodeTracker {
   // node that is not running).
   void SetCpuUtilization(RmNode& node, std::optional<double> utilization);
   void CheckExpiry();
+  // Writes, in one transaction, the admin record of each of `names` as `decommissioned` and
+  // `attributes` hold it (a name with neither has its record removed).
+  absl::Status StoreAdmin(
+      const std::set<std::string>& names, const std::set<std::string>& decommissioned,
+      const std::map<std::string, std::map<std::string, std::string>>& attributes) const;
   // Removes `node_id` from the scheduler; its containers end with `exit_status`.
   void LoseContainers(const std::string& node_id, int32_t exit_status,
                       const std::string& diagnostics, bool clean_up_on_node);

@@ -141,6 +141,72 @@ TEST(NodeTrackerTest, DecommissioningByHostNameAndAnEmptyName) {
   EXPECT_EQ(h.rm().RegisterNode(NodeRequest("h1:2"))->action(), v1::NODE_ACTION_SHUTDOWN);
 }
 
+// An admin's decisions outlive the RM: after a kill -9 and a restart over the same store, a
+// decommissioned host's NMs are still refused and a node's central attributes apply again when
+// it registers; recommissioning and removing the attributes outlive it too.
+TEST(NodeTrackerTest, DecommissionsAndAdminAttributesSurviveARestart) {
+  RmHarness h;
+  h.AddNode("h1:1");
+  h.AddNode("h2:1");
+  v1::RefreshNodesRequest decommission;
+  decommission.add_decommission("h1");
+  ASSERT_TRUE(h.rm().RefreshNodes(decommission).ok());
+  v1::NodeAttributesRequest set;
+  set.set_operation(v1::NodeAttributesRequest::ADD);
+  v1::NodeAttributesMapping* m = set.add_mappings();
+  m->set_node("h2:1");
+  (*m->mutable_attributes())["rack"] = "r7";
+  ASSERT_TRUE(h.rm().SetNodeAttributes(set).ok());
+
+  h.Restart();
+  EXPECT_EQ(h.rm().RegisterNode(NodeRequest("h1:1"))->action(), v1::NODE_ACTION_SHUTDOWN);
+  EXPECT_EQ(h.rm().RegisterNode(NodeRequest("h1:2"))->action(), v1::NODE_ACTION_SHUTDOWN);
+  ASSERT_NE(h.rm().RegisterNode(NodeRequest("h2:1"))->action(), v1::NODE_ACTION_SHUTDOWN);
+  v1::ListNodesResponse nodes = h.rm().ListNodes({});
+  ASSERT_EQ(nodes.nodes_size(), 1);
+  EXPECT_EQ(nodes.nodes(0).attributes().at("rack"), "r7");
+
+  v1::RefreshNodesRequest recommission;
+  recommission.add_recommission("h1");
+  ASSERT_TRUE(h.rm().RefreshNodes(recommission).ok());
+  v1::NodeAttributesRequest remove;
+  remove.set_operation(v1::NodeAttributesRequest::REMOVE);
+  m = remove.add_mappings();
+  m->set_node("h2:1");
+  (*m->mutable_attributes())["rack"] = "";
+  ASSERT_TRUE(h.rm().SetNodeAttributes(remove).ok());
+  h.Restart();
+  EXPECT_NE(h.rm().RegisterNode(NodeRequest("h1:1"))->action(), v1::NODE_ACTION_SHUTDOWN);
+  ASSERT_NE(h.rm().RegisterNode(NodeRequest("h2:1"))->action(), v1::NODE_ACTION_SHUTDOWN);
+  const v1::ListNodesResponse after = h.rm().ListNodes({});
+  for (const v1::NodeReport& n : after.nodes())
+    EXPECT_FALSE(n.attributes().contains("rack")) << n.node_id();
+}
+
+// A decision the store cannot keep is refused, and nothing changes: the node keeps running.
+TEST(NodeTrackerTest, AnAdminDecisionTheStoreCannotKeepChangesNothing) {
+  RmHarness h;
+  h.AddNode("h1:1");
+  h.store().fail_writes = true;
+  v1::RefreshNodesRequest decommission;
+  decommission.add_decommission("h1:1");
+  absl::Status s = h.rm().RefreshNodes(decommission);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(s.message().find("nothing changed"), std::string::npos) << s;
+  v1::NodeAttributesRequest set;
+  v1::NodeAttributesMapping* m = set.add_mappings();
+  m->set_node("h1:1");
+  (*m->mutable_attributes())["rack"] = "r7";
+  EXPECT_EQ(h.rm().SetNodeAttributes(set).code(), absl::StatusCode::kUnavailable);
+  h.store().fail_writes = false;
+  EXPECT_EQ(h.rm().GetClusterMetrics().active_nodes(), 1);
+  EXPECT_NE(h.Heartbeat("h1:1").action(), v1::NODE_ACTION_SHUTDOWN);
+  const v1::ListNodesResponse nodes = h.rm().ListNodes({});
+  EXPECT_TRUE(nodes.nodes(0).attributes().empty());
+  h.Restart();
+  EXPECT_NE(h.rm().RegisterNode(NodeRequest("h1:1"))->action(), v1::NODE_ACTION_SHUTDOWN);
+}
+
 }  // namespace
 }  // namespace weft::rm
 

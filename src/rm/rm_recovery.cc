@@ -10,6 +10,7 @@
 #include "rm/app_lifecycle.h"
 #include "rm/app_manager.h"
 #include "rm/history_recorder.h"
+#include "rm/node_tracker.h"
 #include "rm/rm_keys.h"
 
 namespace weft::rm {
@@ -60,6 +61,7 @@ absl::StatusOr<RmApp> ParseApp(const store::ApplicationRecord& rec,
 
 absl::Status RecoverRmState(const store::RmState& state, RmContext* ctx) {
   if (absl::Status s = ctx->keys->Recover(state.keys); !s.ok()) return s;
+  ctx->nodes->RestoreAdmin(state.node_admin);  // before any node registers
   // RmState sorts attempts by (app_id, attempt_id) and apps by app_id: one merge pass.
   size_t next_attempt = 0;
   for (const store::ApplicationRecord& rec : state.apps) {

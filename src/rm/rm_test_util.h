@@ -66,11 +66,9 @@ class FaultyStore : public store::StateStore {
   absl::Status RemoveMasterKey(absl::string_view purpose, int32_t id) override {
     return fail_writes ? Fail() : inner_->RemoveMasterKey(purpose, id);
   }
-  absl::Status PutNodeAdmin(const store::NodeAdminRecord& n) override {
-    return fail_writes ? Fail() : inner_->PutNodeAdmin(n);
-  }
-  absl::Status RemoveNodeAdmin(absl::string_view node) override {
-    return fail_writes ? Fail() : inner_->RemoveNodeAdmin(node);
+  absl::Status UpdateNodeAdmin(const std::vector<store::NodeAdminRecord>& put,
+                               const std::vector<std::string>& remove) override {
+    return fail_writes ? Fail() : inner_->UpdateNodeAdmin(put, remove);
   }
   absl::Status Close() override { return inner_->Close(); }
 

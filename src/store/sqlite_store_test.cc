@@ -312,7 +312,7 @@ TEST_F(SqliteStoreTest, AVersionOneStoreIsMigratedToVersionTwo) {
   ASSERT_NE(store, nullptr);
   EXPECT_THAT(MustLoad(*store).apps, ElementsAre(FullApplication("app_1")));
   const NodeAdminRecord node{"host-a", true, {{"gpu", "a100"}}};
-  ASSERT_TRUE(store->PutNodeAdmin(node).ok());
+  ASSERT_TRUE(store->UpdateNodeAdmin({node}, {}).ok());
   EXPECT_THAT(MustLoad(*store).node_admin, ElementsAre(node));
   store.reset();
   store = MustOpen();  // and it stays version 2

@@ -95,20 +95,25 @@ class BackedStateStore final : public StateStore {
         absl::NotFoundError(absl::StrCat("master key ", purpose, "/", key_id, " is not stored")));
   }
 
-  absl::Status PutNodeAdmin(const NodeAdminRecord& node) override {
+  absl::Status UpdateNodeAdmin(const std::vector<NodeAdminRecord>& put,
+                               const std::vector<std::string>& remove) override {
     if (closed_) return Closed();
-    if (absl::Status s = ValidateNodeAdminRecord(node); !s.ok()) return s;
-    return Commit(absl::StrCat("storing the admin record of node '", node.node, "'"),
-                  {PutNodeAdminOp{node}}, absl::OkStatus());
-  }
-
-  absl::Status RemoveNodeAdmin(absl::string_view node) override {
-    if (closed_) return Closed();
-    NodeAdminRecord probe;
-    probe.node = std::string(node);
-    if (absl::Status s = ValidateNodeAdminRecord(probe); !s.ok()) return s;
-    return Commit(absl::StrCat("removing the admin record of node '", node, "'"),
-                  {RemoveNodeAdminOp{std::string(node)}}, absl::OkStatus());
+    std::vector<StateOp> ops;
+    for (const NodeAdminRecord& node : put) {
+      if (absl::Status s = ValidateNodeAdminRecord(node); !s.ok()) return s;
+      ops.push_back(PutNodeAdminOp{node});
+    }
+    for (const std::string& node : remove) {
+      NodeAdminRecord probe;
+      probe.node = node;
+      if (absl::Status s = ValidateNodeAdminRecord(probe); !s.ok()) return s;
+      ops.push_back(RemoveNodeAdminOp{node});
+    }
+    if (ops.empty()) return absl::OkStatus();
+    const std::string& first = put.empty() ? remove.front() : put.front().node;
+    return Commit(absl::StrCat("storing the admin records of ", ops.size(), " node(s) ('", first,
+                               "'", ops.size() > 1 ? ", ..." : "", ")"),
+                  ops, absl::OkStatus());
   }
 
   absl::Status Close() override {

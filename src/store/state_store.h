@@ -154,11 +154,11 @@ class StateStore {
   // Removes one key. InvalidArgument for an unknown purpose; NotFound if it is not stored.
   virtual absl::Status RemoveMasterKey(absl::string_view purpose, int32_t key_id) = 0;
 
-  // Inserts the node's admin record, or replaces the stored one with the same node.
-  virtual absl::Status PutNodeAdmin(const NodeAdminRecord& node) = 0;
-
-  // Removes the node's admin record; OK when none is stored.
-  virtual absl::Status RemoveNodeAdmin(absl::string_view node) = 0;
+  // In one transaction: inserts (or replaces) each record of `put` and removes the record of
+  // each node of `remove` (nothing to do for one not stored). One admin command's nodes change
+  // together or not at all.
+  virtual absl::Status UpdateNodeAdmin(const std::vector<NodeAdminRecord>& put,
+                                       const std::vector<std::string>& remove) = 0;
 
   // Releases the store's resources (files, locks). Idempotent. Destroying a store without
   // calling Close() closes it and drops any error.

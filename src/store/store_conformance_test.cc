@@ -375,27 +375,29 @@ TYPED_TEST(StateStoreTest, MasterKeysAreReplacedAndRemoved) {
 TYPED_TEST(StateStoreTest, NodeAdminRecordsAreReplacedRemovedAndSortedByNode) {
   NodeAdminRecord a{"host-b.example:8041", false, {{"gpu", "a100"}, {"rack", ""}}};
   NodeAdminRecord b{"host-a.example", true, {}};
-  ASSERT_TRUE(this->store_->PutNodeAdmin(a).ok());
-  ASSERT_TRUE(this->store_->PutNodeAdmin(b).ok());
+  ASSERT_TRUE(this->store_->UpdateNodeAdmin({a, b}, {}).ok());
   EXPECT_THAT(this->MustLoad().node_admin, ElementsAre(b, a));
   a.attributes = {{"gpu", "h100"}};
   a.decommissioned = true;
-  ASSERT_TRUE(this->store_->PutNodeAdmin(a).ok());
+  ASSERT_TRUE(this->store_->UpdateNodeAdmin({a}, {}).ok());
   EXPECT_THAT(this->MustLoad().node_admin, ElementsAre(b, a));
-  ASSERT_TRUE(this->store_->RemoveNodeAdmin(b.node).ok());
-  ASSERT_TRUE(this->store_->RemoveNodeAdmin(b.node).ok());  // not stored: nothing to do
-  ASSERT_TRUE(this->store_->RemoveNodeAdmin("never-stored").ok());
+  // A removal of what is not stored changes nothing.
+  ASSERT_TRUE(this->store_->UpdateNodeAdmin({}, {b.node, "never-stored"}).ok());
+  ASSERT_TRUE(this->store_->UpdateNodeAdmin({}, {b.node}).ok());
   EXPECT_THAT(this->MustLoad().node_admin, ElementsAre(a));
-  // Bad records name what is wrong and change nothing.
+  ASSERT_TRUE(this->store_->UpdateNodeAdmin({}, {}).ok());
+  // Bad records name what is wrong and change nothing, the good ones beside them included.
+  const NodeAdminRecord good{"host-c", true, {}};
   for (NodeAdminRecord bad : {NodeAdminRecord{"", true, {}},
                               NodeAdminRecord{"a/b", true, {}},
                               NodeAdminRecord{std::string(256, 'h'), true, {}},
-                              NodeAdminRecord{"host-c", false, {{"", "x"}}}}) {
-    absl::Status s = this->store_->PutNodeAdmin(bad);
+                              NodeAdminRecord{"host-d", false, {{"", "x"}}}}) {
+    absl::Status s = this->store_->UpdateNodeAdmin({good, bad}, {});
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad.node;
     EXPECT_THAT(s.message(), HasSubstr("node"));
   }
-  EXPECT_EQ(this->store_->RemoveNodeAdmin("").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(this->store_->UpdateNodeAdmin({good}, {""}).code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(this->MustLoad().node_admin, ElementsAre(a));
 }
 
