@@ -492,7 +492,8 @@ absl::StatusOr<RmState> SqliteBackend::ReadAll() {
       if (!decoded.ok())
         return corrupt(absl::StrCat("node '", node, "': ", decoded.status().message()));
       if (decoded->node != node)
-        return corrupt(absl::StrCat("node admin row '", node, "' holds node '", decoded->node, "'"));
+        return corrupt(
+            absl::StrCat("node admin row '", node, "' holds node '", decoded->node, "'"));
       state.node_admin.push_back(*std::move(decoded));
       return absl::OkStatus();
     });

@@ -31,6 +31,16 @@ void ExpectError(const HttpResponse& r, int status, const std::string& message_p
   EXPECT_TRUE(j["RemoteException"]["exception"].is_string());
 }
 
+// A "credential" that names its user, alice or mallory (the real one is MUNGE's, tested in rm/).
+absl::StatusOr<rm::Caller> NamedUser(const rm::Presented& p) {
+  if (p.munge_credential != "alice" && p.munge_credential != "mallory")
+    return absl::UnauthenticatedError("bad credential");
+  rm::Caller c;
+  c.user = p.munge_credential;
+  c.real_user = c.user;
+  return c;
+}
+
 class RestApiTest : public ::testing::Test {
  protected:
   RestApiTest() : writer_(&c_) {}
@@ -436,15 +446,7 @@ TEST_F(RestApiTest, AggregatedLogsFollowTheViewAclNotAnonymousView) {
   RestApiOptions o;
   o.anonymous_view = true;
   o.log_aggregation_dir = dir.string();
-  // The "credential" names the user (the real one is MUNGE's, tested in rm/).
-  o.authenticate = [](const rm::Presented& p) -> absl::StatusOr<rm::Caller> {
-    if (p.munge_credential != "alice" && p.munge_credential != "mallory")
-      return absl::UnauthenticatedError("bad credential");
-    rm::Caller c;
-    c.user = p.munge_credential;
-    c.real_user = c.user;
-    return c;
-  };
+  o.authenticate = NamedUser;
   RestApi api(o, &c_.snapshots_, &writer_);
   auto get = [&](const std::string& who, std::multimap<std::string, std::string> params = {}) {
     HttpRequest r = Req("GET", "/ws/v1/cluster/apps/" + app + "/logs", params);
@@ -514,14 +516,7 @@ TEST_F(RestApiTest, ABrowsersSessionReadsAsItsUserButNeverWritesOrSignsIn) {
   o.writes_enabled = true;
   o.anonymous_view = false;
   o.sessions = &sessions;
-  o.authenticate = [](const rm::Presented& p) -> absl::StatusOr<rm::Caller> {
-    if (p.munge_credential != "alice" && p.munge_credential != "mallory")
-      return absl::UnauthenticatedError("bad credential");
-    rm::Caller c;
-    c.user = p.munge_credential;
-    c.real_user = c.user;
-    return c;
-  };
+  o.authenticate = NamedUser;
   RestApi api(o, &c_.snapshots_, &writer_);
   // Anyone may ask who they are; a browser without a session is no one.
   Json who = Body(api.Handle(Req("GET", "/ws/v1/cluster/session")))["session"];
