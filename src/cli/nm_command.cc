@@ -1,5 +1,9 @@
 #include "cli/nm_command.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -424,6 +428,13 @@ int RunNm(const NmFlags& flags, int64_t federation_fence_ms) {
   options->http_address = http_address;
   options->metrics = &registry;
   BlockTerminationSignals();
+  // A decommissioned node's NM exits, as YARN's does: the RM's SHUTDOWN answer ends the wait
+  // below like a SIGTERM (sent to the process, so the waiting thread receives it).
+  static std::atomic<bool> shut_down_by_rm{false};
+  options->on_rm_shutdown = [](const std::string&) {
+    shut_down_by_rm.store(true);
+    ::kill(::getpid(), SIGTERM);
+  };
   ThreadEventLoop loop;
   loop.Start();
   auto nm = nm::NodeManager::Start(*options, &loop);
@@ -452,7 +463,10 @@ int RunNm(const NmFlags& flags, int64_t federation_fence_ms) {
             << std::endl;
   int sig = WaitForTerminationSignal();
   log::Info("shutting_down",
-            {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}, {"containers", "stopping"}});
+            {{"signal", shut_down_by_rm.load() ? "the ResourceManager (NODE_ACTION_SHUTDOWN)"
+                        : sig == SIGINT        ? "SIGINT"
+                                               : "SIGTERM"},
+             {"containers", "stopping"}});
   (*nm)->Shutdown();
   nm->reset();
   loop.Stop();

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -189,6 +190,10 @@ struct NodeManagerOptions {
   // the loop, one at a time). A device whose health changed goes to the RM in the heartbeat
   // after that discovery ends (NodeHeartbeatRequest.devices). 0 = only at Start.
   int64_t device_health_interval_ms = 30000;
+  // Called on the loop, once, when the RM answers NODE_ACTION_SHUTDOWN (a decommissioned
+  // node), after the containers were told to stop; the argument is the RM's diagnostics. `weft
+  // nm` exits then, as YARN's NodeManager does. Null: the NM stays up, idle (`weft dev`).
+  std::function<void(const std::string& diagnostics)> on_rm_shutdown;
 };
 
 // A node label: "" (none) or 1-255 characters of [A-Za-z0-9_.-]. InvalidArgument naming it.

@@ -348,6 +348,7 @@ void NodeManager::OnRegisterReply(const grpc::Status& status, const std::string&
     rm_shutdown_ = true;
     StopAllContainers(v1::CONTAINER_EXIT_KILLED_BY_RM,
                       "Container killed: the ResourceManager shut this node down");
+    if (options_.on_rm_shutdown) options_.on_rm_shutdown(reply.diagnostics());
     return;
   }
   if (reply.action() == v1::NODE_ACTION_RESYNC) {
@@ -480,6 +481,7 @@ void NodeManager::OnHeartbeatReply(const grpc::Status& status, const std::string
       rm_shutdown_ = true;
       StopAllContainers(v1::CONTAINER_EXIT_KILLED_BY_RM,
                         "Container killed: the ResourceManager shut this node down");
+      if (options_.on_rm_shutdown) options_.on_rm_shutdown(reply.diagnostics());
       return;
     default:
       break;
