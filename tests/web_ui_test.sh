@@ -157,5 +157,37 @@ else
   bad "weft web login: $(cat "$tmp/login.out" "$tmp/login.err")"
 fi
 
+# Through a standby: what a standby RM answers (307 to the active's web server) is followed once.
+standby_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 - "$standby_port" "$web" <<'PY' >"$tmp/standby.log" 2>&1 &
+import http.server, sys
+port, active = int(sys.argv[1]), sys.argv[2]
+class Standby(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.send_response(307)
+        self.send_header("Location", "http://%s%s" % (active, self.path))
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", port), Standby)
+server.timeout = 5
+for _ in range(12):  # bounded: about a minute, and the test kills it before
+    server.handle_request()
+PY
+standby_pid=$!
+for _ in $(seq 1 50); do
+  (exec 3<>"/dev/tcp/127.0.0.1/$standby_port") 2>/dev/null && break
+  sleep 0.1
+done
+if timeout 30 "$weft" web login --rm-http "127.0.0.1:$standby_port" >"$tmp/standby.out" \
+  2>"$tmp/standby.err" && [[ "$(head -1 "$tmp/standby.out")" == "http://$web/cluster#sign-in="* ]] &&
+  grep -q "is a standby; signing in at the active, http://$web" "$tmp/standby.err"; then
+  ok "weft web login through a standby's redirect signs in at the active"
+else
+  bad "web login through a standby: $(cat "$tmp/standby.out" "$tmp/standby.err" "$tmp/standby.log")"
+fi
+kill "$standby_pid" 2>/dev/null
+
 if [[ $fail -eq 0 ]]; then echo "PASS (screenshots in $shots)"; else
   echo "--- weft dev output"; cat "$tmp/dev.out"; tail -20 "$tmp/dev.err"; exit 1; fi

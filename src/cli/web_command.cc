@@ -8,7 +8,9 @@
 #include <string>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "cli/cli_common.h"
 #include "nlohmann/json.hpp"
 #include "security/munge.h"
@@ -24,36 +26,67 @@ struct LoginFlags {
   std::string rm_http;
 };
 
-// POST /ws/v1/cluster/session with a fresh MUNGE credential: the RM answers a single-use link
-// that signs a browser in as this user.
-int Login(const LoginFlags& flags) {
-  const std::string host_port = RmHttpAddress(flags.rm_http, flags.rm_address);
+// One POST /ws/v1/cluster/session to `host_port` with a fresh MUNGE credential (each decodes
+// once). InvalidArgument for an address that is not HOST:PORT; Unavailable when it cannot be
+// reached.
+absl::StatusOr<httplib::Result> PostSignIn(const std::string& host_port) {
   const size_t colon = host_port.rfind(':');
   int port = 0;
   if (colon == std::string::npos || !absl::SimpleAtoi(host_port.substr(colon + 1), &port) ||
       port <= 0 || port > 65535)
-    return PrintError(absl::StrCat("--rm-http '", host_port, "' is not HOST:PORT"));
+    return absl::InvalidArgumentError(absl::StrCat("--rm-http '", host_port,
+                                                   "' is not HOST:PORT"));
   std::string host = host_port.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']')
     host = host.substr(1, host.size() - 2);
   absl::StatusOr<std::string> credential =
       security::MungeEncode(security::MungeSocketFromEnvironment(), security::kClientMungePayload);
-  if (!credential.ok()) return PrintError(credential.status().message());
+  if (!credential.ok()) return credential.status();
   httplib::Client client(host, port);
   client.set_connection_timeout(kLoginTimeoutS, 0);
   client.set_read_timeout(kLoginTimeoutS, 0);
   httplib::Headers headers = {{"X-Weft-Munge-Credential", *credential}};
   httplib::Result res = client.Post("/ws/v1/cluster/session", headers, "", "application/json");
   if (!res)
-    return PrintError(absl::StrCat("cannot reach the RM's web server at http://", host_port, ": ",
-                                   httplib::to_string(res.error()), " (is --rm-http right?)"));
-  nlohmann::json j = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
-  if (res->status != 200) {
-    std::string message = res->body.substr(0, 200);
+    return absl::UnavailableError(absl::StrCat("cannot reach the RM's web server at http://",
+                                               host_port, ": ", httplib::to_string(res.error()),
+                                               " (is --rm-http right?)"));
+  return res;
+}
+
+// The HOST:PORT of an "http://HOST:PORT/..." Location, "" for anything else.
+std::string RedirectTarget(const std::string& location) {
+  absl::string_view rest = location;
+  if (!absl::ConsumePrefix(&rest, "http://")) return "";
+  return std::string(rest.substr(0, rest.find('/')));
+}
+
+// Signs in at `host_port`; a standby RM's redirect (307 to the active's web server) is followed
+// once, with a new credential.
+int Login(const LoginFlags& flags) {
+  std::string host_port = RmHttpAddress(flags.rm_http, flags.rm_address);
+  absl::StatusOr<httplib::Result> res = PostSignIn(host_port);
+  if (!res.ok()) return PrintError(res.status().message());
+  if ((*res)->status == 307 || (*res)->status == 308) {
+    const std::string target = RedirectTarget((*res)->get_header_value("Location"));
+    if (target.empty())
+      return PrintError(absl::StrCat("http://", host_port, " redirected the sign-in to '",
+                                     (*res)->get_header_value("Location").substr(0, 200),
+                                     "', not to another RM's web server"));
+    std::cerr << "weft: http://" << host_port << " is a standby; signing in at the active, http://"
+              << target << std::endl;
+    host_port = target;
+    res = PostSignIn(host_port);
+    if (!res.ok()) return PrintError(res.status().message());
+  }
+  const httplib::Response& answer = **res;
+  nlohmann::json j = nlohmann::json::parse(answer.body, nullptr, /*allow_exceptions=*/false);
+  if (answer.status != 200) {
+    std::string message = answer.body.substr(0, 200);
     if (j.is_object() && j.contains("RemoteException") && j["RemoteException"].is_object())
       message = j["RemoteException"].value("message", message);
     return PrintError(absl::StrCat("http://", host_port, " refused the sign-in (HTTP ",
-                                   res->status, "): ", message));
+                                   answer.status, "): ", message));
   }
   if (!j.is_object() || !j.contains("signIn") || !j["signIn"].is_object() ||
       !j["signIn"].contains("url") || !j["signIn"]["url"].is_string())
