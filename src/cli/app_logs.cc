@@ -69,13 +69,9 @@ struct Fetched {
 // GET http://host_port/target as the caller: a fresh MUNGE credential in
 // X-Weft-Munge-Credential (each decodes once). Unavailable when the server cannot be reached.
 absl::StatusOr<Fetched> HttpGet(const std::string& host_port, const std::string& target) {
-  const size_t colon = host_port.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos || !absl::SimpleAtoi(host_port.substr(colon + 1), &port))
-    return absl::InvalidArgumentError(absl::StrCat("'", host_port, "' is not HOST:PORT"));
-  std::string host = host_port.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
+  absl::StatusOr<std::pair<std::string, int>> address = SplitHttpHostPort(host_port);
+  if (!address.ok()) return address.status();
+  const auto& [host, port] = *address;
   absl::StatusOr<std::string> credential =
       security::MungeEncode(security::MungeSocketFromEnvironment(), security::kClientMungePayload);
   if (!credential.ok()) return credential.status();

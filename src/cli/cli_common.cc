@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -70,6 +71,18 @@ std::string RmHttpAddress(const std::string& flag, const std::string& rm_address
   if (env != nullptr && *env != '\0') return env;
   const std::string first = rm_address.substr(0, rm_address.find(','));
   return absl::StrCat(first.substr(0, first.rfind(':')), ":8088");
+}
+
+absl::StatusOr<std::pair<std::string, int>> SplitHttpHostPort(const std::string& host_port) {
+  const size_t colon = host_port.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(host_port.substr(colon + 1), &port) ||
+      port <= 0 || port > 65535)
+    return absl::InvalidArgumentError(absl::StrCat("'", host_port, "' is not HOST:PORT"));
+  std::string host = host_port.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  return std::make_pair(host, port);
 }
 
 int PrintError(absl::string_view message) {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -51,6 +52,9 @@ void AddRmOption(CLI::App* cmd, std::string* rm_address);
 // The RM's web server, HOST:PORT, for commands that read it (`weft app logs`, `weft web
 // login`): `flag` when set, else $WEFT_RM_HTTP, else the first RM of `rm_address` on port 8088.
 std::string RmHttpAddress(const std::string& flag, const std::string& rm_address);
+// A web server's HOST:PORT as an HTTP client connects to it: the host (an IPv6 address without
+// its brackets) and a port in 1..65535. InvalidArgument "'<text>' is not HOST:PORT" otherwise.
+absl::StatusOr<std::pair<std::string, int>> SplitHttpHostPort(const std::string& host_port);
 // A CLI11 check of an RM address list (ParseRmAddresses's error when it is bad).
 CLI::Validator RmAddressListValidator();
 

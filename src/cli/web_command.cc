@@ -30,15 +30,10 @@ struct LoginFlags {
 // once). InvalidArgument for an address that is not HOST:PORT; Unavailable when it cannot be
 // reached.
 absl::StatusOr<httplib::Result> PostSignIn(const std::string& host_port) {
-  const size_t colon = host_port.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos || !absl::SimpleAtoi(host_port.substr(colon + 1), &port) ||
-      port <= 0 || port > 65535)
-    return absl::InvalidArgumentError(absl::StrCat("--rm-http '", host_port,
-                                                   "' is not HOST:PORT"));
-  std::string host = host_port.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
+  absl::StatusOr<std::pair<std::string, int>> address = SplitHttpHostPort(host_port);
+  if (!address.ok())
+    return absl::InvalidArgumentError(absl::StrCat("--rm-http ", address.status().message()));
+  const auto& [host, port] = *address;
   absl::StatusOr<std::string> credential =
       security::MungeEncode(security::MungeSocketFromEnvironment(), security::kClientMungePayload);
   if (!credential.ok()) return credential.status();

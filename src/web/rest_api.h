@@ -87,8 +87,9 @@ struct RestApiOptions {
 // "/cluster#sign-in=TICKET" (a fragment: browsers never send it to a server); POST /session
 // with header X-Weft-Sign-In-Ticket: redeems it, answering the session id; DELETE /session:
 // ends the X-Weft-Session header's session. Every error is a JSON body (YARN's RemoteException
-// shape) with 400 (malformed request, body or id), 401 (missing or wrong secret), 403 (writes disabled), 404 (unknown
-// path, app or node), 405 (method), 413 (body too large) or 415 (not JSON), or the RM's error.
+// shape) with 400 (malformed request, body or id), 401 (missing or wrong secret), 403 (writes
+// disabled), 404 (unknown path, app or node), 405 (method), 413 (body too large) or 415 (not
+// JSON), or the RM's error.
 // Thread-safe: reads only use the snapshot they get from `snapshots`.
 class RestApi {
  public:
