@@ -1,8 +1,6 @@
 // Copyright Weft authors.
 #include "cli/app_logs.h"
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -19,9 +17,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/cli_common.h"
+#include "cli/munge_http.h"
 #include "common/terminal_text.h"
 #include "nlohmann/json.hpp"
-#include "security/munge.h"
 #include "web/http.h"
 
 namespace weft::cli {
@@ -47,46 +45,15 @@ struct LogsFlags {
   bool follow = false;
 };
 
-struct Fetched {
-  int status = 0;
-  std::string body;
-  httplib::Headers headers;
+using Fetched = HttpAnswer;
 
-  std::string Header(const std::string& name) const {
-    auto it = headers.find(name);
-    return it == headers.end() ? "" : it->second;
-  }
-  // The message of a JSON error body (YARN's RemoteException), else the body's start.
-  std::string ErrorMessage() const {
-    nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object() && j.contains("RemoteException") &&
-        j["RemoteException"].value("message", "") != "")
-      return j["RemoteException"]["message"].get<std::string>();
-    return body.substr(0, 200);
-  }
-};
-
-// GET http://host_port/target as the caller: a fresh MUNGE credential in
-// X-Weft-Munge-Credential (each decodes once). Unavailable when the server cannot be reached.
+// GET http://host_port/target as the caller (CallAsUser). Unavailable "cannot reach
+// http://HOST:PORT: ..." when the server cannot be reached.
 absl::StatusOr<Fetched> HttpGet(const std::string& host_port, const std::string& target) {
-  absl::StatusOr<std::pair<std::string, int>> address = SplitHttpHostPort(host_port);
-  if (!address.ok()) return address.status();
-  const auto& [host, port] = *address;
-  absl::StatusOr<std::string> credential =
-      security::MungeEncode(security::MungeSocketFromEnvironment(), security::kClientMungePayload);
-  if (!credential.ok()) return credential.status();
-  httplib::Client client(host, port);
-  client.set_connection_timeout(kHttpTimeoutS, 0);
-  client.set_read_timeout(kHttpTimeoutS, 0);
-  httplib::Headers headers = {{"X-Weft-Munge-Credential", *credential}};
-  httplib::Result res = client.Get(target.c_str(), headers);
-  if (!res)
+  absl::StatusOr<Fetched> f = CallAsUser("GET", host_port, target, kHttpTimeoutS);
+  if (absl::IsUnavailable(f.status()))
     return absl::UnavailableError(
-        absl::StrCat("cannot reach http://", host_port, ": ", httplib::to_string(res.error())));
-  Fetched f;
-  f.status = res->status;
-  f.body = std::move(res->body);
-  f.headers = res->headers;
+        absl::StrCat("cannot reach http://", host_port, ": ", f.status().message()));
   return f;
 }
 

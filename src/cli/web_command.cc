@@ -1,19 +1,16 @@
 // Copyright Weft authors.
 #include "cli/web_command.h"
 
-#include <httplib.h>
-
 #include <iostream>
 #include <memory>
 #include <string>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/match.h"
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "cli/cli_common.h"
+#include "cli/munge_http.h"
 #include "nlohmann/json.hpp"
-#include "security/munge.h"
 
 namespace weft::cli {
 namespace {
@@ -26,27 +23,17 @@ struct LoginFlags {
   std::string rm_http;
 };
 
-// One POST /ws/v1/cluster/session to `host_port` with a fresh MUNGE credential (each decodes
-// once). InvalidArgument for an address that is not HOST:PORT; Unavailable when it cannot be
-// reached.
-absl::StatusOr<httplib::Result> PostSignIn(const std::string& host_port) {
-  absl::StatusOr<std::pair<std::string, int>> address = SplitHttpHostPort(host_port);
-  if (!address.ok())
-    return absl::InvalidArgumentError(absl::StrCat("--rm-http ", address.status().message()));
-  const auto& [host, port] = *address;
-  absl::StatusOr<std::string> credential =
-      security::MungeEncode(security::MungeSocketFromEnvironment(), security::kClientMungePayload);
-  if (!credential.ok()) return credential.status();
-  httplib::Client client(host, port);
-  client.set_connection_timeout(kLoginTimeoutS, 0);
-  client.set_read_timeout(kLoginTimeoutS, 0);
-  httplib::Headers headers = {{"X-Weft-Munge-Credential", *credential}};
-  httplib::Result res = client.Post("/ws/v1/cluster/session", headers, "", "application/json");
-  if (!res)
+// One POST /ws/v1/cluster/session to `host_port` as the caller (CallAsUser).
+absl::StatusOr<HttpAnswer> PostSignIn(const std::string& host_port) {
+  absl::StatusOr<HttpAnswer> answer =
+      CallAsUser("POST", host_port, "/ws/v1/cluster/session", kLoginTimeoutS);
+  if (absl::IsInvalidArgument(answer.status()))
+    return absl::InvalidArgumentError(absl::StrCat("--rm-http ", answer.status().message()));
+  if (absl::IsUnavailable(answer.status()))
     return absl::UnavailableError(absl::StrCat("cannot reach the RM's web server at http://",
-                                               host_port, ": ", httplib::to_string(res.error()),
+                                               host_port, ": ", answer.status().message(),
                                                " (is --rm-http right?)"));
-  return res;
+  return answer;
 }
 
 // The HOST:PORT of an "http://HOST:PORT/..." Location, "" for anything else.
@@ -60,29 +47,24 @@ std::string RedirectTarget(const std::string& location) {
 // once, with a new credential.
 int Login(const LoginFlags& flags) {
   std::string host_port = RmHttpAddress(flags.rm_http, flags.rm_address);
-  absl::StatusOr<httplib::Result> res = PostSignIn(host_port);
-  if (!res.ok()) return PrintError(res.status().message());
-  if ((*res)->status == 307 || (*res)->status == 308) {
-    const std::string target = RedirectTarget((*res)->get_header_value("Location"));
+  absl::StatusOr<HttpAnswer> answer = PostSignIn(host_port);
+  if (!answer.ok()) return PrintError(answer.status().message());
+  if (answer->status == 307 || answer->status == 308) {
+    const std::string target = RedirectTarget(answer->Header("Location"));
     if (target.empty())
       return PrintError(absl::StrCat("http://", host_port, " redirected the sign-in to '",
-                                     (*res)->get_header_value("Location").substr(0, 200),
+                                     answer->Header("Location").substr(0, 200),
                                      "', not to another RM's web server"));
     std::cerr << "weft: http://" << host_port << " is a standby; signing in at the active, http://"
               << target << std::endl;
     host_port = target;
-    res = PostSignIn(host_port);
-    if (!res.ok()) return PrintError(res.status().message());
+    answer = PostSignIn(host_port);
+    if (!answer.ok()) return PrintError(answer.status().message());
   }
-  const httplib::Response& answer = **res;
-  nlohmann::json j = nlohmann::json::parse(answer.body, nullptr, /*allow_exceptions=*/false);
-  if (answer.status != 200) {
-    std::string message = answer.body.substr(0, 200);
-    if (j.is_object() && j.contains("RemoteException") && j["RemoteException"].is_object())
-      message = j["RemoteException"].value("message", message);
+  if (answer->status != 200)
     return PrintError(absl::StrCat("http://", host_port, " refused the sign-in (HTTP ",
-                                   answer.status, "): ", message));
-  }
+                                   answer->status, "): ", answer->ErrorMessage()));
+  nlohmann::json j = nlohmann::json::parse(answer->body, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("signIn") || !j["signIn"].is_object() ||
       !j["signIn"].contains("url") || !j["signIn"]["url"].is_string())
     return PrintError(absl::StrCat("http://", host_port, " answered no sign-in link"));
