@@ -216,10 +216,7 @@ bool HistoryApi::Handles(const HttpRequest& req) {
 }
 
 absl::StatusOr<rm::Caller> HistoryApi::Reader(const HttpRequest& req, HttpResponse* refusal) const {
-  if (!PresentsCredential(req)) {
-    if (std::optional<rm::Caller> c = SessionReader(req, options_.sessions)) return *std::move(c);
-    return rm::Caller{};  // anonymous
-  }
+  if (!PresentsCredential(req)) return SessionReader(req, options_.sessions);
   absl::StatusOr<rm::Presented> presented = PresentedOf(req);
   if (!presented.ok()) {
     *refusal = JsonError(400, presented.status().message());

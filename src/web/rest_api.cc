@@ -392,10 +392,7 @@ absl::StatusOr<rm::Caller> RestApi::Authenticate(const HttpRequest& req,
 }
 
 absl::StatusOr<rm::Caller> RestApi::Reader(const HttpRequest& req, HttpResponse* refusal) const {
-  if (!PresentsCredential(req)) {
-    if (std::optional<rm::Caller> c = SessionReader(req, options_.sessions)) return *std::move(c);
-    return rm::Caller{};  // anonymous
-  }
+  if (!PresentsCredential(req)) return SessionReader(req, options_.sessions);
   return Authenticate(req, refusal);
 }
 

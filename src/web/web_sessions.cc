@@ -124,13 +124,12 @@ size_t WebSessions::live_sessions() const {
   return n;
 }
 
-std::optional<rm::Caller> SessionReader(const HttpRequest& request, const WebSessions* sessions) {
-  if (sessions == nullptr) return std::nullopt;
+rm::Caller SessionReader(const HttpRequest& request, const WebSessions* sessions) {
+  if (sessions == nullptr) return rm::Caller{};
   const std::string id = request.Header(kSessionHeader);
-  if (id.empty()) return std::nullopt;
+  if (id.empty()) return rm::Caller{};
   absl::StatusOr<rm::Caller> caller = sessions->Find(id);
-  if (!caller.ok()) return std::nullopt;
-  return *std::move(caller);
+  return caller.ok() ? *std::move(caller) : rm::Caller{};
 }
 
 }  // namespace weft::web

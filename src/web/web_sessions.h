@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
@@ -83,9 +82,10 @@ class WebSessions {
   absl::flat_hash_map<std::string, Entry> sessions_ ABSL_GUARDED_BY(mu_);
 };
 
-// The caller of the live session `request`'s X-Weft-Session header names; nullopt without one
-// (or without `sessions`), or when it is unknown or expired: such a reader is anonymous.
-std::optional<rm::Caller> SessionReader(const HttpRequest& request, const WebSessions* sessions);
+// The reader of a request that presents no MUNGE credential or secret: the caller of the live
+// session its X-Weft-Session header names, else anonymous (user "": no header, no `sessions`,
+// or a session unknown or expired).
+rm::Caller SessionReader(const HttpRequest& request, const WebSessions* sessions);
 
 }  // namespace weft::web
 

@@ -131,16 +131,16 @@ TEST_F(WebSessionsTest, AReaderIsTheSessionItsHeaderNamesOrNoOne) {
   WebSessions sessions(Options());
   std::string id = *sessions.Redeem(*sessions.IssueTicket(User("alice")));
   HttpRequest r;
-  EXPECT_FALSE(SessionReader(r, &sessions).has_value());
+  EXPECT_EQ(SessionReader(r, &sessions).user, "");  // anonymous
   r.headers["x-weft-session"] = id;
-  std::optional<rm::Caller> reader = SessionReader(r, &sessions);
-  ASSERT_TRUE(reader.has_value());
-  EXPECT_EQ(reader->user, "alice");
-  EXPECT_FALSE(SessionReader(r, nullptr).has_value());
+  const rm::Caller reader = SessionReader(r, &sessions);
+  EXPECT_EQ(reader.user, "alice");
+  EXPECT_EQ(reader.groups, std::vector<std::string>{"alice-group"});
+  EXPECT_EQ(SessionReader(r, nullptr).user, "");
   r.headers["x-weft-session"] = id.substr(1) + "x";  // a guess of the right shape
-  EXPECT_FALSE(SessionReader(r, &sessions).has_value());
+  EXPECT_EQ(SessionReader(r, &sessions).user, "");
   r.headers["x-weft-session"] = "../../etc";
-  EXPECT_FALSE(SessionReader(r, &sessions).has_value());
+  EXPECT_EQ(SessionReader(r, &sessions).user, "");
 }
 
 }  // namespace
