@@ -1,6 +1,7 @@
 // Copyright Weft authors.
 #include "web/web_sessions.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -59,6 +60,14 @@ absl::StatusOr<std::string> WebSessions::IssueTicket(const rm::Caller& caller) {
         absl::StrCat("web sign-in: ", tickets_.size(), " sign-in links are waiting to be opened "
                      "(at most ", options_.max_tickets, "); try again within ",
                      options_.ticket_ttl_ms / 1000, " s"));
+  const size_t mine = std::count_if(tickets_.begin(), tickets_.end(), [&](const auto& t) {
+    return t.second.caller.user == caller.user;
+  });
+  if (mine >= options_.max_tickets_per_user)
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "web sign-in: ", caller.user, " has ", mine, " sign-in links waiting to be opened (at most ",
+        options_.max_tickets_per_user, " a user); open one, or try again within ",
+        options_.ticket_ttl_ms / 1000, " s"));
   tickets_[*id] = Entry{caller, now, now + options_.ticket_ttl_ms};
   return id;
 }
@@ -75,21 +84,24 @@ absl::StatusOr<std::string> WebSessions::Redeem(absl::string_view ticket) {
         "this sign-in link is not valid: it was used already, is older than its "
         "lifetime, or was made by another (or a restarted) ResourceManager; run `weft web "
         "login` again");
-  if (sessions_.size() >= options_.max_sessions)
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "web sign-in: ", sessions_.size(), " sessions are open (at most ",
-        options_.max_sessions, "); the link stays valid until it expires"));
-  Entry session{std::move(it->second.caller), now, now + options_.session_ttl_ms};
-  tickets_.erase(it);
-  // A user's oldest sessions end past the per-user bound.
+  // A user's oldest session ends past the per-user bound, also when every place is taken: a
+  // user replacing their own session never waits for others'.
+  const std::string& user = it->second.caller.user;
   size_t mine = 0;
   auto oldest = sessions_.end();
   for (auto s = sessions_.begin(); s != sessions_.end(); ++s) {
-    if (s->second.caller.user != session.caller.user) continue;
+    if (s->second.caller.user != user) continue;
     ++mine;
     if (oldest == sessions_.end() || s->second.created_ms < oldest->second.created_ms) oldest = s;
   }
-  if (mine >= options_.max_sessions_per_user && oldest != sessions_.end()) sessions_.erase(oldest);
+  const bool replaces = mine >= options_.max_sessions_per_user && oldest != sessions_.end();
+  if (!replaces && sessions_.size() >= options_.max_sessions)
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "web sign-in: ", sessions_.size(), " sessions are open (at most ",
+        options_.max_sessions, "); the link stays valid until it expires"));
+  if (replaces) sessions_.erase(oldest);
+  Entry session{std::move(it->second.caller), now, now + options_.session_ttl_ms};
+  tickets_.erase(it);
   sessions_[*id] = std::move(session);
   return id;
 }

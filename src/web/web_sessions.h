@@ -32,6 +32,8 @@ struct WebSessionOptions {
   int64_t ticket_ttl_ms = 60'000;             // how long a sign-in link may wait to be opened
   int64_t session_ttl_ms = 8 * 3'600'000LL;   // how long a signed-in browser stays signed in
   size_t max_tickets = 1024;                  // unopened links at once (all users)
+  // One user's unopened links at once: no user can use up max_tickets for the others.
+  size_t max_tickets_per_user = 8;
   size_t max_sessions = 10'000;               // live sessions at once (all users)
   size_t max_sessions_per_user = 32;          // a user's oldest session ends past this
   // Time in ms since the epoch; null = the system clock. Tests inject their own.
@@ -48,7 +50,8 @@ class WebSessions {
   explicit WebSessions(WebSessionOptions options = {});
 
   // A sign-in ticket for `caller`, who authenticated by a header credential (never by a
-  // session: a session cannot make more). ResourceExhausted when max_tickets are unopened;
+  // session: a session cannot make more). ResourceExhausted when max_tickets are unopened, or
+  // max_tickets_per_user of the caller's;
   // Internal when no random bytes could be had.
   absl::StatusOr<std::string> IssueTicket(const rm::Caller& caller);
   // Opens a session for the ticket's caller and forgets the ticket: the session id.

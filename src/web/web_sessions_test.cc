@@ -86,15 +86,22 @@ TEST_F(WebSessionsTest, SignOutEndsOnlyThatSession) {
 
 TEST_F(WebSessionsTest, BoundsHoldForTicketsSessionsAndEachUser) {
   WebSessionOptions o = Options();
-  o.max_tickets = 2;
+  o.max_tickets = 3;
+  o.max_tickets_per_user = 2;
   o.max_sessions = 3;
   o.max_sessions_per_user = 2;
   WebSessions sessions(o);
   std::string t1 = *sessions.IssueTicket(User("alice"));
   std::string t2 = *sessions.IssueTicket(User("alice"));
-  absl::StatusOr<std::string> t3 = sessions.IssueTicket(User("bob"));
+  // Alice cannot hold more than her share of the unopened links; Bob still gets one.
+  absl::StatusOr<std::string> greedy = sessions.IssueTicket(User("alice"));
+  EXPECT_EQ(greedy.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(greedy.status().message(), HasSubstr("at most 2 a user"));
+  std::string bob_link = *sessions.IssueTicket(User("bob"));
+  absl::StatusOr<std::string> t3 = sessions.IssueTicket(User("carol"));
   EXPECT_EQ(t3.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(t3.status().message(), HasSubstr("at most 2"));
+  EXPECT_THAT(t3.status().message(), HasSubstr("at most 3"));
+  EXPECT_FALSE(bob_link.empty());  // left unopened: it stays Bob's until it expires
   // Alice's third session ends her oldest.
   std::string a1 = *sessions.Redeem(t1);
   now_ms_ += 1;
@@ -112,6 +119,24 @@ TEST_F(WebSessionsTest, BoundsHoldForTicketsSessionsAndEachUser) {
   absl::StatusOr<std::string> c = sessions.Redeem(carol);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(sessions.Find(*c)->user, "carol");
+}
+
+// A user at their own bound replaces their oldest session even when every place is taken.
+TEST_F(WebSessionsTest, AUserAtTheirBoundReplacesTheirOldestSessionWhenAllPlacesAreTaken) {
+  WebSessionOptions o = Options();
+  o.max_sessions = 2;
+  o.max_sessions_per_user = 1;
+  WebSessions sessions(o);
+  std::string a1 = *sessions.Redeem(*sessions.IssueTicket(User("alice")));
+  ASSERT_TRUE(sessions.Redeem(*sessions.IssueTicket(User("bob"))).ok());
+  EXPECT_EQ(sessions.Redeem(*sessions.IssueTicket(User("carol"))).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  now_ms_ += 1;
+  absl::StatusOr<std::string> a2 = sessions.Redeem(*sessions.IssueTicket(User("alice")));
+  ASSERT_TRUE(a2.ok()) << a2.status();
+  EXPECT_FALSE(sessions.Find(a1).ok());
+  EXPECT_EQ(sessions.Find(*a2)->user, "alice");
+  EXPECT_EQ(sessions.live_sessions(), 2u);
 }
 
 TEST_F(WebSessionsTest, NoTicketForAnAnonymousCallerAndNoIdWithoutRandomBytes) {
