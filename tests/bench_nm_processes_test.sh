@@ -41,6 +41,11 @@ checks = [
     (f"containers_completed {r['containers_completed']} > 0", r["containers_completed"] > 0),
     (f"rpc_errors {r['rpc_errors']} == 0", r["rpc_errors"] == 0),
     (f"loop_us_per_heartbeat {r['loop_us_per_heartbeat']} > 0", r["loop_us_per_heartbeat"] > 0),
+    # the loop thread's own CPU: some, at most one core, and no less than what the kinds were
+    # charged out of it (sampled, so within a margin)
+    (f"0 < loop_cpu_per_s {r['loop_cpu_per_s']} <= 1", 0 < r["loop_cpu_per_s"] <= 1),
+    (f"0 < loop_charged_cpu_per_s {r['loop_charged_cpu_per_s']} <= loop_cpu_per_s * 1.25",
+     0 < r["loop_charged_cpu_per_s"] <= r["loop_cpu_per_s"] * 1.25),
     (f"heartbeat_latency count {r['heartbeat_latency']['count']} > 0",
      r["heartbeat_latency"]["count"] > 0),
     # every child's send lags reach the report, one per heartbeat measured

@@ -28,6 +28,12 @@ double LoopStats::PassMicrosPerAllocation(const LoopStats& earlier) const {
   return static_cast<double>(Since(earlier, kPassWork).nanos) / 1000.0 / static_cast<double>(n);
 }
 
+int64_t LoopStats::ChargedNanosSince(const LoopStats& earlier) const {
+  int64_t ns = 0;
+  for (const auto& [kind, totals] : work) ns += Since(earlier, kind).nanos;
+  return ns;
+}
+
 int64_t ThreadCpuNanos() {
   timespec t{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
@@ -107,6 +113,7 @@ LoopStats LoopWork::Snapshot(int64_t busy_nanos) {
   CloseWindow(Now());
   LoopStats s;
   s.busy_nanos = busy_nanos;
+  s.cpu_nanos = ThreadCpuNanos();
   // The same name may come from two literals (two addresses): their totals add up.
   for (const auto& [kind, slot] : slots_) {
     LoopWorkTotals& t = s.work[kind];

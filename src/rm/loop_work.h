@@ -27,6 +27,9 @@ struct LoopWorkTotals {
 // busy_nanos is wall time: how much of the loop's time work took, whether or not it had a core.
 struct LoopStats {
   int64_t busy_nanos = 0;  // the loop thread running tasks, whatever they were (wall time)
+  // The loop thread's own CPU time when copied (CLOCK_THREAD_CPUTIME_ID, exact): every event,
+  // the work between them and each wake-up. The kinds below share part of it by sampling.
+  int64_t cpu_nanos = 0;
   // By kind: an RPC method's name ("NodeHeartbeat", "Allocate", ...) for the part of a call
   // that ran on the loop (its reply included); kPassWork for scheduling passes.
   std::map<std::string, LoopWorkTotals> work;
@@ -37,6 +40,8 @@ struct LoopStats {
   LoopWorkTotals Since(const LoopStats& earlier, const std::string& kind) const;
   // Pass loop time shared over the containers those passes allocated, µs; 0 when none.
   double PassMicrosPerAllocation(const LoopStats& earlier) const;
+  // The time charged to all kinds together over [earlier, this], ns.
+  int64_t ChargedNanosSince(const LoopStats& earlier) const;
 };
 
 inline constexpr char kPassWork[] = "pass";
@@ -80,7 +85,8 @@ class LoopWork {
   // One event of `kind` (a string literal: kinds are keyed by address) begun at `started`;
   // `allocations` only for passes.
   void Record(const char* kind, Start started, int64_t allocations = 0);
-  // Charges the window so far (see above), then copies the totals.
+  // Charges the window so far (see above), then copies the totals and the calling (loop)
+  // thread's CPU time.
   LoopStats Snapshot(int64_t busy_nanos);
 
  private:

@@ -40,6 +40,11 @@ TEST(LoopWorkTest, EventsAndTimeByKindAndPassAllocations) {
   EXPECT_EQ(after.MicrosPerEvent(empty, "AmService/Allocate"), 0);            // none ran
   EXPECT_EQ(after.MicrosPerEvent(after, "TrackerService/NodeHeartbeat"), 0);  // no interval
   EXPECT_EQ(after.PassMicrosPerAllocation(after), 0);
+  // The thread's own CPU time covers the three events; the kinds together were charged 6 ms.
+  EXPECT_GE(after.cpu_nanos - empty.cpu_nanos, 6'000'000);
+  EXPECT_GE(after.ChargedNanosSince(empty), 6'000'000);
+  EXPECT_LE(after.ChargedNanosSince(empty), after.cpu_nanos - empty.cpu_nanos);
+  EXPECT_EQ(after.ChargedNanosSince(after), 0);
   // The counters carry the same figures for Prometheus.
   const std::string text = registry.Render();
   EXPECT_NE(text.find("weft_rm_loop_work_total{work=\"TrackerService/NodeHeartbeat\"} 2"),

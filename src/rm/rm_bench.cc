@@ -359,6 +359,8 @@ std::string RmBenchReport::ToJson() const {
                    {"loop_us_per_allocation", loop_us_per_allocation},
                    {"passes_per_s", passes_per_s},
                    {"loop_us_per_pass", loop_us_per_pass},
+                   {"loop_cpu_per_s", loop_cpu_per_s},
+                   {"loop_charged_cpu_per_s", loop_charged_cpu_per_s},
                    {"rm_rss_mb", rm_rss_mb},
                    {"rss_kb_per_nm", rss_kb_per_nm},
                    {"process_cpu_per_s", process_cpu_per_s},
@@ -380,7 +382,8 @@ std::string RmBenchReport::ToText() const {
       "  submit -> AM registered: p50 %.1f ms, p99 %.1f ms (%d apps)\n"
       "  RPC errors: %d\n"
       "  RM loop: %.0f%% busy; %.1f us per heartbeat, %.1f us per Allocate, %.1f us per "
-      "container allocated; %.1f passes/s, %.1f us each\n"
+      "container allocated; %.1f passes/s, %.1f us each; its thread's CPU %.4f s per s "
+      "(%.4f charged to those)\n"
       "  memory: %.0f MiB resident, %.2f KiB per NM\n"
       "  process CPU: %.2f s per s (the RM and the AMs%s)%s\n",
       nodes, apps, duration_s, where, heartbeats_per_s, heartbeat.p50, heartbeat.p99, heartbeat.max,
@@ -388,7 +391,8 @@ std::string RmBenchReport::ToText() const {
       allocate.count, containers_allocated, containers_allocated_per_s,
       submit_to_am_running.p50, submit_to_am_running.p99, submit_to_am_running.count, rpc_errors,
       100 * loop_busy_fraction, loop_us_per_heartbeat, loop_us_per_allocate, loop_us_per_allocation,
-      passes_per_s, loop_us_per_pass, rm_rss_mb, rss_kb_per_nm, process_cpu_per_s,
+      passes_per_s, loop_us_per_pass, loop_cpu_per_s, loop_charged_cpu_per_s, rm_rss_mb,
+      rss_kb_per_nm, process_cpu_per_s,
       nm_processes > 0 ? "" : ", and the NMs",
       nm_processes > 0
           ? absl::StrFormat("; the NM-sim processes %.2f s per s", nm_processes_cpu_per_s)
@@ -725,6 +729,10 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   r.loop_us_per_allocation = loop_after.PassMicrosPerAllocation(loop_before);
   r.loop_us_per_pass = loop_after.MicrosPerEvent(loop_before, kPassWork);
   r.passes_per_s = static_cast<double>(loop_after.Since(loop_before, kPassWork).count) / secs;
+  r.loop_cpu_per_s = static_cast<double>(loop_after.cpu_nanos - loop_before.cpu_nanos) /
+                     (secs * 1e9);
+  r.loop_charged_cpu_per_s =
+      static_cast<double>(loop_after.ChargedNanosSince(loop_before)) / (secs * 1e9);
   r.rm_rss_mb = rss_mb;
   r.rss_kb_per_nm = (rss_mb - rss_before_mb) * 1024 / o.nodes;
   r.process_cpu_per_s = cpu_s / secs;

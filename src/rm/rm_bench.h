@@ -79,6 +79,12 @@ struct RmBenchReport {
   // costs with nothing to allocate) is loop_us_per_pass less its allocations' share.
   double passes_per_s = 0;
   double loop_us_per_pass = 0;
+  // The loop thread's own CPU time per second of the interval, exact (CLOCK_THREAD_CPUTIME_ID
+  // read on the loop at both ends), and the part of it charged to the kinds above by sampling
+  // (the rest: wake-ups, timers, tasks of no kind). At equal event rates, loop_cpu_per_s
+  // compares two cluster sizes without the sampling's share-out between kinds.
+  double loop_cpu_per_s = 0;
+  double loop_charged_cpu_per_s = 0;
   // The process's resident memory at the end, MiB, and its growth from before the RM started
   // per simulated NM, KiB. The simulated AMs run in this process, and so do the NMs without
   // nm_processes: their client state (about 0.1 KiB a node in-process) is then included.
