@@ -73,11 +73,13 @@ else
   echo "ok: no nm-sim process left"
 fi
 
-# expect_error "substring" args...: exit code != 0 and stderr contains the substring.
+# expect_error "substring" args...: exit code != 0 and stderr contains the substring; the
+# command runs under ${launcher[@]} when set.
+launcher=()
 expect_error() {
   local want=$1
   shift
-  if "$weft" bench "$@" >"$tmp/out" 2>"$tmp/err"; then
+  if "${launcher[@]}" "$weft" bench "$@" >"$tmp/out" 2>"$tmp/err"; then
     echo "FAIL: weft bench $* succeeded; expected an error containing '$want'"
     fail=1
   elif ! grep -qF -- "$want" "$tmp/err"; then
@@ -95,6 +97,11 @@ expect_error "--nm-schedule: unknown NM heartbeat schedule 'sometimes'" rm --nod
 expect_error "--nm-schedule: unknown NM heartbeat schedule 'Fixed'" nm-sim --rm 127.0.0.1:1 --nodes 1 --nm-schedule Fixed --seconds 1
 # A TLS directory without the CA: the error names the node and the file.
 expect_error "TLS of node sim-node-00000:8041: CA file" nm-sim --rm 127.0.0.1:1 --nodes 1 --seconds 1 --tls-dir "$tmp"
+# More NMs in other processes than the RM may hold connections (its open files, soft and hard
+# limits lowered in a subshell) fail before anything starts, naming the limit.
+launcher=(prlimit --nofile=1024 --)
+expect_error "may open at most 1024 files (RLIMIT_NOFILE" rm --nodes 2000 --nm-processes 2 --seconds 1
+launcher=()
 if [[ -n "$(leftover)" ]]; then
   echo "FAIL: nm-sim processes left after the error cases"
   fail=1

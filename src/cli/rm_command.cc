@@ -15,6 +15,7 @@
 #include "cli/cli_common.h"
 #include "cli/daemon_config.h"
 #include "common/log.h"
+#include "common/open_files.h"
 #include "common/private_files.h"
 #include "common/reachable_host.h"
 #include "federation/membership/sub_cluster_heartbeater.h"
@@ -309,6 +310,10 @@ absl::StatusOr<web::RmWebOptions> MakeRmWebOptions(const RmFlags& flags) {
 
 namespace {
 
+// Open files below which the RM warns at start: YARN's and Hadoop's guides ask 65,536 of an
+// RM host, room for tens of thousands of NMs.
+constexpr uint64_t kManyNodesOpenFiles = 65536;
+
 // Where others reach a server bound to `address` (host:port): a wildcard host (0.0.0.0, ::)
 // is replaced by this machine's host name, which the RM's certificate must then name
 // (`weft certs issue --san`).
@@ -330,6 +335,20 @@ int RunRm(const RmFlags& flags, int64_t cluster_timestamp_ms) {
   absl::StatusOr<security::TlsFiles> tls = LoadTlsFlags(flags.tls, "rm");
   if (!tls.ok()) return PrintError(tls.status().message());
   options->tls = *std::move(tls);
+  // The RM holds a connection per NM and per AM: the operator's hard limit on open files is
+  // its bound on them, so the soft limit rises to it (docs/cluster.md, "Many nodes").
+  if (absl::StatusOr<OpenFilesLimit> files = RaiseOpenFilesLimit(); !files.ok()) {
+    log::Warn("open_files_limit_unread", {{"why", files.status()}});
+  } else if (files->soft < kManyNodesOpenFiles) {
+    log::Warn("open_files_limit_low",
+              {{"limit", files->soft},
+               {"why", absl::StrCat("each NM and AM holds a connection: about ", files->soft,
+                                    " of them in all; raise the hard limit (systemd's "
+                                    "LimitNOFILE, ulimit -Hn) to ",
+                                    kManyNodesOpenFiles, " or more for a large cluster")}});
+  } else {
+    log::Info("open_files_limit", {{"limit", files->soft}});
+  }
   auto web_options = MakeRmWebOptions(flags);
   if (!web_options.ok()) return PrintError(web_options.status().message());
   std::string store = options->ha.has_value()

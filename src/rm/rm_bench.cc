@@ -29,6 +29,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "common/open_files.h"
 #include "nlohmann/json.hpp"
 #include "rm/nm_sim.h"
 #include "rm/rm_server.h"
@@ -57,6 +58,30 @@ double ResidentMiB() {
       return static_cast<double>(kb) / 1024.0;
   }
   return 0;
+}
+
+// NMs in other processes each hold a TLS connection of their own to the RM's one address and
+// port, all from 127.0.0.1: the RM needs a file per connection (its soft limit raised to the
+// hard one first), and Linux gives the connections from one address to one address and port
+// at most the local port range (net.ipv4.ip_local_port_range). Checked before anything starts.
+absl::Status CheckConnectionRoom(int nodes) {
+  constexpr int kHeadroom = 256;  // the AMs' channels, the store, the web server, logs
+  absl::StatusOr<OpenFilesLimit> files = RaiseOpenFilesLimit();
+  if (!files.ok()) return files.status();
+  if (files->soft < static_cast<uint64_t>(nodes) + kHeadroom)
+    return absl::FailedPreconditionError(absl::StrCat(
+        "bench rm: ", nodes, " NMs in other processes need a connection each to the RM, and "
+        "this process may open at most ", files->soft, " files (RLIMIT_NOFILE, hard limit ",
+        files->hard, "): raise it to at least ", nodes + kHeadroom,
+        " (ulimit -n, as root) or simulate fewer NMs"));
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int64_t low = 0, high = 0;
+  if (in >> low >> high && high >= low && nodes > high - low + 1)
+    return absl::FailedPreconditionError(absl::StrCat(
+        "bench rm: ", nodes, " NMs in other processes need a connection each from 127.0.0.1 to "
+        "the RM's one port, and the local port range (net.ipv4.ip_local_port_range ", low, " ",
+        high, ") has ", high - low + 1, " ports: widen it or simulate fewer NMs"));
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -412,6 +437,9 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
                                                    " must be between 0 and ", "--nodes (", o.nodes,
                                                    "): each process simulates at least one node"));
   const bool processes = o.nm_processes > 0;
+  if (processes) {
+    if (absl::Status s = CheckConnectionRoom(o.nodes); !s.ok()) return s;
+  }
   const double rss_before_mb = ResidentMiB();
   // Destroyed in reverse: the children first (killed and reaped), then the RM, then the
   // certificates' directory.
