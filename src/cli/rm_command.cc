@@ -336,7 +336,7 @@ int RunRm(const RmFlags& flags, int64_t cluster_timestamp_ms) {
   if (!tls.ok()) return PrintError(tls.status().message());
   options->tls = *std::move(tls);
   // The RM holds a connection per NM and per AM: the operator's hard limit on open files is
-  // its bound on them, so the soft limit rises to it (docs/cluster.md, "Many nodes").
+  // its bound on them, so the soft limit rises to it (docs/cluster.md, "Many nodes: open files").
   if (absl::StatusOr<OpenFilesLimit> files = RaiseOpenFilesLimit(); !files.ok()) {
     log::Warn("open_files_limit_unread", {{"why", files.status()}});
   } else if (files->soft < kManyNodesOpenFiles) {
