@@ -24,6 +24,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/cli_common.h"
+#include "cli/munge_http.h"
 #include "common/log.h"
 #include "google/protobuf/util/json_util.h"
 #include "history/lazy_history_store.h"
@@ -290,10 +291,9 @@ absl::StatusOr<nlohmann::json> HistoryGet(const std::string& address, const std:
                                                " error; is `weft history` running there?)"));
   nlohmann::json j = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
   if (res->status == 200 && !j.is_discarded()) return j;
-  std::string message = res->body.substr(0, 200);
-  if (j.is_object() && j.contains("RemoteException") && j["RemoteException"].is_object())
-    message = j["RemoteException"].value("message", message);
-  message = absl::StrCat("the history server at ", base, " answered ", res->status, ": ", message);
+  const HttpAnswer answer{res->status, res->body, res->headers};
+  const std::string message = absl::StrCat("the history server at ", base, " answered ",
+                                           res->status, ": ", answer.ErrorMessage());
   switch (res->status) {
     case 400:
       return absl::InvalidArgumentError(message);
