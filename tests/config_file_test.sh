@@ -13,14 +13,8 @@ source "$(dirname "$0")/lib/daemons.sh"
 # No host-wide /etc/weft/weft.yaml or $WEFT_CONFIG leaks into the checks below.
 unset WEFT_CONFIG WEFT_SECRET_FILE WEFT_RM
 
-"$weft" certs init-ca --dir "$tmp/pki" >/dev/null &&
-  "$weft" certs issue --ca-dir "$tmp/pki" --out-dir "$tmp/pki" --role rm --name rm1 >/dev/null ||
-  { echo "FAIL: weft certs"; exit 1; }
 nm_port=$(free_port)
-"$weft" certs issue --ca-dir "$tmp/pki" --out-dir "$tmp/pki" --role nm \
-  --name "127.0.0.1:$nm_port" >/dev/null || { echo "FAIL: weft certs issue nm"; exit 1; }
-printf 'config-file-test-s3cret\n' >"$tmp/secret"
-chmod 600 "$tmp/secret"
+make_pki config-file-test-s3cret "$nm_port"
 
 # The RM's section first; the NM's is added once the RM's port (chosen by the kernel) is known.
 cfg=$tmp/weft.yaml

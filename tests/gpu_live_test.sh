@@ -48,24 +48,7 @@ chmod 755 "$tmp/nvidia-smi"
 
 # ---- PKI, RM.
 nm_port=$(free_port)
-"$weft" certs init-ca --dir "$tmp/pki" >/dev/null &&
-  "$weft" certs issue --ca-dir "$tmp/pki" --out-dir "$tmp/pki" --role rm --name rm1 >/dev/null &&
-  "$weft" certs issue --ca-dir "$tmp/pki" --out-dir "$tmp/pki" --role nm \
-    --name "127.0.0.1:$nm_port" >/dev/null || { echo "FAIL: weft certs"; exit 1; }
-printf 'gpu-live-test-s3cret\n' >"$tmp/secret"
-chmod 600 "$tmp/secret"
-tls=(--tls-ca "$tmp/pki/ca.pem")
-
-start_rm() {
-  "$weft" rm --port 0 --http-port 0 --state-store "$tmp/rm-state.db" "${tls[@]}" \
-    --tls-cert "$tmp/pki/rm-rm1.pem" --tls-key "$tmp/pki/rm-rm1.key" \
-    --secret-file "$tmp/secret" >"$tmp/rm.out" 2>"$tmp/rm.err" &
-  rm_pid=$!
-  if ! wait_rm_address "$tmp/rm.out" "$rm_pid"; then
-    echo "FAIL: weft rm did not start"; cat "$tmp/rm.out" "$tmp/rm.err"; exit 1
-  fi
-  export WEFT_RM=$rm_address WEFT_TLS_CA=$tmp/pki/ca.pem WEFT_SECRET_FILE=$tmp/secret
-}
+make_pki gpu-live-test-s3cret "$nm_port"
 
 start_nm() {  # GPU flags...
   "$weft" nm --rm "$rm_address" --port "$nm_port" --http-port 0 --work-root "$tmp/nm" \
@@ -101,7 +84,7 @@ probe() {  # OUT-FILE
   echo "echo \"CUDA_VISIBLE_DEVICES=\$CUDA_VISIBLE_DEVICES\" >$out; echo \"NVIDIA_VISIBLE_DEVICES=\$NVIDIA_VISIBLE_DEVICES\" >>$out; for d in $tmp/dev/nvidia*; do if (exec 3<>\$d) 2>$out.err; then echo \"\$d ok\"; else echo \"\$d \$(sed 's/.*: //' $out.err)\"; fi; done >>$out"
 }
 
-start_rm
+start_rm 0
 start_nm --gpus auto --nvidia-smi "$tmp/nvidia-smi" --gpu-device-dir "$tmp/dev"
 if ! wait_running; then
   echo "FAIL: the NM did not register"; cat "$tmp/nm.out" "$tmp/nm.err"; exit 1

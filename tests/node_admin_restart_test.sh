@@ -16,26 +16,7 @@ trap 'stop "$nm2_pid"; daemons_cleanup' EXIT
 rm_port=$(free_port)
 p1=$(free_port)
 p2=$(free_port)
-"$weft" certs init-ca --dir "$tmp/pki" >/dev/null &&
-  "$weft" certs issue --ca-dir "$tmp/pki" --out-dir "$tmp/pki" --role rm --name rm1 >/dev/null &&
-  "$weft" certs issue --ca-dir "$tmp/pki" --out-dir "$tmp/pki" --role nm \
-    --name "127.0.0.1:$p1" >/dev/null &&
-  "$weft" certs issue --ca-dir "$tmp/pki" --out-dir "$tmp/pki" --role nm \
-    --name "127.0.0.1:$p2" >/dev/null || { echo "FAIL: weft certs"; exit 1; }
-printf 'node-admin-restart-s3cret\n' >"$tmp/secret"
-chmod 600 "$tmp/secret"
-tls=(--tls-ca "$tmp/pki/ca.pem")
-
-start_rm() {
-  "$weft" rm --port "$rm_port" --http-port 0 --state-store "$tmp/rm-state.db" "${tls[@]}" \
-    --tls-cert "$tmp/pki/rm-rm1.pem" --tls-key "$tmp/pki/rm-rm1.key" \
-    --secret-file "$tmp/secret" >"$tmp/rm.out" 2>>"$tmp/rm.err" &
-  rm_pid=$!
-  if ! wait_rm_address "$tmp/rm.out" "$rm_pid"; then
-    echo "FAIL: weft rm did not start"; cat "$tmp/rm.out" "$tmp/rm.err"; exit 1
-  fi
-  export WEFT_RM=$rm_address WEFT_TLS_CA=$tmp/pki/ca.pem WEFT_SECRET_FILE=$tmp/secret
-}
+make_pki node-admin-restart-s3cret "$p1" "$p2"
 
 start_nm() {  # PORT
   local port=$1
@@ -55,7 +36,7 @@ wait_for() {  # SECONDS COMMAND...
   return 1
 }
 
-start_rm
+start_rm "$rm_port"
 start_nm "$p1"
 nm_pid=$!
 start_nm "$p2"
@@ -79,7 +60,7 @@ fi
 # kill -9 of the RM; the decommissioned NM is started again to try its luck with the new RM.
 kill -KILL "$rm_pid"
 wait "$rm_pid" 2>/dev/null
-start_rm
+start_rm "$rm_port"
 ok "the RM was killed -9 and started again on the same port and store"
 start_nm "$p1"
 nm_pid=$!
