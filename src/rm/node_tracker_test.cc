@@ -151,12 +151,10 @@ TEST(NodeTrackerTest, DecommissionsAndAdminAttributesSurviveARestart) {
   v1::RefreshNodesRequest decommission;
   decommission.add_decommission("h1");
   ASSERT_TRUE(h.rm().RefreshNodes(decommission).ok());
-  v1::NodeAttributesRequest set;
-  set.set_operation(v1::NodeAttributesRequest::ADD);
-  v1::NodeAttributesMapping* m = set.add_mappings();
-  m->set_node("h2:1");
-  (*m->mutable_attributes())["rack"] = "r7";
-  ASSERT_TRUE(h.rm().SetNodeAttributes(set).ok());
+  ASSERT_TRUE(h.rm()
+                  .SetNodeAttributes(
+                      NodeAttributesOf(v1::NodeAttributesRequest::ADD, "h2:1", "rack", "r7"))
+                  .ok());
 
   h.Restart();
   EXPECT_EQ(h.rm().RegisterNode(NodeRequest("h1:1"))->action(), v1::NODE_ACTION_SHUTDOWN);
@@ -169,12 +167,10 @@ TEST(NodeTrackerTest, DecommissionsAndAdminAttributesSurviveARestart) {
   v1::RefreshNodesRequest recommission;
   recommission.add_recommission("h1");
   ASSERT_TRUE(h.rm().RefreshNodes(recommission).ok());
-  v1::NodeAttributesRequest remove;
-  remove.set_operation(v1::NodeAttributesRequest::REMOVE);
-  m = remove.add_mappings();
-  m->set_node("h2:1");
-  (*m->mutable_attributes())["rack"] = "";
-  ASSERT_TRUE(h.rm().SetNodeAttributes(remove).ok());
+  ASSERT_TRUE(h.rm()
+                  .SetNodeAttributes(
+                      NodeAttributesOf(v1::NodeAttributesRequest::REMOVE, "h2:1", "rack", ""))
+                  .ok());
   h.Restart();
   EXPECT_NE(h.rm().RegisterNode(NodeRequest("h1:1"))->action(), v1::NODE_ACTION_SHUTDOWN);
   ASSERT_NE(h.rm().RegisterNode(NodeRequest("h2:1"))->action(), v1::NODE_ACTION_SHUTDOWN);
@@ -193,11 +189,11 @@ TEST(NodeTrackerTest, AnAdminDecisionTheStoreCannotKeepChangesNothing) {
   absl::Status s = h.rm().RefreshNodes(decommission);
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(s.message().find("nothing changed"), std::string::npos) << s;
-  v1::NodeAttributesRequest set;
-  v1::NodeAttributesMapping* m = set.add_mappings();
-  m->set_node("h1:1");
-  (*m->mutable_attributes())["rack"] = "r7";
-  EXPECT_EQ(h.rm().SetNodeAttributes(set).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(h.rm()
+                .SetNodeAttributes(
+                    NodeAttributesOf(v1::NodeAttributesRequest::REPLACE, "h1:1", "rack", "r7"))
+                .code(),
+            absl::StatusCode::kUnavailable);
   h.store().fail_writes = false;
   EXPECT_EQ(h.rm().GetClusterMetrics().active_nodes(), 1);
   EXPECT_NE(h.Heartbeat("h1:1").action(), v1::NODE_ACTION_SHUTDOWN);

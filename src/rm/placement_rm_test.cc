@@ -198,12 +198,10 @@ TEST(PlacementRmTest, AdminNodeAttributesAreAllOrNothingAndShowInNodeReports) {
   nodes = h.rm().ListNodes({});
   for (const v1::NodeReport& n : nodes.nodes())
     EXPECT_EQ(n.attributes().at("os"), n.node_id() == "h1:1" ? "linux" : "windows");
-  v1::NodeAttributesRequest remove;
-  remove.set_operation(v1::NodeAttributesRequest::REMOVE);
-  m = remove.add_mappings();
-  m->set_node("h1:1");
-  (*m->mutable_attributes())["os"] = "";
-  ASSERT_TRUE(h.rm().SetNodeAttributes(remove).ok());
+  ASSERT_TRUE(h.rm()
+                  .SetNodeAttributes(
+                      NodeAttributesOf(v1::NodeAttributesRequest::REMOVE, "h1:1", "os", ""))
+                  .ok());
   const v1::ListNodesResponse after = h.rm().ListNodes({});
   for (const v1::NodeReport& n : after.nodes())
     EXPECT_EQ(n.attributes().contains("os"), n.node_id() == "h2:1");

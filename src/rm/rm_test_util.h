@@ -93,6 +93,19 @@ inline v1::RegisterNodeManagerRequest NodeRequest(const std::string& id, int64_t
   return req;
 }
 
+// An admin's node attributes request (`weft admin node-attributes`) with one mapping: `node`
+// gets `key`=`value` under `op` (REMOVE ignores the value).
+inline v1::NodeAttributesRequest NodeAttributesOf(v1::NodeAttributesRequest::Operation op,
+                                                  const std::string& node, const std::string& key,
+                                                  const std::string& value) {
+  v1::NodeAttributesRequest req;
+  req.set_operation(op);
+  v1::NodeAttributesMapping* m = req.add_mappings();
+  m->set_node(node);
+  (*m->mutable_attributes())[key] = value;
+  return req;
+}
+
 // An off-switch ask for `n` containers of <1 GB, 1 vcore> at priority 1.
 inline v1::ResourceRequest AnyAsk(int32_t n) {
   v1::ResourceRequest ask;
