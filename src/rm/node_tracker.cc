@@ -63,8 +63,7 @@ void NodeTracker::StartExpiry() {
 }
 
 RmNode* NodeTracker::Lookup(absl::string_view id) const {
-  auto it = by_id_.find(id);
-  return it == by_id_.end() ? nullptr : it->second;
+  return directory_->Find(id);
 }
 
 const RmNode* NodeTracker::Find(const std::string& node_id) const { return Lookup(node_id); }
@@ -254,7 +253,7 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
   auto [slot, added] = nodes_.try_emplace(id);
   if (added) {
     ++nodes_in_state_[slot->second.state];
-    by_id_.emplace(slot->first, &slot->second);
+    directory_->Add(slot->first, &slot->second);
   }
   RmNode& node = slot->second;
   node.registration = req;
@@ -339,10 +338,10 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> NodeTracker::RegisterNode(
 }
 
 absl::StatusOr<v1::NodeHeartbeatResponse> NodeTracker::NodeHeartbeat(
-    const v1::NodeHeartbeatRequest& req) {
+    const v1::NodeHeartbeatRequest& req, RmNode* resolved) {
   v1::NodeHeartbeatResponse resp;
   resp.set_next_heartbeat_interval_ms(ctx_->options->heartbeat_interval_ms);
-  RmNode* found = Lookup(req.node_id());
+  RmNode* found = resolved != nullptr ? resolved : Lookup(req.node_id());
   if (found == nullptr || found->state == v1::NODE_LOST) {
     resp.set_action(v1::NODE_ACTION_RESYNC);
     resp.set_diagnostics("unknown node: register again");

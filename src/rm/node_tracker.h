@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -16,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/resource.h"
+#include "rm/node_directory.h"
 #include "rm/node_lifecycle.h"
 #include "rm/rm_context.h"
 #include "store/state_store.h"
@@ -50,6 +52,15 @@ struct RmNode {
   int64_t usage_at_ms = 0;
 };
 
+// Hints the processor to fetch what a heartbeat writes of `node` (all but its registration), so
+// that the loop finds it in a cache. Reads nothing: safe from any thread (RmServer's gRPC
+// threads call it as a heartbeat arrives).
+inline void PrefetchForHeartbeat(const RmNode* node) {
+  const char* end = reinterpret_cast<const char*>(node + 1);
+  for (const char* p = reinterpret_cast<const char*>(&node->state); p < end; p += 64)
+    __builtin_prefetch(p, /*rw=*/1);
+}
+
 // Thread-compatible: the RM loop only. Node ids are "host:port" of the NM's ContainerService.
 class NodeTracker {
  public:
@@ -71,8 +82,14 @@ class NodeTracker {
   absl::StatusOr<v1::RegisterNodeManagerResponse> RegisterNode(
       const v1::RegisterNodeManagerRequest& req);
   // Unknown or LOST nodes are told to register again (RESYNC). A running container of an
-  // earlier RM epoch that the RM never heard of is stopped.
-  absl::StatusOr<v1::NodeHeartbeatResponse> NodeHeartbeat(const v1::NodeHeartbeatRequest& req);
+  // earlier RM epoch that the RM never heard of is stopped. `resolved`, when not null, is what
+  // directory()->Find(req.node_id()) returned (on another thread): the loop skips the lookup.
+  absl::StatusOr<v1::NodeHeartbeatResponse> NodeHeartbeat(const v1::NodeHeartbeatRequest& req,
+                                                          RmNode* resolved = nullptr);
+  // The index of this tracker's nodes by id, for the threads that receive heartbeats. It
+  // outlives the tracker when held, but its records do not: a caller hands a record it found
+  // back only to the tracker whose directory() is the same object.
+  std::shared_ptr<const NodeDirectory> directory() const { return directory_; }
 
   // AdminService: decommissioned nodes lose their containers at once and are told to shut
   // down; recommissioned ones may register again. The decision is written to the state store
@@ -144,7 +161,7 @@ class NodeTracker {
   // The same nodes for lookups by id, which every heartbeat and completion makes: a std::map of
   // 50,000 ids is 16 levels of cold tree nodes and string compares deep. The keys view
   // nodes_'s keys, which never move (a node is never erased: one that left keeps its record).
-  absl::flat_hash_map<absl::string_view, RmNode*> by_id_;
+  std::shared_ptr<NodeDirectory> directory_ = std::make_shared<NodeDirectory>();
   std::set<std::string> decommissioned_;  // node ids or host names
   // Attributes an admin set (AdminService/NodeAttributes), by node id; "" values removed.
   std::map<std::string, std::map<std::string, std::string>> admin_attributes_;

@@ -285,6 +285,30 @@ TEST(NodeTrackerTest, HeartbeatsCarryTheKeysOnlyToAnNmWithoutThem) {
   EXPECT_FALSE(stale->container_key().secret().empty());
 }
 
+TEST(NodeTrackerTest, AHeartbeatResolvedOffTheLoopIsTheNodesOwn) {
+  RmHarness h;
+  h.AddNode("h1:1");
+  h.AddNode("h2:1");
+  const std::shared_ptr<const NodeDirectory> directory = h.rm().node_directory();
+  EXPECT_EQ(directory->Find("nowhere:1"), nullptr);
+  RmNode* h1 = directory->Find("h1:1");
+  ASSERT_NE(h1, nullptr);
+  EXPECT_NE(h1, directory->Find("h2:1"));
+  // The same record whether the heartbeat's thread found it or the loop looks it up.
+  v1::NodeHeartbeatRequest req;
+  req.set_node_id("h1:1");
+  auto resolved = h.rm().NodeHeartbeat(req, h1);
+  ASSERT_TRUE(resolved.ok());
+  EXPECT_EQ(resolved->action(), v1::NODE_ACTION_NORMAL);
+  auto looked_up = h.rm().NodeHeartbeat(req);
+  ASSERT_TRUE(looked_up.ok());
+  EXPECT_EQ(looked_up->response_id(), resolved->response_id() + 1);
+  EXPECT_EQ(h1->response_id, looked_up->response_id());
+  // A node registered later is found too (the directory is the tracker's, not a copy).
+  h.AddNode("h3:1");
+  EXPECT_NE(directory->Find("h3:1"), nullptr);
+}
+
 TEST(NodeTrackerTest, HeartbeatScalingBoundsAreValidated) {
   RmOptions options = RmHarness::DefaultOptions();
   options.heartbeat_scaling.enabled = true;

@@ -451,8 +451,12 @@ absl::StatusOr<v1::RegisterNodeManagerResponse> ResourceManager::RegisterNode(
 }
 
 absl::StatusOr<v1::NodeHeartbeatResponse> ResourceManager::NodeHeartbeat(
-    const v1::NodeHeartbeatRequest& req) {
-  return WithFederationLease(nodes_->NodeHeartbeat(req));
+    const v1::NodeHeartbeatRequest& req, RmNode* resolved) {
+  return WithFederationLease(nodes_->NodeHeartbeat(req, resolved));
+}
+
+std::shared_ptr<const NodeDirectory> ResourceManager::node_directory() const {
+  return nodes_->directory();
 }
 
 absl::StatusOr<v1::RegisterApplicationMasterResponse> ResourceManager::RegisterApplicationMaster(

@@ -25,6 +25,7 @@
 #include "rm/app_lifecycle.h"
 #include "rm/client_auth.h"
 #include "rm/history_publisher.h"
+#include "rm/node_directory.h"
 #include "rm/rm_context.h"
 #include "rm/rm_options.h"
 #include "scheduler/registry.h"
@@ -45,6 +46,7 @@ class ClusterHistory;
 class HistorySampler;
 class ContainerTracker;
 class NodeTracker;
+struct RmNode;
 class RmKeys;
 
 // The RM's state. Every method must be called on `loop`'s thread (the gRPC layer posts to it).
@@ -129,7 +131,11 @@ class ResourceManager {
   // TrackerService.
   absl::StatusOr<v1::RegisterNodeManagerResponse> RegisterNode(
       const v1::RegisterNodeManagerRequest& req);
-  absl::StatusOr<v1::NodeHeartbeatResponse> NodeHeartbeat(const v1::NodeHeartbeatRequest& req);
+  // `resolved`: as in NodeTracker::NodeHeartbeat, found in this RM's node_directory().
+  absl::StatusOr<v1::NodeHeartbeatResponse> NodeHeartbeat(const v1::NodeHeartbeatRequest& req,
+                                                          RmNode* resolved = nullptr);
+  // The node index that heartbeats are resolved in before they reach the loop (any thread).
+  std::shared_ptr<const NodeDirectory> node_directory() const;
 
   // AmService; `token` is the caller's AMRM token, checked for `attempt_id`.
   absl::StatusOr<v1::RegisterApplicationMasterResponse> RegisterApplicationMaster(

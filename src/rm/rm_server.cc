@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/reachable_host.h"
 #include "federation/store/federation_store.h"
+#include "rm/node_tracker.h"
 #include "rm/rm_server_calls.h"
 #include "security/grpc_server.h"
 #include "security/munge.h"
@@ -269,7 +270,18 @@ class RmServer::Services : public RmServer::Calls {
       if (absl::Status st = CheckNode(ctx, req->node_id()); !st.ok())
         return Refuse(method, ctx, st);
       grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-      s_->AddHeartbeat({std::chrono::steady_clock::now(), ctx, reactor, req, resp});
+      PendingHeartbeat h{std::chrono::steady_clock::now(), ctx, reactor, req, resp};
+      // The node is found here, not on the loop (issue 29), and its record fetched towards
+      // the caches the loop reads from.
+      {
+        absl::MutexLock l(&s_->node_directory_mu_);
+        h.directory = s_->node_directory_;
+      }
+      if (h.directory) {
+        h.node = h.directory->Find(req->node_id());
+        if (h.node != nullptr) PrefetchForHeartbeat(h.node);
+      }
+      s_->AddHeartbeat(std::move(h));
       return reactor;
     }
 
@@ -544,6 +556,7 @@ absl::Status RmServer::CreateRm() {
       ResourceManager::Create(options_.rm, &loop_, store_.get(), launcher_.get(), secrets_.get());
   if (!rm.ok()) return rm.status();
   rm_ = std::move(*rm);
+  SetNodeDirectory(rm_->node_directory());
   if (port_ != 0) rm_->set_rm_address(AmFacingAddress());
   absl::MutexLock l(&ha_mu_);
   active_ = true;
@@ -565,7 +578,7 @@ void RmServer::WaitOnLoop(const std::function<void()>& fn) {
 
 void RmServer::AddHeartbeat(PendingHeartbeat heartbeat) {
   absl::MutexLock l(&heartbeats_mu_);
-  heartbeats_.push_back(heartbeat);
+  heartbeats_.push_back(std::move(heartbeat));
   if (heartbeat_drain_scheduled_) return;
   heartbeat_drain_scheduled_ = true;
   if (options_.heartbeat_batch_ms == 0) {
@@ -586,13 +599,16 @@ void RmServer::DrainHeartbeats() {
   // Each reply's status; the replies themselves are in the calls' responses.
   std::vector<grpc::Status> statuses;
   statuses.reserve(batch.size());
-  for (const PendingHeartbeat& h : batch) {
+  const std::shared_ptr<const NodeDirectory> directory = rm_ ? rm_->node_directory() : nullptr;
+  for (PendingHeartbeat& h : batch) {
     const LoopWork::Start on_loop = loop_work_.Begin();
     if (!rm_) {
       statuses.push_back(StandbyStatus(h.ctx));
       continue;
     }
-    absl::StatusOr<v1::NodeHeartbeatResponse> r = rm_->NodeHeartbeat(*h.request);
+    RmNode* resolved = h.directory == directory ? h.node : nullptr;
+    h.directory.reset();  // an RM replaced since may free its directory
+    absl::StatusOr<v1::NodeHeartbeatResponse> r = rm_->NodeHeartbeat(*h.request, resolved);
     if (r.ok()) *h.response = *std::move(r);
     statuses.push_back(ToGrpc(r.status()));
     loop_work_.Record(kMethod, on_loop);
@@ -639,7 +655,11 @@ void RmServer::Shutdown() {
   for (auto& checker : claim_checkers_) checker->Stop();
   // An active gives up its leadership (a standby takes over at once) and its RM.
   elector_.reset();
-  if (rm_) WaitOnLoop([&] { rm_.reset(); });
+  if (rm_)
+    WaitOnLoop([&] {
+      SetNodeDirectory(nullptr);
+      rm_.reset();
+    });
   loop_.Stop();
   // Last: the loop's final tasks may still have handed them calls to finish.
   for (auto& finisher : finishers_) finisher->Stop();

@@ -19,6 +19,7 @@
 #include "rm/federation_identity.h"
 #include "rm/ha_elector.h"
 #include "rm/loop_work.h"
+#include "rm/node_directory.h"
 #include "rm/resource_manager.h"
 #include "security/secret_source.h"
 #include "security/tls.h"
@@ -163,6 +164,11 @@ class RmServer {
     grpc::ServerUnaryReactor* reactor;
     const v1::NodeHeartbeatRequest* request;
     v1::NodeHeartbeatResponse* response;
+    // The node as the receiving thread found it in `directory` (null: not found, or no RM);
+    // the loop uses it only while `directory` is its RM's (held here, so never a new one at
+    // the same address).
+    std::shared_ptr<const NodeDirectory> directory;
+    RmNode* node = nullptr;
   };
   // Thread-safe: joins the batch, scheduling the batch's loop task when it is the first.
   void AddHeartbeat(PendingHeartbeat heartbeat);
@@ -223,6 +229,13 @@ class RmServer {
   std::atomic<uint64_t> next_checker_{0};
   ThreadEventLoop& NextClaimChecker() {
     return *claim_checkers_[next_checker_.fetch_add(1) % claim_checkers_.size()];
+  }
+  // The node index of rm_ (set and cleared on the loop with it), for heartbeats' threads.
+  absl::Mutex node_directory_mu_;
+  std::shared_ptr<const NodeDirectory> node_directory_ ABSL_GUARDED_BY(node_directory_mu_);
+  void SetNodeDirectory(std::shared_ptr<const NodeDirectory> directory) {
+    absl::MutexLock l(&node_directory_mu_);
+    node_directory_ = std::move(directory);
   }
   absl::Mutex heartbeats_mu_;
   std::vector<PendingHeartbeat> heartbeats_ ABSL_GUARDED_BY(heartbeats_mu_);  // the batch
