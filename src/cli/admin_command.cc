@@ -555,6 +555,11 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
                   "the RM loop, out of work, polls this many µs before it sleeps (0 = sleeps at "
                   "once, -1 = never sleeps: it keeps a core)")
       ->capture_default_str();
+  cmd->add_option("--loop-probe-ms", f->o.loop_probe_ms,
+                  "every this many ms of the measured time, time a fixed piece of work (tokens "
+                  "issued, names replaced in a table) on the RM loop: its growth between two "
+                  "runs is the machine's, not the RM's (0 = none; 1..60000)")
+      ->capture_default_str();
   cmd->add_flag("--json", f->json, "print JSON");
   cmd->callback([f, exit_code] {
     rm::RmBenchOptions o = f->o;

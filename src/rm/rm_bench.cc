@@ -31,6 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/open_files.h"
 #include "nlohmann/json.hpp"
+#include "rm/loop_probe.h"
 #include "rm/nm_sim.h"
 #include "rm/rm_server.h"
 #include "security/tls.h"
@@ -386,6 +387,8 @@ std::string RmBenchReport::ToJson() const {
                    {"loop_us_per_pass", loop_us_per_pass},
                    {"loop_cpu_per_s", loop_cpu_per_s},
                    {"loop_charged_cpu_per_s", loop_charged_cpu_per_s},
+                   {"loop_probes", loop_probes},
+                   {"loop_us_per_probe", loop_us_per_probe},
                    {"rm_rss_mb", rm_rss_mb},
                    {"rss_kb_per_nm", rss_kb_per_nm},
                    {"process_cpu_per_s", process_cpu_per_s},
@@ -408,7 +411,7 @@ std::string RmBenchReport::ToText() const {
       "  RPC errors: %d\n"
       "  RM loop: %.0f%% busy; %.1f us per heartbeat, %.1f us per Allocate, %.1f us per "
       "container allocated; %.1f passes/s, %.1f us each; its thread's CPU %.4f s per s "
-      "(%.4f charged to those)\n"
+      "(%.4f charged to those)%s\n"
       "  memory: %.0f MiB resident, %.2f KiB per NM\n"
       "  process CPU: %.2f s per s (the RM and the AMs%s)%s\n",
       nodes, apps, duration_s, where, heartbeats_per_s, heartbeat.p50, heartbeat.p99, heartbeat.max,
@@ -416,7 +419,10 @@ std::string RmBenchReport::ToText() const {
       allocate.count, containers_allocated, containers_allocated_per_s,
       submit_to_am_running.p50, submit_to_am_running.p99, submit_to_am_running.count, rpc_errors,
       100 * loop_busy_fraction, loop_us_per_heartbeat, loop_us_per_allocate, loop_us_per_allocation,
-      passes_per_s, loop_us_per_pass, loop_cpu_per_s, loop_charged_cpu_per_s, rm_rss_mb,
+      passes_per_s, loop_us_per_pass, loop_cpu_per_s, loop_charged_cpu_per_s,
+      loop_probes > 0 ? absl::StrFormat("; a probe %.1f us (%d)", loop_us_per_probe, loop_probes)
+                      : "",
+      rm_rss_mb,
       rss_kb_per_nm, process_cpu_per_s,
       nm_processes > 0 ? "" : ", and the NMs",
       nm_processes > 0
@@ -432,6 +438,9 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   if (o.warmup_ms < 0)
     return absl::InvalidArgumentError(
         absl::StrCat("bench rm: warm-up ", o.warmup_ms, " ms must be >= 0"));
+  if (o.loop_probe_ms < 0 || o.loop_probe_ms > 60000)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench rm: --loop-probe-ms ", o.loop_probe_ms, " must be between 0 (none) and 60000"));
   if (o.nm_processes < 0 || o.nm_processes > o.nodes)
     return absl::InvalidArgumentError(absl::StrCat("bench rm: --nm-processes ", o.nm_processes,
                                                    " must be between 0 and ", "--nodes (", o.nodes,
@@ -688,6 +697,22 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   };
   std::vector<std::thread> threads;
   for (int32_t t = 0; t < o.client_threads; ++t) threads.emplace_back(worker, t);
+  // The probes, posted to the loop through the measured interval; the last has run once the
+  // loop's statistics after it are read (the loop runs its tasks in order).
+  std::optional<LoopProbe> probe;  // only when asked for: its table is memory the RM's RSS counts
+  std::atomic<int64_t> probe_nanos{0}, probes{0};
+  if (o.loop_probe_ms > 0) {
+    probe.emplace();
+    threads.emplace_back([&] {
+      for (auto at = t0; at < deadline; at += std::chrono::milliseconds(o.loop_probe_ms)) {
+        std::this_thread::sleep_until(at);
+        (*server)->Post([&](ResourceManager&) {
+          probe_nanos += probe->Run();
+          ++probes;
+        });
+      }
+    });
+  }
   std::this_thread::sleep_until(t0);
   const LoopStats loop_before = (*server)->LoopStatistics();
   const double cpu_before = ProcessCpuSeconds();
@@ -757,8 +782,12 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   r.loop_us_per_allocation = loop_after.PassMicrosPerAllocation(loop_before);
   r.loop_us_per_pass = loop_after.MicrosPerEvent(loop_before, kPassWork);
   r.passes_per_s = static_cast<double>(loop_after.Since(loop_before, kPassWork).count) / secs;
-  r.loop_cpu_per_s = static_cast<double>(loop_after.cpu_nanos - loop_before.cpu_nanos) /
-                     (secs * 1e9);
+  r.loop_probes = probes.load();
+  r.loop_us_per_probe =
+      r.loop_probes > 0 ? static_cast<double>(probe_nanos.load()) / 1e3 / r.loop_probes : 0;
+  r.loop_cpu_per_s =
+      static_cast<double>(loop_after.cpu_nanos - loop_before.cpu_nanos - probe_nanos.load()) /
+      (secs * 1e9);
   r.loop_charged_cpu_per_s =
       static_cast<double>(loop_after.ChargedNanosSince(loop_before)) / (secs * 1e9);
   r.rm_rss_mb = rss_mb;

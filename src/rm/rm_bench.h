@@ -42,6 +42,10 @@ struct RmBenchOptions {
   int call_finishers = -1;     // RmServerOptions::call_finishers of the RM under test
   int heartbeat_batch_ms = 1;  // RmServerOptions::heartbeat_batch_ms of the RM under test
   int64_t loop_poll_us = 0;    // RmServerOptions::loop_poll_us of the RM under test
+  // Every this many ms of the measured interval, LoopProbe's fixed work (loop_probe.h) is
+  // posted to the RM loop and its CPU time there taken (RmBenchReport::loop_us_per_probe);
+  // 0 = never. 1..60000.
+  int64_t loop_probe_ms = 0;
   std::string nm_sim_binary = "/proc/self/exe";  // a `weft` binary
   Resource node_capability = Resource::Of(65536, 32);
   Resource container = Resource::Of(1024, 1);
@@ -85,6 +89,11 @@ struct RmBenchReport {
   // compares two cluster sizes without the sampling's share-out between kinds.
   double loop_cpu_per_s = 0;
   double loop_charged_cpu_per_s = 0;
+  // With loop_probe_ms: the probes run on the loop in the measured interval, and the loop's CPU
+  // time for one, µs (the same work at every size: its growth is the machine's). The probes'
+  // own time is left out of loop_cpu_per_s (and charged to no kind).
+  int64_t loop_probes = 0;
+  double loop_us_per_probe = 0;
   // The process's resident memory at the end, MiB, and its growth from before the RM started
   // per simulated NM, KiB. The simulated AMs run in this process, and so do the NMs without
   // nm_processes: their client state (about 0.1 KiB a node in-process) is then included.

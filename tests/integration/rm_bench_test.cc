@@ -64,6 +64,24 @@ TEST(RmBenchTest, AnAmIsNeverGivenMoreThanItKeepsAskedFor) {
   EXPECT_EQ(RunClean(o).containers_allocated, 40);
 }
 
+// Probes every 100 ms of a measured second: about ten of them ran on the loop, each timed, and
+// the report says so.
+TEST(RmBenchTest, LoopProbesRunThroughTheMeasuredInterval) {
+  RmBenchOptions o = SmallCluster();
+  o.container_run_ms = 200;
+  o.duration_ms = 1000;
+  o.loop_probe_ms = 100;
+  const RmBenchReport r = RunClean(o);
+  EXPECT_GE(r.loop_probes, 8);
+  EXPECT_LE(r.loop_probes, 11);
+  EXPECT_GT(r.loop_us_per_probe, 0);
+  EXPECT_NE(r.ToJson().find("\"loop_us_per_probe\""), std::string::npos);
+  EXPECT_NE(r.ToText().find("a probe"), std::string::npos) << r.ToText();
+  // Without the option, none.
+  o.loop_probe_ms = 0;
+  EXPECT_EQ(RunClean(o).loop_probes, 0);
+}
+
 TEST(RmBenchTest, BadOptionsAreRefused) {
   RmBenchOptions o;
   o.nodes = 0;
@@ -73,6 +91,11 @@ TEST(RmBenchTest, BadOptionsAreRefused) {
   auto r = RunRmBench(negative_warmup);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("warm-up"), std::string::npos) << r.status();
+  RmBenchOptions negative_probe;
+  negative_probe.loop_probe_ms = -5;
+  r = RunRmBench(negative_probe);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("--loop-probe-ms -5"), std::string::npos) << r.status();
 }
 
 }  // namespace
