@@ -65,21 +65,26 @@ void AmService::CheckExpiry() {
   ctx_->request_pass();
 }
 
-absl::StatusOr<const RmApp*> AmService::Authenticate(const v1::Token& token) {
-  auto data = security::DecodeAmRmToken(token.identifier());
-  if (!data.ok())
-    return absl::PermissionDeniedError(absl::StrCat("bad AMRM token: ", data.status().message()));
-  security::Token t{token.identifier(), token.password()};
-  auto verified =
-      security::VerifyAmRmToken(t, ctx_->keys->amrm(), data->app_attempt_id, ctx_->NowMs());
-  if (!verified.ok()) return verified.status();
-  const RmApp* app = ctx_->apps->FindByAttempt(data->app_attempt_id);
-  if (app == nullptr || app->current().attempt_id != data->app_attempt_id)
+absl::StatusOr<const RmApp*> AmService::Authenticate(const v1::Token& token,
+                                                     const std::string& verified_attempt) {
+  std::string attempt_id = verified_attempt;
+  if (attempt_id.empty()) {
+    auto data = security::DecodeAmRmToken(token.identifier());
+    if (!data.ok())
+      return absl::PermissionDeniedError(
+          absl::StrCat("bad AMRM token: ", data.status().message()));
+    security::Token t{token.identifier(), token.password()};
+    auto verified =
+        security::VerifyAmRmToken(t, ctx_->keys->amrm(), data->app_attempt_id, ctx_->NowMs());
+    if (!verified.ok()) return verified.status();
+    attempt_id = std::move(data->app_attempt_id);
+  }
+  const RmApp* app = ctx_->apps->FindByAttempt(attempt_id);
+  if (app == nullptr || app->current().attempt_id != attempt_id)
     return absl::PermissionDeniedError(
-        absl::StrCat("AMRM token for unknown or old attempt ", data->app_attempt_id));
+        absl::StrCat("AMRM token for unknown or old attempt ", attempt_id));
   if (IsFinal(app->state) || app->current().state == v1::ATTEMPT_FAILED)
-    return absl::FailedPreconditionError(
-        absl::StrCat(data->app_attempt_id, " is no longer running"));
+    return absl::FailedPreconditionError(absl::StrCat(attempt_id, " is no longer running"));
   return app;
 }
 
@@ -129,8 +134,8 @@ absl::StatusOr<v1::AllocateResponse> AmService::Allocate(const v1::Token& token,
 }
 
 void AmService::Allocate(const v1::Token& token, const v1::AllocateRequest& req,
-                         AllocateReply reply) {
-  auto who = Authenticate(token);
+                         AllocateReply reply, const std::string& verified_attempt) {
+  auto who = Authenticate(token, verified_attempt);
   if (!who.ok()) return reply(who.status());
   const RmApp& app = **who;
   const RmAttempt& at = app.current();

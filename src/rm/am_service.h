@@ -52,8 +52,11 @@ class AmService {
   // it), before its reply took anything from the attempt. When max_parked_allocates calls are
   // held, a call is answered at once (back-pressure). A held call of an attempt that ended in
   // the meantime gets that attempt's error; one held when the RM goes gets Unavailable.
+  // `verified_attempt`, when not empty, is the attempt an AmRmVerifier of this RM found `token`
+  // signed for (on the thread that received the call): the signature is not checked again.
   using AllocateReply = std::function<void(absl::StatusOr<v1::AllocateResponse>)>;
-  void Allocate(const v1::Token& token, const v1::AllocateRequest& req, AllocateReply reply);
+  void Allocate(const v1::Token& token, const v1::AllocateRequest& req, AllocateReply reply,
+                const std::string& verified_attempt = "");
   // The attempt of `app_id` has something for its AM: a held Allocate is answered soon (after
   // the events being handled now, so that one reply carries all of them).
   void NotifyNews(const std::string& app_id);
@@ -66,7 +69,9 @@ class AmService {
   // The running app `token` authenticates for, found through the AppManager's attempt index:
   // what every call above checks first, and what RmServer checks, without acting, before it
   // writes an AM's end into the federation store.
-  absl::StatusOr<const RmApp*> Authenticate(const v1::Token& token);
+  // With `verified_attempt` (as in Allocate), only the attempt's checks are made.
+  absl::StatusOr<const RmApp*> Authenticate(const v1::Token& token,
+                                            const std::string& verified_attempt = "");
 
   // Starts the liveness timer: an AM that launched but did not call in am_expiry_ms fails its
   // attempt.

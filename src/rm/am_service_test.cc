@@ -62,6 +62,73 @@ TEST(AmServiceTest, ATokenOfAFinishedAppIsNoLongerRunning) {
   EXPECT_THAT(r.status().message(), HasSubstr("no longer running"));
 }
 
+// The RM's gRPC threads verify an AM's token with the RM's AmRmVerifier before the call
+// reaches the loop. Verified, the loop skips only the signature: a verified attempt that is
+// no longer running is still refused. Refused there, the loop checks the token itself.
+TEST(AmServiceTest, ATokenVerifiedOffTheLoopSkipsOnlyTheSignature) {
+  RmHarness h;
+  h.AddNode("h1:1");
+  const std::string app = h.Submit();
+  h.loop.Advance(200);
+  const v1::Token t = h.RegisterAm();
+  const std::shared_ptr<const AmRmVerifier> verifier = h.rm().amrm_verifier();
+  absl::StatusOr<std::string> attempt =
+      verifier->Verify({t.identifier(), t.password()}, h.loop.NowMs());
+  ASSERT_TRUE(attempt.ok()) << attempt.status();
+  absl::StatusOr<v1::AllocateResponse> got = absl::InternalError("no reply");
+  auto keep = [&got](absl::StatusOr<v1::AllocateResponse> r) { got = std::move(r); };
+  h.rm().Allocate(t, {}, keep, *attempt);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->response_id(), 1);
+
+  v1::Token forged = t;
+  forged.mutable_password()->at(0) ^= 1;
+  absl::StatusOr<std::string> refused =
+      verifier->Verify({forged.identifier(), forged.password()}, h.loop.NowMs());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied);
+  h.rm().Allocate(forged, {}, keep);  // not verified: the loop checks it
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(got.status().message(), HasSubstr("bad signature"));
+
+  ASSERT_TRUE(h.rm().KillApplication(app, "").ok());
+  h.rm().Allocate(t, {}, keep, *attempt);
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(got.status().message(), HasSubstr("no longer running"));
+}
+
+// The verifier follows the RM's key rolls: the token an AM is handed after a roll verifies
+// off the loop, and the first one stops verifying once its key has expired and left.
+TEST(AmServiceTest, TheVerifierFollowsTheAmrmKeyRolls) {
+  RmOptions o = RmHarness::DefaultOptions();
+  o.key_roll_interval_ms = 10000;
+  RmHarness h(o);
+  h.AddNode("h1:1");
+  h.Submit();
+  h.loop.Advance(200);
+  const v1::Token first = h.RegisterAm();
+  v1::Token latest = first;
+  int32_t response_id = 0;
+  // Past the first key's life (3 roll intervals + the AM expiry: 90 s); the node and the AM
+  // keep calling.
+  for (int i = 0; i < 120; ++i) {
+    h.loop.Advance(1000);
+    h.Heartbeat("h1:1");
+    v1::AllocateRequest req;
+    req.set_response_id(response_id);
+    absl::StatusOr<v1::AllocateResponse> r = h.rm().Allocate(latest, req);
+    ASSERT_TRUE(r.ok()) << r.status();
+    response_id = r->response_id();
+    if (r->has_amrm_token()) latest = r->amrm_token();
+  }
+  ASSERT_NE(latest.identifier(), first.identifier());
+  const std::shared_ptr<const AmRmVerifier> verifier = h.rm().amrm_verifier();
+  EXPECT_TRUE(verifier->Verify({latest.identifier(), latest.password()}, h.loop.NowMs()).ok());
+  EXPECT_EQ(verifier->Verify({first.identifier(), first.password()}, h.loop.NowMs())
+                .status()
+                .code(),
+            absl::StatusCode::kPermissionDenied);
+}
+
 TEST(AmServiceTest, AnAppCannotReleaseAnotherAppsContainerOrItsOwnAm) {
   RmHarness h;
   h.AddNode("h1:1", 16384, 16);

@@ -474,8 +474,13 @@ void ResourceManager::StopHoldingCalls() { am_service_->StopHolding(); }
 size_t ResourceManager::parked_allocates() const { return am_service_->parked_allocates(); }
 
 void ResourceManager::Allocate(const v1::Token& token, const v1::AllocateRequest& req,
-                               std::function<void(absl::StatusOr<v1::AllocateResponse>)> reply) {
-  am_service_->Allocate(token, req, std::move(reply));
+                               std::function<void(absl::StatusOr<v1::AllocateResponse>)> reply,
+                               const std::string& verified_attempt) {
+  am_service_->Allocate(token, req, std::move(reply), verified_attempt);
+}
+
+std::shared_ptr<const AmRmVerifier> ResourceManager::amrm_verifier() const {
+  return keys_->amrm_verifier();
 }
 
 absl::StatusOr<v1::FinishApplicationMasterResponse> ResourceManager::FinishApplicationMaster(

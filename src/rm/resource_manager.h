@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/event_loop.h"
+#include "rm/amrm_verifier.h"
 #include "rm/app_lifecycle.h"
 #include "rm/client_auth.h"
 #include "rm/history_publisher.h"
@@ -142,9 +143,13 @@ class ResourceManager {
       const v1::Token& token, const v1::RegisterApplicationMasterRequest& req);
   absl::StatusOr<v1::AllocateResponse> Allocate(const v1::Token& token,
                                                 const v1::AllocateRequest& req);
-  // The long poll (AmService::Allocate with a reply callback).
+  // The long poll (AmService::Allocate with a reply callback); `verified_attempt` as there,
+  // found by this RM's amrm_verifier().
   void Allocate(const v1::Token& token, const v1::AllocateRequest& req,
-                std::function<void(absl::StatusOr<v1::AllocateResponse>)> reply);
+                std::function<void(absl::StatusOr<v1::AllocateResponse>)> reply,
+                const std::string& verified_attempt = "");
+  // The AMRM keys for the threads that receive AMs' calls (any thread).
+  std::shared_ptr<const AmRmVerifier> amrm_verifier() const;
   absl::StatusOr<v1::FinishApplicationMasterResponse> FinishApplicationMaster(
       const v1::Token& token, const v1::FinishApplicationMasterRequest& req);
 

@@ -63,6 +63,7 @@ absl::Status RmKeys::Recover(const std::vector<store::MasterKeyRecord>& stored) 
     if (!s.ok()) return s;
     if (absl::Status p = PersistKeys(*keys); !p.ok()) return p;
   }
+  amrm_verifier_->Publish(amrm_.Keys());
   ScheduleRoll();
   return absl::OkStatus();
 }
@@ -108,6 +109,8 @@ void RmKeys::RollKeys() {
                 {{"purpose", keys->purpose()}, {"current", keys->current().id}});
     }
   }
+  // Every call: a roll adds a key, and any call may drop expired ones.
+  amrm_verifier_->Publish(amrm_.Keys());
   ScheduleRoll();
 }
 

@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "rm/amrm_verifier.h"
 #include "rm/rm_context.h"
 #include "security/master_key.h"
 #include "security/secret_source.h"
@@ -39,6 +41,9 @@ class RmKeys {
   const security::MasterKeyManager& container() const { return container_; }
   security::MasterKeyManager& amrm() { return amrm_; }
   const security::MasterKeyManager& amrm() const { return amrm_; }
+  // The AMRM keys for other threads, published after Recover and after every roll (a caller
+  // that rolls amrm() itself leaves it behind, which costs only the loop's own check).
+  std::shared_ptr<const AmRmVerifier> amrm_verifier() const { return amrm_verifier_; }
 
   // An AMRM token for `attempt_id` under the current AMRM key, valid as long as an app may run
   // (the key under it rolls; AmService hands out a new token then). `key_id` gets the key's id.
@@ -58,6 +63,7 @@ class RmKeys {
   RmContext* ctx_;
   security::MasterKeyManager container_;
   security::MasterKeyManager amrm_;
+  std::shared_ptr<AmRmVerifier> amrm_verifier_ = std::make_shared<AmRmVerifier>();
   std::map<std::string, std::set<int32_t>> stored_;  // key ids in the store, by purpose
   TimerId roll_timer_ = 0;
 };

@@ -229,9 +229,21 @@ class RmServer::Services : public RmServer::Calls {
       if (absl::Status st = CheckAmCaller(s_, "AmService/Allocate", ctx); !st.ok())
         return Refused(ctx, st);
       v1::Token t = TokenOf(ctx);
-      return OnLoopLater(
-          s_, "AmService/Allocate", ctx, resp,
-          [t, req](ResourceManager& rm, auto reply) { rm.Allocate(t, *req, std::move(reply)); });
+      // The token's signature is checked here, off the loop (issue 29). The loop uses the
+      // result only if these were its RM's keys, checks the signature itself if they refused
+      // it, and checks the attempt's state either way.
+      std::shared_ptr<const AmRmVerifier> verifier = s_->Views().amrm;
+      std::string verified;
+      if (verifier != nullptr) {
+        absl::StatusOr<std::string> attempt =
+            verifier->Verify({t.identifier(), t.password()}, s_->loop_.NowMs());
+        if (attempt.ok()) verified = *std::move(attempt);
+      }
+      return OnLoopLater(s_, "AmService/Allocate", ctx, resp,
+                         [t, req, verifier, verified](ResourceManager& rm, auto reply) {
+                           const bool ours = verifier != nullptr && verifier == rm.amrm_verifier();
+                           rm.Allocate(t, *req, std::move(reply), ours ? verified : "");
+                         });
     }
     grpc::ServerUnaryReactor* FinishApplicationMaster(
         grpc::CallbackServerContext* ctx, const v1::FinishApplicationMasterRequest* req,
@@ -273,10 +285,7 @@ class RmServer::Services : public RmServer::Calls {
       PendingHeartbeat h{std::chrono::steady_clock::now(), ctx, reactor, req, resp};
       // The node is found here, not on the loop (issue 29), and its record fetched towards
       // the caches the loop reads from.
-      {
-        absl::MutexLock l(&s_->node_directory_mu_);
-        h.directory = s_->node_directory_;
-      }
+      h.directory = s_->Views().nodes;
       if (h.directory) {
         h.node = h.directory->Find(req->node_id());
         if (h.node != nullptr) PrefetchForHeartbeat(h.node);
@@ -556,7 +565,7 @@ absl::Status RmServer::CreateRm() {
       ResourceManager::Create(options_.rm, &loop_, store_.get(), launcher_.get(), secrets_.get());
   if (!rm.ok()) return rm.status();
   rm_ = std::move(*rm);
-  SetNodeDirectory(rm_->node_directory());
+  SetViews({rm_->node_directory(), rm_->amrm_verifier()});
   if (port_ != 0) rm_->set_rm_address(AmFacingAddress());
   absl::MutexLock l(&ha_mu_);
   active_ = true;
@@ -657,7 +666,7 @@ void RmServer::Shutdown() {
   elector_.reset();
   if (rm_)
     WaitOnLoop([&] {
-      SetNodeDirectory(nullptr);
+      SetViews({});
       rm_.reset();
     });
   loop_.Stop();

@@ -18,6 +18,7 @@
 #include "rm/client_auth.h"
 #include "rm/federation_identity.h"
 #include "rm/ha_elector.h"
+#include "rm/amrm_verifier.h"
 #include "rm/loop_work.h"
 #include "rm/node_directory.h"
 #include "rm/resource_manager.h"
@@ -230,12 +231,21 @@ class RmServer {
   ThreadEventLoop& NextClaimChecker() {
     return *claim_checkers_[next_checker_.fetch_add(1) % claim_checkers_.size()];
   }
-  // The node index of rm_ (set and cleared on the loop with it), for heartbeats' threads.
-  absl::Mutex node_directory_mu_;
-  std::shared_ptr<const NodeDirectory> node_directory_ ABSL_GUARDED_BY(node_directory_mu_);
-  void SetNodeDirectory(std::shared_ptr<const NodeDirectory> directory) {
-    absl::MutexLock l(&node_directory_mu_);
-    node_directory_ = std::move(directory);
+  // What of rm_ the threads that receive calls may use (set and cleared on the loop with it):
+  // its node index for heartbeats, and its AMRM keys for AMs' tokens. Null without an RM.
+  struct RmViews {
+    std::shared_ptr<const NodeDirectory> nodes;
+    std::shared_ptr<const AmRmVerifier> amrm;
+  };
+  absl::Mutex views_mu_;
+  RmViews views_ ABSL_GUARDED_BY(views_mu_);
+  void SetViews(RmViews views) {
+    absl::MutexLock l(&views_mu_);
+    views_ = std::move(views);
+  }
+  RmViews Views() {
+    absl::MutexLock l(&views_mu_);
+    return views_;
   }
   absl::Mutex heartbeats_mu_;
   std::vector<PendingHeartbeat> heartbeats_ ABSL_GUARDED_BY(heartbeats_mu_);  // the batch

@@ -58,7 +58,7 @@ absl::Status RmServer::BecomeActive() {
 
 void RmServer::BecomeStandby(const std::string& reason) {
   WaitOnLoop([&] {
-    SetNodeDirectory(nullptr);
+    SetViews({});
     rm_.reset();
     if (store_)
       log::WarnIfError(store_->Close(), "state_store_close_failed",

@@ -10,6 +10,7 @@
 #include <limits>
 #include <utility>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
@@ -228,15 +229,18 @@ Token IssueAmRmToken(const AmRmTokenData& data, const MasterKey& key) {
   return token;
 }
 
-absl::StatusOr<AmRmTokenData> VerifyAmRmToken(const Token& token, const MasterKeyManager& keys,
-                                              absl::string_view expected_attempt_id,
-                                              int64_t now_ms) {
+namespace {
+
+// VerifyAmRmToken over `find`, which returns the key with an id or nullptr.
+absl::StatusOr<AmRmTokenData> VerifyAmRmTokenWith(
+    const Token& token, absl::FunctionRef<const MasterKey*(int32_t)> find,
+    absl::string_view expected_attempt_id, int64_t now_ms) {
   absl::StatusOr<AmRmTokenData> data = DecodeAmRmToken(token.identifier);
   if (!data.ok()) {
     return absl::PermissionDeniedError(data.status().message());
   }
   const std::string prefix = absl::StrCat("AMRM token for ", Printable(data->app_attempt_id), ": ");
-  const MasterKey* key = keys.Find(data->master_key_id);
+  const MasterKey* key = find(data->master_key_id);
   if (key == nullptr) {
     return absl::PermissionDeniedError(
         absl::StrCat(prefix, "unknown master key ", data->master_key_id));
@@ -258,6 +262,27 @@ absl::StatusOr<AmRmTokenData> VerifyAmRmToken(const Token& token, const MasterKe
                                                     Printable(expected_attempt_id)));
   }
   return data;
+}
+
+}  // namespace
+
+absl::StatusOr<AmRmTokenData> VerifyAmRmToken(const Token& token, const MasterKeyManager& keys,
+                                              absl::string_view expected_attempt_id,
+                                              int64_t now_ms) {
+  return VerifyAmRmTokenWith(
+      token, [&keys](int32_t id) { return keys.Find(id); }, expected_attempt_id, now_ms);
+}
+
+absl::StatusOr<AmRmTokenData> VerifyAmRmToken(const Token& token,
+                                              const std::vector<MasterKey>& keys,
+                                              absl::string_view expected_attempt_id,
+                                              int64_t now_ms) {
+  auto find = [&keys](int32_t id) -> const MasterKey* {
+    for (const MasterKey& k : keys)
+      if (k.id == id) return &k;
+    return nullptr;
+  };
+  return VerifyAmRmTokenWith(token, find, expected_attempt_id, now_ms);
 }
 
 }  // namespace weft::security
