@@ -133,6 +133,18 @@ TEST_F(RmServerTest, SubmitLaunchesTheAmWhichRegistersAndAllocates) {
   EXPECT_EQ(alloc.response_id(), 1);
   EXPECT_EQ(alloc.num_cluster_nodes(), 1);
 
+  // The token is verified on the gRPC thread; one with a flipped password bit is refused,
+  // with the loop's own reason.
+  v1::Token forged;
+  ASSERT_TRUE(forged.ParseFromString(token));
+  forged.mutable_password()->at(0) ^= 1;
+  grpc::ClientContext c5b;
+  c5b.AddMetadata("weft-amrm-token-bin", forged.SerializeAsString());
+  v1::AllocateResponse refused;
+  st = am_->Allocate(&c5b, {}, &refused);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(st.error_message(), HasSubstr("bad signature"));
+
   grpc::ClientContext c6;
   v1::GetApplicationRequest get;
   get.set_application_id(app.application_id());
