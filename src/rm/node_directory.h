@@ -2,6 +2,8 @@
 #ifndef WEFT_RM_NODE_DIRECTORY_H_
 #define WEFT_RM_NODE_DIRECTORY_H_
 
+#include <string>
+
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
@@ -18,12 +20,13 @@ struct RmNode;
 // Thread-safe. Entries are only ever added (by the loop, at a node's first registration) and
 // the records never move while their NodeTracker lives. A record found here is the loop's:
 // another thread may hand the pointer to the loop (or prefetch it), never read or write it.
+// The directory may outlive its tracker (a heartbeat's thread may hold it while a failover
+// destroys the RM), so it keeps copies of the ids: Find never reads the tracker's memory.
 class NodeDirectory {
  public:
-  // `id` must outlive the directory (it views the tracker's key).
   void Add(absl::string_view id, RmNode* node) {
     absl::WriterMutexLock l(&mu_);
-    by_id_.emplace(id, node);
+    by_id_.emplace(std::string(id), node);
   }
   // nullptr when `id` never registered.
   RmNode* Find(absl::string_view id) const {
@@ -34,7 +37,7 @@ class NodeDirectory {
 
  private:
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<absl::string_view, RmNode*> by_id_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, RmNode*> by_id_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace weft::rm

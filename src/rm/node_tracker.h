@@ -159,8 +159,8 @@ class NodeTracker {
   RmContext* ctx_;
   std::map<std::string, RmNode> nodes_;   // by node id, in order (reports list them so)
   // The same nodes for lookups by id, which every heartbeat and completion makes: a std::map of
-  // 50,000 ids is 16 levels of cold tree nodes and string compares deep. The keys view
-  // nodes_'s keys, which never move (a node is never erased: one that left keeps its record).
+  // 50,000 ids is 16 levels of cold tree nodes and string compares deep. Its records never
+  // move (a node is never erased: one that left keeps its record).
   std::shared_ptr<NodeDirectory> directory_ = std::make_shared<NodeDirectory>();
   std::set<std::string> decommissioned_;  // node ids or host names
   // Attributes an admin set (AdminService/NodeAttributes), by node id; "" values removed.

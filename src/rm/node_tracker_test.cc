@@ -307,6 +307,12 @@ TEST(NodeTrackerTest, AHeartbeatResolvedOffTheLoopIsTheNodesOwn) {
   // A node registered later is found too (the directory is the tracker's, not a copy).
   h.AddNode("h3:1");
   EXPECT_NE(directory->Find("h3:1"), nullptr);
+  // A heartbeat's thread may still hold the directory when the RM is destroyed (a failover):
+  // looking an id up then reads none of the old tracker's memory (ASan would say so).
+  h.Restart();
+  EXPECT_NE(directory->Find("h1:1"), nullptr);
+  EXPECT_EQ(directory->Find("nowhere:1"), nullptr);
+  EXPECT_NE(h.rm().node_directory(), directory);  // the new RM's is another
 }
 
 TEST(NodeTrackerTest, HeartbeatScalingBoundsAreValidated) {
