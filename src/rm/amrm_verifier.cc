@@ -21,12 +21,10 @@ absl::StatusOr<std::string> AmRmVerifier::Verify(const security::Token& token,
     keys = keys_;
   }
   if (keys == nullptr) return absl::FailedPreconditionError("no AMRM keys published yet");
-  absl::StatusOr<security::AmRmTokenData> data = security::DecodeAmRmToken(token.identifier);
-  if (!data.ok()) return absl::PermissionDeniedError(data.status().message());
-  // The attempt the token names is the one it is verified for; the loop then checks that the
-  // attempt is its app's current one and still running.
+  // For the attempt the token names: the loop then checks that the attempt is its app's
+  // current one and still running.
   absl::StatusOr<security::AmRmTokenData> verified =
-      security::VerifyAmRmToken(token, *keys, data->app_attempt_id, now_ms);
+      security::VerifyAmRmTokenOfAnyAttempt(token, *keys, now_ms);
   if (!verified.ok()) return verified.status();
   return std::move(verified->app_attempt_id);
 }

@@ -8,6 +8,7 @@
 #include <openssl/params.h>
 
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "absl/functional/function_ref.h"
@@ -231,10 +232,11 @@ Token IssueAmRmToken(const AmRmTokenData& data, const MasterKey& key) {
 
 namespace {
 
-// VerifyAmRmToken over `find`, which returns the key with an id or nullptr.
+// VerifyAmRmToken over `find`, which returns the key with an id or nullptr; without
+// `expected_attempt_id`, any attempt's token is accepted.
 absl::StatusOr<AmRmTokenData> VerifyAmRmTokenWith(
     const Token& token, absl::FunctionRef<const MasterKey*(int32_t)> find,
-    absl::string_view expected_attempt_id, int64_t now_ms) {
+    std::optional<absl::string_view> expected_attempt_id, int64_t now_ms) {
   absl::StatusOr<AmRmTokenData> data = DecodeAmRmToken(token.identifier);
   if (!data.ok()) {
     return absl::PermissionDeniedError(data.status().message());
@@ -256,10 +258,10 @@ absl::StatusOr<AmRmTokenData> VerifyAmRmTokenWith(
     return absl::PermissionDeniedError(
         absl::StrCat(prefix, "expired at ", data->expiry_ms, " (now ", now_ms, ")"));
   }
-  if (data->app_attempt_id != expected_attempt_id) {
+  if (expected_attempt_id.has_value() && data->app_attempt_id != *expected_attempt_id) {
     return absl::PermissionDeniedError(absl::StrCat(prefix, "issued for ",
                                                     Printable(data->app_attempt_id), ", expected ",
-                                                    Printable(expected_attempt_id)));
+                                                    Printable(*expected_attempt_id)));
   }
   return data;
 }
@@ -273,16 +275,15 @@ absl::StatusOr<AmRmTokenData> VerifyAmRmToken(const Token& token, const MasterKe
       token, [&keys](int32_t id) { return keys.Find(id); }, expected_attempt_id, now_ms);
 }
 
-absl::StatusOr<AmRmTokenData> VerifyAmRmToken(const Token& token,
-                                              const std::vector<MasterKey>& keys,
-                                              absl::string_view expected_attempt_id,
-                                              int64_t now_ms) {
+absl::StatusOr<AmRmTokenData> VerifyAmRmTokenOfAnyAttempt(const Token& token,
+                                                          const std::vector<MasterKey>& keys,
+                                                          int64_t now_ms) {
   auto find = [&keys](int32_t id) -> const MasterKey* {
     for (const MasterKey& k : keys)
       if (k.id == id) return &k;
     return nullptr;
   };
-  return VerifyAmRmTokenWith(token, find, expected_attempt_id, now_ms);
+  return VerifyAmRmTokenWith(token, find, std::nullopt, now_ms);
 }
 
 }  // namespace weft::security

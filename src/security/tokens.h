@@ -109,12 +109,12 @@ Token IssueAmRmToken(const AmRmTokenData& data, const MasterKey& key);
 absl::StatusOr<AmRmTokenData> VerifyAmRmToken(const Token& token, const MasterKeyManager& keys,
                                               absl::string_view expected_attempt_id,
                                               int64_t now_ms);
-// The same against a copy of a manager's keys (MasterKeyManager::Keys()), which other threads
-// may hold: the RM's gRPC threads verify with one before a call reaches the RM loop.
-absl::StatusOr<AmRmTokenData> VerifyAmRmToken(const Token& token,
-                                              const std::vector<MasterKey>& keys,
-                                              absl::string_view expected_attempt_id,
-                                              int64_t now_ms);
+// The same checks against a copy of a manager's keys (MasterKeyManager::Keys()), which other
+// threads may hold, for whatever attempt the token was issued for: the caller checks that
+// attempt itself. The RM's gRPC threads verify with one before a call reaches the RM loop.
+absl::StatusOr<AmRmTokenData> VerifyAmRmTokenOfAnyAttempt(const Token& token,
+                                                          const std::vector<MasterKey>& keys,
+                                                          int64_t now_ms);
 
 }  // namespace weft::security
 
