@@ -232,7 +232,7 @@ class RmServer::Services : public RmServer::Calls {
       // The token's signature is checked here, off the loop (issue 29). The loop uses the
       // result only if these were its RM's keys, checks the signature itself if they refused
       // it, and checks the attempt's state either way.
-      std::shared_ptr<const AmRmVerifier> verifier = s_->Views().amrm;
+      std::shared_ptr<const AmRmVerifier> verifier = s_->AmRmView();
       std::string verified;
       if (verifier != nullptr) {
         absl::StatusOr<std::string> attempt =
@@ -285,7 +285,7 @@ class RmServer::Services : public RmServer::Calls {
       PendingHeartbeat h{std::chrono::steady_clock::now(), ctx, reactor, req, resp};
       // The node is found here, not on the loop (issue 29), and its record fetched towards
       // the caches the loop reads from.
-      h.directory = s_->Views().nodes;
+      h.directory = s_->NodesView();
       if (h.directory) {
         h.node = h.directory->Find(req->node_id());
         if (h.node != nullptr) PrefetchForHeartbeat(h.node);

@@ -15,10 +15,10 @@
 #include "absl/synchronization/mutex.h"
 #include "common/event_loop.h"
 #include "common/metrics.h"
+#include "rm/amrm_verifier.h"
 #include "rm/client_auth.h"
 #include "rm/federation_identity.h"
 #include "rm/ha_elector.h"
-#include "rm/amrm_verifier.h"
 #include "rm/loop_work.h"
 #include "rm/node_directory.h"
 #include "rm/resource_manager.h"
@@ -243,9 +243,13 @@ class RmServer {
     absl::MutexLock l(&views_mu_);
     views_ = std::move(views);
   }
-  RmViews Views() {
+  std::shared_ptr<const NodeDirectory> NodesView() {
     absl::MutexLock l(&views_mu_);
-    return views_;
+    return views_.nodes;
+  }
+  std::shared_ptr<const AmRmVerifier> AmRmView() {
+    absl::MutexLock l(&views_mu_);
+    return views_.amrm;
   }
   absl::Mutex heartbeats_mu_;
   std::vector<PendingHeartbeat> heartbeats_ ABSL_GUARDED_BY(heartbeats_mu_);  // the batch
