@@ -29,6 +29,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "common/open_files.h"
 #include "nlohmann/json.hpp"
 #include "rm/loop_probe.h"
@@ -422,8 +423,7 @@ std::string RmBenchReport::ToText() const {
       passes_per_s, loop_us_per_pass, loop_cpu_per_s, loop_charged_cpu_per_s,
       loop_probes > 0 ? absl::StrFormat("; a probe %.1f us (%d)", loop_us_per_probe, loop_probes)
                       : "",
-      rm_rss_mb,
-      rss_kb_per_nm, process_cpu_per_s,
+      rm_rss_mb, rss_kb_per_nm, process_cpu_per_s,
       nm_processes > 0 ? "" : ", and the NMs",
       nm_processes > 0
           ? absl::StrFormat("; the NM-sim processes %.2f s per s", nm_processes_cpu_per_s)
@@ -697,14 +697,18 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   };
   std::vector<std::thread> threads;
   for (int32_t t = 0; t < o.client_threads; ++t) threads.emplace_back(worker, t);
-  // The probes, posted to the loop through the measured interval; the last has run once the
-  // loop's statistics after it are read (the loop runs its tasks in order).
+  // The probes, posted to the loop through the measured interval: the first after the loop's
+  // statistics before it were read, and the last has run once those after it are (the loop
+  // runs its tasks in order), so loop_cpu_per_s can leave out exactly their time.
   std::optional<LoopProbe> probe;  // only when asked for: its table is memory the RM's RSS counts
   std::atomic<int64_t> probe_nanos{0}, probes{0};
+  absl::Notification measuring;
   if (o.loop_probe_ms > 0) {
     probe.emplace();
     threads.emplace_back([&] {
-      for (auto at = t0; at < deadline; at += std::chrono::milliseconds(o.loop_probe_ms)) {
+      measuring.WaitForNotification();
+      const auto every = std::chrono::milliseconds(o.loop_probe_ms);
+      for (auto at = Clock::now(); at < deadline; at += every) {
         std::this_thread::sleep_until(at);
         (*server)->Post([&](ResourceManager&) {
           probe_nanos += probe->Run();
@@ -715,6 +719,7 @@ absl::StatusOr<RmBenchReport> RunRmBench(const RmBenchOptions& o) {
   }
   std::this_thread::sleep_until(t0);
   const LoopStats loop_before = (*server)->LoopStatistics();
+  measuring.Notify();
   const double cpu_before = ProcessCpuSeconds();
   for (size_t k = 0; k < children.size(); ++k) children.Send(k, "start\n");
   for (auto& t : threads) t.join();
